@@ -1,0 +1,60 @@
+"""The `toolcommit` command line: a thin shell over the pure core.
+
+Each subcommand lives in `cmd_<name>.py` with `add_parser(subparsers)` and `run(args) -> int`.
+Exit codes: 0 holds / conforms, 1 violated, 3 unknown / inconclusive, 2 bad usage or input
+(one line on stderr, never a traceback).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from toolcommit.model.errors import InternalError, ToolcommitError
+
+COMMANDS = ("spec", "check", "prove", "validate", "ask")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # exit 2 with one line, as argparse does, plus a hint
+        self.print_usage(sys.stderr)
+        print(f"toolcommit: error: {message} (see: toolcommit --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="toolcommit", description="Prove that agent tool calls change the "
+                "outside world at most once: model checking and log conformance.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"toolcommit.checker.cmd_{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"toolcommit.checker.cmd_{name}":
+                raise
+            continue
+        sp = module.add_parser(sub)
+        sp.set_defaults(run=module.run)
+    return p
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except InternalError as e:
+        print(f"toolcommit: internal error (a bug in toolcommit, please report): {e}", file=sys.stderr)
+        return 4
+    except ToolcommitError as e:
+        print(f"toolcommit: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("toolcommit: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""Compile a `System` to Python functions over packed-integer states.
+
+A state is one int: each variable owns a bit field. The successor function is generated
+source (our own, never anything read from input): all fields are extracted once, then the
+guards are tested as a decision tree over their shared conjuncts, so a state with 200
+ground actions costs a few dozen comparisons.
+"""
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable
+
+from toolcommit.model.expr import Expr, Op, to_python
+from toolcommit.model.system import System
+
+
+@dataclass
+class Compiled:
+    """Packed-state functions for one System."""
+
+    system: System
+    offsets: dict
+    widths: dict
+    init: int
+    successors: Callable  # s -> (list[(action_index, s2)], truncated: bool)
+    violations: Callable  # s -> bitmask over invariant_names
+    witnesses: Callable   # s -> bitmask over witness_names
+    settled: Callable     # s -> bool
+    canon: Callable       # s -> canonical representative under symmetry
+    invariant_names: tuple
+    witness_names: tuple
+
+    def pack(self, values) -> int:
+        s = 0
+        for v in self.system.variables:
+            s |= values[v.name] << self.offsets[v.name]
+        return s
+
+    def unpack(self, s: int) -> dict:
+        return {v.name: (s >> self.offsets[v.name]) & ((1 << self.widths[v.name]) - 1)
+                for v in self.system.variables}
+
+    @property
+    def bits(self) -> int:
+        return sum(self.widths.values())
+
+
+def _layout(system: System):
+    offsets, widths, off = {}, {}, 0
+    for v in system.variables:
+        widths[v.name] = max(1, (v.size - 1).bit_length())
+        offsets[v.name] = off
+        off += widths[v.name]
+    return offsets, widths
+
+
+def _local(name: str, table: dict) -> str:
+    return table[name]
+
+
+def _conjuncts(e: Expr) -> list[Expr]:
+    if isinstance(e, Op) and e.op == "and":
+        out = []
+        for a in e.args:
+            out += _conjuncts(a)
+        return out
+    return [e]
+
+
+class _Gen:
+    def __init__(self, system: System, offsets, widths):
+        self.sys, self.off, self.wid = system, offsets, widths
+        self.names = {v.name: f"v{i}" for i, v in enumerate(system.variables)}
+
+    def py(self, e: Expr) -> str:
+        return to_python(e, lambda n: self.names[n])
+
+    def extract(self) -> list[str]:
+        return [f"    {self.names[v.name]} = (s >> {self.off[v.name]}) & {(1 << self.wid[v.name]) - 1}"
+                for v in self.sys.variables]
+
+    def successor_expr(self, updates) -> str:
+        parts = ["s"]
+        for name, e in updates.items():
+            local = self.names[name]
+            parts.append(f"(({self.py(e)}) - {local}) * {1 << self.off[name]}")
+        return " + ".join(parts)
+
+    def tree(self, items, indent: int) -> list[str]:
+        """Nested ifs over shared conjuncts; items are (action_index, [conjunct src])."""
+        pad = "    " * indent
+        lines: list[str] = []
+        while items:
+            counts = Counter(c for _, cs in items for c in set(cs))
+            atom, n = counts.most_common(1)[0] if counts else (None, 0)
+            if atom is None or n < 2:
+                for i, cs in items:
+                    lines += self.leaf(i, cs, indent)
+                break
+            inside = [(i, [c for c in cs if c != atom]) for i, cs in items if atom in cs]
+            items = [(i, cs) for i, cs in items if atom not in cs]
+            lines.append(f"{pad}if {atom}:")
+            lines += self.tree(inside, indent + 1)
+        return lines
+
+    def leaf(self, i: int, cs: list[str], indent: int) -> list[str]:
+        pad = "    " * indent
+        a = self.sys.actions[i]
+        body = "trunc = True" if a.cut else f"out.append(({i}, {self.successor_expr(a.updates)}))"
+        if not cs:
+            return [f"{pad}{body}"]
+        return [f"{pad}if {' and '.join(cs)}:", f"{pad}    {body}"]
+
+    def successors_src(self) -> str:
+        items = [(i, [self.py(c) for c in _conjuncts(a.guard)]) for i, a in enumerate(self.sys.actions)]
+        items = [(i, [c for c in cs if c != "1"]) for i, cs in items if "0" not in cs]
+        return "\n".join(["def successors(s):", *self.extract(), "    out = []",
+                          "    trunc = False", *self.tree(items, 1), "    return out, trunc"])
+
+    def mask_src(self, fname: str, exprs, negate: bool) -> str:
+        lines = [f"def {fname}(s):", *self.extract(), "    m = 0"]
+        for bit, e in enumerate(exprs):
+            cond = f"not {self.py(e)}" if negate else self.py(e)
+            lines.append(f"    if {cond}: m |= {1 << bit}")
+        lines.append("    return m")
+        return "\n".join(lines)
+
+    def settled_src(self) -> str:
+        return "\n".join(["def settled(s):", *self.extract(), f"    return bool({self.py(self.sys.done)})"])
+
+    def canon_src(self) -> str:
+        lines = ["def canon(s):", *self.extract(), "    best = s"]
+        for sym in self.sys.symmetries:
+            n = len(sym.slots)
+            for perm in itertools.permutations(range(n)):
+                if list(perm) == list(range(n)):
+                    continue
+                lines.append(f"    t = {self.permuted(sym, perm)}")
+                lines.append("    if t < best: best = t")
+        lines.append("    return best")
+        return "\n".join(lines)
+
+    def permuted(self, sym, perm) -> str:
+        """Source of the state with slot i moved to slot perm[i] and valued vars renamed."""
+        moved = {}
+        for i, slot in enumerate(sym.slots):
+            for src, dst in zip(slot, sym.slots[perm[i]]):
+                moved[dst] = self.names[src]
+        table = "(" + ", ".join(str(perm[i]) for i in range(len(perm))) + ")"
+        parts = []
+        for v in self.sys.variables:
+            if v.name in moved:
+                src = moved[v.name]
+            elif v.name in sym.valued:
+                loc = self.names[v.name]
+                src = f"({table}[{loc}] if {loc} < {len(perm)} else {loc})"
+            else:
+                src = self.names[v.name]
+            parts.append(f"({src} << {self.off[v.name]})")
+        return " | ".join(parts)
+
+
+def compile_system(system: System) -> Compiled:
+    """Generate and load the packed-state functions for `system`."""
+    offsets, widths = _layout(system)
+    gen = _Gen(system, offsets, widths)
+    inv_names = tuple(system.invariants)
+    wit_names = tuple(system.witnesses)
+    src = "\n\n".join([
+        gen.successors_src(),
+        gen.mask_src("violations", [system.invariants[n] for n in inv_names], True),
+        gen.mask_src("witnesses", [system.witnesses[n] for n in wit_names], False),
+        gen.settled_src(), gen.canon_src(),
+    ])
+    namespace: dict = {}
+    exec(compile(src, "<toolcommit-generated>", "exec"), namespace)  # our own generated code
+    c = Compiled(system, offsets, widths, 0, namespace["successors"], namespace["violations"],
+                 namespace["witnesses"], namespace["settled"], namespace["canon"],
+                 inv_names, wit_names)
+    c.init = c.canon(c.pack(system.init))
+    c.source = src
+    return c

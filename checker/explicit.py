@@ -1,0 +1,221 @@
+"""Explicit-state breadth-first search: exhaustive for an instance, shortest counterexamples.
+
+`explore` visits every reachable state (up to symmetry) once, in BFS order, so the first
+state found breaking an invariant lies at the least depth: its path is a shortest
+counterexample. States are packed ints (`toolcommit.checker.compile`); per state we keep
+its parent id and the action that reached it (8 bytes in two arrays), and for the graph
+properties the edge list (8 bytes per edge).
+
+Graph properties are judged on the reachable graph: DEADLOCK (no move while unsettled) and
+PROGRESS (a settled state stays reachable, by backward search from the settled states).
+A *truncated* state (a move was cut by the fence bound) counts as able to progress.
+"""
+from __future__ import annotations
+
+import time
+import tracemalloc
+from array import array
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from .compile import Compiled
+
+
+@dataclass
+class Exploration:
+    """Everything one BFS learned; state ids are BFS order (id 0 is the initial state)."""
+
+    compiled: Compiled
+    states: list
+    parent: array
+    via: array
+    level_ends: list
+    complete: bool
+    stop_reason: str = ""
+    first_violation: dict = field(default_factory=dict)   # invariant -> state id
+    first_witness: dict = field(default_factory=dict)     # witness -> state id
+    deadlock: Optional[int] = None
+    stuck: Optional[int] = None       # first state from which no settled state is reachable
+    settled_ids: list = field(default_factory=list)
+    truncated: int = 0
+    transitions: int = 0
+    fired: dict = field(default_factory=dict)             # action name -> count
+    seconds: float = 0.0
+    peak_bytes: int = 0
+
+    @property
+    def state_count(self) -> int:
+        return len(self.states)
+
+    @property
+    def depth(self) -> int:
+        return len(self.level_ends) - 1
+
+    def depth_of(self, sid: int) -> int:
+        for d, end in enumerate(self.level_ends):
+            if sid < end:
+                return d
+        return len(self.level_ends) - 1
+
+    def path(self, sid: int) -> list[tuple[int, int]]:
+        """[(action index or -1, canonical state)] from the initial state to `sid`."""
+        out = []
+        while sid != 0:
+            out.append((self.via[sid], self.states[sid]))
+            sid = self.parent[sid]
+        out.append((-1, self.states[0]))
+        return out[::-1]
+
+
+def explore(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool = True,
+            progress: Optional[Callable[[dict], None]] = None, measure_memory: bool = False
+            ) -> Exploration:
+    """Breadth-first search of `c` from its initial state.
+
+    Parameters
+    ----------
+    max_states, timeout : stop early (0 = no limit); the result is then `complete=False`.
+    graph : keep edges and judge DEADLOCK and PROGRESS.
+    progress : called about once a second with a dict of counters.
+    """
+    if measure_memory:
+        tracemalloc.start()
+    t0 = time.perf_counter()
+    succ, viol, wit, settled, canon = c.successors, c.violations, c.witnesses, c.settled, c.canon
+    init = c.init
+    index = {init: 0}
+    states, parent, via = [init], array("l", [0]), array("l", [-1])
+    esrc, edst = array("l"), array("l")
+    found_v: dict[int, int] = {}
+    found_w: dict[int, int] = {}
+    settled_ids, level_ends = [], []
+    deadlock, truncated, transitions = None, 0, 0
+    fired = [0] * len(c.system.actions)
+    all_v = (1 << len(c.invariant_names)) - 1
+    all_w = (1 << len(c.witness_names)) - 1
+    seen_v = seen_w = 0
+    _note(0, init, viol, wit, found_v, found_w, 0, 0)
+    seen_v, seen_w = _masks(found_v), _masks(found_w)
+    head, complete, reason, next_tick = 0, True, "", t0 + 1.0
+    level_end = 1
+    while head < len(states):
+        if head == level_end:
+            level_ends.append(level_end)
+            level_end = len(states)
+        s = states[head]
+        moves, trunc = succ(s)
+        if trunc:
+            truncated += 1
+        if settled(s):
+            settled_ids.append(head)
+        elif not moves and not trunc and deadlock is None:
+            deadlock = head
+        for a, t in moves:
+            fired[a] += 1
+            t = canon(t)
+            j = index.get(t)
+            if j is None:
+                j = len(states)
+                index[t] = j
+                states.append(t)
+                parent.append(head)
+                via.append(a)
+                if seen_v != all_v:
+                    m = viol(t) & ~seen_v
+                    if m:
+                        _record(m, j, found_v)
+                        seen_v |= m
+                if seen_w != all_w:
+                    m = wit(t) & ~seen_w
+                    if m:
+                        _record(m, j, found_w)
+                        seen_w |= m
+            if graph:
+                esrc.append(head)
+                edst.append(j)
+        transitions += len(moves)
+        head += 1
+        if (head & 1023) == 0:
+            now = time.perf_counter()
+            if progress is not None and now >= next_tick:
+                next_tick = now + 1.0
+                progress({"states": len(states), "explored": head, "depth": len(level_ends),
+                          "seconds": now - t0})
+            if (max_states and len(states) >= max_states) or (timeout and now - t0 >= timeout):
+                complete = False
+                reason = (f"state limit {max_states} reached" if max_states and len(states) >= max_states
+                          else f"time limit {timeout:g}s reached")
+                break
+    level_ends.append(len(states) if complete else head)
+    ex = Exploration(c, states, parent, via, level_ends, complete, reason)
+    ex.first_violation = {c.invariant_names[b]: sid for b, sid in found_v.items()}
+    ex.first_witness = {c.witness_names[b]: sid for b, sid in found_w.items()}
+    ex.deadlock, ex.truncated, ex.transitions, ex.settled_ids = deadlock, truncated, transitions, settled_ids
+    ex.fired = _fired_by_name(c, fired)
+    if graph and complete:
+        ex.stuck = _first_stuck(len(states), esrc, edst, settled_ids, c, states)
+    ex.seconds = time.perf_counter() - t0
+    if measure_memory:
+        ex.peak_bytes = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return ex
+
+
+def _masks(found: dict) -> int:
+    m = 0
+    for b in found:
+        m |= 1 << b
+    return m
+
+
+def _note(sid, s, viol, wit, found_v, found_w, seen_v, seen_w) -> None:
+    _record(viol(s), sid, found_v)
+    _record(wit(s), sid, found_w)
+
+
+def _record(mask: int, sid: int, found: dict) -> None:
+    b = 0
+    while mask:
+        if mask & 1 and b not in found:
+            found[b] = sid
+        mask >>= 1
+        b += 1
+
+
+def _fired_by_name(c: Compiled, fired: list) -> dict:
+    out: dict[str, int] = {}
+    for a, n in zip(c.system.actions, fired):
+        if not a.cut:
+            out[a.name] = out.get(a.name, 0) + n
+    return out
+
+
+def _first_stuck(n: int, esrc: array, edst: array, settled_ids: list, c: Compiled,
+                 states: list) -> Optional[int]:
+    """Least state id from which no settled (or truncated) state is reachable."""
+    start = array("l", [0]) * (n + 1)   # reverse CSR: count predecessors per target
+    for t in edst:
+        start[t + 1] += 1
+    for i in range(n):
+        start[i + 1] += start[i]
+    fill = array("l", start)
+    preds = array("l", [0]) * len(esrc)
+    for s, t in zip(esrc, edst):
+        preds[fill[t]] = s
+        fill[t] += 1
+    good = bytearray(n)
+    stack = list(settled_ids)
+    for sid in range(n):
+        if c.successors(states[sid])[1]:
+            stack.append(sid)
+    for sid in stack:
+        good[sid] = 1
+    while stack:
+        t = stack.pop()
+        for i in range(start[t], start[t + 1]):
+            s = preds[i]
+            if not good[s]:
+                good[s] = 1
+                stack.append(s)
+    bad = good.find(0)
+    return None if bad < 0 else bad

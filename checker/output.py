@@ -1,0 +1,28 @@
+"""Writing files safely: never leave partial output behind as if it were complete."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from toolcommit.model.errors import InputError
+
+
+def write_atomic(path, text: str) -> None:
+    """Write `text` to `path` via a temporary file in the same folder, then rename."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        raise InputError(f"cannot write here: {e.strerror}; choose another folder", str(path)) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,100 @@
+"""Counterexamples as data, and their replay through the model's own semantics.
+
+A `Counterexample` is the property, the config and instance it was found on, and a list of
+`Step`s: the action taken (its spec name and parameters) and the full state after it.
+Renderers (text, ITF JSON, Mermaid) only read this data. `replay` re-executes the steps with
+the expression interpreter (`toolcommit.model.expr.evaluate`), independent of the compiled
+code or the SMT encoding that found them: a counterexample that does not replay is an
+`InternalError`, never a report.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Optional
+
+from toolcommit.model.errors import InternalError
+from toolcommit.model.system import Action, System
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: `action` is the spec action name ("init" for step 0)."""
+
+    action: str
+    params: Mapping[str, str]
+    state: Mapping[str, int]
+    fault: bool = False
+
+    def label(self) -> str:
+        inner = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        return f"{self.action}({inner})"
+
+
+@dataclass(frozen=True)
+class Counterexample:
+    """A finite trace breaking `property`; `note` explains graph properties (DEADLOCK,
+    PROGRESS: the last state is stuck) and P4/P5 (which underlying property broke)."""
+
+    property: str
+    config: str
+    instance: str
+    bounds: Mapping[str, int]
+    knobs: Mapping[str, str]
+    assumptions: Mapping[str, str]
+    steps: tuple[Step, ...]
+    engine: str = "explicit"
+    note: str = ""
+    meta: Mapping = field(default_factory=dict)
+
+    @property
+    def length(self) -> int:
+        return len(self.steps) - 1
+
+
+def find_action(system: System, name: str, params: Mapping[str, str]) -> Action:
+    for a in system.actions:
+        if a.name == name and dict(a.params) == dict(params):
+            return a
+    raise InternalError(f"no action {name}{dict(params)} in the model")
+
+
+def from_actions(system: System, actions: list[Action], prop: str, engine: str,
+                 note: str = "") -> Counterexample:
+    """Build a counterexample by executing `actions` from the initial state (interpreter)."""
+    state = dict(system.init)
+    steps = [Step("init", {}, dict(state))]
+    for a in actions:
+        if not system.enabled(a, state):
+            raise InternalError(f"{engine} engine produced a step that is not enabled: {a.label()}")
+        state = system.step(a, state)
+        steps.append(Step(a.name, dict(a.params), dict(state), a.fault))
+    cfg, inst = system.meta["config"], system.meta["instance"]
+    return Counterexample(prop, cfg.label(), inst.name, inst.bounds(), dict(cfg.knobs),
+                          dict(cfg.assumptions), tuple(steps), engine, note)
+
+
+def replay(system: System, cx: Counterexample) -> Optional[str]:
+    """Re-execute `cx` in `system`; None if every step is enabled and every state matches,
+    else what went wrong."""
+    state = dict(system.init)
+    if dict(cx.steps[0].state) != state:
+        return "initial state differs"
+    for i, step in enumerate(cx.steps[1:], start=1):
+        try:
+            a = find_action(system, step.action, step.params)
+        except InternalError as e:
+            return f"step {i}: {e}"
+        if not system.enabled(a, state):
+            return f"step {i}: {a.label()} is not enabled"
+        state = system.step(a, state)
+        if dict(step.state) != state:
+            return f"step {i}: state after {a.label()} differs"
+    return None
+
+
+def breaks(system: System, cx: Counterexample) -> bool:
+    """Whether the last state of `cx` breaks its invariant (for invariant properties)."""
+    prop = cx.property
+    if prop not in system.invariants:
+        return True
+    return prop in system.violated(cx.steps[-1].state)

@@ -1,0 +1,27 @@
+"""One exception tree, named after meanings.
+
+Every error the user can cause is a `ToolcommitError`; the CLI prints its message on one
+line and exits 2. An `InternalError` is a bug in toolcommit (for example, two engines that
+disagree) and is never shown as a verification result.
+"""
+
+
+class ToolcommitError(Exception):
+    """Base of every error toolcommit raises on purpose."""
+
+
+class UsageError(ToolcommitError):
+    """Bad names or options on the command line or in a config: says what is valid."""
+
+
+class InputError(ToolcommitError):
+    """Unusable input file: says what is wrong and where (file:line)."""
+
+    def __init__(self, message: str, path: str = "", line: int = 0):
+        where = f"{path}:{line}: " if path and line else f"{path}: " if path else ""
+        super().__init__(where + message)
+        self.path, self.line = path, line
+
+
+class InternalError(ToolcommitError):
+    """A bug in toolcommit, such as a counterexample that does not replay."""

@@ -1,0 +1,88 @@
+"""Policy knobs, environment assumptions and the named presets, all read from `spec/`.
+
+A `Config` is the complete, validated choice of every knob and assumption. Misuse is
+rejected here, when the config is made, with a message that lists the valid names.
+
+Examples
+--------
+>>> c = preset("recommended")
+>>> c.knobs["on_unknown"]
+'reconcile'
+>>> c.with_knobs({"on_unknown": "blind_retry"}).knobs["on_unknown"]
+'blind_retry'
+>>> preset("nope")
+Traceback (most recent call last):
+...
+toolcommit.model.errors.UsageError: unknown preset 'nope'; valid presets: naive, seed, recommended
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from toolcommit.spec import protocol
+
+from .errors import UsageError
+
+PRESETS = ("naive", "seed", "recommended")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every knob and assumption, by name; `preset` names where it started."""
+
+    preset: str
+    knobs: Mapping[str, str]
+    assumptions: Mapping[str, str]
+    changed: tuple[str, ...] = field(default=())
+
+    def with_knobs(self, updates: Mapping[str, str]) -> "Config":
+        """A copy with `updates` applied to knobs or assumptions; names are checked."""
+        knobs, assumptions = dict(self.knobs), dict(self.assumptions)
+        for name, value in updates.items():
+            if name in knobs:
+                _check_option(name, value, protocol().knobs[name].options)
+                knobs[name] = value
+            elif name in assumptions:
+                _check_option(name, value, protocol().assumptions[name]["options"])
+                assumptions[name] = value
+            else:
+                valid = ", ".join(list(knobs) + list(assumptions))
+                raise UsageError(f"unknown knob {name!r}; valid knobs and assumptions: {valid}")
+        changed = tuple(dict.fromkeys(self.changed + tuple(updates)))
+        return Config(self.preset, knobs, assumptions, changed)
+
+    def label(self) -> str:
+        """`preset` plus any changed knobs, e.g. `recommended+fencing=off`."""
+        extra = [f"{n}={self.knobs.get(n, self.assumptions.get(n))}" for n in self.changed]
+        return "+".join([self.preset] + extra)
+
+    def relied_on(self) -> dict[str, str]:
+        """The environment assumptions this config was checked under."""
+        return dict(self.assumptions)
+
+
+def _check_option(name: str, value: str, options) -> None:
+    if value not in options:
+        raise UsageError(f"knob {name!r} has no option {value!r}; valid options: {', '.join(options)}")
+
+
+def preset(name: str) -> Config:
+    """The named preset: `naive`, `seed` or `recommended`."""
+    if name not in PRESETS:
+        raise UsageError(f"unknown preset {name!r}; valid presets: {', '.join(PRESETS)}")
+    p = protocol()
+    knobs = {k: knob.presets[name] for k, knob in p.knobs.items()}
+    assumptions = {a: spec["default"] for a, spec in p.assumptions.items()}
+    return Config(name, knobs, assumptions)
+
+
+def parse_settings(items) -> dict[str, str]:
+    """Parse `knob=option` strings (from `--set`) into a dict."""
+    out = {}
+    for item in items or ():
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise UsageError(f"--set takes knob=option, got {item!r}")
+        out[name.strip()] = value.strip()
+    return out

@@ -1,0 +1,619 @@
+"""The protocol's semantics, written once: `build(config, instance) -> System`.
+
+Actors and their actions follow `spec/protocol.json`; each action's one-line meaning is
+there. Policy knobs and environment assumptions are resolved here, at build time, so the
+resulting `System` is a plain guarded-command program that the explicit engine compiles to
+Python and the SMT engine to z3.
+
+Abstractions (see spec/PROTOCOL.md, "Choices"):
+- one user intent (scope, tool); its calls differ in call id, argument form, canonicalizer
+  version and epoch; semantic keys are derived statically from the knobs;
+- per-key counters saturate at 2 (two effects already break I1);
+- a zombie's further log writes are not modelled: its harm is its requests still in flight.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from toolcommit.spec import protocol
+
+from .expr import FALSE, TRUE, Const, Expr, lift, Var, all_of, any_of, in_, ite, max_, min_, not_, sum_
+from .instance import Instance, Proposal
+from .knobs import Config
+from .system import Action, Symmetry, System, VarDecl
+
+PROP_VALUES = ("ABSENT", "PROPOSED", "RECORDED", "REJECTED_DUPLICATE", "REJECTED_CONFLICT")
+MSG_VALUES = ("NONE", "INFLIGHT", "DELAYED", "ACK", "LOST", "DONE")
+P_ABSENT, P_PROPOSED, P_RECORDED, P_DUP, P_CONFLICT = range(5)
+M_NONE, M_INFLIGHT, M_DELAYED, M_ACK, M_LOST, M_DONE = range(6)
+CAP = 2  # effect counters saturate here: two effects already break I1
+
+
+def record_values() -> tuple[str, ...]:
+    """Record states in spec order; index 0 (PROPOSED) means 'no record yet'."""
+    return tuple(protocol().record.states)
+
+
+RV = {name: i for i, name in enumerate(record_values())}
+SETTLED = ("ACKED", "COMPENSATED", "DEAD_LETTER", "REJECTED_CONFLICT")
+GAVE_UP = ("COMPENSATED", "DEAD_LETTER", "REJECTED_CONFLICT")
+IN_DOUBT = ("UNKNOWN", "RECONCILING")
+P2_ALLOWED = ("UNKNOWN", "RECONCILING", "COMPENSATED", "DEAD_LETTER")
+
+
+@dataclass(frozen=True)
+class Key:
+    """A semantic key as the implementation derives it under the config's knobs."""
+
+    name: str
+    ident: tuple
+    version: int
+    epoch: int
+
+    def label(self) -> str:
+        return "/".join(str(p) for p in self.ident)
+
+
+def r(*names: str) -> tuple[int, ...]:
+    return tuple(RV[n] for n in names)
+
+
+class _Builder:
+    """Collects variables and actions; one method per actor."""
+
+    def __init__(self, config: Config, inst: Instance):
+        self.cfg, self.inst = config, inst
+        self.k, self.a = config.knobs, config.assumptions
+        self.W, self.F = inst.workers, inst.max_fence
+        self.props = inst.proposals
+        self.vars: list[VarDecl] = []
+        self.init: dict[str, int] = {}
+        self.actions: list[Action] = []
+        self._derive_keys()
+
+    # ----- static derivation of keys and tokens -----------------------------------
+    def _ident(self, p: Proposal, epoch: int) -> tuple:
+        if self.k["dedupe_by"] == "call_id":
+            return ("call", p.call_id)
+        form = p.form
+        if self.k["canonicalizer"] == "normalizing" and form == "paraphrase":
+            form = "orig"
+        if self.k["epoch"] == "per_retry" and p.trigger == "after_failure":
+            epoch = (epoch, p.call_id)
+        ident = ("refund", form, "e%s" % (epoch if isinstance(epoch, int) else "%d+%s" % epoch))
+        return ident + (("v%d" % p.version,) if self.k["revision"] == "conflict" else ())
+
+    def _derive_keys(self) -> None:
+        self.keys: list[Key] = []
+        by_ident: dict[tuple, int] = {}
+
+        def key_for(p: Proposal, epoch: int) -> int:
+            ident = self._ident(p, epoch)
+            if ident not in by_ident:
+                by_ident[ident] = len(self.keys)
+                self.keys.append(Key(f"k{len(self.keys)}", ident, p.version, epoch))
+            return by_ident[ident]
+
+        self.key_of = {p.name: key_for(p, p.epoch) for p in self.props}
+        self.next_key = {}
+        if self.k["late_replay"] == "compensate":
+            for p in self.props:
+                self.next_key[p.name] = key_for(p, p.epoch + 1)
+        callers: dict[int, set[str]] = {}
+        for p in self.props:
+            callers.setdefault(self.key_of[p.name], set()).add(p.call_id)
+            if p.name in self.next_key:
+                callers.setdefault(self.next_key[p.name], set()).add(p.call_id)
+        self.callers = callers
+        self.call_ids = sorted({p.call_id for p in self.props})
+
+    def token_kind(self) -> str:
+        return self.k["idempotency_key"]
+
+    def needs_via(self, k: int) -> bool:
+        return self.token_kind() == "call_id" and len(self.callers.get(k, ())) > 1
+
+    # ----- variables ------------------------------------------------------------
+    def var(self, name, size, init=0, labels=(), family="", index=()) -> Var:
+        self.vars.append(VarDecl(name, size, tuple(labels), family or name, tuple(index)))
+        self.init[name] = init
+        return Var(name)
+
+    def declare(self) -> None:
+        W, F = self.W, self.F
+        self.retry_ok = self.var("retry_ok", 2)
+        self.budget = {f: self.var(f"budget.{f}", n + 1, n, family="budget", index=(f,))
+                       for f, n in self.inst.faults.items() if n > 0}
+        self.revised = self.var("revised", 2) if "revisions" in self.budget else None
+        self.alive = [self.var(f"alive.w{w}", 2, 1, ("DOWN", "UP"), "alive", (f"w{w}",))
+                      for w in range(W)]
+        self.prop = {p.name: self.var(f"prop.{p.name}", len(PROP_VALUES), 0, PROP_VALUES,
+                                      "prop", (p.name,)) for p in self.props}
+        self.racy = self.k["insert"] == "check_then_insert"
+        wl = [f"w{w}" for w in range(W)] + ["none"]
+        self.chk = {p.name: self.var(f"chk.{p.name}", W + 1, W, wl, "chk", (p.name,))
+                    for p in self.props} if self.racy else {}
+        self.rec, self.owner, self.fence, self.pfence = [], [], [], []
+        self.applied, self.comp, self.cancelled, self.via, self.msg, self.mtok = [], [], [], [], [], []
+        for i, key in enumerate(self.keys):
+            n = key.name
+            self.rec.append(self.var(f"rec.{n}", len(RV), 0, record_values(), "rec", (n,)))
+            self.owner.append(self.var(f"owner.{n}", W + 1, W, wl, "owner", (n,)))
+            self.fence.append(self.var(f"fence.{n}", F + 1, 0, family="fence", index=(n,)))
+            self.pfence.append(self.var(f"pfence.{n}", F + 1, 0, family="pfence", index=(n,))
+                               if self.provider_fenced() else None)
+            self.applied.append(self.var(f"applied.{n}", CAP + 1, 0, family="applied", index=(n,)))
+            self.comp.append(self.var(f"comp.{n}", CAP + 1, 0, family="comp", index=(n,))
+                             if self.compensation_used() else None)
+            self.cancelled.append(self.var(f"cancelled.{n}", 2, 0, family="cancelled", index=(n,))
+                                  if "cancels" in self.budget else None)
+            cl = self.call_ids
+            self.via.append(self.var(f"via.{n}", len(cl), 0, cl, "via", (n,))
+                            if self.needs_via(i) else None)
+            self.msg.append([self.var(f"msg.{n}.{f}", len(MSG_VALUES), 0, MSG_VALUES, "msg",
+                                      (n, str(f))) for f in range(1, F + 1)])
+            self.mtok.append([self.var(f"mtok.{n}.{f}", len(cl), 0, cl, "mtok", (n, str(f)))
+                              for f in range(1, F + 1)] if self.needs_via(i) else None)
+        self.seen = {t: self.var(f"seen.{t}", 2, family="seen", index=(t,)) for t in self.tokens()}
+        self.bad = {p: self.var(f"bad.{p}", 2, family="bad", index=(p,))
+                    for p in ("LEGAL", "P2", "FENCE", "P3")}
+
+    def provider_fenced(self) -> bool:
+        return self.k["fencing"] == "on" and self.a["provider_fences"] == "yes"
+
+    def compensation_used(self) -> bool:
+        return self.k["on_unknown"] == "compensate" or self.k["late_replay"] == "compensate"
+
+    def tokens(self) -> list[str]:
+        kind = self.token_kind()
+        if kind == "none":
+            return []
+        if kind == "semantic_key":
+            return [k.name for k in self.keys]
+        return list(self.call_ids)
+
+    # ----- helpers ----------------------------------------------------------------
+    def act(self, name, params, guard, updates, fault=False, cut=False) -> None:
+        updates = {n: lift(e) for n, e in updates.items() if e is not None}
+        self.actions.append(Action(name, dict(params), guard, self._monitor(updates),
+                                   fault, cut))
+
+    def _monitor(self, updates: dict) -> dict:
+        """Add LEGAL and P2 monitor updates for every record variable the action writes."""
+        legal = protocol().record.edge_set
+        bad_legal, bad_p2 = [], []
+        for i, rec in enumerate(self.rec):
+            if rec.name not in updates:
+                continue
+            new = updates[rec.name]
+            ok = any_of(new == rec, *[all_of(rec == RV[a], new == RV[b]) for a, b in legal])
+            bad_legal.append(not_(ok))
+            bad_p2.append(all_of(rec == RV["UNKNOWN"], not_(in_(new, r(*P2_ALLOWED)))))
+        if bad_legal:
+            updates[self.bad["LEGAL"].name] = ite(any_of(*bad_legal), 1, self.bad["LEGAL"])
+            p2 = any_of(*bad_p2)
+            if p2 is not FALSE:
+                updates[self.bad["P2"].name] = ite(p2, 1, self.bad["P2"])
+        return updates
+
+    def spend(self, fault: str) -> dict:
+        b = self.budget[fault]
+        return {b.name: b - 1}
+
+    def has(self, fault: str) -> bool:
+        return fault in self.budget
+
+    def trigger(self, p: Proposal) -> Expr:
+        t = p.trigger
+        if t == "always":
+            return TRUE
+        if t == "after_failure":
+            return self.retry_ok == 1
+        if t == "after_revision":
+            return self.revised == 1 if self.revised is not None else FALSE
+        if t == "after_give_up":
+            return any_of(*[in_(rec, r(*GAVE_UP[:2])) for rec in self.rec])
+        raise ValueError(t)
+
+    def token(self, k: int, p: Proposal | None = None):
+        """The idempotency token a dispatch of key k carries: (var or None, static index)."""
+        kind = self.token_kind()
+        if kind == "none":
+            return None
+        if kind == "semantic_key":
+            return self.keys[k].name
+        return p.call_id if p is not None else None
+
+    # ----- planner and log: proposals ---------------------------------------------
+    def planner(self) -> None:
+        for p in self.props:
+            for w in range(self.W):
+                self._propose(p, w)
+            if self.racy:
+                self._insert(p)
+
+    def _conflict(self, p: Proposal) -> Expr:
+        if self.k["revision"] != "conflict":
+            return FALSE
+        mine = self.keys[self.key_of[p.name]]
+        live = [not_(in_(self.rec[i], r("PROPOSED", *GAVE_UP))) for i, key in enumerate(self.keys)
+                if key.version != p.version and key.epoch == mine.epoch]
+        return any_of(*live)
+
+    def _propose(self, p: Proposal, w: int) -> None:
+        k = self.key_of[p.name]
+        rec, prop = self.rec[k], self.prop[p.name]
+        base = all_of(prop == P_ABSENT, self.alive[w] == 1, self.trigger(p))
+        exists = rec != RV["PROPOSED"]
+        params = {"call": p.call_id, "proposal": p.name, "worker": f"w{w}", "key": self.keys[k].name}
+        overwrite = self.k["reaccept"] == "overwrite"
+        gave_up = in_(rec, r(*GAVE_UP)) if overwrite else FALSE
+        late = self.k["late_replay"]
+        in_doubt = in_(rec, r(*IN_DOUBT)) if late != "reject" else FALSE
+        if overwrite:
+            self.act("propose", {**params, "decision": "accepted (overwrites)"},
+                     all_of(base, gave_up), self._accept(p, k, w))
+        if late == "replay_same_key":
+            self._replay_same_key(p, k, w, base, params)
+        if late == "compensate":
+            self._replay_compensate(p, k, w, base, params)
+        duplicate = all_of(base, exists, not_(gave_up), not_(in_doubt))
+        if late == "compensate":
+            nk = self.rec[self.next_key[p.name]]
+            duplicate = all_of(base, exists, not_(gave_up),
+                               any_of(not_(in_doubt), nk != RV["PROPOSED"]))
+        self.act("propose", {**params, "decision": "duplicate"}, duplicate,
+                 {prop.name: P_DUP})
+        conflict = self._conflict(p)
+        if conflict is not FALSE:
+            self.act("propose", {**params, "decision": "conflict"},
+                     all_of(base, not_(exists), conflict), {prop.name: P_CONFLICT})
+        fresh = all_of(base, not_(exists), not_(conflict))
+        if self.racy:
+            self.act("check", {**params, "decision": "absent"}, fresh,
+                     {prop.name: P_PROPOSED, self.chk[p.name].name: w})
+        else:
+            self.act("propose", {**params, "decision": "accepted"}, fresh, self._accept(p, k, w))
+
+    def _accept(self, p: Proposal, k: int, w: int) -> dict:
+        up = {self.rec[k].name: RV["RECORDED"], self.owner[k].name: w,
+              self.prop[p.name].name: P_RECORDED}
+        if self.via[k] is not None:
+            up[self.via[k].name] = self.call_ids.index(p.call_id)
+        return up
+
+    def _insert(self, p: Proposal) -> None:
+        k = self.key_of[p.name]
+        for w in range(self.W):
+            up = self._accept(p, k, w)
+            up[self.chk[p.name].name] = self.W
+            self.act("insert", {"call": p.call_id, "proposal": p.name, "worker": f"w{w}",
+                                "key": self.keys[k].name},
+                     all_of(self.prop[p.name] == P_PROPOSED, self.chk[p.name] == w,
+                            self.alive[w] == 1), up)
+
+    def _replay_same_key(self, p, k, w, base, params) -> None:
+        for f in range(1, self.F + 1):
+            up = self._send(k, f, p)
+            up.update({self.rec[k].name: RV["DISPATCHED"], self.owner[k].name: w,
+                       self.prop[p.name].name: P_RECORDED})
+            if self.via[k] is not None:
+                up[self.via[k].name] = self.call_ids.index(p.call_id)
+            self.act("propose", {**params, "decision": "replayed under the same key",
+                                 "fence": str(f)},
+                     all_of(base, in_(self.rec[k], r(*IN_DOUBT)), self.fence[k] == f - 1),
+                     up)
+
+    def _replay_compensate(self, p, k, w, base, params) -> None:
+        nk = self.next_key[p.name]
+        up = self._compensation(k)
+        up.update(self._accept(p, nk, w))
+        self.act("propose", {**params, "decision": "compensated first, accepted as next epoch",
+                             "next_key": self.keys[nk].name},
+                 all_of(base, in_(self.rec[k], r(*IN_DOUBT)), self.rec[nk] == RV["PROPOSED"]), up)
+
+    # ----- workers: dispatch, acks, timeouts, recovery ----------------------------
+    def _send(self, k: int, f: int, p: Proposal | None = None) -> dict:
+        """Updates for sending key k's request under fence f."""
+        up = {self.fence[k].name: f, self.msg[k][f - 1].name: M_INFLIGHT}
+        if self.mtok[k] is not None:
+            up[self.mtok[k][f - 1].name] = (self.call_ids.index(p.call_id) if p is not None
+                                            else self.via[k])
+        return up
+
+    def workers(self) -> None:
+        for k in range(len(self.keys)):
+            for w in range(self.W):
+                self._worker_key(k, w)
+        for w in range(self.W):
+            self._lifecycle(w)
+
+    def _owned(self, k: int, w: int) -> Expr:
+        return all_of(self.owner[k] == w, self.alive[w] == 1)
+
+    def _worker_key(self, k: int, w: int) -> None:
+        kn, wn = self.keys[k].name, f"w{w}"
+        rec, owned = self.rec[k], self._owned(k, w)
+        if self.k["dispatch_guard"] == "log_cas":
+            ready = rec == RV["RECORDED"]
+        else:
+            ready = in_(rec, r("RECORDED", "REJECTED_CONFLICT"))
+        for f in range(1, self.F + 1):
+            up = self._send(k, f)
+            up[rec.name] = RV["DISPATCHED"]
+            guard = all_of(owned, ready, self.fence[k] == f - 1,
+                           self.msg[k][f - 1] == M_NONE)
+            self.act("dispatch", {"key": kn, "worker": wn, "fence": str(f)}, guard, up)
+            cur = self.fence[k] == f
+            self.act("timeout", {"key": kn, "worker": wn, "fence": str(f)},
+                     all_of(owned, rec == RV["DISPATCHED"], cur,
+                            in_(self.msg[k][f - 1], (M_DELAYED, M_LOST))),
+                     {rec.name: RV["UNKNOWN"], self.retry_ok.name: 1})
+            self._receive_ack(k, w, f)
+        self._dispatch_bound(k, w, ready)
+        self._unknown(k, w)
+        if self.k["on_restart"] == "reload_log":
+            self.act("takeover", {"key": kn, "worker": wn},
+                     all_of(self.alive[w] == 1, self.owner[k] == self.W,
+                            in_(rec, r("RECORDED", "DISPATCHED", "UNKNOWN", "RECONCILING"))),
+                     {self.owner[k].name: w,
+                      rec.name: ite(rec == RV["DISPATCHED"], RV["UNKNOWN"], rec)})
+
+    def _dispatch_bound(self, k: int, w: int, ready: Expr) -> None:
+        """A dispatch or retry the fence budget forbids: marks the state truncated."""
+        self.act("dispatch", {"key": self.keys[k].name, "worker": f"w{w}", "fence": "beyond bound"},
+                 all_of(self._owned(k, w), any_of(ready, self.rec[k] == RV["UNKNOWN"]),
+                        self.fence[k] == self.F), {}, cut=True)
+
+    def _receive_ack(self, k: int, w: int, f: int) -> None:
+        rec = self.rec[k]
+        current = TRUE if self.k["fencing"] == "off" else self.fence[k] == f
+        settles = any_of(all_of(rec == RV["DISPATCHED"], current), rec == RV["RECONCILING"])
+        self.act("receive_ack", {"key": self.keys[k].name, "worker": f"w{w}", "fence": str(f)},
+                 all_of(self._owned(k, w), self.msg[k][f - 1] == M_ACK),
+                 {self.msg[k][f - 1].name: M_DONE, rec.name: ite(settles, RV["ACKED"], rec)})
+
+    def _unknown(self, k: int, w: int) -> None:
+        kn, wn = self.keys[k].name, f"w{w}"
+        rec, owned, policy = self.rec[k], self._owned(k, w), self.k["on_unknown"]
+        unknown = all_of(owned, rec == RV["UNKNOWN"])
+        if policy == "blind_retry":
+            for f in range(1, self.F + 1):
+                up = self._send(k, f)
+                up[rec.name] = RV["DISPATCHED"]
+                self.act("retry", {"key": kn, "worker": wn, "fence": str(f)},
+                         all_of(unknown, self.fence[k] == f - 1), up)
+        elif policy == "reconcile":
+            self._reconcile(k, w, unknown)
+            self.act("read_status", {"key": kn, "worker": wn},
+                     all_of(owned, rec == RV["RECONCILING"]), {rec.name: self._read(k)})
+        elif policy == "reconcile_skip":
+            self.act("read_status", {"key": kn, "worker": wn, "from": "UNKNOWN"}, unknown,
+                     {rec.name: self._read(k)})
+        elif policy == "dead_letter":
+            self.act("dead_letter", {"key": kn, "worker": wn}, unknown,
+                     {rec.name: RV["DEAD_LETTER"]})
+        elif policy == "compensate":
+            up = self._compensation(k)
+            self.act("compensate", {"key": kn, "worker": wn}, unknown, up)
+
+    def _reconcile(self, k: int, w: int, unknown: Expr) -> None:
+        kn, wn, rec = self.keys[k].name, f"w{w}", self.rec[k]
+        if self.k["fencing"] == "off":
+            self.act("reconcile", {"key": kn, "worker": wn}, unknown,
+                     {rec.name: RV["RECONCILING"]})
+            return
+        for f in range(1, self.F + 1):
+            up = {rec.name: RV["RECONCILING"], self.fence[k].name: f}
+            if self.pfence[k] is not None:
+                up[self.pfence[k].name] = f
+            self.act("reconcile", {"key": kn, "worker": wn, "fence": str(f)},
+                     all_of(unknown, self.fence[k] == f - 1), up)
+        self.act("reconcile", {"key": kn, "worker": wn, "fence": "beyond bound"},
+                 all_of(unknown, self.fence[k] == self.F), {}, cut=True)
+
+    def _read(self, k: int) -> Expr:
+        """Record state after a status read of key k."""
+        absent = RV["RECORDED"] if self.k["on_absent"] == "rerecord" else RV["DEAD_LETTER"]
+        if self.a["status_read"] == "no":
+            return _const(RV["DEAD_LETTER"])
+        return ite(self.applied[k] > 0, RV["ACKED"], absent)
+
+    def _compensation(self, k: int) -> dict:
+        up = {self.rec[k].name: RV["COMPENSATED"]}
+        if self.a["compensable"] == "yes":
+            up[self.comp[k].name] = min_(self.applied[k], self.comp[k] + 1)
+        return up
+
+    def _lifecycle(self, w: int) -> None:
+        wn = f"w{w}"
+        if self.has("crashes"):
+            up = self._forget(w)
+            up.update({self.alive[w].name: 0, **self.spend("crashes")})
+            self.act("crash", {"worker": wn}, all_of(self.alive[w] == 1, self.budget["crashes"] > 0),
+                     up, fault=True)
+            self.act("restart", {"worker": wn}, self.alive[w] == 0, {self.alive[w].name: 1})
+
+    def _forget(self, w: int) -> dict:
+        """Worker w's planner memory is gone: its leases lapse, its checks are lost."""
+        up = {o.name: ite(o == w, self.W, o) for o in self.owner}
+        for p in self.props:
+            if self.racy:
+                c = self.chk[p.name]
+                up[c.name] = ite(c == w, self.W, c)
+                up[self.prop[p.name].name] = ite(c == w, P_ABSENT, self.prop[p.name])
+        up[self.retry_ok.name] = 1
+        return up
+
+    def wipe(self) -> None:
+        """P4's adversary: all planner memory deleted, at any time, without budget."""
+        up = {o.name: _const(self.W) for o in self.owner}
+        for p in self.props:
+            if self.racy:
+                c = self.chk[p.name]
+                up[c.name] = _const(self.W)
+                up[self.prop[p.name].name] = ite(self.prop[p.name] == P_PROPOSED, P_ABSENT,
+                                                 self.prop[p.name])
+        up[self.retry_ok.name] = _const(1)
+        holds = any_of(self.retry_ok == 0, *[o != self.W for o in self.owner],
+                       *[self.chk[p.name] != self.W for p in self.props if self.racy])
+        self.act("wipe", {}, holds, up, fault=True)
+
+    # ----- network and provider -----------------------------------------------------
+    def network(self) -> None:
+        for k in range(len(self.keys)):
+            for f in range(1, self.F + 1):
+                m = self.msg[k][f - 1]
+                params = {"key": self.keys[k].name, "fence": str(f)}
+                if self.has("delays"):
+                    self.act("delay", params, all_of(m == M_INFLIGHT, self.budget["delays"] > 0),
+                             {m.name: M_DELAYED, **self.spend("delays")}, fault=True)
+                if self.has("ack_losses"):
+                    self.act("lose_ack", params, all_of(m == M_ACK, self.budget["ack_losses"] > 0),
+                             {m.name: M_LOST, **self.spend("ack_losses")}, fault=True)
+                self._deliver(k, f)
+
+    def _deliver(self, k: int, f: int) -> None:
+        m, params = self.msg[k][f - 1], {"key": self.keys[k].name, "fence": str(f)}
+        arriving = in_(m, (M_INFLIGHT, M_DELAYED))
+        fenced = (self.pfence[k] > f) if self.pfence[k] is not None else FALSE
+        seen = self._seen_expr(k, f)
+        seal = {self.pfence[k].name: max_(self.pfence[k], f)} if self.pfence[k] is not None else {}
+        if fenced is not FALSE:
+            self.act("deliver", {**params, "outcome": "fenced out"}, all_of(arriving, fenced),
+                     {m.name: M_LOST})
+        if seen is not FALSE:
+            self.act("deliver", {**params, "outcome": "deduplicated"},
+                     all_of(arriving, not_(fenced), seen), {m.name: M_ACK, **seal})
+        up = {m.name: M_ACK, self.applied[k].name: min_(self.applied[k] + 1, CAP), **seal}
+        up.update(self._mark_seen(k, f))
+        up[self.bad["FENCE"].name] = ite(self.fence[k] > f, 1, self.bad["FENCE"])
+        if self.cancelled[k] is not None:
+            up[self.bad["P3"].name] = ite(self.cancelled[k] == 1, 1, self.bad["P3"])
+        self.act("deliver", {**params, "outcome": "applied"},
+                 all_of(arriving, not_(fenced), not_(seen)), up)
+
+    def _token_of_msg(self, k: int, f: int):
+        """(static token name) or (list of (value, token name)) for message (k, f)."""
+        kind = self.token_kind()
+        if kind == "none":
+            return None
+        if kind == "semantic_key":
+            return self.keys[k].name
+        if self.mtok[k] is None:
+            (call,) = self.callers[k]
+            return call
+        return [(i, c) for i, c in enumerate(self.call_ids)]
+
+    def _seen_expr(self, k: int, f: int) -> Expr:
+        if self.a["provider_idempotent"] == "no":
+            return FALSE
+        tok = self._token_of_msg(k, f)
+        if tok is None:
+            return FALSE
+        if isinstance(tok, str):
+            return self.seen[tok] == 1
+        mt = self.mtok[k][f - 1]
+        return any_of(*[all_of(mt == i, self.seen[c] == 1) for i, c in tok])
+
+    def _mark_seen(self, k: int, f: int) -> dict:
+        tok = self._token_of_msg(k, f)
+        if tok is None:
+            return {}
+        if isinstance(tok, str):
+            return {self.seen[tok].name: _const(1)}
+        mt = self.mtok[k][f - 1]
+        return {self.seen[c].name: ite(mt == i, 1, self.seen[c]) for i, c in tok}
+
+    # ----- the user --------------------------------------------------------------------
+    def user(self) -> None:
+        if self.has("cancels"):
+            for k in range(len(self.keys)):
+                self.act("cancel", {"key": self.keys[k].name},
+                         all_of(self.rec[k] == RV["RECORDED"], self.budget["cancels"] > 0),
+                         {self.rec[k].name: RV["REJECTED_CONFLICT"], self.cancelled[k].name: 1,
+                          **self.spend("cancels")}, fault=True)
+        if self.has("revisions"):
+            self.act("revise_prompt", {}, all_of(self.revised == 0, self.budget["revisions"] > 0),
+                     {self.revised.name: 1, **self.spend("revisions")}, fault=True)
+
+    def expire(self) -> None:
+        if not self.has("lease_expiries"):
+            return
+        for k in range(len(self.keys)):
+            for w in range(self.W):
+                self.act("expire_lease", {"key": self.keys[k].name, "worker": f"w{w}"},
+                         all_of(self._owned(k, w), self.budget["lease_expiries"] > 0,
+                                not_(in_(self.rec[k], r(*SETTLED)))),
+                         {self.owner[k].name: self.W, self.retry_ok.name: 1,
+                          **self.spend("lease_expiries")}, fault=True)
+
+    # ----- properties --------------------------------------------------------------------
+    def properties(self) -> tuple[dict, dict, Expr]:
+        total = sum_(self.applied)
+        comp = sum_([c for c in self.comp if c is not None])
+        inv = {
+            "I1": total <= 1,
+            "I1net": total <= comp + 1,
+            "P1": all_of(*[a <= 1 for a in self.applied]),
+            "P2": self.bad["P2"] == 0,
+            "P3": self.bad["P3"] == 0,
+            "FENCE": self.bad["FENCE"] == 0,
+            "LEGAL": self.bad["LEGAL"] == 0,
+        }
+        settled = all_of(*[in_(rec, r("PROPOSED", *SETTLED)) for rec in self.rec],
+                         *[p != P_PROPOSED for p in self.prop.values()],
+                         *[not_(in_(m, (M_INFLIGHT, M_DELAYED))) for ms in self.msg for m in ms])
+        effect = total >= 1
+        wit = {
+            "I1": effect, "I1net": effect, "P1": effect,
+            "P2": any_of(*[rec == RV["UNKNOWN"] for rec in self.rec]),
+            "P3": any_of(*[c == 1 for c in self.cancelled if c is not None]),
+            "FENCE": any_of(*[all_of(in_(m, (M_INFLIGHT, M_DELAYED)), self.fence[k] > f + 1)
+                              for k, ms in enumerate(self.msg) for f, m in enumerate(ms)]),
+            "LEGAL": any_of(*[rec != 0 for rec in self.rec]),
+            "happy": all_of(settled, total == 1,
+                            any_of(*[rec == RV["ACKED"] for rec in self.rec])),
+        }
+        return inv, wit, settled
+
+    def symmetries(self) -> tuple[Symmetry, ...]:
+        if self.W < 2:
+            return ()
+        slots = tuple((f"alive.w{w}",) for w in range(self.W))
+        valued = tuple(o.name for o in self.owner) + tuple(c.name for c in self.chk.values())
+        return (Symmetry("workers", slots, valued),)
+
+
+def _const(v: int) -> Const:
+    return Const(v)
+
+
+def build(config: Config, inst: Instance, wipe: bool = False) -> System:
+    """The transition system of `config` on `inst`; `wipe` adds P4's memory-wipe adversary.
+
+    Assumptions named by the instance override the config's (a failure class such as
+    `provider_non_idempotent` is defined by one).
+    """
+    if inst.assumptions:
+        config = config.with_knobs(inst.assumptions)
+    b = _Builder(config, inst)
+    b.declare()
+    b.planner()
+    b.workers()
+    b.network()
+    b.user()
+    b.expire()
+    if wipe:
+        b.wipe()
+    inv, wit, settled = b.properties()
+    meta = {
+        "config": config, "instance": inst,
+        "keys": [{"name": k.name, "ident": k.label(), "callers": sorted(b.callers.get(i, ()))}
+                 for i, k in enumerate(b.keys)],
+        "key_of": dict(b.key_of),
+        "workers": [f"w{w}" for w in range(b.W)],
+        "wipe": wipe,
+    }
+    return System(tuple(b.vars), dict(b.init), tuple(b.actions), inv, wit, settled,
+                  b.symmetries(), meta)
