@@ -1,0 +1,229 @@
+"""The checker's own canonicalizer: which tool calls are one user intent.
+
+The log checker never trusts an implementation's semantic key to say which calls are the
+same intent; it re-derives identity from `(tool, args, scope)` with this canonicalizer.
+Two implementation keys whose calls canonicalize to one digest are the article's
+"canonicalization too literal" bug.
+
+Version 1 (fixed forever; a test pins its digests)
+--------------------------------------------------
+A canonical form is the compact JSON array ``[tool, scope, args]`` after these rules:
+
+1. Strings (the tool, the scope, every argument name and every string value) are put in
+   Unicode NFC, stripped of leading and trailing whitespace, and every inner run of
+   whitespace becomes one space (``"  20  USD "`` -> ``"20 USD"``). Case is kept.
+2. Objects are sorted by their normalized names as escaped JSON text, by code point (the
+   order of the serialized bytes). Two names that normalize to one name are an error: the
+   call is ambiguous.
+3. Numbers: a float with an integral value within +-2**53 becomes that integer (``20.0`` ->
+   ``20``, ``-0.0`` -> ``0``); an integer beyond +-2**53 becomes a float, because JSON
+   decoders disagree about such integers; other floats keep Python's shortest round-trip
+   form (``repr``). NaN and infinities are an error. Booleans stay booleans (``true`` is
+   not ``1``). Numbers inside strings are strings: ``"20.00"`` is not ``20``.
+4. Arrays keep their order. ``null`` stays ``null``.
+5. Values nested deeper than `MAX_DEPTH` are an error (hostile input).
+6. The form is serialized with no spaces, names sorted, non-ASCII kept as UTF-8; its
+   digest is SHA-256 over ``b"toolcommit/canon/v1\\n" + form``.
+
+Adding a version
+----------------
+Write ``_form_v2`` beside ``_form_v1`` (never edit v1), register it in `VERSIONS` and use a
+new digest prefix (``toolcommit/canon/v2``); pin its digests in a test. Digests of different
+versions never compare equal, so a log checked under v2 cannot merge with v1 identities.
+
+Examples
+--------
+>>> a = canonical_intent("refund", {"amount": 20}, "user:42")
+>>> b = canonical_intent(" refund", {"amount": 20.0}, "user:42")
+>>> a.digest == b.digest, a.form
+(True, '["refund","user:42",{"amount":20}]')
+>>> canonical_intent("refund", {"amount": "20.00"}, "user:42").digest == a.digest
+False
+>>> canonical_intent("refund", {"a": float("nan")}, "s")
+Traceback (most recent call last):
+...
+toolcommit.model.canon.CanonError: args.a: NaN or infinity has no canonical form
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import unicodedata
+from json.encoder import encode_basestring  # the C string escaper when available
+from typing import Callable, NamedTuple
+
+MAX_DEPTH = 64
+_EXACT = 2 ** 53
+
+
+class CanonError(ValueError):
+    """The call has no canonical form (NaN, ambiguous names, nesting too deep, bad type)."""
+
+
+class CanonicalIntent(NamedTuple):
+    """A canonical intent: `digest` (hex SHA-256), `form` (the canonical JSON), `version`."""
+
+    digest: str
+    form: str
+    version: int
+
+
+def _text(s: str) -> str:
+    """Rule 1: NFC, strip, collapse inner whitespace runs to one space."""
+    if not s.isascii() and not unicodedata.is_normalized("NFC", s):
+        s = unicodedata.normalize("NFC", s)
+    return " ".join(s.split())
+
+
+def _number(v) -> str:
+    """Rule 3, as text."""
+    if type(v) is int:
+        if -_EXACT <= v <= _EXACT:
+            return str(v)
+        v = float(v)
+    if not math.isfinite(v):
+        raise _Fail("NaN or infinity has no canonical form")
+    if v.is_integer() and -_EXACT <= v <= _EXACT:
+        return str(int(v))
+    return repr(v)
+
+
+class _Fail(Exception):
+    """Internal: carries the failing path outwards (built only on failure, for speed)."""
+
+    def __init__(self, what: str):
+        super().__init__(what)
+        self.what, self.path = what, []
+
+
+_ENC: dict[str, str] = {}  # bounded memo: raw string -> its normalized, escaped JSON text
+_ENC_MAX = 1 << 16
+
+
+def _enc(s: str) -> str:
+    """Rule 1 then JSON escaping, memoized (names and enum-like values repeat a lot)."""
+    text = _ENC.get(s)
+    if text is None:
+        text = encode_basestring(_text(s))
+        if len(s) <= 64:
+            if len(_ENC) >= _ENC_MAX:
+                _ENC.clear()
+            _ENC[s] = text
+    return text
+
+
+def _scalar(v, t) -> str | None:
+    """Rules 1 and 3 for one scalar of type `t`, or None if `v` is a container."""
+    if t is str:
+        return _enc(v)
+    if t is int:
+        return str(v) if -_EXACT <= v <= _EXACT else _number(v)
+    if t is float:
+        return _number(v)
+    if t is bool:
+        return "true" if v else "false"
+    if v is None:
+        return "null"
+    return None
+
+
+def _form_v1(v, depth: int) -> str:
+    t = type(v)
+    if t is dict:
+        if depth >= MAX_DEPTH:
+            raise _Fail(f"nested deeper than {MAX_DEPTH} levels")
+        items = []
+        for name, value in v.items():
+            if type(name) is not str:
+                raise _Fail("object names must be strings")
+            norm = _enc(name)
+            vt = type(value)
+            # scalars inline (the common case), containers by recursion
+            if vt is str:
+                text = _enc(value)
+            elif vt is int and -_EXACT <= value <= _EXACT:
+                text = str(value)
+            else:
+                try:
+                    text = _scalar(value, vt)
+                    if text is None:
+                        text = _form_v1(value, depth + 1)
+                except _Fail as e:
+                    e.path.append("." + name)
+                    raise
+            items.append((norm, text))
+        items.sort()
+        for i in range(1, len(items)):
+            if items[i][0] == items[i - 1][0]:
+                raise _Fail(f"two names normalize to {items[i][0]}")
+        return "{" + ",".join([n + ":" + x for n, x in items]) + "}"
+    if t is list or t is tuple:
+        if depth >= MAX_DEPTH:
+            raise _Fail(f"nested deeper than {MAX_DEPTH} levels")
+        out = []
+        for i, x in enumerate(v):
+            try:
+                text = _scalar(x, type(x))
+                out.append(_form_v1(x, depth + 1) if text is None else text)
+            except _Fail as e:
+                e.path.append(f"[{i}]")
+                raise
+        return "[" + ",".join(out) + "]"
+    text = _scalar(v, t)
+    if text is None:
+        raise _Fail(f"a {t.__name__} is not a JSON value")
+    return text
+
+
+def _intent_form_v1(tool: str, args, scope: str) -> str:
+    if type(tool) is not str or type(scope) is not str:
+        raise CanonError("tool and scope must be strings")
+    try:
+        form = _form_v1(args, 0)
+    except _Fail as e:
+        raise CanonError("args" + "".join(reversed(e.path)) + ": " + e.what) from None
+    return "[" + _enc(tool) + "," + _enc(scope) + "," + form + "]"
+
+
+VERSIONS: dict[int, tuple[bytes, Callable[[str, object, str], str]]] = {
+    1: (b"toolcommit/canon/v1\n", _intent_form_v1),
+}
+
+
+def canonical_intent(tool: str, args, scope: str, version: int = 1) -> CanonicalIntent:
+    """The canonical intent of one tool call under canonicalizer `version`.
+
+    Parameters
+    ----------
+    tool, scope : str
+        The tool name and the user-intent scope.
+    args : JSON value
+        The decoded arguments (dicts, lists, str, int, float, bool, None).
+    version : int
+        The canonicalizer version; only 1 exists.
+
+    Returns
+    -------
+    CanonicalIntent
+        Equal digests mean one intent. Pure: no I/O, no state.
+
+    Raises
+    ------
+    CanonError
+        The call has no canonical form; the message names the argument path.
+    """
+    try:
+        prefix, form_of = VERSIONS[version]
+    except KeyError:
+        raise CanonError(f"unknown canonicalizer version {version!r}; "
+                         f"known: {', '.join(map(str, VERSIONS))}") from None
+    form = form_of(tool, args, scope)
+    return CanonicalIntent(hashlib.sha256(prefix + form.encode("utf-8")).hexdigest(), form,
+                           version)
+
+
+def intent_digest(tool: str, args, scope: str) -> bytes:
+    """The first 16 bytes of the v1 digest: the compact identity the log checker keeps
+    per distinct intent (equal to ``bytes.fromhex(canonical_intent(...).digest)[:16]``)."""
+    form = _intent_form_v1(tool, args, scope)
+    return hashlib.sha256(b"toolcommit/canon/v1\n" + form.encode("utf-8")).digest()[:16]
