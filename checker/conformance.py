@@ -1,0 +1,986 @@
+"""Log conformance, the pure core: events in, typed findings and a verdict out. No I/O.
+
+The log format is the public contract of `spec/log.schema.json`. The core consumes events
+already decoded and checked by `toolcommit.checker.logread` (or built by a test) as dicts:
+
+- every event: ``type`` (``proposal | transition | effect | crash | restart``), ``writer``
+  (str: the process that wrote it), ``seq`` (int >= 0, increasing per writer; a gap means
+  lost lines), optional ``ts`` (str, RFC 3339; read by nobody here).
+- ``proposal``: ``call_id``, ``tool``, ``args`` (a JSON object), ``scope``, ``key`` (the
+  implementation's semantic key), ``decision`` (``accepted | duplicate | conflict``),
+  optional ``epoch`` (int).
+- ``transition``: ``key``, ``from``, ``to`` (record states of `spec/protocol.json`; a key's
+  first transition starts at ``PROPOSED``), optional ``fence``, ``epoch`` (int),
+  ``call_id``, ``reason`` (str).
+- ``effect``: what the provider applied: ``key`` and/or ``idempotency_key``, ``tool``,
+  ``args``, ``scope``, ``kind`` (``apply | compensate``), optional ``fence`` (int),
+  ``effect_id`` (str; two records with one id are one effect), ``epoch`` (int).
+
+Ordering without clocks
+-----------------------
+Timestamps are never read. Within a writer, events are ordered by ``seq``; across writers a
+key's transitions are ordered by chaining: each one leaves the state the previous one
+entered. Transitions that do not chain yet wait in the key's buffer; a key is *closed* (its
+buffer dropped, a compact summary kept) once its chain reaches a terminal state. What is
+still buffered then, or at the end of the stream, is classified: a second transition out of
+a state the chain already left is a ``RACE`` (another writer acted on the same state), a
+``P4`` finding (its writer crashed since its previous action on the key, so it acted from
+memory) or ``LEGAL`` (its writer rewound a key it had itself moved on); one that starts from
+a state the key never reached is ``LEGAL`` (``possible`` when lines were lost).
+
+Memory grows with the keys still open (their buffered transitions) plus one compact summary
+per distinct key and per distinct canonical intent; never with the number of lines.
+
+Limitations
+-----------
+- When two writers race out of one state, which branch the chain follows depends on the
+  order the lines arrive in; the race itself, and so the verdict, does not.
+- A transition that arrives after its key closed is compared with the key's summary, not
+  its full history: its finding names the key's last transition, not the one it forks from.
+- Effects are attributed to intents by their own (tool, args, scope), to keys by ``key``
+  (else by an ``idempotency_key`` that names a logged key).
+
+Examples
+--------
+>>> evs = [
+...   {"type": "proposal", "writer": "w1", "seq": 1, "call_id": "t1", "tool": "refund",
+...    "args": {"amount": 20}, "scope": "u42", "key": "k1", "decision": "accepted"},
+...   {"type": "transition", "writer": "w1", "seq": 2, "key": "k1", "from": "PROPOSED", "to": "RECORDED"},
+...   {"type": "transition", "writer": "w1", "seq": 3, "key": "k1", "from": "RECORDED", "to": "DISPATCHED", "fence": 1},
+...   {"type": "transition", "writer": "w1", "seq": 4, "key": "k1", "from": "DISPATCHED", "to": "ACKED", "fence": 1},
+...   {"type": "effect", "writer": "bank", "seq": 1, "key": "k1", "tool": "refund",
+...    "args": {"amount": 20.0}, "scope": "u42", "kind": "apply", "fence": 1}]
+>>> check(evs).verdict
+<Verdict.CONFORMS: 'CONFORMS'>
+>>> evs.append({"type": "effect", "writer": "bank", "seq": 2, "key": "k1", "tool": "refund",
+...   "args": {"amount": 20}, "scope": "u42", "kind": "apply"})
+>>> r = check(evs)
+>>> r.verdict, sorted({f.property for f in r.findings})
+(<Verdict.VIOLATES: 'VIOLATES'>, ['I1', 'P1'])
+"""
+from __future__ import annotations
+
+import bisect
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Iterable, Optional, Sequence
+
+from toolcommit.model.canon import CanonError, intent_digest
+from toolcommit.spec import protocol
+
+# ----- the spec's names, as small integers for the hot path ------------------------------
+_REC = protocol().record
+STATES: tuple[str, ...] = tuple(_REC.states)
+CODE: dict[str, int] = {s: i for i, s in enumerate(STATES)}
+EDGES: frozenset[tuple[int, int]] = frozenset((CODE[a], CODE[b]) for a, b in _REC.edge_set)
+TERMINAL: frozenset[int] = frozenset(CODE[s] for s in _REC.terminal)
+INITIAL = CODE[_REC.initial]
+_RECORDED, _DISPATCHED, _UNKNOWN = CODE["RECORDED"], CODE["DISPATCHED"], CODE["UNKNOWN"]
+_RECONCILING, _DEAD, _ACKED = CODE["RECONCILING"], CODE["DEAD_LETTER"], CODE["ACKED"]
+_CANCELLED = CODE["REJECTED_CONFLICT"]
+_IN_DOUBT = frozenset((_DISPATCHED, _UNKNOWN, _RECONCILING))
+_AFTER_UNKNOWN = frozenset(b for a, b in EDGES if a == _UNKNOWN)
+
+MAX_PER_PROPERTY = 1000  # findings kept per property; the rest are counted, not stored
+_LOC_SHIFT = 40          # a location is one int: file index << 40 | line number
+
+
+class EventError(ValueError):
+    """An event the core cannot use (its call has no canonical form); the driver adds
+    file:line and turns it into an `InputError`."""
+
+
+class Verdict(str, Enum):
+    """CONFORMS (no finding), VIOLATES (a certain finding), INCONCLUSIVE (only possible
+    findings: lost lines, unknown outcomes, unsettled keys)."""
+
+    CONFORMS = "CONFORMS"
+    VIOLATES = "VIOLATES"
+    INCONCLUSIVE = "INCONCLUSIVE"
+
+    @property
+    def exit_code(self) -> int:
+        return {"CONFORMS": 0, "VIOLATES": 1, "INCONCLUSIVE": 3}[self.value]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One event of a finding's story: who did what, where (`file`, `line`)."""
+
+    kind: str      # proposal | transition | effect | crash | restart | note
+    writer: str
+    text: str
+    file: str = ""
+    line: int = 0
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.file else ""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A property the log breaks (`certainty` "certain") or may break ("possible").
+
+    `key` is the implementation key (or the writer, for SEQ_GAP / SEQ_DUP, or the
+    canonical intent's form for I1 across keys); `locations` are (file, line) pairs;
+    `steps` tell the story in order; `explanation` says why it breaks the property.
+    """
+
+    property: str
+    key: str
+    certainty: str
+    writers: tuple[str, ...]
+    locations: tuple[tuple[str, int], ...]
+    steps: tuple[Step, ...]
+    explanation: str
+    more: int = 0  # further occurrences of the same property on the same key, not listed
+
+    def to_json(self) -> dict:
+        return {"property": self.property, "key": self.key, "certainty": self.certainty,
+                "writers": list(self.writers),
+                "locations": [{"file": f, "line": n} for f, n in self.locations],
+                "steps": [{"kind": s.kind, "writer": s.writer, "text": s.text,
+                           "file": s.file, "line": s.line} for s in self.steps],
+                "explanation": self.explanation, "more": self.more}
+
+
+@dataclass(frozen=True)
+class Report:
+    """The verdict, its findings (certain first), the reader's warnings and counts."""
+
+    verdict: Verdict
+    findings: tuple[Finding, ...]
+    warnings: tuple[str, ...] = ()
+    stats: dict = field(default_factory=dict)
+    dropped: int = 0  # findings not stored beyond MAX_PER_PROPERTY
+    history: dict = field(default_factory=dict)  # focus key -> tuple[Step, ...]
+
+
+# ----- internal state ------------------------------------------------------------------
+class _Writer:
+    __slots__ = ("name", "los", "his", "lo_locs", "hi_locs", "cur", "crashes", "crash_locs")
+
+    def __init__(self, name: str):
+        self.name = name
+        self.los: list[int] = []
+        self.his: list[int] = []
+        self.lo_locs: list[int] = []
+        self.hi_locs: list[int] = []
+        self.cur = -1            # index of the interval extended last
+        self.crashes: list[int] = []
+        self.crash_locs: list[int] = []
+
+
+class _Key:
+    """One implementation key. While open, `chain` and `pending` hold its transitions as
+    tuples (writer, seq, from, to, fence, loc); closing drops both."""
+
+    __slots__ = ("tip", "visited", "chain", "pending", "max_fence", "last_loc", "last_writer",
+                 "flags", "dispatches", "dispatch_loc", "applies", "apply_loc", "apply_id",
+                 "compensates", "min_apply_fence", "min_apply_loc", "accepted", "accept_loc",
+                 "epoch", "digest", "forks")
+
+    def __init__(self):
+        self.tip = INITIAL
+        self.visited = 1 << INITIAL
+        self.chain: Optional[list] = []
+        self.pending: Optional[list] = []
+        self.max_fence = None
+        self.last_loc = 0
+        self.last_writer = ""
+        self.flags = 0           # _F_* bits
+        self.dispatches = 0
+        self.dispatch_loc = 0
+        self.applies = 0
+        self.apply_loc = 0
+        self.apply_id = None
+        self.compensates = 0
+        self.min_apply_fence = None
+        self.min_apply_loc = 0
+        self.accepted = 0
+        self.accept_loc = 0
+        self.epoch = None
+        self.digest = None
+        self.forks = None        # writer -> (state, property) of its fork branch, if any
+
+
+_F_RECORD, _F_CANCELLED, _F_SEALED, _F_TRANSITIONS = 1, 2, 4, 8
+
+
+class _Intent:
+    """One canonical intent: its first key, every later key, and effect counts."""
+
+    __slots__ = ("key", "epoch", "loc", "more", "applies", "apply_locs", "compensates",
+                 "dispatches", "dispatch_locs", "acked", "recorded")
+
+    def __init__(self, key: str, epoch, loc: int):
+        self.key, self.epoch, self.loc = key, epoch, loc
+        self.more = None         # list of (key, epoch, loc) for further keys
+        self.applies = 0
+        self.apply_locs: Optional[list] = None
+        self.compensates = 0
+        self.dispatches = 0
+        self.dispatch_locs: Optional[list] = None
+        self.acked = 0
+        self.recorded = False
+
+
+class _Builder:
+    __slots__ = ("property", "key", "certainty", "writers", "locs", "steps", "explanation",
+                 "more")
+
+    def __init__(self, prop, key, certainty, explanation):
+        self.property, self.key, self.certainty = prop, key, certainty
+        self.writers: list[str] = []
+        self.locs: list[int] = []
+        self.steps: list[tuple] = []
+        self.explanation = explanation
+        self.more = 0
+
+
+# ----- the checker ---------------------------------------------------------------------
+class Conformance:
+    """Incremental conformance checker: `feed` events in any cross-writer order, then
+    `finish` once for the `Report`.
+
+    Parameters
+    ----------
+    files : sequence of str
+        Display names; an event's location is ``(file index, line)``.
+    focus : iterable of str, optional
+        Keys whose full history (every event naming them, plus crashes and restarts) is
+        kept for `Report.history` (the Mermaid renderer draws it).
+    """
+
+    def __init__(self, files: Sequence[str] = ("<events>",), focus: Iterable[str] = ()):
+        self.files = list(files)
+        self.writers: dict[str, _Writer] = {}
+        self.keys: dict[str, _Key] = {}
+        self.intents: dict[bytes, _Intent] = {}
+        self.keyless_effects = 0
+        self.orphans: dict[bytes, int] = {}   # keyless effect intents without any record yet
+        self._found: dict[tuple[str, str], _Builder] = {}
+        self._per_prop: dict[str, int] = {}
+        self.dropped = 0
+        self.counts = {"proposal": 0, "transition": 0, "effect": 0, "crash": 0, "restart": 0}
+        self.focus = {k: [] for k in focus}
+        self._handlers = {"proposal": self._proposal, "transition": self._transition,
+                          "effect": self._effect, "crash": self._crash,
+                          "restart": self._restart}
+        self._finished = False
+
+    # ----- locations and findings ------------------------------------------------------
+    def loc(self, file_index: int, line: int) -> int:
+        return (file_index << _LOC_SHIFT) | line
+
+    def _where(self, loc: int) -> tuple[str, int]:
+        fi = loc >> _LOC_SHIFT
+        return (self.files[fi] if fi < len(self.files) else "?", loc & ((1 << _LOC_SHIFT) - 1))
+
+    def _find(self, prop: str, key: str, certainty: str, explanation: str,
+              steps: Iterable[tuple] = (), locs: Iterable[int] = (),
+              label: Optional[str] = None, update: bool = False) -> Optional[_Builder]:
+        """Record (or extend) the finding `prop` on `key` (shown as `label` if given).
+
+        A step is (kind, writer, text, loc); loc 0 means none. A second occurrence adds its
+        steps and counts in `more`; it replaces the explanation only if `update` (a count
+        that grows, as in I1), so the story stays the first one."""
+        b = self._found.get((prop, key))
+        if b is None:
+            n = self._per_prop.get(prop, 0)
+            if n >= MAX_PER_PROPERTY:
+                self.dropped += 1
+                return None
+            self._per_prop[prop] = n + 1
+            b = self._found[(prop, key)] = _Builder(prop, key, certainty, explanation)
+        else:
+            b.more += 1
+            if update or (certainty == "certain" and b.certainty != "certain"):
+                b.explanation = explanation
+            if certainty == "certain":
+                b.certainty = "certain"
+            if len(b.steps) > 40:
+                return b
+        if label is not None:
+            b.key = label
+        for s in steps:
+            if s not in b.steps:
+                b.steps.append(s)
+                if s[1] and s[1] not in b.writers:
+                    b.writers.append(s[1])
+        for loc in locs:
+            if loc and loc not in b.locs:
+                b.locs.append(loc)
+        for s in steps:
+            if s[3] and s[3] not in b.locs:
+                b.locs.append(s[3])
+        return b
+
+    @staticmethod
+    def _tstep(t) -> tuple:
+        w, seq, frm, to, fence, loc = t
+        fx = f" (fence {fence})" if fence is not None else ""
+        return ("transition", w, f"{STATES[frm]} -> {STATES[to]}{fx}", loc)
+
+    def _chain_steps(self, k: _Key) -> list:
+        return [self._tstep(t) for t in (k.chain or ())]
+
+    # ----- feeding -------------------------------------------------------------------------
+    def feed(self, ev: dict, file_index: int = 0, line: int = 0) -> None:
+        """Consume one well-formed event (see the module docstring for its shape).
+
+        Raises
+        ------
+        EventError
+            The event's call has no canonical form.
+        """
+        loc = (file_index << _LOC_SHIFT) | line
+        w = self.writers.get(ev["writer"])
+        if w is None:
+            w = self.writers[ev["writer"]] = _Writer(ev["writer"])
+        if not self._seq(w, ev["seq"], loc):
+            return
+        t = ev["type"]
+        self.counts[t] += 1
+        if self.focus:
+            self._remember(ev, loc)
+        self._handlers[t](ev, w, loc)
+
+    def _seq(self, w: _Writer, seq: int, loc: int) -> bool:
+        """Register `seq` for `w`; False (and SEQ_DUP) if the writer already used it."""
+        los, his, i = w.los, w.his, w.cur
+        if i >= 0 and seq == his[i] + 1 and (i + 1 == len(los) or los[i + 1] > seq):
+            his[i] = seq
+            w.hi_locs[i] = loc
+            if i + 1 < len(los) and los[i + 1] == seq + 1:
+                his[i] = his[i + 1]
+                w.hi_locs[i] = w.hi_locs[i + 1]
+                del los[i + 1], his[i + 1], w.lo_locs[i + 1], w.hi_locs[i + 1]
+            return True
+        j = bisect.bisect_right(los, seq) - 1   # the interval starting at or before seq
+        if j >= 0 and seq <= his[j]:
+            self._find("SEQ_DUP", w.name, "possible",
+                       f"writer {w.name} used seq {seq} twice; a line was repeated or two "
+                       "processes share one writer name, so the log cannot be trusted as is; "
+                       "the later copy was ignored",
+                       [("note", w.name, f"seq {seq} again", loc)])
+            return False
+        if j >= 0 and his[j] + 1 == seq:
+            his[j] = seq
+            w.hi_locs[j] = loc
+            if j + 1 < len(los) and los[j + 1] == seq + 1:
+                his[j] = his[j + 1]
+                w.hi_locs[j] = w.hi_locs[j + 1]
+                del los[j + 1], his[j + 1], w.lo_locs[j + 1], w.hi_locs[j + 1]
+            w.cur = j
+            return True
+        if j + 1 < len(los) and los[j + 1] == seq + 1:
+            los[j + 1] = seq
+            w.lo_locs[j + 1] = loc
+            w.cur = j + 1
+            return True
+        los.insert(j + 1, seq)
+        his.insert(j + 1, seq)
+        w.lo_locs.insert(j + 1, loc)
+        w.hi_locs.insert(j + 1, loc)
+        w.cur = j + 1
+        return True
+
+    def _remember(self, ev: dict, loc: int) -> None:
+        t = ev["type"]
+        if t in ("crash", "restart"):
+            for hist in self.focus.values():
+                hist.append((t, ev["writer"], t, loc))
+            return
+        names = {ev.get("key"), ev.get("idempotency_key")}
+        for name in names:
+            if name in self.focus:
+                self.focus[name].append(_describe(ev, loc))
+
+    def _key(self, name: str) -> _Key:
+        k = self.keys.get(name)
+        if k is None:
+            k = self.keys[name] = _Key()
+        return k
+
+    def _digest(self, ev: dict) -> bytes:
+        try:
+            return intent_digest(ev["tool"], ev["args"], ev["scope"])
+        except CanonError as e:
+            raise EventError(f"this call has no canonical form ({e}); the checker cannot tell "
+                             "which intent it is: fix the writer") from None
+
+    # ----- proposals -----------------------------------------------------------------------
+    def _proposal(self, ev: dict, w: _Writer, loc: int) -> None:
+        digest = self._digest(ev)
+        if ev["decision"] != "accepted":
+            return
+        name = ev["key"]
+        k = self._key(name)
+        k.accepted += 1
+        k.flags |= _F_RECORD
+        epoch = ev.get("epoch")
+        if k.accepted == 1:
+            k.accept_loc = loc
+            if k.epoch is None:
+                k.epoch = epoch
+        else:
+            closed = k.chain is None
+            self._find("LEGAL" if closed else "RACE", name, "certain",
+                       ("the key was accepted again after it had settled: a second record "
+                        "overwrote the first, so the intent can take effect twice") if closed else
+                       ("two proposals were accepted for one key: the log inserted twice "
+                        "(check-then-insert without a uniqueness constraint)"),
+                       [("proposal", "", "key accepted (first proposal)", k.accept_loc),
+                        ("proposal", ev["writer"], f"call {ev['call_id']}: accepted again", loc)])
+        if k.digest is None:
+            k.digest = digest
+        ent = self.intents.get(digest)
+        if ent is None:
+            ent = self.intents[digest] = _Intent(name, epoch, loc)
+            ent.recorded = True
+            return
+        if not ent.recorded:          # known from effects only, until now
+            ent.recorded = True
+            ent.key, ent.epoch, ent.loc = name, epoch, loc
+            return
+        if ent.key == name or (ent.more and any(m[0] == name for m in ent.more)):
+            return
+        same = [(kn, ep, lc) for kn, ep, lc in [(ent.key, ent.epoch, ent.loc)] + (ent.more or [])
+                if ep == epoch]
+        if ent.more is None:
+            ent.more = []
+        ent.more.append((name, epoch, loc))
+        if same:
+            first = same[0]
+            self._find("CANON", name, "certain",
+                       f"keys {first[0]} and {name} are one canonical intent (canonicalizer v1: "
+                       f"{_form_hint(ev)}) in the same epoch, yet the log accepted both: the "
+                       "implementation's canonicalization is too literal, so one intent can "
+                       "take effect twice",
+                       [("proposal", "", f"key {first[0]} accepted", first[2]),
+                        ("proposal", ev["writer"],
+                         f"call {ev['call_id']}: key {name} accepted", loc)])
+
+    # ----- transitions ---------------------------------------------------------------------
+    def _transition(self, ev: dict, w: _Writer, loc: int) -> None:
+        name = ev["key"]
+        k = self._key(name)
+        k.flags |= _F_RECORD | _F_TRANSITIONS
+        if k.epoch is None:
+            k.epoch = ev.get("epoch")
+        t = (w.name, ev["seq"], CODE[ev["from"]], CODE[ev["to"]], ev.get("fence"), loc)
+        if k.chain is None:
+            self._late(name, k, t)
+            return
+        if t[2] == k.tip and not k.pending:
+            self._extend(name, k, t)
+        else:
+            k.pending.append(t)
+            self._drain(name, k)
+        if k.tip in TERMINAL:
+            self._close(name, k)
+
+    def _legal(self, name: str, k: _Key, t, steps) -> None:
+        frm, to = t[2], t[3]
+        if (frm, to) in EDGES:
+            return
+        if frm == _UNKNOWN:
+            self._find("P2", name, "certain",
+                       f"after UNKNOWN the next transition must be one of "
+                       f"{', '.join(sorted(STATES[s] for s in _AFTER_UNKNOWN))}, but {t[0]} moved "
+                       f"the key to {STATES[to]}: a blind retry from memory, not a reconcile",
+                       steps)
+        else:
+            self._find("LEGAL", name, "certain",
+                       f"{STATES[frm]} -> {STATES[to]} is not an edge of the record lifecycle "
+                       "in spec/protocol.json", steps)
+
+    def _extend(self, name: str, k: _Key, t) -> None:
+        w, seq, frm, to, fence, loc = t
+        if (frm, to) not in EDGES:
+            self._legal(name, k, t, self._chain_steps(k)[-3:] + [self._tstep(t)])
+        if fence is not None:
+            if k.max_fence is not None and fence < k.max_fence:
+                self._find("FENCE", name, "certain",
+                           f"the key's fence went backwards, from {k.max_fence} to {fence}: the "
+                           f"log accepted a write from {w}, whose fence was already stale",
+                           self._chain_steps(k)[-3:] + [self._tstep(t)])
+            else:
+                k.max_fence = fence
+        k.chain.append(t)
+        k.tip = to
+        k.visited |= 1 << to
+        k.last_loc, k.last_writer = loc, w
+        self._note_edge(k, frm, to, loc)
+
+    def _note_edge(self, k: _Key, frm: int, to: int, loc: int) -> None:
+        if to == _DISPATCHED:
+            k.dispatches += 1
+            if not k.dispatch_loc:
+                k.dispatch_loc = loc
+        elif frm == _RECORDED and to == _CANCELLED:
+            k.flags |= _F_CANCELLED
+        elif frm == _RECONCILING and to == _DEAD:
+            k.flags |= _F_SEALED
+
+    def _drain(self, name: str, k: _Key) -> None:
+        """Extend the chain with buffered transitions that now chain, keeping each writer's
+        own order; when two writers are ready from one state, the lower fence (then writer,
+        then seq) goes first, so the result does not depend on arrival order."""
+        while k.pending:
+            heads: dict[str, tuple] = {}
+            for t in k.pending:
+                h = heads.get(t[0])
+                if h is None or t[1] < h[1]:
+                    heads[t[0]] = t
+            ready = [t for t in heads.values() if t[2] == k.tip]
+            if not ready:
+                return
+            t = min(ready, key=lambda t: (-1 if t[4] is None else t[4], t[0], t[1]))
+            k.pending.remove(t)
+            self._extend(name, k, t)
+
+    def _crashed_between(self, writer: str, lo: int, hi: int) -> Optional[tuple]:
+        """The last crash of `writer` with lo < seq < hi, as a step, or None."""
+        w = self.writers.get(writer)
+        if w is None or not w.crashes:
+            return None
+        i = bisect.bisect_left(w.crashes, hi) - 1
+        if i >= 0 and w.crashes[i] > lo:
+            return ("crash", writer, f"crash (seq {w.crashes[i]}): planner memory lost",
+                    w.crash_locs[i])
+        return None
+
+    def _resolve(self, name: str, k: _Key) -> None:
+        """Classify what is still buffered: forks (RACE / P4 / LEGAL) and unchained lines."""
+        pending = sorted(k.pending, key=lambda t: (t[0], t[1]))
+        k.pending = []
+        branch: dict[str, tuple] = {}   # writer -> (state its fork branch is in, property)
+        chain = k.chain
+        for t in pending:
+            w, seq, frm, to, fence, loc = t
+            if to == _DISPATCHED:
+                k.dispatches += 1
+                if not k.dispatch_loc:
+                    k.dispatch_loc = loc
+            br = branch.get(w)
+            if br is not None and br[0] == frm:   # continues this writer's fork branch
+                branch[w] = (to, br[1])
+                self._legal(name, k, t, [self._tstep(t)])
+                b = self._found.get((br[1], name))
+                if b is not None:
+                    b.steps.append(self._tstep(t))
+                    b.locs.append(loc)
+                continue
+            self._legal(name, k, t, [self._tstep(t)])
+            if not (k.visited >> frm) & 1:
+                self._find("LEGAL", name, "certain",
+                           f"{w} moved the key from {STATES[frm]}, a state its chain never "
+                           f"reached (it went {' -> '.join(_path(chain))}); unless lines were "
+                           "lost, the writer skipped or invented a step",
+                           self._chain_steps(k) + [self._tstep(t)])
+                continue
+            fork = next((i for i, c in enumerate(chain) if c[2] == frm), None)
+            other = chain[fork] if fork is not None else None
+            mine = [i for i, c in enumerate(chain) if c[0] == w and c[1] < seq]
+            prev_seq = max([chain[i][1] for i in mine], default=-1)
+            crash = self._crashed_between(w, prev_seq, seq)
+            steps = self._chain_steps(k)[: (fork + 1 if fork is not None else None)]
+            moved = (f"{other[0]} had already moved it from {STATES[frm]} to "
+                     f"{STATES[other[3]]}" if other else f"the chain had already left "
+                     f"{STATES[frm]}")
+            if crash is not None:
+                branch[w] = (to, "P4")
+                self._find("P4", name, "certain",
+                           f"{w} crashed and then moved the key from {STATES[frm]}, but "
+                           f"{moved}: after a crash the writer acted from memory or chat "
+                           "history, not from the log", steps + [crash, self._tstep(t)])
+            elif mine and fork is not None and max(mine) > fork:
+                branch[w] = (to, "LEGAL")
+                self._find("LEGAL", name, "certain",
+                           f"{w} had itself moved the key past {STATES[frm]}, then wrote a "
+                           f"transition from {STATES[frm]} again: a rewind (overwrite) the "
+                           "lifecycle does not have", steps + [self._tstep(t)])
+            else:
+                branch[w] = (to, "RACE")
+                self._find("RACE", name, "certain",
+                           f"{w} moved the key out of {STATES[frm]}, but {moved}; a key's "
+                           "transitions must form one chain, so two writers acted on the same "
+                           "state without a compare-and-set", steps + [self._tstep(t)])
+        if branch:
+            k.forks = branch
+
+    def _late(self, name: str, k: _Key, t) -> None:
+        """A transition for a key that had already settled (closed)."""
+        w, seq, frm, to, fence, loc = t
+        last = ("note", k.last_writer,
+                f"the key had settled at {STATES[k.tip]}", k.last_loc)
+        step = self._tstep(t)
+        self._legal(name, k, t, [last, step])
+        if to == _DISPATCHED:
+            k.dispatches += 1
+            self._intent_of(k, lambda e: _add_dispatch(e, loc, 1))
+            if k.flags & _F_CANCELLED and not k.applies:
+                self._find("P3", name, "possible",
+                           "the key was cancelled before dispatch, yet it was dispatched "
+                           "later; no effect record shows whether the provider applied it",
+                           [last, step])
+        br = k.forks.get(w) if k.forks else None
+        if br is not None and br[0] == frm:     # continues this writer's fork branch
+            k.forks[w] = (to, br[1])
+            b = self._found.get((br[1], name))
+            if b is not None:
+                b.steps.append(step)
+                b.locs.append(loc)
+            return
+        if frm == k.tip:
+            return                       # already reported as LEGAL (out of a terminal state)
+        if not (k.visited >> frm) & 1:
+            self._find("LEGAL", name, "certain",
+                       f"{w} moved the key from {STATES[frm]}, a state it never reached",
+                       [last, step])
+            return
+        crash = self._crashed_between(w, -1, seq)
+        if crash is not None:
+            self._find("P4", name, "certain",
+                       f"{w} crashed and then moved the key from {STATES[frm]}, but the log "
+                       f"had settled it at {STATES[k.tip]}: after a crash the writer acted "
+                       "from memory or chat history, not from the log", [last, crash, step])
+        elif w == k.last_writer:
+            self._find("LEGAL", name, "certain",
+                       f"{w} had itself settled the key at {STATES[k.tip]}, then wrote a "
+                       f"transition from {STATES[frm]}: a rewind (overwrite)", [last, step])
+        else:
+            self._find("RACE", name, "certain",
+                       f"{w} moved the key out of {STATES[frm]}, which the chain had already "
+                       f"left (it settled at {STATES[k.tip]}): two writers acted on one state",
+                       [last, step])
+
+    def _close(self, name: str, k: _Key) -> None:
+        """The chain is terminal: classify leftovers, settle counts, drop the buffers."""
+        if k.pending:
+            self._resolve(name, k)
+        self._settle(name, k)
+        k.chain = None
+        k.pending = None
+
+    def _settle(self, name: str, k: _Key) -> None:
+        if k.dispatches:
+            def add(e, k=k):
+                _add_dispatch(e, k.dispatch_loc, k.dispatches)
+                if k.tip == _ACKED:
+                    e.acked += 1
+            self._intent_of(k, add)
+        self._check_effects(name, k)
+
+    def _intent_of(self, k: _Key, fn) -> None:
+        if k.digest is not None:
+            e = self.intents.get(k.digest)
+            if e is not None:
+                fn(e)
+
+    def _check_effects(self, name: str, k: _Key, loc: int = 0) -> None:
+        """P3 and FENCE between the key's chain and the provider's apply records."""
+        if not k.applies:
+            if k.flags & _F_CANCELLED and k.dispatches and k.chain is not None:
+                self._find("P3", name, "possible",
+                           "the key was cancelled before dispatch, yet a dispatch was logged; no "
+                           "effect record shows whether the provider applied it",
+                           self._chain_steps(k))
+            return
+        applied = ("effect", "", "provider applied it", loc or k.apply_loc)
+        story = self._chain_steps(k) if k.chain is not None else [
+            ("note", k.last_writer, f"the key had settled at {STATES[k.tip]}", k.last_loc)]
+        if k.flags & _F_CANCELLED:
+            self._find("P3", name, "certain",
+                       "the user cancelled the key before dispatch (RECORDED -> "
+                       "REJECTED_CONFLICT), yet the provider applied its effect",
+                       story + [applied], locs=[k.last_loc])
+        if (k.flags & _F_SEALED and k.min_apply_fence is not None and k.max_fence is not None
+                and k.min_apply_fence < k.max_fence):
+            self._find("FENCE", name, "certain",
+                       f"reconciling at fence {k.max_fence} found no effect (DEAD_LETTER), yet "
+                       f"the provider applied a request with the older fence "
+                       f"{k.min_apply_fence}: a stale request landed after the seal",
+                       story + [("effect", "", f"apply with fence "
+                                                f"{k.min_apply_fence}", k.min_apply_loc)],
+                       locs=[k.last_loc])
+
+    # ----- effects -------------------------------------------------------------------------
+    def _effect(self, ev: dict, w: _Writer, loc: int) -> None:
+        digest = self._digest(ev)
+        name = ev.get("key")
+        if name is None:
+            idem = ev.get("idempotency_key")
+            if idem is not None and idem in self.keys:
+                name = idem
+        apply = ev["kind"] == "apply"
+        fence = ev.get("fence")
+        ent = self.intents.get(digest)
+        if ent is None:
+            ent = self.intents[digest] = _Intent(name or "", ev.get("epoch"), loc)
+        k = None
+        if name is not None:
+            k = self._key(name)
+            if k.digest is None:
+                k.digest = digest
+            if not apply:
+                k.compensates += 1
+            else:
+                eid = ev.get("effect_id")
+                if eid is not None and k.apply_id is not None and hash(eid) == k.apply_id:
+                    return                            # the same effect, exported twice
+                k.applies += 1
+                if k.applies == 1:
+                    k.apply_loc = loc
+                    k.apply_id = hash(eid) if eid is not None else None
+                else:
+                    self._find("P1", name, "certain",
+                               f"the provider applied {k.applies} effects for the one key "
+                               f"{name}: effects grouped by semantic key must number at most one",
+                               [("effect", "", "apply", k.apply_loc),
+                                ("effect", ev["writer"], _effect_text(ev), loc)], update=True)
+                if fence is not None and (k.min_apply_fence is None or fence < k.min_apply_fence):
+                    k.min_apply_fence, k.min_apply_loc = fence, loc
+                if k.chain is None:
+                    self._check_effects(name, k, loc)
+        else:
+            self.keyless_effects += 1
+        if not apply:
+            ent.compensates += 1
+            return
+        ent.applies += 1
+        if ent.apply_locs is None:
+            ent.apply_locs = [loc]
+        elif len(ent.apply_locs) < 8:
+            ent.apply_locs.append(loc)
+        if ent.applies >= 2:
+            self._find("I1", self._intent_id(ent), "certain",
+                       f"the provider applied {ent.applies} effects for one canonical intent "
+                       f"({_form_hint(ev)}); an intent may take effect at most once, "
+                       "compensated or not",
+                       [("effect", "", "apply", x) for x in ent.apply_locs[:-1]]
+                       + [("effect", ev["writer"], _effect_text(ev), loc)],
+                       label=_intent_label(ent, name), update=True)
+
+    # ----- lifecycle -----------------------------------------------------------------------
+    def _crash(self, ev: dict, w: _Writer, loc: int) -> None:
+        i = bisect.bisect(w.crashes, ev["seq"])
+        w.crashes.insert(i, ev["seq"])
+        w.crash_locs.insert(i, loc)
+
+    def _restart(self, ev: dict, w: _Writer, loc: int) -> None:
+        pass
+
+    # ----- the end -------------------------------------------------------------------------
+    def finish(self, warnings: Sequence[str] = ()) -> Report:
+        """Resolve open keys, run the end-of-log checks and return the `Report`."""
+        if self._finished:
+            raise RuntimeError("finish() called twice")
+        self._finished = True
+        gaps = self._gaps()
+        for name, k in self.keys.items():
+            if k.chain is None:
+                continue
+            self._drain(name, k)
+            if k.pending:
+                self._resolve(name, k)
+            self._settle(name, k)
+            if k.flags & _F_TRANSITIONS and k.tip not in TERMINAL:
+                self._find("UNSETTLED", name, "possible",
+                           f"the log ends with the key at {STATES[k.tip]}, not a settled state"
+                           + ("; an effect may still land" if k.tip in _IN_DOUBT else
+                              "; its intent is neither done nor given up"),
+                           self._chain_steps(k))
+        for name, k in self.keys.items():
+            if (k.applies or k.compensates) and not k.flags & _F_RECORD:
+                ent = self.intents.get(k.digest) if k.digest is not None else None
+                if ent is None or not ent.recorded:
+                    self._orphan(name, k.apply_loc or k.last_loc)
+        self._intent_checks()
+        self._unchained_certainty(gaps)
+        findings = [self._freeze(b) for b in self._found.values()]
+        findings.sort(key=lambda f: (f.certainty != "certain", f.property, f.key))
+        if any(f.certainty == "certain" for f in findings):
+            verdict = Verdict.VIOLATES
+        elif findings:
+            verdict = Verdict.INCONCLUSIVE
+        else:
+            verdict = Verdict.CONFORMS
+        stats = dict(self.counts, keys=len(self.keys), intents=len(self.intents),
+                     writers=len(self.writers), findings=len(findings))
+        history = {k: tuple(self._step(s) for s in v) for k, v in self.focus.items()}
+        return Report(verdict, tuple(findings), tuple(warnings), stats, self.dropped, history)
+
+    def _intent_id(self, ent: _Intent) -> str:
+        return ent.key or "(no key) intent at %s:%d" % self._where(ent.loc)
+
+    def _orphan(self, name: str, loc: int) -> None:
+        self._find("ORPHAN_EFFECT", name, "certain",
+                   "the provider applied an effect that no proposal or transition in the log "
+                   "accounts for: something reached the provider around the intent log",
+                   [("effect", "", "apply", loc)])
+
+    def _intent_checks(self) -> None:
+        for ent in self.intents.values():
+            if ent.applies and not ent.recorded and not ent.key:
+                self._orphan(f"(no key) intent first applied at "
+                             f"{':'.join(map(str, self._where(ent.apply_locs[0])))}",
+                             ent.apply_locs[0])
+            if ent.applies or ent.compensates:
+                continue                        # the provider's records decide
+            label, iid = _intent_label(ent, None), self._intent_id(ent)
+            if ent.acked >= 2:
+                self._find("I1", iid, "certain",
+                           f"{ent.acked} keys of one canonical intent were acknowledged by the "
+                           "provider (ACKED): one intent took effect more than once",
+                           [("transition", "", "dispatched", x) for x in ent.dispatch_locs or ()],
+                           label=label)
+            elif ent.dispatches >= 2:
+                self._find("I1", iid, "possible",
+                           f"one canonical intent was dispatched {ent.dispatches} times and no "
+                           "effect records say how many took effect: possibly more than one",
+                           [("transition", "", "dispatched", x) for x in ent.dispatch_locs or ()],
+                           label=label)
+        for name, k in self.keys.items():
+            if k.digest is None and k.dispatches >= 2 and not k.applies:
+                self._find("I1", name, "possible",
+                           f"the key was dispatched {k.dispatches} times and no effect records "
+                           "say how many took effect: possibly more than one",
+                           [("transition", "", "dispatched", k.dispatch_loc)])
+
+    def _gaps(self) -> bool:
+        any_gap = False
+        for w in self.writers.values():
+            for i in range(len(w.los) - 1):
+                any_gap = True
+                a, b = w.his[i], w.los[i + 1]
+                lost = f"seq {a + 1}" if b - a == 2 else f"seq {a + 1}..{b - 1}"
+                self._find("SEQ_GAP", w.name, "possible",
+                           f"writer {w.name} skips {lost}: lines were lost, so the log cannot "
+                           "prove conformance (or a violation hidden in them)",
+                           [("note", w.name, f"seq {a}", w.hi_locs[i]),
+                            ("note", w.name, f"seq {b} ({lost} missing)", w.lo_locs[i + 1])])
+        return any_gap
+
+    def _unchained_certainty(self, gaps: bool) -> None:
+        if not gaps:
+            return
+        for b in self._found.values():
+            if b.property == "LEGAL" and "never reached" in b.explanation:
+                b.certainty = "possible"
+                b.explanation += " (lines were lost: see SEQ_GAP)"
+
+    def _step(self, s: tuple) -> Step:
+        kind, writer, text, loc = s
+        if loc:
+            f, n = self._where(loc)
+            return Step(kind, writer, text, f, n)
+        return Step(kind, writer, text)
+
+    def _freeze(self, b: _Builder) -> Finding:
+        locs = tuple(sorted({self._where(x) for x in b.locs}))
+        steps = tuple(self._step(s) for s in b.steps)
+        return Finding(b.property, b.key, b.certainty, tuple(sorted(b.writers)), locs, steps,
+                       b.explanation, b.more)
+
+
+# ----- small helpers -------------------------------------------------------------------
+def _add_dispatch(e: _Intent, loc: int, n: int) -> None:
+    e.dispatches += n
+    if loc:
+        if e.dispatch_locs is None:
+            e.dispatch_locs = [loc]
+        elif len(e.dispatch_locs) < 8 and loc not in e.dispatch_locs:
+            e.dispatch_locs.append(loc)
+
+
+def _path(chain) -> list[str]:
+    if not chain:
+        return [STATES[INITIAL]]
+    return [STATES[chain[0][2]]] + [STATES[t[3]] for t in chain]
+
+
+def _short(v, n: int = 60) -> str:
+    try:
+        s = json.dumps(v, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        s = "?"
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _form_hint(ev: dict) -> str:
+    return f"{_short(ev['tool'], 30)} {_short(ev['args'])} in scope {_short(ev['scope'], 40)}"
+
+
+def _effect_text(ev: dict) -> str:
+    fx = f" fence {ev['fence']}" if ev.get("fence") is not None else ""
+    return f"{ev['kind']} {_short(ev['args'], 40)}{fx}"
+
+
+def _intent_label(ent: _Intent, name: Optional[str]) -> str:
+    keys = [ent.key] + [m[0] for m in ent.more or ()]
+    keys = [k for k in keys if k]
+    if name and name not in keys:
+        keys.append(name)
+    return " + ".join(keys) if keys else "(no key)"
+
+
+def _describe(ev: dict, loc: int) -> tuple:
+    t = ev["type"]
+    if t == "proposal":
+        return ("proposal", ev["writer"],
+                f"call {ev['call_id']}: {_short(ev['tool'], 20)} {_short(ev['args'], 40)} "
+                f"-> {ev['decision']}", loc)
+    if t == "transition":
+        fx = f" (fence {ev['fence']})" if ev.get("fence") is not None else ""
+        return ("transition", ev["writer"], f"{ev['from']} -> {ev['to']}{fx}", loc)
+    return ("effect", ev["writer"], _effect_text(ev), loc)
+
+
+# ----- conveniences ----------------------------------------------------------------------
+def check(events: Iterable[dict], name: str = "<events>", focus: Iterable[str] = ()) -> Report:
+    """Check a list of event dicts (line numbers are 1, 2, ... in one pseudo-file `name`).
+
+    Each event is validated first (`toolcommit.checker.logread.problem`); a bad one raises
+    `toolcommit.model.errors.InputError` naming its line.
+    """
+    from toolcommit.checker.logread import problem
+    from toolcommit.model.errors import InputError
+
+    c = Conformance([name], focus)
+    for i, ev in enumerate(events, 1):
+        why = problem(ev)
+        if why:
+            raise InputError(why, name, i)
+        try:
+            c.feed(ev, 0, i)
+        except EventError as e:
+            raise InputError(str(e), name, i) from None
+    return c.finish()
+
+
+_ORDER = ("type", "writer", "seq", "ts", "call_id", "key", "idempotency_key", "from", "to",
+          "decision", "kind", "tool", "args", "scope", "fence", "epoch", "effect_id", "reason")
+
+
+def events_to_jsonl(events: Iterable[dict]) -> str:
+    """Serialize events deterministically as JSON Lines (the format `toolcommit validate`
+    reads): known fields in a fixed order, then any others sorted; UTF-8 text, one event
+    per line, each line ending in a newline.
+
+    >>> print(events_to_jsonl([{"seq": 1, "writer": "w1", "type": "crash"}]), end="")
+    {"type":"crash","writer":"w1","seq":1}
+    """
+    out = []
+    for ev in events:
+        ordered = {k: ev[k] for k in _ORDER if k in ev}
+        for k in sorted(ev):
+            if k not in ordered:
+                ordered[k] = ev[k]
+        out.append(json.dumps(ordered, ensure_ascii=False, separators=(",", ":"),
+                              allow_nan=False) + "\n")
+    return "".join(out)

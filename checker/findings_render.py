@@ -1,0 +1,146 @@
+"""Renderers of a conformance `Report`: text (Elle-style explanations), JSON, Mermaid.
+
+Renderers only read the report's data; they never re-check anything. Text reads like a
+counterexample: *Let* names the actors, *Then* lists the steps in log order with file:line,
+*However* says which property breaks and why.
+"""
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from importlib import resources
+
+from toolcommit.model.canon import VERSIONS
+from toolcommit.spec import protocol
+
+from .conformance import Finding, Report, Step
+
+
+@lru_cache(maxsize=1)
+def meanings() -> dict[str, str]:
+    """One-line meaning of every finding name: protocol properties and log findings."""
+    out = {name: p["meaning"] for name, p in protocol().properties.items()}
+    raw = json.loads(resources.files("toolcommit.spec").joinpath("log-findings.json")
+                     .read_text("utf-8"))
+    out.update(raw["log_findings"])
+    return out
+
+
+def _headline(report: Report) -> str:
+    certain = sum(f.certainty == "certain" for f in report.findings)
+    possible = len(report.findings) - certain
+    s = report.stats
+    return (f"{report.verdict.value}: {certain} certain, {possible} possible finding(s); "
+            f"{s.get('keys', 0)} keys, {s.get('intents', 0)} intents, "
+            f"{s.get('writers', 0)} writers, "
+            f"{sum(s.get(t, 0) for t in ('proposal', 'transition', 'effect', 'crash', 'restart'))}"
+            " events")
+
+
+def text_finding(f: Finding, index: int = 0) -> str:
+    """One finding as a short counterexample."""
+    head = f"{index}. " if index else ""
+    lines = [f"{head}{f.property} [{f.certainty}] on {f.key}",
+             f"   {f.property}: {meanings().get(f.property, '')}"]
+    if f.writers:
+        lines.append(f"   Let: writers {', '.join(f.writers)}; key {f.key}")
+    if f.steps:
+        lines.append("   Then:")
+        for i, s in enumerate(f.steps, 1):
+            who = f"{s.writer}: " if s.writer else ""
+            where = f"  ({s.where})" if s.where else ""
+            lines.append(f"     {i}. {who}{s.text}{where}")
+    lines.append(f"   However: {f.explanation}.")
+    if f.more:
+        lines.append(f"   ({f.more} more occurrence(s) of {f.property} on this key)")
+    if f.locations:
+        lines.append("   Lines: " + ", ".join(f"{p}:{n}" for p, n in f.locations))
+    return "\n".join(lines)
+
+
+def render_text(report: Report) -> str:
+    out = [_headline(report)]
+    for w in report.warnings:
+        out.append(f"warning: {w}")
+    for i, f in enumerate(report.findings, 1):
+        out.append("")
+        out.append(text_finding(f, i))
+    if report.dropped:
+        out.append(f"\n({report.dropped} further findings not listed)")
+    if report.verdict.value == "CONFORMS":
+        out.append("Every logged transition is an edge of the spec graph on one chain per key, "
+                   "no intent took effect twice, and no line was lost.")
+    return "\n".join(out) + "\n"
+
+
+def to_json(report: Report) -> dict:
+    return {
+        "verdict": report.verdict.value,
+        "exit_code": report.verdict.exit_code,
+        "findings": [f.to_json() for f in report.findings],
+        "warnings": list(report.warnings),
+        "stats": report.stats,
+        "dropped": report.dropped,
+        "canonicalizer": max(VERSIONS),
+        "history": {k: [_step_json(s) for s in v] for k, v in report.history.items()},
+    }
+
+
+def _step_json(s: Step) -> dict:
+    return {"kind": s.kind, "writer": s.writer, "text": s.text, "file": s.file, "line": s.line}
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(to_json(report), indent=2, ensure_ascii=False) + "\n"
+
+
+# ----- Mermaid ---------------------------------------------------------------------------
+_UNSAFE = re.compile(r"[^\w .,:+\-=>()\[\]{}\"'/@*…]")
+
+
+def _m(text: str, n: int = 120) -> str:
+    """Text safe inside a Mermaid message: no newlines, semicolons, hashes or arrows."""
+    text = _UNSAFE.sub("_", text.replace("->", "→"))
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def mermaid_steps(title: str, key: str, steps) -> str:
+    """A sequence diagram: each writer is a participant, the key's record is another."""
+    names: dict[str, str] = {}
+    body = []
+    for s in steps:
+        who = s.writer or ("provider" if s.kind == "effect" else "log")
+        if who not in names:
+            names[who] = f"W{len(names) + 1}"
+    lines = ["sequenceDiagram", f"  title {_m(title)}", f"  participant K as {_m('key ' + key, 60)}"]
+    for who, alias in names.items():
+        lines.append(f"  participant {alias} as {_m(who, 40)}")
+    for s in steps:
+        who = names[s.writer or ("provider" if s.kind == "effect" else "log")]
+        where = f" ({s.where})" if s.where else ""
+        if s.kind in ("crash", "restart", "note"):
+            body.append(f"  Note over {who}: {_m(s.text + where)}")
+        elif s.kind == "effect":
+            body.append(f"  {who}-->>K: {_m(s.text + where)}")
+        else:
+            body.append(f"  {who}->>K: {_m(s.text + where)}")
+    return "\n".join(lines + body) + "\n"
+
+
+def render_mermaid(report: Report) -> str:
+    """One diagram per focus key's full history if any, else one per finding."""
+    out = [f"%% {_headline(report)}"]
+    for w in report.warnings:
+        out.append(f"%% warning: {_m(w, 300)}")
+    if report.history:
+        for key, steps in report.history.items():
+            out.append(mermaid_steps(f"history of {key}: {report.verdict.value}", key, steps))
+    else:
+        for f in report.findings:
+            out.append(f"%% {f.property} [{f.certainty}] {_m(f.explanation, 400)}")
+            out.append(mermaid_steps(f"{f.property} on {f.key}", f.key, f.steps))
+    return "\n".join(out)
+
+
+RENDERERS = {"text": render_text, "json": render_json, "mermaid": render_mermaid}

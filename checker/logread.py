@@ -1,0 +1,332 @@
+"""Reading intent logs: files, ``-`` (stdin), gzip, one JSON object per line. Hostile input.
+
+Logs come from untrusted processes, so the reader only reads (nothing in a log is ever
+evaluated), bounds every line (`max_line_bytes`, enforced by a bounded ``readline`` before
+any decoding), bounds nesting before decoding, and turns every defect into one
+`InputError` line ``path:line: what is wrong; what to do``. The one tolerated defect is a
+cut-off last line (no newline and not valid JSON: a writer died mid-write), which becomes
+a warning.
+
+JSON is decoded with orjson when it is importable (an optional speed-up), else with the
+standard library; both see the same bytes and the same rules (UTF-8 only, no NaN, an
+object per line).
+
+Examples
+--------
+>>> problem({"type": "crash", "writer": "w1", "seq": 3})
+>>> problem({"type": "crash", "writer": "w1", "seq": "3"})
+"field 'seq' must be an integer from 0 to 2**63-1, found a string; fix the writer"
+>>> problem({"type": "transition", "writer": "w", "seq": 1, "key": "k", "from": "PROPOSED", "to": "DONE"})
+"unknown state 'DONE' in 'to'; valid states: PROPOSED, RECORDED, DISPATCHED, ACKED, UNKNOWN, RECONCILING, COMPENSATED, DEAD_LETTER, REJECTED_CONFLICT"
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+import sys
+import zlib
+from typing import BinaryIO, Callable, Iterator, Optional, Sequence
+
+from toolcommit.model.errors import InputError
+from toolcommit.spec import protocol
+
+try:  # optional: the fastest decoder available
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - depends on the machine
+    _orjson = None
+
+DEFAULT_MAX_LINE_BYTES = 1 << 20
+MAX_NESTING = 64
+_INT_MAX = (1 << 63) - 1
+
+STATES = tuple(protocol().record.states)
+_STATE_SET = frozenset(STATES)
+DECISIONS = ("accepted", "duplicate", "conflict")
+KINDS = ("apply", "compensate")
+TYPES = ("proposal", "transition", "effect", "crash", "restart")
+
+# The hand validation, as data; a test checks it against spec/log.schema.json.
+# field -> kind: "str" (string), "int" (integer 0..2**63-1), "obj" (JSON object),
+# "state" (a record state name), "decision", "kind".
+COMMON = {"type": "str", "writer": "str", "seq": "int"}
+COMMON_OPTIONAL = {"ts": "str"}
+REQUIRED: dict[str, dict[str, str]] = {
+    "proposal": {"call_id": "str", "tool": "str", "args": "obj", "scope": "str", "key": "str",
+                 "decision": "decision"},
+    "transition": {"key": "str", "from": "state", "to": "state"},
+    "effect": {"tool": "str", "args": "obj", "scope": "str", "kind": "kind"},
+    "crash": {},
+    "restart": {},
+}
+OPTIONAL: dict[str, dict[str, str]] = {
+    "proposal": {"epoch": "int"},
+    "transition": {"fence": "int", "epoch": "int", "call_id": "str", "reason": "str"},
+    "effect": {"key": "str", "idempotency_key": "str", "fence": "int", "effect_id": "str",
+               "epoch": "int"},
+    "crash": {},
+    "restart": {},
+}
+ONE_OF = {"effect": ("key", "idempotency_key")}  # at least one of these is required
+
+_FAST = {t: tuple((f, {"str": str, "int": int, "obj": dict}.get(k, str))
+                  for f, k in {**COMMON, **REQUIRED[t]}.items()) for t in TYPES}
+_FAST_OPT = {t: tuple((f, {"str": str, "int": int, "obj": dict}.get(k, str))
+                      for f, k in {**COMMON_OPTIONAL, **OPTIONAL[t]}.items()) for t in TYPES}
+_ENUMS = {"state": (_STATE_SET, STATES), "decision": (frozenset(DECISIONS), DECISIONS),
+          "kind": (frozenset(KINDS), KINDS)}
+_CHECK_ENUM = {t: tuple((f, k) for f, k in REQUIRED[t].items() if k in _ENUMS) for t in TYPES}
+
+
+def _typename(v) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+            int: "an integer", float: "a number", type(None): "null"}.get(type(v), "a value")
+
+
+def _bad_field(field: str, kind: str, v) -> Optional[str]:
+    if kind == "int":
+        if type(v) is not int or not 0 <= v <= _INT_MAX:
+            found = f"{v}" if type(v) is int else _typename(v)
+            return f"field {field!r} must be an integer from 0 to 2**63-1, found {found}; fix the writer"
+        return None
+    if kind == "obj":
+        return None if type(v) is dict else \
+            f"field {field!r} must be a JSON object, found {_typename(v)}; fix the writer"
+    if type(v) is not str:
+        return f"field {field!r} must be a string, found {_typename(v)}; fix the writer"
+    if kind in _ENUMS:
+        allowed, names = _ENUMS[kind]
+        if v not in allowed:
+            what = "state" if kind == "state" else kind
+            return f"unknown {what} {_clip(v)!r} in {field!r}; valid {what}s: {', '.join(names)}"
+    elif field in ("writer", "key", "idempotency_key") and not v:
+        return f"field {field!r} must not be empty; fix the writer"
+    return None
+
+
+def problem(ev) -> Optional[str]:
+    """What is wrong with one decoded event, or None if it is well-formed.
+
+    Checks the fields of `spec/log.schema.json` by hand: required fields per type, their
+    types, enum values (states, decisions, kinds), and the effect's key-or-idempotency-key.
+    Extra fields are allowed (the format is extensible).
+    """
+    if type(ev) is not dict:
+        return f"expected a JSON object per line, found {_typename(ev)}; write one event per line"
+    t = ev.get("type")
+    if t is None:
+        return "missing field 'type'; every line needs one of: " + ", ".join(TYPES)
+    if type(t) is not str or t not in REQUIRED:
+        return f"unknown type {_clip(t)!r}; valid types: {', '.join(TYPES)}"
+    for fields in (COMMON, REQUIRED[t]):
+        for f, kind in fields.items():
+            if f not in ev:
+                return f"missing field {f!r} in a {t} line; required: " + \
+                    ", ".join([*COMMON, *REQUIRED[t]])
+            why = _bad_field(f, kind, ev[f])
+            if why:
+                return why
+    for fields in (COMMON_OPTIONAL, OPTIONAL[t]):
+        for f, kind in fields.items():
+            if f in ev and ev[f] is not None:
+                why = _bad_field(f, kind, ev[f])
+                if why:
+                    return why
+    either = ONE_OF.get(t)
+    if either and all(ev.get(f) is None for f in either):
+        return f"an {t} line needs {' or '.join(repr(f) for f in either)}; fix the writer"
+    return None
+
+
+def _fast_ok(ev) -> bool:
+    """The common case, cheaply: True means `problem(ev)` would return None."""
+    if type(ev) is not dict:
+        return False
+    t = ev.get("type")
+    spec = _FAST.get(t) if type(t) is str else None
+    if spec is None:
+        return False
+    for f, ty in spec:
+        if type(ev.get(f)) is not ty:
+            return False
+    seq = ev["seq"]
+    if seq < 0 or seq > _INT_MAX or not ev["writer"]:
+        return False
+    for f, ty in _FAST_OPT[t]:
+        v = ev.get(f)
+        if v is not None and (type(v) is not ty or (ty is int and not 0 <= v <= _INT_MAX)):
+            return False
+    for f, kind in _CHECK_ENUM[t]:
+        if ev[f] not in _ENUMS[kind][0]:
+            return False
+    if t == "effect":
+        k, i = ev.get("key"), ev.get("idempotency_key")
+        return k != "" and i != "" and (k is not None or i is not None)
+    if t == "transition" or t == "proposal":
+        return bool(ev["key"])
+    return True
+
+
+def _clip(v, n: int = 40) -> str:
+    s = v if isinstance(v, str) else json.dumps(v)[:n + 1] if not isinstance(v, (dict, list)) \
+        else _typename(v)
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+# ----- decoding ------------------------------------------------------------------------
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+_std_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _loads_std(line: bytes):
+    return _std_decoder.decode(line.decode("utf-8"))
+
+
+loads: Callable[[bytes], object] = _orjson.loads if _orjson is not None else _loads_std
+DECODER = "orjson" if _orjson is not None else "json"
+
+_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(rb"[\[\]{}]")
+
+
+def nesting(line: bytes) -> int:
+    """The deepest nesting of arrays/objects in `line`, brackets inside strings ignored."""
+    depth = deepest = 0
+    for m in _BRACKETS.finditer(_STRINGS.sub(b"", line)):
+        if m.group() in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def why_not_json(line: bytes, decoder_message: str) -> str:
+    """One clear reason a line failed to decode."""
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return (f"byte 0x{line[e.start]:02x} at column {e.start + 1} is not UTF-8; logs must be "
+                "UTF-8 text")
+    msg = decoder_message.split("\n")[0][:160]
+    return f"not valid JSON ({msg}); each line must be one JSON object"
+
+
+def decode(line: bytes):
+    """Decode one line (bytes, newline optional) or raise ValueError with a clear reason."""
+    if line.count(b"[") + line.count(b"{") > MAX_NESTING and nesting(line) > MAX_NESTING:
+        raise ValueError(f"a value is nested deeper than {MAX_NESTING} levels; "
+                         "flatten the arguments (hostile or broken writer)")
+    try:
+        return loads(line)
+    except RecursionError:
+        raise ValueError(f"a value is nested too deeply to decode; "
+                         "flatten the arguments") from None
+    except ValueError as e:          # orjson.JSONDecodeError and json's are ValueErrors
+        raise ValueError(why_not_json(line, str(e))) from None
+
+
+# ----- streams -------------------------------------------------------------------------
+def _open(path: str, stdin: Optional[BinaryIO]) -> tuple[BinaryIO, list]:
+    """Open `path` (or stdin for "-") for binary reading, unwrapping gzip by magic bytes."""
+    to_close: list = []
+    if path == "-":
+        raw = stdin if stdin is not None else sys.stdin.buffer
+        if not hasattr(raw, "peek"):
+            raw = io.BufferedReader(raw)  # type: ignore[arg-type]
+    else:
+        try:
+            raw = open(path, "rb")
+        except OSError as e:
+            raise InputError(f"cannot read: {e.strerror or e}; check the path", path) from None
+        to_close.append(raw)
+    try:
+        head = raw.peek(2)[:2]
+    except OSError as e:
+        for f in to_close:
+            f.close()
+        raise InputError(f"cannot read: {e.strerror or e}; check the path", path) from None
+    if head == b"\x1f\x8b":
+        gz = gzip.GzipFile(fileobj=raw, mode="rb")
+        to_close.insert(0, gz)
+        return gz, to_close  # type: ignore[return-value]
+    return raw, to_close
+
+
+def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+               stdin: Optional[BinaryIO] = None,
+               warn: Optional[Callable[[str], None]] = None) -> Iterator[tuple[int, object]]:
+    """Yield ``(line_number, decoded_object)`` for each non-blank line of one log.
+
+    Raises `InputError` (with path:line) on the first bad line: too long, not UTF-8, not
+    JSON, nested too deeply, or an empty log. A cut-off last line calls `warn` instead.
+    Objects are only decoded here; `problem` checks their fields.
+    """
+    stream, to_close = _open(path, stdin)
+    limit = max_line_bytes
+    n = 0
+    events = 0
+    cut = None
+    try:
+        readline = stream.readline
+        while True:
+            try:
+                line = readline(limit + 1)
+            except (OSError, EOFError, zlib.error) as e:
+                raise InputError(f"not a readable gzip stream ({e}); re-export the log",
+                                 path, n + 1) from None
+            if not line:
+                break
+            n += 1
+            if len(line) > limit and not line.endswith(b"\n"):
+                raise InputError(f"line longer than {limit} bytes; raise --max-line-bytes if it "
+                                 "is legitimate (hostile or broken writer)", path, n)
+            if n == 1 and line.startswith(b"\xef\xbb\xbf"):
+                line = line[3:]
+            if line.isspace() or not line:
+                continue
+            try:
+                obj = decode(line)
+            except ValueError as e:
+                if not line.endswith(b"\n"):  # only the last line can lack one: cut off
+                    cut = n
+                    if warn:
+                        warn(f"{path}:{n}: last line is cut off (no newline, not valid "
+                             "JSON): its writer died mid-write; the line is ignored")
+                    break
+                raise InputError(str(e), path, n) from None
+            events += 1
+            yield n, obj
+    finally:
+        for f in to_close:
+            try:
+                f.close()
+            except Exception:  # noqa: BLE001 - closing a broken gzip must not mask the error
+                pass
+    if events == 0:
+        why = "its only line is cut off" if cut else "no events"
+        raise InputError(f"empty log ({why}); pass a JSON Lines file with one event per line",
+                         path)
+
+
+def read_events(paths: Sequence[str], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+                stdin: Optional[BinaryIO] = None,
+                warn: Optional[Callable[[str], None]] = None
+                ) -> Iterator[tuple[int, int, dict]]:
+    """Yield ``(file_index, line_number, event)`` for every event of every log, in order,
+    each one checked by `problem` (an `InputError` names the first bad line)."""
+    if max_line_bytes < 64:
+        raise InputError(f"--max-line-bytes {max_line_bytes} is too small; use at least 64")
+    if sum(1 for p in paths if p == "-") > 1:
+        raise InputError("'-' (stdin) can be given only once")
+    for fi, path in enumerate(paths):
+        for n, ev in read_lines(path, max_line_bytes, stdin, warn):
+            if not _fast_ok(ev):
+                why = problem(ev)
+                if why:
+                    raise InputError(why, path, n)
+            yield fi, n, ev  # type: ignore[misc]
