@@ -562,10 +562,7 @@ class Conformance:
         chain = k.chain
         for t in pending:
             w, seq, frm, to, fence, loc = t
-            if to == _DISPATCHED:
-                k.dispatches += 1
-                if not k.dispatch_loc:
-                    k.dispatch_loc = loc
+            self._note_edge(k, frm, to, loc)    # a fork happened too: it dispatches, cancels
             br = branch.get(w)
             if br is not None and br[0] == frm:   # continues this writer's fork branch
                 branch[w] = (to, br[1])
@@ -589,6 +586,19 @@ class Conformance:
             prev_seq = max([chain[i][1] for i in mine], default=-1)
             crash = self._crashed_between(w, prev_seq, seq)
             steps = self._chain_steps(k)[: (fork + 1 if fork is not None else None)]
+            if crash is None and other is not None:
+                # symmetric: the transition the chain took may be the one made from memory
+                theirs = [c[1] for c in chain[:fork] if c[0] == other[0]]
+                ocrash = self._crashed_between(other[0], max(theirs, default=-1), other[1])
+                if ocrash is not None:
+                    branch[w] = (to, "P4")
+                    self._find("P4", name, "certain",
+                               f"{other[0]} crashed and then moved the key from {STATES[frm]} "
+                               f"to {STATES[other[3]]}, while {w} moved it from {STATES[frm]} to "
+                               f"{STATES[to]}: after a crash the writer acted from memory or "
+                               "chat history, not from the log",
+                               steps[:-1] + [ocrash, steps[-1], self._tstep(t)])
+                    continue
             moved = (f"{other[0]} had already moved it from {STATES[frm]} to "
                      f"{STATES[other[3]]}" if other else f"the chain had already left "
                      f"{STATES[frm]}")
@@ -620,8 +630,11 @@ class Conformance:
                 f"the key had settled at {STATES[k.tip]}", k.last_loc)
         step = self._tstep(t)
         self._legal(name, k, t, [last, step])
+        flags = k.flags
+        self._note_edge(k, frm, to, loc)
+        if k.flags != flags and k.applies:
+            self._check_effects(name, k, k.apply_loc)
         if to == _DISPATCHED:
-            k.dispatches += 1
             self._intent_of(k, lambda e: _add_dispatch(e, loc, 1))
             if k.flags & _F_CANCELLED and not k.applies:
                 self._find("P3", name, "possible",

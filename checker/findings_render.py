@@ -96,7 +96,7 @@ def render_json(report: Report) -> str:
 
 
 # ----- Mermaid ---------------------------------------------------------------------------
-_UNSAFE = re.compile(r"[^\w .,:+\-=>()\[\]{}\"'/@*…]")
+_UNSAFE = re.compile(r"[^\w .,:+\-=>()\[\]{}\"'/@*…→]")
 
 
 def _m(text: str, n: int = 120) -> str:
