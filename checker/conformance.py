@@ -82,6 +82,12 @@ _CANCELLED = CODE["REJECTED_CONFLICT"]
 _IN_DOUBT = frozenset((_DISPATCHED, _UNKNOWN, _RECONCILING))
 _AFTER_UNKNOWN = frozenset(b for a, b in EDGES if a == _UNKNOWN)
 
+try:  # optional speed-up for the digest memo; the canonicalizer itself is stdlib-only
+    from orjson import OPT_SORT_KEYS as _SORT, dumps as _dumps
+except ImportError:  # pragma: no cover - depends on the machine
+    _dumps, _SORT = None, 0
+_MEMO_MAX = 1 << 14
+
 MAX_PER_PROPERTY = 1000  # findings kept per property; the rest are counted, not stored
 _LOC_SHIFT = 40          # a location is one int: file index << 40 | line number
 
@@ -270,6 +276,7 @@ class Conformance:
                           "effect": self._effect, "crash": self._crash,
                           "restart": self._restart}
         self._finished = False
+        self._memo: dict[tuple, bytes] = {}
 
     # ----- locations and findings ------------------------------------------------------
     def loc(self, file_index: int, line: int) -> int:
@@ -406,11 +413,30 @@ class Conformance:
         return k
 
     def _digest(self, ev: dict) -> bytes:
+        """The canonical intent of the event's call; a bounded memo keyed by the exact
+        (tool, scope, sorted args) spares the canonicalizer when a proposal's intent comes
+        back as its effect (the memo only caches what the canonicalizer returned)."""
+        tool, args, scope = ev["tool"], ev["args"], ev["scope"]
+        memo = None
+        if _dumps is not None:
+            try:
+                memo = (tool, scope, _dumps(args, option=_SORT))
+            except (TypeError, ValueError):   # e.g. an integer beyond 64 bits
+                memo = None
+            else:
+                d = self._memo.get(memo)
+                if d is not None:
+                    return d
         try:
-            return intent_digest(ev["tool"], ev["args"], ev["scope"])
+            d = intent_digest(tool, args, scope)
         except CanonError as e:
             raise EventError(f"this call has no canonical form ({e}); the checker cannot tell "
                              "which intent it is: fix the writer") from None
+        if memo is not None:
+            if len(self._memo) >= _MEMO_MAX:
+                self._memo.clear()
+            self._memo[memo] = d
+        return d
 
     # ----- proposals -----------------------------------------------------------------------
     def _proposal(self, ev: dict, w: _Writer, loc: int) -> None:
@@ -704,6 +730,10 @@ class Conformance:
                            "effect record shows whether the provider applied it",
                            self._chain_steps(k))
             return
+        sealed_stale = (k.flags & _F_SEALED and k.min_apply_fence is not None
+                        and k.max_fence is not None and k.min_apply_fence < k.max_fence)
+        if not (k.flags & _F_CANCELLED or sealed_stale):
+            return
         applied = ("effect", "", "provider applied it", loc or k.apply_loc)
         story = self._chain_steps(k) if k.chain is not None else [
             ("note", k.last_writer, f"the key had settled at {STATES[k.tip]}", k.last_loc)]
@@ -712,8 +742,7 @@ class Conformance:
                        "the user cancelled the key before dispatch (RECORDED -> "
                        "REJECTED_CONFLICT), yet the provider applied its effect",
                        story + [applied], locs=[k.last_loc])
-        if (k.flags & _F_SEALED and k.min_apply_fence is not None and k.max_fence is not None
-                and k.min_apply_fence < k.max_fence):
+        if sealed_stale:
             self._find("FENCE", name, "certain",
                        f"reconciling at fence {k.max_fence} found no effect (DEAD_LETTER), yet "
                        f"the provider applied a request with the older fence "

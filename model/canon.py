@@ -136,11 +136,11 @@ def _form_v1(v, depth: int) -> str:
         for name, value in v.items():
             if type(name) is not str:
                 raise _Fail("object names must be strings")
-            norm = _enc(name)
+            norm = _ENC.get(name) or _enc(name)
             vt = type(value)
             # scalars inline (the common case), containers by recursion
             if vt is str:
-                text = _enc(value)
+                text = _ENC.get(value) or _enc(value)
             elif vt is int and -_EXACT <= value <= _EXACT:
                 text = str(value)
             else:
@@ -182,7 +182,8 @@ def _intent_form_v1(tool: str, args, scope: str) -> str:
         form = _form_v1(args, 0)
     except _Fail as e:
         raise CanonError("args" + "".join(reversed(e.path)) + ": " + e.what) from None
-    return "[" + _enc(tool) + "," + _enc(scope) + "," + form + "]"
+    return "[" + (_ENC.get(tool) or _enc(tool)) + "," + (_ENC.get(scope) or _enc(scope)) + "," \
+        + form + "]"
 
 
 VERSIONS: dict[int, tuple[bytes, Callable[[str, object, str], str]]] = {
