@@ -87,6 +87,8 @@ try:  # optional speed-up for the digest memo; the canonicalizer itself is stdli
 except ImportError:  # pragma: no cover - depends on the machine
     _dumps, _SORT = None, 0
 _MEMO_MAX = 1 << 14
+_MAX_PENDING = 4096   # buffered transitions per key before they are classified at once
+_MAX_CHAIN = 256      # transitions kept per key's chain for stories (longer is illegal anyway)
 
 MAX_PER_PROPERTY = 1000  # findings kept per property; the rest are counted, not stored
 _LOC_SHIFT = 40          # a location is one int: file index << 40 | line number
@@ -312,6 +314,9 @@ class Conformance:
                 return b
         if label is not None:
             b.key = label
+        steps = list(steps)
+        if len(steps) > 40:       # a long (illegal) history: its start and its end tell it
+            steps = steps[:5] + [("note", "", f"... {len(steps) - 39} steps ...", 0)] + steps[-34:]
         for s in steps:
             if s not in b.steps:
                 b.steps.append(s)
@@ -505,7 +510,10 @@ class Conformance:
             self._extend(name, k, t)
         else:
             k.pending.append(t)
-            self._drain(name, k)
+            if t[2] == k.tip:          # only an arrival that chains can unblock others
+                self._drain(name, k)
+            elif len(k.pending) > _MAX_PENDING:   # hostile: classify now, stay bounded
+                self._resolve(name, k)
         if k.tip in TERMINAL:
             self._close(name, k)
 
@@ -536,7 +544,8 @@ class Conformance:
                            self._chain_steps(k)[-3:] + [self._tstep(t)])
             else:
                 k.max_fence = fence
-        k.chain.append(t)
+        if len(k.chain) < _MAX_CHAIN:   # a legal chain has at most 6 steps
+            k.chain.append(t)
         k.tip = to
         k.visited |= 1 << to
         k.last_loc, k.last_writer = loc, w
@@ -594,7 +603,7 @@ class Conformance:
                 branch[w] = (to, br[1])
                 self._legal(name, k, t, [self._tstep(t)])
                 b = self._found.get((br[1], name))
-                if b is not None:
+                if b is not None and len(b.steps) < 40:
                     b.steps.append(self._tstep(t))
                     b.locs.append(loc)
                 continue
@@ -671,7 +680,7 @@ class Conformance:
         if br is not None and br[0] == frm:     # continues this writer's fork branch
             k.forks[w] = (to, br[1])
             b = self._found.get((br[1], name))
-            if b is not None:
+            if b is not None and len(b.steps) < 40:
                 b.steps.append(step)
                 b.locs.append(loc)
             return

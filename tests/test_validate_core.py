@@ -425,3 +425,34 @@ def test_mermaid_text_cannot_break_out_of_its_message():
     out = render_mermaid(evil.report())
     assert all(not line.startswith("Note over K: pwned") for line in out.splitlines())
     assert ";" not in "".join(l for l in out.splitlines() if not l.startswith("%%"))
+
+
+# ----- hostile shapes stay bounded -----------------------------------------------------------
+def test_thousands_of_writers_racing_on_one_key_stay_linear_and_are_reported():
+    log = Log().accept()
+    for i in range(20000):
+        log.tr("PROPOSED", "RECORDED", w=f"w{i}")
+    r = log.report()
+    race = [f for f in r.findings if f.property == "RACE"]
+    assert race and race[0].more > 1000 and len(race[0].steps) <= 41
+
+
+def test_a_key_cycling_through_illegal_edges_keeps_a_bounded_story():
+    log = Log().accept().path("PROPOSED", "RECORDED", "DISPATCHED")
+    for _ in range(5000):
+        log.tr("DISPATCHED", "UNKNOWN").tr("UNKNOWN", "DISPATCHED")
+    r = log.report()
+    assert "P2" in props(r, "certain")
+    assert all(len(f.steps) <= 45 for f in r.findings)
+
+
+def test_focus_key_and_output_file(tmp_path, capsys):
+    from toolcommit.checker.cli import main
+    logs = Path(__file__).parent / "fixtures" / "logs"
+    out = tmp_path / "r.mmd"
+    assert main(["validate", str(logs / "p4-bad.jsonl"), "--key", "k1", "--format", "mermaid",
+                 "-o", str(out)]) == 1
+    text = out.read_text()
+    assert "history of k1" in text and "crash" in text
+    assert main(["validate", str(logs / "p4-bad.jsonl"), "--key", "other", "--format", "json"]) == 1
+    assert json.loads(capsys.readouterr().out)["findings"] == []
