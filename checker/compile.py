@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
 
-from toolcommit.model.expr import Expr, Op, to_python
+from toolcommit.model.expr import Expr, Op, to_python, variables
 from toolcommit.model.system import System
 
 
@@ -77,9 +77,10 @@ class _Gen:
     def py(self, e: Expr) -> str:
         return to_python(e, lambda n: self.names[n])
 
-    def extract(self) -> list[str]:
+    def extract(self, only=None) -> list[str]:
+        """Lines binding each variable's local (all, or those named in `only`)."""
         return [f"    {self.names[v.name]} = (s >> {self.off[v.name]}) & {(1 << self.wid[v.name]) - 1}"
-                for v in self.sys.variables]
+                for v in self.sys.variables if only is None or v.name in only]
 
     def successor_expr(self, updates) -> str:
         parts = ["s"]
@@ -88,39 +89,64 @@ class _Gen:
             parts.append(f"(({self.py(e)}) - {local}) * {1 << self.off[name]}")
         return " + ".join(parts)
 
-    def tree(self, items, indent: int) -> list[str]:
-        """Nested ifs over shared conjuncts; items are (action_index, [conjunct src])."""
+    def tree(self, items, indent: int, have: set) -> list[str]:
+        """Nested ifs over shared conjuncts; items are (action_index, [conjunct]).
+
+        Variables are extracted lazily: just before the first line on a path that reads
+        them (`have` is what the enclosing path has extracted already).
+        """
         pad = "    " * indent
         lines: list[str] = []
+        have = set(have)
         while items:
             counts = Counter(c for _, cs in items for c in set(cs))
             atom, n = counts.most_common(1)[0] if counts else (None, 0)
             if atom is None or n < 2:
                 for i, cs in items:
-                    lines += self.leaf(i, cs, indent)
+                    lines += self.leaf(i, cs, indent, have)
                 break
             inside = [(i, [c for c in cs if c != atom]) for i, cs in items if atom in cs]
             items = [(i, cs) for i, cs in items if atom not in cs]
+            lines += self.need(self.cond_vars[atom], have, indent)
             lines.append(f"{pad}if {atom}:")
-            lines += self.tree(inside, indent + 1)
+            lines += self.tree(inside, indent + 1, have)
         return lines
 
-    def leaf(self, i: int, cs: list[str], indent: int) -> list[str]:
+    def need(self, names, have: set, indent: int) -> list[str]:
+        """Extraction lines, at `indent`, for the variables in `names` not yet in `have`."""
+        missing = [v.name for v in self.sys.variables if v.name in names and v.name not in have]
+        have.update(missing)
+        return ["    " * (indent - 1) + line for line in self.extract(set(missing))]
+
+    def leaf(self, i: int, cs: list[str], indent: int, have: set) -> list[str]:
         pad = "    " * indent
         a = self.sys.actions[i]
+        lines = self.need(set().union(*[self.cond_vars[c] for c in cs]) if cs else set(), have, indent)
+        inner = set(have)
         body = "trunc = True" if a.cut else f"out.append(({i}, {self.successor_expr(a.updates)}))"
+        used = set() if a.cut else set(a.updates) | set().union(*[variables(e) for e in a.updates.values()])
         if not cs:
-            return [f"{pad}{body}"]
-        return [f"{pad}if {' and '.join(cs)}:", f"{pad}    {body}"]
+            return lines + self.need(used, have, indent) + [f"{pad}{body}"]
+        return lines + [f"{pad}if {' and '.join(cs)}:", *self.need(used, inner, indent + 1),
+                        f"{pad}    {body}"]
 
     def successors_src(self) -> str:
-        items = [(i, [self.py(c) for c in _conjuncts(a.guard)]) for i, a in enumerate(self.sys.actions)]
-        items = [(i, [c for c in cs if c != "1"]) for i, cs in items if "0" not in cs]
-        return "\n".join(["def successors(s):", *self.extract(), "    out = []",
-                          "    trunc = False", *self.tree(items, 1), "    return out, trunc"])
+        self.cond_vars: dict[str, set] = {}
+        items = []
+        for i, a in enumerate(self.sys.actions):
+            cs = []
+            for c in _conjuncts(a.guard):
+                src = self.py(c)
+                self.cond_vars[src] = variables(c)
+                cs.append(src)
+            if "0" not in cs:
+                items.append((i, [c for c in cs if c != "1"]))
+        return "\n".join(["def successors(s):", "    out = []", "    trunc = False",
+                          *self.tree(items, 1, set()), "    return out, trunc"])
 
     def mask_src(self, fname: str, exprs, negate: bool) -> str:
-        lines = [f"def {fname}(s):", *self.extract(), "    m = 0"]
+        used = set().union(*[variables(e) for e in exprs]) if exprs else set()
+        lines = [f"def {fname}(s):", *self.extract(used), "    m = 0"]
         for bit, e in enumerate(exprs):
             cond = f"not {self.py(e)}" if negate else self.py(e)
             lines.append(f"    if {cond}: m |= {1 << bit}")
@@ -128,10 +154,13 @@ class _Gen:
         return "\n".join(lines)
 
     def settled_src(self) -> str:
-        return "\n".join(["def settled(s):", *self.extract(), f"    return bool({self.py(self.sys.done)})"])
+        return "\n".join(["def settled(s):", *self.extract(variables(self.sys.done)),
+                          f"    return bool({self.py(self.sys.done)})"])
 
     def canon_src(self) -> str:
-        lines = ["def canon(s):", *self.extract(), "    best = s"]
+        used = {n for sym in self.sys.symmetries for slot in sym.slots for n in slot}
+        used |= {n for sym in self.sys.symmetries for n in sym.valued}
+        lines = ["def canon(s):", *self.extract(used), "    best = s"]
         for sym in self.sys.symmetries:
             n = len(sym.slots)
             for perm in itertools.permutations(range(n)):
@@ -149,6 +178,7 @@ class _Gen:
             for src, dst in zip(slot, sym.slots[perm[i]]):
                 moved[dst] = self.names[src]
         table = "(" + ", ".join(str(perm[i]) for i in range(len(perm))) + ")"
+        keep = (1 << sum(self.wid.values())) - 1
         parts = []
         for v in self.sys.variables:
             if v.name in moved:
@@ -157,9 +187,10 @@ class _Gen:
                 loc = self.names[v.name]
                 src = f"({table}[{loc}] if {loc} < {len(perm)} else {loc})"
             else:
-                src = self.names[v.name]
+                continue
+            keep &= ~(((1 << self.wid[v.name]) - 1) << self.off[v.name])
             parts.append(f"({src} << {self.off[v.name]})")
-        return " | ".join(parts)
+        return " | ".join([f"(s & {keep})"] + parts)
 
 
 def compile_system(system: System) -> Compiled:

@@ -28,8 +28,10 @@ a state the chain already left is a ``RACE`` (another writer acted on the same s
 memory) or ``LEGAL`` (its writer rewound a key it had itself moved on); one that starts from
 a state the key never reached is ``LEGAL`` (``possible`` when lines were lost).
 
-Memory grows with the keys still open (their buffered transitions) plus one compact summary
-per distinct key and per distinct canonical intent; never with the number of lines.
+Memory grows with the keys still open (their buffered transitions) plus one summary per
+distinct key and per distinct canonical intent; never with the number of lines. In CPython
+a closed key and its intent cost about 1.2 KB together (measured: 231 MiB peak for 189k
+intents in 1M lines), so a log needs roughly 1 GB per 800k distinct intents.
 
 Limitations
 -----------

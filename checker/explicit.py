@@ -112,8 +112,10 @@ def explore(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool 
             deadlock = head
         for a, t in moves:
             fired[a] += 1
-            t = canon(t)
             j = index.get(t)
+            if j is None:
+                t = canon(t)
+                j = index.get(t)
             if j is None:
                 j = len(states)
                 index[t] = j

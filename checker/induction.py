@@ -16,8 +16,8 @@
    (the base case is step 2).
 
 `method="pdr"`: z3's Spacer (property-directed reachability) over the Horn clauses
-`init -> Inv`, `Inv /\\ T -> Inv'`, `Inv /\\ not P -> false`, with the proved Houdini lemmas
-as a strengthening of T. The invariant Spacer returns is then checked by an ordinary
+`init -> Inv`, `Inv /\\ T -> Inv'`, `Inv /\\ not P -> false`, over Int variables, without
+the lemmas: Spacer finds its own invariant, an independent cross-check of the lemma proof. The invariant Spacer returns is then checked by an ordinary
 solver (initial, inductive, implies P) before the proof is reported, so Spacer is not
 trusted. If Spacer finds the property false, BMC produces the (shortest) counterexample.
 
@@ -188,6 +188,9 @@ def prove(system: System, props=None, method: str = "kind", max_k: int = 12,
         raise UsageError(f"unknown method {method!r}; valid methods: {', '.join(METHODS)}")
     props = _props(system, props)
     clock = _Clock(timeout)
+    if method == "pdr":  # independent of the lemmas: a cross-check of the lemma proofs
+        out = _pdr(system, props, {}, clock, progress)
+        return [out[p] for p in props]
     cands = {**candidates(system), **dict(system.invariants)}
     try:
         kept, dropped = houdini(system, cands, sort, clock, progress)
@@ -205,9 +208,7 @@ def prove(system: System, props=None, method: str = "kind", max_k: int = 12,
                                     "lemma_families": families,
                                     "proved_invariants": sorted(n for n in kept if n in system.invariants)})
     rest = [p for p in props if p not in out]
-    if rest and method == "pdr":
-        out.update(_pdr(system, rest, kept, clock, progress))
-    elif rest:
+    if rest:
         left = (timeout - clock.elapsed) if timeout else 0.0
         if timeout and left <= 0:
             left = 0.001

@@ -442,7 +442,8 @@ class _Builder:
                 c = self.chk[p.name]
                 up[c.name] = ite(c == w, self.W, c)
                 up[self.prop[p.name].name] = ite(c == w, P_ABSENT, self.prop[p.name])
-        up[self.retry_ok.name] = 1
+        held = any_of(*[o == w for o in self.owner], *[c == w for c in self.chk.values()])
+        up[self.retry_ok.name] = ite(held, 1, self.retry_ok)
         return up
 
     def wipe(self) -> None:
@@ -455,7 +456,7 @@ class _Builder:
                 up[self.prop[p.name].name] = ite(self.prop[p.name] == P_PROPOSED, P_ABSENT,
                                                  self.prop[p.name])
         up[self.retry_ok.name] = _const(1)
-        holds = any_of(self.retry_ok == 0, *[o != self.W for o in self.owner],
+        holds = any_of(*[o != self.W for o in self.owner],
                        *[self.chk[p.name] != self.W for p in self.props if self.racy])
         self.act("wipe", {}, holds, up, fault=True)
 
@@ -468,6 +469,10 @@ class _Builder:
                 if self.has("delays"):
                     self.act("delay", params, all_of(m == M_INFLIGHT, self.budget["delays"] > 0),
                              {m.name: M_DELAYED, **self.spend("delays")}, fault=True)
+                if self.has("duplicates"):
+                    self.act("redeliver", params,
+                             all_of(in_(m, (M_LOST, M_DONE)), self.budget["duplicates"] > 0),
+                             {m.name: M_INFLIGHT, **self.spend("duplicates")}, fault=True)
                 if self.has("ack_losses"):
                     self.act("lose_ack", params, all_of(m == M_ACK, self.budget["ack_losses"] > 0),
                              {m.name: M_LOST, **self.spend("ack_losses")}, fault=True)

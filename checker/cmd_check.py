@@ -1,0 +1,187 @@
+"""`toolcommit check`: model-check a preset (plus knob changes) over instances."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from toolcommit.model.instance import instance_names, parse_bounds
+from toolcommit.model.knobs import PRESETS, parse_settings, preset
+from toolcommit.model.semantics import build
+
+from .check import ALL, Limits, personality_instance, validate_properties
+from .render import render_itf, render_text
+from .suite import SuiteResult, resolve_instances, run_suite
+from .verdict import EXIT, Status
+
+HEAD = ("I1", "I1net", "P1", "P2", "P3", "P4", "FENCE", "LEGAL", "DEADLOCK", "PROGRESS")
+
+
+def add_parser(sub):
+    p = sub.add_parser("check", help="search every interleaving of an instance for violations",
+                       description="Exhaustive breadth-first model checking: every counterexample "
+                       "is a shortest one and is replayed through the model before it is shown.")
+    add_model_options(p)
+    p.add_argument("--property", action="append", metavar="P",
+                   help=f"property to check (repeatable; default all: {', '.join(ALL)})")
+    p.add_argument("--max-states", type=int, default=0, help="stop after N states (verdict UNKNOWN)")
+    p.add_argument("--timeout", type=float, default=0.0, help="seconds per instance (verdict UNKNOWN)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--explain", choices=("first", "all", "none"), default="first",
+                   help="which counterexamples to explain in full (text format)")
+    p.add_argument("--write", action="store_true",
+                   help="store counterexamples under --out/<config>/ as .itf.json, .txt and .mmd")
+    p.add_argument("--out", default="counterexamples", help="folder for --write (default: %(default)s)")
+    return p
+
+
+def add_model_options(p) -> None:
+    p.add_argument("--preset", default="recommended", choices=PRESETS,
+                   help="starting policy (default: %(default)s)")
+    p.add_argument("--set", action="append", metavar="KNOB=OPTION",
+                   help="change one knob or assumption (repeatable)")
+    p.add_argument("--instance", action="append", metavar="NAME",
+                   help="instance to check (repeatable; default: default plus every failure class)"
+                   f"; one of: {', '.join(instance_names())}")
+    p.add_argument("--bounds", metavar="NAME=N,...",
+                   help="override workers, max_fence or fault budgets, e.g. workers=3,crashes=2")
+
+
+def config_from(args):
+    return preset(args.preset).with_knobs(parse_settings(args.set))
+
+
+class Progress:
+    """A progress line on stderr for runs longer than two seconds."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream, self.t0, self.shown = stream, time.perf_counter(), False
+
+    def __call__(self, name, info) -> None:
+        if time.perf_counter() - self.t0 < 2:
+            return
+        rate = info["states"] / max(info["seconds"], 1e-9)
+        end = "\r" if self.stream.isatty() else "\n"
+        self.stream.write(f"  [{name}] {info['states']:,} states, depth {info['depth']}, "
+                          f"{rate:,.0f} states/s, {info['seconds']:.0f}s{end}")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown and self.stream.isatty():
+            self.stream.write("\n")
+
+
+def run(args) -> int:
+    config = config_from(args)
+    props = validate_properties(args.property)
+    insts = resolve_instances(args.instance, parse_bounds(args.bounds))
+    progress = Progress()
+    suite = run_suite(config, insts, props, Limits(args.max_states, args.timeout), progress)
+    progress.close()
+    if args.write:
+        from .catalogue import write_catalogue
+        where = write_catalogue(args.out, suite)
+        print(f"wrote {where}", file=sys.stderr)
+    out = render_json(suite) if args.format == "json" else render_suite_text(suite, args.explain)
+    sys.stdout.write(out)
+    return EXIT[suite.status]
+
+
+def _cell(v) -> str:
+    if v is None:
+        return "-"
+    if v.status is Status.HOLDS:
+        return "ok"
+    if v.status is Status.VIOLATED:
+        return f"x{v.counterexample.length}"
+    return "?"
+
+
+def render_suite_text(suite: SuiteResult, explain: str = "first") -> str:
+    cfg = suite.config
+    cols = [p for p in HEAD if p in suite.props]
+    lines = [f"toolcommit check: {cfg.label()}",
+             "knobs: " + ", ".join(f"{k}={v}" for k, v in cfg.knobs.items()),
+             "assumptions relied on: " + ", ".join(f"{k}={v}" for k, v in cfg.assumptions.items()),
+             "", "cells: ok = holds on every reachable state of the instance; xN = violated, "
+             "shortest counterexample has N steps; ? = unknown", ""]
+    lines.append(f"{'instance':<24}{'states':>9}{'depth':>6}  " + " ".join(f"{c:>5}" for c in cols))
+    for r in suite.results:
+        by = {v.property: v for v in r.verdicts}
+        lines.append(f"{r.instance.name:<24}{r.stats['states']:>9}{r.stats['depth']:>6}  "
+                     + " ".join(f"{_cell(by.get(c)):>5}" for c in cols))
+    if suite.p5 is not None:
+        lines += ["", f"P5 (model personalities): {suite.p5.line()}"
+                  + (f" -- {suite.p5.reason}" if suite.p5.status is Status.HOLDS and suite.p5.reason else "")]
+    lines += _unknowns(suite) + _violations(suite, explain)
+    lines += ["", _summary(suite)]
+    return "\n".join(lines) + "\n"
+
+
+def _unknowns(suite) -> list[str]:
+    out = [f"  {r.instance.name}: {v.line()}" for r in suite.results for v in r.verdicts
+           if v.status is Status.UNKNOWN]
+    return ["", "Unknown:"] + out if out else []
+
+
+def _violations(suite: SuiteResult, explain: str) -> list[str]:
+    found = [(r, v) for r in suite.results for v in r.verdicts if v.status is Status.VIOLATED]
+    if suite.p5 is not None and suite.p5.status is Status.VIOLATED:
+        found.append((None, suite.p5))
+    if not found:
+        return []
+    out = ["", "Shortest counterexamples:"]
+    for r, v in found:
+        name = r.instance.name if r else "personalities"
+        steps = " ; ".join(s.label() for s in v.counterexample.steps[1:])
+        out.append(f"  {name} {v.property} ({v.counterexample.length} steps): {steps}")
+    if explain == "none":
+        return out
+    chosen = found if explain == "all" else [_headline(found)]
+    for r, v in chosen:
+        inst = r.instance if r else personality_instance(v.extra["personalities"][0])
+        out += ["", render_text(v.counterexample, build(suite.config, inst)).rstrip()]
+    return out
+
+
+def _headline(found):
+    for r, v in found:
+        if v.property == "I1":
+            return r, v
+    return found[0]
+
+
+def _summary(suite: SuiteResult) -> str:
+    vs = suite.verdicts()
+    n = {s: sum(v.status is s for v in vs) for s in Status}
+    if suite.status is Status.HOLDS:
+        return (f"HOLDS: all {len(vs)} verdicts hold exhaustively on {len(suite.results)} instance(s), "
+                f"assuming {', '.join(f'{k}={v}' for k, v in suite.config.assumptions.items())}")
+    return (f"{suite.status.value}: {n[Status.VIOLATED]} violated, {n[Status.UNKNOWN]} unknown, "
+            f"{n[Status.HOLDS]} hold")
+
+
+def render_json(suite: SuiteResult) -> str:
+    doc = {"config": suite.config.label(), "knobs": dict(suite.config.knobs),
+           "assumptions": dict(suite.config.assumptions), "status": suite.status.value,
+           "instances": []}
+    for r in suite.results:
+        system = build(suite.config, r.instance)
+        doc["instances"].append({"instance": r.instance.name, "bounds": r.instance.bounds(),
+                                 "stats": r.stats, "coverage": r.coverage,
+                                 "verdicts": [_verdict_json(v, system) for v in r.verdicts]})
+    if suite.p5 is not None:
+        system = None
+        if suite.p5.counterexample is not None:
+            system = build(suite.config, personality_instance(suite.p5.extra["personalities"][0]))
+        doc["P5"] = _verdict_json(suite.p5, system)
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def _verdict_json(v, system) -> dict:
+    out = {"property": v.property, "status": v.status.value, "scope": v.scope, "reason": v.reason}
+    if v.counterexample is not None:
+        out["steps"] = v.counterexample.length
+        out["counterexample"] = render_itf(v.counterexample, system)
+    return out

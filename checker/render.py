@@ -1,0 +1,228 @@
+"""Renderers of counterexamples: text (explained like Elle), ITF JSON, Mermaid.
+
+Each renderer reads a `Counterexample` plus the `System` it came from (for value names);
+none changes or computes anything. `parse_itf` reads an ITF trace back into a
+`Counterexample`, so stored counterexamples can be replayed.
+"""
+from __future__ import annotations
+
+import json
+
+from toolcommit.model.errors import InputError
+from toolcommit.model.system import System
+from toolcommit.spec import protocol
+
+from .trace import Counterexample, Step
+
+ITF_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
+
+SENTENCES = {
+    "init": "nothing has happened yet",
+    "propose": "the model emits call {call} to worker {worker}; the log decides: {decision} (key {key})",
+    "check": "worker {worker} reads that key {key} has no record (check-then-insert, first half)",
+    "insert": "worker {worker} writes RECORDED for key {key} without re-checking (last writer wins)",
+    "dispatch": "worker {worker} writes DISPATCHED for key {key} with fence {fence} and sends the request",
+    "deliver": "the provider receives key {key}'s request with fence {fence}: {outcome}",
+    "receive_ack": "worker {worker} receives the ack for key {key}, fence {fence}",
+    "timeout": "worker {worker} times out waiting for key {key}'s ack (fence {fence}) and marks it UNKNOWN",
+    "retry": "worker {worker} blindly re-sends key {key} with fence {fence}",
+    "reconcile": "worker {worker} starts reconciling key {key}",
+    "read_status": "worker {worker} reads the provider's status for key {key}",
+    "compensate": "worker {worker} issues a reversal for key {key}",
+    "dead_letter": "worker {worker} parks key {key} in DEAD_LETTER",
+    "takeover": "worker {worker} reloads key {key} from the log and takes its lease",
+    "restart": "worker {worker} restarts with empty memory",
+    "cancel": "the user cancels key {key}",
+    "revise_prompt": "the prompt template is revised (canonicalizer version 2)",
+    "crash": "worker {worker} crashes, losing its planner memory",
+    "lose_ack": "the provider's ack for key {key}, fence {fence}, is lost",
+    "delay": "key {key}'s request with fence {fence} is held in the network",
+    "redeliver": "the transport delivers key {key}'s request with fence {fence} again (at-least-once)",
+    "expire_lease": "worker {worker}'s lease on key {key} expires while it is alive (clock skew): a zombie",
+    "wipe": "all planner memory is wiped (P4's adversary)",
+}
+
+
+def _show(system: System, name: str, value: int) -> str:
+    return system.var(name).show(value)
+
+
+def changes(system: System, before, after) -> list[str]:
+    """`name: old -> new` for every variable that differs, monitors last."""
+    out = [f"{n}: {_show(system, n, before[n])} -> {_show(system, n, after[n])}"
+           for n in after if before[n] != after[n]]
+    return sorted(out, key=lambda line: line.startswith("bad."))
+
+
+def sentence(step: Step) -> str:
+    params = {"call": "?", "worker": "?", "key": "?", "fence": "?", "decision": "?",
+              "outcome": "?", **step.params}
+    text = SENTENCES.get(step.action, step.label()).format(**params)
+    return text + (" [fault]" if step.fault else "")
+
+
+def render_text(cx: Counterexample, system: System) -> str:
+    """An explanation: the property, who the actors are, the steps, where it breaks."""
+    meaning = protocol().properties.get(cx.property, {}).get("meaning", "")
+    bounds = ", ".join(f"{k}={v}" for k, v in cx.bounds.items() if v)
+    lines = [f"{cx.property} VIOLATED on instance {cx.instance} under {cx.config}",
+             f"  {cx.property}: {meaning}",
+             f"  found by the {cx.engine} engine: {cx.length} steps, shortest for this instance"
+             f" (bounds: {bounds})", "", "Let:"]
+    for k in system.meta.get("keys", []):
+        lines.append(f"  {k['name']} = semantic key {k['ident']} (calls {', '.join(k['callers'])})")
+    lines.append(f"  workers = {', '.join(system.meta.get('workers', []))}")
+    lines += ["", "Then:"]
+    for i, step in enumerate(cx.steps[1:], start=1):
+        lines.append(f"  {i:>2}. {sentence(step)}")
+        for c in changes(system, cx.steps[i - 1].state, step.state):
+            lines.append(f"        {c}")
+    lines += ["", "However:", f"  {_however(cx, system)}"]
+    return "\n".join(lines) + "\n"
+
+
+def _however(cx: Counterexample, system: System) -> str:
+    last = cx.steps[-1].state
+    if cx.note:
+        return cx.note + "."
+    applied = {n.split(".", 1)[1]: v for n, v in last.items() if n.startswith("applied.") and v}
+    if cx.property in ("I1", "I1net", "P1"):
+        comp = sum(v for n, v in last.items() if n.startswith("comp."))
+        where = ", ".join(f"{k}: {v}" for k, v in applied.items())
+        return (f"after step {cx.length} the one user intent has {sum(applied.values())} external "
+                f"effects ({where}; compensated: {comp}), but {cx.property} allows one: a contradiction.")
+    return (f"after step {cx.length}, {cx.property} is broken: "
+            f"{protocol().properties[cx.property]['meaning']}.")
+
+
+# ----- ITF ------------------------------------------------------------------------------
+def _families(system: System) -> list[str]:
+    return list(dict.fromkeys(v.family for v in system.variables))
+
+
+def _itf_value(system: System, name: str, value: int):
+    decl = system.var(name)
+    return decl.labels[value] if decl.labels else {"#bigint": str(value)}
+
+
+def _itf_state(system: System, state) -> dict:
+    out: dict = {}
+    for decl in system.variables:
+        value = _itf_value(system, decl.name, state[decl.name])
+        if not decl.index:
+            out[decl.family] = value
+            continue
+        key = decl.index[0] if len(decl.index) == 1 else {"#tup": list(decl.index)}
+        out.setdefault(decl.family, {"#map": []})["#map"].append([key, value])
+    return out
+
+
+def render_itf(cx: Counterexample, system: System) -> dict:
+    """The counterexample as an ITF trace (Apalache/Quint Informal Trace Format)."""
+    meta = {"format": "ITF", "format-description": ITF_DESCRIPTION,
+            "source": "toolcommit spec/protocol.json", "description": cx.note or
+            protocol().properties.get(cx.property, {}).get("meaning", ""),
+            "property": cx.property, "config": cx.config, "instance": cx.instance,
+            "engine": cx.engine, "bounds": dict(cx.bounds), "knobs": dict(cx.knobs),
+            "assumptions": dict(cx.assumptions)}
+    states = []
+    for i, step in enumerate(cx.steps):
+        st = {"#meta": {"index": i, "action": step.label(), "fault": step.fault}}
+        st["mbt::actionTaken"] = step.action
+        st["mbt::nondetPicks"] = dict(step.params)
+        st.update(_itf_state(system, step.state))
+        states.append(st)
+    return {"#meta": meta, "vars": _families(system), "states": states}
+
+
+def itf_json(cx: Counterexample, system: System) -> str:
+    return json.dumps(render_itf(cx, system), indent=1, sort_keys=False) + "\n"
+
+
+def _decode(system: System, family: str, raw, out: dict) -> None:
+    decls = [v for v in system.variables if v.family == family]
+    if len(decls) == 1 and not decls[0].index:
+        out[decls[0].name] = _parse_value(decls[0], raw)
+        return
+    entries = {json.dumps(k, sort_keys=True): v for k, v in raw["#map"]}
+    for d in decls:
+        key = d.index[0] if len(d.index) == 1 else {"#tup": list(d.index)}
+        out[d.name] = _parse_value(d, entries[json.dumps(key, sort_keys=True)])
+
+
+def _parse_value(decl, raw) -> int:
+    if decl.labels:
+        return decl.labels.index(raw)
+    return int(raw["#bigint"])
+
+
+def parse_itf(doc: dict, system: System, path: str = "") -> Counterexample:
+    """Read an ITF trace written by `render_itf` back into a Counterexample."""
+    try:
+        meta = doc["#meta"]
+        steps = []
+        for st in doc["states"]:
+            state: dict = {}
+            for fam in doc["vars"]:
+                _decode(system, fam, st[fam], state)
+            steps.append(Step(st["mbt::actionTaken"], dict(st["mbt::nondetPicks"]), state,
+                              bool(st["#meta"].get("fault"))))
+        return Counterexample(meta["property"], meta["config"], meta["instance"], meta["bounds"],
+                              meta["knobs"], meta["assumptions"], tuple(steps), meta["engine"],
+                              meta.get("description", "") if meta.get("description", "") !=
+                              protocol().properties.get(meta["property"], {}).get("meaning") else "")
+    except (KeyError, ValueError, TypeError, IndexError) as e:
+        raise InputError(f"not a toolcommit ITF trace ({type(e).__name__}: {e}); "
+                         "write one with `toolcommit check --write`", path) from None
+
+
+# ----- Mermaid ------------------------------------------------------------------------------
+def render_mermaid(cx: Counterexample, system: System) -> str:
+    """A Mermaid sequence diagram with the article's participants."""
+    workers = system.meta.get("workers", [])
+    lines = ["sequenceDiagram", "  participant U as UserIntentScope", "  participant M as Model/Planner",
+             "  participant L as IntentLog"]
+    lines += [f"  participant {w.upper()} as Executor {w}" for w in workers]
+    lines += ["  participant E as ExternalAPI"]
+    for i, step in enumerate(cx.steps[1:], start=1):
+        lines += [f"  {line}" for line in _arrows(step, cx.steps[i - 1].state, system)]
+    lines.append(f"  Note over L,E: {cx.property} violated after step {cx.length}")
+    return "\n".join(lines) + "\n"
+
+
+def _arrows(step: Step, before, system: System) -> list[str]:
+    p = step.params
+    x = p.get("worker", "w0").upper()
+    k, f = p.get("key", ""), p.get("fence", "")
+    a = step.action
+    table = {
+        "propose": [f"M->>{x}: tool_call id={p.get('call')}", f"{x}->>L: propose {k}",
+                    f"L-->>{x}: {p.get('decision')}"],
+        "check": [f"M->>{x}: tool_call id={p.get('call')}", f"{x}->>L: read {k}: absent"],
+        "insert": [f"{x}->>L: insert {k} RECORDED (blind)"],
+        "dispatch": [f"{x}->>L: {k} DISPATCHED fence={f}", f"{x}->>E: request {k} fence={f}"],
+        "deliver": [f"Note over E: {k} fence={f}: {p.get('outcome')}"],
+        "receive_ack": [f"E-->>{x}: ack {k} fence={f}", f"{x}->>L: {k} -> {_rec(step, k, system)}"],
+        "timeout": [f"{x}->>L: {k} UNKNOWN (timeout)"],
+        "retry": [f"{x}->>E: blind retry {k} fence={f}"],
+        "reconcile": [f"{x}->>E: seal/status read {k} fence={f}" if f else f"{x}->>L: {k} RECONCILING"],
+        "read_status": [f"E-->>{x}: status {k}", f"{x}->>L: {k} -> {_rec(step, k, system)}"],
+        "compensate": [f"{x}->>E: compensate {k}", f"{x}->>L: {k} COMPENSATED"],
+        "dead_letter": [f"{x}->>L: {k} DEAD_LETTER"],
+        "takeover": [f"{x}->>L: take over {k} -> {_rec(step, k, system)}"],
+        "cancel": [f"U->>L: cancel {k}"],
+        "revise_prompt": ["U->>M: revise prompt (canonicalizer v2)"],
+        "lose_ack": [f"Note over E,{x}: ack {k} fence={f} lost"],
+        "delay": [f"Note over {x},E: request {k} fence={f} delayed"],
+        "redeliver": [f"{x}->>E: same request {k} fence={f} again (transport retry)"],
+        "expire_lease": [f"Note over L,{x}: lease of {p.get('worker')} on {k} expires (zombie)"],
+        "crash": [f"Note over {x}: {p.get('worker')} crashes"],
+        "restart": [f"Note over {x}: {p.get('worker')} restarts"],
+        "wipe": ["Note over M,L: planner memory wiped"],
+    }
+    return table.get(a, [f"Note over L: {step.label()}"])
+
+
+def _rec(step: Step, key: str, system: System) -> str:
+    name = f"rec.{key}"
+    return _show(system, name, step.state[name]) if name in step.state else "?"
