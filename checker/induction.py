@@ -297,7 +297,15 @@ def _spacer(system: System, props: list, lemmas: dict, clock: _Clock):
     if r == z3.unsat:
         return "violated", None, ""
     m = h.model()
-    at0 = m.eval(inv(*x0), model_completion=True)
+    interp = m[inv]
+    if interp is None:
+        at0 = z3.BoolVal(True)
+    elif isinstance(interp, z3.FuncInterp):
+        if interp.num_entries():
+            raise InternalError("the PDR invariant has point entries; cannot certify it")
+        at0 = z3.substitute_vars(interp.else_value(), *x0)  # Var(i) is argument i
+    else:  # a lambda
+        at0 = z3.simplify(interp[tuple(x0)] if len(x0) > 1 else interp[x0[0]])
     at1 = z3.substitute(at0, *zip(x0, x1))
     # the certificate: initial, inductive (under the proved lemmas), strong enough
     for what, f in (("initial", z3.And(enc.init(0), z3.Not(at0))),
