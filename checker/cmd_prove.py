@@ -1,0 +1,125 @@
+"""`toolcommit prove`: prove invariants for every depth of one instance (k-induction or PDR).
+
+Exit codes: 0 every property proved, 1 one is violated (with a replayed counterexample),
+3 one is unknown (with the reason), 2 bad usage.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from toolcommit.model.errors import UsageError
+from toolcommit.model.instance import instance, instance_names, parse_bounds
+from toolcommit.model.knobs import PRESETS, parse_settings, preset
+from toolcommit.model.semantics import build
+
+from .induction import METHODS, prove
+from .verdict import EXIT, Status, overall
+
+INVARIANTS = ("I1", "I1net", "P1", "P2", "P3", "FENCE", "LEGAL")
+
+
+def add_parser(sub):
+    p = sub.add_parser("prove", help="prove invariants for all depths (k-induction or PDR)",
+                       description="Unbounded proofs with z3: strengthening lemmas from "
+                       "spec/lemmas.json (kept only if they are themselves inductive), BMC for "
+                       "the base case, k-induction; or z3 Spacer (PDR). A violation found on the "
+                       "way is a shortest counterexample, replayed through the model.")
+    p.add_argument("--preset", default="recommended", choices=PRESETS,
+                   help="starting policy (default: %(default)s)")
+    p.add_argument("--set", action="append", metavar="KNOB=OPTION",
+                   help="change one knob or assumption (repeatable)")
+    p.add_argument("--instance", default="default", metavar="NAME",
+                   help=f"instance (default: %(default)s); one of: {', '.join(instance_names())}")
+    p.add_argument("--bounds", metavar="NAME=N,...",
+                   help="override workers, max_fence or fault budgets, e.g. workers=3,crashes=2")
+    p.add_argument("--property", action="append", metavar="P",
+                   help=f"invariant to prove (repeatable; default all: {', '.join(INVARIANTS)})")
+    p.add_argument("--method", choices=METHODS, default="kind",
+                   help="kind: lemmas + BMC + k-induction (default); pdr: z3 Spacer")
+    p.add_argument("--max-k", type=int, default=12,
+                   help="deepest BMC base case and induction step (default: %(default)s)")
+    p.add_argument("--timeout", type=float, default=0.0, help="seconds in all (verdict UNKNOWN)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    return p
+
+
+class _Progress:
+    """One line per step on stderr once a run has taken more than two seconds."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream, self.t0 = stream, time.perf_counter()
+
+    def __call__(self, phase: str, step: int, seconds: float) -> None:
+        if time.perf_counter() - self.t0 >= 2:
+            self.stream.write(f"  [{phase}] step {step}, {seconds:.1f}s\n")
+            self.stream.flush()
+
+
+def run(args) -> int:
+    props = list(args.property or INVARIANTS)
+    bad = [p for p in props if p not in INVARIANTS]
+    if bad:
+        raise UsageError(f"prove takes invariants; unknown {bad[0]!r}; valid: {', '.join(INVARIANTS)}")
+    if args.max_k < 1:
+        raise UsageError("--max-k must be at least 1")
+    config = preset(args.preset).with_knobs(parse_settings(args.set))
+    inst = instance(args.instance).with_bounds(parse_bounds(args.bounds))
+    system = build(config, inst)
+    t0 = time.perf_counter()
+    verdicts = prove(system, props, args.method, args.max_k, args.timeout, _Progress())
+    seconds = time.perf_counter() - t0
+    if args.format == "json":
+        sys.stdout.write(_json(config, inst, args, verdicts, seconds, system))
+    else:
+        sys.stdout.write(_text(config, inst, args, verdicts, seconds, system))
+    return EXIT[overall(verdicts)]
+
+
+def _text(config, inst, args, verdicts, seconds, system) -> str:
+    lines = [f"toolcommit prove: {config.label()} on {inst.name} "
+             f"({', '.join(f'{k}={v}' for k, v in inst.bounds().items())}), method {args.method}",
+             "assumptions relied on: " + ", ".join(f"{k}={v}" for k, v in config.assumptions.items()),
+             ""]
+    for v in verdicts:
+        why = f" -- {v.reason}" if v.reason and v.status is not Status.UNKNOWN else ""
+        lines.append(f"  {v.line()}{why}")
+    lemmas = next((v.extra.get("lemma_families") for v in verdicts if v.extra.get("lemma_families")), None)
+    if lemmas:
+        lines += ["", "lemmas used (each proved inductive with the others): " + ", ".join(lemmas)]
+    for v in verdicts:
+        if v.status is Status.VIOLATED:
+            lines += ["", _explain(v.counterexample, system)]
+    lines += ["", f"{overall(verdicts).value} in {seconds:.2f}s"]
+    return "\n".join(lines) + "\n"
+
+
+def _explain(cx, system) -> str:
+    try:
+        from .render import render_text
+    except ImportError:
+        render_text = None
+    if render_text is not None:
+        return render_text(cx, system).rstrip()
+    head = f"{cx.property} counterexample ({len(cx.steps) - 1} steps):"
+    return "\n".join([head] + [f"  {i}. {s.label()}" for i, s in enumerate(cx.steps[1:], 1)])
+
+
+def _json(config, inst, args, verdicts, seconds, system) -> str:
+    try:
+        from .render import render_itf
+    except ImportError:
+        render_itf = None
+    doc = {"config": config.label(), "instance": inst.name, "bounds": inst.bounds(),
+           "method": args.method, "max_k": args.max_k, "seconds": round(seconds, 3),
+           "status": overall(verdicts).value, "verdicts": []}
+    for v in verdicts:
+        out = {"property": v.property, "status": v.status.value, "scope": v.scope,
+               "reason": v.reason, **{k: x for k, x in v.extra.items() if k != "lemmas"}}
+        if v.counterexample is not None:
+            out["steps"] = len(v.counterexample.steps) - 1
+            out["counterexample"] = (render_itf(v.counterexample, system) if render_itf else
+                                     [s.label() for s in v.counterexample.steps[1:]])
+        doc["verdicts"].append(out)
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
