@@ -1,0 +1,77 @@
+"""The explicit engine against the model's own interpreter."""
+import random
+from dataclasses import replace
+
+import pytest
+
+from toolcommit.checker.check import Limits, check_instance, run_instance
+from toolcommit.checker.compile import compile_system
+from toolcommit.checker.explicit import explore
+from toolcommit.checker.trace import replay
+from toolcommit.model.errors import InternalError
+from toolcommit.model.instance import instance
+from toolcommit.model.knobs import preset
+from toolcommit.model.semantics import build
+
+
+@pytest.mark.parametrize("p", ["naive", "seed", "recommended"])
+def test_compiled_successors_equal_the_interpreters_on_a_random_walk(p):
+    system = build(preset(p), instance("default"))
+    c = compile_system(system)
+    rng = random.Random(7)
+    for _ in range(20):
+        state = dict(system.init)
+        for _ in range(30):
+            expected = sorted((i, c.pack(system.step(a, state))) for i, a in enumerate(system.actions)
+                              if system.enabled(a, state))
+            assert sorted(c.successors(c.pack(state))[0]) == expected
+            violated = {n for n in system.invariants if n in system.violated(state)}
+            mask = c.violations(c.pack(state))
+            assert {n for b, n in enumerate(c.invariant_names) if mask >> b & 1} == violated
+            if not expected:
+                break
+            state = c.unpack(rng.choice(expected)[1])
+
+
+@pytest.mark.parametrize("name", ["zombie", "reorder", "duplicate_call_id", "default"])
+def test_worker_symmetry_shrinks_the_state_space_without_changing_verdicts(name):
+    for p in ("naive", "recommended"):
+        if p == "naive" and name == "default":
+            continue
+        system = build(preset(p), instance(name))
+        plain = replace(system, symmetries=())
+        a, b = explore(compile_system(system)), explore(compile_system(plain))
+        assert a.state_count < b.state_count
+        assert {k: a.depth_of(v) for k, v in a.first_violation.items()} == \
+               {k: b.depth_of(v) for k, v in b.first_violation.items()}
+        assert (a.deadlock is None) == (b.deadlock is None) and (a.stuck is None) == (b.stuck is None)
+
+
+def test_bfs_counterexample_is_shortest_no_shorter_prefix_violates():
+    r = check_instance(preset("naive"), instance("ack_loss"), ["I1"])
+    cx = r.verdicts[0].counterexample
+    system = build(preset("naive"), instance("ack_loss"))
+    assert [s.state for s in cx.steps[:-1] if system.violated(s.state)] == []
+    assert "I1" in system.violated(cx.steps[-1].state)
+
+
+def test_replay_refuses_a_tampered_counterexample():
+    r = check_instance(preset("naive"), instance("ack_loss"), ["I1"])
+    cx = r.verdicts[0].counterexample
+    system = build(preset("naive"), instance("ack_loss"))
+    assert replay(system, cx) is None
+    swapped = replace(cx, steps=(cx.steps[0], cx.steps[2], cx.steps[1]) + cx.steps[3:])
+    assert "not enabled" in replay(system, swapped)
+
+
+def test_time_and_state_limits_end_in_an_incomplete_exploration():
+    c = compile_system(build(preset("naive"), instance("default")))
+    ex = explore(c, max_states=2000)
+    assert not ex.complete and "state limit" in ex.stop_reason
+
+
+def test_counterexample_that_breaks_nothing_is_an_internal_error():
+    from toolcommit.checker.check import concretize
+    c, ex = run_instance(preset("recommended"), instance("ack_loss"), Limits())
+    with pytest.raises(InternalError):
+        concretize(c, ex, ex.state_count - 1, "I1")

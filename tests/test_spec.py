@@ -1,0 +1,45 @@
+"""The spec is well-formed data and every name in it is used consistently."""
+import networkx as nx
+
+from toolcommit.model.semantics import record_values
+from toolcommit.spec import protocol, spec_graph
+
+
+def test_every_record_state_is_reachable_from_the_initial_state_in_the_spec_graph():
+    life = protocol().record
+    g = life.graph()
+    assert set(nx.descendants(g, life.initial)) | {life.initial} == set(life.states)
+
+
+def test_terminal_states_have_no_outgoing_edges_and_others_do():
+    for life in (protocol().record, protocol().proposal):
+        g = life.graph()
+        for s in life.states:
+            assert (g.out_degree(s) == 0) == (s in life.terminal), s
+
+
+def test_unknown_only_leads_where_P2_allows():
+    succ = {t for s, t in protocol().record.edge_set if s == "UNKNOWN"}
+    assert succ == {"RECONCILING", "COMPENSATED", "DEAD_LETTER"}
+
+
+def test_model_record_values_are_the_spec_states_in_order():
+    assert record_values() == tuple(protocol().record.states)
+
+
+def test_every_knob_names_an_option_for_each_preset():
+    for knob in protocol().knobs.values():
+        for p, option in knob.presets.items():
+            assert option in knob.options, (knob.name, p)
+
+
+def test_every_fault_budget_names_a_fault_action():
+    actions = protocol().actions
+    for budget, action in protocol().faults.items():
+        assert actions[action]["fault"], budget
+
+
+def test_spec_graph_holds_both_lifecycles():
+    g = spec_graph()
+    assert ("record", "DISPATCHED") in g and ("proposal", "REJECTED_DUPLICATE") in g
+    assert g.number_of_edges() == len(protocol().record.edges) + len(protocol().proposal.edges)

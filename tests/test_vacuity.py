@@ -1,0 +1,55 @@
+"""Guards against vacuous truth: the happy path, every fault and every property's witness
+are reachable, so a HOLDS never comes from nothing happening."""
+import pytest
+
+from toolcommit.checker.check import run_instance, Limits
+from toolcommit.checker.suite import suite_names
+from toolcommit.model.instance import instance
+from toolcommit.model.knobs import preset
+from toolcommit.model.semantics import build
+from toolcommit.spec import protocol
+
+
+@pytest.fixture(scope="module")
+def recommended_default():
+    return run_instance(preset("recommended"), instance("default"), Limits())
+
+
+def test_happy_path_is_reachable_on_the_default_instance(recommended_default):
+    _, ex = recommended_default
+    assert "happy" in ex.first_witness
+
+
+@pytest.mark.parametrize("prop", ["I1", "I1net", "P1", "P2", "P3", "FENCE", "LEGAL"])
+def test_every_invariant_has_a_reachable_witness(recommended_default, prop):
+    _, ex = recommended_default
+    assert prop in ex.first_witness, f"{prop} could hold only because nothing happens"
+
+
+def test_every_fault_fires_somewhere_in_the_recommended_suite(suites):
+    fired = {}
+    for r in suites["recommended"].results:
+        for action, n in r.coverage.items():
+            fired[action] = fired.get(action, 0) + n
+    faults = {a for a, spec in protocol().actions.items() if spec["fault"] and a != "wipe"}
+    assert {a for a in faults if fired.get(a, 0) == 0} == set()
+
+
+def test_every_recommended_action_fires_somewhere(suites):
+    declared = set()
+    for name in suite_names():
+        declared |= {a.name for a in build(preset("recommended"), instance(name)).actions if not a.cut}
+    fired = {a for r in suites["recommended"].results for a, n in r.coverage.items() if n}
+    assert declared - fired == set()
+
+
+def test_every_spec_record_state_is_reached_by_the_recommended_model(suites):
+    reached = set()
+    for name in suite_names():
+        c, ex = run_instance(preset("recommended"), instance(name), Limits())
+        system = c.system
+        recs = [v.name for v in system.variables if v.family == "rec"]
+        for s in ex.states:
+            values = c.unpack(s)
+            reached |= {system.var(r).show(values[r]) for r in recs}
+    assert set(protocol().record.states) - reached == set()
