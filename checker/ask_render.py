@@ -1,0 +1,259 @@
+"""Renderers of an `Answer` (`toolcommit.checker.ask`): text, markdown, JSON, and the
+counterexample files. They only read the answer; nothing here runs an engine.
+
+Output is deterministic (no timings), so a stored markdown answer can be compared byte for
+byte with a regeneration. `links` maps a cell's stem to the path a reader should follow
+(relative to wherever the output is stored).
+"""
+from __future__ import annotations
+
+import json
+from typing import Mapping
+
+from toolcommit.spec import protocol
+
+from .ask import Answer, Cell, explain, footnotes, ordering
+from .render import itf_json, render_mermaid, render_text
+from .verdict import Status
+
+
+def counterexample_files(a: Answer) -> dict[str, str]:
+    """Relative path -> content: `<row>__<column>.{itf.json,txt,mmd}` for every VIOLATED
+    cell (its headline property), plus `index.json`."""
+    files: dict[str, str] = {}
+    index = {"question": a.question.name, "cells": {}}
+    for c in a.violated_cells():
+        v = c.headline
+        system = c.systems[v.property]
+        files[f"{c.stem}.itf.json"] = itf_json(v.counterexample, system)
+        files[f"{c.stem}.txt"] = render_text(v.counterexample, system)
+        files[f"{c.stem}.mmd"] = render_mermaid(v.counterexample, system)
+        index["cells"][c.stem] = {"row": c.row, "column": c.column, "property": v.property,
+                                  "steps": v.counterexample.length,
+                                  "violated": [x.property for x in c.violated],
+                                  "config": c.config.label(), "instance": c.instance.name}
+    files["index.json"] = json.dumps(index, indent=2, sort_keys=True) + "\n"
+    return files
+
+
+def _cell_text(c: Cell, n: int | None, link: str | None = None) -> str:
+    if not c.judged:
+        return "not judged"
+    if c.status is Status.HOLDS:
+        out = "HOLDS"
+    elif c.status is Status.VIOLATED:
+        ref = f"[{n}]" if not link else f"[[{n}]]({link})"
+        out = f"VIOLATED {c.headline.property}"
+        if len(c.violated) > 1:
+            out += f" +{len(c.violated) - 1}"
+        out += f" {ref}"
+    else:
+        out = "UNKNOWN"
+    if c.changed:
+        out = ", ".join(f"{k}={v}" for k, v in c.changed.items()) + ": " + out
+    if c.engine == "explicit+smt":
+        out += " (smt)"
+    if c.agrees is False:
+        out += f" (article: {c.expect})"
+    elif c.agrees:
+        out += " (as the article says)"
+    return out
+
+
+def _grid(a: Answer, links: Mapping[str, str] | None, markdown: bool) -> list[list[str]]:
+    q, notes = a.question, footnotes(a)
+    shows = list(dict.fromkeys(k for r in q.rows for k in r.show))
+    head = [q.row_header or "option"] + shows + [c.name for c in q.columns]
+    rows = [head]
+    for r in q.rows:
+        line = [r.name] + [r.show.get(k, "") for k in shows]
+        for col in q.columns:
+            c = a.cell(r.name, col.name)
+            n = notes.get((c.row, c.column))
+            link = links.get(c.stem) if (markdown and links and n) else None
+            line.append(_cell_text(c, n, link))
+        rows.append(line)
+    return rows
+
+
+def _legend(a: Answer) -> list[str]:
+    q = a.question
+    out = []
+    if q.column_legend:
+        out.append("columns: " + "; ".join(f"{k} = {v}" for k, v in q.column_legend.items())
+                   + "; + yes, - no")
+    out.append("cells: HOLDS = no reachable state breaks any judged property; VIOLATED P [n] = "
+               "P breaks, shortest counterexample [n] (+k more properties break); "
+               "(smt) = the explicit search hit its limit and bounded SMT judged the rest")
+    return out
+
+
+def _scenario_lines(a: Answer) -> list[str]:
+    q = a.question
+    if not q.scenario:
+        return []
+    return ["scenario (these events happen in this order; every other event interleaves "
+            "freely; properties are judged on runs that complete it):"] + [
+        f"  {i}. {p.label()}" for i, p in enumerate(q.scenario, start=1)]
+
+
+def _base_lines(a: Answer) -> list[str]:
+    q = a.question
+    base = q.preset + "".join(f"+{k}={v}" for k, v in q.set.items())
+    insts = list(dict.fromkeys(c.instance.name for c in a.cells.values() if c.instance))
+    props = list(dict.fromkeys(p for c in a.cells.values() if c.judged for p in c.properties))
+    return [f"base: {base}; instance{'s' if len(insts) > 1 else ''}: {', '.join(insts)}",
+            f"properties: {', '.join(props)}"]
+
+
+def _engines(a: Answer) -> str:
+    used = sorted({c.engine for c in a.cells.values() if c.judged})
+    if used == ["explicit"]:
+        return "engine: explicit (exhaustive breadth-first search) for every cell"
+    return "engines: " + ", ".join(f"{e} for {sum(c.engine == e for c in a.cells.values())} cells"
+                                   for e in used)
+
+
+def _footnote_lines(a: Answer, links: Mapping[str, str] | None, markdown: bool) -> list[str]:
+    notes = footnotes(a)
+    out = []
+    for c in a.violated_cells():
+        n, v = notes[(c.row, c.column)], c.headline
+        where = (links or {}).get(c.stem, "")
+        others = [x.property for x in c.violated[1:]]
+        also = f"; also violated: {', '.join(others)}" if others else ""
+        if markdown:
+            link = f" ([{where}]({where}))" if where else ""
+            out.append(f"{n}. **{c.row} / {c.column}**: {v.property} in {v.counterexample.length} "
+                       f"steps{also}{link}  \n   `{ordering(v.counterexample)}`")
+        else:
+            out.append(f"  [{n}] {c.row} / {c.column}: {v.property} in {v.counterexample.length} "
+                       f"steps{also}" + (f"\n      {where}" if where else ""))
+            out.append(f"      {ordering(v.counterexample)}")
+    return out
+
+
+def _widths(rows) -> list[int]:
+    return [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+
+
+def render_answer_text(a: Answer, links: Mapping[str, str] | None = None) -> str:
+    """The table and the answer in words, for a terminal."""
+    q = a.question
+    lines = [f"toolcommit ask {q.name}: {q.title}", ""]
+    if q.asks:
+        lines += [_wrap(q.asks, ""), ""]
+    lines += _scenario_lines(a) + _base_lines(a) + _legend(a) + [""]
+    grid = _grid(a, None, False)
+    w = _widths(grid)
+    for i, row in enumerate(grid):
+        lines.append("  ".join(cell.ljust(w[j]) for j, cell in enumerate(row)).rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * x for x in w))
+    lines += ["", _engines(a), "", "Answer:"]
+    for p in explain(a):
+        lines += [_wrap(p, "  "), ""]
+    fn = _footnote_lines(a, links, False)
+    if fn:
+        lines += ["Counterexamples (each replayed through the model):"] + fn
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _wrap(text: str, indent: str, width: int = 100) -> str:
+    import textwrap
+    return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent,
+                         break_on_hyphens=False, break_long_words=False)
+
+
+def render_answer_markdown(a: Answer, links: Mapping[str, str] | None = None) -> str:
+    """The table and the answer in words as markdown (the stored `*.answer.md`)."""
+    q = a.question
+    lines = [f"# `toolcommit ask {q.name}`: {q.title}", "",
+             "<!-- generated by toolcommit ask; regenerate, do not edit -->", ""]
+    if q.asks:
+        lines += [f"> {q.asks}", ""]
+    sc = _scenario_lines(a)
+    if sc:
+        lines += [sc[0], ""] + [f"{line.strip()}" for line in sc[1:]] + [""]
+    lines += [f"{line}  " for line in _base_lines(a) + _legend(a)] + [""]
+    grid = _grid(a, links, True)
+    lines.append("| " + " | ".join(_md(c) for c in grid[0]) + " |")
+    lines.append("|" + "---|" * len(grid[0]))
+    for row in grid[1:]:
+        lines.append("| " + " | ".join(_md(c) for c in row) + " |")
+    lines += ["", _engines(a) + ".", "", "## Answer", ""]
+    for p in explain(a):
+        lines += [p, ""]
+    fn = _footnote_lines(a, links, True)
+    if fn:
+        lines += ["## Counterexamples", "", "Each is a shortest run, replayed through the model "
+                  "before it is shown; the `.txt` explains it step by step, `.itf.json` is the "
+                  "trace, `.mmd` a sequence diagram.", ""] + fn + [""]
+    lines += ["## How it is modelled", ""]
+    lines += [f"- {n}" for n in q.notes]
+    for r in q.rows:
+        if r.meaning or r.set:
+            knobs = ", ".join(f"{k}={v}" for k, v in r.set.items())
+            lines.append(f"- row **{r.name}**: {r.meaning}" + (f" (`{knobs}`)" if knobs else ""))
+    for col in q.columns:
+        if col.meaning and not q.column_legend:
+            knobs = ", ".join(f"{k}={v}" for k, v in col.set.items())
+            lines.append(f"- column **{col.name}**: {col.meaning}" + (f" (`{knobs}`)" if knobs else ""))
+    lines += ["", "## Runs", "", "| row | column | config | instance | engine | states |",
+              "|---|---|---|---|---|---|"]
+    for r in q.rows:
+        for col in q.columns:
+            c = a.cell(r.name, col.name)
+            if c.judged:
+                lines.append(f"| {_md(c.row)} | {_md(c.column)} | `{c.config.label()}` | "
+                             f"{c.instance.name} | {c.engine} | {c.states} |")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_answer_json(a: Answer, links: Mapping[str, str] | None = None) -> str:
+    q, notes = a.question, footnotes(a)
+    doc = {"question": q.name, "title": q.title, "asks": q.asks, "status": a.status.value,
+           "scenario": [p.label() for p in q.scenario],
+           "rows": [r.name for r in q.rows], "columns": [c.name for c in q.columns],
+           "column_legend": dict(q.column_legend), "cells": [], "answer": explain(a)}
+    for r in q.rows:
+        for col in q.columns:
+            c = a.cell(r.name, col.name)
+            entry = {"row": c.row, "column": c.column,
+                     "status": c.status.value if c.status else "NOT_JUDGED"}
+            if not c.judged:
+                entry["not_modelled"] = c.not_modelled
+            else:
+                entry.update({"config": c.config.label(), "instance": c.instance.name,
+                              "engine": c.engine, "states": c.states,
+                              "verdicts": [_verdict(v) for v in c.verdicts]})
+            if c.expect:
+                entry.update({"expect": c.expect, "article": c.article, "agrees": c.agrees})
+            if (c.row, c.column) in notes:
+                entry["footnote"] = notes[(c.row, c.column)]
+                entry["property"] = c.headline.property
+                if links and c.stem in links:
+                    entry["counterexample"] = links[c.stem]
+                entry["ordering"] = ordering(c.headline.counterexample)
+            doc["cells"].append(entry)
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def _verdict(v) -> dict:
+    out = {"property": v.property, "status": v.status.value}
+    if v.scope:
+        out["scope"] = v.scope
+    if v.reason:
+        out["reason"] = v.reason
+    if v.counterexample is not None:
+        out["steps"] = v.counterexample.length
+        out["engine"] = v.counterexample.engine
+    return out
+
+
+def meaning_of(prop: str) -> str:
+    return protocol().properties.get(prop, {}).get("meaning", "")

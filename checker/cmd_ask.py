@@ -1,0 +1,106 @@
+"""`toolcommit ask QUESTION`: a design question answered by the engines.
+
+QUESTION is a built-in name (`toolcommit ask --list`) or a path to a question JSON file.
+Prints the grid (rows the options, columns the assumptions or situations) and the answer
+in words, citing shortest counterexamples. Exit codes: 0 the question was answered (VIOLATED
+cells are part of the answer), 3 some cell is UNKNOWN, 2 bad input.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from toolcommit.model.errors import UsageError
+
+from .ask import answer, builtin_names, load_question
+from .ask_render import (counterexample_files, render_answer_json, render_answer_markdown,
+                         render_answer_text)
+from .cmd_check import Progress
+from .output import write_atomic
+from .verdict import Status
+
+
+def add_parser(sub):
+    p = sub.add_parser("ask", help="answer a design question with the engines (a grid of verdicts)",
+                       description="Run every combination of a design question (a knob's options "
+                       "by environment assumptions, on a scenario) through the engines and print "
+                       "the grid plus the answer in words, citing shortest counterexamples.")
+    p.add_argument("question", nargs="?", metavar="QUESTION",
+                   help="a built-in question (see --list) or a path to a question JSON file")
+    p.add_argument("--list", action="store_true", help="list the built-in questions and exit")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.add_argument("--write", action="store_true",
+                   help="store the counterexamples under --out/questions/<question>/")
+    p.add_argument("--out", default="counterexamples", help="folder for --write (default: %(default)s)")
+    p.add_argument("--answer", metavar="FILE",
+                   help="also write the markdown answer to FILE (links relative to FILE)")
+    p.add_argument("--max-states", type=int, help="explicit-engine state limit per run")
+    p.add_argument("--timeout", type=float, help="explicit-engine seconds per run")
+    p.add_argument("--bmc-depth", type=int, help="SMT fallback depth when the explicit search stops")
+    return p
+
+
+def run(args) -> int:
+    if args.list:
+        for name in builtin_names():
+            q = load_question(name)
+            print(f"{name:<20} {q.title}")
+        return 0
+    if not args.question:
+        raise UsageError("ask needs a QUESTION: one of " + ", ".join(builtin_names())
+                         + ", or a path to a question JSON file")
+    q = load_question(args.question)
+    from dataclasses import replace
+    lim = {k: v for k, v in (("max_states", args.max_states), ("timeout", args.timeout),
+                             ("bmc_depth", args.bmc_depth)) if v is not None}
+    if lim:
+        q = replace(q, limits=replace(q.limits, **lim))
+    progress = Progress()
+    a = answer(q, progress)
+    progress.close()
+    folder = Path(args.out) / "questions" / q.name
+    files = counterexample_files(a)
+    stems = {c.stem for c in a.violated_cells()}
+    if args.write:
+        write_tree(folder, files)
+        print(f"wrote {folder}", file=sys.stderr)
+    if args.answer:
+        target = Path(args.answer)
+        rel = os.path.relpath(folder, target.parent if str(target.parent) else ".")
+        links = {s: Path(rel, f"{s}.txt").as_posix() for s in stems}
+        write_atomic(target, render_answer_markdown(a, links))
+        print(f"wrote {target}", file=sys.stderr)
+    links = {s: (folder / f"{s}.txt").as_posix() for s in stems}
+    render = {"text": render_answer_text, "markdown": render_answer_markdown,
+              "json": render_answer_json}[args.format]
+    sys.stdout.write(render(a, links))
+    if stems and not args.write and args.format == "text":
+        print(f"(counterexample files not written; add --write to store them under {folder})")
+    return 3 if a.status is Status.UNKNOWN else 0
+
+
+def write_tree(target: Path, files: dict) -> Path:
+    """Replace folder `target` with `files` (relative path -> text), atomically: written
+    to a temporary sibling, then renamed into place (as `checker.catalogue` does)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
+    try:
+        for rel, text in sorted(files.items()):
+            path = tmp / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8", newline="\n")
+        old = None
+        if target.exists():
+            old = target.parent / f".{target.name}.old"
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(target, old)
+        os.replace(tmp, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
