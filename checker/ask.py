@@ -691,7 +691,7 @@ def describe(q: Question, cols: list) -> str:
                     match = [n for n in names if all(by[n][a] == v for a, v in zip(combo, values))]
                     if match == chosen:
                         return "when " + " and ".join(f"{a}={v}" for a, v in zip(combo, values))
-    return "in " + ", ".join(chosen)
+    return "in " + ", ".join(f'"{n}"' for n in chosen)
 
 
 def _props_text(cell: Cell) -> str:
@@ -801,6 +801,9 @@ def _explain_claims(a: Answer) -> list[str]:
                 text += (f" No interleaving of instance {c.instance.name} (bounds: "
                          f"{', '.join(f'{k}={v}' for k, v in c.instance.bounds().items() if v)}) breaks "
                          f"any of {', '.join(c.properties)}.")
+            i1 = next((v for v in c.verdicts if v.property == "I1"), None)
+            if c.status is Status.VIOLATED and i1 is not None and i1.status is Status.HOLDS:
+                text += " I1 itself holds in this cell: the harm is not a second effect."
             if c.note:
                 text += f" {c.note}"
             bits.append(text)

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 from typing import Mapping
 
-from toolcommit.spec import protocol
-
 from .ask import Answer, Cell, explain, footnotes, ordering
 from .render import itf_json, render_mermaid, render_text
 from .verdict import Status
@@ -253,7 +251,3 @@ def _verdict(v) -> dict:
         out["steps"] = v.counterexample.length
         out["engine"] = v.counterexample.engine
     return out
-
-
-def meaning_of(prop: str) -> str:
-    return protocol().properties.get(prop, {}).get("meaning", "")

@@ -69,9 +69,7 @@ def run(args) -> int:
         print(f"wrote {folder}", file=sys.stderr)
     if args.answer:
         target = Path(args.answer)
-        rel = os.path.relpath(folder, target.parent if str(target.parent) else ".")
-        links = {s: Path(rel, f"{s}.txt").as_posix() for s in stems}
-        write_atomic(target, render_answer_markdown(a, links))
+        write_atomic(target, render_answer_markdown(a, answer_links(folder, target, stems)))
         print(f"wrote {target}", file=sys.stderr)
     links = {s: (folder / f"{s}.txt").as_posix() for s in stems}
     render = {"text": render_answer_text, "markdown": render_answer_markdown,
@@ -80,6 +78,13 @@ def run(args) -> int:
     if stems and not args.write and args.format == "text":
         print(f"(counterexample files not written; add --write to store them under {folder})")
     return 3 if a.status is Status.UNKNOWN else 0
+
+
+def answer_links(folder: Path, answer_file: Path, stems) -> dict:
+    """Links from a markdown answer stored at `answer_file` to the `.txt` counterexamples
+    stored in `folder` (relative, with forward slashes)."""
+    rel = os.path.relpath(Path(folder).absolute(), Path(answer_file).absolute().parent)
+    return {s: Path(rel, f"{s}.txt").as_posix() for s in sorted(stems)}
 
 
 def write_tree(target: Path, files: dict) -> Path:

@@ -1,0 +1,245 @@
+"""`toolcommit ask`: design questions answered by the engines, as claims."""
+import json
+from pathlib import Path
+
+import pytest
+
+from toolcommit.checker import ask
+from toolcommit.checker.ask import QuestionError, answer, builtin_names, cell_system, load_question
+from toolcommit.checker.ask_render import counterexample_files, render_answer_markdown
+from toolcommit.checker.cli import main
+from toolcommit.checker.cmd_ask import answer_links
+from toolcommit.checker.render import parse_itf
+from toolcommit.checker.trace import replay
+from toolcommit.checker.verdict import Status
+
+REPO = Path(__file__).resolve().parents[1]
+BUILTINS = ("late-replay", "failure-classes", "tradeoffs", "multi-orchestrator")
+
+
+@pytest.fixture(scope="module")
+def answers():
+    """Every built-in question answered once (a few seconds in all)."""
+    return {name: answer(load_question(name)) for name in BUILTINS}
+
+
+def _row(a, row):
+    return [a.cell(row, c.name) for c in a.question.columns]
+
+
+def _violates(cell, prop):
+    return any(v.property == prop for v in cell.violated)
+
+
+def test_builtin_questions_are_listed():
+    assert set(BUILTINS) <= set(builtin_names())
+
+
+# ----- late-replay: the article's closing question -------------------------------------------
+def test_late_replay_reject_holds_under_every_provider(answers):
+    cells = _row(answers["late-replay"], "reject")
+    assert len(cells) == 8
+    assert all(c.status is Status.HOLDS and c.engine == "explicit" for c in cells)
+
+
+def test_late_replay_reject_needs_no_model_memory(answers):
+    for c in _row(answers["late-replay"], "reject"):
+        p4 = next(v for v in c.verdicts if v.property == "P4")
+        assert p4.status is Status.HOLDS
+
+
+def test_replay_same_key_is_a_blind_retry_and_duplicates_without_idempotency(answers):
+    a = answers["late-replay"]
+    for c in _row(a, "replay_same_key"):
+        assert _violates(c, "P2") and _violates(c, "LEGAL")
+        idempotent = c.config.assumptions["provider_idempotent"] == "yes"
+        assert _violates(c, "I1") is not idempotent
+
+
+def test_compensating_a_late_replay_breaks_net_uniqueness_even_when_compensable(answers):
+    for c in _row(answers["late-replay"], "compensate"):
+        assert _violates(c, "I1net")
+    cell = answers["late-replay"].cell("compensate", "idem+ comp+ read+")
+    steps = [s.action for s in cell.headline.counterexample.steps]
+    # the reversal is issued while the first request is still in the network
+    assert steps.index("propose", 2) < max(i for i, s in enumerate(steps) if s == "deliver")
+
+
+def test_late_replay_answer_names_reject(answers):
+    text = " ".join(ask.explain(answers["late-replay"]))
+    assert "Answer: reject is right under every assumption swept" in text
+    assert "depends on nothing the model must remember" in text
+
+
+# ----- counterexamples --------------------------------------------------------------------
+def test_every_violated_cell_has_a_replaying_counterexample(answers):
+    """Every stored counterexample parses, replays through the model, and completes the
+    question's scenario."""
+    for name, a in answers.items():
+        folder = REPO / "counterexamples" / "questions" / name
+        cells = a.violated_cells()
+        assert cells, name
+        for c in cells:
+            prop = c.headline.property
+            system = cell_system(a.question, c.row, c.column, wipe=(prop == "P4"))
+            doc = json.loads((folder / f"{c.stem}.itf.json").read_text("utf-8"))
+            cx = parse_itf(doc, system)
+            assert cx.property == prop
+            assert replay(system, cx) is None, (name, c.stem)
+            if a.question.scenario:
+                n = len(a.question.scenario)
+                assert cx.steps[-1].state["scenario"] == n
+
+
+def test_stored_answers_match_regeneration(answers):
+    """spec/questions/<q>.answer.md and counterexamples/questions/<q>/ are what the tool
+    prints today: regenerate with `toolcommit ask Q --write --answer spec/questions/Q.answer.md`."""
+    for name, a in answers.items():
+        folder = REPO / "counterexamples" / "questions" / name
+        target = REPO / "spec" / "questions" / f"{name}.answer.md"
+        links = answer_links(folder, target, {c.stem for c in a.violated_cells()})
+        assert target.read_text("utf-8") == render_answer_markdown(a, links), name
+        files = counterexample_files(a)
+        stored = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+        assert stored == set(files), name
+        for rel, text in files.items():
+            assert (folder / rel).read_text("utf-8") == text, (name, rel)
+
+
+# ----- failure classes and tradeoffs against the article -----------------------------------
+def test_failure_classes_common_bugs_break_and_required_behaviour_holds(answers):
+    a = answers["failure-classes"]
+    for r in a.question.rows[:5]:          # the article's five classes
+        assert a.cell(r.name, "common bug").status is Status.VIOLATED, r.name
+        assert a.cell(r.name, "required behaviour").status is Status.HOLDS, r.name
+    assert all(c.agrees for c in a.cells.values() if c.expect)
+
+
+def test_crash_before_dispatch_bug_strands_the_intent_rather_than_duplicating_it(answers):
+    c = answers["failure-classes"].cell("Crash before dispatch", "common bug")
+    assert {v.property for v in c.violated} == {"DEADLOCK", "PROGRESS"}
+
+
+def test_tradeoffs_refute_saga_as_strong_when_the_first_request_is_in_flight(answers):
+    a = answers["tradeoffs"]
+    strong = a.cell("Saga/compensation for UNKNOWN", "where it is strong")
+    assert strong.status is Status.VIOLATED and strong.agrees is False
+    assert "delay" in [s.action for s in strong.headline.counterexample.steps]
+    disagreements = [c for c in a.cells.values() if c.agrees is False]
+    assert disagreements == [strong]
+
+
+def test_tradeoffs_multi_writer_without_consensus_hurts(answers):
+    c = answers["tradeoffs"].cell("Client-side canonical intent log", "when it hurts")
+    assert c.status is Status.VIOLATED and c.instance.workers == 2
+    assert c.config.knobs["insert"] == "check_then_insert"
+
+
+def test_multi_orchestrator_needs_a_shared_log_and_fencing_for_late_requests(answers):
+    a = answers["multi-orchestrator"]
+    assert all(c.status is Status.VIOLATED for c in _row(a, "client-side dedupe only"))
+    assert a.cell("shared log, unique constraint", "late request after give-up").status is Status.VIOLATED
+    assert all(c.status is Status.HOLDS for c in _row(a, "leader with fencing"))
+
+
+# ----- bad input --------------------------------------------------------------------------
+def _write(tmp_path, doc, name="q.json"):
+    p = tmp_path / name
+    p.write_text(doc if isinstance(doc, str) else json.dumps(doc), encoding="utf-8")
+    return p
+
+
+def _good():
+    return json.loads((REPO / "spec" / "questions" / "late-replay.json").read_text("utf-8"))
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda d: d["rows"].update(options=["reject", "nope"]), "rows.options[1]"),
+    (lambda d: d.update(properties=["I1", "P9"]), "properties[1]"),
+    (lambda d: d.update(properties=["I1", "DEADLOCK"]), "properties[1]"),
+    (lambda d: d["scenario"].append({"action": "teleport"}), "scenario[4].action"),
+    (lambda d: d["scenario"][3]["params"].update(proposal="t9"), "scenario[3].params.proposal"),
+    (lambda d: d["scenario"][3]["when"].update({"rec(t1)": ["SOMEWHERE"]}), "scenario[3].when.rec(t1)"),
+    (lambda d: d["instance"]["faults"].update(meteors=1), "instance.faults.meteors"),
+    (lambda d: d["columns"]["assumptions"].update(provider_idempotent=["maybe"]),
+     "columns.assumptions.provider_idempotent"),
+    (lambda d: d.update(colour="blue"), "colour"),
+    (lambda d: d.update(set={"late_replay": "shrug"}), "set.late_replay"),
+    (lambda d: d.pop("rows"), "rows"),
+])
+def test_malformed_question_names_the_field(tmp_path, capsys, edit, field):
+    doc = _good()
+    edit(doc)
+    path = _write(tmp_path, doc)
+    with pytest.raises(QuestionError) as e:
+        load_question(str(path))
+    assert str(path) in str(e.value) and field in str(e.value)
+    assert main(["ask", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert field in err and "Traceback" not in err
+
+
+def test_question_that_is_not_json_reports_the_line(tmp_path, capsys):
+    path = _write(tmp_path, '{\n  "rows": [\n}')
+    assert main(["ask", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:3:" in err and "not valid JSON" in err
+
+
+def test_unknown_question_lists_the_builtins(capsys):
+    assert main(["ask", "no-such-question"]) == 2
+    assert "late-replay" in capsys.readouterr().err
+
+
+def test_vacuous_scenario_is_unknown_with_the_reason(tmp_path, capsys):
+    doc = _good()
+    doc["scenario"] = [{"action": "receive_ack"}, {"action": "dispatch"}]
+    doc["rows"]["options"] = ["reject"]
+    doc["columns"] = {"assumptions": {"provider_idempotent": ["yes"]}}
+    path = _write(tmp_path, doc)
+    a = answer(load_question(str(path)))
+    (cell,) = a.cells.values()
+    assert cell.status is Status.UNKNOWN and not cell.reached
+    assert "vacuous" in cell.verdicts[0].reason
+    assert main(["ask", str(path)]) == 3
+
+
+# ----- the CLI ----------------------------------------------------------------------------
+def test_ask_late_replay_prints_the_table_and_every_counterexample(capsys):
+    assert main(["ask", "late-replay"]) == 0
+    out = capsys.readouterr().out
+    assert "late_replay" in out and "idem+ comp+ read+" in out
+    for n in range(1, 17):
+        assert f"[{n}] " in out
+    assert "counterexamples/questions/late-replay/compensate__idem-yes_comp-yes_read-yes.txt" in out
+
+
+def test_ask_json_format_is_machine_readable(capsys):
+    assert main(["ask", "tradeoffs", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["question"] == "tradeoffs" and doc["status"] == "HOLDS"
+    assert any(c.get("agrees") is False for c in doc["cells"])
+
+
+def test_ask_write_stores_counterexamples_atomically(tmp_path, capsys):
+    out = tmp_path / "cx"
+    md = tmp_path / "answer.md"
+    assert main(["ask", "multi-orchestrator", "--write", "--out", str(out), "--answer", str(md)]) == 0
+    folder = out / "questions" / "multi-orchestrator"
+    assert (folder / "index.json").is_file()
+    assert not [p for p in out.joinpath("questions").iterdir() if p.name.startswith(".")]
+    assert "(cx/questions/multi-orchestrator/" in md.read_text("utf-8")
+
+
+def test_smt_fallback_labels_the_engine(tmp_path):
+    """When the explicit search stops at its state limit, bounded SMT judges the open
+    invariants, the cell says so, and a pass is only "up to depth k"."""
+    doc = {"question": "fallback", "instance": "default", "properties": ["I1", "P2"],
+           "rows": {"knob": "late_replay", "options": ["reject"]},
+           "columns": {"assumptions": {"provider_idempotent": ["yes"]}},
+           "limits": {"max_states": 1000, "bmc_depth": 6}}
+    a = answer(load_question(str(_write(tmp_path, doc))))
+    (cell,) = a.cells.values()
+    assert cell.engine == "explicit+smt"
+    assert [v.status for v in cell.verdicts] == [Status.HOLDS, Status.HOLDS]
+    assert all("up to depth 6" in v.scope for v in cell.verdicts)
