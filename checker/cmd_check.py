@@ -106,11 +106,12 @@ def render_suite_text(suite: SuiteResult, explain: str = "first") -> str:
              "assumptions relied on: " + ", ".join(f"{k}={v}" for k, v in cfg.assumptions.items()),
              "", "cells: ok = holds on every reachable state of the instance; xN = violated, "
              "shortest counterexample has N steps; ? = unknown", ""]
-    lines.append(f"{'instance':<24}{'states':>9}{'depth':>6}  " + " ".join(f"{c:>5}" for c in cols))
+    width = {c: max(len(c), 3) for c in cols}
+    lines.append(f"{'instance':<24}{'states':>9}{'depth':>6}  " + " ".join(f"{c:>{width[c]}}" for c in cols))
     for r in suite.results:
         by = {v.property: v for v in r.verdicts}
         lines.append(f"{r.instance.name:<24}{r.stats['states']:>9}{r.stats['depth']:>6}  "
-                     + " ".join(f"{_cell(by.get(c)):>5}" for c in cols))
+                     + " ".join(f"{_cell(by.get(c)):>{width[c]}}" for c in cols))
     if suite.p5 is not None:
         lines += ["", f"P5 (model personalities): {suite.p5.line()}"
                   + (f" -- {suite.p5.reason}" if suite.p5.status is Status.HOLDS and suite.p5.reason else "")]

@@ -136,7 +136,11 @@ def render_itf(cx: Counterexample, system: System) -> dict:
 
 
 def itf_json(cx: Counterexample, system: System) -> str:
-    return json.dumps(render_itf(cx, system), indent=1, sort_keys=False) + "\n"
+    """ITF JSON text: the header pretty-printed, then one state per line (diff-friendly)."""
+    doc = render_itf(cx, system)
+    states = ",\n".join("  " + json.dumps(st, separators=(",", ":")) for st in doc["states"])
+    return ('{\n "#meta": ' + json.dumps(doc["#meta"], sort_keys=True) + ',\n "vars": '
+            + json.dumps(doc["vars"]) + ',\n "states": [\n' + states + "\n ]\n}\n")
 
 
 def _decode(system: System, family: str, raw, out: dict) -> None:
