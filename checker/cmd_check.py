@@ -11,7 +11,7 @@ from toolcommit.model.semantics import build
 
 from .check import ALL, Limits, personality_instance, validate_properties
 from .render import render_itf, render_text
-from .suite import SuiteResult, resolve_instances, run_suite
+from .suite import SuiteResult, reliance, resolve_instances, run_suite
 from .verdict import EXIT, Status
 
 HEAD = ("I1", "I1net", "P1", "P2", "P3", "P4", "FENCE", "LEGAL", "DEADLOCK", "PROGRESS")
@@ -83,6 +83,8 @@ def run(args) -> int:
         from .catalogue import write_catalogue
         where = write_catalogue(args.out, suite)
         print(f"wrote {where}", file=sys.stderr)
+    if suite.status is Status.HOLDS and not args.max_states and not args.timeout:
+        suite.notes.append(reliance(config, insts, props))
     out = render_json(suite) if args.format == "json" else render_suite_text(suite, args.explain)
     sys.stdout.write(out)
     return EXIT[suite.status]
@@ -103,7 +105,7 @@ def render_suite_text(suite: SuiteResult, explain: str = "first") -> str:
     cols = [p for p in HEAD if p in suite.props]
     lines = [f"toolcommit check: {cfg.label()}",
              "knobs: " + ", ".join(f"{k}={v}" for k, v in cfg.knobs.items()),
-             "assumptions relied on: " + ", ".join(f"{k}={v}" for k, v in cfg.assumptions.items()),
+             "assumptions: " + ", ".join(f"{k}={v}" for k, v in cfg.assumptions.items()),
              "", "cells: ok = holds on every reachable state of the instance; xN = violated, "
              "shortest counterexample has N steps; ? = unknown", ""]
     width = {c: max(len(c), 3) for c in cols}
@@ -157,16 +159,34 @@ def _summary(suite: SuiteResult) -> str:
     vs = suite.verdicts()
     n = {s: sum(v.status is s for v in vs) for s in Status}
     if suite.status is Status.HOLDS:
-        return (f"HOLDS: all {len(vs)} verdicts hold exhaustively on {len(suite.results)} instance(s), "
-                f"assuming {', '.join(f'{k}={v}' for k, v in suite.config.assumptions.items())}")
+        head = f"HOLDS: all {len(vs)} verdicts hold exhaustively on {len(suite.results)} instance(s)"
+        return head + "".join("\n" + line for line in _reliance_lines(suite))
     return (f"{suite.status.value}: {n[Status.VIOLATED]} violated, {n[Status.UNKNOWN]} unknown, "
             f"{n[Status.HOLDS]} hold")
+
+
+def _reliance_lines(suite: SuiteResult) -> list[str]:
+    if not suite.notes:
+        return []
+    cfg, out = suite.config, []
+    for name, found in suite.notes[0].items():
+        if found:
+            inst, prop, steps = found
+            out.append(f"  relies on {name}={cfg.assumptions[name]}: without it, {inst} violates "
+                       f"{prop} in {steps} steps")
+        else:
+            out.append(f"  does not rely on {name}={cfg.assumptions[name]}: every verdict above "
+                       "holds without it too")
+    return out
 
 
 def render_json(suite: SuiteResult) -> str:
     doc = {"config": suite.config.label(), "knobs": dict(suite.config.knobs),
            "assumptions": dict(suite.config.assumptions), "status": suite.status.value,
            "instances": []}
+    if suite.notes:
+        doc["reliance"] = {k: (dict(zip(("instance", "property", "steps"), v)) if v else None)
+                           for k, v in suite.notes[0].items()}
     for r in suite.results:
         system = build(suite.config, r.instance)
         doc["instances"].append({"instance": r.instance.name, "bounds": r.instance.bounds(),

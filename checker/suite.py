@@ -52,3 +52,33 @@ def run_suite(config: Config, instances: list[Instance], props=ALL, limits: Limi
 
 def resolve_instances(names: Optional[list[str]], bounds: dict) -> list[Instance]:
     return [instance(n).with_bounds(bounds) for n in (names or suite_names())]
+
+
+def reliance(config: Config, instances: list[Instance], props=ALL) -> dict:
+    """For each environment assumption: the first violation seen when it is weakened.
+
+    Returns {assumption: None | (instance, property, steps)}: None means the verdicts do
+    not depend on it (on these instances); otherwise the counterexample that shows why
+    the design relies on it.
+    """
+    from toolcommit.spec import protocol
+    out = {}
+    for name, spec in protocol().assumptions.items():
+        current = config.assumptions[name]
+        found = None
+        for option in spec["options"]:
+            if option == current:
+                continue
+            weaker = config.with_knobs({name: option})
+            for inst in instances:
+                if name in inst.assumptions:
+                    continue
+                r = check_instance(weaker, inst, [p for p in props if p != "P4"])
+                bad = [v for v in r.verdicts if v.status is Status.VIOLATED]
+                if bad:
+                    found = (inst.name, bad[0].property, bad[0].counterexample.length)
+                    break
+            if found:
+                break
+        out[name] = found
+    return out
