@@ -84,12 +84,12 @@ def explore(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool 
     succ, viol, wit, settled, canon = c.successors, c.violations, c.witnesses, c.settled, c.canon
     init = c.init
     index = {init: 0}
-    states, parent, via = [init], array("l", [0]), array("l", [-1])
-    esrc, edst = array("l"), array("l")
+    states, parent, via = [init], array("I", [0]), array("i", [-1])
+    eoff, edst = array("I", [0]), array("I")   # edges of state i: edst[eoff[i]:eoff[i+1]]
     found_v: dict[int, int] = {}
     found_w: dict[int, int] = {}
     settled_ids, level_ends = [], []
-    deadlock, truncated, transitions = None, 0, 0
+    deadlock, truncated, transitions = None, [], 0
     fired = [0] * len(c.system.actions)
     all_v = (1 << len(c.invariant_names)) - 1
     all_w = (1 << len(c.witness_names)) - 1
@@ -105,7 +105,7 @@ def explore(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool 
         s = states[head]
         moves, trunc = succ(s)
         if trunc:
-            truncated += 1
+            truncated.append(head)
         if settled(s):
             settled_ids.append(head)
         elif not moves and not trunc and deadlock is None:
@@ -133,8 +133,9 @@ def explore(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool 
                         _record(m, j, found_w)
                         seen_w |= m
             if graph:
-                esrc.append(head)
                 edst.append(j)
+        if graph:
+            eoff.append(len(edst))
         transitions += len(moves)
         head += 1
         if (head & 1023) == 0:
@@ -152,10 +153,11 @@ def explore(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool 
     ex = Exploration(c, states, parent, via, level_ends, complete, reason)
     ex.first_violation = {c.invariant_names[b]: sid for b, sid in found_v.items()}
     ex.first_witness = {c.witness_names[b]: sid for b, sid in found_w.items()}
-    ex.deadlock, ex.truncated, ex.transitions, ex.settled_ids = deadlock, truncated, transitions, settled_ids
+    ex.deadlock, ex.truncated, ex.transitions = deadlock, len(truncated), transitions
+    ex.settled_ids = settled_ids
     ex.fired = _fired_by_name(c, fired)
     if graph and complete:
-        ex.stuck = _first_stuck(len(states), esrc, edst, settled_ids, c, states)
+        ex.stuck = _first_stuck(len(states), eoff, edst, settled_ids + truncated)
     ex.seconds = time.perf_counter() - t0
     if measure_memory:
         ex.peak_bytes = tracemalloc.get_traced_memory()[1]
@@ -192,24 +194,22 @@ def _fired_by_name(c: Compiled, fired: list) -> dict:
     return out
 
 
-def _first_stuck(n: int, esrc: array, edst: array, settled_ids: list, c: Compiled,
-                 states: list) -> Optional[int]:
-    """Least state id from which no settled (or truncated) state is reachable."""
-    start = array("l", [0]) * (n + 1)   # reverse CSR: count predecessors per target
+def _first_stuck(n: int, eoff: array, edst: array, goals: list) -> Optional[int]:
+    """Least state id from which no goal (settled or truncated) state is reachable."""
+    start = array("I", [0]) * (n + 1)   # reverse CSR: count predecessors per target
     for t in edst:
         start[t + 1] += 1
     for i in range(n):
         start[i + 1] += start[i]
-    fill = array("l", start)
-    preds = array("l", [0]) * len(esrc)
-    for s, t in zip(esrc, edst):
-        preds[fill[t]] = s
-        fill[t] += 1
+    fill = array("I", start)
+    preds = array("I", [0]) * len(edst)
+    for s in range(n):
+        for e in range(eoff[s], eoff[s + 1]):
+            t = edst[e]
+            preds[fill[t]] = s
+            fill[t] += 1
     good = bytearray(n)
-    stack = list(settled_ids)
-    for sid in range(n):
-        if c.successors(states[sid])[1]:
-            stack.append(sid)
+    stack = list(goals)
     for sid in stack:
         good[sid] = 1
     while stack:
