@@ -7,14 +7,12 @@ half-written catalogue never stands where a complete one is expected.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from toolcommit.model.semantics import build
 
 from .check import personality_instance
+from .output import write_tree
 from .render import itf_json, render_mermaid, render_text
 from .suite import SuiteResult
 from .verdict import Status
@@ -61,23 +59,4 @@ def _add(files: dict, stem: str, cx, system) -> None:
 
 def write_catalogue(root, suite: SuiteResult) -> Path:
     """Replace `root/<config label>` with the catalogue of `suite`; returns that folder."""
-    target = Path(root) / suite.config.label()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
-    try:
-        for rel, text in sorted(files_for(suite).items()):
-            path = tmp / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        old = None
-        if target.exists():
-            old = target.parent / f".{target.name}.old"
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(target, old)
-        os.replace(tmp, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return target
+    return write_tree(Path(root) / suite.config.label(), files_for(suite))

@@ -8,9 +8,7 @@ cells are part of the answer), 3 some cell is UNKNOWN, 2 bad input.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from toolcommit.model.errors import UsageError
@@ -19,7 +17,7 @@ from .ask import answer, builtin_names, load_question
 from .ask_render import (counterexample_files, render_answer_json, render_answer_markdown,
                          render_answer_text)
 from .cmd_check import Progress
-from .output import write_atomic
+from .output import write_atomic, write_tree
 from .verdict import Status
 
 
@@ -85,27 +83,3 @@ def answer_links(folder: Path, answer_file: Path, stems) -> dict:
     stored in `folder` (relative, with forward slashes)."""
     rel = os.path.relpath(Path(folder).absolute(), Path(answer_file).absolute().parent)
     return {s: Path(rel, f"{s}.txt").as_posix() for s in sorted(stems)}
-
-
-def write_tree(target: Path, files: dict) -> Path:
-    """Replace folder `target` with `files` (relative path -> text), atomically: written
-    to a temporary sibling, then renamed into place (as `checker.catalogue` does)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
-    try:
-        for rel, text in sorted(files.items()):
-            path = tmp / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8", newline="\n")
-        old = None
-        if target.exists():
-            old = target.parent / f".{target.name}.old"
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(target, old)
-        os.replace(tmp, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return target

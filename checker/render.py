@@ -19,7 +19,7 @@ ITF_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 SENTENCES = {
     "init": "nothing has happened yet",
     "propose": "the model emits call {call} to worker {worker}; the log decides: {decision} (key {key})",
-    "check": "worker {worker} reads that key {key} has no record (check-then-insert, first half)",
+    "check": "the model emits call {call} to worker {worker}, which reads that key {key} has no record (check-then-insert, first half)",
     "insert": "worker {worker} writes RECORDED for key {key} without re-checking (last writer wins)",
     "dispatch": "worker {worker} writes DISPATCHED for key {key} with fence {fence} and sends the request",
     "deliver": "the provider receives key {key}'s request with fence {fence}: {outcome}",

@@ -1,0 +1,57 @@
+"""Every command the README shows runs as shown, and prints the lines it shows, in order."""
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text("utf-8")
+
+
+def console_examples():
+    """(command, [expected lines]) for each `$ ` line of each ```console block."""
+    out = []
+    for block in re.findall(r"```console\n(.*?)```", README, re.S):
+        cmd, expected = None, []
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                if cmd:
+                    out.append((cmd, expected))
+                cmd, expected = line[2:], []
+            elif line.strip() != "...":
+                expected.append(line.rstrip())
+        if cmd:
+            out.append((cmd, expected))
+    return out
+
+
+def run(cmd: str) -> subprocess.CompletedProcess:
+    argv = shlex.split(cmd)
+    assert argv[0] == "toolcommit"
+    exe = shutil.which("toolcommit")
+    argv = [exe] + argv[1:] if exe else [sys.executable, "-m", "toolcommit.checker.cli"] + argv[1:]
+    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("cmd,expected", console_examples(), ids=[c for c, _ in console_examples()])
+def test_readme_command_prints_what_the_readme_shows(cmd, expected):
+    result = run(cmd)
+    assert result.returncode in (0, 1), result.stderr
+    lines = [line.rstrip() for line in result.stdout.splitlines()]
+    pos = 0
+    for want in expected:
+        assert want in lines[pos:], f"{want!r} not printed (in order) by: {cmd}"
+        pos = lines.index(want, pos) + 1
+
+
+def test_readme_install_and_test_commands_are_what_ci_runs():
+    ci = (ROOT / ".ci" / "run").read_text("utf-8")
+    blocks = re.findall(r"```sh\n(.*?)```", README, re.S)
+    install, test = blocks[0].strip(), blocks[1].strip()
+    assert "pip install -e '.[test]'" in install and "pip install --quiet -e '.[test]'" in ci
+    assert "python3 -m venv .venv" in install and "python3 -m venv .venv" in ci
+    assert test == "python -m pytest -q" and ci.rstrip().endswith(test)
