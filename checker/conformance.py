@@ -64,11 +64,14 @@ from __future__ import annotations
 
 import bisect
 import json
+import struct
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Iterable, Optional, Sequence
 
-from toolcommit.model.canon import CanonError, intent_digest
+from toolcommit.model.canon import CanonError, digest_of_form as _digest_of_form
+from toolcommit.model.canon import fast_form_v1 as _fast_form, intent_digest
+from toolcommit.model.canon import sorted_dump as _sorted_dump
 from toolcommit.spec import protocol
 
 # ----- the spec's names, as small integers for the hot path ------------------------------
@@ -83,11 +86,8 @@ _RECONCILING, _DEAD, _ACKED = CODE["RECONCILING"], CODE["DEAD_LETTER"], CODE["AC
 _CANCELLED = CODE["REJECTED_CONFLICT"]
 _IN_DOUBT = frozenset((_DISPATCHED, _UNKNOWN, _RECONCILING))
 _AFTER_UNKNOWN = frozenset(b for a, b in EDGES if a == _UNKNOWN)
+_NEXT: tuple[int, ...] = tuple(sum(1 << b for a, b in EDGES if a == s) for s in range(len(STATES)))
 
-try:  # optional speed-up for the digest memo; the canonicalizer itself is stdlib-only
-    from orjson import OPT_SORT_KEYS as _SORT, dumps as _dumps
-except ImportError:  # pragma: no cover - depends on the machine
-    _dumps, _SORT = None, 0
 _MEMO_MAX = 1 << 14
 _MAX_PENDING = 4096   # buffered transitions per key before they are classified at once
 _MAX_CHAIN = 256      # transitions kept per key's chain for stories (longer is illegal anyway)
@@ -170,10 +170,19 @@ class Report:
 
 # ----- internal state ------------------------------------------------------------------
 class _Writer:
-    __slots__ = ("name", "los", "his", "lo_locs", "hi_locs", "cur", "crashes", "crash_locs")
+    """One writer's seq numbers as sorted intervals [los[i], his[i]] (their first and last
+    locations in lo_locs/hi_locs), plus a fast path: while the interval extended last is the
+    highest one, `nxt` is the seq that extends it and `hi_loc` its newest location (its
+    entries in `his`/`hi_locs` are then stale until `_sync`); otherwise `nxt` is -1."""
 
-    def __init__(self, name: str):
+    __slots__ = ("name", "idx", "nxt", "hi_loc", "los", "his", "lo_locs", "hi_locs", "cur",
+                 "crashes", "crash_locs")
+
+    def __init__(self, name: str, idx: int = 0):
         self.name = name
+        self.idx = idx
+        self.nxt = -1
+        self.hi_loc = 0
         self.los: list[int] = []
         self.his: list[int] = []
         self.lo_locs: list[int] = []
@@ -184,36 +193,34 @@ class _Writer:
 
 
 class _Key:
-    """One implementation key. While open, `chain` and `pending` hold its transitions as
-    tuples (writer, seq, from, to, fence, loc); closing drops both."""
+    """One implementation key while it is open (or after a closed key was touched again).
 
-    __slots__ = ("tip", "visited", "chain", "pending", "max_fence", "last_loc", "last_writer",
-                 "flags", "dispatches", "dispatch_loc", "applies", "apply_loc", "apply_id",
-                 "compensates", "min_apply_fence", "min_apply_loc", "accepted", "accept_loc",
-                 "epoch", "digest", "forks")
+    `chain` holds its transitions as tuples (writer, seq, from, to, fence, loc); `pending`
+    those that do not chain yet (an empty tuple when none). Closing drops both (None), and a
+    closed key is then usually packed into `_PACK` bytes (see `Conformance._pack`).
+    Defaults live on the class, so making a key costs one empty instance dict.
+    """
 
-    def __init__(self):
-        self.tip = INITIAL
-        self.visited = 1 << INITIAL
-        self.chain: Optional[list] = []
-        self.pending: Optional[list] = []
-        self.max_fence = None
-        self.last_loc = 0
-        self.last_writer = ""
-        self.flags = 0           # _F_* bits
-        self.dispatches = 0
-        self.dispatch_loc = 0
-        self.applies = 0
-        self.apply_loc = 0
-        self.apply_id = None
-        self.compensates = 0
-        self.min_apply_fence = None
-        self.min_apply_loc = 0
-        self.accepted = 0
-        self.accept_loc = 0
-        self.epoch = None
-        self.digest = None
-        self.forks = None        # writer -> (state, property) of its fork branch, if any
+    tip = INITIAL
+    visited = 1 << INITIAL
+    chain: Optional[list] = None
+    pending = ()
+    max_fence = None
+    last_loc = 0
+    last_writer = ""
+    flags = 0                # _F_* bits
+    dispatches = 0
+    dispatch_loc = 0
+    applies = 0
+    apply_loc = 0
+    apply_id = None
+    compensates = 0
+    min_apply_fence = None
+    min_apply_loc = 0
+    accepted = 0
+    accept_loc = 0
+    digest = None
+    forks = None             # writer -> (state, property) of its fork branch, if any
 
 
 _F_RECORD, _F_CANCELLED, _F_SEALED, _F_TRANSITIONS = 1, 2, 4, 8
@@ -222,19 +229,27 @@ _F_RECORD, _F_CANCELLED, _F_SEALED, _F_TRANSITIONS = 1, 2, 4, 8
 class _Intent:
     """One canonical intent: its first key, every later key, and effect counts."""
 
-    __slots__ = ("key", "epoch", "loc", "more", "applies", "apply_locs", "compensates",
-                 "dispatches", "dispatch_locs", "acked", "recorded")
+    more = None              # list of (key, epoch, loc) for further keys
+    applies = 0
+    apply_locs: Optional[list] = None
+    compensates = 0
+    dispatches = 0
+    dispatch_locs: Optional[list] = None
+    acked = 0
+    recorded = False
 
     def __init__(self, key: str, epoch, loc: int):
         self.key, self.epoch, self.loc = key, epoch, loc
-        self.more = None         # list of (key, epoch, loc) for further keys
-        self.applies = 0
-        self.apply_locs: Optional[list] = None
-        self.compensates = 0
-        self.dispatches = 0
-        self.dispatch_locs: Optional[list] = None
-        self.acked = 0
-        self.recorded = False
+
+
+# A closed key and its intent, packed (the common case: the intent has this one key, at
+# most one apply, one dispatch location). Fields: tip, visited, flags, nones, acked,
+# dispatches, applies, compensates, accepted, last writer index, last_loc, dispatch_loc,
+# apply_loc, accept_loc, min_apply_loc, max_fence, min_apply_fence, apply_id, intent epoch,
+# digest. `nones` bits say which of max_fence, min_apply_fence, apply_id, epoch are None.
+_PACK = struct.Struct("<BHBBBIIIII5Q3qq16s")
+_N_MAXF, _N_MINF, _N_AID, _N_EPOCH = 1, 2, 4, 8
+_I64 = (1 << 63) - 1
 
 
 class _Builder:
@@ -262,9 +277,13 @@ class Conformance:
     focus : iterable of str, optional
         Keys whose full history (every event naming them, plus crashes and restarts) is
         kept for `Report.history` (the Mermaid renderer draws it).
+    pack : bool
+        Pack closed keys and their intents into bytes (the default; a test checks that the
+        report does not depend on it).
     """
 
-    def __init__(self, files: Sequence[str] = ("<events>",), focus: Iterable[str] = ()):
+    def __init__(self, files: Sequence[str] = ("<events>",), focus: Iterable[str] = (),
+                 pack: bool = True):
         self.files = list(files)
         self.writers: dict[str, _Writer] = {}
         self.keys: dict[str, _Key] = {}
@@ -280,7 +299,9 @@ class Conformance:
                           "effect": self._effect, "crash": self._crash,
                           "restart": self._restart}
         self._finished = False
-        self._memo: dict[tuple, bytes] = {}
+        self._memo: dict[bytes, bytes] = {}
+        self._wnames: list[str] = []
+        self._packing = pack
 
     # ----- locations and findings ------------------------------------------------------
     def loc(self, file_index: int, line: int) -> int:
@@ -351,19 +372,75 @@ class Conformance:
             The event's call has no canonical form.
         """
         loc = (file_index << _LOC_SHIFT) | line
-        w = self.writers.get(ev["writer"])
+        wname = ev["writer"]
+        w = self.writers.get(wname)
         if w is None:
-            w = self.writers[ev["writer"]] = _Writer(ev["writer"])
-        if not self._seq(w, ev["seq"], loc):
+            w = self.writers[wname] = _Writer(wname, len(self._wnames))
+            self._wnames.append(wname)
+        seq = ev["seq"]
+        if seq == w.nxt:                 # the common case: the writer's next line
+            w.nxt = seq + 1
+            w.hi_loc = loc
+        elif not self._seq(w, seq, loc):
             return
         t = ev["type"]
         self.counts[t] += 1
         if self.focus:
             self._remember(ev, loc)
+        if t == "transition":
+            # the common case inline: an open key whose chain this transition extends
+            # along a spec edge with a fence that does not go backwards
+            name = ev["key"]
+            k = self.keys.get(name)
+            frm = CODE[ev["from"]]
+            to = CODE[ev["to"]]
+            if type(k) is _Key and k.chain is not None and frm == k.tip and not k.pending \
+                    and (_NEXT[frm] >> to) & 1:
+                fence = ev.get("fence")
+                if fence is None or k.max_fence is None or fence >= k.max_fence:
+                    if fence is not None:
+                        k.max_fence = fence
+                    k.flags |= _F_RECORD | _F_TRANSITIONS
+                    chain = k.chain
+                    if len(chain) < _MAX_CHAIN:
+                        chain.append((wname, seq, frm, to, fence, loc))
+                    k.tip = to
+                    k.visited |= 1 << to
+                    k.last_loc = loc
+                    k.last_writer = wname
+                    if to == _DISPATCHED:
+                        k.dispatches += 1
+                        if not k.dispatch_loc:
+                            k.dispatch_loc = loc
+                    elif frm == _RECORDED and to == _CANCELLED:
+                        k.flags |= _F_CANCELLED
+                    elif frm == _RECONCILING and to == _DEAD:
+                        k.flags |= _F_SEALED
+                    if to in TERMINAL:
+                        self._close(name, k)
+                    return
+            self._transition(ev, w, loc)
+            return
         self._handlers[t](ev, w, loc)
+
+    @staticmethod
+    def _sync(w: _Writer) -> None:
+        """Write the fast path's interval end back into the interval lists."""
+        if w.nxt >= 0:
+            w.his[w.cur] = w.nxt - 1
+            w.hi_locs[w.cur] = w.hi_loc
+            w.nxt = -1
 
     def _seq(self, w: _Writer, seq: int, loc: int) -> bool:
         """Register `seq` for `w`; False (and SEQ_DUP) if the writer already used it."""
+        self._sync(w)
+        ok = self._seq_slow(w, seq, loc)
+        if w.cur == len(w.los) - 1:     # extending the highest interval needs no merge
+            w.nxt = w.his[w.cur] + 1
+            w.hi_loc = w.hi_locs[w.cur]
+        return ok
+
+    def _seq_slow(self, w: _Writer, seq: int, loc: int) -> bool:
         los, his, i = w.los, w.his, w.cur
         if i >= 0 and seq == his[i] + 1 and (i + 1 == len(los) or los[i + 1] > seq):
             his[i] = seq
@@ -417,32 +494,113 @@ class Conformance:
         k = self.keys.get(name)
         if k is None:
             k = self.keys[name] = _Key()
+            k.chain = []
+            k.name = name            # the one str object both dicts refer to
+        elif type(k) is bytes:
+            k = self._unpack(name, k)
+        return k
+
+    def _ent(self, digest: bytes) -> Optional[_Intent]:
+        """The intent of `digest` as an object (unpacking it with its key if packed)."""
+        e = self.intents.get(digest)
+        if type(e) is str:
+            self._unpack(e, self.keys[e])
+            e = self.intents[digest]
+        return e
+
+    @property
+    def open_keys(self) -> int:
+        """How many keys are open (their transitions still buffered)."""
+        return sum(1 for k in self.keys.values() if type(k) is _Key and k.chain is not None)
+
+    def _pack(self, name: str, k: _Key) -> None:
+        """Replace a closed key and its intent by `_PACK` bytes (and the intent's entry by
+        the key's name) when nothing about them is unusual; else keep the objects."""
+        if k.forks is not None or k.digest is None:
+            return
+        e = self.intents.get(k.digest)
+        if type(e) is not _Intent or e.key != name or e.more is not None or not e.recorded \
+                or e.loc != k.accept_loc or e.applies != k.applies or k.applies > 1 \
+                or e.compensates != k.compensates or e.dispatches != k.dispatches \
+                or e.acked > 1 or e.apply_locs != ([k.apply_loc] if k.applies else None) \
+                or e.dispatch_locs != ([k.dispatch_loc] if k.dispatches and k.dispatch_loc
+                                       else None) \
+                or (k.dispatches >= 2 and not k.applies and not k.compensates):
+            return
+        w = self.writers.get(k.last_writer)
+        if w is None or max(k.dispatches, k.compensates, k.accepted) > 0xFFFFFFFF \
+                or max(k.last_loc, k.dispatch_loc, k.apply_loc, k.accept_loc,
+                       k.min_apply_loc) >> 64:
+            return
+        nones = ((_N_MAXF if k.max_fence is None else 0) | (_N_MINF if k.min_apply_fence is
+                                                             None else 0)
+                 | (_N_AID if k.apply_id is None else 0) | (_N_EPOCH if e.epoch is None else 0))
+        name = getattr(k, "name", name)
+        self.keys[name] = _PACK.pack(
+            k.tip, k.visited, k.flags, nones, e.acked, k.dispatches, k.applies, k.compensates,
+            k.accepted, w.idx, k.last_loc, k.dispatch_loc, k.apply_loc, k.accept_loc,
+            k.min_apply_loc, k.max_fence or 0, k.min_apply_fence or 0, k.apply_id or 0,
+            e.epoch or 0, k.digest)
+        self.intents[k.digest] = name
+
+    def _unpack(self, name: str, rec: bytes) -> _Key:
+        """The objects back from `_pack`; they stay objects from then on."""
+        (tip, visited, flags, nones, acked, dispatches, applies, compensates, accepted, widx,
+         last_loc, dispatch_loc, apply_loc, accept_loc, min_apply_loc, max_fence,
+         min_apply_fence, apply_id, epoch, digest) = _PACK.unpack(rec)
+        k = _Key()
+        k.name = name
+        k.tip, k.visited, k.flags = tip, visited, flags
+        k.dispatches, k.applies, k.compensates, k.accepted = dispatches, applies, compensates, \
+            accepted
+        k.last_writer = self._wnames[widx]
+        k.last_loc, k.dispatch_loc, k.apply_loc, k.accept_loc = last_loc, dispatch_loc, \
+            apply_loc, accept_loc
+        k.min_apply_loc = min_apply_loc
+        k.max_fence = None if nones & _N_MAXF else max_fence
+        k.min_apply_fence = None if nones & _N_MINF else min_apply_fence
+        k.apply_id = None if nones & _N_AID else apply_id
+        k.digest = digest
+        k.pending = None
+        e = _Intent(name, None if nones & _N_EPOCH else epoch, accept_loc)
+        e.recorded = True
+        e.acked = acked
+        if applies:
+            e.applies, e.apply_locs = applies, [apply_loc]
+        if compensates:
+            e.compensates = compensates
+        if dispatches:
+            e.dispatches = dispatches
+            if dispatch_loc:
+                e.dispatch_locs = [dispatch_loc]
+        self.keys[name] = k
+        self.intents[digest] = e
         return k
 
     def _digest(self, ev: dict) -> bytes:
-        """The canonical intent of the event's call; a bounded memo keyed by the exact
-        (tool, scope, sorted args) spares the canonicalizer when a proposal's intent comes
-        back as its effect (the memo only caches what the canonicalizer returned)."""
+        """The canonical intent of the event's call. A bounded memo keyed by the exact
+        sorted serialization of (tool, scope, args) spares the canonicalizer when an intent
+        comes back (its effect, a duplicate proposal); on a miss, the canonicalizer's C fast
+        path serves calls whose sorted serialization already is their v1 form."""
         tool, args, scope = ev["tool"], ev["args"], ev["scope"]
-        memo = None
-        if _dumps is not None:
+        dump = _sorted_dump(tool, args, scope)
+        if dump is not None:
+            d = self._memo.get(dump)
+            if d is not None:
+                return d
+            form = _fast_form(tool, args, scope, dump)
+            if form is not None:
+                d = _digest_of_form(form)
+        if dump is None or form is None:
             try:
-                memo = (tool, scope, _dumps(args, option=_SORT))
-            except (TypeError, ValueError):   # e.g. an integer beyond 64 bits
-                memo = None
-            else:
-                d = self._memo.get(memo)
-                if d is not None:
-                    return d
-        try:
-            d = intent_digest(tool, args, scope)
-        except CanonError as e:
-            raise EventError(f"this call has no canonical form ({e}); the checker cannot tell "
-                             "which intent it is: fix the writer") from None
-        if memo is not None:
+                d = intent_digest(tool, args, scope)
+            except CanonError as e:
+                raise EventError(f"this call has no canonical form ({e}); the checker cannot "
+                                 "tell which intent it is: fix the writer") from None
+        if dump is not None:
             if len(self._memo) >= _MEMO_MAX:
                 self._memo.clear()
-            self._memo[memo] = d
+            self._memo[dump] = d
         return d
 
     # ----- proposals -----------------------------------------------------------------------
@@ -457,8 +615,6 @@ class Conformance:
         epoch = ev.get("epoch")
         if k.accepted == 1:
             k.accept_loc = loc
-            if k.epoch is None:
-                k.epoch = epoch
         else:
             closed = k.chain is None
             self._find("LEGAL" if closed else "RACE", name, "certain",
@@ -470,7 +626,7 @@ class Conformance:
                         ("proposal", ev["writer"], f"call {ev['call_id']}: accepted again", loc)])
         if k.digest is None:
             k.digest = digest
-        ent = self.intents.get(digest)
+        ent = self._ent(digest)
         if ent is None:
             ent = self.intents[digest] = _Intent(name, epoch, loc)
             ent.recorded = True
@@ -502,8 +658,6 @@ class Conformance:
         name = ev["key"]
         k = self._key(name)
         k.flags |= _F_RECORD | _F_TRANSITIONS
-        if k.epoch is None:
-            k.epoch = ev.get("epoch")
         t = (w.name, ev["seq"], CODE[ev["from"]], CODE[ev["to"]], ev.get("fence"), loc)
         if k.chain is None:
             self._late(name, k, t)
@@ -511,7 +665,10 @@ class Conformance:
         if t[2] == k.tip and not k.pending:
             self._extend(name, k, t)
         else:
-            k.pending.append(t)
+            if k.pending:
+                k.pending.append(t)
+            else:
+                k.pending = [t]
             if t[2] == k.tip:          # only an arrival that chains can unblock others
                 self._drain(name, k)
             elif len(k.pending) > _MAX_PENDING:   # hostile: classify now, stay bounded
@@ -710,25 +867,29 @@ class Conformance:
                        [last, step])
 
     def _close(self, name: str, k: _Key) -> None:
-        """The chain is terminal: classify leftovers, settle counts, drop the buffers."""
+        """The chain is terminal: classify leftovers, settle counts, drop the buffers, and
+        pack the key with its intent when it is an ordinary one."""
         if k.pending:
             self._resolve(name, k)
         self._settle(name, k)
         k.chain = None
         k.pending = None
+        if self._packing:
+            self._pack(name, k)
 
     def _settle(self, name: str, k: _Key) -> None:
-        if k.dispatches:
-            def add(e, k=k):
+        if k.dispatches and k.digest is not None:
+            e = self._ent(k.digest)
+            if e is not None:
                 _add_dispatch(e, k.dispatch_loc, k.dispatches)
                 if k.tip == _ACKED:
                     e.acked += 1
-            self._intent_of(k, add)
-        self._check_effects(name, k)
+        if k.applies or (k.flags & _F_CANCELLED and k.dispatches):
+            self._check_effects(name, k)
 
     def _intent_of(self, k: _Key, fn) -> None:
         if k.digest is not None:
-            e = self.intents.get(k.digest)
+            e = self._ent(k.digest)
             if e is not None:
                 fn(e)
 
@@ -764,6 +925,13 @@ class Conformance:
 
     # ----- effects -------------------------------------------------------------------------
     def _effect(self, ev: dict, w: _Writer, loc: int) -> None:
+        name = self._effect_counts(ev, loc)
+        if name is not None and self._packing:     # an effect after its key settled:
+            k = self.keys.get(name)                # pack the key again
+            if type(k) is _Key and k.chain is None:
+                self._pack(name, k)
+
+    def _effect_counts(self, ev: dict, loc: int) -> Optional[str]:
         digest = self._digest(ev)
         name = ev.get("key")
         if name is None:
@@ -772,7 +940,7 @@ class Conformance:
                 name = idem
         apply = ev["kind"] == "apply"
         fence = ev.get("fence")
-        ent = self.intents.get(digest)
+        ent = self._ent(digest)
         if ent is None:
             ent = self.intents[digest] = _Intent(name or "", ev.get("epoch"), loc)
         k = None
@@ -785,7 +953,7 @@ class Conformance:
             else:
                 eid = ev.get("effect_id")
                 if eid is not None and k.apply_id is not None and hash(eid) == k.apply_id:
-                    return                            # the same effect, exported twice
+                    return name                       # the same effect, exported twice
                 k.applies += 1
                 if k.applies == 1:
                     k.apply_loc = loc
@@ -804,7 +972,7 @@ class Conformance:
             self.keyless_effects += 1
         if not apply:
             ent.compensates += 1
-            return
+            return name
         ent.applies += 1
         if ent.apply_locs is None:
             ent.apply_locs = [loc]
@@ -818,6 +986,7 @@ class Conformance:
                        [("effect", "", "apply", x) for x in ent.apply_locs[:-1]]
                        + [("effect", ev["writer"], _effect_text(ev), loc)],
                        label=_intent_label(ent, name), update=True)
+        return name
 
     # ----- lifecycle -----------------------------------------------------------------------
     def _crash(self, ev: dict, w: _Writer, loc: int) -> None:
@@ -836,7 +1005,7 @@ class Conformance:
         self._finished = True
         gaps = self._gaps()
         for name, k in self.keys.items():
-            if k.chain is None:
+            if type(k) is bytes or k.chain is None:
                 continue
             self._drain(name, k)
             if k.pending:
@@ -849,8 +1018,10 @@ class Conformance:
                               "; its intent is neither done nor given up"),
                            self._chain_steps(k))
         for name, k in self.keys.items():
+            if type(k) is bytes:      # packed: closed by a transition, so recorded
+                continue
             if (k.applies or k.compensates) and not k.flags & _F_RECORD:
-                ent = self.intents.get(k.digest) if k.digest is not None else None
+                ent = self._ent(k.digest) if k.digest is not None else None
                 if ent is None or not ent.recorded:
                     self._orphan(name, k.apply_loc or k.last_loc)
         self._intent_checks()
@@ -879,6 +1050,8 @@ class Conformance:
 
     def _intent_checks(self) -> None:
         for ent in self.intents.values():
+            if type(ent) is str:      # packed with its one key: recorded, and at most one
+                continue              # dispatch unless an effect record decides
             if ent.applies and not ent.recorded and not ent.key:
                 self._orphan(f"(no key) intent first applied at "
                              f"{':'.join(map(str, self._where(ent.apply_locs[0])))}",
@@ -899,7 +1072,8 @@ class Conformance:
                            [("transition", "", "dispatched", x) for x in ent.dispatch_locs or ()],
                            label=label)
         for name, k in self.keys.items():
-            if k.digest is None and k.dispatches >= 2 and not k.applies:
+            if type(k) is not bytes and k.digest is None and k.dispatches >= 2 \
+                    and not k.applies:
                 self._find("I1", name, "possible",
                            f"the key was dispatched {k.dispatches} times and no effect records "
                            "say how many took effect: possibly more than one",
@@ -908,6 +1082,7 @@ class Conformance:
     def _gaps(self) -> bool:
         any_gap = False
         for w in self.writers.values():
+            self._sync(w)
             for i in range(len(w.los) - 1):
                 any_gap = True
                 a, b = w.his[i], w.los[i + 1]
@@ -995,7 +1170,8 @@ def _describe(ev: dict, loc: int) -> tuple:
 
 
 # ----- conveniences ----------------------------------------------------------------------
-def check(events: Iterable[dict], name: str = "<events>", focus: Iterable[str] = ()) -> Report:
+def check(events: Iterable[dict], name: str = "<events>", focus: Iterable[str] = (),
+          pack: bool = True) -> Report:
     """Check a list of event dicts (line numbers are 1, 2, ... in one pseudo-file `name`).
 
     Each event is validated first (`toolcommit.checker.logread.problem`); a bad one raises
@@ -1004,7 +1180,7 @@ def check(events: Iterable[dict], name: str = "<events>", focus: Iterable[str] =
     from toolcommit.checker.logread import problem
     from toolcommit.model.errors import InputError
 
-    c = Conformance([name], focus)
+    c = Conformance([name], focus, pack)
     for i, ev in enumerate(events, 1):
         why = problem(ev)
         if why:

@@ -139,70 +139,100 @@ def problem(ev) -> Optional[str]:
     return None
 
 
-def _opt_ok(ev, names) -> bool:
-    for f in names:
-        v = ev.get(f)
+_OPT_INT = frozenset(("fence", "epoch"))
+_KNOWN = {t: frozenset([*COMMON, *COMMON_OPTIONAL, *REQUIRED[t], *OPTIONAL[t]]) for t in TYPES}
+_STR = str
+_KIND_SET = frozenset(KINDS)
+_DECISION_SET = frozenset(DECISIONS)
+_MISSING = object()
+_OPT_NAMES = {t: tuple(["ts", *OPTIONAL[t]]) for t in TYPES}
+
+
+def _rest_ok(ev, t: str, n: int) -> bool:
+    """The `n` fields of `ev` beyond its type's required ones are all known optional fields
+    (null or well-typed, `ts` included); unknown extra fields make this False (the caller
+    then takes the thorough path, which allows them)."""
+    for f in _OPT_NAMES[t]:
+        v = ev.get(f, _MISSING)
+        if v is _MISSING:
+            continue
+        n -= 1
         if v is not None:
             if f in _OPT_INT:
                 if type(v) is not int or not 0 <= v <= _INT_MAX:
                     return False
-            elif type(v) is not str or (not v and f == "idempotency_key"):
+            elif type(v) is not _STR or (not v and (f == "idempotency_key" or f == "key")):
                 return False
+    return n == 0
+
+
+def _flat(args) -> bool:
+    for v in args.values():
+        if type(v) is dict or type(v) is list:
+            return False
     return True
 
 
-_OPT_INT = frozenset(("fence", "epoch"))
-_OPT_NAMES = {t: tuple(["ts", *OPTIONAL[t]]) for t in TYPES}
-_KNOWN = {t: frozenset([*COMMON, *COMMON_OPTIONAL, *REQUIRED[t], *OPTIONAL[t]]) for t in TYPES}
-_STR = str
+def _ok_transition(ev) -> bool:
+    k, a, b = ev.get("key"), ev.get("from"), ev.get("to")
+    if type(k) is not _STR or not k or type(a) is not _STR or type(b) is not _STR \
+            or a not in _STATE_SET or b not in _STATE_SET:
+        return False
+    n = len(ev) - 6
+    return not n or _rest_ok(ev, "transition", n)
+
+
+def _ok_proposal(ev) -> bool:
+    k, args = ev.get("key"), ev.get("args")
+    if type(k) is not _STR or not k or type(args) is not dict \
+            or type(ev.get("tool")) is not _STR or type(ev.get("scope")) is not _STR \
+            or type(ev.get("call_id")) is not _STR:
+        return False
+    d = ev.get("decision")
+    if type(d) is not _STR or d not in _DECISION_SET or not _flat(args):
+        return False
+    n = len(ev) - 9
+    return not n or _rest_ok(ev, "proposal", n)
+
+
+def _ok_effect(ev) -> bool:
+    args, kind = ev.get("args"), ev.get("kind")
+    if type(args) is not dict or type(ev.get("tool")) is not _STR \
+            or type(ev.get("scope")) is not _STR or type(kind) is not _STR \
+            or kind not in _KIND_SET or not _flat(args):
+        return False
+    if ev.get("key") is None and ev.get("idempotency_key") is None:
+        return False
+    n = len(ev) - 7
+    return not n or _rest_ok(ev, "effect", n)
+
+
+def _ok_life(ev) -> bool:
+    n = len(ev) - 3
+    return not n or _rest_ok(ev, "crash", n)
+
+
+_OK_BY_TYPE = {"transition": _ok_transition, "proposal": _ok_proposal, "effect": _ok_effect,
+               "crash": _ok_life, "restart": _ok_life}
 
 
 def _fast_ok(ev) -> bool:
-    """The common case, cheaply: True means `problem(ev)` would return None (a test checks
-    the two agree on mutations of every field)."""
+    """The common case, cheaply: True means `problem(ev)` returns None *and* the event is
+    flat (no field beyond its type's known ones, no container value except a flat `args`
+    object), so its nesting is at most 2 and the reader's nesting check can be skipped.
+    False means "take the thorough path" (`nesting`, then `problem`), not "invalid"; a test
+    checks the implication on mutations of every field."""
     if type(ev) is not dict:
         return False
-    t = ev.get("type")
     w = ev.get("writer")
     seq = ev.get("seq")
     if type(w) is not _STR or not w or type(seq) is not int or not 0 <= seq <= _INT_MAX:
         return False
-    if t == "transition":
-        k, a, b = ev.get("key"), ev.get("from"), ev.get("to")
-        if type(k) is not _STR or not k or type(a) is not _STR or type(b) is not _STR \
-                or a not in _STATE_SET or b not in _STATE_SET:
-            return False
-    elif t == "effect" or t == "proposal":
-        if type(ev.get("tool")) is not _STR or type(ev.get("args")) is not dict \
-                or type(ev.get("scope")) is not _STR:
-            return False
-        if t == "effect":
-            if ev.get("kind") not in _KIND_SET if type(ev.get("kind")) is _STR else True:
-                return False
-            k, i = ev.get("key"), ev.get("idempotency_key")
-            if k is None and i is None:
-                return False
-            if k is not None and (type(k) is not _STR or not k):
-                return False
-        else:
-            k = ev.get("key")
-            if type(k) is not _STR or not k or type(ev.get("call_id")) is not _STR:
-                return False
-            d = ev.get("decision")
-            if type(d) is not _STR or d not in _DECISION_SET:
-                return False
-    elif t != "crash" and t != "restart":
+    t = ev.get("type")
+    if type(t) is not _STR:
         return False
-    if len(ev) > 3:
-        names = _OPT_NAMES[t]
-        for f in ev:
-            if f in names:
-                return _opt_ok(ev, names)
-    return True
-
-
-_KIND_SET = frozenset(KINDS)
-_DECISION_SET = frozenset(DECISIONS)
+    ok = _OK_BY_TYPE.get(t)
+    return ok is not None and ok(ev)
 
 
 def _clip(v, n: int = 40) -> str:
@@ -294,6 +324,9 @@ def _open(path: str, stdin: Optional[BinaryIO]) -> tuple[BinaryIO, list]:
     return raw, to_close
 
 
+_CHUNK = 1 << 20
+
+
 def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                stdin: Optional[BinaryIO] = None,
                warn: Optional[Callable[[str], None]] = None,
@@ -303,46 +336,77 @@ def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     Raises `InputError` (with path:line) on the first bad line: too long, not UTF-8, not
     JSON, nested too deeply, a field `problem` rejects (unless `check` is False), or an
     empty log. A cut-off last line calls `warn` instead.
+
+    Reads in chunks of at most ``min(1 MiB, max_line_bytes + 1)`` bytes and splits them into
+    lines; an unfinished line is carried over and refused once it passes `max_line_bytes`,
+    so memory stays below two chunks plus one line, whatever the input.
     """
     stream, to_close = _open(path, stdin)
     limit = max_line_bytes
+    chunk = min(_CHUNK, limit + 1)
     n = 0
     events = 0
     cut = None
+    fast_ok, loads_ = _fast_ok, loads
     try:
-        readline = stream.readline
-        while True:
+        read = stream.read
+        tail: list[bytes] = []      # pieces of the line not finished yet
+        tail_len = 0
+        eof = False
+        while not eof:
             try:
-                line = readline(limit + 1)
+                buf = read(chunk)
             except (OSError, EOFError, zlib.error) as e:
                 raise InputError(f"not a readable gzip stream ({e}); re-export the log",
                                  path, n + 1) from None
-            if not line:
-                break
-            n += 1
-            if len(line) > limit and not line.endswith(b"\n"):
+            if buf:
+                parts = buf.split(b"\n")
+                last = parts.pop()             # after the last newline: unfinished
+                if parts and tail:
+                    parts[0] = b"".join(tail) + parts[0]
+                    tail, tail_len = [], 0
+                if last:
+                    tail.append(last)
+                    tail_len += len(last)
+            else:
+                eof = True
+                parts = [b"".join(tail)] if tail else []
+                tail, tail_len = [], 0
+            for line in parts:
+                n += 1
+                if len(line) > limit:
+                    raise InputError(f"line longer than {limit} bytes; raise --max-line-bytes "
+                                     "if it is legitimate (hostile or broken writer)", path, n)
+                if n == 1 and line.startswith(b"\xef\xbb\xbf"):
+                    line = line[3:]
+                try:
+                    obj = loads_(line)
+                except ValueError:
+                    obj = _MISSING
+                if obj is _MISSING or not fast_ok(obj):
+                    # the thorough path: blank lines, reasons, nesting, field problems
+                    if not line or line.isspace():
+                        continue
+                    try:
+                        obj = decode(line)      # bounds nesting, then names the defect
+                    except ValueError as e:
+                        if eof:     # only the last line can lack a newline: cut off
+                            cut = n
+                            if warn:
+                                warn(f"{path}:{n}: last line is cut off (no newline, not "
+                                     "valid JSON): its writer died mid-write; the line is "
+                                     "ignored")
+                            break
+                        raise InputError(str(e), path, n) from None
+                    if check:
+                        why = problem(obj)
+                        if why:
+                            raise InputError(why, path, n)
+                events += 1
+                yield n, obj
+            if tail_len > limit:
                 raise InputError(f"line longer than {limit} bytes; raise --max-line-bytes if it "
-                                 "is legitimate (hostile or broken writer)", path, n)
-            if n == 1 and line.startswith(b"\xef\xbb\xbf"):
-                line = line[3:]
-            if line.isspace() or not line:
-                continue
-            try:
-                obj = decode(line)
-            except ValueError as e:
-                if not line.endswith(b"\n"):  # only the last line can lack one: cut off
-                    cut = n
-                    if warn:
-                        warn(f"{path}:{n}: last line is cut off (no newline, not valid "
-                             "JSON): its writer died mid-write; the line is ignored")
-                    break
-                raise InputError(str(e), path, n) from None
-            if check and not _fast_ok(obj):
-                why = problem(obj)
-                if why:
-                    raise InputError(why, path, n)
-            events += 1
-            yield n, obj
+                                 "is legitimate (hostile or broken writer)", path, n + 1)
     finally:
         for f in to_close:
             try:

@@ -52,6 +52,11 @@ import unicodedata
 from json.encoder import encode_basestring  # the C string escaper when available
 from typing import Callable, NamedTuple
 
+try:  # optional: a C fast path for calls whose v1 form is their plain sorted JSON
+    from orjson import OPT_SORT_KEYS as _SORT, dumps as _dumps
+except ImportError:  # pragma: no cover - depends on the machine
+    _dumps, _SORT = None, 0
+
 MAX_DEPTH = 64
 _EXACT = 2 ** 53
 
@@ -223,8 +228,85 @@ def canonical_intent(tool: str, args, scope: str, version: int = 1) -> Canonical
                            version)
 
 
+def _plain(v, depth: int, spaced: bool) -> bool:
+    """True if container `v` holds only strings, booleans, null, integers within +-2**53
+    and such containers, at most `MAX_DEPTH` deep, with no object name containing a space
+    when `spaced` (a name with a space may sort differently once quoted)."""
+    if depth >= MAX_DEPTH:
+        return False
+    for name, x in (v.items() if type(v) is dict else enumerate(v)):
+        if spaced and type(name) is str and " " in name:
+            return False
+        t = type(x)
+        if t is str or t is bool or x is None:
+            continue
+        if t is int:
+            if -_EXACT <= x <= _EXACT:
+                continue
+            return False
+        if (t is dict or t is list) and _plain(x, depth + 1, spaced):
+            continue
+        return False
+    return True
+
+
+_PREFIX_V1 = b"toolcommit/canon/v1\n"
+_sha256 = hashlib.sha256
+
+
+def sorted_dump(tool, args, scope) -> bytes | None:
+    """orjson's compact, key-sorted serialization of ``[tool, scope, args]``, or None (no
+    orjson, or a value it cannot write). Exact: equal bytes mean equal calls, so it is a
+    sound memo key; `fast_form_v1` decides whether it is also the v1 form."""
+    if _dumps is None:
+        return None
+    try:
+        return _dumps([tool, scope, args], option=_SORT)
+    except (TypeError, ValueError):   # e.g. an integer beyond 64 bits, a non-str name
+        return None
+
+
+def fast_form_v1(tool, args, scope, dump: bytes | None = None) -> bytes | None:
+    """The v1 form of a call as UTF-8 bytes when orjson's sorted serialization already is it,
+    else None (then the full canonicalizer decides, and may refuse the call).
+
+    It is when: the serialization is ASCII without a backslash (so no escapes, no control
+    characters, no quote inside a string), has no '!' and no space next to a quote or to
+    another space (so rule 1 changes nothing, and sorting raw names equals sorting their
+    quoted text, as v1 does), no object name contains a space, and every number is an
+    integer within +-2**53 (rule 3 changes nothing; a float always takes the full path).
+    A test checks it against the full canonicalizer on generated calls.
+
+    >>> fast_form_v1("refund", {"b": 1, "a": "x y"}, "u1") if _dumps else b'["refund","u1",{"a":"x y","b":1}]'
+    b'["refund","u1",{"a":"x y","b":1}]'
+    >>> fast_form_v1("refund", {"amount": 20.0}, "u1") is None
+    True
+    """
+    if type(tool) is not str or type(scope) is not str or type(args) is not dict:
+        return None
+    b = dump if dump is not None else sorted_dump(tool, args, scope)
+    if b is None or not b.isascii() or b"\\" in b or b"!" in b:
+        return None
+    spaced = b" " in b
+    if spaced and (b'" ' in b or b' "' in b or b"  " in b):
+        return None
+    if not _plain(args, 0, spaced):
+        return None
+    return b
+
+
+def digest_of_form(form: bytes) -> bytes:
+    """The 16-byte v1 identity of a canonical form (UTF-8 bytes)."""
+    return _sha256(_PREFIX_V1 + form).digest()[:16]
+
+
 def intent_digest(tool: str, args, scope: str) -> bytes:
     """The first 16 bytes of the v1 digest: the compact identity the log checker keeps
-    per distinct intent (equal to ``bytes.fromhex(canonical_intent(...).digest)[:16]``)."""
-    form = _intent_form_v1(tool, args, scope)
-    return hashlib.sha256(b"toolcommit/canon/v1\n" + form.encode("utf-8")).digest()[:16]
+    per distinct intent (equal to ``bytes.fromhex(canonical_intent(...).digest)[:16]``).
+
+    Takes `fast_form_v1` when it applies (one C serialization and one regular-expression
+    scan), else the full canonicalizer; both give the same bytes."""
+    form = fast_form_v1(tool, args, scope, sorted_dump(tool, args, scope))
+    if form is None:
+        form = _intent_form_v1(tool, args, scope).encode("utf-8")
+    return _sha256(_PREFIX_V1 + form).digest()[:16]

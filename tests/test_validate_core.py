@@ -49,7 +49,14 @@ class Log:
         return self._e(w, "crash")
 
     def report(self):
-        return check(self.events)
+        r = check(self.events)
+        assert same_report(r, check(self.events, pack=False))   # packing changes nothing
+        return r
+
+
+def same_report(a, b) -> bool:
+    return (a.verdict, [f.to_json() for f in a.findings], a.stats) == \
+        (b.verdict, [f.to_json() for f in b.findings], b.stats)
 
 
 def props(report, certainty=None):
@@ -265,9 +272,38 @@ def test_settled_keys_drop_their_transitions_so_memory_follows_open_keys():
         log.accept(key=f"k{i}", args={"amount": i}, call=f"t{i}").path(*HAPPY, key=f"k{i}")
     for n, ev in enumerate(log.events, 1):
         c.feed(ev, 0, n)
-    assert sum(k.chain is not None for k in c.keys.values()) == 0
+    assert c.open_keys == 0
+    assert all(type(v) is bytes for v in c.keys.values())    # packed: a few dozen bytes each
     assert len(c.intents) == 500
     assert c.finish().verdict is Verdict.CONFORMS
+
+
+def test_a_packed_key_touched_again_reports_as_if_it_had_never_been_packed():
+    # every late event kind after the key settled (and was packed): a second accept, a
+    # transition out of a state it left, a second apply, a compensate, a fenced stale apply
+    log = Log().accept().path(*HAPPY, fence=1).effect(fence=1, effect_id="e1")
+    log.accept(key="k2", args={"amount": 21}).path("PROPOSED", "RECORDED", "DISPATCHED",
+                                                   "UNKNOWN", "RECONCILING", key="k2", fence=2)
+    log.tr("RECONCILING", "DEAD_LETTER", key="k2", fence=3)
+    log.effect(key="k2", args={"amount": 21}, fence=1).crash(w="w2")
+    log.accept(call="t9").tr("DISPATCHED", "ACKED", w="w2").effect(effect_id="e2")
+    log.effect(kind="compensate").tr("RECORDED", "REJECTED_CONFLICT", w="w3")
+    r = log.report()            # compares with pack=False
+    assert {"FENCE", "I1", "LEGAL", "P1", "P4"} <= set(props(r, "certain")), props(r)
+
+
+def test_packed_and_unpacked_keys_round_trip():
+    c = Conformance()
+    log = Log().accept(epoch=3).path(*HAPPY, fence=7).effect(fence=7, effect_id="e")
+    for n, ev in enumerate(log.events, 1):
+        c.feed(ev, 0, n)
+    (name, rec), = c.keys.items()
+    assert type(rec) is bytes and len(rec) < 120
+    k = c._key(name)
+    assert (k.tip, k.max_fence, k.min_apply_fence, k.applies, k.dispatches, k.last_writer) == \
+        (3, 7, 7, 1, 1, "w1")
+    e = c.intents[k.digest]
+    assert (e.key, e.epoch, e.applies, e.acked, e.recorded) == ("k1", 3, 1, 1, True)
 
 
 def test_findings_per_property_are_capped():
@@ -317,6 +353,14 @@ def test_every_fixture_line_passes_hand_validation_and_the_schema_required_field
             assert set(schema["required"]) | set(req[ev["type"]]) <= set(ev)
 
 
+def test_fast_validation_is_the_thorough_one_on_flat_events_and_defers_otherwise():
+    ev = Log().accept().events[0]
+    for extra in ({"x": 1}, {"x": [1]}, {"args": {"a": {"b": 1}}}, {"args": {"a": [1]}}):
+        m = {**ev, **extra}
+        assert logread.problem(m) is None and not logread._fast_ok(m), m   # thorough path
+    assert logread._fast_ok({**ev, "args": {"a": 1, "b": "x", "c": None}})
+
+
 def test_fast_and_thorough_validation_agree_on_mutations():
     base = Log().accept().path(*HAPPY).effect(fence=1, effect_id="e").events
     values = [None, "", "x", 0, -1, 1.5, True, [], {}, 2 ** 63, "PROPOSED", "apply"]
@@ -328,7 +372,12 @@ def test_fast_and_thorough_validation_agree_on_mutations():
                     m.pop(f, None)
                 else:
                     m[f] = v
-                assert logread._fast_ok(m) == (logread.problem(m) is None), (m, logread.problem(m))
+                # fast True must imply valid; on these flat events (no unknown fields, flat
+                # args) it must also be True whenever the event is valid
+                flat = set(m) <= logread._KNOWN[m["type"]] if isinstance(m.get("type"), str) \
+                    and m["type"] in logread._KNOWN else True
+                assert logread._fast_ok(m) == (logread.problem(m) is None and flat), \
+                    (m, logread.problem(m))
 
 
 def test_events_to_jsonl_round_trips_and_is_deterministic():
