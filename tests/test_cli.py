@@ -1,0 +1,75 @@
+"""The command line: exit codes, one-line errors naming what is valid, JSON as data."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from toolcommit.checker.cli import main
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "toolcommit.checker.cli", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("args,names", [
+    (["check", "--preset", "nope"], "naive"),
+    (["check", "--set", "fencing=maybe"], "valid options: off, on"),
+    (["check", "--set", "nonsense=1"], "valid knobs and assumptions"),
+    (["check", "--set", "fencing"], "knob=option"),
+    (["check", "--instance", "nope"], "valid instances"),
+    (["check", "--bounds", "workers=two"], "name=number"),
+    (["check", "--bounds", "planets=2"], "valid bounds"),
+    (["check", "--property", "P9"], "valid properties"),
+])
+def test_bad_usage_is_one_line_exit_2_naming_what_is_valid(args, names):
+    r = run(*args)
+    assert r.returncode == 2
+    assert names in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_violation_exits_1_and_holding_exits_0():
+    assert main(["check", "--preset", "naive", "--instance", "ack_loss", "--property", "I1"]) == 1
+    assert main(["check", "--preset", "recommended", "--instance", "ack_loss"]) == 0
+
+
+def test_a_state_limit_exits_3_with_unknown(capsys):
+    code = main(["check", "--instance", "default", "--property", "I1", "--max-states", "300"])
+    assert code == 3
+    assert "UNKNOWN" in capsys.readouterr().out
+
+
+def test_json_output_carries_itf_counterexamples(capsys):
+    main(["check", "--preset", "naive", "--instance", "cancel", "--property", "P3", "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    v = doc["instances"][0]["verdicts"][0]
+    assert v["status"] == "VIOLATED" and v["steps"] == 5
+    assert v["counterexample"]["#meta"]["format"] == "ITF"
+    assert len(v["counterexample"]["states"]) == 6
+
+
+def test_write_replaces_a_catalogue_atomically(tmp_path):
+    assert main(["check", "--preset", "naive", "--instance", "cancel", "--write",
+                 "--out", str(tmp_path)]) == 1
+    folder = tmp_path / "naive"
+    assert (folder / "cancel" / "P3.itf.json").exists() and (folder / "index.json").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["naive"]  # no temporary folder left behind
+
+
+@pytest.mark.parametrize("fmt,marker", [("text", "record lifecycle"), ("mermaid", "stateDiagram-v2"),
+                                        ("dot", "digraph"), ("json", '"properties"')])
+def test_spec_prints_the_graph_in_every_format(capsys, fmt, marker):
+    assert main(["spec", "--format", fmt]) == 0
+    assert marker in capsys.readouterr().out
+
+
+def test_progress_line_is_on_stderr_not_stdout(capsys):
+    from toolcommit.checker.cmd_check import Progress
+    import io
+    err = io.StringIO()
+    p = Progress(err)
+    p.t0 -= 10
+    p("default", {"states": 5000, "depth": 7, "seconds": 2.0, "explored": 4000})
+    assert "[default] 5,000 states, depth 7" in err.getvalue()
