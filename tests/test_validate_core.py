@@ -505,3 +505,38 @@ def test_focus_key_and_output_file(tmp_path, capsys):
     assert "history of k1" in text and "crash" in text
     assert main(["validate", str(logs / "p4-bad.jsonl"), "--key", "other", "--format", "json"]) == 1
     assert json.loads(capsys.readouterr().out)["findings"] == []
+
+
+# ----- the canonicalizer's fast path is the full one, where it applies ----------------------
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from toolcommit.model import canon  # noqa: E402
+
+_texts = st.text(alphabet=st.sampled_from(list(" !\"#ab~\\\t\u00e9\u0301A0:-")), max_size=6)
+_scalars = st.one_of(st.none(), st.booleans(), _texts,
+                     st.integers(min_value=-2 ** 60, max_value=2 ** 60),
+                     st.floats(allow_nan=False, allow_infinity=False))
+_values = st.recursive(_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(_texts, inner, max_size=3)), max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(tool=_texts, scope=_texts, args=st.dictionaries(_texts, _values, max_size=4))
+def test_the_fast_canonical_form_is_the_full_one_whenever_it_answers(tool, scope, args):
+    fast = canon.fast_form_v1(tool, args, scope)
+    try:
+        full = canonical_intent(tool, args, scope)
+    except CanonError:
+        assert fast is None
+        return
+    if fast is not None:
+        assert fast.decode("utf-8") == full.form
+    assert intent_digest(tool, args, scope) == bytes.fromhex(full.digest)[:16]
+
+
+def test_the_fast_canonical_form_answers_for_plain_calls_and_declines_the_rest():
+    plain = canon.fast_form_v1("refund", {"amount": 20, "note": "a b", "x": [None, True]}, "u:1")
+    assert plain == b'["refund","u:1",{"amount":20,"note":"a b","x":[null,true]}]'
+    for args in ({"a": 20.0}, {"a": " x"}, {"a": "x  y"}, {"a b": 1}, {"a!": 1}, {"a": "\u00e9"},
+                 {"a": 2 ** 53 + 1}, {"a": "x\ty"}):
+        assert canon.fast_form_v1("t", args, "s") is None, args
