@@ -11,7 +11,7 @@ from toolcommit.model.semantics import build
 
 from .check import ALL, Limits, personality_instance, validate_properties
 from .render import render_itf, render_text
-from .suite import SuiteResult, reliance, resolve_instances, run_suite
+from .suite import Engine, SuiteResult, reliance, resolve_instances, run_suite, run_symbolic
 from .verdict import EXIT, Status
 
 HEAD = ("I1", "I1net", "P1", "P2", "P3", "P4", "FENCE", "LEGAL", "DEADLOCK", "PROGRESS")
@@ -26,6 +26,13 @@ def add_parser(sub):
                    help=f"property to check (repeatable; default all: {', '.join(ALL)})")
     p.add_argument("--max-states", type=int, default=0, help="stop after N states (verdict UNKNOWN)")
     p.add_argument("--timeout", type=float, default=0.0, help="seconds per instance (verdict UNKNOWN)")
+    p.add_argument("--engine", choices=("explicit", "smt", "random"), default="explicit",
+                   help="explicit: exhaustive BFS (all properties); smt: bounded model checking "
+                   "with z3 to --depth; random: seeded simulation (invariants only for smt and random)")
+    p.add_argument("--depth", type=int, default=15, help="smt: steps to unroll (default: %(default)s)")
+    p.add_argument("--runs", type=int, default=1000, help="random: number of runs (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="random: seed (default: %(default)s)")
+    p.add_argument("--max-steps", type=int, default=60, help="random: steps per run (default: %(default)s)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--explain", choices=("first", "all", "none"), default="first",
                    help="which counterexamples to explain in full (text format)")
@@ -77,13 +84,19 @@ def run(args) -> int:
     props = validate_properties(args.property)
     insts = resolve_instances(args.instance, parse_bounds(args.bounds))
     progress = Progress()
-    suite = run_suite(config, insts, props, Limits(args.max_states, args.timeout), progress)
+    limits = Limits(args.max_states, args.timeout)
+    if args.engine == "explicit":
+        suite = run_suite(config, insts, props, limits, progress)
+    else:
+        engine = Engine(args.engine, args.depth, args.runs, args.seed, args.max_steps)
+        suite = run_symbolic(config, insts, args.property or ALL, engine, limits, progress)
     progress.close()
     if args.write:
         from .catalogue import write_catalogue
         where = write_catalogue(args.out, suite)
         print(f"wrote {where}", file=sys.stderr)
-    if suite.status is Status.HOLDS and not args.max_states and not args.timeout:
+    if suite.status is Status.HOLDS and args.engine == "explicit" and not args.max_states \
+            and not args.timeout:
         suite.notes.append(reliance(config, insts, props))
     out = render_json(suite) if args.format == "json" else render_suite_text(suite, args.explain)
     sys.stdout.write(out)
@@ -106,20 +119,34 @@ def render_suite_text(suite: SuiteResult, explain: str = "first") -> str:
     lines = [f"toolcommit check: {cfg.label()}",
              "knobs: " + ", ".join(f"{k}={v}" for k, v in cfg.knobs.items()),
              "assumptions: " + ", ".join(f"{k}={v}" for k, v in cfg.assumptions.items()),
-             "", "cells: ok = holds on every reachable state of the instance; xN = violated, "
-             "shortest counterexample has N steps; ? = unknown", ""]
+             "", _legend(suite), ""]
     width = {c: max(len(c), 3) for c in cols}
     lines.append(f"{'instance':<24}{'states':>9}{'depth':>6}  " + " ".join(f"{c:>{width[c]}}" for c in cols))
     for r in suite.results:
         by = {v.property: v for v in r.verdicts}
-        lines.append(f"{r.instance.name:<24}{r.stats['states']:>9}{r.stats['depth']:>6}  "
+        lines.append(f"{r.instance.name:<24}{str(r.stats['states']):>9}{r.stats['depth']:>6}  "
                      + " ".join(f"{_cell(by.get(c)):>{width[c]}}" for c in cols))
+    if suite.engine == "random":
+        lines += ["", "denominator (random engine):"]
+        for r in suite.results:
+            faults = ", ".join(f"{k}={v}" for k, v in sorted((r.stats.get("faults") or {}).items()))
+            lines.append(f"  {r.instance.name}: {r.stats.get('runs')} runs, {r.stats.get('steps')} steps;"
+                         f" faults fired: {faults or 'none'}")
     if suite.p5 is not None:
         lines += ["", f"P5 (model personalities): {suite.p5.line()}"
                   + (f" -- {suite.p5.reason}" if suite.p5.status is Status.HOLDS and suite.p5.reason else "")]
     lines += _unknowns(suite) + _violations(suite, explain)
     lines += ["", _summary(suite)]
     return "\n".join(lines) + "\n"
+
+
+def _legend(suite: SuiteResult) -> str:
+    if suite.engine == "explicit":
+        return ("cells: ok = holds on every reachable state of the instance; xN = violated, "
+                "shortest counterexample has N steps; ? = unknown")
+    scopes = sorted({v.scope for v in suite.verdicts() if v.status is Status.HOLDS})
+    return (f"engine: {suite.engine}; cells: ok = holds {' / '.join(scopes) or '(none hold)'}, "
+            "not a proof; xN = violated in N steps; ? = unknown")
 
 
 def _unknowns(suite) -> list[str]:
@@ -159,7 +186,8 @@ def _summary(suite: SuiteResult) -> str:
     vs = suite.verdicts()
     n = {s: sum(v.status is s for v in vs) for s in Status}
     if suite.status is Status.HOLDS:
-        head = f"HOLDS: all {len(vs)} verdicts hold exhaustively on {len(suite.results)} instance(s)"
+        how = "exhaustively" if suite.engine == "explicit" else "within the engine's bounds"
+        head = f"HOLDS: all {len(vs)} verdicts hold {how} on {len(suite.results)} instance(s)"
         return head + "".join("\n" + line for line in _reliance_lines(suite))
     return (f"{suite.status.value}: {n[Status.VIOLATED]} violated, {n[Status.UNKNOWN]} unknown, "
             f"{n[Status.HOLDS]} hold")
@@ -181,7 +209,7 @@ def _reliance_lines(suite: SuiteResult) -> list[str]:
 
 
 def render_json(suite: SuiteResult) -> str:
-    doc = {"config": suite.config.label(), "knobs": dict(suite.config.knobs),
+    doc = {"config": suite.config.label(), "engine": suite.engine, "knobs": dict(suite.config.knobs),
            "assumptions": dict(suite.config.assumptions), "status": suite.status.value,
            "instances": []}
     if suite.notes:

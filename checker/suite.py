@@ -26,6 +26,7 @@ class SuiteResult:
     p5: Optional[Verdict] = None
     props: tuple = ALL
     notes: list = field(default_factory=list)
+    engine: str = "explicit"
 
     def verdicts(self) -> list[Verdict]:
         out = [v for r in self.results for v in r.verdicts]
@@ -48,6 +49,45 @@ def run_suite(config: Config, instances: list[Instance], props=ALL, limits: Limi
         tick = (lambda info: progress("P5", info)) if progress else None
         p5 = check_p5(config, limits, tick)
     return SuiteResult(config, results, p5, tuple(props))
+
+
+@dataclass
+class Engine:
+    """Which engine judges the instances, with its own bounds."""
+
+    name: str = "explicit"
+    depth: int = 15          # smt: unrolling depth
+    runs: int = 1000         # random: runs, seed and steps per run
+    seed: int = 0
+    max_steps: int = 60
+
+
+def run_symbolic(config: Config, instances: list[Instance], props, engine: Engine,
+                 limits: Limits = Limits(), progress: Optional[Callable] = None) -> SuiteResult:
+    """Judge the invariants in `props` with the SMT (bounded) or the random engine."""
+    from toolcommit.model.errors import UsageError
+    from toolcommit.model.semantics import build
+    from .check import INVARIANTS
+    wanted = [p for p in props if p in INVARIANTS]
+    if not wanted:
+        raise UsageError(f"the {engine.name} engine judges invariants only "
+                         f"({', '.join(INVARIANTS)}); use --engine explicit for the others")
+    results = []
+    for inst in instances:
+        system = build(config, inst)
+        if engine.name == "smt":
+            from .bmc import check as bmc_check
+            tick = (lambda d, sec, n=inst.name: progress(n, {"states": 0, "depth": d, "seconds": sec})) \
+                if progress else None
+            verdicts = bmc_check(system, wanted, engine.depth, limits.timeout, tick)
+            stats = {"states": "-", "depth": engine.depth}
+        else:
+            from .simulate import check as sim_check
+            verdicts, sim = sim_check(system, wanted, engine.runs, engine.seed, engine.max_steps)
+            stats = {"states": "-", "depth": engine.max_steps, "runs": sim.get("runs"),
+                     "steps": sim.get("steps"), "faults": sim.get("faults")}
+        results.append(InstanceResult(inst, config, verdicts, stats))
+    return SuiteResult(config, results, None, tuple(wanted), engine=engine.name)
 
 
 def resolve_instances(names: Optional[list[str]], bounds: dict) -> list[Instance]:

@@ -73,3 +73,24 @@ def test_progress_line_is_on_stderr_not_stdout(capsys):
     p.t0 -= 10
     p("default", {"states": 5000, "depth": 7, "seconds": 2.0, "explored": 4000})
     assert "[default] 5,000 states, depth 7" in err.getvalue()
+
+
+@pytest.mark.parametrize("engine", ["smt", "random"])
+def test_every_engine_finds_the_ack_loss_duplicate_from_the_cli(capsys, engine):
+    assert main(["check", "--preset", "naive", "--engine", engine, "--instance", "ack_loss",
+                 "--property", "I1", "--explain", "none"]) == 1
+    out = capsys.readouterr().out
+    assert f"engine: {engine}" in out and "ack_loss I1" in out
+
+
+def test_bounded_engines_refuse_graph_properties_with_a_usage_error():
+    r = run("check", "--engine", "smt", "--property", "PROGRESS", "--instance", "cancel")
+    assert r.returncode == 2 and "invariants only" in r.stderr
+
+
+def test_random_engine_states_its_denominator(capsys):
+    assert main(["check", "--engine", "random", "--runs", "50", "--seed", "3",
+                 "--instance", "zombie"]) == 0
+    out = capsys.readouterr().out
+    assert "zombie: 50 runs" in out and "expire_lease=" in out
+    assert "not exhaustive" in out
