@@ -81,7 +81,7 @@ def run(args) -> int:
 def _text(config, inst, args, verdicts, seconds, system) -> str:
     lines = [f"toolcommit prove: {config.label()} on {inst.name} "
              f"({', '.join(f'{k}={v}' for k, v in inst.bounds().items())}), method {args.method}",
-             "assumptions relied on: " + ", ".join(f"{k}={v}" for k, v in config.assumptions.items()),
+             "assumptions: " + ", ".join(f"{k}={v}" for k, v in config.assumptions.items()),
              ""]
     for v in verdicts:
         why = f" -- {v.reason}" if v.reason and v.status is not Status.UNKNOWN else ""
