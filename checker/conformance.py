@@ -198,29 +198,35 @@ class _Key:
     `chain` holds its transitions as tuples (writer, seq, from, to, fence, loc); `pending`
     those that do not chain yet (an empty tuple when none). Closing drops both (None), and a
     closed key is then usually packed into `_PACK` bytes (see `Conformance._pack`).
-    Defaults live on the class, so making a key costs one empty instance dict.
     """
 
-    tip = INITIAL
-    visited = 1 << INITIAL
-    chain: Optional[list] = None
-    pending = ()
-    max_fence = None
-    last_loc = 0
-    last_writer = ""
-    flags = 0                # _F_* bits
-    dispatches = 0
-    dispatch_loc = 0
-    applies = 0
-    apply_loc = 0
-    apply_id = None
-    compensates = 0
-    min_apply_fence = None
-    min_apply_loc = 0
-    accepted = 0
-    accept_loc = 0
-    digest = None
-    forks = None             # writer -> (state, property) of its fork branch, if any
+    __slots__ = ("tip", "visited", "chain", "pending", "max_fence", "last_loc", "last_writer",
+                 "flags", "dispatches", "dispatch_loc", "applies", "apply_loc", "apply_id",
+                 "compensates", "min_apply_fence", "min_apply_loc", "accepted", "accept_loc",
+                 "digest", "forks", "name")
+
+    def __init__(self, name: str = ""):
+        self.name = name
+        self.tip = INITIAL
+        self.visited = 1 << INITIAL
+        self.chain: Optional[list] = None
+        self.pending = ()
+        self.max_fence = None
+        self.last_loc = 0
+        self.last_writer = ""
+        self.flags = 0           # _F_* bits
+        self.dispatches = 0
+        self.dispatch_loc = 0
+        self.applies = 0
+        self.apply_loc = 0
+        self.apply_id = None
+        self.compensates = 0
+        self.min_apply_fence = None
+        self.min_apply_loc = 0
+        self.accepted = 0
+        self.accept_loc = 0
+        self.digest = None
+        self.forks = None        # writer -> (state, property) of its fork branch, if any
 
 
 _F_RECORD, _F_CANCELLED, _F_SEALED, _F_TRANSITIONS = 1, 2, 4, 8
@@ -493,9 +499,8 @@ class Conformance:
     def _key(self, name: str) -> _Key:
         k = self.keys.get(name)
         if k is None:
-            k = self.keys[name] = _Key()
+            k = self.keys[name] = _Key(name)   # the one str object both dicts refer to
             k.chain = []
-            k.name = name            # the one str object both dicts refer to
         elif type(k) is bytes:
             k = self._unpack(name, k)
         return k
@@ -516,31 +521,36 @@ class Conformance:
     def _pack(self, name: str, k: _Key) -> None:
         """Replace a closed key and its intent by `_PACK` bytes (and the intent's entry by
         the key's name) when nothing about them is unusual; else keep the objects."""
-        if k.forks is not None or k.digest is None:
+        digest = k.digest
+        if digest is None or k.forks is not None:
             return
-        e = self.intents.get(k.digest)
-        if type(e) is not _Intent or e.key != name or e.more is not None or not e.recorded \
-                or e.loc != k.accept_loc or e.applies != k.applies or k.applies > 1 \
-                or e.compensates != k.compensates or e.dispatches != k.dispatches \
-                or e.acked > 1 or e.apply_locs != ([k.apply_loc] if k.applies else None) \
-                or e.dispatch_locs != ([k.dispatch_loc] if k.dispatches and k.dispatch_loc
-                                       else None) \
-                or (k.dispatches >= 2 and not k.applies and not k.compensates):
+        e = self.intents.get(digest)
+        if type(e) is not _Intent or e.more is not None or not e.recorded or e.key != name:
+            return
+        applies, dispatches, compensates = k.applies, k.dispatches, k.compensates
+        apply_loc, dispatch_loc, accept_loc = k.apply_loc, k.dispatch_loc, k.accept_loc
+        if e.applies != applies or e.dispatches != dispatches or e.compensates != compensates \
+                or e.loc != accept_loc or applies > 1 or e.acked > 1 \
+                or (dispatches >= 2 and not applies and not compensates):
+            return
+        al, dl = e.apply_locs, e.dispatch_locs
+        if (al != [apply_loc] if applies else al is not None) \
+                or (dl != [dispatch_loc] if dispatches and dispatch_loc else dl is not None):
             return
         w = self.writers.get(k.last_writer)
-        if w is None or max(k.dispatches, k.compensates, k.accepted) > 0xFFFFFFFF \
-                or max(k.last_loc, k.dispatch_loc, k.apply_loc, k.accept_loc,
-                       k.min_apply_loc) >> 64:
+        if w is None or dispatches > 0xFFFFFFFF or compensates > 0xFFFFFFFF \
+                or k.accepted > 0xFFFFFFFF \
+                or (k.last_loc | dispatch_loc | apply_loc | accept_loc | k.min_apply_loc) >> 64:
             return
-        nones = ((_N_MAXF if k.max_fence is None else 0) | (_N_MINF if k.min_apply_fence is
-                                                             None else 0)
-                 | (_N_AID if k.apply_id is None else 0) | (_N_EPOCH if e.epoch is None else 0))
-        name = getattr(k, "name", name)
+        max_fence, min_fence, apply_id, epoch = k.max_fence, k.min_apply_fence, k.apply_id, \
+            e.epoch
+        nones = ((_N_MAXF if max_fence is None else 0) | (_N_MINF if min_fence is None else 0)
+                 | (_N_AID if apply_id is None else 0) | (_N_EPOCH if epoch is None else 0))
+        name = k.name
         self.keys[name] = _PACK.pack(
-            k.tip, k.visited, k.flags, nones, e.acked, k.dispatches, k.applies, k.compensates,
-            k.accepted, w.idx, k.last_loc, k.dispatch_loc, k.apply_loc, k.accept_loc,
-            k.min_apply_loc, k.max_fence or 0, k.min_apply_fence or 0, k.apply_id or 0,
-            e.epoch or 0, k.digest)
+            k.tip, k.visited, k.flags, nones, e.acked, dispatches, applies, compensates,
+            k.accepted, w.idx, k.last_loc, dispatch_loc, apply_loc, accept_loc,
+            k.min_apply_loc, max_fence or 0, min_fence or 0, apply_id or 0, epoch or 0, digest)
         self.intents[k.digest] = name
 
     def _unpack(self, name: str, rec: bytes) -> _Key:
@@ -548,8 +558,7 @@ class Conformance:
         (tip, visited, flags, nones, acked, dispatches, applies, compensates, accepted, widx,
          last_loc, dispatch_loc, apply_loc, accept_loc, min_apply_loc, max_fence,
          min_apply_fence, apply_id, epoch, digest) = _PACK.unpack(rec)
-        k = _Key()
-        k.name = name
+        k = _Key(name)
         k.tip, k.visited, k.flags = tip, visited, flags
         k.dispatches, k.applies, k.compensates, k.accepted = dispatches, applies, compensates, \
             accepted
