@@ -583,11 +583,48 @@ class _Builder:
         return inv, wit, settled
 
     def symmetries(self) -> tuple[Symmetry, ...]:
-        if self.W < 2:
-            return ()
-        slots = tuple((f"alive.w{w}",) for w in range(self.W))
-        valued = tuple(o.name for o in self.owner) + tuple(c.name for c in self.chk.values())
-        return (Symmetry("workers", slots, valued),)
+        """Interchangeable workers, and interchangeable calls (same form, epoch, trigger)."""
+        out = list(self._call_symmetries())
+        if self.W >= 2:
+            slots = tuple((f"alive.w{w}",) for w in range(self.W))
+            valued = tuple(o.name for o in self.owner) + tuple(c.name for c in self.chk.values())
+            out.append(Symmetry("workers", slots, valued))
+        return tuple(out)
+
+    def _call_symmetries(self):
+        """Calls that differ only in their call id: permute their proposal variables and,
+        when each has a key of its own, their keys' variables (and call-id tokens)."""
+        if self.k["late_replay"] == "compensate" or any(v is not None for v in self.via):
+            return
+        groups: dict[tuple, list] = {}
+        for p in self.props:
+            groups.setdefault((p.form, p.epoch, p.trigger, p.version), []).append(p)
+        users = {}
+        for p in self.props:
+            users[self.key_of[p.name]] = users.get(self.key_of[p.name], 0) + 1
+        for group in groups.values():
+            keys = [self.key_of[p.name] for p in group]
+            calls = [p.call_id for p in group]
+            own = len(set(keys)) == len(keys) and all(users[k] == 1 for k in keys)
+            if len(group) < 2 or not (own or len(set(keys)) == 1):
+                continue
+            if own and self.token_kind() == "call_id" and len(set(calls)) < len(calls):
+                continue
+            yield Symmetry("calls " + ",".join(p.name for p in group),
+                           tuple(self._call_slot(p, own) for p in group))
+
+    def _call_slot(self, p: Proposal, own: bool) -> tuple[str, ...]:
+        slot = [self.prop[p.name].name] + ([self.chk[p.name].name] if self.racy else [])
+        if own:
+            key = self.keys[self.key_of[p.name]].name
+            slot += sorted((v.name for v in self.vars if v.index and v.index[0] == key
+                            and v.family not in ("seen", "budget", "bad")),
+                           key=lambda n: (n.split(".")[0], n.split(".")[2:]))
+            if self.token_kind() == "semantic_key":
+                slot.append(self.seen[key].name)
+            elif self.token_kind() == "call_id":
+                slot.append(self.seen[p.call_id].name)
+        return tuple(slot)
 
 
 def _const(v: int) -> Const:
