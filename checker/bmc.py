@@ -19,7 +19,7 @@ from typing import Callable, Optional
 
 import z3
 
-from toolcommit.model.errors import InternalError, UsageError
+from toolcommit.model.errors import InternalError
 from toolcommit.model.smt import Encoding
 from toolcommit.model.system import System
 
@@ -54,14 +54,6 @@ def counterexample(enc: Encoding, model: z3.ModelRef, k: int, prop: str,
         raise InternalError(f"SMT counterexample for {prop} does not replay: {problem}")
     return cx
 
-
-def _props(system: System, props) -> list[str]:
-    props = list(props or system.invariants)
-    bad = [p for p in props if p not in system.invariants]
-    if bad:
-        raise UsageError(f"the SMT engines check invariants only; {bad[0]!r} is not one; "
-                         f"valid: {', '.join(system.invariants)}")
-    return props
 
 
 def _any_violated(solver, enc, props, k, timeout, t0) -> bool:
@@ -108,7 +100,7 @@ def check(system: System, props=None, depth: int = 20, timeout: float = 0.0,
     >>> [v.line() for v in check(build(preset("recommended"), instance("ack_loss")), ["I1"], 10)]
     ['I1: HOLDS up to depth 10']
     """
-    props = _props(system, props)
+    props = system.invariant_props(props, "the SMT engine")
     enc = Encoding(system, sort=sort)
     solver = _solver(sort)
     solver.add(enc.init(0))

@@ -131,7 +131,7 @@ def _kind_step(system: System, prop: str, lemmas: dict, max_k: int, sort: str,
         for e in lemmas.values():
             s.add(enc.boolean(e, k))
         s.add(enc.invariant(prop, k - 1))
-        a, b = enc.vars_at(k - 1), enc.vars_at(k)
+        b = enc.vars_at(k)
         for i in range(k):
             c = enc.vars_at(i)
             s.add(z3.Or([c[n] != b[n] for n in b]))
@@ -147,14 +147,6 @@ def _kind_step(system: System, prop: str, lemmas: dict, max_k: int, sort: str,
             return None, f"solver: {s.reason_unknown()} at k={k}"
     return None, f"not k-inductive for k <= {max_k} with {len(lemmas)} proved lemmas"
 
-
-def _props(system: System, props) -> list[str]:
-    props = list(props or system.invariants)
-    bad = [p for p in props if p not in system.invariants]
-    if bad:
-        raise UsageError(f"prove takes invariants; {bad[0]!r} is not one; "
-                         f"valid: {', '.join(system.invariants)}")
-    return props
 
 
 def prove(system: System, props=None, method: str = "kind", max_k: int = 12,
@@ -186,7 +178,7 @@ def prove(system: System, props=None, method: str = "kind", max_k: int = 12,
     """
     if method not in METHODS:
         raise UsageError(f"unknown method {method!r}; valid methods: {', '.join(METHODS)}")
-    props = _props(system, props)
+    props = system.invariant_props(props, "prove")
     clock = _Clock(timeout)
     if method == "pdr":  # independent of the lemmas: a cross-check of the lemma proofs
         out = _pdr(system, props, {}, clock, progress)

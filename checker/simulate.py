@@ -14,13 +14,12 @@ max_steps give the same result. A clean result is *not* exhaustive: it HOLDS wit
 from __future__ import annotations
 
 import random
-from typing import Optional
 
-from toolcommit.model.errors import InternalError, UsageError
+from toolcommit.model.errors import InternalError
 from toolcommit.model.system import Action, System
 
 from .compile import compile_system
-from .trace import Counterexample, breaks, from_actions, replay
+from .trace import breaks, from_actions, replay
 from .verdict import Status, Verdict
 
 
@@ -133,11 +132,7 @@ def check(system: System, props=None, runs: int = 1000, seed: int = 0,
     >>> vs[0].line()
     'I1: HOLDS in 50 random runs of up to 60 steps (seed 1), not exhaustive'
     """
-    props = list(props or system.invariants)
-    bad = [p for p in props if p not in system.invariants]
-    if bad:
-        raise UsageError(f"random simulation checks invariants only; {bad[0]!r} is not one; "
-                         f"valid: {', '.join(system.invariants)}")
+    props = system.invariant_props(props, "random simulation")
     stats = simulate(system, runs, seed, max_steps, props)
     out = []
     for p in props:

@@ -92,6 +92,19 @@ class System:
             nxt[name] = evaluate(e, state)
         return nxt
 
+    def invariant_props(self, props, engine: str) -> list[str]:
+        """`props` (default: every invariant), checked to be invariants of this system.
+
+        Raises UsageError naming `engine` and the valid names otherwise.
+        """
+        from .errors import UsageError
+        props = list(props or self.invariants)
+        bad = [p for p in props if p not in self.invariants]
+        if bad:
+            raise UsageError(f"{engine} checks invariants only; {bad[0]!r} is not one; "
+                             f"valid: {', '.join(self.invariants)}")
+        return props
+
     def violated(self, state: Mapping[str, int]) -> list[str]:
         """Names of the invariants `state` breaks."""
         return [p for p, e in self.invariants.items() if not evaluate(e, state)]
