@@ -29,9 +29,13 @@ memory) or ``LEGAL`` (its writer rewound a key it had itself moved on); one that
 a state the key never reached is ``LEGAL`` (``possible`` when lines were lost).
 
 Memory grows with the keys still open (their buffered transitions) plus one summary per
-distinct key and per distinct canonical intent; never with the number of lines. In CPython
-a closed key and its intent cost about 1.2 KB together (measured: 231 MiB peak for 189k
-intents in 1M lines), so a log needs roughly 1 GB per 800k distinct intents.
+distinct key and per distinct canonical intent; never with the number of lines. A closed key
+whose intent has only that key is packed with its intent into one 114-byte record
+(`_PACK`), its intent's entry pointing at the key's name, and its writer kept as an index:
+with the two dict entries, the key's name and the 16-byte digest that is about 390 bytes
+per intent in CPython (measured: 10M lines, 1.9M intents, under 800 MiB peak; see
+benchmarks/RESULTS-validate.md). Keys or intents that are unusual (forks, several keys per
+intent, several effects) stay objects, and a packed key touched again is unpacked for good.
 
 Limitations
 -----------
