@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
-from toolcommit.model.errors import InternalError
+from toolcommit.model.errors import InternalError, UsageError
 from toolcommit.model.instance import Instance, instance, proposal
 from toolcommit.model.knobs import Config
 from toolcommit.model.semantics import build
@@ -47,7 +47,7 @@ class InstanceResult:
 
 
 def validate_properties(names) -> tuple[str, ...]:
-    from toolcommit.model.errors import UsageError
+    """`names` (default: all), checked against the property names; UsageError otherwise."""
     names = tuple(names or ALL)
     bad = [n for n in names if n not in ALL]
     if bad:
@@ -104,7 +104,7 @@ def judge(c: Compiled, ex: Exploration, props) -> list[Verdict]:
             note = {"DEADLOCK": "nothing can happen in the last state, yet it is not settled",
                     "PROGRESS": "from the last state no settled state is reachable"}.get(p, "")
             out.append(Verdict(p, Status.VIOLATED, counterexample=concretize(c, ex, sid, p, note)))
-        elif not ex.complete or (p in GRAPH and ex.stuck is None and not ex.complete):
+        elif not ex.complete:
             out.append(Verdict(p, Status.UNKNOWN, reason=ex.stop_reason + f"; no violation up to depth {ex.depth - 1}"))
         else:
             out.append(Verdict(p, Status.HOLDS, _scope(ex)))

@@ -93,8 +93,8 @@ def explore(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool 
     fired = [0] * len(c.system.actions)
     all_v = (1 << len(c.invariant_names)) - 1
     all_w = (1 << len(c.witness_names)) - 1
-    seen_v = seen_w = 0
-    _note(0, init, viol, wit, found_v, found_w, 0, 0)
+    _record(viol(init), 0, found_v)
+    _record(wit(init), 0, found_w)
     seen_v, seen_w = _masks(found_v), _masks(found_w)
     head, complete, reason, next_tick = 0, True, "", t0 + 1.0
     level_end = 1
@@ -170,11 +170,6 @@ def _masks(found: dict) -> int:
     for b in found:
         m |= 1 << b
     return m
-
-
-def _note(sid, s, viol, wit, found_v, found_w, seen_v, seen_w) -> None:
-    _record(viol(s), sid, found_v)
-    _record(wit(s), sid, found_w)
 
 
 def _record(mask: int, sid: int, found: dict) -> None:

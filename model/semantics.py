@@ -215,15 +215,6 @@ class _Builder:
             return any_of(*[in_(rec, r(*GAVE_UP[:2])) for rec in self.rec])
         raise ValueError(t)
 
-    def token(self, k: int, p: Proposal | None = None):
-        """The idempotency token a dispatch of key k carries: (var or None, static index)."""
-        kind = self.token_kind()
-        if kind == "none":
-            return None
-        if kind == "semantic_key":
-            return self.keys[k].name
-        return p.call_id if p is not None else None
-
     # ----- planner and log: proposals ---------------------------------------------
     def planner(self) -> None:
         for p in self.props:
