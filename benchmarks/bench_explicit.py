@@ -18,7 +18,7 @@ RUNS = [
     ("recommended", "default", ""),
     ("seed", "default", ""),
     ("naive", "default", ""),
-    ("recommended", "default", "workers=3,crashes=2"),
+    ("recommended", "default", "workers=4,crashes=3,max_fence=5,delays=3,ack_losses=3,lease_expiries=3"),
 ]
 
 

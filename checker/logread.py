@@ -381,7 +381,7 @@ def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                     line = line[3:]
                 try:
                     obj = loads_(line)
-                except ValueError:
+                except (ValueError, RecursionError):   # json's decoder recurses; orjson's does not
                     obj = _MISSING
                 if obj is _MISSING or not fast_ok(obj):
                     # the thorough path: blank lines, reasons, nesting, field problems
