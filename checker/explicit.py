@@ -156,6 +156,8 @@ def explore(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool 
     ex.deadlock, ex.truncated, ex.transitions = deadlock, len(truncated), transitions
     ex.settled_ids = settled_ids
     ex.fired = _fired_by_name(c, fired)
+    del index  # the state -> id map is not needed past the search: free it before the
+    #            reverse graph is built, so the two never weigh on memory at once
     if graph and complete:
         ex.stuck = _first_stuck(len(states), eoff, edst, settled_ids + truncated)
     ex.seconds = time.perf_counter() - t0
@@ -204,7 +206,7 @@ def _first_stuck(n: int, eoff: array, edst: array, goals: list) -> Optional[int]
             preds[fill[t]] = s
             fill[t] += 1
     good = bytearray(n)
-    stack = list(goals)
+    stack = array("I", goals)   # ids as 4-byte items, not Python ints
     for sid in stack:
         good[sid] = 1
     while stack:
