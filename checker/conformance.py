@@ -418,6 +418,7 @@ class Conformance:
                     k.visited |= 1 << to
                     k.last_loc = loc
                     k.last_writer = wname
+                    # _note_edge, inlined: this is the per-line hot path
                     if to == _DISPATCHED:
                         k.dispatches += 1
                         if not k.dispatch_loc:

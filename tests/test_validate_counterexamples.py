@@ -25,6 +25,7 @@ from toolcommit.checker.logwrite import counterexample_to_events
 from toolcommit.checker.render import parse_itf
 from toolcommit.checker.trace import from_actions
 from toolcommit.model import instance, knobs, semantics
+from logtools import interleave
 
 ROOT = Path(__file__).resolve().parents[1]
 STORED = ROOT / "counterexamples"
@@ -149,12 +150,12 @@ def test_a_stored_counterexample_is_a_log_the_checker_rejects(preset, inst, prop
 
 @pytest.mark.parametrize("preset,inst,prop", [c for c in stored_counterexamples()
                                               if c[2] in ("I1", "P2", "LEGAL")][:12])
-def test_a_rejected_counterexample_stays_rejected_when_writers_interleave(preset, inst, prop):
+def test_a_rejected_counterexample_stays_rejected_when_writersinterleave(preset, inst, prop):
     evs = cx_events(preset, inst, prop)
     base = check(evs).verdict
     rng = random.Random(f"{preset}/{inst}/{prop}")
     for _ in range(10):
-        assert check(_interleave(evs, rng)).verdict == base
+        assert check(interleave(evs, rng)).verdict == base
 
 
 # ----- happy paths of the recommended model are logs the checker accepts ------------------
@@ -167,7 +168,7 @@ def test_a_recommended_happy_path_of_every_failure_class_conforms(inst):
                                                 for f in report.findings]
     rng = random.Random(inst)
     for _ in range(10):                   # whatever order the writers' files arrive in
-        assert check(_interleave(evs, rng)).verdict.value == "CONFORMS"
+        assert check(interleave(evs, rng)).verdict.value == "CONFORMS"
 
 
 @pytest.mark.parametrize("inst", FAILURE_CLASSES)
@@ -225,20 +226,6 @@ def test_docstring_examples_of_the_validate_modules_run(module):
     import importlib
     result = doctest.testmod(importlib.import_module(module))
     assert result.failed == 0 and result.attempted > 0
-
-
-def _interleave(evs: list[dict], rng: random.Random) -> list[dict]:
-    """A random merge of the per-writer sequences: each writer's own order is kept."""
-    queues: dict[str, list] = {}
-    for e in evs:
-        queues.setdefault(e["writer"], []).append(e)
-    out = []
-    while queues:
-        w = rng.choice(sorted(queues))
-        out.append(queues[w].pop(0))
-        if not queues[w]:
-            del queues[w]
-    return out
 
 
 if __name__ == "__main__":   # rewrite the pinned fixtures

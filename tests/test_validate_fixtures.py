@@ -13,6 +13,7 @@ import pytest
 from toolcommit.checker.cli import main
 from toolcommit.checker.cmd_validate import validate
 from toolcommit.checker.conformance import check, events_to_jsonl
+from logtools import interleave
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 EXPECTED = json.loads((LOGS / "expected.json").read_text())["expected"]
@@ -77,20 +78,6 @@ def test_gzip_log_gives_the_same_verdict_as_plain():
     assert validate([str(LOGS / "gzip-ok.jsonl.gz")]).verdict.value == "CONFORMS"
 
 
-def _interleave(evs: list[dict], rng: random.Random) -> list[dict]:
-    """A random merge of the per-writer sequences: each writer's own order is kept."""
-    queues: dict[str, list] = {}
-    for e in evs:
-        queues.setdefault(e["writer"], []).append(e)
-    out = []
-    while queues:
-        w = rng.choice(sorted(queues))
-        out.append(queues[w].pop(0))
-        if not queues[w]:
-            del queues[w]
-    return out
-
-
 def _summary(report):
     return report.verdict, {(f.property, f.certainty) for f in report.findings}
 
@@ -101,7 +88,7 @@ def test_shuffling_lines_across_writers_keeps_the_verdict(name):
     base = check(evs)
     rng = random.Random(name)
     for _ in range(25):
-        assert check(_interleave(evs, rng)).verdict == base.verdict
+        assert check(interleave(evs, rng)).verdict == base.verdict
 
 
 @pytest.mark.parametrize("name", sorted(n for n in EXPECTED if n.endswith(".jsonl")))
@@ -112,7 +99,7 @@ def test_conforming_and_inconclusive_logs_keep_every_finding_under_shuffling(nam
         pytest.skip("a race may follow either branch; its verdict is tested above")
     rng = random.Random(name + "x")
     for _ in range(25):
-        assert _summary(check(_interleave(evs, rng))) == _summary(base)
+        assert _summary(check(interleave(evs, rng))) == _summary(base)
 
 
 @pytest.mark.parametrize("hours", [-7, 3, 26])
