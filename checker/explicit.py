@@ -7,7 +7,8 @@ its parent id and the action that reached it (8 bytes in two arrays), and for th
 properties the edge list (8 bytes per edge).
 
 Graph properties are judged on the reachable graph: DEADLOCK (no move while unsettled) and
-PROGRESS (a settled state stays reachable, by backward search from the settled states).
+PROGRESS (a settled state stays reachable, by backward search from the settled states; see
+`toolcommit.checker.graph`).
 A *truncated* state (a move was cut by the fence bound) counts as able to progress.
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from .compile import Compiled
+from .graph import first_stuck
 
 
 @dataclass
@@ -38,6 +40,9 @@ class Exploration:
     stuck: Optional[int] = None       # first state from which no settled state is reachable
     settled_ids: list = field(default_factory=list)
     truncated: int = 0
+    truncated_ids: list = field(default_factory=list)
+    edges: Optional[tuple] = None   # (offsets, targets): state i's successors are
+    #                                 targets[offsets[i]:offsets[i+1]] (graph runs only)
     transitions: int = 0
     fired: dict = field(default_factory=dict)             # action name -> count
     seconds: float = 0.0
@@ -154,12 +159,15 @@ def explore(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool 
     ex.first_violation = {c.invariant_names[b]: sid for b, sid in found_v.items()}
     ex.first_witness = {c.witness_names[b]: sid for b, sid in found_w.items()}
     ex.deadlock, ex.truncated, ex.transitions = deadlock, len(truncated), transitions
+    ex.truncated_ids = truncated
+    if graph and complete:
+        ex.edges = (eoff, edst)
     ex.settled_ids = settled_ids
     ex.fired = _fired_by_name(c, fired)
     del index  # the state -> id map is not needed past the search: free it before the
     #            reverse graph is built, so the two never weigh on memory at once
     if graph and complete:
-        ex.stuck = _first_stuck(len(states), eoff, edst, settled_ids + truncated)
+        ex.stuck = first_stuck(len(states), eoff, edst, settled_ids + truncated)
     ex.seconds = time.perf_counter() - t0
     if measure_memory:
         ex.peak_bytes = tracemalloc.get_traced_memory()[1]
@@ -189,32 +197,3 @@ def _fired_by_name(c: Compiled, fired: list) -> dict:
         if not a.cut:
             out[a.name] = out.get(a.name, 0) + n
     return out
-
-
-def _first_stuck(n: int, eoff: array, edst: array, goals: list) -> Optional[int]:
-    """Least state id from which no goal (settled or truncated) state is reachable."""
-    start = array("I", [0]) * (n + 1)   # reverse CSR: count predecessors per target
-    for t in edst:
-        start[t + 1] += 1
-    for i in range(n):
-        start[i + 1] += start[i]
-    fill = array("I", start)
-    preds = array("I", [0]) * len(edst)
-    for s in range(n):
-        for e in range(eoff[s], eoff[s + 1]):
-            t = edst[e]
-            preds[fill[t]] = s
-            fill[t] += 1
-    good = bytearray(n)
-    stack = array("I", goals)   # ids as 4-byte items, not Python ints
-    for sid in stack:
-        good[sid] = 1
-    while stack:
-        t = stack.pop()
-        for i in range(start[t], start[t + 1]):
-            s = preds[i]
-            if not good[s]:
-                good[s] = 1
-                stack.append(s)
-    bad = good.find(0)
-    return None if bad < 0 else bad

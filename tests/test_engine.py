@@ -75,3 +75,21 @@ def test_counterexample_that_breaks_nothing_is_an_internal_error():
     c, ex = run_instance(preset("recommended"), instance("ack_loss"), Limits())
     with pytest.raises(InternalError):
         concretize(c, ex, ex.state_count - 1, "I1")
+
+
+def _graph_runs():
+    from toolcommit.checker.suite import suite_names
+    for p in ("naive", "seed", "recommended"):
+        for name in suite_names():
+            if name != "default" or p == "recommended":
+                yield p, name
+
+
+@pytest.mark.parametrize("p,name", list(_graph_runs()))
+def test_networkx_and_array_progress_checks_agree(p, name):
+    from toolcommit.checker.graph import first_stuck_arrays, first_stuck_networkx
+    c, ex = run_instance(preset(p), instance(name), Limits())
+    eoff, edst = ex.edges
+    goals = ex.settled_ids + ex.truncated_ids
+    assert first_stuck_networkx(ex.state_count, eoff, edst, goals) == \
+        first_stuck_arrays(ex.state_count, eoff, edst, goals) == ex.stuck
