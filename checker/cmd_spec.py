@@ -12,7 +12,8 @@ from toolcommit.spec import protocol
 def add_parser(sub):
     p = sub.add_parser("spec", help="print the protocol's states, edges and properties",
                        description="Print the spec graph (both lifecycles) and the properties.")
-    p.add_argument("--format", choices=("text", "mermaid", "dot", "json"), default="text")
+    p.add_argument("--format", choices=("text", "mermaid", "dot", "json", "knobs"), default="text",
+                   help="knobs: the policy knobs and presets as a Markdown table")
     p.add_argument("--lifecycle", choices=("proposal", "record", "both"), default="both")
     return p
 
@@ -72,7 +73,18 @@ def render_json(lifecycles) -> str:
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
-RENDER = {"text": render_text, "mermaid": render_mermaid, "dot": render_dot, "json": render_json}
+def render_knobs(_lifecycles=None) -> str:
+    """The knobs, their options and each preset's choice, as a Markdown table."""
+    rows = ["| knob | meaning | options | naive | seed | recommended |", "|---|---|---|---|---|---|"]
+    for k in protocol().knobs.values():
+        opts = "; ".join(f"`{o}`: {m}" for o, m in k.options.items())
+        rows.append(f"| `{k.name}` | {k.meaning} | {opts} | `{k.presets['naive']}` | "
+                    f"`{k.presets['seed']}` | `{k.presets['recommended']}` |")
+    return "\n".join(rows) + "\n"
+
+
+RENDER = {"text": render_text, "mermaid": render_mermaid, "dot": render_dot, "json": render_json,
+          "knobs": render_knobs}
 
 
 def run(args) -> int:

@@ -78,6 +78,8 @@ class _Builder:
         form = p.form
         if self.k["canonicalizer"] == "normalizing" and form == "paraphrase":
             form = "orig"
+        if self.k["epoch"] == "none":
+            epoch = 1
         if self.k["epoch"] == "per_retry" and p.trigger == "after_failure":
             epoch = (epoch, p.call_id)
         ident = ("refund", form, "e%s" % (epoch if isinstance(epoch, int) else "%d+%s" % epoch))

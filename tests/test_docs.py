@@ -26,3 +26,8 @@ MODULES = ["toolcommit.spec", "toolcommit.model.expr", "toolcommit.model.knobs",
 def test_docstring_examples_run(module):
     result = doctest.testmod(importlib.import_module(module))
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_protocol_md_knob_table_is_the_generated_one():
+    from toolcommit.checker.cmd_spec import render_knobs
+    assert render_knobs() in PROSE, "regenerate with: toolcommit spec --format knobs"
