@@ -91,8 +91,29 @@ def _however(cx: Counterexample, system: System) -> str:
         where = ", ".join(f"{k}: {v}" for k, v in applied.items())
         return (f"after step {cx.length} the one user intent has {sum(applied.values())} external "
                 f"effects ({where}; compensated: {comp}), but {cx.property} allows one: a contradiction.")
-    return (f"after step {cx.length}, {cx.property} is broken: "
-            f"{protocol().properties[cx.property]['meaning']}.")
+    meaning = protocol().properties[cx.property]["meaning"]
+    culprit = _culprit(cx, system)
+    if culprit:
+        return f"{cx.property} requires: {meaning}. But {culprit}: a contradiction."
+    return f"after step {cx.length}, {cx.property} is broken: {meaning}."
+
+
+MONITORED = {"P2": "bad.P2", "LEGAL": "bad.LEGAL", "FENCE": "bad.FENCE", "P3": "bad.P3"}
+
+
+def _culprit(cx: Counterexample, system: System) -> str:
+    """For a transition property: the step that set its monitor, and what that step did."""
+    flag = MONITORED.get(cx.property)
+    if flag is None or flag not in cx.steps[-1].state:
+        return ""
+    for i in range(1, len(cx.steps)):
+        before, step = cx.steps[i - 1].state, cx.steps[i]
+        if before[flag] == 0 and step.state[flag] == 1:
+            moved = [c for c in changes(system, before, step.state)
+                     if c.startswith(("rec.", "applied."))]
+            what = f" changes {'; '.join(moved)}" if moved else " happens"
+            return f"step {i}, {step.label()},{what}"
+    return ""
 
 
 # ----- ITF ------------------------------------------------------------------------------
