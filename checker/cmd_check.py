@@ -10,7 +10,7 @@ from toolcommit.model.knobs import PRESETS, parse_settings, preset
 from toolcommit.model.semantics import build
 
 from .check import ALL, Limits, personality_instance, validate_properties
-from .render import render_itf, render_text
+from .render import render_itf, render_python, render_text
 from .suite import Engine, SuiteResult, reliance, resolve_instances, run_suite, run_symbolic
 from .verdict import EXIT, Status
 
@@ -33,7 +33,8 @@ def add_parser(sub):
     p.add_argument("--runs", type=int, default=1000, help="random: number of runs (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="random: seed (default: %(default)s)")
     p.add_argument("--max-steps", type=int, default=60, help="random: steps per run (default: %(default)s)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--format", choices=("text", "json", "python"), default="text",
+                   help="python: each counterexample as a pytest test that replays it")
     p.add_argument("--explain", choices=("first", "all", "none"), default="first",
                    help="which counterexamples to explain in full (text format)")
     p.add_argument("--write", action="store_true",
@@ -98,7 +99,8 @@ def run(args) -> int:
     if suite.status is Status.HOLDS and args.engine == "explicit" and not args.max_states \
             and not args.timeout:
         suite.notes.append(reliance(config, insts, props))
-    out = render_json(suite) if args.format == "json" else render_suite_text(suite, args.explain)
+    out = {"json": render_json, "python": render_programs}.get(
+        args.format, lambda s: render_suite_text(s, args.explain))(suite)
     sys.stdout.write(out)
     return EXIT[suite.status]
 
@@ -206,6 +208,17 @@ def _reliance_lines(suite: SuiteResult) -> list[str]:
             out.append(f"  does not rely on {name}={cfg.assumptions[name]}: every verdict above "
                        "holds without it too")
     return out
+
+
+def render_programs(suite: SuiteResult) -> str:
+    """Every counterexample of `suite` as a pasteable pytest test."""
+    out = []
+    for r in suite.results:
+        for v in r.verdicts:
+            if v.counterexample is not None:
+                system = build(suite.config, r.instance, wipe=v.property == "P4")
+                out.append(render_python(v.counterexample, system))
+    return "\n\n".join(out)
 
 
 def render_json(suite: SuiteResult) -> str:

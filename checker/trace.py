@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
 from toolcommit.model.errors import InternalError
+from toolcommit.model.expr import evaluate
 from toolcommit.model.system import Action, System
 
 
@@ -98,3 +99,18 @@ def breaks(system: System, cx: Counterexample) -> bool:
     if prop not in system.invariants:
         return True
     return prop in system.violated(cx.steps[-1].state)
+
+
+def replay_program(config_label: str, instance_name: str, steps, wipe: bool = False) -> dict:
+    """Run `steps` ([(action, params), ...]) from the initial state of the named model and
+    return the final state; raises InternalError if a step is not enabled. This is what a
+    counterexample printed with `--format python` calls."""
+    from toolcommit.model.instance import instance
+    from toolcommit.model.knobs import from_label
+    from toolcommit.model.semantics import build
+    system = build(from_label(config_label), instance(instance_name), wipe=wipe)
+    cx = from_actions(system, [find_action(system, a, p) for a, p in steps], "replay", "program")
+    last = cx.steps[-1].state
+    return {"state": dict(last), "violated": system.violated(last),
+            "enabled": sum(system.enabled(a, last) for a in system.actions),
+            "settled": bool(evaluate(system.done, last))}

@@ -86,3 +86,9 @@ def parse_settings(items) -> dict[str, str]:
             raise UsageError(f"--set takes knob=option, got {item!r}")
         out[name.strip()] = value.strip()
     return out
+
+
+def from_label(label: str) -> Config:
+    """The config a `Config.label()` names, e.g. `naive+on_unknown=reconcile`."""
+    name, *changes = label.split("+")
+    return preset(name).with_knobs(parse_settings(changes))

@@ -94,3 +94,16 @@ def test_random_engine_states_its_denominator(capsys):
     out = capsys.readouterr().out
     assert "zombie: 50 runs" in out and "expire_lease=" in out
     assert "not exhaustive" in out
+
+
+def test_python_format_prints_tests_that_replay_and_pass(capsys):
+    """Like Hypothesis: a counterexample prints as a test you can paste, and it passes."""
+    assert main(["check", "--preset", "naive", "--instance", "ack_loss", "--instance",
+                 "crash_before_dispatch", "--instance", "cancel", "--format", "python"]) == 1
+    source = capsys.readouterr().out
+    namespace: dict = {}
+    exec(compile(source, "<printed counterexamples>", "exec"), namespace)  # our own output
+    tests = [f for name, f in namespace.items() if name.startswith("test_")]
+    assert len(tests) >= 10
+    for t in tests:
+        t()
