@@ -23,9 +23,9 @@ from .explicit import Exploration, explore
 from .trace import Counterexample, breaks, from_actions, replay
 from .verdict import Status, Verdict
 
-INVARIANTS = ("I1", "I1net", "P1", "P2", "P3", "FENCE", "LEGAL")
-GRAPH = ("DEADLOCK", "PROGRESS")
-ALL = INVARIANTS + ("P4", "P5") + GRAPH
+ALL = tuple(protocol().properties)   # spec order
+INVARIANTS = tuple(p for p in ALL if protocol().properties[p]["kind"] == "invariant")
+GRAPH = tuple(p for p in ALL if protocol().properties[p]["kind"] == "graph")
 
 
 @dataclass

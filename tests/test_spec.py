@@ -43,3 +43,11 @@ def test_spec_graph_holds_both_lifecycles():
     g = spec_graph()
     assert ("record", "DISPATCHED") in g and ("proposal", "REJECTED_DUPLICATE") in g
     assert g.number_of_edges() == len(protocol().record.edges) + len(protocol().proposal.edges)
+
+
+def test_the_models_invariants_are_the_spec_invariants():
+    from toolcommit.model.instance import instance
+    from toolcommit.model.knobs import preset
+    from toolcommit.model.semantics import build
+    spec_invariants = {n for n, p in protocol().properties.items() if p["kind"] == "invariant"}
+    assert set(build(preset("recommended"), instance("default")).invariants) == spec_invariants
