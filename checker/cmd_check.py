@@ -128,6 +128,7 @@ def render_suite_text(suite: SuiteResult, explain: str = "first") -> str:
         by = {v.property: v for v in r.verdicts}
         lines.append(f"{r.instance.name:<24}{str(r.stats['states']):>9}{r.stats['depth']:>6}  "
                      + " ".join(f"{_cell(by.get(c)):>{width[c]}}" for c in cols))
+    lines += _coverage(suite)
     if suite.engine == "random":
         lines += ["", "denominator (random engine):"]
         for r in suite.results:
@@ -149,6 +150,19 @@ def _legend(suite: SuiteResult) -> str:
     scopes = sorted({v.scope for v in suite.verdicts() if v.status is Status.HOLDS})
     return (f"engine: {suite.engine}; cells: ok = holds {' / '.join(scopes) or '(none hold)'}, "
             "not a proof; xN = violated in N steps; ? = unknown")
+
+
+def _coverage(suite: SuiteResult) -> list[str]:
+    """Which declared actions never fired: a fault that cannot fire checks nothing."""
+    if suite.engine != "explicit":
+        return []
+    idle = [(r.instance.name, sorted(a for a, n in r.coverage.items() if n == 0))
+            for r in suite.results]
+    idle = [(name, acts) for name, acts in idle if acts]
+    if not idle:
+        return ["", "coverage: every action of every instance fired at least once"]
+    return ["", "coverage: actions this instance never fires (no fault or call of it leads there):"] + \
+        [f"  {name}: {', '.join(acts)}" for name, acts in idle]
 
 
 def _unknowns(suite) -> list[str]:
