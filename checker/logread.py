@@ -24,7 +24,9 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 import re
+import struct
 import sys
 import zlib
 from typing import BinaryIO, Callable, Iterator, Optional, Sequence
@@ -375,6 +377,153 @@ def _open(path: str, stdin: Optional[BinaryIO]) -> tuple[BinaryIO, list]:
 
 _CHUNK = 1 << 20
 
+# ----- check-ahead helper: the field checks on the second core ---------------------------
+# For a large plain file, a forked child reads the same bytes (pread on the inherited
+# descriptor: the parent's file offset is not touched), splits them exactly as
+# `read_lines` does, decodes and runs `_fast_ok` on every line, and sends, per read, the
+# read's length, its CRC-32 and the numbers of the lines that failed. The parent then only
+# decodes and skips `_fast_ok` on lines the child passed. The parent compares length and
+# CRC of every read with its own; on any mismatch (the file changed under us), a dead child
+# or a failed fork it drops the helper and checks locally from that read on, so the events,
+# errors and warnings are the same with or without it.
+CHECK_AHEAD_MIN_BYTES = int(os.environ.get("TOOLCOMMIT_CHECK_AHEAD_MIN_BYTES", 32 << 20))
+_HEAD = struct.Struct("<qII")       # read length, crc32, number of failed lines
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _check_ahead_child(fd: int, out: int, chunk: int, limit: int) -> None:
+    """The child's loop (see above); writes to `out` until EOF, a line over `limit`, or
+    any error (the parent then checks locally)."""
+    pread, crc, loads_, fast_ok = os.pread, zlib.crc32, loads, _fast_ok
+    w = os.fdopen(out, "wb", buffering=1 << 16)
+    off = 0
+    n = 0
+    tail: list[bytes] = []
+    tail_len = 0
+    while True:
+        buf = pread(fd, chunk, off)
+        while buf and len(buf) < chunk:          # a short read before EOF: complete it
+            more = pread(fd, chunk - len(buf), off + len(buf))
+            if not more:
+                break
+            buf += more
+        off += len(buf)
+        if buf:
+            parts = buf.split(b"\n")
+            last = parts.pop()
+            if parts and tail:
+                parts[0] = b"".join(tail) + parts[0]
+                tail, tail_len = [], 0
+            if last:
+                tail.append(last)
+                tail_len += len(last)
+        else:
+            parts = [b"".join(tail)] if tail else []
+        bad = []
+        for line in parts:
+            n += 1
+            if len(line) > limit:
+                bad.append(n)
+                continue
+            if n == 1 and line.startswith(b"\xef\xbb\xbf"):
+                line = line[3:]
+            try:
+                if fast_ok(loads_(line)):
+                    continue
+            except (ValueError, RecursionError):
+                pass
+            bad.append(n)
+        w.write(_HEAD.pack(len(buf), crc(buf), len(bad)))
+        if bad:
+            w.write(struct.pack(f"<{len(bad)}q", *bad))
+        if not buf or tail_len > limit:
+            break
+        if len(parts) > 64:
+            w.flush()
+    w.flush()
+
+
+class _CheckAhead:
+    """The parent's end: `verdict(buf)` is the set of line numbers of `buf` (as split by
+    `read_lines`) that need the thorough path, or None once the helper is gone."""
+
+    def __init__(self, raw, chunk: int, limit: int):
+        self.pid = 0
+        self.src = None
+        r, w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(r)
+            os.close(w)
+            return
+        if pid == 0:                        # the child: never returns
+            code = 0
+            try:
+                os.close(r)
+                _check_ahead_child(raw.fileno(), w, chunk, limit)
+            except BaseException:           # noqa: BLE001 - the parent falls back
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(w)
+        self.pid = pid
+        self.src = os.fdopen(r, "rb", buffering=1 << 16)
+
+    def verdict(self, buf: bytes):
+        src = self.src
+        if src is None:
+            return None
+        head = src.read(_HEAD.size)
+        if len(head) == _HEAD.size:
+            size, crc, nbad = _HEAD.unpack(head)
+            body = src.read(8 * nbad) if nbad else b""
+            if size == len(buf) and crc == zlib.crc32(buf) and len(body) == 8 * nbad:
+                return set(struct.unpack(f"<{nbad}q", body)) if nbad else _NONE_BAD
+        self.close()
+        return None
+
+    def close(self) -> None:
+        if self.src is not None:
+            self.src.close()
+            self.src = None
+        if self.pid:
+            try:
+                os.kill(self.pid, 9)
+            except OSError:
+                pass
+            try:
+                os.waitpid(self.pid, 0)
+            except OSError:
+                pass
+            self.pid = 0
+
+
+_NONE_BAD: frozenset = frozenset()
+
+
+def _check_ahead(path: str, stream, chunk: int, limit: int) -> Optional[_CheckAhead]:
+    """A helper for `stream` when it pays: a plain (not gzip) regular file of at least
+    `CHECK_AHEAD_MIN_BYTES`, on a machine with two CPUs or more."""
+    if path == "-" or type(stream) is not io.BufferedReader or not hasattr(os, "fork") \
+            or not hasattr(os, "pread"):
+        return None
+    try:
+        st = os.fstat(stream.fileno())
+    except (OSError, ValueError):
+        return None
+    import stat
+    if not stat.S_ISREG(st.st_mode) or st.st_size < CHECK_AHEAD_MIN_BYTES or _cpus() < 2:
+        return None
+    h = _CheckAhead(stream, chunk, limit)
+    return h if h.src is not None else None
+
 
 def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                stdin: Optional[BinaryIO] = None,
@@ -397,6 +546,8 @@ def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     events = 0
     cut = None
     fast_ok, loads_ = _fast_ok, loads
+    ahead = _check_ahead(path, stream, chunk, limit)
+    bad = None
     try:
         read = stream.read
         tail: list[bytes] = []      # pieces of the line not finished yet
@@ -408,6 +559,10 @@ def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
             except (OSError, EOFError, zlib.error) as e:
                 raise InputError(f"not a readable gzip stream ({e}); re-export the log",
                                  path, n + 1) from None
+            if ahead is not None:
+                bad = ahead.verdict(buf)
+                if bad is None:
+                    ahead = None
             if buf:
                 parts = buf.split(b"\n")
                 last = parts.pop()             # after the last newline: unfinished
@@ -432,7 +587,7 @@ def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                     obj = loads_(line)
                 except (ValueError, RecursionError):   # json's decoder recurses; orjson's does not
                     obj = _MISSING
-                if obj is _MISSING or not fast_ok(obj):
+                if obj is _MISSING or (not fast_ok(obj) if bad is None else n in bad):
                     # the thorough path: blank lines, reasons, nesting, field problems
                     if not line or line.isspace():
                         continue
@@ -457,6 +612,8 @@ def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                 raise InputError(f"line longer than {limit} bytes; raise --max-line-bytes if it "
                                  "is legitimate (hostile or broken writer)", path, n + 1)
     finally:
+        if ahead is not None:
+            ahead.close()
         for f in to_close:
             try:
                 f.close()
