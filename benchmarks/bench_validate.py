@@ -139,8 +139,9 @@ def _child(mode: str, path: str) -> None:
     else:
         n, dt, verdict = validate_only(path)
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    helper_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the check-ahead helper
     print(json.dumps({"mode": mode, "lines": n, "seconds": dt, "peak_mib": peak_kib / 1024,
-                      "verdict": verdict}))
+                      "helper_mib": helper_kib / 1024, "verdict": verdict}))
 
 
 def main() -> None:
@@ -171,6 +172,7 @@ def main() -> None:
             best = results.get(mode)
             if best is not None:
                 r["peak_mib"] = max(r["peak_mib"], best["peak_mib"])
+                r["helper_mib"] = max(r["helper_mib"], best["helper_mib"])
                 if best["seconds"] < r["seconds"]:
                     r["seconds"] = best["seconds"]
             results[mode] = r
@@ -178,7 +180,8 @@ def main() -> None:
         r = results[mode]
         print(f"{mode:9s} {r['lines']:>11,d} lines  {r['seconds']:7.1f} s  "
               f"{r['lines'] / r['seconds']:>10,.0f} lines/s  peak {r['peak_mib']:7.0f} MiB  "
-              f"{r['verdict']}")
+              + (f"(helper process {r['helper_mib']:.0f} MiB)  " if r["helper_mib"] else "")
+              + r["verdict"])
     if "parse" in results and "validate" in results:
         ratio = (results["validate"]["lines"] / results["validate"]["seconds"]) / \
             (results["parse"]["lines"] / results["parse"]["seconds"])
