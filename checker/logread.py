@@ -342,7 +342,7 @@ def decode(line: bytes):
     try:
         return loads(line)
     except RecursionError:
-        raise ValueError(f"a value is nested too deeply to decode; "
+        raise ValueError("a value is nested too deeply to decode; "
                          "flatten the arguments") from None
     except ValueError as e:          # orjson.JSONDecodeError and json's are ValueErrors
         raise ValueError(why_not_json(line, str(e))) from None
@@ -377,6 +377,34 @@ def _open(path: str, stdin: Optional[BinaryIO]) -> tuple[BinaryIO, list]:
 
 _CHUNK = 1 << 20
 
+class _Lines:
+    """Splits chunks into complete lines, the same way in `read_lines` and in its
+    check-ahead helper: the bytes after the last newline wait for the next chunk
+    (`pending` counts them), and an empty chunk (end of file) releases them as the last
+    line."""
+
+    __slots__ = ("tail", "pending")
+
+    def __init__(self):
+        self.tail: list[bytes] = []
+        self.pending = 0
+
+    def feed(self, buf: bytes) -> list[bytes]:
+        if not buf:
+            parts = [b"".join(self.tail)] if self.tail else []
+            self.tail, self.pending = [], 0
+            return parts
+        parts = buf.split(b"\n")
+        last = parts.pop()
+        if parts and self.tail:
+            parts[0] = b"".join(self.tail) + parts[0]
+            self.tail, self.pending = [], 0
+        if last:
+            self.tail.append(last)
+            self.pending += len(last)
+        return parts
+
+
 # ----- check-ahead helper: the field checks on the second core ---------------------------
 # For a large plain file, a forked child reads the same bytes (pread on the inherited
 # descriptor: the parent's file offset is not touched), splits them exactly as
@@ -404,8 +432,7 @@ def _check_ahead_child(fd: int, out: int, chunk: int, limit: int) -> None:
     w = os.fdopen(out, "wb", buffering=1 << 16)
     off = 0
     n = 0
-    tail: list[bytes] = []
-    tail_len = 0
+    lines = _Lines()
     while True:
         buf = pread(fd, chunk, off)
         while buf and len(buf) < chunk:          # a short read before EOF: complete it
@@ -414,17 +441,7 @@ def _check_ahead_child(fd: int, out: int, chunk: int, limit: int) -> None:
                 break
             buf += more
         off += len(buf)
-        if buf:
-            parts = buf.split(b"\n")
-            last = parts.pop()
-            if parts and tail:
-                parts[0] = b"".join(tail) + parts[0]
-                tail, tail_len = [], 0
-            if last:
-                tail.append(last)
-                tail_len += len(last)
-        else:
-            parts = [b"".join(tail)] if tail else []
+        parts = lines.feed(buf)
         bad = []
         for line in parts:
             n += 1
@@ -442,7 +459,7 @@ def _check_ahead_child(fd: int, out: int, chunk: int, limit: int) -> None:
         w.write(_HEAD.pack(len(buf), crc(buf), len(bad)))
         if bad:
             w.write(struct.pack(f"<{len(bad)}q", *bad))
-        if not buf or tail_len > limit:
+        if not buf or lines.pending > limit:
             break
         if len(parts) > 64:
             w.flush()
@@ -550,8 +567,7 @@ def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     bad = None
     try:
         read = stream.read
-        tail: list[bytes] = []      # pieces of the line not finished yet
-        tail_len = 0
+        lines = _Lines()
         eof = False
         while not eof:
             try:
@@ -563,19 +579,8 @@ def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                 bad = ahead.verdict(buf)
                 if bad is None:
                     ahead = None
-            if buf:
-                parts = buf.split(b"\n")
-                last = parts.pop()             # after the last newline: unfinished
-                if parts and tail:
-                    parts[0] = b"".join(tail) + parts[0]
-                    tail, tail_len = [], 0
-                if last:
-                    tail.append(last)
-                    tail_len += len(last)
-            else:
-                eof = True
-                parts = [b"".join(tail)] if tail else []
-                tail, tail_len = [], 0
+            eof = not buf
+            parts = lines.feed(buf)
             for line in parts:
                 n += 1
                 if len(line) > limit:
@@ -608,7 +613,7 @@ def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                             raise InputError(why, path, n)
                 events += 1
                 yield n, obj
-            if tail_len > limit:
+            if lines.pending > limit:
                 raise InputError(f"line longer than {limit} bytes; raise --max-line-bytes if it "
                                  "is legitimate (hostile or broken writer)", path, n + 1)
     finally:
