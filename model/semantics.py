@@ -296,6 +296,9 @@ class _Builder:
                                  "fence": str(f)},
                      all_of(base, in_(self.rec[k], r(*IN_DOUBT)), self.fence[k] == f - 1),
                      up)
+        self.act("propose", {**params, "decision": "replayed under the same key",
+                             "fence": "beyond bound"},
+                 all_of(base, in_(self.rec[k], r(*IN_DOUBT)), self.fence[k] == self.F), {}, cut=True)
 
     def _replay_compensate(self, p, k, w, base, params) -> None:
         nk = self.next_key[p.name]
@@ -354,9 +357,10 @@ class _Builder:
 
     def _dispatch_bound(self, k: int, w: int, ready: Expr) -> None:
         """A dispatch or retry the fence budget forbids: marks the state truncated."""
+        retry = self.rec[k] == RV["UNKNOWN"] if self.k["on_unknown"] == "blind_retry" else FALSE
         self.act("dispatch", {"key": self.keys[k].name, "worker": f"w{w}", "fence": "beyond bound"},
-                 all_of(self._owned(k, w), any_of(ready, self.rec[k] == RV["UNKNOWN"]),
-                        self.fence[k] == self.F), {}, cut=True)
+                 all_of(self._owned(k, w), any_of(ready, retry), self.fence[k] == self.F),
+                 {}, cut=True)
 
     def _receive_ack(self, k: int, w: int, f: int) -> None:
         rec = self.rec[k]

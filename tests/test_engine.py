@@ -93,3 +93,16 @@ def test_networkx_and_array_progress_checks_agree(p, name):
     goals = ex.settled_ids + ex.truncated_ids
     assert first_stuck_networkx(ex.state_count, eoff, edst, goals) == \
         first_stuck_arrays(ex.state_count, eoff, edst, goals) == ex.stuck
+
+
+def test_a_move_cut_by_the_fence_bound_is_truncation_not_deadlock():
+    small = instance("ack_loss").with_bounds({"max_fence": 1})
+    c, ex = run_instance(preset("naive"), small, Limits())
+    assert ex.truncated > 0            # the blind retry needs a second fence
+    assert ex.deadlock is None or ex.deadlock not in ex.truncated_ids
+
+
+def test_no_truncation_where_no_move_needs_another_fence():
+    parked = preset("recommended").with_knobs({"on_unknown": "dead_letter", "fencing": "off"})
+    c, ex = run_instance(parked, instance("ack_loss").with_bounds({"max_fence": 1}), Limits())
+    assert ex.truncated == 0
