@@ -22,7 +22,7 @@ from toolcommit.model.smt import Encoding, to_z3
 from toolcommit.spec import protocol
 
 # a larger instance than the explicit engine finishes in 60 s on the development machine
-# (2 CPUs, shared): 238,167 states explored at its 60 s limit, depth 18, incomplete (its
+# (2 CPUs, shared): 327,944 states explored at its 60 s limit, depth 20, incomplete (its
 # symmetry reduction tries 5! worker permutations per state); the lemma proof of all seven
 # invariants took 1.2 s (benchmarks/RESULTS-engines.md)
 BIG = {"workers": 5, "crashes": 4, "max_fence": 6, "delays": 4, "ack_losses": 4,
