@@ -15,10 +15,11 @@ import platform
 import time
 from pathlib import Path
 
-from toolcommit.checker import bmc, induction, simulate
-from toolcommit.checker.compile import compile_system
-from toolcommit.checker.explicit import explore
-from toolcommit.checker.verdict import Status
+from toolcommit.checker.engines import simulate
+from toolcommit.checker.engines.smt import bmc, induction
+from toolcommit.checker.engines.explicit.codegen import compile_system
+from toolcommit.checker.engines.explicit.explore import explore
+from toolcommit.checker.engines.verdict import Status
 from toolcommit.model.instance import instance
 from toolcommit.model.knobs import preset
 from toolcommit.model.semantics import build

@@ -23,8 +23,8 @@ RUNS = [
 
 
 def child(preset_name: str, inst_name: str, bounds: str) -> dict:
-    from toolcommit.checker.compile import compile_system
-    from toolcommit.checker.explicit import explore
+    from toolcommit.checker.engines.explicit.codegen import compile_system
+    from toolcommit.checker.engines.explicit.explore import explore
     from toolcommit.model.instance import instance, parse_bounds
     from toolcommit.model.knobs import preset
     from toolcommit.model.semantics import build

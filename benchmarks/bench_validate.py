@@ -100,7 +100,7 @@ def generate(path: str, lines: int, seed: int = 7, window: int = 64) -> int:
 
 
 def parse_only(path: str) -> tuple[int, float]:
-    from toolcommit.checker.logread import loads
+    from toolcommit.checker.logs.read import loads
     t = time.perf_counter()
     n = 0
     with open(path, "rb") as f:
@@ -111,7 +111,7 @@ def parse_only(path: str) -> tuple[int, float]:
 
 
 def read_only(path: str) -> tuple[int, float]:
-    from toolcommit.checker.logread import read_lines
+    from toolcommit.checker.logs.read import read_lines
     t = time.perf_counter()
     n = 0
     for _n, _ev in read_lines(path):
@@ -120,7 +120,7 @@ def read_only(path: str) -> tuple[int, float]:
 
 
 def validate_only(path: str) -> tuple[int, float, str]:
-    from toolcommit.checker.cmd_validate import validate
+    from toolcommit.checker.cli.validate import validate
     t = time.perf_counter()
     report = validate([path])
     dt = time.perf_counter() - t
@@ -161,7 +161,7 @@ def main() -> None:
         n = generate(path, a.lines)
         print(f"generated {n} lines ({os.path.getsize(path) / 2**20:.0f} MiB) "
               f"in {time.perf_counter() - t:.0f}s: {path}", file=sys.stderr)
-    from toolcommit.checker.logread import DECODER
+    from toolcommit.checker.logs.read import DECODER
     results: dict = {}
     modes = [m for m in ("parse", "read", "validate") if not a.only or a.only == m]
     for _ in range(a.repeat):

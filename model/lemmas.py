@@ -6,7 +6,7 @@ key (or per key and fence slot) from the System's variables, found by family (`r
 the System does not have (no provider fence, no compensation counter, ...) is built with
 the variable's fixed value or left out.
 
-These are *candidates*: `toolcommit.checker.induction` keeps only the largest subset that
+These are *candidates*: `toolcommit.checker.engines.smt.induction` keeps only the largest subset that
 holds initially and is inductive together with the others (Houdini), so a lemma that is
 false under some config is dropped, never assumed.
 

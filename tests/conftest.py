@@ -1,7 +1,7 @@
 """Shared, expensive results: each preset's default suite is checked once per session."""
 import pytest
 
-from toolcommit.checker.suite import resolve_instances, run_suite
+from toolcommit.checker.verify.suite import resolve_instances, run_suite
 from toolcommit.model.knobs import PRESETS, preset
 
 

@@ -4,14 +4,14 @@ from pathlib import Path
 
 import pytest
 
-from toolcommit.checker import ask
-from toolcommit.checker.ask import QuestionError, answer, builtin_names, cell_system, load_question
-from toolcommit.checker.ask_render import counterexample_files, render_answer_markdown
+from toolcommit.checker.design import ask
+from toolcommit.checker.design.ask import QuestionError, answer, builtin_names, cell_system, load_question
+from toolcommit.checker.render.answers import counterexample_files, render_answer_markdown
 from toolcommit.checker.cli import main
-from toolcommit.checker.cmd_ask import answer_links
-from toolcommit.checker.render import parse_itf
-from toolcommit.checker.trace import replay
-from toolcommit.checker.verdict import Status
+from toolcommit.checker.cli.ask import answer_links
+from toolcommit.checker.render.counterexample import parse_itf
+from toolcommit.checker.engines.trace import replay
+from toolcommit.checker.engines.verdict import Status
 
 REPO = Path(__file__).resolve().parents[1]
 BUILTINS = ("late-replay", "failure-classes", "tradeoffs", "multi-orchestrator")

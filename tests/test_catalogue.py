@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from toolcommit.checker.catalogue import files_for
-from toolcommit.checker.check import personality_instance
-from toolcommit.checker.manifest import compute, stored
-from toolcommit.checker.render import parse_itf
-from toolcommit.checker.trace import breaks, replay
+from toolcommit.checker.render.catalogue import files_for
+from toolcommit.checker.verify.check import personality_instance
+from toolcommit.checker.verify.manifest import compute, stored
+from toolcommit.checker.render.counterexample import parse_itf
+from toolcommit.checker.engines.trace import breaks, replay
 from toolcommit.model.instance import instance
 from toolcommit.model.knobs import PRESETS, preset
 from toolcommit.model.semantics import build
@@ -27,7 +27,7 @@ def test_stored_catalogue_matches_regeneration_byte_for_byte(suites, p):
 
 
 def test_manifest_matches_the_computed_counts_and_verdicts(suites):
-    assert compute(suites) == stored(), "run: python -m toolcommit.checker.manifest --write"
+    assert compute(suites) == stored(), "run: python -m toolcommit.checker.verify.manifest --write"
 
 
 def _stored_traces():

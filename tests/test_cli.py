@@ -66,7 +66,7 @@ def test_spec_prints_the_graph_in_every_format(capsys, fmt, marker):
 
 
 def test_progress_line_is_on_stderr_not_stdout(capsys):
-    from toolcommit.checker.cmd_check import Progress
+    from toolcommit.checker.cli.check import Progress
     import io
     err = io.StringIO()
     p = Progress(err)

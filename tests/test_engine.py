@@ -4,10 +4,10 @@ from dataclasses import replace
 
 import pytest
 
-from toolcommit.checker.check import Limits, check_instance, run_instance
-from toolcommit.checker.compile import compile_system
-from toolcommit.checker.explicit import explore
-from toolcommit.checker.trace import replay
+from toolcommit.checker.verify.check import Limits, check_instance, run_instance
+from toolcommit.checker.engines.explicit.codegen import compile_system
+from toolcommit.checker.engines.explicit.explore import explore
+from toolcommit.checker.engines.trace import replay
 from toolcommit.model.errors import InternalError
 from toolcommit.model.instance import instance
 from toolcommit.model.knobs import preset
@@ -71,14 +71,14 @@ def test_time_and_state_limits_end_in_an_incomplete_exploration():
 
 
 def test_counterexample_that_breaks_nothing_is_an_internal_error():
-    from toolcommit.checker.check import concretize
+    from toolcommit.checker.verify.check import concretize
     c, ex = run_instance(preset("recommended"), instance("ack_loss"), Limits())
     with pytest.raises(InternalError):
         concretize(c, ex, ex.state_count - 1, "I1")
 
 
 def _graph_runs():
-    from toolcommit.checker.suite import suite_names
+    from toolcommit.checker.verify.suite import suite_names
     for p in ("naive", "seed", "recommended"):
         for name in suite_names():
             if name != "default" or p == "recommended":
@@ -87,7 +87,7 @@ def _graph_runs():
 
 @pytest.mark.parametrize("p,name", list(_graph_runs()))
 def test_networkx_and_array_progress_checks_agree(p, name):
-    from toolcommit.checker.graph import first_stuck_arrays, first_stuck_networkx
+    from toolcommit.checker.engines.explicit.graph import first_stuck_arrays, first_stuck_networkx
     c, ex = run_instance(preset(p), instance(name), Limits())
     eoff, edst = ex.edges
     goals = ex.settled_ids + ex.truncated_ids

@@ -1,9 +1,9 @@
 """What the three presets do on the failure classes: claims about the protocol itself."""
 import pytest
 
-from toolcommit.checker.check import Limits, check_instance
-from toolcommit.checker.suite import resolve_instances, run_suite, suite_names
-from toolcommit.checker.verdict import Status
+from toolcommit.checker.verify.check import Limits, check_instance
+from toolcommit.checker.verify.suite import resolve_instances, run_suite, suite_names
+from toolcommit.checker.engines.verdict import Status
 from toolcommit.model.instance import failure_classes, instance
 from toolcommit.model.knobs import preset
 from toolcommit.spec import protocol

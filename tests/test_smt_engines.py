@@ -9,16 +9,17 @@ import z3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolcommit.checker import bmc, induction, simulate
-from toolcommit.checker.check import INVARIANTS, Limits, run_instance
-from toolcommit.checker.trace import breaks, replay
-from toolcommit.checker.verdict import Status
+from toolcommit.checker.engines import simulate
+from toolcommit.checker.engines.smt import bmc, induction
+from toolcommit.checker.verify.check import INVARIANTS, Limits, run_instance
+from toolcommit.checker.engines.trace import breaks, replay
+from toolcommit.checker.engines.verdict import Status
 from toolcommit.model.errors import UsageError
 from toolcommit.model.expr import evaluate
 from toolcommit.model.instance import failure_classes, instance
 from toolcommit.model.knobs import PRESETS, preset
 from toolcommit.model.semantics import build
-from toolcommit.model.smt import Encoding, to_z3
+from toolcommit.checker.engines.smt.encode import Encoding, to_z3
 from toolcommit.spec import protocol
 
 # a larger instance than the explicit engine finishes in 60 s on the development machine

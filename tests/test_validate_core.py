@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from toolcommit.checker import logread
-from toolcommit.checker.conformance import Conformance, Verdict, check, events_to_jsonl
-from toolcommit.checker.findings_render import (meanings, render_json, render_mermaid,
+from toolcommit.checker.logs import read as logread
+from toolcommit.checker.logs.conformance import Conformance, Verdict, check, events_to_jsonl
+from toolcommit.checker.render.findings import (meanings, render_json, render_mermaid,
                                                 render_text)
 from toolcommit.model.canon import CanonError, canonical_intent, intent_digest
 from toolcommit.spec import protocol
@@ -307,7 +307,7 @@ def test_packed_and_unpacked_keys_round_trip():
 
 
 def test_findings_per_property_are_capped():
-    from toolcommit.checker import conformance
+    from toolcommit.checker.logs import conformance
     log = Log()
     for i in range(conformance.MAX_PER_PROPERTY + 5):
         log.accept(key=f"k{i}", args={"amount": i}).path("PROPOSED", "RECORDED", "ACKED", key=f"k{i}")

@@ -1,7 +1,7 @@
 """Counterexamples become logs: the model checker and the log checker agree.
 
 Every stored counterexample of the naive and seed presets for I1, P1, P2, P3, FENCE and
-LEGAL is replayed through the small log writer (`toolcommit.checker.logwrite`) into the log
+LEGAL is replayed through the small log writer (`toolcommit.checker.logs.write`) into the log
 its run would leave; `toolcommit validate` must reject each one. Happy paths of the
 recommended model (random walks to a settled state with exactly one applied effect, one per
 failure class and many more besides) become logs it must accept. A few of these logs are
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from toolcommit.checker.compile import compile_system
-from toolcommit.checker.conformance import check, events_to_jsonl
-from toolcommit.checker.logwrite import counterexample_to_events
-from toolcommit.checker.render import parse_itf
-from toolcommit.checker.trace import from_actions
+from toolcommit.checker.engines.explicit.codegen import compile_system
+from toolcommit.checker.logs.conformance import check, events_to_jsonl
+from toolcommit.checker.logs.write import counterexample_to_events
+from toolcommit.checker.render.counterexample import parse_itf
+from toolcommit.checker.engines.trace import from_actions
 from toolcommit.model import instance, knobs, semantics
 from logtools import interleave
 
@@ -214,13 +214,13 @@ def test_pinned_generated_logs_regenerate_byte_for_byte(name):
 
 @pytest.mark.parametrize("name", sorted(PINNED))
 def test_pinned_generated_logs_have_the_verdict_their_name_says(name):
-    from toolcommit.checker.cmd_validate import validate
+    from toolcommit.checker.cli.validate import validate
     verdict = validate([str(LOGS / name)]).verdict.value
     assert verdict == ("CONFORMS" if name.endswith("-ok.jsonl") else "VIOLATES")
 
 
-@pytest.mark.parametrize("module", ["toolcommit.checker.logwrite", "toolcommit.checker.logread",
-                                    "toolcommit.checker.conformance", "toolcommit.model.canon"])
+@pytest.mark.parametrize("module", ["toolcommit.checker.logs.write", "toolcommit.checker.logs.read",
+                                    "toolcommit.checker.logs.conformance", "toolcommit.model.canon"])
 def test_docstring_examples_of_the_validate_modules_run(module):
     import doctest
     import importlib

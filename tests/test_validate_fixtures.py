@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from toolcommit.checker.cli import main
-from toolcommit.checker.cmd_validate import validate
-from toolcommit.checker.conformance import check, events_to_jsonl
+from toolcommit.checker.cli.validate import validate
+from toolcommit.checker.logs.conformance import check, events_to_jsonl
 from logtools import interleave
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from toolcommit.checker.cli import main
-from toolcommit.checker.cmd_validate import validate
-from toolcommit.checker.logread import read_lines
+from toolcommit.checker.cli.validate import validate
+from toolcommit.checker.logs.read import read_lines
 from toolcommit.model.errors import InputError
 
 OK = [

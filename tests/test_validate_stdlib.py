@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from toolcommit.checker import logread
+from toolcommit.checker.logs import read as logread
 from toolcommit.checker.cli import main
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "logs"

@@ -9,10 +9,10 @@ from toolcommit.model.instance import instance_names, parse_bounds
 from toolcommit.model.knobs import PRESETS, parse_settings, preset
 from toolcommit.model.semantics import build
 
-from .check import ALL, Limits, personality_instance, validate_properties
-from .render import render_itf, render_python, render_text
-from .suite import Engine, SuiteResult, reliance, resolve_instances, run_suite, run_symbolic
-from .verdict import EXIT, Status
+from toolcommit.checker.verify.check import ALL, Limits, personality_instance, validate_properties
+from toolcommit.checker.render.counterexample import render_itf, render_python, render_text
+from toolcommit.checker.verify.suite import Engine, SuiteResult, reliance, resolve_instances, run_suite, run_symbolic
+from toolcommit.checker.engines.verdict import EXIT, Status
 
 HEAD = tuple(p for p in ALL if p != "P5")   # P5 compares personalities: reported apart
 
@@ -93,7 +93,7 @@ def run(args) -> int:
         suite = run_symbolic(config, insts, args.property or ALL, engine, limits, progress)
     progress.close()
     if args.write:
-        from .catalogue import write_catalogue
+        from toolcommit.checker.render.catalogue import write_catalogue
         where = write_catalogue(args.out, suite)
         print(f"wrote {where}", file=sys.stderr)
     if suite.status is Status.HOLDS and args.engine == "explicit" and not args.max_states \

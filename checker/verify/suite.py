@@ -10,8 +10,8 @@ from typing import Callable, Optional
 from toolcommit.model.instance import Instance, failure_classes, instance
 from toolcommit.model.knobs import Config
 
-from .check import ALL, InstanceResult, Limits, check_instance, check_p5
-from .verdict import Status, Verdict, overall
+from toolcommit.checker.verify.check import ALL, InstanceResult, Limits, check_instance, check_p5
+from toolcommit.checker.engines.verdict import Status, Verdict, overall
 
 
 def suite_names() -> list[str]:
@@ -67,7 +67,7 @@ def run_symbolic(config: Config, instances: list[Instance], props, engine: Engin
     """Judge the invariants in `props` with the SMT (bounded) or the random engine."""
     from toolcommit.model.errors import UsageError
     from toolcommit.model.semantics import build
-    from .check import INVARIANTS
+    from toolcommit.checker.verify.check import INVARIANTS
     wanted = [p for p in props if p in INVARIANTS]
     if not wanted:
         raise UsageError(f"the {engine.name} engine judges invariants only "
@@ -76,13 +76,13 @@ def run_symbolic(config: Config, instances: list[Instance], props, engine: Engin
     for inst in instances:
         system = build(config, inst)
         if engine.name == "smt":
-            from .bmc import check as bmc_check
+            from toolcommit.checker.engines.smt.bmc import check as bmc_check
             tick = (lambda d, sec, n=inst.name: progress(n, {"states": 0, "depth": d, "seconds": sec})) \
                 if progress else None
             verdicts = bmc_check(system, wanted, engine.depth, limits.timeout, tick)
             stats = {"states": "-", "depth": engine.depth}
         else:
-            from .simulate import check as sim_check
+            from toolcommit.checker.engines.simulate import check as sim_check
             verdicts, sim = sim_check(system, wanted, engine.runs, engine.seed, engine.max_steps)
             stats = {"states": "-", "depth": engine.max_steps, "runs": sim.get("runs"),
                      "steps": sim.get("steps"), "faults": sim.get("faults")}

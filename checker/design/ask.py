@@ -12,7 +12,7 @@ bounded model checking, and the cell says so.
 This module is pure: `load_question` validates data (a `QuestionError` names the file and
 the field), `answer` runs the cells and returns an `Answer`, and `explain` turns an answer
 into findings in words that cite counterexamples by footnote number. Rendering (text,
-markdown, JSON) is `toolcommit.checker.ask_render`; files and exit codes are `cmd_ask`'s.
+markdown, JSON) is `toolcommit.checker.render.answers`; files and exit codes are `cmd_ask`'s.
 
 Question fields (top level): `question`, `title`, `asks`, `preset`, `set`, `instance`,
 `scenario`, `properties`, `rows`, `columns`, `limits`, `notes`, `row_header`.
@@ -43,11 +43,11 @@ from toolcommit.model.semantics import build
 from toolcommit.model.system import System
 from toolcommit.spec import protocol
 
-from .check import GRAPH, INVARIANTS, judge
-from .compile import compile_system
-from .explicit import explore
-from .trace import Counterexample
-from .verdict import Status, Verdict
+from toolcommit.checker.verify.check import GRAPH, INVARIANTS, judge
+from toolcommit.checker.engines.explicit.codegen import compile_system
+from toolcommit.checker.engines.explicit.explore import explore
+from toolcommit.checker.engines.trace import Counterexample
+from toolcommit.checker.engines.verdict import Status, Verdict
 
 PROPERTIES = INVARIANTS + ("P4",) + GRAPH
 TOP_FIELDS = ("question", "title", "asks", "preset", "set", "instance", "scenario", "properties",
@@ -532,7 +532,7 @@ def cell_system(q: Question, row: str, column: str, wipe: bool = False) -> Syste
 # ----- running ------------------------------------------------------------------------------
 def _bmc():
     try:
-        from . import bmc
+        from toolcommit.checker.engines.smt import bmc
     except ImportError:
         return None
     return bmc if hasattr(bmc, "check") else None

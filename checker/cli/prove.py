@@ -14,8 +14,8 @@ from toolcommit.model.instance import instance, instance_names, parse_bounds
 from toolcommit.model.knobs import PRESETS, parse_settings, preset
 from toolcommit.model.semantics import build
 
-from .induction import METHODS, prove
-from .verdict import EXIT, Status, overall
+from toolcommit.checker.engines.smt.induction import METHODS, prove
+from toolcommit.checker.engines.verdict import EXIT, Status, overall
 
 INVARIANTS = ("I1", "I1net", "P1", "P2", "P3", "FENCE", "LEGAL")
 
@@ -98,7 +98,7 @@ def _text(config, inst, args, verdicts, seconds, system) -> str:
 
 def _explain(cx, system) -> str:
     try:
-        from .render import render_text
+        from toolcommit.checker.render.counterexample import render_text
     except ImportError:
         render_text = None
     if render_text is not None:
@@ -109,7 +109,7 @@ def _explain(cx, system) -> str:
 
 def _json(config, inst, args, verdicts, seconds, system) -> str:
     try:
-        from .render import render_itf
+        from toolcommit.checker.render.counterexample import render_itf
     except ImportError:
         render_itf = None
     doc = {"config": config.label(), "instance": inst.name, "bounds": inst.bounds(),

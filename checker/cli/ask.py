@@ -13,12 +13,12 @@ from pathlib import Path
 
 from toolcommit.model.errors import UsageError
 
-from .ask import answer, builtin_names, load_question
-from .ask_render import (counterexample_files, render_answer_json, render_answer_markdown,
+from toolcommit.checker.design.ask import answer, builtin_names, load_question
+from toolcommit.checker.render.answers import (counterexample_files, render_answer_json, render_answer_markdown,
                          render_answer_text)
-from .cmd_check import Progress
-from .output import write_atomic, write_tree
-from .verdict import Status
+from toolcommit.checker.cli.check import Progress
+from toolcommit.checker.output import write_atomic, write_tree
+from toolcommit.checker.engines.verdict import Status
 
 
 def add_parser(sub):

@@ -1,4 +1,4 @@
-"""Renderers of an `Answer` (`toolcommit.checker.ask`): text, markdown, JSON, and the
+"""Renderers of an `Answer` (`toolcommit.checker.design.ask`): text, markdown, JSON, and the
 counterexample files. They only read the answer; nothing here runs an engine.
 
 Output is deterministic (no timings), so a stored markdown answer can be compared byte for
@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import Mapping
 
-from .ask import Answer, Cell, explain, footnotes, ordering
-from .render import itf_json, render_mermaid, render_text
-from .verdict import Status
+from toolcommit.checker.design.ask import Answer, Cell, explain, footnotes, ordering
+from toolcommit.checker.render.counterexample import itf_json, render_mermaid, render_text
+from toolcommit.checker.engines.verdict import Status
 
 
 def counterexample_files(a: Answer) -> dict[str, str]:

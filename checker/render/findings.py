@@ -14,7 +14,7 @@ from importlib import resources
 from toolcommit.model.canon import VERSIONS
 from toolcommit.spec import protocol
 
-from .conformance import Finding, Report, Step
+from toolcommit.checker.logs.conformance import Finding, Report, Step
 
 
 @lru_cache(maxsize=1)

@@ -11,11 +11,11 @@ from pathlib import Path
 
 from toolcommit.model.semantics import build
 
-from .check import personality_instance
-from .output import write_tree
-from .render import itf_json, render_mermaid, render_text
-from .suite import SuiteResult
-from .verdict import Status
+from toolcommit.checker.verify.check import personality_instance
+from toolcommit.checker.output import write_tree
+from toolcommit.checker.render.counterexample import itf_json, render_mermaid, render_text
+from toolcommit.checker.verify.suite import SuiteResult
+from toolcommit.checker.engines.verdict import Status
 
 
 def files_for(suite: SuiteResult) -> dict[str, str]:

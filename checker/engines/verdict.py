@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Optional
 
-from .trace import Counterexample
+from toolcommit.checker.engines.trace import Counterexample
 
 
 class Status(str, Enum):

@@ -18,10 +18,10 @@ from toolcommit.model.semantics import build
 from toolcommit.model.system import System
 from toolcommit.spec import instances, protocol
 
-from .compile import Compiled, compile_system
-from .explicit import Exploration, explore
-from .trace import Counterexample, breaks, from_actions, replay
-from .verdict import Status, Verdict
+from toolcommit.checker.engines.explicit.codegen import Compiled, compile_system
+from toolcommit.checker.engines.explicit.explore import Exploration, explore
+from toolcommit.checker.engines.trace import Counterexample, breaks, from_actions, replay
+from toolcommit.checker.engines.verdict import Status, Verdict
 
 ALL = tuple(protocol().properties)   # spec order
 INVARIANTS = tuple(p for p in ALL if protocol().properties[p]["kind"] == "invariant")

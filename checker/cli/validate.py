@@ -12,10 +12,10 @@ import sys
 
 from toolcommit.model.errors import InputError, UsageError
 
-from .conformance import Conformance, EventError, Report
-from .findings_render import RENDERERS
-from .logread import DEFAULT_MAX_LINE_BYTES, check_paths, read_lines
-from .output import write_atomic
+from toolcommit.checker.logs.conformance import Conformance, EventError, Report
+from toolcommit.checker.render.findings import RENDERERS
+from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES, check_paths, read_lines
+from toolcommit.checker.output import write_atomic
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

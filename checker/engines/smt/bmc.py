@@ -10,7 +10,7 @@ before it is returned. A counterexample that does not replay, or whose last stat
 break the property, is an `InternalError`, never a report.
 
 A property with no violation up to depth k HOLDS with scope "up to depth k": a bounded
-pass, never a proof (`toolcommit.checker.induction` proves).
+pass, never a proof (`toolcommit.checker.engines.smt.induction` proves).
 """
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ from typing import Callable, Optional
 import z3
 
 from toolcommit.model.errors import InternalError
-from toolcommit.model.smt import Encoding
+from toolcommit.checker.engines.smt.encode import Encoding
 from toolcommit.model.system import System
 
-from .trace import Counterexample, breaks, from_actions, replay
-from .verdict import Status, Verdict
+from toolcommit.checker.engines.trace import Counterexample, breaks, from_actions, replay
+from toolcommit.checker.engines.verdict import Status, Verdict
 
 Progress = Callable[[int, float], None]
 
@@ -83,7 +83,7 @@ def check(system: System, props=None, depth: int = 20, timeout: float = 0.0,
     timeout : seconds for the whole run (0: none); when it runs out the open properties
         are UNKNOWN with "timeout after depth d".
     progress : called as `progress(depth, seconds)` after each completed depth.
-    sort : the encoding's sort ("bv" or "int"), see `toolcommit.model.smt`.
+    sort : the encoding's sort ("bv" or "int"), see `toolcommit.checker.engines.smt.encode`.
 
     Returns
     -------

@@ -1,7 +1,7 @@
 """Seeded random simulation: many random runs, an explicit denominator, shrunk counterexamples.
 
 Each run starts in the initial state and takes uniformly random enabled moves (the compiled
-successor function, `toolcommit.checker.compile`) until nothing can move or `max_steps`
+successor function, `toolcommit.checker.engines.explicit.codegen`) until nothing can move or `max_steps`
 steps were taken. Every state is checked against the invariants. The first run breaking a
 property gives its counterexample, which is then shrunk (delta debugging over the action
 list: drop chunks of steps while the rest still replays through the interpreter and still
@@ -18,9 +18,9 @@ import random
 from toolcommit.model.errors import InternalError
 from toolcommit.model.system import Action, System
 
-from .compile import compile_system
-from .trace import breaks, from_actions, replay
-from .verdict import Status, Verdict
+from toolcommit.checker.engines.explicit.codegen import compile_system
+from toolcommit.checker.engines.trace import breaks, from_actions, replay
+from toolcommit.checker.engines.verdict import Status, Verdict
 
 
 def _violates(system: System, actions: list[Action], prop: str) -> bool:

@@ -1,7 +1,7 @@
 """Log conformance, the pure core: events in, typed findings and a verdict out. No I/O.
 
 The log format is the public contract of `spec/log.schema.json`. The core consumes events
-already decoded and checked by `toolcommit.checker.logread` (or built by a test) as dicts:
+already decoded and checked by `toolcommit.checker.logs.read` (or built by a test) as dicts:
 
 - every event: ``type`` (``proposal | transition | effect | crash | restart``), ``writer``
   (str: the process that wrote it), ``seq`` (int >= 0, increasing per writer; a gap means
@@ -1188,10 +1188,10 @@ def check(events: Iterable[dict], name: str = "<events>", focus: Iterable[str] =
           pack: bool = True) -> Report:
     """Check a list of event dicts (line numbers are 1, 2, ... in one pseudo-file `name`).
 
-    Each event is validated first (`toolcommit.checker.logread.problem`); a bad one raises
+    Each event is validated first (`toolcommit.checker.logs.read.problem`); a bad one raises
     `toolcommit.model.errors.InputError` naming its line.
     """
-    from toolcommit.checker.logread import problem
+    from toolcommit.checker.logs.read import problem
     from toolcommit.model.errors import InputError
 
     c = Conformance([name], focus, pack)

@@ -3,7 +3,7 @@
 For every preset and every instance of the default suite: the distinct-state count, the
 depth, and each property's verdict (with the shortest counterexample's length). Tests
 recompute it and compare; a model change that moves a count must move this file in the
-same commit. Regenerate with `python -m toolcommit.checker.manifest --write`.
+same commit. Regenerate with `python -m toolcommit.checker.verify.manifest --write`.
 """
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from importlib import resources
 
 from toolcommit.model.knobs import PRESETS, preset
 
-from .output import write_atomic
-from .suite import SuiteResult, resolve_instances, run_suite
-from .verdict import Status
+from toolcommit.checker.output import write_atomic
+from toolcommit.checker.verify.suite import SuiteResult, resolve_instances, run_suite
+from toolcommit.checker.engines.verdict import Status
 
 MANIFEST = "expected.json"
 

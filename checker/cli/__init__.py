@@ -1,6 +1,6 @@
 """The `toolcommit` command line: a thin shell over the pure core.
 
-Each subcommand lives in `cmd_<name>.py` with `add_parser(subparsers)` and `run(args) -> int`.
+Each subcommand lives in `cli/<name>.py` with `add_parser(subparsers)` and `run(args) -> int`.
 Exit codes: 0 holds / conforms, 1 violated, 3 unknown / inconclusive, 2 bad usage or input
 (one line on stderr, never a traceback).
 """
@@ -29,9 +29,9 @@ def parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in COMMANDS:
         try:
-            module = importlib.import_module(f"toolcommit.checker.cmd_{name}")
+            module = importlib.import_module(f"toolcommit.checker.cli.{name}")
         except ModuleNotFoundError as e:
-            if e.name != f"toolcommit.checker.cmd_{name}":
+            if e.name != f"toolcommit.checker.cli.{name}":
                 raise
             continue
         sp = module.add_parser(sub)
@@ -56,5 +56,3 @@ def main(argv=None) -> int:
         return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())

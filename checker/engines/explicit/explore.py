@@ -2,13 +2,13 @@
 
 `explore` visits every reachable state (up to symmetry) once, in BFS order, so the first
 state found breaking an invariant lies at the least depth: its path is a shortest
-counterexample. States are packed ints (`toolcommit.checker.compile`); per state we keep
+counterexample. States are packed ints (`toolcommit.checker.engines.explicit.codegen`); per state we keep
 its parent id and the action that reached it (8 bytes in two arrays), and for the graph
 properties the edge list (8 bytes per edge).
 
 Graph properties are judged on the reachable graph: DEADLOCK (no move while unsettled) and
 PROGRESS (a settled state stays reachable, by backward search from the settled states; see
-`toolcommit.checker.graph`).
+`toolcommit.checker.engines.explicit.graph`).
 A *truncated* state (a move was cut by the fence bound) counts as able to progress.
 """
 from __future__ import annotations
@@ -19,8 +19,8 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from .compile import Compiled
-from .graph import first_stuck
+from toolcommit.checker.engines.explicit.codegen import Compiled
+from toolcommit.checker.engines.explicit.graph import first_stuck
 
 
 @dataclass

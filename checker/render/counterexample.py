@@ -12,7 +12,7 @@ from toolcommit.model.errors import InputError
 from toolcommit.model.system import System
 from toolcommit.spec import protocol
 
-from .trace import Counterexample, Step
+from toolcommit.checker.engines.trace import Counterexample, Step
 
 ITF_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 
@@ -269,6 +269,6 @@ def render_python(cx: Counterexample, system: System) -> str:
     return (f"def test_{name}_counterexample():\n"
             f'    """{cx.property} on {cx.instance} under {cx.config}: {cx.length} steps '
             f'({cx.engine} engine)."""\n'
-            "    from toolcommit.checker.trace import replay_program\n"
+            "    from toolcommit.checker.engines.trace import replay_program\n"
             f"    run = replay_program({cx.config!r}, {cx.instance!r}, [\n{steps}    ]{wipe})\n"
             + check)

@@ -9,7 +9,7 @@
    and is inductive as a conjunction, so each member is a proved invariant (the largest
    such subset of the candidates). A property in it is PROVED with k = 1.
 2. *BMC* to `max_k` steps for the rest: a violation there is a shortest counterexample,
-   replayed (`toolcommit.checker.bmc`).
+   replayed (`toolcommit.checker.engines.smt.bmc`).
 3. *k-induction* for what is still open, k = 1 .. max_k, assuming the proved lemmas in
    every state of the step path and requiring the path to be simple (no state twice): if
    k states satisfying P cannot be followed by one breaking P, P holds at every depth
@@ -35,11 +35,11 @@ import z3
 from toolcommit.model.errors import InternalError, UsageError
 from toolcommit.model.expr import evaluate
 from toolcommit.model.lemmas import candidates, family_of
-from toolcommit.model.smt import Encoding
+from toolcommit.checker.engines.smt.encode import Encoding
 from toolcommit.model.system import System
 
-from . import bmc
-from .verdict import Status, Verdict
+from toolcommit.checker.engines.smt import bmc
+from toolcommit.checker.engines.verdict import Status, Verdict
 
 METHODS = ("kind", "pdr")
 Progress = Callable[[str, int, float], None]

@@ -47,8 +47,8 @@ from typing import Mapping
 
 import z3
 
-from .expr import Const, Expr, Op, Var
-from .system import Action, System
+from toolcommit.model.expr import Const, Expr, Op, Var
+from toolcommit.model.system import Action, System
 
 SORTS = ("bv", "int")
 STYLES = ("choice", "disjunction")

@@ -3,7 +3,7 @@
 This is how the model checker and the log checker meet: every stored counterexample becomes a
 log that `toolcommit validate` must reject, and every happy path of the recommended model a
 log it must accept. Pure: a trace and its `System` in, a list of event dicts out (write them
-with `toolcommit.checker.conformance.events_to_jsonl`).
+with `toolcommit.checker.logs.conformance.events_to_jsonl`).
 
 What each model step writes, in the public log format (`spec/log.schema.json`)
 -----------------------------------------------------------------------------------------
@@ -39,7 +39,7 @@ a prompt revision is not an I1 the log can show.
 Examples
 --------
 >>> from toolcommit.model import instance, knobs, semantics
->>> from toolcommit.checker.trace import from_actions, find_action
+>>> from toolcommit.checker.engines.trace import from_actions, find_action
 >>> system = semantics.build(knobs.preset("naive"), instance.instance("cancel"))
 >>> acts = [find_action(system, n, p) for n, p in [
 ...     ("check", {"call": "t1", "proposal": "t1", "worker": "w0", "key": "k0",
@@ -61,7 +61,7 @@ from typing import Mapping, Optional
 
 from toolcommit.model.system import System
 
-from .trace import Counterexample
+from toolcommit.checker.engines.trace import Counterexample
 
 PROVIDER = "provider"
 USER = "user"
