@@ -8,7 +8,7 @@ import pytest
 from toolcommit.checker.logs import read as logread
 from toolcommit.checker.cli import main
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "logs"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 
 
 @pytest.fixture

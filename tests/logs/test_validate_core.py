@@ -14,7 +14,7 @@ from toolcommit.checker.render.findings import (meanings, render_json, render_me
 from toolcommit.model.canon import CanonError, canonical_intent, intent_digest
 from toolcommit.spec import protocol
 
-SPEC = Path(__file__).resolve().parents[1] / "spec"
+SPEC = Path(__file__).resolve().parents[2] / "spec"
 
 
 class Log:
@@ -346,7 +346,7 @@ def test_schema_state_names_are_the_spec_record_states():
 def test_every_fixture_line_passes_hand_validation_and_the_schema_required_fields():
     schema = json.loads((SPEC / "log.schema.json").read_text())
     req = {b["if"]["properties"]["type"]["const"]: b["then"]["required"] for b in schema["allOf"]}
-    for p in (Path(__file__).parent / "fixtures" / "logs").glob("*.jsonl"):
+    for p in (Path(__file__).parents[1] / "fixtures" / "logs").glob("*.jsonl"):
         for line in p.read_text().splitlines():
             ev = json.loads(line)
             assert logread.problem(ev) is None and logread._fast_ok(ev), (p.name, line)
@@ -497,7 +497,7 @@ def test_a_key_cycling_through_illegal_edges_keeps_a_bounded_story():
 
 def test_focus_key_and_output_file(tmp_path, capsys):
     from toolcommit.checker.cli import main
-    logs = Path(__file__).parent / "fixtures" / "logs"
+    logs = Path(__file__).parents[1] / "fixtures" / "logs"
     out = tmp_path / "r.mmd"
     assert main(["validate", str(logs / "p4-bad.jsonl"), "--key", "k1", "--format", "mermaid",
                  "-o", str(out)]) == 1

@@ -13,7 +13,7 @@ from toolcommit.model.instance import instance
 from toolcommit.model.knobs import PRESETS, preset
 from toolcommit.model.semantics import build
 
-ROOT = Path(__file__).resolve().parent.parent / "counterexamples"
+ROOT = Path(__file__).resolve().parents[2] / "counterexamples"
 
 
 @pytest.mark.parametrize("p", PRESETS)

@@ -15,7 +15,7 @@ from toolcommit.checker.cli.validate import validate
 from toolcommit.checker.logs.conformance import check, events_to_jsonl
 from logtools import interleave
 
-LOGS = Path(__file__).parent / "fixtures" / "logs"
+LOGS = Path(__file__).parents[1] / "fixtures" / "logs"
 EXPECTED = json.loads((LOGS / "expected.json").read_text())["expected"]
 FAILURE_CLASSES = ("ack_loss", "crash_before_dispatch", "reorder", "provider_non_idempotent",
                    "prompt_revision", "duplicate_call_id", "zombie", "cancel")

@@ -13,7 +13,7 @@ from toolcommit.checker.render.counterexample import parse_itf
 from toolcommit.checker.engines.trace import replay
 from toolcommit.checker.engines.verdict import Status
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BUILTINS = ("late-replay", "failure-classes", "tradeoffs", "multi-orchestrator")
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from toolcommit.spec import protocol
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PROSE = (ROOT / "spec" / "PROTOCOL.md").read_text("utf-8")
 
 
