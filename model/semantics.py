@@ -20,6 +20,7 @@ from toolcommit.spec import protocol
 from .expr import FALSE, TRUE, Const, Expr, lift, Var, all_of, any_of, in_, ite, max_, min_, not_, sum_
 from .instance import Instance, Proposal
 from .knobs import Config
+from .properties import monitors, table
 from .system import Action, Symmetry, System, VarDecl
 
 PROP_VALUES = ("ABSENT", "PROPOSED", "RECORDED", "REJECTED_DUPLICATE", "REJECTED_CONFLICT")
@@ -27,6 +28,7 @@ MSG_VALUES = ("NONE", "INFLIGHT", "DELAYED", "ACK", "LOST", "DONE")
 P_ABSENT, P_PROPOSED, P_RECORDED, P_DUP, P_CONFLICT = range(5)
 M_NONE, M_INFLIGHT, M_DELAYED, M_ACK, M_LOST, M_DONE = range(6)
 CAP = 2  # effect counters saturate here: two effects already break I1
+MONITOR_ORDER = ("LEGAL", "P2", "FENCE", "P3")  # the flags' order in the packed state
 
 
 def record_values() -> tuple[str, ...]:
@@ -157,8 +159,9 @@ class _Builder:
             self.mtok.append([self.var(f"mtok.{n}.{f}", len(cl), 0, cl, "mtok", (n, str(f)))
                               for f in range(1, F + 1)] if self.needs_via(i) else None)
         self.seen = {t: self.var(f"seen.{t}", 2, family="seen", index=(t,)) for t in self.tokens()}
-        self.bad = {p: self.var(f"bad.{p}", 2, family="bad", index=(p,))
-                    for p in ("LEGAL", "P2", "FENCE", "P3")}
+        flags = {m.name: m.flag for m in monitors()}
+        assert set(flags) == set(MONITOR_ORDER), "spec monitors and the model's flags differ"
+        self.bad = {p: self.var(flags[p], 2, family="bad", index=(p,)) for p in MONITOR_ORDER}
 
     def provider_fenced(self) -> bool:
         return self.k["fencing"] == "on" and self.a["provider_fences"] == "yes"
@@ -554,15 +557,13 @@ class _Builder:
     def properties(self) -> tuple[dict, dict, Expr]:
         total = sum_(self.applied)
         comp = sum_([c for c in self.comp if c is not None])
-        inv = {
+        state_inv = {
             "I1": total <= 1,
             "I1net": total <= comp + 1,
             "P1": all_of(*[a <= 1 for a in self.applied]),
-            "P2": self.bad["P2"] == 0,
-            "P3": self.bad["P3"] == 0,
-            "FENCE": self.bad["FENCE"] == 0,
-            "LEGAL": self.bad["LEGAL"] == 0,
         }
+        inv = {p.name: (state_inv[p.name] if p.kind == "invariant" else self.bad[p.name] == 0)
+               for p in table() if p.state_predicate}
         settled = all_of(*[in_(rec, r("PROPOSED", *SETTLED)) for rec in self.rec],
                          *[p != P_PROPOSED for p in self.prop.values()],
                          *[not_(in_(m, (M_INFLIGHT, M_DELAYED))) for ms in self.msg for m in ms])

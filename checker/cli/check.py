@@ -9,12 +9,15 @@ from toolcommit.model.instance import instance_names, parse_bounds
 from toolcommit.model.knobs import PRESETS, parse_settings, preset
 from toolcommit.model.semantics import build
 
-from toolcommit.checker.verify.check import ALL, Limits, personality_instance, validate_properties
+from toolcommit.model.properties import all_names, of_kind
+from toolcommit.checker.engines.base import Limits
+from toolcommit.checker.engines.portfolio import for_check
+from toolcommit.checker.verify.hyper import personality_instance
 from toolcommit.checker.render.counterexample import render_itf, render_python, render_text
-from toolcommit.checker.verify.suite import Engine, SuiteResult, reliance, resolve_instances, run_suite, run_symbolic
+from toolcommit.checker.verify.suite import SuiteResult, reliance, resolve_instances, run_suite
 from toolcommit.checker.engines.verdict import EXIT, Status
 
-HEAD = tuple(p for p in ALL if p != "P5")   # P5 compares personalities: reported apart
+ALL = all_names()
 
 
 def add_parser(sub):
@@ -65,9 +68,14 @@ class Progress:
     def __init__(self, stream=sys.stderr):
         self.stream, self.t0, self.shown = stream, time.perf_counter(), False
 
-    def __call__(self, name, info) -> None:
+    def __call__(self, tick, info=None) -> None:
         if time.perf_counter() - self.t0 < 2:
             return
+        if info is None:   # a Tick; (name, info dict) is the design runner's older shape
+            name, info = tick.phase, {"states": tick.states, "depth": tick.depth,
+                                      "seconds": tick.seconds}
+        else:
+            name = tick
         rate = info["states"] / max(info["seconds"], 1e-9)
         end = "\r" if self.stream.isatty() else "\n"
         self.stream.write(f"  [{name}] {info['states']:,} states, depth {info['depth']}, "
@@ -82,15 +90,11 @@ class Progress:
 
 def run(args) -> int:
     config = config_from(args)
-    props = validate_properties(args.property)
+    engine = for_check(args.engine, args.depth, args.runs, args.seed, args.max_steps)
+    limits = Limits(args.max_states, args.timeout)
     insts = resolve_instances(args.instance, parse_bounds(args.bounds))
     progress = Progress()
-    limits = Limits(args.max_states, args.timeout)
-    if args.engine == "explicit":
-        suite = run_suite(config, insts, props, limits, progress)
-    else:
-        engine = Engine(args.engine, args.depth, args.runs, args.seed, args.max_steps)
-        suite = run_symbolic(config, insts, args.property or ALL, engine, limits, progress)
+    suite = run_suite(config, insts, args.property, limits, progress, engine)
     progress.close()
     if args.write:
         from toolcommit.checker.render.catalogue import write_catalogue
@@ -98,7 +102,7 @@ def run(args) -> int:
         print(f"wrote {where}", file=sys.stderr)
     if suite.status is Status.HOLDS and args.engine == "explicit" and not args.max_states \
             and not args.timeout:
-        suite.notes.append(reliance(config, insts, props))
+        suite.reliance = reliance(config, insts, suite.props)
     out = {"json": render_json, "python": render_programs}.get(
         args.format, lambda s: render_suite_text(s, args.explain))(suite)
     sys.stdout.write(out)
@@ -117,7 +121,7 @@ def _cell(v) -> str:
 
 def render_suite_text(suite: SuiteResult, explain: str = "first") -> str:
     cfg = suite.config
-    cols = [p for p in HEAD if p in suite.props]
+    cols = [p for p in ALL if p in suite.props and p not in of_kind("hyper")]  # hyper: apart
     lines = [f"toolcommit check: {cfg.label()}",
              "knobs: " + ", ".join(f"{k}={v}" for k, v in cfg.knobs.items()),
              "assumptions: " + ", ".join(f"{k}={v}" for k, v in cfg.assumptions.items()),
@@ -210,10 +214,10 @@ def _summary(suite: SuiteResult) -> str:
 
 
 def _reliance_lines(suite: SuiteResult) -> list[str]:
-    if not suite.notes:
+    if not suite.reliance:
         return []
     cfg, out = suite.config, []
-    for name, found in suite.notes[0].items():
+    for name, found in suite.reliance.items():
         if found:
             inst, prop, steps = found
             out.append(f"  relies on {name}={cfg.assumptions[name]}: without it, {inst} violates "
@@ -239,9 +243,9 @@ def render_json(suite: SuiteResult) -> str:
     doc = {"config": suite.config.label(), "engine": suite.engine, "knobs": dict(suite.config.knobs),
            "assumptions": dict(suite.config.assumptions), "status": suite.status.value,
            "instances": []}
-    if suite.notes:
+    if suite.reliance:
         doc["reliance"] = {k: (dict(zip(("instance", "property", "steps"), v)) if v else None)
-                           for k, v in suite.notes[0].items()}
+                           for k, v in suite.reliance.items()}
     for r in suite.results:
         system = build(suite.config, r.instance)
         doc["instances"].append({"instance": r.instance.name, "bounds": r.instance.bounds(),

@@ -9,15 +9,18 @@ import json
 import sys
 import time
 
-from toolcommit.model.errors import UsageError
 from toolcommit.model.instance import instance, instance_names, parse_bounds
 from toolcommit.model.knobs import PRESETS, parse_settings, preset
 from toolcommit.model.semantics import build
 
-from toolcommit.checker.engines.smt.induction import METHODS, prove
+from toolcommit.model.errors import UsageError
+from toolcommit.model.properties import state_predicates
+from toolcommit.checker.engines.base import Limits, Tick
+from toolcommit.checker.engines.portfolio import for_prove
+from toolcommit.checker.engines.smt.induction import METHODS
 from toolcommit.checker.engines.verdict import EXIT, Status, overall
 
-INVARIANTS = ("I1", "I1net", "P1", "P2", "P3", "FENCE", "LEGAL")
+INVARIANTS = state_predicates()
 
 
 def add_parser(sub):
@@ -51,25 +54,25 @@ class _Progress:
     def __init__(self, stream=None):
         self.stream, self.t0 = stream, time.perf_counter()
 
-    def __call__(self, phase: str, step: int, seconds: float) -> None:
+    def __call__(self, tick: Tick) -> None:
         if time.perf_counter() - self.t0 >= 2:
             stream = self.stream or sys.stderr  # looked up now: tests swap sys.stderr
-            stream.write(f"  [{phase}] step {step}, {seconds:.1f}s\n")
+            stream.write(f"  [{tick.phase}] step {tick.depth}, {tick.seconds:.1f}s\n")
             stream.flush()
 
 
 def run(args) -> int:
-    props = list(args.property or INVARIANTS)
+    props = list(dict.fromkeys(args.property or INVARIANTS))
     bad = [p for p in props if p not in INVARIANTS]
     if bad:
         raise UsageError(f"prove takes invariants; unknown {bad[0]!r}; valid: {', '.join(INVARIANTS)}")
-    if args.max_k < 1:
-        raise UsageError("--max-k must be at least 1")
+    engine = for_prove(args.method, args.max_k)
+    limits = Limits(0, args.timeout)
     config = preset(args.preset).with_knobs(parse_settings(args.set))
     inst = instance(args.instance).with_bounds(parse_bounds(args.bounds))
     system = build(config, inst)
     t0 = time.perf_counter()
-    verdicts = prove(system, props, args.method, args.max_k, args.timeout, _Progress())
+    verdicts = engine.run(system, props, limits, _Progress()).verdicts
     seconds = time.perf_counter() - t0
     if args.format == "json":
         sys.stdout.write(_json(config, inst, args, verdicts, seconds, system))

@@ -14,12 +14,17 @@ max_steps give the same result. A clean result is *not* exhaustive: it HOLDS wit
 from __future__ import annotations
 
 import random
+import time
+from dataclasses import dataclass
+from typing import Optional
 
-from toolcommit.model.errors import InternalError
+from toolcommit.model.errors import UsageError
+from toolcommit.model.properties import prop
 from toolcommit.model.system import Action, System
 
 from toolcommit.checker.engines.explicit.codegen import compile_system
-from toolcommit.checker.engines.trace import breaks, from_actions, replay
+from toolcommit.checker.engines.base import Limits, Progress, Result, Scope, state_predicates_only
+from toolcommit.checker.engines.trace import from_actions, verified
 from toolcommit.checker.engines.verdict import Status, Verdict
 
 
@@ -62,14 +67,15 @@ def shrink(system: System, actions: list[Action], prop: str) -> list[Action]:
 
 
 def simulate(system: System, runs: int = 1000, seed: int = 0, max_steps: int = 60,
-             props=None) -> dict:
+             props=None, timeout: float = 0.0) -> dict:
     """Random runs of `system`; returns the denominator and the first failing run per property.
 
     Returns
     -------
     dict with `runs`, `steps` (total), `max_steps`, `seed`, `faults` (fault action name ->
     times fired), `deadends` (runs that stopped before `max_steps`) and `violations`:
-    property -> {"run": index, "actions": [Action], "steps": length before shrinking}.
+    property -> {"run": index, "actions": [Action], "steps": length before shrinking};
+    `timed_out` is True when `timeout` seconds (0: none) ended it before `runs` runs.
     """
     props = list(props or system.invariants)
     c = compile_system(system)
@@ -83,7 +89,11 @@ def simulate(system: System, runs: int = 1000, seed: int = 0, max_steps: int = 6
     found: dict[str, dict] = {}
     total, deadends = 0, 0
     start = c.pack(system.init)
+    t0, timed_out = time.perf_counter(), False
     for run in range(runs):
+        if timeout and (run & 15) == 0 and time.perf_counter() - t0 >= timeout:
+            runs, timed_out = run, True
+            break
         s, path = start, []
         for _ in range(max_steps):
             moves, _trunc = c.successors(s)
@@ -108,11 +118,11 @@ def simulate(system: System, runs: int = 1000, seed: int = 0, max_steps: int = 6
             runs = run + 1
             break
     return {"runs": runs, "steps": total, "max_steps": max_steps, "seed": seed,
-            "faults": faults, "deadends": deadends, "violations": found}
+            "faults": faults, "deadends": deadends, "violations": found, "timed_out": timed_out}
 
 
 def check(system: System, props=None, runs: int = 1000, seed: int = 0,
-          max_steps: int = 60) -> tuple[list[Verdict], dict]:
+          max_steps: int = 60, timeout: float = 0.0) -> tuple[list[Verdict], dict]:
     """Verdicts from random simulation, and the statistics (the denominator).
 
     A violated property comes with a shrunk, replayed counterexample; the others HOLD with
@@ -133,10 +143,17 @@ def check(system: System, props=None, runs: int = 1000, seed: int = 0,
     'I1: HOLDS in 50 random runs of up to 60 steps (seed 1), not exhaustive'
     """
     props = system.invariant_props(props, "random simulation")
-    stats = simulate(system, runs, seed, max_steps, props)
+    stats = simulate(system, runs, seed, max_steps, props, timeout)
     out = []
     for p in props:
         hit = stats["violations"].get(p)
+        if hit is None and (stats["steps"] == 0 or stats["timed_out"]):
+            why = ("no step was taken, so nothing was checked" if stats["steps"] == 0 else
+                   f"time limit {timeout:g}s reached after {stats['runs']} of {runs} runs; "
+                   "no violation in them")
+            out.append(Verdict(p, Status.UNKNOWN, reason=why,
+                               extra={"engine": "random", **_denominator(stats)}))
+            continue
         if hit is None:
             out.append(Verdict(p, Status.HOLDS,
                                f"in {stats['runs']} random runs of up to {max_steps} steps "
@@ -146,10 +163,7 @@ def check(system: System, props=None, runs: int = 1000, seed: int = 0,
         small = shrink(system, hit["actions"], p)
         note = (f"found by random run {hit['run']} (seed {seed}) in {hit['steps']} steps, "
                 f"shrunk to {len(small)}")
-        cx = from_actions(system, small, p, "random", note)
-        problem = replay(system, cx)
-        if problem is not None or not breaks(system, cx):
-            raise InternalError(f"random counterexample for {p} does not replay: {problem or 'no violation'}")
+        cx = verified(system, from_actions(system, small, p, "random", note))
         out.append(Verdict(p, Status.VIOLATED, counterexample=cx,
                            extra={"engine": "random", "first_run": hit["run"],
                                   "unshrunk_steps": hit["steps"], **_denominator(stats)}))
@@ -161,3 +175,31 @@ def check(system: System, props=None, runs: int = 1000, seed: int = 0,
 def _denominator(stats: dict) -> dict:
     return {"runs": stats["runs"], "steps": stats["steps"], "seed": stats["seed"],
             "max_steps": stats["max_steps"]}
+
+
+@dataclass(frozen=True)
+class Simulate:
+    """The random engine: `runs` seeded runs of up to `max_steps` steps each."""
+
+    runs: int = 1000
+    seed: int = 0
+    max_steps: int = 60
+    name: str = "random"
+
+    def __post_init__(self):
+        for flag, v in (("--runs", self.runs), ("--max-steps", self.max_steps)):
+            if not isinstance(v, int) or v < 1:
+                raise UsageError(f"{flag} must be a whole number >= 1, not {v}")
+
+    def judges(self, name: str) -> bool:
+        return prop(name).state_predicate
+
+    def run(self, system: System, props, limits: Limits = Limits(),
+            progress: Optional[Progress] = None) -> Result:
+        props = state_predicates_only(self.name, props)
+        verdicts, sim = check(system, props, self.runs, self.seed, self.max_steps, limits.timeout)
+        scope = Scope("runs", f"in {sim['runs']} random runs of up to {self.max_steps} steps "
+                      f"(seed {self.seed}), not exhaustive")
+        stats = {"states": "-", "depth": self.max_steps, "runs": sim.get("runs"),
+                 "steps": sim.get("steps"), "faults": sim.get("faults")}
+        return Result(self.name, verdicts, scope, stats)

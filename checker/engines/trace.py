@@ -101,6 +101,20 @@ def breaks(system: System, cx: Counterexample) -> bool:
     return prop in system.violated(cx.steps[-1].state)
 
 
+def verified(system: System, cx: Counterexample) -> Counterexample:
+    """`cx`, after replaying it through the interpreter; the one replay-and-verify.
+
+    Raises InternalError naming the engine if a step is not enabled, a state differs, or
+    (for a state predicate) the last state does not break the property.
+    """
+    problem = replay(system, cx)
+    if problem is None and not breaks(system, cx):
+        problem = "the last state does not break the property"
+    if problem is not None:
+        raise InternalError(f"{cx.engine} counterexample for {cx.property} does not replay: {problem}")
+    return cx
+
+
 def replay_program(config_label: str, instance_name: str, steps, wipe: bool = False) -> dict:
     """Run `steps` ([(action, params), ...]) from the initial state of the named model and
     return the final state; raises InternalError if a step is not enabled. This is what a

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from toolcommit.model.semantics import build
 
-from toolcommit.checker.verify.check import personality_instance
+from toolcommit.checker.verify.hyper import personality_instance
 from toolcommit.checker.output import write_tree
 from toolcommit.checker.render.counterexample import itf_json, render_mermaid, render_text
 from toolcommit.checker.verify.suite import SuiteResult

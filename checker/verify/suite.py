@@ -4,14 +4,19 @@ Pure: returns a `SuiteResult` of typed verdicts; printing and files are the CLI'
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 from toolcommit.model.instance import Instance, failure_classes, instance
 from toolcommit.model.knobs import Config
+from toolcommit.model.properties import all_names, names, prop
+from toolcommit.spec import protocol
 
-from toolcommit.checker.verify.check import ALL, InstanceResult, Limits, check_instance, check_p5
+from toolcommit.checker.engines.base import Engine, Limits, state_predicates_only
+from toolcommit.checker.engines.explicit.engine import Explicit
 from toolcommit.checker.engines.verdict import Status, Verdict, overall
+from toolcommit.checker.verify.check import InstanceResult, check_instance
+from toolcommit.checker.verify.hyper import check_p5
 
 
 def suite_names() -> list[str]:
@@ -24,8 +29,8 @@ class SuiteResult:
     config: Config
     results: list          # InstanceResult per instance
     p5: Optional[Verdict] = None
-    props: tuple = ALL
-    notes: list = field(default_factory=list)
+    props: tuple = ()
+    reliance: Optional[dict] = None   # see `reliance`; None when not computed
     engine: str = "explicit"
 
     def verdicts(self) -> list[Verdict]:
@@ -37,71 +42,50 @@ class SuiteResult:
         return overall(self.verdicts())
 
 
-def run_suite(config: Config, instances: list[Instance], props=ALL, limits: Limits = Limits(),
-              progress: Optional[Callable] = None) -> SuiteResult:
-    """Judge `props` on every instance; P5 once (it compares model personalities)."""
+def engine_props(engine: Engine, requested) -> tuple[str, ...]:
+    """The properties to judge: `requested` (checked), or by default every one `engine`
+    can judge, with the adversary and hyper ones where the engine can carry them."""
+    if requested:
+        wanted = names(requested)
+        if not isinstance(engine, Explicit):
+            state_predicates_only(engine.name, [p for p in wanted if prop(p).kind != "adversary"])
+        return wanted
+    if isinstance(engine, Explicit):
+        return all_names()
+    return tuple(p for p in all_names() if engine.judges(p))
+
+
+def run_suite(config: Config, instances: list[Instance], props=None, limits: Limits = Limits(),
+              progress: Optional[Callable] = None, engine: Engine = Explicit()) -> SuiteResult:
+    """Judge `props` on every instance with `engine`; hyper properties (P5) once, since
+    they compare models rather than judge one (explicit engine only)."""
+    props = engine_props(engine, props)
     results: list[InstanceResult] = []
     for inst in instances:
-        tick = (lambda info, name=inst.name: progress(name, info)) if progress else None
-        results.append(check_instance(config, inst, props, limits, tick))
+        tick = (lambda t, name=inst.name: progress(replace(t, phase=name))) if progress else None
+        results.append(check_instance(config, inst, props, limits, tick, engine))
     p5 = None
-    if "P5" in props:
-        tick = (lambda info: progress("P5", info)) if progress else None
+    if "P5" in props and isinstance(engine, Explicit):
+        tick = (lambda t: progress(replace(t, phase="P5"))) if progress else None
         p5 = check_p5(config, limits, tick)
-    return SuiteResult(config, results, p5, tuple(props))
+    return SuiteResult(config, results, p5, tuple(props), engine=engine.name)
 
 
-@dataclass
-class Engine:
-    """Which engine judges the instances, with its own bounds."""
-
-    name: str = "explicit"
-    depth: int = 15          # smt: unrolling depth
-    runs: int = 1000         # random: runs, seed and steps per run
-    seed: int = 0
-    max_steps: int = 60
+def resolve_instances(names_: Optional[list[str]], bounds: dict) -> list[Instance]:
+    return [instance(n).with_bounds(bounds) for n in dict.fromkeys(names_ or suite_names())]
 
 
-def run_symbolic(config: Config, instances: list[Instance], props, engine: Engine,
-                 limits: Limits = Limits(), progress: Optional[Callable] = None) -> SuiteResult:
-    """Judge the invariants in `props` with the SMT (bounded) or the random engine."""
-    from toolcommit.model.errors import UsageError
-    from toolcommit.model.semantics import build
-    from toolcommit.checker.verify.check import INVARIANTS
-    wanted = [p for p in props if p in INVARIANTS]
-    if not wanted:
-        raise UsageError(f"the {engine.name} engine judges invariants only "
-                         f"({', '.join(INVARIANTS)}); use --engine explicit for the others")
-    results = []
-    for inst in instances:
-        system = build(config, inst)
-        if engine.name == "smt":
-            from toolcommit.checker.engines.smt.bmc import check as bmc_check
-            tick = (lambda d, sec, n=inst.name: progress(n, {"states": 0, "depth": d, "seconds": sec})) \
-                if progress else None
-            verdicts = bmc_check(system, wanted, engine.depth, limits.timeout, tick)
-            stats = {"states": "-", "depth": engine.depth}
-        else:
-            from toolcommit.checker.engines.simulate import check as sim_check
-            verdicts, sim = sim_check(system, wanted, engine.runs, engine.seed, engine.max_steps)
-            stats = {"states": "-", "depth": engine.max_steps, "runs": sim.get("runs"),
-                     "steps": sim.get("steps"), "faults": sim.get("faults")}
-        results.append(InstanceResult(inst, config, verdicts, stats))
-    return SuiteResult(config, results, None, tuple(wanted), engine=engine.name)
-
-
-def resolve_instances(names: Optional[list[str]], bounds: dict) -> list[Instance]:
-    return [instance(n).with_bounds(bounds) for n in (names or suite_names())]
-
-
-def reliance(config: Config, instances: list[Instance], props=ALL) -> dict:
+def reliance(config: Config, instances: list[Instance], props=None) -> dict:
     """For each environment assumption: the first violation seen when it is weakened.
 
     Returns {assumption: None | (instance, property, steps)}: None means the verdicts do
     not depend on it (on these instances); otherwise the counterexample that shows why
     the design relies on it.
     """
-    from toolcommit.spec import protocol
+    asked = [p for p in names(props) if prop(p).kind != "hyper"]
+    props = [p for p in asked if prop(p).kind != "adversary"] or asked
+    if not props:
+        return {}
     out = {}
     for name, spec in protocol().assumptions.items():
         current = config.assumptions[name]
@@ -113,7 +97,7 @@ def reliance(config: Config, instances: list[Instance], props=ALL) -> dict:
             for inst in instances:
                 if name in inst.assumptions:
                     continue
-                r = check_instance(weaker, inst, [p for p in props if p != "P4"])
+                r = check_instance(weaker, inst, props)
                 bad = [v for v in r.verdicts if v.status is Status.VIOLATED]
                 if bad:
                     found = (inst.name, bad[0].property, bad[0].counterexample.length)

@@ -4,7 +4,8 @@ from dataclasses import replace
 
 import pytest
 
-from toolcommit.checker.verify.check import Limits, check_instance, run_instance
+from toolcommit.checker.verify.check import check_instance, run_instance
+from toolcommit.checker.engines.base import Limits
 from toolcommit.checker.engines.explicit.codegen import compile_system
 from toolcommit.checker.engines.explicit.explore import explore
 from toolcommit.checker.engines.trace import replay
@@ -71,7 +72,7 @@ def test_time_and_state_limits_end_in_an_incomplete_exploration():
 
 
 def test_counterexample_that_breaks_nothing_is_an_internal_error():
-    from toolcommit.checker.verify.check import concretize
+    from toolcommit.checker.engines.explicit.engine import concretize
     c, ex = run_instance(preset("recommended"), instance("ack_loss"), Limits())
     with pytest.raises(InternalError):
         concretize(c, ex, ex.state_count - 1, "I1")

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from toolcommit.checker.engines import simulate
 from toolcommit.checker.engines.smt import bmc, induction
-from toolcommit.checker.verify.check import INVARIANTS, Limits, run_instance
+from toolcommit.checker.verify.check import INVARIANTS, run_instance
+from toolcommit.checker.engines.base import Limits
 from toolcommit.checker.engines.trace import breaks, replay
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.model.errors import UsageError

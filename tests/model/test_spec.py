@@ -45,9 +45,20 @@ def test_spec_graph_holds_both_lifecycles():
     assert g.number_of_edges() == len(protocol().record.edges) + len(protocol().proposal.edges)
 
 
-def test_the_models_invariants_are_the_spec_invariants():
+def test_the_models_state_predicates_are_the_tables_invariants_and_monitors():
     from toolcommit.model.instance import instance
     from toolcommit.model.knobs import preset
+    from toolcommit.model.properties import state_predicates
     from toolcommit.model.semantics import build
-    spec_invariants = {n for n, p in protocol().properties.items() if p["kind"] == "invariant"}
-    assert set(build(preset("recommended"), instance("default")).invariants) == spec_invariants
+    system = build(preset("recommended"), instance("default"))
+    assert tuple(system.invariants) == state_predicates()
+
+
+def test_every_monitor_is_a_flag_variable_of_the_model():
+    from toolcommit.model.instance import instance
+    from toolcommit.model.knobs import preset
+    from toolcommit.model.properties import monitors
+    from toolcommit.model.semantics import build
+    system = build(preset("naive"), instance("default"))
+    for m in monitors():
+        assert system.var(m.flag).family == "bad"

@@ -2,7 +2,8 @@
 are reachable, so a HOLDS never comes from nothing happening."""
 import pytest
 
-from toolcommit.checker.verify.check import run_instance, Limits
+from toolcommit.checker.verify.check import run_instance
+from toolcommit.checker.engines.base import Limits
 from toolcommit.checker.verify.suite import suite_names
 from toolcommit.model.instance import instance
 from toolcommit.model.knobs import preset

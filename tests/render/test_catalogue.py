@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from toolcommit.checker.render.catalogue import files_for
-from toolcommit.checker.verify.check import personality_instance
+from toolcommit.checker.verify.hyper import personality_instance
 from toolcommit.checker.verify.manifest import compute, stored
 from toolcommit.checker.render.counterexample import parse_itf
 from toolcommit.checker.engines.trace import breaks, replay

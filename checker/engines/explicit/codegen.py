@@ -42,6 +42,18 @@ class Compiled:
         return {v.name: (s >> self.offsets[v.name]) & ((1 << self.widths[v.name]) - 1)
                 for v in self.system.variables}
 
+    def orbit(self, s: int) -> int:
+        """The least state in the orbit of `s` under the product of the symmetry groups.
+
+        Exact (two states get the same value iff a symmetry maps one to the other), unlike
+        `canon`, which minimises over each group's permutations separately; slow, so used
+        only where a path must be matched up to symmetry (concretizing counterexamples).
+        """
+        orbit = {s}
+        for group in self.groups:
+            orbit |= {p(t) for t in orbit for p in group}
+        return min(orbit)
+
     @property
     def bits(self) -> int:
         return sum(self.widths.values())
@@ -171,6 +183,23 @@ class _Gen:
         lines.append("    return best")
         return "\n".join(lines)
 
+    def group_src(self) -> str:
+        """`GROUPS`: per symmetry, one function per non-identity permutation."""
+        used = {n for sym in self.sys.symmetries for slot in sym.slots for n in slot}
+        used |= {n for sym in self.sys.symmetries for n in sym.valued}
+        lines, groups = [], []
+        for g, sym in enumerate(self.sys.symmetries):
+            names = []
+            for j, perm in enumerate(itertools.permutations(range(len(sym.slots)))):
+                if list(perm) == list(range(len(perm))):
+                    continue
+                names.append(f"_perm_{g}_{j}")
+                lines += [f"def _perm_{g}_{j}(s):", *self.extract(used),
+                          f"    return {self.permuted(sym, perm)}", ""]
+            groups.append("(" + "".join(f"{n}, " for n in names) + ")")
+        lines.append("GROUPS = (" + "".join(f"{g}, " for g in groups) + ")")
+        return "\n".join(lines)
+
     def permuted(self, sym, perm) -> str:
         """Source of the state with slot i moved to slot perm[i] and valued vars renamed."""
         moved = {}
@@ -203,7 +232,7 @@ def compile_system(system: System) -> Compiled:
         gen.successors_src(),
         gen.mask_src("violations", [system.invariants[n] for n in inv_names], True),
         gen.mask_src("witnesses", [system.witnesses[n] for n in wit_names], False),
-        gen.settled_src(), gen.canon_src(),
+        gen.settled_src(), gen.canon_src(), gen.group_src(),
     ])
     namespace: dict = {}
     exec(compile(src, "<toolcommit-generated>", "exec"), namespace)  # our own generated code
@@ -212,4 +241,5 @@ def compile_system(system: System) -> Compiled:
                  inv_names, wit_names)
     c.init = c.canon(c.pack(system.init))
     c.source = src
+    c.groups = namespace["GROUPS"]
     return c

@@ -15,15 +15,18 @@ pass, never a proof (`toolcommit.checker.engines.smt.induction` proves).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 import z3
 
-from toolcommit.model.errors import InternalError
+from toolcommit.model.errors import InternalError, UsageError
+from toolcommit.model.properties import prop
 from toolcommit.checker.engines.smt.encode import Encoding
 from toolcommit.model.system import System
 
-from toolcommit.checker.engines.trace import Counterexample, breaks, from_actions, replay
+from toolcommit.checker.engines.base import Limits, Progress as Tick_, Result, Scope, Tick, state_predicates_only
+from toolcommit.checker.engines.trace import Counterexample, from_actions, verified
 from toolcommit.checker.engines.verdict import Status, Verdict
 
 Progress = Callable[[int, float], None]
@@ -41,17 +44,11 @@ def counterexample(enc: Encoding, model: z3.ModelRef, k: int, prop: str,
     """
     system = enc.system
     actions = enc.decode_actions(model, k)
-    cx = from_actions(system, actions, prop, engine, note)
-    problem = replay(system, cx)
-    if problem is None and not breaks(system, cx):
-        problem = "the last state does not break the property"
-    if problem is None:
-        for i, step in enumerate(cx.steps):
-            if dict(step.state) != enc.decode_state(model, i):
-                problem = f"step {i}: the interpreter's state differs from the solver's"
-                break
-    if problem is not None:
-        raise InternalError(f"SMT counterexample for {prop} does not replay: {problem}")
+    cx = verified(system, from_actions(system, actions, prop, engine, note))
+    for i, step in enumerate(cx.steps):
+        if dict(step.state) != enc.decode_state(model, i):
+            raise InternalError(f"SMT counterexample for {prop} does not replay: step {i}: "
+                                "the interpreter's state differs from the solver's")
     return cx
 
 
@@ -67,7 +64,8 @@ def _any_violated(solver, enc, props, k, timeout, t0) -> bool:
     return solver.check(q) != z3.unsat
 
 
-def _solver(sort: str) -> z3.Solver:
+def solver(sort: str) -> z3.Solver:
+    """A fresh solver for the encoding's sort (bit-vectors or integers)."""
     return z3.SolverFor("QF_BV") if sort == "bv" else z3.Solver()
 
 
@@ -102,16 +100,16 @@ def check(system: System, props=None, depth: int = 20, timeout: float = 0.0,
     """
     props = system.invariant_props(props, "the SMT engine")
     enc = Encoding(system, sort=sort)
-    solver = _solver(sort)
-    solver.add(enc.init(0))
+    solver_ = solver(sort)
+    solver_.add(enc.init(0))
     t0 = time.perf_counter()
     verdicts: dict[str, Verdict] = {}
     open_props = list(props)
     done_depth = -1
     for k in range(depth + 1):
         if k > 0:
-            solver.add(enc.trans(k - 1))
-        if len(open_props) > 1 and not _any_violated(solver, enc, open_props, k, timeout, t0):
+            solver_.add(enc.trans(k - 1))
+        if len(open_props) > 1 and not _any_violated(solver_, enc, open_props, k, timeout, t0):
             props_here = []  # none is violated at depth k: one check instead of one each
         else:
             props_here = list(open_props)
@@ -119,17 +117,17 @@ def check(system: System, props=None, depth: int = 20, timeout: float = 0.0,
             left = timeout - (time.perf_counter() - t0) if timeout else 0.0
             if timeout and left <= 0:
                 break
-            solver.set("timeout", int(left * 1000) if timeout else 4294967295)
+            solver_.set("timeout", int(left * 1000) if timeout else 4294967295)
             q = z3.Bool(f"violates.{p}@{k}")
-            solver.add(z3.Implies(q, z3.Not(enc.invariant(p, k))))
-            r = solver.check(q)
+            solver_.add(z3.Implies(q, z3.Not(enc.invariant(p, k))))
+            r = solver_.check(q)
             if r == z3.sat:
-                cx = counterexample(enc, solver.model(), k, p)
+                cx = counterexample(enc, solver_.model(), k, p)
                 verdicts[p] = Verdict(p, Status.VIOLATED, counterexample=cx,
                                       extra={"engine": "bmc", "depth": k})
                 open_props.remove(p)
             elif r == z3.unknown:
-                why = solver.reason_unknown()
+                why = solver_.reason_unknown()
                 if timeout and time.perf_counter() - t0 >= timeout * 0.99 or why in ("timeout", "canceled"):
                     break
                 verdicts[p] = Verdict(p, Status.UNKNOWN,
@@ -153,3 +151,27 @@ def check(system: System, props=None, depth: int = 20, timeout: float = 0.0,
             verdicts[p] = Verdict(p, Status.HOLDS, f"up to depth {depth}",
                                   extra={"engine": "bmc", "depth": depth})
     return [verdicts[p] for p in props]
+
+
+@dataclass(frozen=True)
+class Bmc:
+    """The bounded engine: `depth` steps unrolled; a pass is "up to depth k", never a proof."""
+
+    depth: int = 15
+    sort: str = "bv"
+    name: str = "smt"
+
+    def __post_init__(self):
+        if not isinstance(self.depth, int) or self.depth < 1:
+            raise UsageError(f"--depth must be a whole number of steps >= 1, not {self.depth}")
+
+    def judges(self, name: str) -> bool:
+        return prop(name).state_predicate
+
+    def run(self, system: System, props, limits: Limits = Limits(),
+            progress: Optional[Tick_] = None) -> Result:
+        props = state_predicates_only(self.name, props)
+        tick = (lambda d, sec: progress(Tick("bmc", 0, d, sec))) if progress else None
+        verdicts = check(system, props, self.depth, limits.timeout, tick, self.sort)
+        return Result(self.name, verdicts, Scope("depth", f"up to depth {self.depth}"),
+                      {"states": "-", "depth": self.depth})

@@ -28,6 +28,7 @@ timeout).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 import z3
@@ -35,10 +36,12 @@ import z3
 from toolcommit.model.errors import InternalError, UsageError
 from toolcommit.model.expr import evaluate
 from toolcommit.model.lemmas import candidates, family_of
+from toolcommit.model.properties import prop
 from toolcommit.checker.engines.smt.encode import Encoding
 from toolcommit.model.system import System
 
 from toolcommit.checker.engines.smt import bmc
+from toolcommit.checker.engines.base import Limits, Progress as Tick_, Result, Scope, Tick, state_predicates_only
 from toolcommit.checker.engines.verdict import Status, Verdict
 
 METHODS = ("kind", "pdr")
@@ -78,7 +81,7 @@ def houdini(system: System, cands: dict, sort: str = "bv", clock: Optional[_Cloc
         else:
             dropped[n] = "false in the initial state"
     enc = Encoding(system, sort=sort)
-    s = bmc._solver(sort)
+    s = bmc.solver(sort)
     s.add(enc.domain(0), enc.trans(0))
     lits = {}
     for n, e in kept.items():
@@ -122,7 +125,7 @@ def _kind_step(system: System, prop: str, lemmas: dict, max_k: int, sort: str,
                clock: _Clock, progress: Optional[Progress]) -> tuple[Optional[int], str]:
     """Least k <= max_k at which `prop` is k-inductive relative to `lemmas`, or (None, why)."""
     enc = Encoding(system, sort=sort)
-    s = bmc._solver(sort)
+    s = bmc.solver(sort)
     s.add(enc.domain(0))
     for e in lemmas.values():
         s.add(enc.boolean(e, 0))
@@ -181,7 +184,8 @@ def prove(system: System, props=None, method: str = "kind", max_k: int = 12,
     props = system.invariant_props(props, "prove")
     clock = _Clock(timeout)
     if method == "pdr":  # independent of the lemmas: a cross-check of the lemma proofs
-        out = _pdr(system, props, {}, clock, progress)
+        from .pdr import pdr
+        out = pdr(system, props, {}, clock, progress)
         return [out[p] for p in props]
     cands = {**candidates(system), **dict(system.invariants)}
     try:
@@ -222,89 +226,27 @@ def prove(system: System, props=None, method: str = "kind", max_k: int = 12,
     return [out[p] for p in props]
 
 
-# ----- PDR (z3 Spacer) ------------------------------------------------------------------
-def _pdr(system: System, props: list, lemmas: dict, clock: _Clock,
-         progress: Optional[Progress]) -> dict:
-    """Spacer on the Horn encoding; the found invariant is checked independently."""
-    out = {}
-    open_props = list(props)
-    while open_props:
-        r, inv, why = _spacer(system, open_props, lemmas, clock)
-        if progress is not None:
-            progress("pdr", len(open_props), clock.elapsed)
-        if r == "proved":
-            for p in open_props:
-                out[p] = Verdict(p, Status.HOLDS, "proved",
-                                 reason="PDR invariant, checked independently",
-                                 extra={"engine": "pdr", "invariant_size": inv,
-                                        "lemmas": sorted(n for n in lemmas if n not in system.invariants)})
-            break
-        if r == "unknown":
-            for p in open_props:
-                out[p] = Verdict(p, Status.UNKNOWN, reason=f"pdr: {why}", extra={"engine": "pdr"})
-            break
-        # some property fails: BMC names it with a shortest counterexample
-        found = False
-        depth = 8
-        while not found:
-            if clock.out():
-                break
-            left = (clock.timeout - clock.elapsed) if clock.timeout else 0.0
-            vs = bmc.check(system, open_props, depth, left)
-            for v in vs:
-                if v.status is Status.VIOLATED:
-                    out[v.property] = v
-                    open_props.remove(v.property)
-                    found = True
-            if any(v.status is Status.UNKNOWN for v in vs):
-                break
-            depth *= 2
-        if not found:
-            for p in open_props:
-                out[p] = Verdict(p, Status.UNKNOWN,
-                                 reason="pdr found the conjunction false; BMC timed out naming a counterexample",
-                                 extra={"engine": "pdr"})
-            break
-    return out
+@dataclass(frozen=True)
+class Prove:
+    """The unbounded engine: `method` kind (lemmas, BMC base, k-induction) or pdr."""
 
+    method: str = "kind"
+    max_k: int = 12
+    sort: str = "bv"
+    name: str = "prove"
 
-def _spacer(system: System, props: list, lemmas: dict, clock: _Clock):
-    """("proved", invariant size, "") or ("violated", None, "") or ("unknown", None, why)."""
-    enc = Encoding(system, sort="int")
-    names = [v.name for v in system.variables]
-    x0 = [enc.vars_at(0)[n] for n in names]
-    x1 = [enc.vars_at(1)[n] for n in names]
-    inv = z3.Function("Inv", *([z3.IntSort()] * len(names)), z3.BoolSort())
-    strengthen = [enc.boolean(e, i) for e in lemmas.values() for i in (0, 1)]
-    goal = z3.And([enc.invariant(p, 0) for p in props])
-    h = z3.SolverFor("HORN")
-    h.set("timeout", clock.left_ms())
-    h.add(z3.ForAll(x0, z3.Implies(enc.init(0), inv(*x0))))
-    h.add(z3.ForAll(x0 + x1 + [enc.act_at(0)],
-                    z3.Implies(z3.And([inv(*x0), enc.domain(0), enc.trans(0)] + strengthen), inv(*x1))))
-    h.add(z3.ForAll(x0, z3.Implies(z3.And(inv(*x0), z3.Not(goal)), False)))
-    r = h.check()
-    if r == z3.unknown:
-        return "unknown", None, h.reason_unknown()
-    if r == z3.unsat:
-        return "violated", None, ""
-    m = h.model()
-    interp = m[inv]
-    if interp is None:
-        at0 = z3.BoolVal(True)
-    elif isinstance(interp, z3.FuncInterp):
-        if interp.num_entries():
-            raise InternalError("the PDR invariant has point entries; cannot certify it")
-        at0 = z3.substitute_vars(interp.else_value(), *x0)  # Var(i) is argument i
-    else:  # a lambda
-        at0 = z3.simplify(interp[tuple(x0)] if len(x0) > 1 else interp[x0[0]])
-    at1 = z3.substitute(at0, *zip(x0, x1))
-    # the certificate: initial, inductive (under the proved lemmas), strong enough
-    for what, f in (("initial", z3.And(enc.init(0), z3.Not(at0))),
-                    ("inductive", z3.And([at0, enc.domain(0), enc.trans(0), z3.Not(at1)] + strengthen)),
-                    ("implies the property", z3.And(at0, z3.Not(goal)))):
-        s = z3.Solver()
-        s.add(f)
-        if s.check() != z3.unsat:
-            raise InternalError(f"the PDR invariant is not {what}: Spacer and z3 disagree")
-    return "proved", len(at0.children()) if z3.is_and(at0) else 1, ""
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise UsageError(f"unknown method {self.method!r}; valid methods: {', '.join(METHODS)}")
+        if not isinstance(self.max_k, int) or self.max_k < 1:
+            raise UsageError("--max-k must be at least 1")
+
+    def judges(self, name: str) -> bool:
+        return prop(name).state_predicate
+
+    def run(self, system: System, props, limits: Limits = Limits(),
+            progress: Optional[Tick_] = None) -> Result:
+        props = state_predicates_only(self.name, props)
+        tick = (lambda phase, step, sec: progress(Tick(phase, 0, step, sec))) if progress else None
+        verdicts = prove(system, props, self.method, self.max_k, limits.timeout, tick, self.sort)
+        return Result(self.method, verdicts, Scope("proved", "proved"))

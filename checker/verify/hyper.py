@@ -1,0 +1,82 @@
+"""Hyper properties: P5 compares the settled outcomes of several models of one intent.
+
+Each *model personality* (`spec/instances.json`, `personalities`) is the P5 base instance
+with other proposals (other call ids, paraphrases). Each is explored exhaustively by the
+explicit engine; the property holds when every personality reaches the same set of settled
+outcomes (`outcome`: effects gross and net, record and proposal decisions, with call ids and
+key names left out).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional
+
+from toolcommit.model.errors import InternalError
+from toolcommit.model.instance import Instance, instance, proposal
+from toolcommit.model.knobs import Config
+from toolcommit.model.properties import effects
+from toolcommit.model.semantics import build
+from toolcommit.model.system import System
+from toolcommit.spec import instances
+
+from toolcommit.checker.engines.base import Limits, Progress
+from toolcommit.checker.engines.explicit.engine import Explicit, concretize
+from toolcommit.checker.engines.verdict import Status, Verdict
+
+
+def outcome(system: System, state: dict) -> tuple:
+    """What a settled state means to the user: effects (gross, net), record and proposal
+    decisions, with call ids and key names left out."""
+    families = {v.name: v.family for v in system.variables}
+    applied, comp = effects(families, state)
+    total = sum(applied.values())
+    shown = {fam: sorted(system.var(n).show(v) for n, v in state.items()
+                         if families[n] == fam and v) for fam in ("rec", "prop")}
+    return (f"effects={total}", f"net={total - comp}", "records=" + ",".join(shown["rec"]),
+            "decisions=" + ",".join(shown["prop"]))
+
+
+def personalities() -> tuple[str, dict]:
+    raw = instances()["personalities"]
+    return raw["base"], raw["variants"]
+
+
+def personality_instance(name: str) -> Instance:
+    """The P5 base instance with the proposals of personality `name`."""
+    base_name, variants = personalities()
+    return replace(instance(base_name), name=f"{base_name}/{name}",
+                   proposals=tuple(proposal(p) for p in variants[name]))
+
+
+def check_p5(config: Config, limits: Limits = Limits(), progress: Optional[Progress] = None,
+             name: str = "P5") -> Verdict:
+    """Every model personality reaches the same set of settled outcomes."""
+    _, variants = personalities()
+    seen: dict[str, dict] = {}
+    runs = {}
+    for who in variants:
+        c, ex = Explicit().explore(build(config, personality_instance(who)), limits, False, progress)
+        if not ex.complete:
+            return Verdict(name, Status.UNKNOWN, reason=f"{who}: {ex.stop_reason}")
+        outs: dict = {}
+        for sid in ex.settled_ids:
+            outs.setdefault(outcome(c.system, c.unpack(ex.states[sid])), sid)
+        if not outs:
+            raise InternalError(f"{name} is vacuous: personality {who} never settles")
+        seen[who], runs[who] = outs, (c, ex)
+    order = list(variants)
+    ref = order[0]
+    for who in order[1:]:
+        for a, b in ((who, ref), (ref, who)):
+            extra = sorted(set(seen[a]) - set(seen[b]), key=lambda o: runs[a][1].depth_of(seen[a][o]))
+            if extra:
+                o = extra[0]
+                c, ex = runs[a]
+                note = (f"personality {a} reaches outcome [{'; '.join(o)}], "
+                        f"which personality {b} never reaches")
+                cx = concretize(c, ex, seen[a][o], name, note)
+                return Verdict(name, Status.VIOLATED, reason=f"{a} vs {b}", counterexample=cx,
+                               extra={"personalities": [a, b]})
+    return Verdict(name, Status.HOLDS, "exhaustively",
+                   reason=f"{len(order)} personalities, {len(seen[ref])} outcomes each",
+                   extra={"outcomes": [list(o) for o in sorted(seen[ref])]})

@@ -1,0 +1,133 @@
+"""The property table: every property once, with its kind, meaning, witness and reading.
+
+Engines, renderers, `prove`, `ask` and the docs read this table; no other module branches
+on a property's name. The data lives in `spec/protocol.json` (`properties`); this module
+gives it types and the few readings that need the model's variable families.
+
+Kinds
+-----
+invariant : a predicate every reachable state must satisfy (I1, I1net, P1).
+monitor   : a transition property, kept as a sticky flag variable (`flag`) that the step
+            breaking it sets; judged like an invariant over that flag (P2, P3, FENCE, LEGAL).
+graph     : judged on the reachable graph (DEADLOCK, PROGRESS); `stuck` explains the last
+            state of a counterexample.
+adversary : every property that holds still holds with an adversary added to the model
+            (P4: planner memory wiped at any time).
+hyper     : compares several models (P5: every model personality reaches the same outcomes).
+
+Examples
+--------
+>>> [p.name for p in table() if p.state_predicate]
+['I1', 'I1net', 'P1', 'P2', 'P3', 'FENCE', 'LEGAL']
+>>> prop("P2").flag, prop("DEADLOCK").kind
+('bad.P2', 'graph')
+>>> names(["P9"])
+Traceback (most recent call last):
+...
+toolcommit.model.errors.UsageError: unknown property 'P9'; valid properties: I1, I1net, P1, P2, P3, P4, P5, FENCE, LEGAL, DEADLOCK, PROGRESS
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterable, Mapping, Optional
+
+from toolcommit.spec import protocol
+
+from .errors import UsageError
+
+KINDS = ("invariant", "monitor", "graph", "adversary", "hyper")
+
+
+@dataclass(frozen=True)
+class Property:
+    """One row of the table (see the module docstring for the kinds)."""
+
+    name: str
+    kind: str
+    meaning: str
+    witness: str
+    flag: str = ""          # monitor: the sticky variable the breaking step sets
+    reads: str = ""         # what a violation reads: "effects" (counted per key), or for a
+    #                         graph property "dead_end" / "no_way_to_settle"
+    stuck: str = ""         # graph: what is wrong with a counterexample's last state
+    adversary: Optional[Mapping[str, str]] = None   # adversary: its action, name, and
+    #                                                 how a violation under it is phrased
+
+    @property
+    def state_predicate(self) -> bool:
+        """Judged state by state (every engine can): invariants and monitors."""
+        return self.kind in ("invariant", "monitor")
+
+    @property
+    def graph(self) -> bool:
+        return self.kind == "graph"
+
+
+@lru_cache(maxsize=1)
+def _rows() -> tuple[Property, ...]:
+    rows = []
+    for name, raw in protocol().properties.items():
+        if raw["kind"] not in KINDS:
+            raise ValueError(f"spec/protocol.json: property {name} has unknown kind {raw['kind']!r}")
+        rows.append(Property(name, raw["kind"], raw["meaning"], raw["witness"],
+                             raw.get("flag", ""), raw.get("reads", ""), raw.get("stuck", ""),
+                             raw.get("adversary")))
+    return tuple(rows)
+
+
+def table() -> tuple[Property, ...]:
+    """Every property, in spec order."""
+    return _rows()
+
+
+def prop(name: str) -> Property:
+    """The row of `name`; KeyError if there is none."""
+    for p in _rows():
+        if p.name == name:
+            return p
+    raise KeyError(name)
+
+
+def all_names() -> tuple[str, ...]:
+    return tuple(p.name for p in _rows())
+
+
+def of_kind(*kinds: str) -> tuple[str, ...]:
+    """Names of the properties of the given kinds, in spec order."""
+    return tuple(p.name for p in _rows() if p.kind in kinds)
+
+
+def state_predicates() -> tuple[str, ...]:
+    """Invariants and monitors: what BMC, induction and simulation can judge."""
+    return of_kind("invariant", "monitor")
+
+
+def monitors() -> tuple[Property, ...]:
+    return tuple(p for p in _rows() if p.kind == "monitor")
+
+
+def names(requested: Optional[Iterable[str]] = None, allowed: Optional[Iterable[str]] = None,
+          what: str = "properties") -> tuple[str, ...]:
+    """`requested` (default: every allowed one), each checked to be an allowed name.
+
+    Raises UsageError naming the first unknown name and the valid ones.
+    """
+    allowed = tuple(allowed) if allowed is not None else all_names()
+    out = tuple(dict.fromkeys(requested)) if requested else allowed
+    bad = [n for n in out if n not in allowed]
+    if bad:
+        raise UsageError(f"unknown property {bad[0]!r}; valid {what}: {', '.join(allowed)}")
+    return out
+
+
+def effects(families: Mapping[str, str], state: Mapping[str, int]) -> tuple[dict, int]:
+    """({key: applied count} for keys with an effect, compensated total) in `state`.
+
+    `families` maps each variable name to its family (`applied`, `comp`, ...), as the
+    model declares them; how an effect is read is written here once.
+    """
+    applied = {n.split(".", 1)[1]: v for n, v in state.items()
+               if families.get(n) == "applied" and v}
+    comp = sum(v for n, v in state.items() if families.get(n) == "comp")
+    return applied, comp
