@@ -16,9 +16,8 @@ COMMANDS = ("spec", "check", "prove", "validate", "ask")
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # exit 2 with one line, as argparse does, plus a hint
-        self.print_usage(sys.stderr)
-        print(f"toolcommit: error: {message} (see: toolcommit --help)", file=sys.stderr)
+    def error(self, message):  # exit 2 with one line naming the command and where help is
+        print(f"{self.prog}: error: {message} (see: {self.prog} --help)", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -35,12 +34,14 @@ def parser() -> argparse.ArgumentParser:
                 raise
             continue
         sp = module.add_parser(sub)
-        sp.set_defaults(run=module.run)
+        sp.set_defaults(run=module.run, parser=sp)
     return p
 
 
 def main(argv=None) -> int:
-    args = parser().parse_args(argv)
+    args, extra = parser().parse_known_args(argv)
+    if extra:   # reported by the subcommand, whose usage is the one that helps
+        args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return args.run(args)
     except InternalError as e:

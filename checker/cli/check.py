@@ -5,6 +5,7 @@ import json
 import sys
 import time
 
+from toolcommit.model.errors import UsageError
 from toolcommit.model.instance import instance_names, parse_bounds
 from toolcommit.model.knobs import PRESETS, parse_settings, preset
 from toolcommit.model.semantics import build
@@ -27,8 +28,10 @@ def add_parser(sub):
     add_model_options(p)
     p.add_argument("--property", action="append", metavar="P",
                    help=f"property to check (repeatable; default all: {', '.join(ALL)})")
-    p.add_argument("--max-states", type=int, default=0, help="stop after N states (verdict UNKNOWN)")
-    p.add_argument("--timeout", type=float, default=0.0, help="seconds per instance (verdict UNKNOWN)")
+    p.add_argument("--max-states", type=int, default=0,
+                   help="stop after N states (verdict UNKNOWN; default: %(default)s, no limit)")
+    p.add_argument("--timeout", type=float, default=0.0,
+                   help="seconds per instance (verdict UNKNOWN; default: %(default)s, no limit)")
     p.add_argument("--engine", choices=("explicit", "smt", "random"), default="explicit",
                    help="explicit: exhaustive BFS (all properties); smt: bounded model checking "
                    "with z3 to --depth; random: seeded simulation (invariants only for smt and random)")
@@ -56,6 +59,13 @@ def add_model_options(p) -> None:
                    f"; one of: {', '.join(instance_names())}")
     p.add_argument("--bounds", metavar="NAME=N,...",
                    help="override workers, max_fence or fault budgets, e.g. workers=3,crashes=2")
+
+
+def bounds_from(args) -> dict:
+    """`--bounds` parsed; an empty `--bounds ''` is a usage error, not 'no change'."""
+    if args.bounds is not None and not args.bounds.strip():
+        raise UsageError("--bounds is empty; give name=number[,name=number], e.g. workers=3,crashes=2")
+    return parse_bounds(args.bounds)
 
 
 def config_from(args):
@@ -92,7 +102,7 @@ def run(args) -> int:
     config = config_from(args)
     engine = for_check(args.engine, args.depth, args.runs, args.seed, args.max_steps)
     limits = Limits(args.max_states, args.timeout)
-    insts = resolve_instances(args.instance, parse_bounds(args.bounds))
+    insts = resolve_instances(args.instance, bounds_from(args))
     progress = Progress()
     suite = run_suite(config, insts, args.property, limits, progress, engine)
     progress.close()

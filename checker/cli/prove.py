@@ -15,6 +15,7 @@ from toolcommit.model.semantics import build
 
 from toolcommit.model.errors import UsageError
 from toolcommit.model.properties import state_predicates
+from toolcommit.checker.cli.check import bounds_from
 from toolcommit.checker.engines.base import Limits, Tick
 from toolcommit.checker.engines.portfolio import for_prove
 from toolcommit.checker.engines.smt.induction import METHODS
@@ -33,8 +34,8 @@ def add_parser(sub):
                    help="starting policy (default: %(default)s)")
     p.add_argument("--set", action="append", metavar="KNOB=OPTION",
                    help="change one knob or assumption (repeatable)")
-    p.add_argument("--instance", default="default", metavar="NAME",
-                   help=f"instance (default: %(default)s); one of: {', '.join(instance_names())}")
+    p.add_argument("--instance", action="append", metavar="NAME",
+                   help=f"instance (default: default); one of: {', '.join(instance_names())}")
     p.add_argument("--bounds", metavar="NAME=N,...",
                    help="override workers, max_fence or fault budgets, e.g. workers=3,crashes=2")
     p.add_argument("--property", action="append", metavar="P",
@@ -43,7 +44,8 @@ def add_parser(sub):
                    help="kind: lemmas + BMC + k-induction (default); pdr: z3 Spacer")
     p.add_argument("--max-k", type=int, default=12,
                    help="deepest BMC base case and induction step (default: %(default)s)")
-    p.add_argument("--timeout", type=float, default=0.0, help="seconds in all (verdict UNKNOWN)")
+    p.add_argument("--timeout", type=float, default=0.0,
+                   help="seconds in all (verdict UNKNOWN; default: %(default)s, no limit)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     return p
 
@@ -69,7 +71,10 @@ def run(args) -> int:
     engine = for_prove(args.method, args.max_k)
     limits = Limits(0, args.timeout)
     config = preset(args.preset).with_knobs(parse_settings(args.set))
-    inst = instance(args.instance).with_bounds(parse_bounds(args.bounds))
+    names_ = list(dict.fromkeys(args.instance or ["default"]))
+    if len(names_) > 1:
+        raise UsageError(f"prove takes one --instance, got {', '.join(names_)}; run it once per instance")
+    inst = instance(names_[0]).with_bounds(bounds_from(args))
     system = build(config, inst)
     t0 = time.perf_counter()
     verdicts = engine.run(system, props, limits, _Progress()).verdicts
