@@ -25,3 +25,12 @@ class InputError(ToolcommitError):
 
 class InternalError(ToolcommitError):
     """A bug in toolcommit, such as a counterexample that does not replay."""
+
+
+class OutputError(ToolcommitError):
+    """Output that cannot be written (a file, a folder or stdout): says which path, why, and
+    what to do. Nothing partial is left where the output was meant to go."""
+
+    def __init__(self, path: str, reason: str, hint: str):
+        super().__init__(f"cannot write {path}: {reason}; {hint}")
+        self.path, self.reason, self.hint = path, reason, hint

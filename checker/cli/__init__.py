@@ -11,6 +11,7 @@ import importlib
 import sys
 
 from toolcommit.model.errors import InternalError, ToolcommitError
+from toolcommit.checker.output import guarded_stdout
 
 COMMANDS = ("spec", "check", "prove", "validate", "ask")
 
@@ -43,7 +44,8 @@ def main(argv=None) -> int:
     if extra:   # reported by the subcommand, whose usage is the one that helps
         args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
-        return args.run(args)
+        with guarded_stdout():   # a failed write to stdout is an OutputError: exit 2, one line
+            return args.run(args)
     except InternalError as e:
         print(f"toolcommit: internal error (a bug in toolcommit, please report): {e}", file=sys.stderr)
         return 4
