@@ -17,7 +17,8 @@ from toolcommit.checker.design.ask import answer, builtin_names, load_question
 from toolcommit.checker.render.answers import (counterexample_files, render_answer_json, render_answer_markdown,
                          render_answer_text)
 from toolcommit.checker.cli.check import Progress
-from toolcommit.checker.output import write_atomic, write_tree
+from toolcommit.checker.output import write_atomic
+from toolcommit.checker.render.catalogue import write_question
 from toolcommit.checker.engines.verdict import Status
 
 
@@ -63,11 +64,12 @@ def run(args) -> int:
     files = counterexample_files(a)
     stems = {c.stem for c in a.violated_cells()}
     if args.write:
-        write_tree(folder, files)
+        write_question(folder, files, inputs=(args.question,))
         print(f"wrote {folder}", file=sys.stderr)
     if args.answer:
         target = Path(args.answer)
-        write_atomic(target, render_answer_markdown(a, answer_links(folder, target, stems)))
+        write_atomic(target, render_answer_markdown(a, answer_links(folder, target, stems)),
+                     inputs=(args.question,))
         print(f"wrote {target}", file=sys.stderr)
     links = {s: (folder / f"{s}.txt").as_posix() for s in stems}
     render = {"text": render_answer_text, "markdown": render_answer_markdown,

@@ -44,7 +44,9 @@ def add_parser(sub):
     p.add_argument("--explain", choices=("first", "all", "none"), default="first",
                    help="which counterexamples to explain in full (text format)")
     p.add_argument("--write", action="store_true",
-                   help="store counterexamples under --out/<config>/ as .itf.json, .txt and .mmd")
+                   help="store counterexamples under --out/<config>/ (other --bounds: "
+                   "<config>@<bounds>/) as .itf.json, .txt and .mmd; only the files of this "
+                   "run's instances and properties change")
     p.add_argument("--out", default="counterexamples", help="folder for --write (default: %(default)s)")
     return p
 

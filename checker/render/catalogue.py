@@ -1,14 +1,21 @@
 """The stored counterexample catalogue: `counterexamples/<config>/<instance>/<property>.*`.
 
 Deterministic: the same model gives the same bytes (no timings, sorted keys where order
-is free). A catalogue is written to a temporary folder and renamed into place, so a
-half-written catalogue never stands where a complete one is expected.
+is free). Writing one (`write_catalogue`) touches only what the run produced: the files of
+its instances and properties and their index entries; entries and files of other
+instances stay. A file is removed only if the folder's `index.json`, which toolcommit
+writes, records it as produced and the new index no longer does. A run with bounds other
+than the instances' defaults goes to its own folder, `<config>@<bound>=<n>,...`, so it
+never overwrites the default catalogue. Each file is replaced atomically (`write_tree`).
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from toolcommit.model.errors import OutputError
+from toolcommit.model.instance import instance
+from toolcommit.model.properties import all_names
 from toolcommit.model.semantics import build
 
 from toolcommit.checker.verify.hyper import personality_instance
@@ -23,6 +30,9 @@ def files_for(suite: SuiteResult) -> dict[str, str]:
     files: dict[str, str] = {}
     index = {"config": suite.config.label(), "knobs": dict(suite.config.knobs),
              "assumptions": dict(suite.config.assumptions), "instances": {}}
+    bounds = changed_bounds(suite)
+    if bounds:
+        index["bounds"] = bounds
     for r in suite.results:
         system = build(suite.config, r.instance)
         entry = {"states": r.stats["states"], "depth": r.stats["depth"], "verdicts": {}}
@@ -57,6 +67,101 @@ def _add(files: dict, stem: str, cx, system) -> None:
     files[f"{stem}.mmd"] = render_mermaid(cx, system)
 
 
+def changed_bounds(suite: SuiteResult) -> dict[str, int]:
+    """The bounds of `suite`'s instances that differ from their defaults (a missing fault
+    budget counts as 0); empty for a run with the default bounds."""
+    out: dict[str, int] = {}
+    for r in suite.results:
+        default = instance(r.instance.name).bounds()
+        for name, value in r.instance.bounds().items():
+            if default.get(name, 0) != value:
+                out[name] = value
+    return out
+
+
+def catalogue_label(suite: SuiteResult) -> str:
+    """The folder name of `suite`'s catalogue: the config label, plus `@name=n,...` (sorted)
+    for bounds that differ from the defaults, e.g. `naive@crashes=2,workers=3`."""
+    bounds = changed_bounds(suite)
+    return suite.config.label() + ("@" + ",".join(f"{k}={v}" for k, v in sorted(bounds.items()))
+                                   if bounds else "")
+
+
+def recorded(index: dict) -> set[str]:
+    """The files a catalogue `index` records as produced: `index.json`, and the three
+    renderings of every VIOLATED verdict (the only verdicts with a counterexample)."""
+    out = {"index.json"}
+    for name, entry in index.get("instances", {}).items():
+        for prop, v in entry.get("verdicts", {}).items():
+            if "steps" in v:
+                out |= _renderings(f"{name}/{prop}")
+    if "steps" in index.get("P5", {}):
+        out |= _renderings("personalities/P5")
+    return out
+
+
+def _renderings(stem: str) -> set[str]:
+    return {f"{stem}.itf.json", f"{stem}.txt", f"{stem}.mmd"}
+
+
+def merge(old: dict | None, new: dict, props) -> dict:
+    """The index after writing a run with index `new` (over properties `props`) into a
+    catalogue with index `old`: the run's instances replace theirs (only the verdicts of
+    `props`, when the run checked a subset); other instances, and P5 when the run did not
+    check it, stay as they were."""
+    if old is None:
+        return new
+    instances = dict(old.get("instances", {}))
+    every = set(all_names()) <= set(props)
+    for name, entry in new["instances"].items():
+        if every or name not in instances:
+            instances[name] = entry
+        else:
+            instances[name] = {**entry, "verdicts": {**instances[name].get("verdicts", {}),
+                                                     **entry["verdicts"]}}
+    index = {**new, "instances": instances}
+    if "P5" not in new and "P5" in old:
+        index["P5"] = old["P5"]
+    return index
+
+
 def write_catalogue(root, suite: SuiteResult) -> Path:
-    """Replace `root/<config label>` with the catalogue of `suite`; returns that folder."""
-    return write_tree(Path(root) / suite.config.label(), files_for(suite))
+    """Write `suite`'s catalogue into `root/<catalogue_label>`, merged with what is there
+    (see `merge`); returns that folder. Raises `OutputError` if the folder holds another
+    configuration's catalogue or an index that is not toolcommit's."""
+    folder = Path(root) / catalogue_label(suite)
+    files = files_for(suite)
+    new = json.loads(files.pop("index.json"))
+    old = _stored_index(folder, lambda doc: doc.get("config") == new["config"]
+                        and doc.get("bounds", {}) == new.get("bounds", {}))
+    index = merge(old, new, suite.props)
+    files["index.json"] = json.dumps(index, indent=2, sort_keys=True) + "\n"
+    stale = recorded(old) - recorded(index) if old else set()
+    return write_tree(folder, files, stale)
+
+
+def write_question(folder, files: dict, inputs=()) -> Path:
+    """Write a question's counterexample `files` (with their `index.json`) into `folder`,
+    removing the files an earlier answer of the same question recorded and this one does not."""
+    new = json.loads(files["index.json"])
+    old = _stored_index(Path(folder), lambda doc: doc.get("question") == new["question"])
+    stale = {"index.json"} | {f"{stem}{ext}" for stem in old.get("cells", {})
+                              for ext in (".itf.json", ".txt", ".mmd")} if old else set()
+    return write_tree(folder, files, stale - set(files), inputs)
+
+
+def _stored_index(folder: Path, ours) -> dict | None:
+    """The `index.json` toolcommit wrote in `folder`, None if there is none; `OutputError`
+    if it is unreadable or `ours(index)` says it belongs to another catalogue."""
+    path = folder / "index.json"
+    try:
+        doc = json.loads(path.read_text("utf-8"))
+    except (FileNotFoundError, NotADirectoryError):
+        return None   # no catalogue yet (or a file in the way: write_tree says so)
+    except (OSError, ValueError) as e:
+        raise OutputError(str(folder), f"its index.json is not a toolcommit index ({e})",
+                          "choose another --out, or move that folder away") from None
+    if not isinstance(doc, dict) or not ours(doc):
+        raise OutputError(str(folder), "it holds another catalogue (see its index.json)",
+                          "choose another --out, or move that folder away")
+    return doc
