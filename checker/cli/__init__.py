@@ -1,8 +1,8 @@
 """The `toolcommit` command line: a thin shell over the pure core.
 
 Each subcommand lives in `cli/<name>.py` with `add_parser(subparsers)` and `run(args) -> int`.
-Exit codes: 0 holds / conforms, 1 violated, 3 unknown / inconclusive, 2 bad usage or input
-(one line on stderr, never a traceback).
+Exit codes: 0 holds / conforms, 1 violated, 3 unknown / inconclusive, 2 bad usage or input,
+or output that cannot be written (one line on stderr, never a traceback).
 """
 from __future__ import annotations
 
