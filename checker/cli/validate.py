@@ -10,12 +10,15 @@ import argparse
 import gc
 import sys
 
-from toolcommit.model.errors import InputError, UsageError
+from toolcommit.model.errors import InputError
 
-from toolcommit.checker.logs.conformance import Conformance, EventError, Report
-from toolcommit.checker.render.findings import RENDERERS
+from toolcommit.checker.logs.conformance import Conformance, EventError
 from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES, check_paths, read_lines
+from toolcommit.checker.logs.report import LogVerdict, Report
 from toolcommit.checker.output import write_atomic
+from toolcommit.checker.render.findings import RENDERERS
+
+EXIT_CODES = {LogVerdict.CONFORMS: 0, LogVerdict.VIOLATES: 1, LogVerdict.INCONCLUSIVE: 3}
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -40,10 +43,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdin=None) -> Report:
     """Read and check `paths`; raise `InputError` on unusable input."""
+    check_paths(paths, max_line_bytes)
     warnings: list[str] = []
     checker = Conformance([("<stdin>" if p == "-" else p) for p in paths], focus)
     feed = checker.feed
-    check_paths(paths, max_line_bytes)
     collecting = gc.isenabled()
     gc.disable()   # the core builds no reference cycles; collection would only cost time
     try:
@@ -61,8 +64,6 @@ def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdi
 
 
 def run(args) -> int:
-    if args.max_line_bytes < 64:
-        raise UsageError(f"--max-line-bytes {args.max_line_bytes} is too small; use at least 64")
     report = validate(args.logs, args.max_line_bytes, args.key)
     if args.key:
         wanted = set(args.key)
@@ -70,7 +71,8 @@ def run(args) -> int:
                      if f.key in wanted or any(k in wanted for k in f.key.split(" + ")))
         report = Report(report.verdict, kept, report.warnings, report.stats, report.dropped,
                         report.history)
-    text = RENDERERS[args.format](report)
+    code = EXIT_CODES[report.verdict]
+    text = RENDERERS[args.format](report, code)
     if args.output:
         write_atomic(args.output, text)
     else:
@@ -78,4 +80,4 @@ def run(args) -> int:
     if args.output or args.format != "text":   # text output already lists them
         for w in report.warnings:
             print(f"toolcommit: warning: {w}", file=sys.stderr)
-    return report.verdict.exit_code
+    return code

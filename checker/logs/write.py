@@ -3,7 +3,7 @@
 This is how the model checker and the log checker meet: every stored counterexample becomes a
 log that `toolcommit validate` must reject, and every happy path of the recommended model a
 log it must accept. Pure: a trace and its `System` in, a list of event dicts out (write them
-with `toolcommit.checker.logs.conformance.events_to_jsonl`).
+with `events_to_jsonl`).
 
 What each model step writes, in the public log format (`spec/log.schema.json`)
 -----------------------------------------------------------------------------------------
@@ -57,7 +57,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from importlib import resources
-from typing import Mapping, Optional
+from typing import Iterable, Mapping, Optional
 
 from toolcommit.model.system import System
 
@@ -186,3 +186,26 @@ def _proposal_of(key: str, writer_of: Mapping[str, str], system: System) -> str:
         if system.meta["keys"][k]["name"] == key:
             return name
     raise ValueError(f"no proposal writes key {key!r}")
+
+
+_ORDER = ("type", "writer", "seq", "ts", "call_id", "key", "idempotency_key", "from", "to",
+          "decision", "kind", "tool", "args", "scope", "fence", "epoch", "effect_id", "reason")
+
+
+def events_to_jsonl(events: Iterable[dict]) -> str:
+    """Serialize events deterministically as JSON Lines (the format `toolcommit validate`
+    reads): known fields in a fixed order, then any others sorted; UTF-8 text, one event
+    per line, each line ending in a newline.
+
+    >>> print(events_to_jsonl([{"seq": 1, "writer": "w1", "type": "crash"}]), end="")
+    {"type":"crash","writer":"w1","seq":1}
+    """
+    out = []
+    for ev in events:
+        ordered = {k: ev[k] for k in _ORDER if k in ev}
+        for k in sorted(ev):
+            if k not in ordered:
+                ordered[k] = ev[k]
+        out.append(json.dumps(ordered, ensure_ascii=False, separators=(",", ":"),
+                              allow_nan=False) + "\n")
+    return "".join(out)

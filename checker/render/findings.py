@@ -1,6 +1,7 @@
 """Renderers of a conformance `Report`: text (Elle-style explanations), JSON, Mermaid.
 
-Renderers only read the report's data; they never re-check anything. Text reads like a
+Renderers only read the report's data; they never re-check anything. Each takes the
+command's exit code too (only JSON shows it). Text reads like a
 counterexample: *Let* names the actors, *Then* lists the steps in log order with file:line,
 *However* says which property breaks and why.
 """
@@ -10,11 +11,13 @@ import json
 import re
 from functools import lru_cache
 from importlib import resources
+from typing import Optional
 
 from toolcommit.model.canon import VERSIONS
 from toolcommit.spec import protocol
 
-from toolcommit.checker.logs.conformance import Finding, Report, Step
+from toolcommit.checker.logs.findings import Citation, Finding
+from toolcommit.checker.logs.report import Report
 
 
 @lru_cache(maxsize=1)
@@ -59,7 +62,7 @@ def text_finding(f: Finding, index: int = 0) -> str:
     return "\n".join(lines)
 
 
-def render_text(report: Report) -> str:
+def render_text(report: Report, exit_code: Optional[int] = None) -> str:
     out = [_headline(report)]
     for w in report.warnings:
         out.append(f"warning: {w}")
@@ -74,10 +77,13 @@ def render_text(report: Report) -> str:
     return "\n".join(out) + "\n"
 
 
-def to_json(report: Report) -> dict:
-    return {
-        "verdict": report.verdict.value,
-        "exit_code": report.verdict.exit_code,
+def to_json(report: Report, exit_code: Optional[int] = None) -> dict:
+    """The report as JSON data; `exit_code` (the command's, when it has one) right after
+    the verdict."""
+    out: dict = {"verdict": report.verdict.value}
+    if exit_code is not None:
+        out["exit_code"] = exit_code
+    return out | {
         "findings": [f.to_json() for f in report.findings],
         "warnings": list(report.warnings),
         "stats": report.stats,
@@ -87,12 +93,12 @@ def to_json(report: Report) -> dict:
     }
 
 
-def _step_json(s: Step) -> dict:
+def _step_json(s: Citation) -> dict:
     return {"kind": s.kind, "writer": s.writer, "text": s.text, "file": s.file, "line": s.line}
 
 
-def render_json(report: Report) -> str:
-    return json.dumps(to_json(report), indent=2, ensure_ascii=False) + "\n"
+def render_json(report: Report, exit_code: Optional[int] = None) -> str:
+    return json.dumps(to_json(report, exit_code), indent=2, ensure_ascii=False) + "\n"
 
 
 # ----- Mermaid ---------------------------------------------------------------------------
@@ -128,7 +134,7 @@ def mermaid_steps(title: str, key: str, steps) -> str:
     return "\n".join(lines + body) + "\n"
 
 
-def render_mermaid(report: Report) -> str:
+def render_mermaid(report: Report, exit_code: Optional[int] = None) -> str:
     """One diagram per focus key's full history if any, else one per finding."""
     out = [f"%% {_headline(report)}"]
     for w in report.warnings:

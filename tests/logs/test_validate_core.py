@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from toolcommit.checker.logs import read as logread
-from toolcommit.checker.logs.conformance import Conformance, Verdict, check, events_to_jsonl
+from toolcommit.checker.cli.validate import EXIT_CODES
+from toolcommit.checker.logs import events as logevents
+from toolcommit.checker.logs.conformance import Conformance, LogVerdict, check
+from toolcommit.checker.logs.write import events_to_jsonl
 from toolcommit.checker.render.findings import (meanings, render_json, render_mermaid,
                                                 render_text)
 from toolcommit.model.canon import CanonError, canonical_intent, intent_digest
@@ -70,12 +72,12 @@ HAPPY = ("PROPOSED", "RECORDED", "DISPATCHED", "ACKED")
 # ----- I1 / P1 --------------------------------------------------------------------------
 def test_one_apply_per_intent_conforms():
     r = Log().accept().path(*HAPPY).effect().report()
-    assert r.verdict is Verdict.CONFORMS and r.findings == ()
+    assert r.verdict is LogVerdict.CONFORMS and r.findings == ()
 
 
 def test_two_applies_for_one_intent_violate_I1_and_P1():
     r = Log().accept().path(*HAPPY).effect().effect().report()
-    assert r.verdict is Verdict.VIOLATES and props(r, "certain") == ["I1", "P1"]
+    assert r.verdict is LogVerdict.VIOLATES and props(r, "certain") == ["I1", "P1"]
 
 
 def test_two_applies_under_two_keys_of_one_intent_violate_I1_not_P1():
@@ -87,7 +89,7 @@ def test_two_applies_under_two_keys_of_one_intent_violate_I1_not_P1():
 
 def test_one_effect_exported_twice_with_one_effect_id_is_one_effect():
     r = Log().accept().path(*HAPPY).effect(effect_id="e1").effect(effect_id="e1").report()
-    assert r.verdict is Verdict.CONFORMS
+    assert r.verdict is LogVerdict.CONFORMS
 
 
 def test_compensated_effects_still_count_for_I1():
@@ -101,7 +103,7 @@ def test_two_dispatches_without_effect_records_are_a_possible_I1_and_inconclusiv
         log.accept(key=f"k@{e}", epoch=e, call=f"t{e}")
         log.path("PROPOSED", "RECORDED", "DISPATCHED", "UNKNOWN", "DEAD_LETTER", key=f"k@{e}")
     r = log.report()
-    assert r.verdict is Verdict.INCONCLUSIVE and props(r, "possible") == ["I1"]
+    assert r.verdict is LogVerdict.INCONCLUSIVE and props(r, "possible") == ["I1"]
     assert len(r.findings[0].locations) == 2
 
 
@@ -156,7 +158,7 @@ def test_every_allowed_step_after_unknown_keeps_P2(after):
     log = Log().accept().path("PROPOSED", "RECORDED", "DISPATCHED", "UNKNOWN", after)
     if after == "RECONCILING":
         log.tr("RECONCILING", "ACKED")
-    assert log.report().verdict is Verdict.CONFORMS
+    assert log.report().verdict is LogVerdict.CONFORMS
 
 
 def test_two_writers_leaving_one_state_is_a_race_naming_both_writers_and_lines():
@@ -172,7 +174,7 @@ def test_a_chain_spread_over_writers_and_received_backwards_conforms():
     log = (Log().accept().tr("PROPOSED", "RECORDED", w="w1").tr("RECORDED", "DISPATCHED", w="w1", fence=1)
            .tr("DISPATCHED", "UNKNOWN", w="w2").tr("UNKNOWN", "RECONCILING", w="w3", fence=2)
            .tr("RECONCILING", "ACKED", w="w3", fence=2))
-    assert check(list(reversed(log.events))).verdict is Verdict.CONFORMS
+    assert check(list(reversed(log.events))).verdict is LogVerdict.CONFORMS
 
 
 def test_an_effect_after_a_cancel_before_dispatch_violates_P3():
@@ -183,7 +185,7 @@ def test_an_effect_after_a_cancel_before_dispatch_violates_P3():
 
 def test_a_cancel_with_no_dispatch_and_no_effect_conforms():
     r = Log().accept().path("PROPOSED", "RECORDED").tr("RECORDED", "REJECTED_CONFLICT", w="user").report()
-    assert r.verdict is Verdict.CONFORMS
+    assert r.verdict is LogVerdict.CONFORMS
 
 
 def test_a_writer_acting_on_a_stale_state_after_its_crash_violates_P4():
@@ -197,7 +199,7 @@ def test_a_writer_acting_on_a_stale_state_after_its_crash_violates_P4():
 def test_a_writer_resuming_from_the_log_after_its_crash_keeps_P4():
     r = (Log().accept().path("PROPOSED", "RECORDED").crash("w1")
          .tr("RECORDED", "DISPATCHED", w="w1").tr("DISPATCHED", "ACKED", w="w1").report())
-    assert r.verdict is Verdict.CONFORMS
+    assert r.verdict is LogVerdict.CONFORMS
 
 
 def test_the_same_stale_move_without_a_crash_is_a_race_not_P4():
@@ -226,7 +228,7 @@ def test_an_effect_applied_before_the_seal_and_found_by_the_status_read_conforms
          .effect(fence=1).tr("DISPATCHED", "UNKNOWN", w="w2")
          .tr("UNKNOWN", "RECONCILING", w="w2", fence=2).tr("RECONCILING", "ACKED", w="w2", fence=2)
          .report())
-    assert r.verdict is Verdict.CONFORMS
+    assert r.verdict is LogVerdict.CONFORMS
 
 
 # ----- completeness -------------------------------------------------------------------------
@@ -235,23 +237,23 @@ def test_a_seq_gap_makes_the_verdict_inconclusive():
     log.events[2]["seq"] = 9
     log.events[3]["seq"] = 10
     r = log.report()
-    assert r.verdict is Verdict.INCONCLUSIVE and "SEQ_GAP" in props(r)
+    assert r.verdict is LogVerdict.INCONCLUSIVE and "SEQ_GAP" in props(r)
 
 
 def test_seq_numbers_arriving_out_of_order_are_not_a_gap():
     log = Log().accept().path(*HAPPY).effect()
-    assert check([log.events[i] for i in (2, 0, 3, 1, 4)]).verdict is Verdict.CONFORMS
+    assert check([log.events[i] for i in (2, 0, 3, 1, 4)]).verdict is LogVerdict.CONFORMS
 
 
 def test_a_repeated_seq_is_ignored_and_reported():
     log = Log().accept().path(*HAPPY).effect()
     r = check(log.events + [dict(log.events[2])])
-    assert r.verdict is Verdict.INCONCLUSIVE and props(r) == ["SEQ_DUP"]
+    assert r.verdict is LogVerdict.INCONCLUSIVE and props(r) == ["SEQ_DUP"]
 
 
 def test_a_key_left_dispatched_is_unsettled_and_inconclusive():
     r = Log().accept().path("PROPOSED", "RECORDED", "DISPATCHED").report()
-    assert r.verdict is Verdict.INCONCLUSIVE and props(r) == ["UNSETTLED"]
+    assert r.verdict is LogVerdict.INCONCLUSIVE and props(r) == ["UNSETTLED"]
 
 
 def test_an_effect_no_record_accounts_for_is_an_orphan():
@@ -275,7 +277,7 @@ def test_settled_keys_drop_their_transitions_so_memory_follows_open_keys():
     assert c.open_keys == 0
     assert all(type(v) is bytes for v in c.keys.values())    # packed: a few dozen bytes each
     assert len(c.intents) == 500
-    assert c.finish().verdict is Verdict.CONFORMS
+    assert c.finish().verdict is LogVerdict.CONFORMS
 
 
 def test_a_packed_key_touched_again_reports_as_if_it_had_never_been_packed():
@@ -299,7 +301,7 @@ def test_packed_and_unpacked_keys_round_trip():
         c.feed(ev, 0, n)
     (name, rec), = c.keys.items()
     assert type(rec) is bytes and len(rec) < 120
-    k = c._key(name)
+    k = c.key(name)
     assert (k.tip, k.max_fence, k.min_apply_fence, k.applies, k.dispatches, k.last_writer) == \
         (3, 7, 7, 1, 1, "w1")
     e = c.intents[k.digest]
@@ -307,34 +309,34 @@ def test_packed_and_unpacked_keys_round_trip():
 
 
 def test_findings_per_property_are_capped():
-    from toolcommit.checker.logs import conformance
+    from toolcommit.checker.logs import findings
     log = Log()
-    for i in range(conformance.MAX_PER_PROPERTY + 5):
+    for i in range(findings.MAX_PER_PROPERTY + 5):
         log.accept(key=f"k{i}", args={"amount": i}).path("PROPOSED", "RECORDED", "ACKED", key=f"k{i}")
     r = log.report()
-    assert len(r.findings) == conformance.MAX_PER_PROPERTY and r.dropped == 5
+    assert len(r.findings) == findings.MAX_PER_PROPERTY and r.dropped == 5
 
 
 # ----- the log format: schema, hand validation and writer agree ------------------------------
 def test_schema_and_hand_validation_agree_on_required_and_optional_fields():
     schema = json.loads((SPEC / "log.schema.json").read_text())
-    assert set(schema["required"]) == set(logread.COMMON)
-    assert set(schema["properties"]) == set(logread.COMMON) | set(logread.COMMON_OPTIONAL)
-    assert schema["properties"]["type"]["enum"] == list(logread.TYPES)
+    assert set(schema["required"]) == set(logevents.COMMON)
+    assert set(schema["properties"]) == set(logevents.COMMON) | set(logevents.COMMON_OPTIONAL)
+    assert schema["properties"]["type"]["enum"] == list(logevents.TYPES)
     for branch in schema["allOf"]:
         t = branch["if"]["properties"]["type"]["const"]
         then = branch["then"]
-        assert set(then["required"]) == set(logread.REQUIRED[t]), t
-        assert set(then["properties"]) == set(logread.REQUIRED[t]) | set(logread.OPTIONAL[t]), t
-        for f, kind in {**logread.REQUIRED[t], **logread.OPTIONAL[t]}.items():
+        assert set(then["required"]) == set(logevents.REQUIRED[t]), t
+        assert set(then["properties"]) == set(logevents.REQUIRED[t]) | set(logevents.OPTIONAL[t]), t
+        for f, kind in {**logevents.REQUIRED[t], **logevents.OPTIONAL[t]}.items():
             s = then["properties"][f]
             want = {"str": "string", "int": "integer", "obj": "object"}.get(kind)
             if want:
                 assert s["type"] == want, (t, f)
             else:
-                assert set(s["enum"]) == set(logread._ENUMS[kind][1]), (t, f)
-        if t in logread.ONE_OF:
-            assert {r["required"][0] for r in then["anyOf"]} == set(logread.ONE_OF[t])
+                assert set(s["enum"]) == set(logevents.ENUMS[kind][1]), (t, f)
+        if t in logevents.ONE_OF:
+            assert {r["required"][0] for r in then["anyOf"]} == set(logevents.ONE_OF[t])
 
 
 def test_schema_state_names_are_the_spec_record_states():
@@ -349,7 +351,7 @@ def test_every_fixture_line_passes_hand_validation_and_the_schema_required_field
     for p in (Path(__file__).parents[1] / "fixtures" / "logs").glob("*.jsonl"):
         for line in p.read_text().splitlines():
             ev = json.loads(line)
-            assert logread.problem(ev) is None and logread._fast_ok(ev), (p.name, line)
+            assert logevents.problem(ev) is None and logevents.fast_ok(ev), (p.name, line)
             assert set(schema["required"]) | set(req[ev["type"]]) <= set(ev)
 
 
@@ -357,8 +359,8 @@ def test_fast_validation_is_the_thorough_one_on_flat_events_and_defers_otherwise
     ev = Log().accept().events[0]
     for extra in ({"x": 1}, {"x": [1]}, {"args": {"a": {"b": 1}}}, {"args": {"a": [1]}}):
         m = {**ev, **extra}
-        assert logread.problem(m) is None and not logread._fast_ok(m), m   # thorough path
-    assert logread._fast_ok({**ev, "args": {"a": 1, "b": "x", "c": None}})
+        assert logevents.problem(m) is None and not logevents.fast_ok(m), m   # thorough path
+    assert logevents.fast_ok({**ev, "args": {"a": 1, "b": "x", "c": None}})
 
 
 def test_fast_and_thorough_validation_agree_on_mutations():
@@ -374,10 +376,10 @@ def test_fast_and_thorough_validation_agree_on_mutations():
                     m[f] = v
                 # fast True must imply valid; on these flat events (no unknown fields, flat
                 # args) it must also be True whenever the event is valid
-                flat = set(m) <= logread._KNOWN[m["type"]] if isinstance(m.get("type"), str) \
-                    and m["type"] in logread._KNOWN else True
-                assert logread._fast_ok(m) == (logread.problem(m) is None and flat), \
-                    (m, logread.problem(m))
+                flat = set(m) <= logevents.KNOWN[m["type"]] if isinstance(m.get("type"), str) \
+                    and m["type"] in logevents.KNOWN else True
+                assert logevents.fast_ok(m) == (logevents.problem(m) is None and flat), \
+                    (m, logevents.problem(m))
 
 
 def test_events_to_jsonl_round_trips_and_is_deterministic():
@@ -452,7 +454,7 @@ def test_text_explains_like_a_counterexample():
 
 def test_json_carries_every_finding_with_its_locations():
     r = _bad_report()
-    d = json.loads(render_json(r))
+    d = json.loads(render_json(r, EXIT_CODES[r.verdict]))
     assert d["verdict"] == "VIOLATES" and d["exit_code"] == 1
     assert len(d["findings"]) == len(r.findings)
     assert all(f["locations"] and f["steps"] for f in d["findings"])

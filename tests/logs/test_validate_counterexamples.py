@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from toolcommit.checker.engines.explicit.codegen import compile_system
-from toolcommit.checker.logs.conformance import check, events_to_jsonl
+from toolcommit.checker.logs.conformance import check
+from toolcommit.checker.logs.write import events_to_jsonl
 from toolcommit.checker.logs.write import counterexample_to_events
 from toolcommit.checker.render.counterexample import parse_itf
 from toolcommit.checker.engines.trace import from_actions
@@ -220,6 +221,10 @@ def test_pinned_generated_logs_have_the_verdict_their_name_says(name):
 
 
 @pytest.mark.parametrize("module", ["toolcommit.checker.logs.write", "toolcommit.checker.logs.read",
+                                    "toolcommit.checker.logs.events",
+                                    "toolcommit.checker.logs.writers",
+                                    "toolcommit.checker.logs.findings",
+                                    "toolcommit.checker.logs.report",
                                     "toolcommit.checker.logs.conformance", "toolcommit.model.canon"])
 def test_docstring_examples_of_the_validate_modules_run(module):
     import doctest

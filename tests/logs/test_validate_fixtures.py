@@ -12,7 +12,8 @@ import pytest
 
 from toolcommit.checker.cli import main
 from toolcommit.checker.cli.validate import validate
-from toolcommit.checker.logs.conformance import check, events_to_jsonl
+from toolcommit.checker.logs.conformance import check
+from toolcommit.checker.logs.write import events_to_jsonl
 from logtools import interleave
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "logs"

@@ -1,0 +1,210 @@
+"""Findings as data: what a log breaks, told as a story of cited lines, and their collector.
+
+A `Finding` names a property, the key it breaks on, its certainty, and the story: a tuple
+of `Citation`s (who did what, at which file:line). Stages record findings through one
+`Findings` collector, which merges repeats on one key, keeps at most `MAX_PER_PROPERTY`
+keys per property (counting the rest) and bounds each story. While checking, a location
+is one int (``file index << LOC_SHIFT | line``) and a step is a tuple ``(kind, writer,
+text, loc)``; `Findings.freeze` turns them into the public types.
+
+Examples
+--------
+>>> found = Findings(["a.jsonl"])
+>>> _ = found.add("RACE", "k1", "certain", "two writers", [("transition", "w2", "RECORDED -> DISPATCHED", 7)])
+>>> f, = found.freeze()
+>>> f.property, f.writers, f.locations, f.steps[0].where
+('RACE', ('w2',), (('a.jsonl', 7),), 'a.jsonl:7')
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Optional, Sequence
+
+MAX_PER_PROPERTY = 1000  # findings kept per property; the rest are counted, not stored
+LOC_SHIFT = 40           # a location is one int: file index << 40 | line number
+_MAX_STEPS = 40          # a story longer than this keeps its start and its end
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One event of a finding's story: who did what, where (`file`, `line`)."""
+
+    kind: str      # proposal | transition | effect | crash | restart | note
+    writer: str
+    text: str
+    file: str = ""
+    line: int = 0
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.file else ""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A property the log breaks (`certainty` "certain") or may break ("possible").
+
+    `key` is the implementation key (or the writer, for SEQ_GAP / SEQ_DUP, or the
+    canonical intent's form for I1 across keys); `locations` are (file, line) pairs;
+    `steps` tell the story in order; `explanation` says why it breaks the property.
+    """
+
+    property: str
+    key: str
+    certainty: str
+    writers: tuple[str, ...]
+    locations: tuple[tuple[str, int], ...]
+    steps: tuple[Citation, ...]
+    explanation: str
+    more: int = 0  # further occurrences of the same property on the same key, not listed
+
+    def to_json(self) -> dict:
+        return {"property": self.property, "key": self.key, "certainty": self.certainty,
+                "writers": list(self.writers),
+                "locations": [{"file": f, "line": n} for f, n in self.locations],
+                "steps": [{"kind": s.kind, "writer": s.writer, "text": s.text,
+                           "file": s.file, "line": s.line} for s in self.steps],
+                "explanation": self.explanation, "more": self.more}
+
+
+class Draft:
+    """A finding while the log is still being read (mutable; `Findings.freeze` ends it)."""
+
+    __slots__ = ("property", "key", "certainty", "writers", "locs", "steps", "explanation",
+                 "more")
+
+    def __init__(self, prop: str, key: str, certainty: str, explanation: str):
+        self.property, self.key, self.certainty = prop, key, certainty
+        self.writers: list[str] = []
+        self.locs: list[int] = []
+        self.steps: list[tuple] = []
+        self.explanation = explanation
+        self.more = 0
+
+    def extend(self, step: tuple) -> None:
+        """Add one step to a story that is not yet full (a fork branch going on)."""
+        if len(self.steps) < _MAX_STEPS:
+            self.steps.append(step)
+            self.locs.append(step[3])
+
+
+class Findings:
+    """The collector: one `Draft` per (property, key), capped per property.
+
+    Parameters
+    ----------
+    files : sequence of str
+        Display names; a location's file index points into it.
+    """
+
+    def __init__(self, files: Sequence[str] = ("<events>",)):
+        self.files = list(files)
+        self._drafts: dict[tuple[str, str], Draft] = {}
+        self._per_prop: dict[str, int] = {}
+        self.dropped = 0   # findings not stored beyond MAX_PER_PROPERTY
+
+    def add(self, prop: str, key: str, certainty: str, explanation: str,
+            steps: Iterable[tuple] = (), locs: Iterable[int] = (),
+            label: Optional[str] = None, update: bool = False) -> Optional[Draft]:
+        """Record (or extend) the finding `prop` on `key` (shown as `label` if given).
+
+        A step is (kind, writer, text, loc); loc 0 means none. A second occurrence adds its
+        steps and counts in `more`; it replaces the explanation only if `update` (a count
+        that grows, as in I1) or if it makes a possible finding certain, so the story stays
+        the first one. Returns None when the property's cap dropped it."""
+        b = self._drafts.get((prop, key))
+        if b is None:
+            n = self._per_prop.get(prop, 0)
+            if n >= MAX_PER_PROPERTY:
+                self.dropped += 1
+                return None
+            self._per_prop[prop] = n + 1
+            b = self._drafts[(prop, key)] = Draft(prop, key, certainty, explanation)
+        else:
+            b.more += 1
+            if update or (certainty == "certain" and b.certainty != "certain"):
+                b.explanation = explanation
+            if certainty == "certain":
+                b.certainty = "certain"
+            if len(b.steps) > _MAX_STEPS:
+                return b
+        if label is not None:
+            b.key = label
+        steps = list(steps)
+        if len(steps) > _MAX_STEPS:       # a long (illegal) history: its start and its end
+            steps = steps[:5] + [("note", "", f"... {len(steps) - 39} steps ...", 0)] + steps[-34:]
+        for s in steps:
+            if s not in b.steps:
+                b.steps.append(s)
+                if s[1] and s[1] not in b.writers:
+                    b.writers.append(s[1])
+        for loc in locs:
+            if loc and loc not in b.locs:
+                b.locs.append(loc)
+        for s in steps:
+            if s[3] and s[3] not in b.locs:
+                b.locs.append(s[3])
+        return b
+
+    def get(self, prop: str, key: str) -> Optional[Draft]:
+        return self._drafts.get((prop, key))
+
+    def drafts(self) -> Iterator[Draft]:
+        return iter(self._drafts.values())
+
+    def where(self, loc: int) -> tuple[str, int]:
+        """A location as (file name, line)."""
+        fi = loc >> LOC_SHIFT
+        return (self.files[fi] if fi < len(self.files) else "?", loc & ((1 << LOC_SHIFT) - 1))
+
+    def citation(self, s: tuple) -> Citation:
+        kind, writer, text, loc = s
+        if loc:
+            f, n = self.where(loc)
+            return Citation(kind, writer, text, f, n)
+        return Citation(kind, writer, text)
+
+    def freeze(self) -> list[Finding]:
+        """Every finding, certain ones first, then by property and key."""
+        out = [self._freeze(b) for b in self._drafts.values()]
+        out.sort(key=lambda f: (f.certainty != "certain", f.property, f.key))
+        return out
+
+    def _freeze(self, b: Draft) -> Finding:
+        locs = tuple(sorted({self.where(x) for x in b.locs}))
+        steps = tuple(self.citation(s) for s in b.steps)
+        return Finding(b.property, b.key, b.certainty, tuple(sorted(b.writers)), locs, steps,
+                       b.explanation, b.more)
+
+
+# ----- how events read in a story --------------------------------------------------------------
+def short(v, n: int = 60) -> str:
+    """A JSON value in at most `n` characters."""
+    try:
+        s = json.dumps(v, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        s = "?"
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def form_hint(ev: dict) -> str:
+    return f"{short(ev['tool'], 30)} {short(ev['args'])} in scope {short(ev['scope'], 40)}"
+
+
+def effect_text(ev: dict) -> str:
+    fx = f" fence {ev['fence']}" if ev.get("fence") is not None else ""
+    return f"{ev['kind']} {short(ev['args'], 40)}{fx}"
+
+
+def describe(ev: dict, loc: int) -> tuple:
+    """A proposal, transition or effect as a story step."""
+    t = ev["type"]
+    if t == "proposal":
+        return ("proposal", ev["writer"],
+                f"call {ev['call_id']}: {short(ev['tool'], 20)} {short(ev['args'], 40)} "
+                f"-> {ev['decision']}", loc)
+    if t == "transition":
+        fx = f" (fence {ev['fence']})" if ev.get("fence") is not None else ""
+        return ("transition", ev["writer"], f"{ev['from']} -> {ev['to']}{fx}", loc)
+    return ("effect", ev["writer"], effect_text(ev), loc)
