@@ -53,7 +53,8 @@ def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdi
         for fi, path in enumerate(paths):   # one generator per file: the hot loop is here
             n = 0
             try:
-                for n, ev in read_lines(path, max_line_bytes, stdin, warnings.append):
+                for n, ev in read_lines(path, max_line_bytes, stdin, warnings.append,
+                                        on_cut=lambda line, fi=fi: checker.cut_off(fi, line)):
                     feed(ev, fi, n)
             except EventError as e:
                 raise InputError(str(e), path, n) from None

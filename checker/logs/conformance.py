@@ -160,6 +160,15 @@ class Conformance(Store):
                     return
         _STAGE[t](self, ev, w, loc)
 
+    def cut_off(self, file_index: int, line: int) -> None:
+        """The reader found `line`, the last of a file, cut off: one event was lost."""
+        name = self.files[file_index] if file_index < len(self.files) else "?"
+        self.found.add("CUT_OFF", name, "possible",
+                       f"the last line of {name} is cut off (no newline, not valid JSON): its "
+                       "writer died mid-write, so an event was lost and the log cannot prove "
+                       "conformance (or a violation hidden in it)",
+                       [("note", "", f"line {line} cut off", (file_index << LOC_SHIFT) | line)])
+
     def _remember(self, ev: dict, loc: int) -> None:
         t = ev["type"]
         if t in ("crash", "restart"):

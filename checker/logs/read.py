@@ -313,12 +313,14 @@ def _check_ahead(path: str, stream, chunk: int, limit: int) -> Optional[_CheckAh
 def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                stdin: Optional[BinaryIO] = None,
                warn: Optional[Callable[[str], None]] = None,
-               check: bool = True) -> Iterator[tuple[int, object]]:
+               check: bool = True,
+               on_cut: Optional[Callable[[int], None]] = None) -> Iterator[tuple[int, object]]:
     """Yield ``(line_number, event)`` for each non-blank line of one log.
 
     Raises `InputError` (with path:line) on the first bad line: too long, not UTF-8, not
     JSON, nested too deeply, a field `problem` rejects (unless `check` is False), or an
-    empty log. A cut-off last line calls `warn` instead. A UTF-8 byte order mark before
+    empty log. A cut-off last line calls `warn` (with a message) and `on_cut` (with its line
+    number) instead: it is a lost line, not an error. A UTF-8 byte order mark before
     the first line is skipped. The caller checks `max_line_bytes` first (`check_paths`).
 
     Reads in chunks of at most ``min(1 MiB, max_line_bytes + 1)`` bytes and splits them into
@@ -374,6 +376,8 @@ def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                                 warn(f"{path}:{n}: last line is cut off (no newline, not "
                                      "valid JSON): its writer died mid-write; the line is "
                                      "ignored")
+                            if on_cut:
+                                on_cut(n)
                             break
                         raise InputError(str(e), path, n) from None
                     if check:
