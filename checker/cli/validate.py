@@ -9,8 +9,9 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
+from itertools import islice
 
-from toolcommit.model.errors import InputError
+from toolcommit.model.errors import InputError, UsageError
 
 from toolcommit.checker.logs.conformance import Conformance, EventError
 from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES, check_paths, read_lines
@@ -61,7 +62,21 @@ def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdi
     finally:
         if collecting:
             gc.enable()
+    _check_focus(focus, checker.keys)
     return checker.finish(warnings)
+
+
+def _check_focus(focus, keys) -> None:
+    """Refuse a --key the log does not name, listing some it does."""
+    missing = [k for k in dict.fromkeys(focus) if k not in keys]
+    if not missing:
+        return
+    some = list(islice(keys, 5))
+    has = (f"keys it has: {', '.join(some)}" + (f" and {len(keys) - 5} more" if len(keys) > 5
+                                                 else "")) if keys else "it names no key"
+    names = ", ".join(repr(k) for k in missing)
+    raise UsageError(f"--key {names}: not in the log ({has}); a key is named by the "
+                     "'key' field of proposals, transitions and effects")
 
 
 def run(args) -> int:

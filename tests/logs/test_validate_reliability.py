@@ -32,3 +32,16 @@ def test_a_log_whose_last_line_was_cut_off_is_inconclusive_not_conforming(tmp_pa
     report = validate([str(p)])
     cut = [f for f in report.findings if f.property == "CUT_OFF"]
     assert cut and cut[0].certainty == "possible" and cut[0].locations == ((str(p), 11),)
+
+
+# ----- --key names keys the log has ------------------------------------------------------------
+def test_a_focus_key_that_is_not_in_the_log_is_a_usage_error_naming_the_keys_it_has(capsys):
+    code = main(["validate", str(LOGS / "i1-ok.jsonl"), "--key", "nope"])
+    err = one_line_error(capsys)
+    assert code == 2 and "'nope'" in err and "not in the log" in err
+    assert "k1" in err and "k2" in err
+
+
+def test_a_focus_key_that_is_in_the_log_still_works(capsys):
+    assert main(["validate", str(LOGS / "i1-ok.jsonl"), "--key", "k2", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["history"]["k2"]
