@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 from itertools import islice
 
@@ -66,6 +67,24 @@ def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdi
     return checker.finish(warnings)
 
 
+def _refuse_overwriting_an_input(output: str, paths) -> None:
+    """The report must never replace a log it reads: the same path, or another name (a
+    link, a hard link, a path with ..) for the same file."""
+    out = os.path.realpath(output)
+    for p in paths:
+        if p == "-":
+            continue
+        same = os.path.realpath(p) == out
+        if not same:
+            try:
+                same = os.path.samefile(p, output)
+            except OSError:       # either does not exist (yet): not the same file
+                pass
+        if same:
+            raise UsageError(f"-o {output} is the input log {p}: the report would replace it; "
+                             "write the report to another file")
+
+
 def _check_focus(focus, keys) -> None:
     """Refuse a --key the log does not name, listing some it does."""
     missing = [k for k in dict.fromkeys(focus) if k not in keys]
@@ -80,6 +99,8 @@ def _check_focus(focus, keys) -> None:
 
 
 def run(args) -> int:
+    if args.output:
+        _refuse_overwriting_an_input(args.output, args.logs)
     report = validate(args.logs, args.max_line_bytes, args.key)
     if args.key:
         wanted = set(args.key)

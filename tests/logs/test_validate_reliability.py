@@ -45,3 +45,34 @@ def test_a_focus_key_that_is_not_in_the_log_is_a_usage_error_naming_the_keys_it_
 def test_a_focus_key_that_is_in_the_log_still_works(capsys):
     assert main(["validate", str(LOGS / "i1-ok.jsonl"), "--key", "k2", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["history"]["k2"]
+
+
+# ----- the report never replaces an input ------------------------------------------------------
+def test_the_report_may_not_overwrite_an_input_log(tmp_path, capsys):
+    p = tmp_path / "log.jsonl"
+    data = (LOGS / "i1-ok.jsonl").read_bytes()
+    p.write_bytes(data)
+    code = main(["validate", "-o", str(p), str(p)])
+    err = one_line_error(capsys)
+    assert code == 2 and "input" in err and str(p) in err
+    assert p.read_bytes() == data
+
+
+def test_the_report_may_not_overwrite_an_input_through_another_name(tmp_path, capsys):
+    p = tmp_path / "log.jsonl"
+    data = (LOGS / "i1-ok.jsonl").read_bytes()
+    p.write_bytes(data)
+    os.link(p, tmp_path / "hard.jsonl")
+    os.symlink(p, tmp_path / "soft.jsonl")
+    (tmp_path / "sub").mkdir()
+    for out in (tmp_path / "hard.jsonl", tmp_path / "soft.jsonl", tmp_path / "sub" / ".." / "log.jsonl"):
+        assert main(["validate", "-o", str(out), str(LOGS / "p2-ok.jsonl"), str(p)]) == 2
+        one_line_error(capsys)
+    assert p.read_bytes() == data
+
+
+def test_a_report_beside_the_input_is_written(tmp_path, capsys):
+    p = tmp_path / "log.jsonl"
+    p.write_bytes((LOGS / "i1-ok.jsonl").read_bytes())
+    assert main(["validate", "-o", str(tmp_path / "report.txt"), str(p)]) == 0
+    assert (tmp_path / "report.txt").read_text().startswith("CONFORMS:")
