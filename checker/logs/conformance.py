@@ -54,7 +54,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from toolcommit.checker.logs import chains, intents
-from toolcommit.checker.logs.findings import LOC_SHIFT, describe
+from toolcommit.checker.logs.findings import LINE_BITS, describe
 from toolcommit.checker.logs.intents import EventError
 from toolcommit.checker.logs.report import LogVerdict, Report, verdict_of
 from toolcommit.checker.logs.store import (CANCELLED, CODE, DEAD_LETTER, DISPATCHED, F_CANCELLED,
@@ -110,11 +110,11 @@ class Conformance(Store):
         EventError
             The event's call has no canonical form.
         """
-        loc = (file_index << LOC_SHIFT) | line
         wname = ev["writer"]
         w = self.writers.get(wname)
         if w is None:
             w = self.writer(wname)
+        loc = w.base | (file_index << LINE_BITS) | line
         seq = ev["seq"]
         if seq == w.nxt:                 # the common case: the writer's next line
             w.nxt = seq + 1
@@ -167,7 +167,7 @@ class Conformance(Store):
                        f"the last line of {name} is cut off (no newline, not valid JSON): its "
                        "writer died mid-write, so an event was lost and the log cannot prove "
                        "conformance (or a violation hidden in it)",
-                       [("note", "", f"line {line} cut off", (file_index << LOC_SHIFT) | line)])
+                       [("note", "", f"line {line} cut off", self.found.loc(-1, file_index, line))])
 
     def _remember(self, ev: dict, loc: int) -> None:
         t = ev["type"]

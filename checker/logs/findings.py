@@ -3,14 +3,16 @@
 A `Finding` names a property, the key it breaks on, its certainty, and the story: a tuple
 of `Citation`s (who did what, at which file:line). Stages record findings through one
 `Findings` collector, which merges repeats on one key, keeps at most `MAX_PER_PROPERTY`
-keys per property (counting the rest) and bounds each story. While checking, a location
-is one int (``file index << LOC_SHIFT | line``) and a step is a tuple ``(kind, writer,
-text, loc)``; `Findings.freeze` turns them into the public types.
+keys per property (counting the rest) and bounds each story. While checking, a step is a
+tuple ``(kind, writer, text, loc)`` and a location is one int that knows the line's
+writer too (`Findings.loc`), so a step citing a line always names who wrote it;
+`Findings.freeze` turns them into the public types.
 
 Examples
 --------
->>> found = Findings(["a.jsonl"])
->>> _ = found.add("RACE", "k1", "certain", "two writers", [("transition", "w2", "RECORDED -> DISPATCHED", 7)])
+>>> found = Findings(["a.jsonl"], ["w1", "w2"])
+>>> _ = found.add("RACE", "k1", "certain", "two writers",
+...               [("transition", "", "RECORDED -> DISPATCHED", found.loc(1, 0, 7))])
 >>> f, = found.freeze()
 >>> f.property, f.writers, f.locations, f.steps[0].where
 ('RACE', ('w2',), (('a.jsonl', 7),), 'a.jsonl:7')
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional, Sequence
 
 MAX_PER_PROPERTY = 1000  # findings kept per property; the rest are counted, not stored
-LOC_SHIFT = 40           # a location is one int: file index << 40 | line number
+LINE_BITS = 40           # a location: (writer index + 1, file index, line number) in one int
 _MAX_STEPS = 40          # a story longer than this keeps its start and its end
 
 
@@ -96,10 +98,17 @@ class Findings:
     ----------
     files : sequence of str
         Display names; a location's file index points into it.
+    writers : list of str
+        Writer names by index (shared with the caller, which appends to it); a location's
+        writer index points into it.
     """
 
-    def __init__(self, files: Sequence[str] = ("<events>",)):
+    def __init__(self, files: Sequence[str] = ("<events>",), writers: Optional[list] = None):
         self.files = list(files)
+        self.writers: list[str] = writers if writers is not None else []
+        self.file_bits = max(1, len(self.files).bit_length())
+        self._files_mask = (1 << self.file_bits) - 1
+        self._writer_shift = LINE_BITS + self.file_bits
         self._drafts: dict[tuple[str, str], Draft] = {}
         self._per_prop: dict[str, int] = {}
         self.dropped = 0   # findings not stored beyond MAX_PER_PROPERTY
@@ -131,7 +140,8 @@ class Findings:
                 return b
         if label is not None:
             b.key = label
-        steps = list(steps)
+        steps = [s if s[1] or not s[3] else (s[0], self.writer_of(s[3]), s[2], s[3])
+                 for s in steps]
         if len(steps) > _MAX_STEPS:       # a long (illegal) history: its start and its end
             steps = steps[:5] + [("note", "", f"... {len(steps) - 39} steps ...", 0)] + steps[-34:]
         for s in steps:
@@ -153,10 +163,25 @@ class Findings:
     def drafts(self) -> Iterator[Draft]:
         return iter(self._drafts.values())
 
+    def loc(self, writer: int, file_index: int, line: int) -> int:
+        """The location of `line` in file `file_index`, written by writer index `writer`
+        (-1: unknown). It fits 64 bits while there are fewer than 2**(24 - file_bits)
+        writers (bigger ints are fine, only less compact)."""
+        return self.writer_base(writer) | (file_index << LINE_BITS) | line
+
+    def writer_base(self, writer: int) -> int:
+        """The writer's part of its locations (a writer's lines OR their file and line in)."""
+        return (writer + 1) << self._writer_shift
+
     def where(self, loc: int) -> tuple[str, int]:
         """A location as (file name, line)."""
-        fi = loc >> LOC_SHIFT
-        return (self.files[fi] if fi < len(self.files) else "?", loc & ((1 << LOC_SHIFT) - 1))
+        fi = (loc >> LINE_BITS) & self._files_mask
+        return (self.files[fi] if fi < len(self.files) else "?", loc & ((1 << LINE_BITS) - 1))
+
+    def writer_of(self, loc: int) -> str:
+        """The name of the writer of the line at `loc` ("" if unknown)."""
+        i = (loc >> self._writer_shift) - 1
+        return self.writers[i] if 0 <= i < len(self.writers) else ""
 
     def citation(self, s: tuple) -> Citation:
         kind, writer, text, loc = s

@@ -130,9 +130,9 @@ class Store:
     def __init__(self, files: Sequence[str] = ("<events>",), focus: Iterable[str] = (),
                  pack: bool = True):
         self.files = list(files)
-        self.found = Findings(self.files)
-        self.writers: dict[str, Writer] = {}
         self.wnames: list[str] = []          # writer index -> name (packed keys keep indexes)
+        self.found = Findings(self.files, self.wnames)
+        self.writers: dict[str, Writer] = {}
         self.keys: dict[str, object] = {}    # name -> Key, or its packed bytes
         self.intents: dict[bytes, object] = {}   # digest -> Intent, or its packed key's name
         self.memo: dict[bytes, bytes] = {}   # sorted call serialization -> digest
@@ -144,6 +144,7 @@ class Store:
         w = self.writers.get(name)
         if w is None:
             w = self.writers[name] = Writer(name, len(self.wnames))
+            w.base = self.found.writer_base(w.idx)
             self.wnames.append(name)
         return w
 

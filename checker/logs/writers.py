@@ -29,12 +29,13 @@ class Writer:
     extends it and `hi_loc` its newest location (its entries in `his`/`hi_locs` are then
     stale until `sync`); otherwise `nxt` is -1."""
 
-    __slots__ = ("name", "idx", "nxt", "hi_loc", "los", "his", "lo_locs", "hi_locs", "cur",
+    __slots__ = ("name", "idx", "base", "nxt", "hi_loc", "los", "his", "lo_locs", "hi_locs", "cur",
                  "crashes", "crash_locs")
 
     def __init__(self, name: str, idx: int = 0):
         self.name = name
         self.idx = idx            # its index in the driver's list of writer names
+        self.base = 0             # its part of every location of its lines (findings.Findings.loc)
         self.nxt = -1
         self.hi_loc = 0
         self.los: list[int] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -76,3 +77,20 @@ def test_a_report_beside_the_input_is_written(tmp_path, capsys):
     p.write_bytes((LOGS / "i1-ok.jsonl").read_bytes())
     assert main(["validate", "-o", str(tmp_path / "report.txt"), str(p)]) == 0
     assert (tmp_path / "report.txt").read_text().startswith("CONFORMS:")
+
+
+# ----- every cited line names its writer -------------------------------------------------------
+def test_every_step_that_cites_a_line_names_the_writer_of_that_line():
+    for p in sorted(LOGS.glob("*-bad.jsonl")):
+        writers = {n: json.loads(line)["writer"]
+                   for n, line in enumerate(p.read_text().splitlines(), 1)}
+        for f in validate([str(p)]).findings:
+            for s in f.steps:
+                if s.line:
+                    assert s.writer == writers[s.line], (p.name, f.property, s)
+
+
+def test_mermaid_draws_no_anonymous_log_participant_for_cited_lines():
+    from toolcommit.checker.render.findings import render_mermaid
+    for p in sorted(LOGS.glob("*-bad.jsonl")):
+        assert " as log\n" not in render_mermaid(validate([str(p)])), p.name
