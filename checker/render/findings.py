@@ -111,41 +111,57 @@ def _m(text: str, n: int = 120) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def mermaid_steps(title: str, key: str, steps) -> str:
-    """A sequence diagram: each writer is a participant, the key's record is another."""
-    names: dict[str, str] = {}
-    body = []
-    for s in steps:
-        who = s.writer or ("provider" if s.kind == "effect" else "log")
-        if who not in names:
-            names[who] = f"W{len(names) + 1}"
-    lines = ["sequenceDiagram", f"  title {_m(title)}", f"  participant K as {_m('key ' + key, 60)}"]
-    for who, alias in names.items():
-        lines.append(f"  participant {alias} as {_m(who, 40)}")
-    for s in steps:
-        who = names[s.writer or ("provider" if s.kind == "effect" else "log")]
-        where = f" ({s.where})" if s.where else ""
-        if s.kind in ("crash", "restart", "note"):
-            body.append(f"  Note over {who}: {_m(s.text + where)}")
-        elif s.kind == "effect":
-            body.append(f"  {who}-->>K: {_m(s.text + where)}")
-        else:
-            body.append(f"  {who}->>K: {_m(s.text + where)}")
-    return "\n".join(lines + body) + "\n"
+def mermaid_sections(title: str, sections) -> str:
+    """One sequence diagram for every story: `sections` are (heading, key, steps). Each key
+    and each writer is one participant; each story is a shaded block headed by a note."""
+    keys: dict[str, str] = {}
+    writers: dict[str, str] = {}
+    for _, key, steps in sections:
+        keys.setdefault(key, f"K{len(keys) + 1}")
+        for s in steps:
+            writers.setdefault(_who(s), f"W{len(writers) + 1}")
+    lines = ["sequenceDiagram", f"  title {_m(title)}"]
+    lines += [f"  participant {a} as {_m('key ' + k, 60)}" for k, a in keys.items()]
+    lines += [f"  participant {a} as {_m(w, 40)}" for w, a in writers.items()]
+    if not sections:
+        return "\n".join(lines + ["  participant L as log", "  Note over L: no finding"]) + "\n"
+    ids = [*keys.values(), *writers.values()]
+    span = ids[0] if len(ids) == 1 else f"{ids[0]},{ids[-1]}"      # a note across them all
+    for heading, key, steps in sections:
+        k = keys[key]
+        lines += ["  rect rgb(245, 245, 245)", f"    Note over {span}: {_m(heading, 200)}"]
+        for s in steps:
+            who = writers[_who(s)]
+            text = _m(s.text + (f" ({s.where})" if s.where else ""))
+            if s.kind in ("crash", "restart", "note"):
+                lines.append(f"    Note over {who}: {text}")
+            else:
+                lines.append(f"    {who}{'-->>' if s.kind == 'effect' else '->>'}{k}: {text}")
+        lines.append("  end")
+    return "\n".join(lines) + "\n"
+
+
+def _who(s: Citation) -> str:
+    return s.writer or ("provider" if s.kind == "effect" else "log")
 
 
 def render_mermaid(report: Report, exit_code: Optional[int] = None) -> str:
-    """One diagram per focus key's full history if any, else one per finding."""
+    """One Mermaid document: a sequence diagram with a block per focus key's full history
+    if any, else a block per finding (comments first: the headline, warnings, and each
+    finding's explanation)."""
     out = [f"%% {_headline(report)}"]
     for w in report.warnings:
         out.append(f"%% warning: {_m(w, 300)}")
     if report.history:
-        for key, steps in report.history.items():
-            out.append(mermaid_steps(f"history of {key}: {report.verdict.value}", key, steps))
+        sections = [(f"history of {key}: {report.verdict.value}", key, steps)
+                    for key, steps in report.history.items()]
     else:
-        for f in report.findings:
-            out.append(f"%% {f.property} [{f.certainty}] {_m(f.explanation, 400)}")
-            out.append(mermaid_steps(f"{f.property} on {f.key}", f.key, f.steps))
+        sections = []
+        for i, f in enumerate(report.findings, 1):
+            out.append(f"%% {i}. {f.property} [{f.certainty}] {_m(f.explanation, 400)}")
+            sections.append((f"{i}. {f.property} [{f.certainty}] on {f.key}", f.key, f.steps))
+    out.append(mermaid_sections(f"{report.verdict.value}: {len(report.findings)} finding(s)",
+                                sections))
     return "\n".join(out)
 
 

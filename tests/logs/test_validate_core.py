@@ -460,9 +460,10 @@ def test_json_carries_every_finding_with_its_locations():
     assert all(f["locations"] and f["steps"] for f in d["findings"])
 
 
-def test_mermaid_draws_a_sequence_diagram_per_finding_and_the_focus_history():
+def test_mermaid_draws_one_sequence_diagram_with_a_block_per_finding_and_the_focus_history():
     text = render_mermaid(_bad_report())
-    assert text.count("sequenceDiagram") == len(_bad_report().findings)
+    assert text.count("sequenceDiagram") == 1
+    assert text.count("  rect ") == len(_bad_report().findings)
     focus = check(Log().accept().path(*HAPPY).effect().events, focus=["k1"])
     diagram = render_mermaid(focus)
     assert diagram.count("sequenceDiagram") == 1

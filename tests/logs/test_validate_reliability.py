@@ -94,3 +94,44 @@ def test_mermaid_draws_no_anonymous_log_participant_for_cited_lines():
     from toolcommit.checker.render.findings import render_mermaid
     for p in sorted(LOGS.glob("*-bad.jsonl")):
         assert " as log\n" not in render_mermaid(validate([str(p)])), p.name
+
+
+# ----- Mermaid output is one document ----------------------------------------------------------
+_MERMAID_LINE = re.compile(
+    r"(%%.*|sequenceDiagram|  title [^\n;#]+|  participant \w+ as [^\n;#]+"
+    r"|  rect rgb\(\d+, \d+, \d+\)|  end|  +Note over \w+(,\w+)?: [^\n;#]+"
+    r"|  +\w+--?>>\w+: [^\n;#]+)")
+
+
+def assert_one_mermaid_sequence_diagram(text: str) -> None:
+    """The subset of Mermaid the renderer writes, as a grammar: comments, then one
+    sequenceDiagram with its participants declared before use and balanced rect blocks."""
+    lines = text.rstrip("\n").split("\n")
+    body = [line for line in lines if not line.startswith("%%")]
+    assert body and body[0] == "sequenceDiagram", lines[:3]
+    assert text.count("sequenceDiagram") == 1
+    declared, depth = set(), 0
+    for line in body:
+        assert _MERMAID_LINE.fullmatch(line), line
+        if line.startswith("  participant "):
+            declared.add(line.split()[1])
+        elif line.strip().startswith("rect "):
+            depth += 1
+        elif line == "  end":
+            depth -= 1
+            assert depth >= 0
+        m = re.match(r"\s+(?:Note over (\w+)(?:,(\w+))?|(\w+)--?>>(\w+)):", line)
+        if m:
+            assert {x for x in m.groups() if x} <= declared, line
+    assert depth == 0
+
+
+def test_mermaid_output_with_many_findings_is_one_diagram():
+    for p in sorted(LOGS.glob("*.jsonl")):
+        for focus in ((), ("k1",)):
+            try:
+                report = validate([str(p)], focus=focus)
+            except Exception:       # k1 not in this log
+                continue
+            from toolcommit.checker.render.findings import render_mermaid
+            assert_one_mermaid_sequence_diagram(render_mermaid(report))
