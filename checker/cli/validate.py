@@ -16,7 +16,7 @@ from toolcommit.model.errors import InputError, UsageError
 
 from toolcommit.checker.logs.conformance import Conformance, EventError
 from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES, check_paths, read_lines
-from toolcommit.checker.logs.report import LogVerdict, Report
+from toolcommit.checker.logs.report import LogVerdict, Report, count
 from toolcommit.checker.output import write_atomic
 from toolcommit.checker.render.findings import RENDERERS
 
@@ -106,8 +106,8 @@ def run(args) -> int:
         wanted = set(args.key)
         kept = tuple(f for f in report.findings
                      if f.key in wanted or any(k in wanted for k in f.key.split(" + ")))
-        report = Report(report.verdict, kept, report.warnings, report.stats, report.dropped,
-                        report.history)
+        report = Report(report.verdict, kept, report.warnings, report.stats, 0,
+                        report.history, count(kept))
     code = EXIT_CODES[report.verdict]
     text = RENDERERS[args.format](report, code)
     if args.output:

@@ -163,7 +163,7 @@ def _resolve(st: Store, name: str, k: Key) -> None:
                       f"{w} moved the key from {STATES[frm]}, a state its chain never "
                       f"reached (it went {' -> '.join(_path(chain))}); unless lines were "
                       "lost, the writer skipped or invented a step",
-                      chain_steps(k) + [tstep(t)])
+                      chain_steps(k) + [tstep(t)], soft=True)
             continue
         fork = next((i for i, c in enumerate(chain) if c[2] == frm), None)
         other = chain[fork] if fork is not None else None
@@ -243,7 +243,7 @@ def _late(st: Store, name: str, k: Key, t) -> None:
     if not (k.visited >> frm) & 1:
         found.add("LEGAL", name, "certain",
                   f"{w} moved the key from {STATES[frm]}, a state it never reached",
-                  [last, step])
+                  [last, step], soft=True)
         return
     crash = crashed_between(st.writers.get(w), -1, seq)
     if crash is not None:
@@ -334,17 +334,6 @@ def finish_open(st: Store) -> None:
                          + ("; an effect may still land" if k.tip in IN_DOUBT else
                             "; its intent is neither done nor given up"),
                          chain_steps(k))
-
-
-def soften_unchained(found: Findings, gaps: bool) -> None:
-    """With lines lost, a move from a state the key never reached may be a lost line's
-    doing: those LEGAL findings become possible."""
-    if not gaps:
-        return
-    for b in found.drafts():
-        if b.property == "LEGAL" and "never reached" in b.explanation:
-            b.certainty = "possible"
-            b.explanation += " (lines were lost: see SEQ_GAP)"
 
 
 def _path(chain: Iterable) -> list[str]:

@@ -187,13 +187,14 @@ class Conformance(Store):
         gaps = report_gaps(self.writers.values(), self.found)
         chains.finish_open(self)
         intents.finish(self)
-        chains.soften_unchained(self.found, gaps)
+        self.found.soften(gaps)
         findings = self.found.freeze()
+        totals = self.found.totals()
         stats = dict(self.counts, keys=len(self.keys), intents=len(self.intents),
                      writers=len(self.writers), findings=len(findings))
         history = {k: tuple(self.found.citation(s) for s in v) for k, v in self.focus.items()}
-        return Report(verdict_of(findings), tuple(findings), tuple(warnings), stats,
-                      self.found.dropped, history)
+        return Report(verdict_of(totals), tuple(findings), tuple(warnings), stats,
+                      self.found.dropped, history, totals)
 
 
 def check(events: Iterable[dict], name: str = "<events>", focus: Iterable[str] = (),

@@ -2,14 +2,14 @@
 
 Examples
 --------
->>> verdict_of([])
-<LogVerdict.CONFORMS: 'CONFORMS'>
+>>> verdict_of({"certain": 0, "possible": 2})
+<LogVerdict.INCONCLUSIVE: 'INCONCLUSIVE'>
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from toolcommit.checker.logs.findings import Citation, Finding
 
@@ -23,15 +23,25 @@ class LogVerdict(str, Enum):
     INCONCLUSIVE = "INCONCLUSIVE"
 
 
-def verdict_of(findings: Sequence[Finding]) -> LogVerdict:
-    if any(f.certainty == "certain" for f in findings):
+def verdict_of(totals: Mapping[str, int]) -> LogVerdict:
+    """The verdict of findings counted by certainty (listed or not)."""
+    if totals.get("certain"):
         return LogVerdict.VIOLATES
-    return LogVerdict.INCONCLUSIVE if findings else LogVerdict.CONFORMS
+    return LogVerdict.INCONCLUSIVE if totals.get("possible") else LogVerdict.CONFORMS
+
+
+def count(findings: Sequence[Finding]) -> dict[str, int]:
+    """Certain and possible findings among `findings`."""
+    certain = sum(f.certainty == "certain" for f in findings)
+    return {"certain": certain, "possible": len(findings) - certain}
 
 
 @dataclass(frozen=True)
 class Report:
-    """The verdict, its findings (certain first), the reader's warnings and counts."""
+    """The verdict, its findings (certain first), the reader's warnings and counts.
+
+    `totals` counts findings by certainty, listed or not: `dropped` of them are not listed
+    (at most `MAX_PER_PROPERTY` per property are)."""
 
     verdict: LogVerdict
     findings: tuple[Finding, ...]
@@ -39,3 +49,4 @@ class Report:
     stats: dict = field(default_factory=dict)
     dropped: int = 0  # findings not stored beyond MAX_PER_PROPERTY
     history: dict[str, tuple[Citation, ...]] = field(default_factory=dict)  # focus key -> story
+    totals: dict[str, int] = field(default_factory=dict)

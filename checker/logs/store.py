@@ -129,9 +129,10 @@ class Store:
 
     def __init__(self, files: Sequence[str] = ("<events>",), focus: Iterable[str] = (),
                  pack: bool = True):
+        focus = list(focus)
         self.files = list(files)
         self.wnames: list[str] = []          # writer index -> name (packed keys keep indexes)
-        self.found = Findings(self.files, self.wnames)
+        self.found = Findings(self.files, self.wnames, focus)
         self.writers: dict[str, Writer] = {}
         self.keys: dict[str, object] = {}    # name -> Key, or its packed bytes
         self.intents: dict[bytes, object] = {}   # digest -> Intent, or its packed key's name

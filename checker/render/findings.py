@@ -17,7 +17,8 @@ from toolcommit.model.canon import VERSIONS
 from toolcommit.spec import protocol
 
 from toolcommit.checker.logs.findings import Citation, Finding
-from toolcommit.checker.logs.report import Report
+from toolcommit.checker.logs.findings import MAX_PER_PROPERTY
+from toolcommit.checker.logs.report import Report, count
 
 
 @lru_cache(maxsize=1)
@@ -31,10 +32,12 @@ def meanings() -> dict[str, str]:
 
 
 def _headline(report: Report) -> str:
-    certain = sum(f.certainty == "certain" for f in report.findings)
-    possible = len(report.findings) - certain
+    totals = report.totals or count(report.findings)
     s = report.stats
-    return (f"{report.verdict.value}: {certain} certain, {possible} possible finding(s); "
+    dropped = (f" ({report.dropped} not listed: at most {MAX_PER_PROPERTY} per property)"
+               if report.dropped else "")
+    return (f"{report.verdict.value}: {totals['certain']} certain, {totals['possible']} "
+            f"possible finding(s){dropped}; "
             f"{s.get('keys', 0)} keys, {s.get('intents', 0)} intents, "
             f"{s.get('writers', 0)} writers, "
             f"{sum(s.get(t, 0) for t in ('proposal', 'transition', 'effect', 'crash', 'restart'))}"
@@ -87,6 +90,7 @@ def to_json(report: Report, exit_code: Optional[int] = None) -> dict:
         "findings": [f.to_json() for f in report.findings],
         "warnings": list(report.warnings),
         "stats": report.stats,
+        "totals": report.totals or count(report.findings),
         "dropped": report.dropped,
         "canonicalizer": max(VERSIONS),
         "history": {k: [_step_json(s) for s in v] for k, v in report.history.items()},

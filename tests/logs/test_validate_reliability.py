@@ -135,3 +135,42 @@ def test_mermaid_output_with_many_findings_is_one_diagram():
                 continue
             from toolcommit.checker.render.findings import render_mermaid
             assert_one_mermaid_sequence_diagram(render_mermaid(report))
+
+
+# ----- the headline counts every finding, listed or not ----------------------------------------
+def _accepted(key: str, seq: int) -> dict:
+    return {"type": "proposal", "writer": "w1", "seq": seq, "call_id": key, "tool": "refund",
+            "args": {"n": key}, "scope": "u", "key": key, "decision": "accepted"}
+
+
+def _move(key: str, seq: int, frm: str, to: str) -> dict:
+    return {"type": "transition", "writer": "w1", "seq": seq, "key": key, "from": frm, "to": to}
+
+
+def test_the_headline_gives_true_totals_when_findings_beyond_the_cap_are_not_listed():
+    from toolcommit.checker.logs.conformance import check
+    from toolcommit.checker.logs.findings import MAX_PER_PROPERTY
+    from toolcommit.checker.render.findings import render_text
+    evs, seq = [], 0
+    for i in range(3 * MAX_PER_PROPERTY):
+        evs += [_accepted(f"k{i}", seq + 1), _move(f"k{i}", seq + 2, "PROPOSED", "RECORDED"),
+                _move(f"k{i}", seq + 3, "RECORDED", "ACKED")]
+        seq += 3
+    report = check(evs)
+    assert len(report.findings) == MAX_PER_PROPERTY and report.dropped == 2 * MAX_PER_PROPERTY
+    head = render_text(report).splitlines()[0]
+    assert head.startswith(f"VIOLATES: {3 * MAX_PER_PROPERTY} certain, 0 possible finding(s) "
+                           f"({2 * MAX_PER_PROPERTY} not listed")
+
+
+def test_a_certain_finding_beyond_the_cap_still_makes_the_log_violate():
+    from toolcommit.checker.logs.conformance import check
+    from toolcommit.checker.logs.findings import MAX_PER_PROPERTY
+    evs, seq = [], 0
+    for i in range(MAX_PER_PROPERTY):
+        evs += [_accepted(f"k{i}", seq + 1), _move(f"k{i}", seq + 2, "RECORDED", "DISPATCHED")]
+        seq += 3          # a line lost each time: every 'never reached' move is only possible
+    evs += [_accepted("bad", seq + 1), _move("bad", seq + 2, "RECORDED", "ACKED")]  # no edge
+    report = check(evs)
+    assert {f.certainty for f in report.findings if f.property == "LEGAL"} == {"possible"}
+    assert report.verdict.value == "VIOLATES" and report.totals["certain"] == 1
