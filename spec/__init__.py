@@ -20,9 +20,10 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-import networkx as nx
+if TYPE_CHECKING:      # networkx is imported where a graph is built: reading names needs none
+    import networkx as nx
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,8 @@ class Lifecycle:
 
     def graph(self) -> nx.DiGraph:
         """The lifecycle as a networkx DiGraph; edges carry `event` and `meaning`."""
+        import networkx as nx
+
         g = nx.DiGraph(name=self.name, initial=self.initial)
         for state, meaning in self.states.items():
             g.add_node(state, meaning=meaning, terminal=state in self.terminal)
@@ -118,6 +121,8 @@ def instances() -> dict:
 
 def spec_graph() -> nx.DiGraph:
     """Both lifecycles in one DiGraph; nodes are `(lifecycle, state)` pairs."""
+    import networkx as nx
+
     g = nx.DiGraph()
     for life in (protocol().proposal, protocol().record):
         g.update(nx.relabel_nodes(life.graph(), lambda s, n=life.name: (n, s)))

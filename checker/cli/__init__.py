@@ -22,12 +22,14 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(commands=COMMANDS) -> argparse.ArgumentParser:
+    """The command line, with the subcommands `commands` (each module is imported only
+    when its subcommand is built: `validate` needs neither z3 nor networkx)."""
     p = _Parser(prog="toolcommit", description="Prove that agent tool calls change the "
                 "outside world at most once: model checking and log conformance.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name in COMMANDS:
+    for name in commands:
         try:
             module = importlib.import_module(f"toolcommit.checker.cli.{name}")
         except ModuleNotFoundError as e:
@@ -40,7 +42,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args, extra = parser().parse_known_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    named = argv[0] if argv and argv[0] in COMMANDS else None   # only that one is needed
+    args, extra = parser((named,) if named else COMMANDS).parse_known_args(argv)
     if extra:   # reported by the subcommand, whose usage is the one that helps
         args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:

@@ -174,3 +174,13 @@ def test_a_certain_finding_beyond_the_cap_still_makes_the_log_violate():
     report = check(evs)
     assert {f.certainty for f in report.findings if f.property == "LEGAL"} == {"possible"}
     assert report.verdict.value == "VIOLATES" and report.totals["certain"] == 1
+
+
+# ----- validate starts without the model checker's solvers -------------------------------------
+def test_validate_imports_neither_z3_nor_networkx():
+    code = ("import sys\n"
+            "from toolcommit.checker.cli import main\n"
+            f"assert main(['validate', {str(LOGS / 'i1-ok.jsonl')!r}]) == 0\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'z3', 'networkx'}))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout
