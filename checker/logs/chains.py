@@ -1,39 +1,50 @@
 """Key chains: each key's transitions ordered without clocks. LEGAL, P2, RACE, P4, FENCE.
 
 Within a writer, events are ordered by ``seq``; across writers a key's transitions are
-ordered by chaining: each one leaves the state the previous one entered. Transitions that do
-not chain yet wait in the key's buffer; a key is *closed* (its buffer dropped, a compact
-summary kept) once its chain reaches a terminal state. What is still buffered then, or at
-the end of the stream, is classified: a second transition out of a state the chain already
-left is a ``RACE`` (another writer acted on the same state), a ``P4`` finding (its writer
-crashed since its previous action on the key, so it acted from memory) or ``LEGAL`` (its
-writer rewound a key it had itself moved on); one that starts from a state the key never
-reached is ``LEGAL`` (``possible`` when lines were lost).
+ordered by chaining: each one leaves the state the previous one entered. Transitions that
+do not chain yet wait in the key's buffer (`Key.pending`). A key whose chain reaches a
+terminal state with nothing buffered is *closed*: judged (`_judge`), settled, and usually
+packed (its chain kept compact). Anything else is judged once, at the end of the log, from
+every transition the key has (`finish_open`):
 
-The driver extends an open chain itself in the common case (see
+- the chain is rebuilt from the initial state, taking at each state the transition that
+  leaves it first by (fence, writer, seq), each writer's own order kept, so the chain is
+  the same whatever order the lines arrived in;
+- what is left over is classified: a second transition out of a state the chain already
+  left is a ``RACE`` (another writer acted on the same state), a ``P4`` finding (one of
+  the two writers crashed since its previous action on the key, so it acted from memory)
+  or ``LEGAL`` (its writer rewound a key it had itself moved on); one that starts from a
+  state the key never reached is ``LEGAL`` (``possible`` when lines were lost);
+- a transition that arrives after its key closed reopens the key: what judging it found
+  is forgotten, and it is judged with the rest at the end, exactly as if the transition
+  had arrived earlier.
+
+So a key's findings depend on its transitions and each writer's order, never on how the
+writers' lines interleave. The driver extends an open chain itself in the common case (see
 `toolcommit.checker.logs.conformance.Conformance.feed`); `transition` takes the rest.
 
 Limitations
 -----------
-- When two writers race out of one state, which branch the chain follows depends on the
-  order the lines arrive in; the race itself, and so the verdict, does not.
-- A transition that arrives after its key closed is compared with the key's summary, not
-  its full history: its finding names the key's last transition, not the one it forks from.
+A key with more than `MAX_PENDING` buffered transitions (hostile input) has them
+classified at once against the chain it has then, to stay bounded; a chain longer than
+`MAX_CHAIN` (illegal anyway) is judged as it arrived, not rebuilt.
 """
 from __future__ import annotations
 
 from typing import Iterable
 
 from toolcommit.checker.logs.findings import Findings
-from toolcommit.checker.logs.store import (AFTER_UNKNOWN, CANCELLED, CODE, DEAD_LETTER,
-                                           DISPATCHED, EDGES, F_CANCELLED, F_RECORD, F_SEALED,
-                                           F_TRANSITIONS, IN_DOUBT, INITIAL, RECONCILING,
-                                           RECORDED, STATES, TERMINAL, UNKNOWN, ACKED, Key,
-                                           Store)
+from toolcommit.checker.logs.store import (ACKED, AFTER_UNKNOWN, CANCELLED, CODE, DEAD_LETTER,
+                                           DISPATCHED, EDGES, F_CANCELLED, F_CLOSED, F_JUDGE,
+                                           F_RECORD, F_SEALED, F_TRANSITIONS, IN_DOUBT,
+                                           INITIAL, RECONCILING, RECORDED, STATES, TERMINAL,
+                                           UNKNOWN, Key, Store)
 from toolcommit.checker.logs.writers import Writer, crashed_between
 
 MAX_PENDING = 4096   # buffered transitions per key before they are classified at once
-MAX_CHAIN = 256      # transitions kept per key's chain for stories (longer is illegal anyway)
+MAX_CHAIN = 256      # transitions kept per key's chain (a legal chain has at most 5)
+MAX_SEARCH = 24      # transitions per key up to which the chain is the longest one
+_JUDGED = ("LEGAL", "P2", "FENCE", "P3")   # what judging a closed key may have found
 
 
 def tstep(t) -> tuple:
@@ -51,24 +62,141 @@ def transition(st: Store, ev: dict, w: Writer, loc: int) -> None:
     """Every transition the driver's fast path did not take (see the module docstring)."""
     name = ev["key"]
     k = st.key(name)
-    k.flags |= F_RECORD | F_TRANSITIONS
-    t = (w.name, ev["seq"], CODE[ev["from"]], CODE[ev["to"]], ev.get("fence"), loc)
-    if k.chain is None:
-        _late(st, name, k, t)
+    frm, to = CODE[ev["from"]], CODE[ev["to"]]
+    t = (w.name, ev["seq"], frm, to, ev.get("fence"), loc)
+    note_edge(k, frm, to, t[4], loc)
+    k.flags |= F_RECORD | F_TRANSITIONS | F_JUDGE
+    if k.flags & F_CLOSED:          # late: reopen; judged again with the rest at the end
+        k.flags &= ~F_CLOSED
+        k.pending = [t]
+        st.found.retract(name, _JUDGED)
         return
-    if t[2] == k.tip and not k.pending:
-        extend(st, name, k, t)
+    if frm == k.tip and not k.pending:
+        extend(k, t)
     else:
         if k.pending:
             k.pending.append(t)
         else:
             k.pending = [t]
-        if t[2] == k.tip:          # only an arrival that chains can unblock others
-            drain(st, name, k)
+        if frm == k.tip:           # only an arrival that chains can unblock others
+            drain(k)
         elif len(k.pending) > MAX_PENDING:   # hostile: classify now, stay bounded
             _resolve(st, name, k)
-    if k.tip in TERMINAL:
+    if k.tip in TERMINAL and not k.pending:
         close(st, name, k)
+
+
+def note_edge(k: Key, frm: int, to: int, fence, loc: int) -> None:
+    """What a transition means for effects, noted once per transition on arrival, on the
+    chain or not: the key's highest fence, a dispatch, a cancel before dispatch, a seal."""
+    if fence is not None and (k.max_fence is None or fence > k.max_fence):
+        k.max_fence = fence
+    if to == DISPATCHED:
+        k.dispatches += 1
+        if not k.dispatch_loc:
+            k.dispatch_loc = loc
+    elif frm == RECORDED and to == CANCELLED:
+        k.flags |= F_CANCELLED
+    elif frm == RECONCILING and to == DEAD_LETTER:
+        k.flags |= F_SEALED
+
+
+def extend(k: Key, t) -> None:
+    """Append `t` (which leaves the chain's tip) to the chain; `_judge` judges it later."""
+    w, seq, frm, to, fence, loc = t
+    if len(k.chain) < MAX_CHAIN:
+        k.chain.append(t)
+    k.tip = to
+    k.visited |= 1 << to
+    k.last_loc, k.last_writer = loc, w
+
+
+def drain(k: Key) -> None:
+    """Extend the chain with buffered transitions that now chain, keeping each writer's
+    own order; when two writers are ready from one state, the lower fence (then writer,
+    then seq) goes first."""
+    while k.pending:
+        heads: dict[str, tuple] = {}
+        for t in k.pending:
+            h = heads.get(t[0])
+            if h is None or t[1] < h[1]:
+                heads[t[0]] = t
+        ready = [t for t in heads.values() if t[2] == k.tip]
+        if not ready:
+            return
+        t = min(ready, key=lambda t: (-1 if t[4] is None else t[4], t[0], t[1]))
+        k.pending.remove(t)
+        extend(k, t)
+
+
+def _rebuild(k: Key) -> None:
+    """The chain again from the initial state, from every transition the key has: the
+    longest chain that keeps each writer's own order (ties: the lower fence, then writer,
+    then seq, first), the rest left buffered. The same chain whatever order the
+    transitions arrived in. Past `MAX_SEARCH` transitions (hostile), `drain`'s greedy rule
+    builds it instead."""
+    if len(k.chain) >= MAX_CHAIN:
+        return
+    everything = k.chain + list(k.pending or ())
+    k.chain, k.pending = [], everything
+    k.tip, k.visited = INITIAL, 1 << INITIAL
+    k.last_loc, k.last_writer = 0, ""
+    if len(everything) > MAX_SEARCH:
+        drain(k)
+        return
+    for t in _longest(everything):
+        k.pending.remove(t)
+        extend(k, t)
+
+
+def _longest(transitions: list) -> list:
+    """The longest chain of `transitions` from the initial state in which each writer's
+    transitions keep their seq order (see `_rebuild`)."""
+    per: dict[str, list] = {}
+    for t in transitions:
+        per.setdefault(t[0], []).append(t)
+    lanes = [sorted(per[w], key=lambda t: t[1]) for w in sorted(per)]
+    memo: dict[tuple, tuple] = {}
+
+    def best(tip: int, pos: tuple) -> tuple:     # -> (length, lanes taken in order)
+        got = memo.get((tip, pos))
+        if got is not None:
+            return got
+        ready = sorted((-1 if lane[i][4] is None else lane[i][4], lane[i][0], lane[i][1], j)
+                       for j, (lane, i) in enumerate(zip(lanes, pos))
+                       if i < len(lane) and lane[i][2] == tip)
+        out: tuple = (0, ())
+        for *_, j in ready:
+            n, path = best(lanes[j][pos[j]][3], pos[:j] + (pos[j] + 1,) + pos[j + 1:])
+            if n + 1 > out[0]:
+                out = (n + 1, (j,) + path)
+        memo[(tip, pos)] = out
+        return out
+
+    pos = [0] * len(lanes)
+    chain = []
+    for j in best(INITIAL, tuple(pos))[1]:
+        chain.append(lanes[j][pos[j]])
+        pos[j] += 1
+    return chain
+
+
+def _judge(found: Findings, name: str, k: Key) -> None:
+    """LEGAL / P2 for every chain transition that is not an edge, FENCE where the chain's
+    fence goes backwards."""
+    chain, top = k.chain, None
+    for i, t in enumerate(chain):
+        fence = t[4]
+        if (t[2], t[3]) not in EDGES:
+            _legal(found, name, t, [tstep(c) for c in chain[max(0, i - 3): i + 1]])
+        if fence is not None:
+            if top is not None and fence < top:
+                found.add("FENCE", name, "certain",
+                          f"the key's fence went backwards, from {top} to {fence}: the "
+                          f"log accepted a write from {t[0]}, whose fence was already stale",
+                          [tstep(c) for c in chain[max(0, i - 3): i + 1]])
+            else:
+                top = fence
 
 
 def _legal(found: Findings, name: str, t, steps) -> None:
@@ -88,67 +216,15 @@ def _legal(found: Findings, name: str, t, steps) -> None:
                   "in spec/protocol.json", steps)
 
 
-def extend(st: Store, name: str, k: Key, t) -> None:
-    """Append `t` (which leaves the chain's tip) to the chain: LEGAL / P2, FENCE backwards."""
-    w, seq, frm, to, fence, loc = t
-    if (frm, to) not in EDGES:
-        _legal(st.found, name, t, chain_steps(k)[-3:] + [tstep(t)])
-    if fence is not None:
-        if k.max_fence is not None and fence < k.max_fence:
-            st.found.add("FENCE", name, "certain",
-                         f"the key's fence went backwards, from {k.max_fence} to {fence}: the "
-                         f"log accepted a write from {w}, whose fence was already stale",
-                         chain_steps(k)[-3:] + [tstep(t)])
-        else:
-            k.max_fence = fence
-    if len(k.chain) < MAX_CHAIN:   # a legal chain has at most 6 steps
-        k.chain.append(t)
-    k.tip = to
-    k.visited |= 1 << to
-    k.last_loc, k.last_writer = loc, w
-    note_edge(k, frm, to, loc)
-
-
-def note_edge(k: Key, frm: int, to: int, loc: int) -> None:
-    """What an edge means for effects: a dispatch, a cancel before dispatch, a seal."""
-    if to == DISPATCHED:
-        k.dispatches += 1
-        if not k.dispatch_loc:
-            k.dispatch_loc = loc
-    elif frm == RECORDED and to == CANCELLED:
-        k.flags |= F_CANCELLED
-    elif frm == RECONCILING and to == DEAD_LETTER:
-        k.flags |= F_SEALED
-
-
-def drain(st: Store, name: str, k: Key) -> None:
-    """Extend the chain with buffered transitions that now chain, keeping each writer's
-    own order; when two writers are ready from one state, the lower fence (then writer,
-    then seq) goes first, so the result does not depend on arrival order."""
-    while k.pending:
-        heads: dict[str, tuple] = {}
-        for t in k.pending:
-            h = heads.get(t[0])
-            if h is None or t[1] < h[1]:
-                heads[t[0]] = t
-        ready = [t for t in heads.values() if t[2] == k.tip]
-        if not ready:
-            return
-        t = min(ready, key=lambda t: (-1 if t[4] is None else t[4], t[0], t[1]))
-        k.pending.remove(t)
-        extend(st, name, k, t)
-
-
 def _resolve(st: Store, name: str, k: Key) -> None:
     """Classify what is still buffered: forks (RACE / P4 / LEGAL) and unchained lines."""
     found = st.found
     pending = sorted(k.pending, key=lambda t: (t[0], t[1]))
     k.pending = []
-    branch: dict[str, tuple] = {}   # writer -> (state its fork branch is in, property)
+    branch: dict[str, tuple] = dict(k.forks or {})   # writer -> (its branch's state, property)
     chain = k.chain
     for t in pending:
         w, seq, frm, to, fence, loc = t
-        note_edge(k, frm, to, loc)    # a fork happened too: it dispatches, cancels
         br = branch.get(w)
         if br is not None and br[0] == frm:   # continues this writer's fork branch
             branch[w] = (to, br[1])
@@ -194,7 +270,7 @@ def _resolve(st: Store, name: str, k: Key) -> None:
                       f"{w} crashed and then moved the key from {STATES[frm]}, but "
                       f"{moved}: after a crash the writer acted from memory or chat "
                       "history, not from the log", steps + [crash, tstep(t)])
-        elif mine and fork is not None and max(mine) > fork:
+        elif mine and fork is not None and max(mine) >= fork:
             branch[w] = (to, "LEGAL")
             found.add("LEGAL", name, "certain",
                       f"{w} had itself moved the key past {STATES[frm]}, then wrote a "
@@ -210,87 +286,28 @@ def _resolve(st: Store, name: str, k: Key) -> None:
         k.forks = branch
 
 
-def _late(st: Store, name: str, k: Key, t) -> None:
-    """A transition for a key that had already settled (closed)."""
-    found = st.found
-    w, seq, frm, to, fence, loc = t
-    last = ("note", k.last_writer, f"the key had settled at {STATES[k.tip]}", k.last_loc)
-    step = tstep(t)
-    _legal(found, name, t, [last, step])
-    flags = k.flags
-    note_edge(k, frm, to, loc)
-    if k.flags != flags and k.applies:
-        check_effects(st, name, k, k.apply_loc)
-    if to == DISPATCHED:
-        if k.digest is not None:
-            e = st.ent(k.digest)
-            if e is not None:
-                e.add_dispatch(loc, 1)
-        if k.flags & F_CANCELLED and not k.applies:
-            found.add("P3", name, "possible",
-                      "the key was cancelled before dispatch, yet it was dispatched "
-                      "later; no effect record shows whether the provider applied it",
-                      [last, step])
-    br = k.forks.get(w) if k.forks else None
-    if br is not None and br[0] == frm:     # continues this writer's fork branch
-        k.forks[w] = (to, br[1])
-        b = found.get(br[1], name)
-        if b is not None:
-            b.extend(step)
-        return
-    if frm == k.tip:
-        return                       # already reported as LEGAL (out of a terminal state)
-    if not (k.visited >> frm) & 1:
-        found.add("LEGAL", name, "certain",
-                  f"{w} moved the key from {STATES[frm]}, a state it never reached",
-                  [last, step], soft=True)
-        return
-    crash = crashed_between(st.writers.get(w), -1, seq)
-    if crash is not None:
-        found.add("P4", name, "certain",
-                  f"{w} crashed and then moved the key from {STATES[frm]}, but the log "
-                  f"had settled it at {STATES[k.tip]}: after a crash the writer acted "
-                  "from memory or chat history, not from the log", [last, crash, step])
-    elif w == k.last_writer:
-        found.add("LEGAL", name, "certain",
-                  f"{w} had itself settled the key at {STATES[k.tip]}, then wrote a "
-                  f"transition from {STATES[frm]}: a rewind (overwrite)", [last, step])
-    else:
-        found.add("RACE", name, "certain",
-                  f"{w} moved the key out of {STATES[frm]}, which the chain had already "
-                  f"left (it settled at {STATES[k.tip]}): two writers acted on one state",
-                  [last, step])
-
-
 def close(st: Store, name: str, k: Key) -> None:
-    """The chain is terminal: classify leftovers, settle counts, drop the buffers, and
-    pack the key with its intent when it is an ordinary one."""
-    if k.pending:
-        _resolve(st, name, k)
-    _settle(st, name, k)
-    k.chain = None
-    k.pending = None
+    """The chain is terminal and nothing is buffered: judge it, check its effects, and
+    pack the key with its intent when it is an ordinary one. A chain that took the slow
+    path is rebuilt first (the order its lines arrived in must not matter); if that leaves
+    anything over, the key stays open, judged at the end."""
+    if k.flags & F_JUDGE:
+        _rebuild(k)
+        if k.pending or k.tip not in TERMINAL:
+            return
+        _judge(st.found, name, k)
+    k.flags = (k.flags & ~F_JUDGE) | F_CLOSED
+    check_effects(st, name, k)
     if st.packing:
         st.pack(name, k)
 
 
-def _settle(st: Store, name: str, k: Key) -> None:
-    """Hand the key's dispatches (and ACKED) to its intent; check its effects."""
-    if k.dispatches and k.digest is not None:
-        e = st.ent(k.digest)
-        if e is not None:
-            e.add_dispatch(k.dispatch_loc, k.dispatches)
-            if k.tip == ACKED:
-                e.acked += 1
-    if k.applies or (k.flags & F_CANCELLED and k.dispatches):
-        check_effects(st, name, k)
-
-
 def check_effects(st: Store, name: str, k: Key, loc: int = 0) -> None:
-    """P3 and FENCE between the key's chain and the provider's apply records."""
+    """P3 and FENCE between the key's chain and the provider's records; run when the key
+    is judged and again for each effect arriving after (findings only accumulate)."""
     found = st.found
     if not k.applies:
-        if k.flags & F_CANCELLED and k.dispatches and k.chain is not None:
+        if k.flags & F_CANCELLED and k.dispatches:
             found.add("P3", name, "possible",
                       "the key was cancelled before dispatch, yet a dispatch was logged; no "
                       "effect record shows whether the provider applied it",
@@ -300,14 +317,14 @@ def check_effects(st: Store, name: str, k: Key, loc: int = 0) -> None:
                     and k.max_fence is not None and k.min_apply_fence < k.max_fence)
     if not (k.flags & F_CANCELLED or sealed_stale):
         return
-    applied = ("effect", "", "provider applied it", loc or k.apply_loc)
-    story = chain_steps(k) if k.chain is not None else [
-        ("note", k.last_writer, f"the key had settled at {STATES[k.tip]}", k.last_loc)]
+    story = chain_steps(k) or [
+        ("note", k.last_writer, f"the key is at {STATES[k.tip]}", k.last_loc)]
     if k.flags & F_CANCELLED:
         found.add("P3", name, "certain",
                   "the user cancelled the key before dispatch (RECORDED -> "
                   "REJECTED_CONFLICT), yet the provider applied its effect",
-                  story + [applied], locs=[k.last_loc])
+                  story + [("effect", "", "provider applied it", loc or k.apply_loc)],
+                  locs=[k.last_loc])
     if sealed_stale:
         found.add("FENCE", name, "certain",
                   f"reconciling at fence {k.max_fence} found no effect (DEAD_LETTER), yet "
@@ -319,21 +336,55 @@ def check_effects(st: Store, name: str, k: Key, loc: int = 0) -> None:
 
 
 def finish_open(st: Store) -> None:
-    """At the end of the log: classify every open key's buffer, settle it, and report the
-    keys left outside a terminal state (UNSETTLED)."""
+    """At the end of the log: judge every key not closed from all its transitions (see
+    the module docstring), and report the keys left outside a terminal state."""
     for name, k in st.keys.items():
-        if type(k) is bytes or k.chain is None:
+        if type(k) is bytes:
             continue
-        drain(st, name, k)
+        if k.reaccepts:
+            _reaccepted(st, name, k)
+        if k.flags & F_CLOSED:
+            continue
+        if k.pending or k.forks or k.flags & F_JUDGE:
+            _rebuild(k)
+        _judge(st.found, name, k)
         if k.pending:
             _resolve(st, name, k)
-        _settle(st, name, k)
+        check_effects(st, name, k)
         if k.flags & F_TRANSITIONS and k.tip not in TERMINAL:
             st.found.add("UNSETTLED", name, "possible",
                          f"the log ends with the key at {STATES[k.tip]}, not a settled state"
                          + ("; an effect may still land" if k.tip in IN_DOUBT else
                             "; its intent is neither done nor given up"),
                          chain_steps(k))
+
+
+def _reaccepted(st: Store, name: str, k: Key) -> None:
+    """A key accepted more than once. An acceptance whose writer had itself settled the key
+    before it (its own order proves it) overwrote a settled record: LEGAL. Two or more
+    acceptances left over inserted one key twice: RACE. Judged from every acceptance and
+    every transition of the key, so the order they arrived in does not matter."""
+    moves = k.chain + list(k.pending or ())
+    everyone = [(st.found.writer_of(k.accept_loc), k.accept_seq, k.accept_loc, "")]
+    others = []
+    for writer, seq, loc, call in everyone + k.reaccepts:
+        step = ("proposal", writer, f"call {call}: key accepted" if call else "key accepted",
+                loc)
+        if any(t[0] == writer and t[3] in TERMINAL and t[1] < seq for t in moves):
+            st.found.add("LEGAL", name, "certain",
+                         "the key was accepted again after it had settled: a second record "
+                         "overwrote the first, so the intent can take effect twice",
+                         chain_steps(k)[-1:] + [step])
+        else:
+            others.append(step)
+    if len(others) >= 2:
+        st.found.add("RACE", name, "certain",
+                     "two proposals were accepted for one key: the log inserted twice "
+                     "(check-then-insert without a uniqueness constraint)", others[:2])
+
+
+def acked(k: Key) -> bool:
+    return k.tip == ACKED
 
 
 def _path(chain: Iterable) -> list[str]:

@@ -126,15 +126,15 @@ class Conformance(Store):
         if self.focus:
             self._remember(ev, loc)
         if t == "transition":
-            # chains.extend + chains.note_edge, inlined for the common case: an open key
-            # whose chain this transition extends along a spec edge with a fence that does
-            # not go backwards
+            # chains.note_edge + chains.extend, inlined for the common case: a key (not
+            # packed) whose chain this transition extends along a spec edge with a fence
+            # that does not go backwards, so there is nothing to judge (a closed key's tip
+            # is terminal: no edge leaves it)
             name = ev["key"]
             k = self.keys.get(name)
             frm = CODE[ev["from"]]
             to = CODE[ev["to"]]
-            if type(k) is Key and k.chain is not None and frm == k.tip and not k.pending \
-                    and (NEXT[frm] >> to) & 1:
+            if type(k) is Key and frm == k.tip and not k.pending and (NEXT[frm] >> to) & 1:
                 fence = ev.get("fence")
                 if fence is None or k.max_fence is None or fence >= k.max_fence:
                     if fence is not None:

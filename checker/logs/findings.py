@@ -186,6 +186,13 @@ class Findings:
             if v == _SOFT:
                 self._dropped[k] = _POSSIBLE
 
+    def retract(self, key: str, props) -> None:
+        """Forget the findings `props` on `key` (listed or not): they are judged again."""
+        for prop in props:
+            if self._drafts.pop((prop, key), None) is not None:
+                self._per_prop[prop] -= 1
+            self._dropped.pop((prop, key), None)
+
     @property
     def dropped(self) -> int:
         """How many findings the cap left out."""

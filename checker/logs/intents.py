@@ -2,21 +2,20 @@
 
 An intent is the digest of its call's canonical form (tool, args, scope: canonicalizer v1,
 `toolcommit.model.canon`). Proposals name the implementation's key for it; effects are
-attributed to intents by their own (tool, args, scope), to keys by ``key`` (else by an
-``idempotency_key`` that names a logged key). Counting applies per key (P1) and per intent
+attributed to intents by their own (tool, args, scope), to keys by ``key`` (else by
+their ``idempotency_key``). Counting applies per key (P1) and per intent
 (I1), and dispatches when no effect records exist (a possible I1), happens here; P3 and
 FENCE between a key's chain and its applies are `toolcommit.checker.logs.chains`'.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 from toolcommit.model.canon import CanonError, digest_of_form, fast_form_v1, intent_digest
 from toolcommit.model.canon import sorted_dump
 
-from toolcommit.checker.logs.chains import check_effects
+from toolcommit.checker.logs.chains import acked, check_effects
 from toolcommit.checker.logs.findings import effect_text, form_hint
-from toolcommit.checker.logs.store import F_RECORD, Intent, Key, Store
+from toolcommit.checker.logs.store import (F_CLOSED, F_PROPOSED, F_RECORD, Intent, Key,
+                                           Store)
 from toolcommit.checker.logs.writers import Writer
 
 _MEMO_MAX = 1 << 14
@@ -56,8 +55,9 @@ def digest(st: Store, ev: dict) -> bytes:
 
 # ----- proposals -------------------------------------------------------------------------
 def proposal(st: Store, ev: dict, w: Writer, loc: int) -> None:
-    """An accepted proposal records its key (RACE / LEGAL if accepted twice) and its intent
-    (CANON if another key of this intent was accepted in the same epoch)."""
+    """An accepted proposal records its key and its intent. A second acceptance of a key
+    (RACE or LEGAL) and a second key of an intent (CANON) are judged at the end, when every
+    line is in, so that the order the lines arrived in does not matter."""
     d = digest(st, ev)
     if ev["decision"] != "accepted":
         return
@@ -65,153 +65,193 @@ def proposal(st: Store, ev: dict, w: Writer, loc: int) -> None:
     k = st.key(name)
     k.accepted += 1
     k.flags |= F_RECORD
-    epoch = ev.get("epoch")
+    epoch, seq = ev.get("epoch"), ev["seq"]
+    rank = (w.name, seq)          # acceptances are ordered by writer and seq, never by line
+    writer_of = st.found.writer_of
     if k.accepted == 1:
-        k.accept_loc = loc
+        k.accept_loc, k.accept_seq = loc, seq
     else:
-        closed = k.chain is None
-        st.found.add("LEGAL" if closed else "RACE", name, "certain",
-                     ("the key was accepted again after it had settled: a second record "
-                      "overwrote the first, so the intent can take effect twice") if closed else
-                     ("two proposals were accepted for one key: the log inserted twice "
-                      "(check-then-insert without a uniqueness constraint)"),
-                     [("proposal", "", "key accepted (first proposal)", k.accept_loc),
-                      ("proposal", ev["writer"], f"call {ev['call_id']}: accepted again", loc)])
-    if k.digest is None:
+        if k.reaccepts is None:
+            k.reaccepts = []
+        if rank < (writer_of(k.accept_loc), k.accept_seq):
+            k.reaccepts.append((writer_of(k.accept_loc), k.accept_seq, k.accept_loc, ""))
+            k.accept_loc, k.accept_seq = loc, seq
+        else:
+            k.reaccepts.append((w.name, seq, loc, ev["call_id"]))
+    if not k.flags & F_PROPOSED or d < k.digest:
         k.digest = d
+        k.flags |= F_PROPOSED
     ent = st.ent(d)
     if ent is None:
-        ent = st.intents[d] = Intent(name, epoch, loc)
+        ent = st.intents[d] = Intent(name, epoch, loc, seq)
         ent.recorded = True
         return
+    if ent.effect_keys is not None:
+        ent.effect_keys.discard(name)
+        if not ent.effect_keys:
+            ent.effect_keys = None
     if not ent.recorded:          # known from effects only, until now
         ent.recorded = True
-        ent.key, ent.epoch, ent.loc = name, epoch, loc
+        ent.key, ent.epoch, ent.loc, ent.seq = name, epoch, loc, seq
         return
-    if ent.key == name or (ent.more and any(m[0] == name for m in ent.more)):
+    if (ent.key, ent.epoch) == (name, epoch):
+        if rank < (writer_of(ent.loc), ent.seq):
+            ent.loc, ent.seq = loc, seq
         return
-    same = [(kn, ep, lc) for kn, ep, lc in [(ent.key, ent.epoch, ent.loc)] + (ent.more or [])
-            if ep == epoch]
+    for i, m in enumerate(ent.more or ()):
+        if (m[0], m[1]) == (name, epoch):
+            if rank < (writer_of(m[2]), m[3]):
+                ent.more[i] = (name, epoch, loc, seq)
+            return
     if ent.more is None:
         ent.more = []
-    ent.more.append((name, epoch, loc))
-    if same:
-        first = same[0]
-        st.found.add("CANON", name, "certain",
-                     f"keys {first[0]} and {name} are one canonical intent (canonicalizer v1: "
-                     f"{form_hint(ev)}) in the same epoch, yet the log accepted both: the "
-                     "implementation's canonicalization is too literal, so one intent can "
-                     "take effect twice",
-                     [("proposal", "", f"key {first[0]} accepted", first[2]),
-                      ("proposal", ev["writer"],
-                       f"call {ev['call_id']}: key {name} accepted", loc)])
+        ent.hint = form_hint(ev)
+    ent.more.append((name, epoch, loc, seq))
 
 
 # ----- effects -------------------------------------------------------------------------------
 def effect(st: Store, ev: dict, w: Writer, loc: int) -> None:
-    """Count one effect record for its key (P1) and its intent (I1)."""
-    name = _count(st, ev, loc)
-    if name is not None and st.packing:     # an effect after its key settled:
-        k = st.keys.get(name)               # pack the key again
-        if type(k) is Key and k.chain is None:
-            st.pack(name, k)
+    """Count one effect record for its key (P1) and its intent (I1, judged at the end).
 
-
-def _count(st: Store, ev: dict, loc: int) -> Optional[str]:
+    The key is the effect's ``key``, else its ``idempotency_key``: a provider that logs
+    only its idempotency key names the key that way (if no proposal or transition names
+    it, the effect is an orphan unless its intent was recorded under another key)."""
     d = digest(st, ev)
     name = ev.get("key")
     if name is None:
-        idem = ev.get("idempotency_key")
-        if idem is not None and idem in st.keys:
-            name = idem
+        name = ev["idempotency_key"]
     apply = ev["kind"] == "apply"
-    fence = ev.get("fence")
     ent = st.ent(d)
     if ent is None:
-        ent = st.intents[d] = Intent(name or "", ev.get("epoch"), loc)
-    if name is not None:
-        k = st.key(name)
-        if k.digest is None:
-            k.digest = d
-        if not apply:
-            k.compensates += 1
-        else:
-            eid = ev.get("effect_id")
-            if eid is not None and k.apply_id is not None and hash(eid) == k.apply_id:
-                return name                       # the same effect, exported twice
-            k.applies += 1
-            if k.applies == 1:
-                k.apply_loc = loc
-                k.apply_id = hash(eid) if eid is not None else None
-            else:
-                st.found.add("P1", name, "certain",
-                             f"the provider applied {k.applies} effects for the one key "
-                             f"{name}: effects grouped by semantic key must number at most one",
-                             [("effect", "", "apply", k.apply_loc),
-                              ("effect", ev["writer"], effect_text(ev), loc)], update=True)
-            if fence is not None and (k.min_apply_fence is None or fence < k.min_apply_fence):
-                k.min_apply_fence, k.min_apply_loc = fence, loc
-            if k.chain is None:
-                check_effects(st, name, k, loc)
+        ent = st.intents[d] = Intent("", ev.get("epoch"), loc)
+    k = st.key(name)
+    if k.digest is None or (not k.flags & F_PROPOSED and d < k.digest):
+        k.digest = d
+    if not ent.recorded or (name != ent.key
+                            and not (ent.more and any(m[0] == name for m in ent.more))):
+        if ent.effect_keys is None:
+            ent.effect_keys = set()
+        ent.effect_keys.add(name)
     if not apply:
+        k.compensates += 1
         ent.compensates += 1
-        return name
-    ent.applies += 1
-    if ent.apply_locs is None:
-        ent.apply_locs = [loc]
-    elif len(ent.apply_locs) < 8:
-        ent.apply_locs.append(loc)
-    if ent.applies >= 2:
-        st.found.add("I1", _intent_id(st, ent), "certain",
-                     f"the provider applied {ent.applies} effects for one canonical intent "
-                     f"({form_hint(ev)}); an intent may take effect at most once, "
-                     "compensated or not",
-                     [("effect", "", "apply", x) for x in ent.apply_locs[:-1]]
-                     + [("effect", ev["writer"], effect_text(ev), loc)],
-                     label=_label(ent, name), update=True)
-    return name
+    elif not _count_apply(st, ev, name, k, loc):
+        return                                    # the same effect, exported twice
+    else:
+        ent.applies += 1
+        if ent.applies == 2 and not ent.hint:
+            ent.hint = form_hint(ev)
+        if ent.apply_locs is None:
+            ent.apply_locs = [loc]
+        elif len(ent.apply_locs) < 8:
+            ent.apply_locs.append(loc)
+    if k.flags & F_CLOSED and st.packing:       # an effect after its key settled:
+        st.pack(name, k)                        # pack the key again
+
+
+def _count_apply(st: Store, ev: dict, name: str, k: Key, loc: int) -> bool:
+    """Count an apply for key `k` (P1 from the second); False if it repeats the key's
+    first apply's ``effect_id`` (one effect, exported twice)."""
+    eid = ev.get("effect_id")
+    if eid is not None and k.apply_id is not None and hash(eid) == k.apply_id:
+        return False
+    k.applies += 1
+    if k.applies == 1:
+        k.apply_loc = loc
+        k.apply_id = hash(eid) if eid is not None else None
+    else:
+        st.found.add("P1", name, "certain",
+                     f"the provider applied {k.applies} effects for the one key "
+                     f"{name}: effects grouped by semantic key must number at most one",
+                     [("effect", "", "apply", k.apply_loc),
+                      ("effect", ev["writer"], effect_text(ev), loc)], update=True)
+    fence = ev.get("fence")
+    if fence is not None and (k.min_apply_fence is None or fence < k.min_apply_fence):
+        k.min_apply_fence, k.min_apply_loc = fence, loc
+    if k.flags & F_CLOSED:
+        check_effects(st, name, k, loc)
+    return True
 
 
 # ----- the end of the log -------------------------------------------------------------------
 def finish(st: Store) -> None:
-    """ORPHAN_EFFECT for effects no record accounts for; I1 from ACKED or dispatch counts
-    where the provider left no effect records."""
+    """The judgements that need every line: ORPHAN_EFFECT, CANON, I1 (from applies, else
+    from ACKED or dispatch counts)."""
+    found = st.found
+    dispatches: dict[bytes, list] = {}     # digest -> [dispatches, acked, dispatch locs]
     for name, k in st.keys.items():
-        if type(k) is bytes:      # packed: closed by a transition, so recorded
-            continue
+        if type(k) is bytes:      # packed: closed by a transition, so recorded; its intent
+            continue              # has this one key
         if (k.applies or k.compensates) and not k.flags & F_RECORD:
             ent = st.ent(k.digest) if k.digest is not None else None
             if ent is None or not ent.recorded:
                 _orphan(st, name, k.apply_loc or k.last_loc)
-    for ent in st.intents.values():
-        if type(ent) is str:      # packed with its one key: recorded, and at most one
-            continue              # dispatch unless an effect record decides
-        if ent.applies and not ent.recorded and not ent.key:
-            _orphan(st, f"(no key) intent first applied at "
-                        f"{':'.join(map(str, st.found.where(ent.apply_locs[0])))}",
-                    ent.apply_locs[0])
+        if k.digest is not None and (k.dispatches or acked(k)):
+            n = dispatches.setdefault(k.digest, [0, 0, []])
+            n[0] += k.dispatches
+            n[1] += acked(k)
+            if k.dispatch_loc and len(n[2]) < 8:
+                n[2].append(k.dispatch_loc)
+    for d, ent in st.intents.items():
+        if type(ent) is str:      # packed with its one key: at most one apply or dispatch
+            continue              # unless an effect record decides
+        ordered = _ordered(st, ent)
+        label = " + ".join(ordered) if ordered else "(no key)"
+        if ent.more:
+            _canon(st, ent)
+        if ent.applies >= 2:
+            found.add("I1", label, "certain",
+                      f"the provider applied {ent.applies} effects for one canonical intent "
+                      f"({ent.hint or 'one call'}); an intent may take effect at most once, "
+                      "compensated or not",
+                      [("effect", "", "apply", x) for x in ent.apply_locs])
         if ent.applies or ent.compensates:
             continue                        # the provider's records decide
-        label, iid = _label(ent, None), _intent_id(st, ent)
-        if ent.acked >= 2:
-            st.found.add("I1", iid, "certain",
-                         f"{ent.acked} keys of one canonical intent were acknowledged by the "
-                         "provider (ACKED): one intent took effect more than once",
-                         [("transition", "", "dispatched", x) for x in ent.dispatch_locs or ()],
-                         label=label)
-        elif ent.dispatches >= 2:
-            st.found.add("I1", iid, "possible",
-                         f"one canonical intent was dispatched {ent.dispatches} times and no "
-                         "effect records say how many took effect: possibly more than one",
-                         [("transition", "", "dispatched", x) for x in ent.dispatch_locs or ()],
-                         label=label)
+        n, a, locs = dispatches.get(d, (0, 0, ()))
+        if a >= 2:
+            found.add("I1", label, "certain",
+                      f"{a} keys of one canonical intent were acknowledged by the "
+                      "provider (ACKED): one intent took effect more than once",
+                      [("transition", "", "dispatched", x) for x in locs])
+        elif n >= 2:
+            found.add("I1", label, "possible",
+                      f"one canonical intent was dispatched {n} times and no "
+                      "effect records say how many took effect: possibly more than one",
+                      [("transition", "", "dispatched", x) for x in locs])
     for name, k in st.keys.items():
         if type(k) is not bytes and k.digest is None and k.dispatches >= 2 \
                 and not k.applies:
-            st.found.add("I1", name, "possible",
-                         f"the key was dispatched {k.dispatches} times and no effect records "
-                         "say how many took effect: possibly more than one",
-                         [("transition", "", "dispatched", k.dispatch_loc)])
+            found.add("I1", name, "possible",
+                      f"the key was dispatched {k.dispatches} times and no effect records "
+                      "say how many took effect: possibly more than one",
+                      [("transition", "", "dispatched", k.dispatch_loc)])
+
+
+def _ordered(st: Store, ent: Intent) -> list[str]:
+    """The intent's keys in an order independent of how lines interleave: accepted keys
+    by (writer, seq) of their first acceptance, then keys only its effects name, by name."""
+    accepted = sorted(ent.keys(), key=lambda m: (st.found.writer_of(m[2]), m[3], m[0]))
+    names = list(dict.fromkeys(m[0] for m in accepted))
+    return names + sorted(set(ent.effect_keys or ()) - set(names))
+
+
+def _canon(st: Store, ent: Intent) -> None:
+    """CANON: keys of one canonical intent accepted in the same epoch."""
+    by_epoch: dict = {}
+    for m in sorted(ent.keys(), key=lambda m: (st.found.writer_of(m[2]), m[3], m[0])):
+        by_epoch.setdefault(m[1], []).append(m)
+    for group in by_epoch.values():
+        first = group[0]
+        for name, _, loc, _ in group[1:]:
+            if name == first[0]:
+                continue
+            st.found.add("CANON", name, "certain",
+                         f"keys {first[0]} and {name} are one canonical intent (canonicalizer "
+                         f"v1: {ent.hint}) in the same epoch, yet the log accepted both: the "
+                         "implementation's canonicalization is too literal, so one intent can "
+                         "take effect twice",
+                         [("proposal", "", f"key {first[0]} accepted", first[2]),
+                          ("proposal", "", f"key {name} accepted", loc)])
 
 
 def _orphan(st: Store, name: str, loc: int) -> None:
@@ -219,15 +259,3 @@ def _orphan(st: Store, name: str, loc: int) -> None:
                  "the provider applied an effect that no proposal or transition in the log "
                  "accounts for: something reached the provider around the intent log",
                  [("effect", "", "apply", loc)])
-
-
-def _intent_id(st: Store, ent: Intent) -> str:
-    return ent.key or "(no key) intent at %s:%d" % st.found.where(ent.loc)
-
-
-def _label(ent: Intent, name: Optional[str]) -> str:
-    keys = [ent.key] + [m[0] for m in ent.more or ()]
-    keys = [k for k in keys if k]
-    if name and name not in keys:
-        keys.append(name)
-    return " + ".join(keys) if keys else "(no key)"

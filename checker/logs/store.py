@@ -37,30 +37,34 @@ IN_DOUBT = frozenset((DISPATCHED, UNKNOWN, RECONCILING))
 AFTER_UNKNOWN = frozenset(b for a, b in EDGES if a == UNKNOWN)
 NEXT: tuple[int, ...] = tuple(sum(1 << b for a, b in EDGES if a == s) for s in range(len(STATES)))
 
-# Key.flags bits
-F_RECORD, F_CANCELLED, F_SEALED, F_TRANSITIONS = 1, 2, 4, 8
+# Key.flags bits: recorded (a proposal or transition names it), cancelled before dispatch,
+# sealed (RECONCILING -> DEAD_LETTER), has transitions, closed, to be judged (a transition
+# took the slow path since the key was last judged), its digest is an accepted proposal's
+F_RECORD, F_CANCELLED, F_SEALED, F_TRANSITIONS, F_CLOSED, F_JUDGE, F_PROPOSED = \
+    1, 2, 4, 8, 16, 32, 64
 
 
 class Key:
-    """One implementation key while it is open (or after a closed key was touched again).
+    """One implementation key.
 
-    `chain` holds its transitions as tuples (writer, seq, from, to, fence, loc); `pending`
-    those that do not chain yet (an empty tuple when none). Closing drops both (None), and a
-    closed key is then usually packed into `_PACK` bytes (see `Store.pack`).
+    `chain` holds its transitions in chain order as tuples (writer, seq, from, to, fence,
+    loc); `pending` those that do not chain yet (an empty tuple when none). A closed key
+    (`F_CLOSED`: terminal, nothing pending) keeps its chain, so a late transition can
+    reopen it; it is usually packed into bytes (see `Store.pack`).
     """
 
     __slots__ = ("tip", "visited", "chain", "pending", "max_fence", "last_loc", "last_writer",
                  "flags", "dispatches", "dispatch_loc", "applies", "apply_loc", "apply_id",
                  "compensates", "min_apply_fence", "min_apply_loc", "accepted", "accept_loc",
-                 "digest", "forks", "name")
+                 "accept_seq", "reaccepts", "digest", "forks", "name")
 
     def __init__(self, name: str = ""):
         self.name = name
         self.tip = INITIAL
         self.visited = 1 << INITIAL
-        self.chain: Optional[list] = None
+        self.chain: list = []
         self.pending = ()
-        self.max_fence = None
+        self.max_fence = None    # the highest fence of any of its transitions
         self.last_loc = 0
         self.last_writer = ""
         self.flags = 0           # F_* bits
@@ -74,43 +78,46 @@ class Key:
         self.min_apply_loc = 0
         self.accepted = 0
         self.accept_loc = 0
-        self.digest = None
-        self.forks = None        # writer -> (state, property) of its fork branch, if any
+        self.accept_seq = 0
+        self.reaccepts = None    # further accepted proposals: (writer, seq, loc, call_id)
+        self.digest = None       # its intent: the least digest of its accepted proposals,
+        self.forks = None        # else of its effects (the same whatever the line order)        # writer -> (state, property) of its fork branch, if any
 
 
 class Intent:
-    """One canonical intent: its first key, every later key, and effect counts."""
+    """One canonical intent: its first accepted key (`key`, `epoch`, `loc`, `seq`), every
+    later one (`more`), the keys only its effects name, and effect counts."""
 
-    more = None              # list of (key, epoch, loc) for further keys
+    more = None              # list of (key, epoch, loc, seq) for further accepted keys
+    effect_keys = None       # set of keys named by its effects but by no accepted proposal
+    hint = ""                # the call, for messages (set when a second key appears)
     applies = 0
     apply_locs: Optional[list] = None
     compensates = 0
-    dispatches = 0
-    dispatch_locs: Optional[list] = None
-    acked = 0
     recorded = False
 
-    def __init__(self, key: str, epoch, loc: int):
-        self.key, self.epoch, self.loc = key, epoch, loc
+    def __init__(self, key: str, epoch, loc: int, seq: int = 0):
+        self.key, self.epoch, self.loc, self.seq = key, epoch, loc, seq
 
-    def add_dispatch(self, loc: int, n: int) -> None:
-        """Count `n` dispatches, remembering up to 8 distinct locations."""
-        self.dispatches += n
-        if loc:
-            if self.dispatch_locs is None:
-                self.dispatch_locs = [loc]
-            elif len(self.dispatch_locs) < 8 and loc not in self.dispatch_locs:
-                self.dispatch_locs.append(loc)
+    def keys(self) -> list[tuple]:
+        """Every accepted key as (key, epoch, loc, seq)."""
+        first = [(self.key, self.epoch, self.loc, self.seq)] if self.recorded else []
+        return first + list(self.more or ())
 
 
 # A closed key and its intent, packed (the common case: the intent has this one key, at
-# most one apply, one dispatch location). Fields: tip, visited, flags, nones, acked,
-# dispatches, applies, compensates, accepted, last writer index, last_loc, dispatch_loc,
-# apply_loc, accept_loc, min_apply_loc, max_fence, min_apply_fence, apply_id, intent epoch,
-# digest. `nones` bits say which of max_fence, min_apply_fence, apply_id, epoch are None.
-_PACK = struct.Struct("<BHBBBIIIII5Q3qq16s")
+# most one apply), then the key's chain, from which its tip, visited states, last writer
+# and location, and first dispatch come back. Fields: flags, nones, chain length,
+# dispatches, applies, compensates, accepted, apply_loc, accept_loc, min_apply_loc,
+# accept_seq, max_fence, min_apply_fence, apply_id, intent epoch, digest; per chain
+# transition: seq, from << 4 | to, fence (_NO_FENCE: none), loc. `nones` bits say which
+# of max_fence, min_apply_fence, apply_id, epoch are None.
+_PACK = struct.Struct("<BBBIIII4Q3qq16s")
+_EDGES = [struct.Struct("<" + "IBIQ" * n) for n in range(8)]
 _N_MAXF, _N_MINF, _N_AID, _N_EPOCH = 1, 2, 4, 8
 _U32 = 0xFFFFFFFF
+_NO_FENCE = _U32
+_PACKABLE = F_RECORD | F_CANCELLED | F_SEALED | F_TRANSITIONS | F_CLOSED | F_PROPOSED
 
 
 class Store:
@@ -150,11 +157,10 @@ class Store:
         return w
 
     def key(self, name: str) -> Key:
-        """The key as an object: created open if new, unpacked if packed."""
+        """The key as an object: created if new, unpacked if packed."""
         k = self.keys.get(name)
         if k is None:
             k = self.keys[name] = Key(name)   # the one str object both dicts refer to
-            k.chain = []
         elif type(k) is bytes:
             k = self.unpack(name, k)
         return k  # type: ignore[return-value]
@@ -169,72 +175,78 @@ class Store:
 
     @property
     def open_keys(self) -> int:
-        """How many keys are open (their transitions still buffered)."""
-        return sum(1 for k in self.keys.values() if type(k) is Key and k.chain is not None)
+        """How many keys are open (their transitions still buffered or unsettled)."""
+        return sum(1 for k in self.keys.values() if type(k) is Key and not k.flags & F_CLOSED)
 
     def pack(self, name: str, k: Key) -> None:
         """Replace a closed key and its intent by `_PACK` bytes (and the intent's entry by
         the key's name) when nothing about them is unusual; else keep the objects."""
         digest = k.digest
-        if digest is None or k.forks is not None:
+        chain = k.chain
+        if digest is None or k.forks is not None or k.reaccepts is not None or k.pending \
+                or k.flags & ~_PACKABLE or not k.flags & F_CLOSED or not chain \
+                or len(chain) >= len(_EDGES):
             return
         e = self.intents.get(digest)
-        if type(e) is not Intent or e.more is not None or not e.recorded or e.key != name:
+        if type(e) is not Intent or e.more is not None or e.effect_keys is not None \
+                or not e.recorded or e.key != name:
             return
         applies, dispatches, compensates = k.applies, k.dispatches, k.compensates
-        apply_loc, dispatch_loc, accept_loc = k.apply_loc, k.dispatch_loc, k.accept_loc
-        if e.applies != applies or e.dispatches != dispatches or e.compensates != compensates \
-                or e.loc != accept_loc or applies > 1 or e.acked > 1 \
-                or (dispatches >= 2 and not applies and not compensates):
+        apply_loc, accept_loc = k.apply_loc, k.accept_loc
+        if e.applies != applies or e.compensates != compensates or e.loc != accept_loc \
+                or e.seq != k.accept_seq or applies > 1 \
+                or (dispatches >= 2 and not applies and not compensates) \
+                or (e.apply_locs != [apply_loc] if applies else e.apply_locs is not None):
             return
-        al, dl = e.apply_locs, e.dispatch_locs
-        if (al != [apply_loc] if applies else al is not None) \
-                or (dl != [dispatch_loc] if dispatches and dispatch_loc else dl is not None):
+        if dispatches > _U32 or compensates > _U32 or k.accepted > _U32 \
+                or (apply_loc | accept_loc | k.min_apply_loc | k.accept_seq) >> 64:
             return
-        w = self.writers.get(k.last_writer)
-        if w is None or dispatches > _U32 or compensates > _U32 or k.accepted > _U32 \
-                or (k.last_loc | dispatch_loc | apply_loc | accept_loc | k.min_apply_loc) >> 64:
-            return
+        edges = []
+        for _, seq, frm, to, fence, loc in chain:
+            if seq > _U32 or (fence is not None and fence >= _NO_FENCE) or loc >> 64:
+                return
+            edges += (seq, frm << 4 | to, _NO_FENCE if fence is None else fence, loc)
         max_fence, min_fence, apply_id, epoch = k.max_fence, k.min_apply_fence, k.apply_id, \
             e.epoch
         nones = ((_N_MAXF if max_fence is None else 0) | (_N_MINF if min_fence is None else 0)
                  | (_N_AID if apply_id is None else 0) | (_N_EPOCH if epoch is None else 0))
-        name = k.name
         self.keys[name] = _PACK.pack(
-            k.tip, k.visited, k.flags, nones, e.acked, dispatches, applies, compensates,
-            k.accepted, w.idx, k.last_loc, dispatch_loc, apply_loc, accept_loc,
-            k.min_apply_loc, max_fence or 0, min_fence or 0, apply_id or 0, epoch or 0, digest)
-        self.intents[digest] = name
+            k.flags, nones, len(chain), dispatches, applies, compensates, k.accepted,
+            apply_loc, accept_loc, k.min_apply_loc, k.accept_seq, max_fence or 0,
+            min_fence or 0, apply_id or 0, epoch or 0, digest) + _EDGES[len(chain)].pack(*edges)
+        self.intents[digest] = k.name
 
     def unpack(self, name: str, rec: bytes) -> Key:
         """The objects back from `pack`; they stay objects from then on."""
-        (tip, visited, flags, nones, acked, dispatches, applies, compensates, accepted, widx,
-         last_loc, dispatch_loc, apply_loc, accept_loc, min_apply_loc, max_fence,
-         min_apply_fence, apply_id, epoch, digest) = _PACK.unpack(rec)
+        (flags, nones, n, dispatches, applies, compensates, accepted, apply_loc, accept_loc,
+         min_apply_loc, accept_seq, max_fence, min_apply_fence, apply_id, epoch,
+         digest) = _PACK.unpack_from(rec)
+        edges = _EDGES[n].unpack_from(rec, _PACK.size)
+        writer_of = self.found.writer_of
         k = Key(name)
-        k.tip, k.visited, k.flags = tip, visited, flags
+        k.chain = [(writer_of(edges[i + 3]), edges[i], edges[i + 1] >> 4, edges[i + 1] & 15,
+                    None if edges[i + 2] == _NO_FENCE else edges[i + 2], edges[i + 3])
+                   for i in range(0, 4 * n, 4)]
+        for _, _, _, to, _, loc in k.chain:
+            k.visited |= 1 << to
+            if to == DISPATCHED and not k.dispatch_loc:
+                k.dispatch_loc = loc
+        k.last_writer, _, _, k.tip, _, k.last_loc = k.chain[-1]
+        k.flags = flags
         k.dispatches, k.applies, k.compensates, k.accepted = dispatches, applies, compensates, \
             accepted
-        k.last_writer = self.wnames[widx]
-        k.last_loc, k.dispatch_loc, k.apply_loc, k.accept_loc = last_loc, dispatch_loc, \
-            apply_loc, accept_loc
-        k.min_apply_loc = min_apply_loc
+        k.apply_loc, k.accept_loc, k.min_apply_loc, k.accept_seq = apply_loc, accept_loc, \
+            min_apply_loc, accept_seq
         k.max_fence = None if nones & _N_MAXF else max_fence
         k.min_apply_fence = None if nones & _N_MINF else min_apply_fence
         k.apply_id = None if nones & _N_AID else apply_id
         k.digest = digest
-        k.pending = None
-        e = Intent(name, None if nones & _N_EPOCH else epoch, accept_loc)
+        e = Intent(name, None if nones & _N_EPOCH else epoch, accept_loc, accept_seq)
         e.recorded = True
-        e.acked = acked
         if applies:
             e.applies, e.apply_locs = applies, [apply_loc]
         if compensates:
             e.compensates = compensates
-        if dispatches:
-            e.dispatches = dispatches
-            if dispatch_loc:
-                e.dispatch_locs = [dispatch_loc]
         self.keys[name] = k
         self.intents[digest] = e
         return k

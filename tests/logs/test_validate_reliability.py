@@ -184,3 +184,21 @@ def test_validate_imports_neither_z3_nor_networkx():
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'z3', 'networkx'}))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout
+
+
+# ----- findings depend on each writer's own order, not on how the lines interleave -------------
+def _summary(report):
+    return report.verdict, sorted({(f.property, f.key, f.certainty) for f in report.findings})
+
+
+def test_reordering_zombie_bad_across_writers_keeps_fence_and_invents_no_legal():
+    from toolcommit.checker.logs.conformance import check
+    evs = [json.loads(line) for line in (LOGS / "zombie-bad.jsonl").read_text().splitlines()]
+    w1_ack = evs.pop(7)                      # w1's DISPATCHED -> ACKED, moved before w2's lines
+    assert (w1_ack["writer"], w1_ack["to"]) == ("w1", "ACKED")
+    reordered = evs[:3] + [w1_ack] + evs[3:]
+    base, moved = check(evs + [w1_ack]), check(reordered)
+    assert "FENCE" in {f.property for f in moved.findings}
+    assert not any(f.property == "LEGAL" and "never reached" in f.explanation
+                   for f in moved.findings)
+    assert _summary(moved) == _summary(base)
