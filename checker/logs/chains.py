@@ -14,7 +14,8 @@ every transition the key has (`finish_open`):
   left is a ``RACE`` (another writer acted on the same state), a ``P4`` finding (one of
   the two writers crashed since its previous action on the key, so it acted from memory)
   or ``LEGAL`` (its writer rewound a key it had itself moved on); one that starts from a
-  state the key never reached is ``LEGAL`` (``possible`` when lines were lost);
+  state no logged transition entered is a possible ``LEGAL``: the line that entered it
+  may be lost (a writer's last lines can be lost without a gap in its seq numbers);
 - a transition that arrives after its key closed reopens the key: what judging it found
   is forgotten, and it is judged with the rest at the end, exactly as if the transition
   had arrived earlier.
@@ -235,11 +236,11 @@ def _resolve(st: Store, name: str, k: Key) -> None:
             continue
         _legal(found, name, t, [tstep(t)])
         if not (k.visited >> frm) & 1:
-            found.add("LEGAL", name, "certain",
+            found.add("LEGAL", name, "possible",
                       f"{w} moved the key from {STATES[frm]}, a state its chain never "
-                      f"reached (it went {' -> '.join(_path(chain))}); unless lines were "
-                      "lost, the writer skipped or invented a step",
-                      chain_steps(k) + [tstep(t)], soft=True)
+                      f"reached (it went {' -> '.join(_path(chain))}): a line that entered "
+                      f"{STATES[frm]} was lost, or the writer skipped or invented a step",
+                      chain_steps(k) + [tstep(t)])
             continue
         fork = next((i for i, c in enumerate(chain) if c[2] == frm), None)
         other = chain[fork] if fork is not None else None

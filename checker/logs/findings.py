@@ -26,7 +26,6 @@ from typing import Iterable, Iterator, Optional, Sequence
 MAX_PER_PROPERTY = 1000  # findings kept per property; the rest are counted, not stored
 LINE_BITS = 40           # a location: (writer index + 1, file index, line number) in one int
 _MAX_STEPS = 40          # a story longer than this keeps its start and its end
-_POSSIBLE, _SOFT, _CERTAIN = 0, 1, 2   # what is known of a dropped finding
 
 
 @dataclass(frozen=True)
@@ -75,11 +74,10 @@ class Draft:
     """A finding while the log is still being read (mutable; `Findings.freeze` ends it)."""
 
     __slots__ = ("property", "key", "certainty", "writers", "locs", "steps", "explanation",
-                 "more", "soft")
+                 "more")
 
-    def __init__(self, prop: str, key: str, certainty: str, explanation: str, soft: bool):
+    def __init__(self, prop: str, key: str, certainty: str, explanation: str):
         self.property, self.key, self.certainty = prop, key, certainty
-        self.soft = soft          # certain only if no line was lost (see Findings.soften)
         self.writers: list[str] = []
         self.locs: list[int] = []
         self.steps: list[tuple] = []
@@ -117,40 +115,34 @@ class Findings:
         self._writer_shift = LINE_BITS + self.file_bits
         self._drafts: dict[tuple[str, str], Draft] = {}
         self._per_prop: dict[str, int] = {}
-        # findings beyond the cap: (property, key) -> _POSSIBLE, _SOFT or _CERTAIN, so the
-        # totals stay true (memory: one entry per dropped finding, at most one per key and
-        # property, like the keys themselves)
-        self._dropped: dict[tuple[str, str], int] = {}
+        # findings beyond the cap: (property, key) -> certain, so the totals stay true
+        # (memory: one entry per dropped finding, at most one per key and property)
+        self._dropped: dict[tuple[str, str], bool] = {}
 
     def add(self, prop: str, key: str, certainty: str, explanation: str,
             steps: Iterable[tuple] = (), locs: Iterable[int] = (),
-            label: Optional[str] = None, update: bool = False,
-            soft: bool = False) -> Optional[Draft]:
+            label: Optional[str] = None, update: bool = False) -> Optional[Draft]:
         """Record (or extend) the finding `prop` on `key` (shown as `label` if given).
 
         A step is (kind, writer, text, loc); loc 0 means none. A second occurrence adds its
         steps and counts in `more`; it replaces the explanation only if `update` (a count
         that grows, as in I1) or if it makes a possible finding certain, so the story stays
-        the first one. A `soft` certain finding is certain only if no line was lost
-        (`soften`). Returns None when the property's cap dropped it (it is still counted)."""
+        the first one. Returns None when the property's cap dropped it (it is still
+        counted)."""
         b = self._drafts.get((prop, key))
         certain = certainty == "certain"
         if b is None:
             n = self._per_prop.get(prop, 0)
             if n >= MAX_PER_PROPERTY and key not in self.keep:
-                was = self._dropped.get((prop, key), _POSSIBLE)
-                now = (_SOFT if soft and was != _CERTAIN else _CERTAIN) if certain else was
-                self._dropped[(prop, key)] = now
+                self._dropped[(prop, key)] = certain or self._dropped.get((prop, key), False)
                 return None
             self._per_prop[prop] = n + 1
-            b = self._drafts[(prop, key)] = Draft(prop, key, certainty, explanation,
-                                                  certain and soft)
+            b = self._drafts[(prop, key)] = Draft(prop, key, certainty, explanation)
         else:
             b.more += 1
             if update or (certain and b.certainty != "certain"):
                 b.explanation = explanation
             if certain:
-                b.soft = soft and (b.soft or b.certainty != "certain")
                 b.certainty = "certain"
             if len(b.steps) > _MAX_STEPS:
                 return b
@@ -173,19 +165,6 @@ class Findings:
                 b.locs.append(s[3])
         return b
 
-    def soften(self, lines_lost: bool) -> None:
-        """With lines lost, a soft certain finding (a move from a state the key never
-        reached may be a lost line's doing) becomes possible."""
-        if not lines_lost:
-            return
-        for b in self._drafts.values():
-            if b.certainty == "certain" and b.soft:
-                b.certainty = "possible"
-                b.explanation += " (lines were lost: see SEQ_GAP)"
-        for k, v in self._dropped.items():
-            if v == _SOFT:
-                self._dropped[k] = _POSSIBLE
-
     def retract(self, key: str, props) -> None:
         """Forget the findings `props` on `key` (listed or not): they are judged again."""
         for prop in props:
@@ -201,7 +180,7 @@ class Findings:
     def totals(self) -> dict[str, int]:
         """Certain and possible findings, listed or not."""
         certain = sum(b.certainty == "certain" for b in self._drafts.values()) + \
-            sum(v != _POSSIBLE for v in self._dropped.values())
+            sum(self._dropped.values())
         return {"certain": certain, "possible": len(self._drafts) + self.dropped - certain}
 
     def get(self, prop: str, key: str) -> Optional[Draft]:

@@ -12,10 +12,10 @@ from __future__ import annotations
 from toolcommit.model.canon import CanonError, digest_of_form, fast_form_v1, intent_digest
 from toolcommit.model.canon import sorted_dump
 
-from toolcommit.checker.logs.chains import acked, check_effects
+from toolcommit.checker.logs.chains import acked, chain_steps, check_effects
 from toolcommit.checker.logs.findings import effect_text, form_hint
-from toolcommit.checker.logs.store import (F_CLOSED, F_PROPOSED, F_RECORD, Intent, Key,
-                                           Store)
+from toolcommit.checker.logs.store import (F_CLOSED, F_PROPOSED, F_RECORD, F_TRANSITIONS,
+                                           Intent, Key, Store)
 from toolcommit.checker.logs.writers import Writer
 
 _MEMO_MAX = 1 << 14
@@ -175,13 +175,19 @@ def _count_apply(st: Store, ev: dict, name: str, k: Key, loc: int) -> bool:
 
 # ----- the end of the log -------------------------------------------------------------------
 def finish(st: Store) -> None:
-    """The judgements that need every line: ORPHAN_EFFECT, CANON, I1 (from applies, else
-    from ACKED or dispatch counts)."""
+    """The judgements that need every line: NO_PROPOSAL, ORPHAN_EFFECT, CANON, I1 (from
+    applies, else from ACKED or dispatch counts)."""
     found = st.found
     dispatches: dict[bytes, list] = {}     # digest -> [dispatches, acked, dispatch locs]
     for name, k in st.keys.items():
         if type(k) is bytes:      # packed: closed by a transition, so recorded; its intent
             continue              # has this one key
+        if k.flags & F_TRANSITIONS and not k.accepted:
+            found.add("NO_PROPOSAL", name, "possible",
+                      "the key has transitions but no accepted proposal: its proposal line "
+                      "was lost (or never written), so its intent is unknown and the log "
+                      "cannot show that it took effect at most once",
+                      chain_steps(k)[:1] or [("note", "", "no proposal", k.last_loc)])
         if (k.applies or k.compensates) and not k.flags & F_RECORD:
             ent = st.ent(k.digest) if k.digest is not None else None
             if ent is None or not ent.recorded:

@@ -93,10 +93,19 @@ def note_seq(w: Writer, seq: int, found: Findings, loc: int) -> bool:
 
 
 def report_gaps(writers: Iterable[Writer], found: Findings) -> bool:
-    """A SEQ_GAP finding for every hole in a writer's seq numbers; True if there was one."""
+    """A SEQ_GAP finding for every hole in a writer's seq numbers, and for a writer whose
+    first seq is above 1 (writers number their lines from 0 or 1: its first lines were
+    lost); True if there was one."""
     any_gap = False
     for w in writers:
         sync(w)
+        if w.los and w.los[0] > 1:
+            any_gap = True
+            lost = "seq 1" if w.los[0] == 2 else f"seq 1..{w.los[0] - 1}"
+            found.add("SEQ_GAP", w.name, "possible",
+                      f"writer {w.name} starts at seq {w.los[0]}: its first lines ({lost}) were "
+                      "lost, so the log cannot prove conformance (or a violation hidden in them)",
+                      [("note", w.name, f"seq {w.los[0]} (first seen)", w.lo_locs[0])])
         for i in range(len(w.los) - 1):
             any_gap = True
             a, b = w.his[i], w.los[i + 1]

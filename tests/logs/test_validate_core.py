@@ -262,8 +262,10 @@ def test_an_effect_no_record_accounts_for_is_an_orphan():
 
 
 def test_a_key_whose_first_transition_skips_proposed_is_not_a_chain():
+    # possible, not certain: the line that moved it PROPOSED -> RECORDED may be the lost
+    # last line of another writer, which no seq gap can show
     r = Log().accept().tr("RECORDED", "DISPATCHED").tr("DISPATCHED", "ACKED").report()
-    assert "LEGAL" in props(r, "certain")
+    assert "LEGAL" in props(r, "possible") and r.verdict is LogVerdict.INCONCLUSIVE
 
 
 # ----- memory: keys close when they settle ---------------------------------------------------
@@ -394,7 +396,7 @@ def test_events_to_jsonl_round_trips_and_is_deterministic():
 
 def test_every_finding_name_has_a_one_line_meaning():
     raw = json.loads((SPEC / "log-findings.json").read_text())["log_findings"]
-    used = {"RACE", "CANON", "SEQ_GAP", "SEQ_DUP", "CUT_OFF", "UNSETTLED", "ORPHAN_EFFECT"}
+    used = {"RACE", "CANON", "SEQ_GAP", "SEQ_DUP", "CUT_OFF", "NO_PROPOSAL", "UNSETTLED", "ORPHAN_EFFECT"}
     assert used == set(raw)
     assert {"I1", "P1", "P2", "P3", "P4", "FENCE", "LEGAL"} <= set(meanings())
 

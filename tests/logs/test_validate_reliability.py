@@ -202,3 +202,38 @@ def test_reordering_zombie_bad_across_writers_keeps_fence_and_invents_no_legal()
     assert not any(f.property == "LEGAL" and "never reached" in f.explanation
                    for f in moved.findings)
     assert _summary(moved) == _summary(base)
+
+
+# ----- found by the property tests: a lost line is never invisible, never a violation ---------
+def _takeover_log() -> list[dict]:
+    evs = [json.loads(line) for line in (LOGS / "zombie-ok.jsonl").read_text().splitlines()]
+    assert validate([str(LOGS / "zombie-ok.jsonl")]).verdict.value == "CONFORMS"
+    return evs
+
+
+def test_a_lost_first_line_of_a_writer_is_a_gap():
+    from toolcommit.checker.logs.conformance import check
+    evs = _takeover_log()
+    first = next(i for i, e in enumerate(evs) if e["writer"] == "w2")
+    report = check(evs[:first] + evs[first + 1:])
+    assert report.verdict.value == "INCONCLUSIVE"
+    assert any(f.property == "SEQ_GAP" and f.key == "w2" for f in report.findings)
+
+
+def test_a_lost_proposal_is_inconclusive():
+    from toolcommit.checker.logs.conformance import check
+    evs = [e for e in _takeover_log() if e["type"] != "proposal"]
+    for e in evs:                     # renumbered: no gap shows the loss
+        if e["writer"] == "w1":
+            e["seq"] -= 1
+    report = check(evs)
+    assert report.verdict.value == "INCONCLUSIVE"
+    assert [f.property for f in report.findings] == ["NO_PROPOSAL"]
+
+
+def test_a_move_from_a_state_whose_entering_line_was_lost_is_possible_not_certain():
+    from toolcommit.checker.logs.conformance import check
+    evs = _takeover_log()
+    last_w1 = max(i for i, e in enumerate(evs) if e["writer"] == "w1")
+    report = check(evs[:last_w1] + evs[last_w1 + 1:])   # w1's last line: no gap can show it
+    assert report.verdict.value == "INCONCLUSIVE", [(f.property, f.certainty) for f in report.findings]
