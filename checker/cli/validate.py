@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
 import sys
 from itertools import islice
+from pathlib import Path
 
 from toolcommit.model.errors import InputError, UsageError
 
 from toolcommit.checker.logs.conformance import Conformance, EventError
 from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES, check_paths, read_lines
 from toolcommit.checker.logs.report import LogVerdict, Report, count
-from toolcommit.checker.output import write_atomic
+from toolcommit.checker.output import refuse_inputs, write_atomic
 from toolcommit.checker.render.findings import RENDERERS
 
 EXIT_CODES = {LogVerdict.CONFORMS: 0, LogVerdict.VIOLATES: 1, LogVerdict.INCONCLUSIVE: 3}
@@ -67,24 +67,6 @@ def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdi
     return checker.finish(warnings)
 
 
-def _refuse_overwriting_an_input(output: str, paths) -> None:
-    """The report must never replace a log it reads: the same path, or another name (a
-    link, a hard link, a path with ..) for the same file."""
-    out = os.path.realpath(output)
-    for p in paths:
-        if p == "-":
-            continue
-        same = os.path.realpath(p) == out
-        if not same:
-            try:
-                same = os.path.samefile(p, output)
-            except OSError:       # either does not exist (yet): not the same file
-                pass
-        if same:
-            raise UsageError(f"-o {output} is the input log {p}: the report would replace it; "
-                             "write the report to another file")
-
-
 def _check_focus(focus, keys) -> None:
     """Refuse a --key the log does not name, listing some it does."""
     missing = [k for k in dict.fromkeys(focus) if k not in keys]
@@ -99,8 +81,8 @@ def _check_focus(focus, keys) -> None:
 
 
 def run(args) -> int:
-    if args.output:
-        _refuse_overwriting_an_input(args.output, args.logs)
+    if args.output:      # before reading: the report never replaces a log it reads
+        refuse_inputs(Path(args.output), args.logs, args.output)
     report = validate(args.logs, args.max_line_bytes, args.key)
     if args.key:
         wanted = set(args.key)
@@ -111,7 +93,7 @@ def run(args) -> int:
     code = EXIT_CODES[report.verdict]
     text = RENDERERS[args.format](report, code)
     if args.output:
-        write_atomic(args.output, text)
+        write_atomic(args.output, text, inputs=args.logs)
     else:
         sys.stdout.write(text)
     if args.output or args.format != "text":   # text output already lists them
