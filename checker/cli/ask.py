@@ -13,7 +13,8 @@ from pathlib import Path
 
 from toolcommit.model.errors import UsageError
 
-from toolcommit.checker.design.ask import answer, builtin_names, load_question
+from toolcommit.checker.design.run import answer
+from toolcommit.checker.design.schema import builtin_names, load_question
 from toolcommit.checker.render.answers import (counterexample_files, render_answer_json, render_answer_markdown,
                          render_answer_text)
 from toolcommit.checker.cli.check import Progress

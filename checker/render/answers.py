@@ -1,4 +1,4 @@
-"""Renderers of an `Answer` (`toolcommit.checker.design.ask`): text, markdown, JSON, and the
+"""Renderers of an `Answer` (`toolcommit.checker.design.grid`): text, markdown, JSON, and the
 counterexample files. They only read the answer; nothing here runs an engine.
 
 Output is deterministic (no timings), so a stored markdown answer can be compared byte for
@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Mapping
 
-from toolcommit.checker.design.ask import Answer, Cell, explain, footnotes, ordering
+from toolcommit.checker.design.explain import explain, footnotes, ordering
+from toolcommit.checker.design.grid import Answer, Cell
 from toolcommit.checker.render.counterexample import itf_json, render_mermaid, render_text
 from toolcommit.checker.engines.verdict import Status
 

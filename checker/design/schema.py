@@ -1,0 +1,415 @@
+"""Design questions as data: the `Question` type and its validation.
+
+A question (`spec/questions/<name>.json`, or any JSON file of the same shape) names a base
+configuration (preset, knob changes, instance), an optional *scenario* (events that must
+happen in this order, everything else interleaving freely; see
+`toolcommit.model.scenario`), the properties to judge, and a grid: *rows* (usually the
+options of a knob) by *columns* (usually environment assumptions).
+
+Question fields (top level): `question`, `title`, `asks`, `preset`, `set`, `instance`,
+`scenario`, `properties`, `rows`, `columns`, `limits`, `notes`, `row_header`.
+A row or column (a *variant*): `name`, `meaning`, `set`, `instance`, `properties`,
+`expect`, `article`, `cells` (rows only: per-column overrides), `not_modelled`, `show`
+(rows only: extra text columns), `note`. A cell's settings are the question's, then the
+row's, the column's and the row's `cells[column]`, later ones winning
+(`toolcommit.checker.design.grid`).
+
+Shorthands: `"rows": {"knob": K, "options": [...]}` (one row per option) and
+`"columns": {"assumptions": {A: [values], ...}}` (one column per combination, named by the
+assumptions' aliases from `spec/protocol.json`: `idem+ comp-`).
+
+Everything here is pure: `parse_question` takes text and returns a validated `Question`
+or raises `QuestionError` naming the file and the field; `load_question` only adds the
+file or built-in lookup.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import Mapping, Optional
+
+from toolcommit.model.errors import InputError, ToolcommitError, UsageError
+from toolcommit.model.instance import instance as named_instance, proposal
+from toolcommit.model.knobs import PRESETS
+from toolcommit.model.scenario import Pattern, restrict
+from toolcommit.model.semantics import build
+from toolcommit.spec import protocol
+
+from toolcommit.model.properties import of_kind
+
+from .grid import cell_model, cell_settings
+
+INVARIANTS = of_kind("invariant", "monitor")   # state predicates, in spec order
+GRAPH = of_kind("graph")
+ADVERSARIES = of_kind("adversary")                # P4: re-judged with the adversary added
+PROPERTIES = INVARIANTS + ADVERSARIES + GRAPH
+TOP_FIELDS = ("question", "title", "asks", "preset", "set", "instance", "scenario", "properties",
+              "rows", "columns", "limits", "notes", "row_header")
+VARIANT_FIELDS = ("name", "meaning", "set", "instance", "properties", "expect", "article",
+                  "cells", "not_modelled", "show", "note")
+INSTANCE_FIELDS = ("name", "meaning", "proposals", "workers", "max_fence", "faults", "assumptions")
+LIMIT_FIELDS = ("max_states", "timeout", "bmc_depth", "bmc_timeout")
+
+
+class QuestionError(InputError):
+    """A malformed question: the message names the file and the field."""
+
+
+# ----- data ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Variant:
+    """A row or a column of the grid: a partial setting plus the claims made about it."""
+
+    name: str
+    meaning: str = ""
+    set: Mapping[str, str] = field(default_factory=dict)
+    instance: object = None            # a name, an inline dict, or None (inherit)
+    properties: Optional[tuple] = None
+    expect: str = ""                   # "HOLDS" or "VIOLATED": what the article claims
+    article: str = ""                  # the article's words for the claim
+    cells: Mapping[str, "Variant"] = field(default_factory=dict)
+    not_modelled: str = ""             # why this cell is not judged
+    show: Mapping[str, str] = field(default_factory=dict)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Search limits for every run of a cell (0 = no limit)."""
+
+    max_states: int = 2_000_000
+    timeout: float = 300.0
+    bmc_depth: int = 30
+    bmc_timeout: float = 300.0
+
+
+@dataclass(frozen=True)
+class Question:
+    """A validated question: the base settings, the scenario and the grid's variants."""
+
+    name: str
+    title: str
+    asks: str
+    source: str
+    preset: str
+    set: Mapping[str, str]
+    instance: object
+    scenario: tuple
+    properties: tuple
+    rows: tuple
+    columns: tuple
+    limits: Limits
+    notes: tuple = ()
+    row_header: str = ""
+    column_legend: Mapping[str, str] = field(default_factory=dict)
+
+
+def alias(assumption: str) -> str:
+    """The assumption's short name in column names (`spec/protocol.json`: `alias`)."""
+    return protocol().assumptions[assumption].get("alias", assumption)
+
+
+def alias_meaning(assumption: str) -> str:
+    """The legend's words for the alias (`alias_meaning`, else the assumption's meaning)."""
+    spec = protocol().assumptions[assumption]
+    return spec.get("alias_meaning", spec["meaning"])
+
+
+def column_name(assumption: str, option: str) -> str:
+    """`idem+`, `comp-`, or `alias=option` for an option other than yes or no."""
+    return alias(assumption) + ("+" if option == "yes" else "-" if option == "no" else f"={option}")
+
+
+# ----- loading and validation -------------------------------------------------------------
+def builtin_names() -> list[str]:
+    """Names of the built-in questions (`spec/questions/*.json`)."""
+    folder = resources.files("toolcommit.spec").joinpath("questions")
+    try:
+        entries = list(folder.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(e.name[:-5] for e in entries if e.name.endswith(".json"))
+
+
+def load_question(ref: str) -> Question:
+    """A built-in question by name, or a question file by path; validated.
+
+    Raises
+    ------
+    QuestionError
+        naming the file and the field (e.g. `rows[1].set.late_replay`) and what is valid.
+    UsageError
+        if `ref` is neither a built-in name nor a file.
+    """
+    path = Path(ref)
+    if ref in builtin_names() and not path.exists():
+        res = resources.files("toolcommit.spec").joinpath("questions", f"{ref}.json")
+        return parse_question(res.read_text("utf-8"), f"spec/questions/{ref}.json", ref)
+    if not path.is_file():
+        raise UsageError(f"no question {ref!r}: not a built-in ({', '.join(builtin_names())}) "
+                         "and not a JSON file")
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise QuestionError(f"cannot read: {e}", str(path)) from None
+    stem = path.name[:-5] if path.name.endswith(".json") else path.name
+    return parse_question(text, str(path), stem)
+
+
+def parse_question(text: str, source: str = "<question>", default_name: str = "question") -> Question:
+    """Parse and validate a question's JSON text (see the module docstring for fields).
+
+    Examples
+    --------
+    >>> q = parse_question('{"instance": "ack_loss", "rows": {"knob": "late_replay"}, '
+    ...                    '"columns": {"assumptions": {"provider_idempotent": ["yes", "no"]}}}')
+    >>> [r.name for r in q.rows], [c.name for c in q.columns]
+    (['reject', 'replay_same_key', 'compensate'], ['idem+', 'idem-'])
+    >>> parse_question('{"rows": {"knob": "late_replay"}, "columns": [{"name": "c"}]}', "q.json")
+    Traceback (most recent call last):
+    ...
+    toolcommit.checker.design.schema.QuestionError: q.json: instance: rows[0] x columns[0] (reject / c): no instance; give one at the top, in the row or in the column
+    """
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise QuestionError(f"not valid JSON: {e.msg} (column {e.colno})", source, e.lineno) from None
+    v = _Validator(source)
+    try:
+        return v.question(raw, default_name)
+    except UsageError as e:  # a name check from the model (knob, action, variable)
+        raise QuestionError(str(e), source) from None
+
+
+class _Validator:
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, where: str, message: str):
+        raise QuestionError(f"{where}: {message}", self.source)
+
+    def fields(self, raw, allowed, where: str) -> dict:
+        if not isinstance(raw, dict):
+            self.fail(where or "question", "must be a JSON object")
+        for k in raw:
+            if k not in allowed:
+                self.fail(f"{where}.{k}" if where else k,
+                          f"unknown field; valid fields: {', '.join(allowed)}")
+        return raw
+
+    def text(self, raw, where: str, required=False) -> str:
+        if raw is None:
+            if required:
+                self.fail(where, "required")
+            return ""
+        if isinstance(raw, list) and all(isinstance(x, str) for x in raw):
+            return " ".join(raw)
+        if not isinstance(raw, str):
+            self.fail(where, "must be a string")
+        return raw
+
+    def settings(self, raw, where: str) -> dict:
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            self.fail(where, "must be an object of knob or assumption -> option")
+        p = protocol()
+        for k, val in raw.items():
+            if k in p.knobs:
+                options = list(p.knobs[k].options)
+            elif k in p.assumptions:
+                options = list(p.assumptions[k]["options"])
+            else:
+                self.fail(f"{where}.{k}", "unknown knob or assumption; valid: "
+                          + ", ".join(list(p.knobs) + list(p.assumptions)))
+            if val not in options:
+                self.fail(f"{where}.{k}", f"no option {val!r}; valid options: {', '.join(options)}")
+        return dict(raw)
+
+    def props(self, raw, where: str, scenario: bool) -> Optional[tuple]:
+        if raw is None:
+            return None
+        if not isinstance(raw, list) or not raw:
+            self.fail(where, f"must be a non-empty list of properties: {', '.join(PROPERTIES)}")
+        for i, p in enumerate(raw):
+            if p not in PROPERTIES:
+                self.fail(f"{where}[{i}]", f"unknown property {p!r}; valid: {', '.join(PROPERTIES)}"
+                          + (f" ({p} compares personalities across instances and is not a cell "
+                             "property)" if p in of_kind("hyper") else ""))
+            if scenario and p in GRAPH:
+                self.fail(f"{where}[{i}]", f"{p} is judged only without a scenario: a scenario "
+                          "blocks events, which makes deadlocks of its own; drop it or the scenario")
+        return tuple(raw)
+
+    def inst(self, raw, where: str):
+        if raw is None:
+            return None
+        if isinstance(raw, str):
+            try:
+                named_instance(raw)
+            except UsageError as e:
+                self.fail(where, str(e))
+            return raw
+        d = self.fields(raw, INSTANCE_FIELDS, where)
+        props = d.get("proposals")
+        if not isinstance(props, list) or not props:
+            self.fail(f"{where}.proposals", "required: a non-empty list of proposal names")
+        for i, name in enumerate(props):
+            try:
+                proposal(name)
+            except UsageError as e:
+                self.fail(f"{where}.proposals[{i}]", str(e))
+        for k in ("workers", "max_fence"):
+            if not isinstance(d.get(k, 1), int) or isinstance(d.get(k, 1), bool) or d.get(k, 1) < 1:
+                self.fail(f"{where}.{k}", "must be a whole number >= 1")
+        faults = d.get("faults", {})
+        if not isinstance(faults, dict):
+            self.fail(f"{where}.faults", "must be an object of fault -> budget")
+        for f, n in faults.items():
+            if f not in protocol().faults:
+                self.fail(f"{where}.faults.{f}", f"unknown fault; valid: {', '.join(protocol().faults)}")
+            if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+                self.fail(f"{where}.faults.{f}", "must be a whole number >= 0")
+        self.settings(d.get("assumptions"), f"{where}.assumptions")
+        return dict(d)
+
+    def variant(self, raw, where: str, row: bool, scenario: bool, columns=()) -> Variant:
+        allowed = VARIANT_FIELDS if row else tuple(f for f in VARIANT_FIELDS if f not in ("cells", "show"))
+        d = self.fields(raw, allowed, where)
+        name = d.get("name")
+        if not isinstance(name, str) or not name.strip():
+            self.fail(f"{where}.name", "required: a non-empty string")
+        expect = d.get("expect", "")
+        if expect not in ("", "HOLDS", "VIOLATED"):
+            self.fail(f"{where}.expect", "must be HOLDS or VIOLATED")
+        cells = {}
+        raw_cells = d.get("cells", {})
+        if not isinstance(raw_cells, dict):
+            self.fail(f"{where}.cells", "must be an object of column name -> settings")
+        for col, c in raw_cells.items():
+            if col not in columns:
+                self.fail(f"{where}.cells.{col}", f"no such column; columns: {', '.join(columns)}")
+            cells[col] = self.variant({"name": col, **c} if isinstance(c, dict) else c,
+                                      f"{where}.cells.{col}", False, scenario)
+        show = d.get("show", {})
+        if not isinstance(show, dict) or not all(isinstance(x, str) for x in show.values()):
+            self.fail(f"{where}.show", "must be an object of column header -> text")
+        return Variant(name, self.text(d.get("meaning"), f"{where}.meaning"),
+                       self.settings(d.get("set"), f"{where}.set"),
+                       self.inst(d.get("instance"), f"{where}.instance"),
+                       self.props(d.get("properties"), f"{where}.properties", scenario),
+                       expect, self.text(d.get("article"), f"{where}.article"), cells,
+                       self.text(d.get("not_modelled"), f"{where}.not_modelled"), dict(show),
+                       self.text(d.get("note"), f"{where}.note"))
+
+    def columns(self, raw, scenario: bool):
+        if isinstance(raw, dict) and set(raw) == {"assumptions"}:
+            spec = raw["assumptions"]
+            if not isinstance(spec, dict) or not spec:
+                self.fail("columns.assumptions", "must be an object of assumption -> list of options")
+            axes = []
+            for a, opts in spec.items():
+                if a not in protocol().assumptions:
+                    self.fail(f"columns.assumptions.{a}", "unknown assumption; valid: "
+                              + ", ".join(protocol().assumptions))
+                valid = protocol().assumptions[a]["options"]
+                if not isinstance(opts, list) or not opts or any(o not in valid for o in opts):
+                    self.fail(f"columns.assumptions.{a}", f"must be a non-empty list of: {', '.join(valid)}")
+                axes.append([(a, o) for o in opts])
+            cols = []
+            for combo in itertools.product(*axes):
+                name = " ".join(column_name(a, o) for a, o in combo)
+                cols.append(Variant(name, ", ".join(f"{a}={o}" for a, o in combo), dict(combo)))
+            legend = {alias(a): alias_meaning(a) for a in spec}
+            return tuple(cols), legend
+        if not isinstance(raw, list) or not raw:
+            self.fail("columns", 'required: a list of variants, or {"assumptions": {...}}')
+        return tuple(self.variant(c, f"columns[{i}]", False, scenario) for i, c in enumerate(raw)), {}
+
+    def rows(self, raw, scenario: bool, columns) -> tuple:
+        if isinstance(raw, dict) and set(raw) <= {"knob", "options"}:
+            knob = raw.get("knob")
+            if knob not in protocol().knobs:
+                self.fail("rows.knob", f"unknown knob {knob!r}; valid: {', '.join(protocol().knobs)}")
+            options = raw.get("options", list(protocol().knobs[knob].options))
+            valid = protocol().knobs[knob].options
+            if not isinstance(options, list) or not options:
+                self.fail("rows.options", f"must be a non-empty list of: {', '.join(valid)}")
+            for i, o in enumerate(options):
+                if o not in valid:
+                    self.fail(f"rows.options[{i}]", f"knob {knob} has no option {o!r}; valid: {', '.join(valid)}")
+            return tuple(Variant(o, valid[o], {knob: o}) for o in options)
+        if not isinstance(raw, list) or not raw:
+            self.fail("rows", 'required: a list of variants, or {"knob": K, "options": [...]}')
+        return tuple(self.variant(r, f"rows[{i}]", True, scenario, columns) for i, r in enumerate(raw))
+
+    def question(self, raw, default_name: str) -> Question:
+        d = self.fields(raw, TOP_FIELDS, "")
+        name = d.get("question", default_name)
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+            self.fail("question", "must be a name of letters, digits, '-', '_' or '.'")
+        pre = d.get("preset", "recommended")
+        if pre not in PRESETS:
+            self.fail("preset", f"unknown preset {pre!r}; valid presets: {', '.join(PRESETS)}")
+        raw_sc = d.get("scenario", [])
+        if not isinstance(raw_sc, list):
+            self.fail("scenario", "must be a list of event patterns")
+        try:
+            scenario = tuple(Pattern.parse(p, None, f"scenario[{i}]") for i, p in enumerate(raw_sc))
+        except UsageError as e:
+            raise QuestionError(str(e), self.source) from None
+        for i, p in enumerate(scenario):
+            if p.action not in protocol().actions:
+                self.fail(f"scenario[{i}].action", f"unknown action {p.action!r}; valid actions: "
+                          + ", ".join(protocol().actions))
+        props = self.props(d.get("properties"), "properties", bool(scenario))
+        if props is None:
+            props = tuple(p for p in PROPERTIES if not (scenario and p in GRAPH))
+        if "columns" not in d:
+            self.fail("columns", "required")
+        if "rows" not in d:
+            self.fail("rows", "required")
+        columns, legend = self.columns(d["columns"], bool(scenario))
+        rows = self.rows(d["rows"], bool(scenario), [c.name for c in columns])
+        for kind, items in (("rows", rows), ("columns", columns)):
+            names = [v.name for v in items]
+            dup = {n for n in names if names.count(n) > 1}
+            if dup:
+                self.fail(kind, f"two entries named {sorted(dup)[0]!r}; names must be unique")
+        lim = self.fields(d.get("limits", {}), LIMIT_FIELDS, "limits")
+        for k, val in lim.items():
+            if not isinstance(val, (int, float)) or isinstance(val, bool) or val < 0:
+                self.fail(f"limits.{k}", "must be a number >= 0")
+        notes = d.get("notes", [])
+        if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+            self.fail("notes", "must be a list of strings")
+        q = Question(name, self.text(d.get("title"), "title") or name,
+                     self.text(d.get("asks"), "asks"), self.source, pre,
+                     self.settings(d.get("set"), "set"), self.inst(d.get("instance"), "instance"),
+                     scenario, props, rows, columns, replace(Limits(), **lim), tuple(notes),
+                     self.text(d.get("row_header"), "row_header"), legend)
+        self.cells(q)
+        return q
+
+    def cells(self, q: Question) -> None:
+        """Every cell must have an instance and consistent assumptions; scenario names are
+        checked against each cell's model."""
+        for r in q.rows:
+            for c in q.columns:
+                where = f"rows[{q.rows.index(r)}] x columns[{q.columns.index(c)}] ({r.name} / {c.name})"
+                s = cell_settings(q, r, c)
+                if s["instance"] is None:
+                    self.fail("instance", f"{where}: no instance; give one at the top, in the row "
+                              "or in the column")
+                try:
+                    cfg, inst = cell_model(q, r, c)
+                    if s["not_modelled"]:
+                        continue
+                    if q.scenario:
+                        restrict(build(cfg, inst), q.scenario)
+                except ToolcommitError as e:
+                    self.fail(where, str(e))
