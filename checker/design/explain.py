@@ -98,24 +98,17 @@ def _explain_sweep(a: Answer) -> list[str]:
                          f"{describe(q, list(cols))} [{notes[(cite.row, cite.column)]}]")
             if all(cite is not x for x in cited):
                 cited.append(cite)
-        text = f"{r.name} is VIOLATED {describe(q, [c.column for c in bad])}: " + "; ".join(parts) + "."
+        text = ""
+        if bad:
+            text = f"{r.name} is VIOLATED {describe(q, [c.column for c in bad])}: " + "; ".join(parts) + "."
         for c in cited:
             text += (f" [{notes[(c.row, c.column)]}] {c.headline.property} in "
                      f"{c.headline.counterexample.length} steps: {ordering(c.headline.counterexample)}.")
         if unknown:
-            text += f" UNKNOWN {describe(q, [c.column for c in unknown])}: {unknown[0].verdicts[-1].reason}."
+            text += (" UNKNOWN " if text else f"{r.name} is UNKNOWN ") + \
+                f"{describe(q, [c.column for c in unknown])}: {_unknown_reason(unknown[0])}."
         paras.append(text)
-    if right:
-        line = (f"Answer: {' and '.join(right)} is right under every assumption swept"
-                if _assumption_columns(q) else f"Answer: {' and '.join(right)} holds in every column")
-        line += "; " + ("".join(f"{n} is right only {describe(q, cols)}; " for n, cols in partial)
-                        if partial else "") + "every other option has a counterexample above."
-    elif partial:
-        line = "Answer: no option holds everywhere; " + "; ".join(
-            f"{n} holds only {describe(q, cols)}" for n, cols in partial) + "."
-    else:
-        line = "Answer: no option holds in any column."
-    paras.append(line)
+    paras.append(_sweep_answer(a, right, partial))
     if "P4" in q.properties or any("P4" in c.properties for c in a.cells.values()):
         p4 = []
         for name in right:
@@ -128,6 +121,37 @@ def _explain_sweep(a: Answer) -> list[str]:
                          "taken from the intent log alone and depends on nothing the model must "
                          "remember.")
     return paras
+
+
+def _unknown_reason(cell: Cell) -> str:
+    """Why a cell is UNKNOWN: its first UNKNOWN verdict, named."""
+    v = next(v for v in cell.verdicts if v.status is Status.UNKNOWN)
+    return f"{v.property}: {v.reason}"
+
+
+def _sweep_answer(a: Answer, right: list, partial: list) -> str:
+    """The sweep's one-line answer: which options hold everywhere, where the others hold,
+    and whether UNKNOWN cells leave it open."""
+    q = a.question
+    judged = [r.name for r in q.rows if any(a.cell(r.name, c.name).judged for c in q.columns)]
+    no_cx = [n for n in judged if n not in right and not any(
+        a.cell(n, c.name).status is Status.VIOLATED for c in q.columns)]
+    if right:
+        line = (f"Answer: {' and '.join(right)} is right under every assumption swept"
+                if _assumption_columns(q) else f"Answer: {' and '.join(right)} holds in every column")
+        line += "; " + ("".join(f"{n} is right only {describe(q, cols)}; " for n, cols in partial)
+                        if partial else "") + "every other option has a counterexample above"
+        line += f", except {' and '.join(no_cx)}." if no_cx else "."
+    elif partial:
+        line = "Answer: no option holds everywhere; " + "; ".join(
+            f"{n} holds only {describe(q, cols)}" for n, cols in partial) + "."
+    elif no_cx:
+        line = "Answer: no option is shown to hold in any column."
+    else:
+        line = "Answer: no option holds in any column."
+    if a.status is Status.UNKNOWN:
+        line += " UNKNOWN cells leave the answer open where they are (each says why above)."
+    return line
 
 
 def _explain_claims(a: Answer) -> list[str]:

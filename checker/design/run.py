@@ -92,6 +92,10 @@ class Judged:
     fired: dict          # adversary moves the explicit search fired (fault -> count)
 
 
+_NO_FALLBACK = ("; bounded SMT was not run past the state or time limit you set (give a "
+                "depth, --bmc-depth K or limits.bmc_depth, to run it)")
+
+
 def _bmc():
     try:
         from toolcommit.checker.engines.smt import bmc
@@ -117,7 +121,12 @@ def _judge(system: System, props: list, limits: Limits, scenario: bool, graph: b
             verdicts = [replace(v, scope="for every interleaving that follows the scenario, "
                                 + v.scope) if v.status is Status.HOLDS else v for v in verdicts]
         return Judged(verdicts, "explicit", ex.state_count, True, ex.fired)
-    found = {v.property: v for v in judge(c, ex, props) if v.status is Status.VIOLATED}
+    judged = judge(c, ex, props)
+    if not limits.smt_fallback:
+        return Judged([replace(v, reason=v.reason + _NO_FALLBACK) if v.status is Status.UNKNOWN
+                       and v.property in INVARIANTS else v for v in judged], "explicit",
+                      ex.state_count, True, ex.fired)
+    found = {v.property: v for v in judged if v.status is Status.VIOLATED}
     bmc = _bmc()
     open_props = [p for p in props if p not in found and p in INVARIANTS]
     if bmc is None or not open_props:
@@ -130,7 +139,7 @@ def _judge(system: System, props: list, limits: Limits, scenario: bool, graph: b
         probe["scenario_unreached"] = not_(system.witnesses[SCENARIO])
     sys2 = replace(system, invariants=probe)
     asked = open_props + (["scenario_unreached"] if scenario else [])
-    got = {v.property: v for v in bmc.check(sys2, asked, limits.bmc_depth, limits.bmc_timeout)}
+    got = {v.property: v for v in bmc.check(sys2, asked, limits.bmc_depth, limits.smt_timeout)}
     if scenario and got["scenario_unreached"].status is not Status.VIOLATED:
         reached = False
     out = []

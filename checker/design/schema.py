@@ -79,12 +79,37 @@ class Variant:
 
 @dataclass(frozen=True)
 class Limits:
-    """Search limits for every run of a cell (0 = no limit)."""
+    """Search limits for every run of a cell (0 = no limit), and which of them the user set.
+
+    When the explicit search stops at its limit, bounded SMT judges the invariants it left
+    open (the *SMT fallback*). By default it does. Once the user sets a state or time limit
+    (in the question's `limits` or on the command line), the fallback runs only if they also
+    set `bmc_depth`: a limit the user sets is never silently run past; the cell is UNKNOWN
+    with the reason instead. An SMT run lasts at most `bmc_timeout` seconds, or the user's
+    `timeout` if they set that and not `bmc_timeout`.
+    """
 
     max_states: int = 2_000_000
     timeout: float = 300.0
     bmc_depth: int = 30
     bmc_timeout: float = 300.0
+    given: frozenset = frozenset()     # the limits the user set
+
+    def override(self, **values) -> "Limits":
+        """A copy with `values` set, remembered as set by the user."""
+        return replace(self, **values, given=self.given | frozenset(values))
+
+    @property
+    def smt_fallback(self) -> bool:
+        """Whether bounded SMT may judge what a stopped explicit search left open."""
+        return "bmc_depth" in self.given or not ({"max_states", "timeout"} & self.given)
+
+    @property
+    def smt_timeout(self) -> float:
+        """Seconds for one SMT run (0 = no limit)."""
+        if "timeout" in self.given and "bmc_timeout" not in self.given:
+            return self.timeout
+        return self.bmc_timeout
 
 
 @dataclass(frozen=True)
@@ -390,7 +415,7 @@ class _Validator:
         q = Question(name, self.text(d.get("title"), "title") or name,
                      self.text(d.get("asks"), "asks"), self.source, pre,
                      self.settings(d.get("set"), "set"), self.inst(d.get("instance"), "instance"),
-                     scenario, props, rows, columns, replace(Limits(), **lim), tuple(notes),
+                     scenario, props, rows, columns, Limits().override(**lim), tuple(notes),
                      self.text(d.get("row_header"), "row_header"), legend)
         self.cells(q)
         return q

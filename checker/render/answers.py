@@ -109,8 +109,14 @@ def _engines(a: Answer) -> str:
     used = sorted({c.engine for c in a.cells.values() if c.judged})
     if used == ["explicit"]:
         return "engine: explicit (exhaustive breadth-first search) for every cell"
-    return "engines: " + ", ".join(f"{e} for {sum(c.engine == e for c in a.cells.values())} cells"
+    line = "engines: " + ", ".join(f"{e} for {sum(c.engine == e for c in a.cells.values())} cells"
                                    for e in used)
+    if "explicit+smt" in used:
+        lim = a.question.limits
+        line += (f" (bounded SMT judged what the explicit search left open at its limit, up to "
+                 f"depth {lim.bmc_depth}, "
+                 + (f"at most {lim.smt_timeout:g} s a run)" if lim.smt_timeout else "no time limit)"))
+    return line
 
 
 def _footnote_lines(a: Answer, links: Mapping[str, str] | None, markdown: bool) -> list[str]:
