@@ -53,6 +53,10 @@ VARIANT_FIELDS = ("name", "meaning", "set", "instance", "properties", "expect", 
                   "cells", "not_modelled", "show", "note")
 INSTANCE_FIELDS = ("name", "meaning", "proposals", "workers", "max_fence", "faults", "assumptions")
 LIMIT_FIELDS = ("max_states", "timeout", "bmc_depth", "bmc_timeout")
+MAX_QUESTION_BYTES = 1_000_000     # the built-in questions have under 6 kB
+MAX_DEPTH = 32                     # nesting of arrays and objects; the built-in ones need 6
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
 
 
 class QuestionError(InputError):
@@ -178,6 +182,10 @@ def load_question(ref: str) -> Question:
         raise UsageError(f"no question {ref!r}: not a built-in ({', '.join(builtin_names())}) "
                          "and not a JSON file")
     try:
+        size = path.stat().st_size
+        if size > MAX_QUESTION_BYTES:
+            raise QuestionError(f"the file has {size} bytes; a question has at most "
+                                f"{MAX_QUESTION_BYTES}: trim it or split it into several", str(path))
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise QuestionError(f"cannot read: {e}", str(path)) from None
@@ -199,6 +207,13 @@ def parse_question(text: str, source: str = "<question>", default_name: str = "q
     ...
     toolcommit.checker.design.schema.QuestionError: q.json: instance: rows[0] x columns[0] (reject / c): no instance; give one at the top, in the row or in the column
     """
+    if len(text) > MAX_QUESTION_BYTES:
+        raise QuestionError(f"the question has {len(text)} characters; a question has at most "
+                            f"{MAX_QUESTION_BYTES}: trim it or split it into several", source)
+    line = too_deep(text)
+    if line:
+        raise QuestionError(f"arrays and objects nested more than {MAX_DEPTH} deep; a question "
+                            "needs a handful of levels (see spec/questions/): flatten it", source, line)
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as e:
@@ -208,6 +223,29 @@ def parse_question(text: str, source: str = "<question>", default_name: str = "q
         return v.question(raw, default_name)
     except UsageError as e:  # a name check from the model (knob, action, variable)
         raise QuestionError(str(e), source) from None
+
+
+def too_deep(text: str, limit: int = MAX_DEPTH) -> int:
+    r"""The line where JSON `text` first nests arrays and objects more than `limit` deep, or 0.
+
+    Strings are skipped, so brackets inside them do not count. Linear in the text; meant to
+    run before decoding (a decoder recurses once per level).
+
+    Examples
+    --------
+    >>> too_deep('{"a": [["[[[["]]}', limit=3), too_deep('{\n"a": [[[]]]}', limit=3)
+    (0, 2)
+    """
+    depth = 0
+    bare = _STRING.sub('""', text)
+    for m in _BRACKET.finditer(bare):
+        if m.group() in "[{":
+            depth += 1
+            if depth > limit:
+                return bare.count("\n", 0, m.start()) + 1
+        else:
+            depth -= 1
+    return 0
 
 
 class _Validator:

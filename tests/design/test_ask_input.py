@@ -1,0 +1,49 @@
+"""Hostile question files: refused before any work, with one line that names the file, what
+is wrong and what is allowed (exit 2), never a traceback."""
+import json
+from pathlib import Path
+
+import pytest
+
+from toolcommit.checker.cli import main
+from toolcommit.checker.design.schema import MAX_DEPTH, MAX_QUESTION_BYTES, load_question
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _good() -> dict:
+    return json.loads((REPO / "spec" / "questions" / "late-replay.json").read_text("utf-8"))
+
+
+def _refused(capsys, path, *words) -> str:
+    """`ask path` exits 2 with one line naming the file and every word in `words`."""
+    assert main(["ask", str(path)]) == 2
+    captured = capsys.readouterr()
+    err = captured.err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert str(path) in err, err
+    for w in words:
+        assert w in err, (w, err)
+    return err
+
+
+def test_deeply_nested_question_is_refused_before_decoding(tmp_path, capsys):
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    _refused(capsys, path, "nested", str(MAX_DEPTH))
+
+
+def test_nesting_inside_strings_does_not_count(tmp_path):
+    doc = _good()
+    doc["notes"].append("[" * 1000 + "{" * 1000)
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert load_question(str(path)).notes[-1].startswith("[[[")
+
+
+def test_oversized_question_is_refused_before_reading(tmp_path, capsys):
+    path = tmp_path / "big.json"
+    doc = _good()
+    doc["notes"] = ["x" * (MAX_QUESTION_BYTES + 1)]
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    _refused(capsys, path, "bytes", "at most")
