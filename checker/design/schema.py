@@ -207,6 +207,8 @@ def parse_question(text: str, source: str = "<question>", default_name: str = "q
     ...
     toolcommit.checker.design.schema.QuestionError: q.json: instance: rows[0] x columns[0] (reject / c): no instance; give one at the top, in the row or in the column
     """
+    if text.startswith("\ufeff"):  # a UTF-8 byte order mark, as `validate` accepts in logs
+        text = text[1:]
     if len(text) > MAX_QUESTION_BYTES:
         raise QuestionError(f"the question has {len(text)} characters; a question has at most "
                             f"{MAX_QUESTION_BYTES}: trim it or split it into several", source)

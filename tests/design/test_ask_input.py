@@ -47,3 +47,9 @@ def test_oversized_question_is_refused_before_reading(tmp_path, capsys):
     doc["notes"] = ["x" * (MAX_QUESTION_BYTES + 1)]
     path.write_text(json.dumps(doc), encoding="utf-8")
     _refused(capsys, path, "bytes", "at most")
+
+
+def test_a_utf8_bom_is_accepted_as_validate_accepts_it(tmp_path):
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(_good()).encode("utf-8"))
+    assert load_question(str(path)).rows == load_question("late-replay").rows
