@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from toolcommit.model.errors import InputError, ToolcommitError, UsageError
-from toolcommit.model.instance import instance as named_instance, proposal
+from toolcommit.model.instance import allowed_bounds, bound_range, instance as named_instance, proposal
 from toolcommit.model.knobs import PRESETS
 from toolcommit.model.scenario import Pattern, restrict
 from toolcommit.model.semantics import build
@@ -329,18 +329,23 @@ class _Validator:
             except UsageError as e:
                 self.fail(f"{where}.proposals[{i}]", str(e))
         for k in ("workers", "max_fence"):
-            if not isinstance(d.get(k, 1), int) or isinstance(d.get(k, 1), bool) or d.get(k, 1) < 1:
-                self.fail(f"{where}.{k}", "must be a whole number >= 1")
+            self.bound(d.get(k, 1), k, f"{where}.{k}")
         faults = d.get("faults", {})
         if not isinstance(faults, dict):
             self.fail(f"{where}.faults", "must be an object of fault -> budget")
         for f, n in faults.items():
             if f not in protocol().faults:
                 self.fail(f"{where}.faults.{f}", f"unknown fault; valid: {', '.join(protocol().faults)}")
-            if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-                self.fail(f"{where}.faults.{f}", "must be a whole number >= 0")
+            self.bound(n, f, f"{where}.faults.{f}")
         self.settings(d.get("assumptions"), f"{where}.assumptions")
         return dict(d)
+
+    def bound(self, value, name: str, where: str) -> None:
+        """A bound within the caps every command shares (`toolcommit.model.instance.MAX_BOUNDS`)."""
+        lo, hi = bound_range(name)
+        if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+            self.fail(where, f"must be a whole number from {lo} to {hi}, got {value!r} "
+                      f"(allowed: {allowed_bounds()}; larger instances are not searched)")
 
     def variant(self, raw, where: str, row: bool, scenario: bool, columns=()) -> Variant:
         allowed = VARIANT_FIELDS if row else tuple(f for f in VARIANT_FIELDS if f not in ("cells", "show"))

@@ -7,6 +7,7 @@ import pytest
 
 from toolcommit.checker.cli import main
 from toolcommit.checker.design.schema import MAX_DEPTH, MAX_QUESTION_BYTES, load_question
+from toolcommit.model.instance import MAX_BOUNDS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -53,3 +54,40 @@ def test_a_utf8_bom_is_accepted_as_validate_accepts_it(tmp_path):
     path = tmp_path / "bom.json"
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps(_good()).encode("utf-8"))
     assert load_question(str(path)).rows == load_question("late-replay").rows
+
+
+@pytest.mark.parametrize("field, value, allowed", [
+    ("workers", 1000, str(MAX_BOUNDS["workers"])),
+    ("max_fence", 10 ** 9, str(MAX_BOUNDS["max_fence"])),
+    ("faults.crashes", 10 ** 6, str(MAX_BOUNDS["faults"])),
+    ("faults.delays", 1e6, str(MAX_BOUNDS["faults"])),
+    ("workers", 0, str(MAX_BOUNDS["workers"])),
+])
+def test_bounds_above_the_cap_are_refused_naming_it(tmp_path, capsys, field, value, allowed):
+    doc = _good()
+    if field.startswith("faults."):
+        doc["instance"]["faults"][field[7:]] = value
+    else:
+        doc["instance"][field] = value
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    err = _refused(capsys, path, f"instance.{field}", allowed)
+    assert "whole number" in err
+
+
+def test_bounds_cap_is_the_clis_too(capsys):
+    for argv in (["check", "--instance", "ack_loss", "--bounds", "workers=9"],
+                 ["prove", "--bounds", "workers=1000"],
+                 ["check", "--bounds", "crashes=1000000"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "allowed" in err, err
+
+
+def test_every_shipped_instance_and_question_is_within_the_caps():
+    from toolcommit.model.instance import check_bound, instance, instance_names
+    for name in instance_names():
+        for bound, value in instance(name).bounds().items():
+            check_bound(bound, value)
+    for name in ("late-replay", "failure-classes", "tradeoffs", "multi-orchestrator"):
+        load_question(name)
