@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import re
 from dataclasses import dataclass, field, replace
 from importlib import resources
@@ -328,6 +329,9 @@ class _Validator:
                 proposal(name)
             except UsageError as e:
                 self.fail(f"{where}.proposals[{i}]", str(e))
+            if name in props[:i]:
+                self.fail(f"{where}.proposals[{i}]", f"{name} is listed twice; list each proposal "
+                          "once (two calls with one call id are two proposals, e.g. t1 and t1dup)")
         for k in ("workers", "max_fence"):
             self.bound(d.get(k, 1), k, f"{where}.{k}")
         faults = d.get("faults", {})
@@ -452,8 +456,12 @@ class _Validator:
                 self.fail(kind, f"two entries named {sorted(dup)[0]!r}; names must be unique")
         lim = self.fields(d.get("limits", {}), LIMIT_FIELDS, "limits")
         for k, val in lim.items():
-            if not isinstance(val, (int, float)) or isinstance(val, bool) or val < 0:
-                self.fail(f"limits.{k}", "must be a number >= 0")
+            counted = k in ("max_states", "bmc_depth")
+            if isinstance(val, bool) or not isinstance(val, int if counted else (int, float)) \
+                    or not math.isfinite(val) or val < 0:
+                self.fail(f"limits.{k}", ("must be a whole number >= 0" if counted else
+                                          "must be a finite number of seconds >= 0")
+                          + ", 0 = no limit" + (f", got {val!r}" if isinstance(val, (int, float)) else ""))
         notes = d.get("notes", [])
         if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
             self.fail("notes", "must be a list of strings")

@@ -91,3 +91,21 @@ def test_every_shipped_instance_and_question_is_within_the_caps():
             check_bound(bound, value)
     for name in ("late-replay", "failure-classes", "tradeoffs", "multi-orchestrator"):
         load_question(name)
+
+
+def test_a_proposal_listed_twice_is_refused(tmp_path, capsys):
+    doc = _good()
+    doc["instance"]["proposals"] = ["t1"] * 12
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    _refused(capsys, path, "instance.proposals[1]", "twice")
+
+
+@pytest.mark.parametrize("limit, value", [("max_states", 1.5), ("bmc_depth", 2.5),
+                                          ("timeout", float("nan")), ("bmc_timeout", float("inf"))])
+def test_limits_must_be_finite_and_whole_where_counted(tmp_path, capsys, limit, value):
+    doc = _good()
+    doc["limits"] = {limit: value}
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    _refused(capsys, path, f"limits.{limit}")
