@@ -61,7 +61,15 @@ _BRACKET = re.compile(r"[\[\]{}]")
 
 
 class QuestionError(InputError):
-    """A malformed question: the message names the file and the field."""
+    """A malformed question: the message names the file and the field, on one line (control
+    characters from the file's keys or values are shown escaped)."""
+
+    def __init__(self, message: str, path: str = "", line: int = 0):
+        super().__init__(_one_line(message), _one_line(path), line)
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"[\x00-\x1f\x7f]", lambda m: repr(m.group())[1:-1], text)
 
 
 # ----- data ------------------------------------------------------------------------------
@@ -325,6 +333,8 @@ class _Validator:
         if not isinstance(props, list) or not props:
             self.fail(f"{where}.proposals", "required: a non-empty list of proposal names")
         for i, name in enumerate(props):
+            if not isinstance(name, str):
+                self.fail(f"{where}.proposals[{i}]", "must be a proposal name (a string)")
             try:
                 proposal(name)
             except UsageError as e:
@@ -341,8 +351,11 @@ class _Validator:
             if f not in protocol().faults:
                 self.fail(f"{where}.faults.{f}", f"unknown fault; valid: {', '.join(protocol().faults)}")
             self.bound(n, f, f"{where}.faults.{f}")
-        self.settings(d.get("assumptions"), f"{where}.assumptions")
-        return dict(d)
+        out = {**d, "assumptions": self.settings(d.get("assumptions"), f"{where}.assumptions")}
+        for k in ("name", "meaning"):
+            if k in d:
+                out[k] = self.text(d[k], f"{where}.{k}")
+        return out
 
     def bound(self, value, name: str, where: str) -> None:
         """A bound within the caps every command shares (`toolcommit.model.instance.MAX_BOUNDS`)."""
@@ -407,14 +420,14 @@ class _Validator:
     def rows(self, raw, scenario: bool, columns) -> tuple:
         if isinstance(raw, dict) and set(raw) <= {"knob", "options"}:
             knob = raw.get("knob")
-            if knob not in protocol().knobs:
+            if not isinstance(knob, str) or knob not in protocol().knobs:
                 self.fail("rows.knob", f"unknown knob {knob!r}; valid: {', '.join(protocol().knobs)}")
             options = raw.get("options", list(protocol().knobs[knob].options))
             valid = protocol().knobs[knob].options
             if not isinstance(options, list) or not options:
                 self.fail("rows.options", f"must be a non-empty list of: {', '.join(valid)}")
             for i, o in enumerate(options):
-                if o not in valid:
+                if o not in list(valid):
                     self.fail(f"rows.options[{i}]", f"knob {knob} has no option {o!r}; valid: {', '.join(valid)}")
             return tuple(Variant(o, valid[o], {knob: o}) for o in options)
         if not isinstance(raw, list) or not raw:

@@ -109,3 +109,19 @@ def test_limits_must_be_finite_and_whole_where_counted(tmp_path, capsys, limit, 
     path = tmp_path / "q.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     _refused(capsys, path, f"limits.{limit}")
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda d: d["instance"].update(proposals=[["t1", "t2"]]), "instance.proposals[0]"),
+    (lambda d: d.update(rows={"knob": ["late_replay"]}), "rows.knob"),
+    (lambda d: d["rows"].update(options=[["reject"]]), "rows.options[0]"),
+    (lambda d: d["instance"].update(name=["a", 1]), "instance.name"),
+    (lambda d: d.update({"colour\nblue": 1}), "colour\\nblue"),
+])
+def test_found_by_fuzzing_odd_types_and_control_characters_are_one_line_errors(tmp_path, capsys,
+                                                                               edit, field):
+    doc = _good()
+    edit(doc)
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    _refused(capsys, path, field)
