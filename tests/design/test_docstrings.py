@@ -1,22 +1,11 @@
-"""The docstring examples of the design-question modules and of scenario restriction run,
-both imported as a package and as a file (`python -m doctest model/scenario.py`)."""
-import doctest
-import importlib
+"""The scenario module's docstring examples also run when the file is handed to doctest
+directly (`python -m doctest model/scenario.py`); tests/test_doctests.py runs every module's
+examples by its installed name."""
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[2]
-MODULES = ["toolcommit.model.scenario", "toolcommit.checker.design.grid",
-           "toolcommit.checker.design.schema"]
-
-
-@pytest.mark.parametrize("module", MODULES)
-def test_docstring_examples_run(module):
-    result = doctest.testmod(importlib.import_module(module))
-    assert result.failed == 0 and result.attempted > 0
 
 
 def test_scenario_examples_run_as_a_file():
