@@ -13,12 +13,53 @@ Examples
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Mapping
 
 from toolcommit.spec import instances, protocol
 
 from .errors import UsageError
+
+
+# The largest bounds any command accepts, checked before any work: the state space grows
+# exponentially in each (workers are permuted, every fault may strike at every step). The
+# shipped instances use workers <= 2, max_fence 3 and budgets <= 1; README's largest command
+# workers=5, max_fence=6, budgets <= 4. "faults" is the cap of each fault's budget.
+MAX_BOUNDS = {"workers": 6, "max_fence": 8, "faults": 8}
+
+
+def bound_range(name: str) -> tuple[int, int]:
+    """(least, largest) value of bound `name`; `UsageError` naming the valid bounds otherwise."""
+    if name in ("workers", "max_fence"):
+        return 1, MAX_BOUNDS[name]
+    if name in protocol().faults:
+        return 0, MAX_BOUNDS["faults"]
+    valid = ", ".join(["workers", "max_fence", *protocol().faults])
+    raise UsageError(f"unknown bound {name!r}; valid bounds: {valid}")
+
+
+def allowed_bounds() -> str:
+    """The allowed bounds in words, for error messages."""
+    return (f"workers 1..{MAX_BOUNDS['workers']}, max_fence 1..{MAX_BOUNDS['max_fence']}, "
+            f"each fault budget 0..{MAX_BOUNDS['faults']}")
+
+
+def check_bound(name: str, value) -> None:
+    """Raise `UsageError` unless `value` is a whole number in `bound_range(name)`.
+
+    Examples
+    --------
+    >>> check_bound("workers", 2)
+    >>> check_bound("workers", 1000)
+    Traceback (most recent call last):
+    ...
+    toolcommit.model.errors.UsageError: bound workers must be a whole number from 1 to 6, got 1000 (allowed: workers 1..6, max_fence 1..8, each fault budget 0..8)
+    """
+    lo, hi = bound_range(name)
+    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+        raise UsageError(f"bound {name} must be a whole number from {lo} to {hi}, got {value!r} "
+                         f"(allowed: {allowed_bounds()})")
 
 
 @dataclass(frozen=True)
@@ -49,21 +90,15 @@ class Instance:
     failure_class: str = ""
 
     def with_bounds(self, bounds: Mapping[str, int]) -> "Instance":
-        """A copy with `workers`, `max_fence` or fault budgets overridden."""
+        """A copy with `workers`, `max_fence` or fault budgets overridden (see `check_bound`)."""
         faults = dict(self.faults)
         inst = self
         for name, value in bounds.items():
-            if not isinstance(value, int) or value < 0:
-                raise UsageError(f"bound {name} must be a whole number >= 0, got {value!r}")
+            check_bound(name, value)
             if name in ("workers", "max_fence"):
-                if value < 1:
-                    raise UsageError(f"bound {name} must be at least 1")
                 inst = replace(inst, **{name: value})
-            elif name in protocol().faults:
-                faults[name] = value
             else:
-                valid = ", ".join(["workers", "max_fence", *protocol().faults])
-                raise UsageError(f"unknown bound {name!r}; valid bounds: {valid}")
+                faults[name] = value
         return replace(inst, faults=faults)
 
     def bounds(self) -> dict[str, int]:
@@ -100,13 +135,14 @@ def instance(name: str) -> Instance:
 
 
 def parse_bounds(text: str | None) -> dict[str, int]:
-    """Parse `--bounds workers=3,crashes=2`."""
+    """Parse `--bounds workers=3,crashes=2`; names and values are checked (`check_bound`)."""
     out: dict[str, int] = {}
     for item in (text or "").split(","):
         if not item.strip():
             continue
         name, sep, value = item.partition("=")
-        if not sep or not value.strip().isdigit():
+        if not sep or not re.fullmatch(r"\s*[0-9]{1,9}\s*", value):
             raise UsageError(f"--bounds takes name=number[,name=number], got {item!r}")
         out[name.strip()] = int(value)
+        check_bound(name.strip(), out[name.strip()])
     return out

@@ -41,7 +41,7 @@ Examples
 ('0/2', '1/2', '2/2')
 >>> sorted({a.params.get("scenario", "-") for a in s.actions if a.name == "timeout"})
 ['-', '2/2']
->>> Pattern.parse({"action": "nope"}, s)
+>>> Pattern.parse({"action": "nope"}, s)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
 toolcommit.model.errors.UsageError: scenario[0].action: unknown action 'nope'; valid actions: ...
@@ -52,9 +52,10 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
-from .errors import UsageError
-from .expr import TRUE, Const, Expr, Var, all_of, any_of, in_, not_
-from .system import Action, System, VarDecl
+# absolute imports, so that `python -m doctest model/scenario.py` runs the examples too
+from toolcommit.model.errors import UsageError
+from toolcommit.model.expr import TRUE, Const, Expr, Var, all_of, any_of, evaluate, in_, not_
+from toolcommit.model.system import Action, System, VarDecl
 
 SCENARIO = "scenario"
 _ALIAS = re.compile(r"^(\w+)\((\w+)\)$")
@@ -248,7 +249,6 @@ def follows(events: Sequence[tuple[str, Mapping[str, str]]], patterns: Sequence[
         def holds(i):
             if not patterns[i].when:
                 return True
-            from .expr import evaluate
             return bool(evaluate(patterns[i].condition(system), states[k]))
         hits = [i for i, p in enumerate(patterns) if p.matches(a) and holds(i)]
         if s in hits:

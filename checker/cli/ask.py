@@ -4,16 +4,24 @@ QUESTION is a built-in name (`toolcommit ask --list`) or a path to a question JS
 Prints the grid (rows the options, columns the assumptions or situations) and the answer
 in words, citing shortest counterexamples. Exit codes: 0 the question was answered (VIOLATED
 cells are part of the answer), 3 some cell is UNKNOWN, 2 bad input.
+
+Limits: `--max-states` and `--timeout` are honoured. Without them, a search that stops at
+the question's limits hands the open invariants to bounded SMT; with them, it does so only
+if `--bmc-depth` is given too (each SMT run then lasts at most `--timeout` seconds), and the
+output names the depth and time of that fallback. See `toolcommit.checker.design.schema.Limits`.
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from toolcommit.model.errors import UsageError
 
-from toolcommit.checker.design.ask import answer, builtin_names, load_question
+from toolcommit.checker.design.run import answer
+from toolcommit.checker.design.schema import Limits, builtin_names, load_question
 from toolcommit.checker.render.answers import (counterexample_files, render_answer_json, render_answer_markdown,
                          render_answer_text)
 from toolcommit.checker.cli.check import Progress
@@ -36,9 +44,17 @@ def add_parser(sub):
     p.add_argument("--out", default="counterexamples", help="folder for --write (default: %(default)s)")
     p.add_argument("--answer", metavar="FILE",
                    help="also write the markdown answer to FILE (links relative to FILE)")
-    p.add_argument("--max-states", type=int, help="explicit-engine state limit per run")
-    p.add_argument("--timeout", type=float, help="explicit-engine seconds per run")
-    p.add_argument("--bmc-depth", type=int, help="SMT fallback depth when the explicit search stops")
+    d = Limits()
+    p.add_argument("--max-states", type=int, metavar="N",
+                   help=f"explicit-engine state limit per run (default: the question's, else "
+                   f"{d.max_states}; 0 = none). Setting it (or --timeout) turns the SMT fallback "
+                   "off unless --bmc-depth is given: a stopped search is then UNKNOWN")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help=f"seconds per engine run, explicit and SMT fallback (default: the "
+                   f"question's, else {d.timeout:g}; 0 = none)")
+    p.add_argument("--bmc-depth", type=int, metavar="K",
+                   help=f"depth of the SMT fallback that judges the invariants a stopped explicit "
+                   f"search left open (default: the question's, else {d.bmc_depth})")
     return p
 
 
@@ -52,11 +68,14 @@ def run(args) -> int:
         raise UsageError("ask needs a QUESTION: one of " + ", ".join(builtin_names())
                          + ", or a path to a question JSON file")
     q = load_question(args.question)
-    from dataclasses import replace
     lim = {k: v for k, v in (("max_states", args.max_states), ("timeout", args.timeout),
                              ("bmc_depth", args.bmc_depth)) if v is not None}
+    for name, value in lim.items():
+        if not math.isfinite(value) or value < 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be a number >= 0 (0 = no limit), "
+                             f"got {value:g}")
     if lim:
-        q = replace(q, limits=replace(q.limits, **lim))
+        q = replace(q, limits=q.limits.override(**lim))
     progress = Progress()
     a = answer(q, progress)
     progress.close()

@@ -1,4 +1,4 @@
-"""Renderers of an `Answer` (`toolcommit.checker.design.ask`): text, markdown, JSON, and the
+"""Renderers of an `Answer` (`toolcommit.checker.design.grid`): text, markdown, JSON, and the
 counterexample files. They only read the answer; nothing here runs an engine.
 
 Output is deterministic (no timings), so a stored markdown answer can be compared byte for
@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Mapping
 
-from toolcommit.checker.design.ask import Answer, Cell, explain, footnotes, ordering
+from toolcommit.checker.design.explain import explain, footnotes, ordering
+from toolcommit.checker.design.grid import Answer, Cell
 from toolcommit.checker.render.counterexample import itf_json, render_mermaid, render_text
 from toolcommit.checker.engines.verdict import Status
 
@@ -108,8 +109,14 @@ def _engines(a: Answer) -> str:
     used = sorted({c.engine for c in a.cells.values() if c.judged})
     if used == ["explicit"]:
         return "engine: explicit (exhaustive breadth-first search) for every cell"
-    return "engines: " + ", ".join(f"{e} for {sum(c.engine == e for c in a.cells.values())} cells"
+    line = "engines: " + ", ".join(f"{e} for {sum(c.engine == e for c in a.cells.values())} cells"
                                    for e in used)
+    if "explicit+smt" in used:
+        lim = a.question.limits
+        line += (f" (bounded SMT judged what the explicit search left open at its limit, up to "
+                 f"depth {lim.bmc_depth}, "
+                 + (f"at most {lim.smt_timeout:g} s a run)" if lim.smt_timeout else "no time limit)"))
+    return line
 
 
 def _footnote_lines(a: Answer, links: Mapping[str, str] | None, markdown: bool) -> list[str]:

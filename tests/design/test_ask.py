@@ -4,8 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from toolcommit.checker.design import ask
-from toolcommit.checker.design.ask import QuestionError, answer, builtin_names, cell_system, load_question
+from toolcommit.checker.design.explain import explain
+from toolcommit.checker.design.grid import cell_system
+from toolcommit.checker.design.run import answer
+from toolcommit.checker.design.schema import QuestionError, builtin_names, load_question
 from toolcommit.checker.render.answers import counterexample_files, render_answer_markdown
 from toolcommit.checker.cli import main
 from toolcommit.checker.cli.ask import answer_links
@@ -66,7 +68,7 @@ def test_compensating_a_late_replay_breaks_net_uniqueness_even_when_compensable(
 
 
 def test_late_replay_answer_names_reject(answers):
-    text = " ".join(ask.explain(answers["late-replay"]))
+    text = " ".join(explain(answers["late-replay"]))
     assert "Answer: reject is right under every assumption swept" in text
     assert "depends on nothing the model must remember" in text
 

@@ -1,0 +1,199 @@
+"""A question's answer in words: findings as paragraphs that cite counterexamples as [n].
+
+`footnotes` numbers the VIOLATED cells, `ordering` puts a counterexample on one line,
+`describe` names a set of columns ("when provider_idempotent=no"), and `explain` writes
+the answer: per row for a sweep (which option holds where), per claim when the question
+records what an article claims (`expect`). Pure: it reads an `Answer` and returns text
+as data (a list of paragraphs) for the renderers in `toolcommit.checker.render.answers`.
+"""
+from __future__ import annotations
+
+import itertools
+
+from toolcommit.model.scenario import SCENARIO
+
+from toolcommit.checker.engines.trace import Counterexample
+from toolcommit.checker.engines.verdict import Status
+
+from .grid import Answer, Cell
+from .schema import Question
+
+
+def footnotes(a: Answer) -> dict:
+    """(row, column) -> footnote number for every VIOLATED cell, row-major from 1."""
+    return {(c.row, c.column): i for i, c in enumerate(a.violated_cells(), start=1)}
+
+
+def ordering(cx: Counterexample) -> str:
+    """A counterexample's steps on one line (scenario markers and call ids left out)."""
+    out = []
+    for st in cx.steps[1:]:
+        params = {k: v for k, v in st.params.items() if k != SCENARIO
+                  and not (k == "call" and "proposal" in st.params)}
+        out.append(f"{st.action}({', '.join(f'{k}={v}' for k, v in params.items())})")
+    return " -> ".join(out)
+
+
+def _assumption_columns(q: Question) -> bool:
+    return bool(q.column_legend)
+
+
+def describe(q: Question, cols: list) -> str:
+    """Words for a set of column names: 'in every column', 'when provider_idempotent=no', ..."""
+    names = [c.name for c in q.columns]
+    chosen = [n for n in names if n in set(cols)]
+    if len(chosen) == len(names):
+        return "under every assumption swept" if _assumption_columns(q) else "in every column"
+    if _assumption_columns(q):
+        by = {c.name: c.set for c in q.columns}
+        axes = list(q.columns[0].set)
+        for size in (1, 2):
+            for combo in itertools.combinations(axes, size):
+                for values in itertools.product(*[sorted({by[n][a] for n in names}) for a in combo]):
+                    match = [n for n in names if all(by[n][a] == v for a, v in zip(combo, values))]
+                    if match == chosen:
+                        return "when " + " and ".join(f"{a}={v}" for a, v in zip(combo, values))
+    return "in " + ", ".join(f'"{n}"' for n in chosen)
+
+
+def _props_text(cell: Cell) -> str:
+    return ", ".join(v.property for v in cell.violated)
+
+
+def explain(a: Answer) -> list[str]:
+    """The answer in words: paragraphs citing counterexamples as [n] (see `footnotes`)."""
+    if any(c.expect for c in a.cells.values()):
+        return _explain_claims(a)
+    return _explain_sweep(a)
+
+
+def _explain_sweep(a: Answer) -> list[str]:
+    q, notes = a.question, footnotes(a)
+    paras, right, partial = [], [], []
+    for r in q.rows:
+        cells = [a.cell(r.name, c.name) for c in q.columns if a.cell(r.name, c.name).judged]
+        if not cells:
+            continue
+        bad = [c for c in cells if c.status is Status.VIOLATED]
+        unknown = [c for c in cells if c.status is Status.UNKNOWN]
+        held = [c.column for c in cells if c.status is Status.HOLDS]
+        if len(held) == len(cells):
+            right.append(r.name)
+            paras.append(f"{r.name} HOLDS {describe(q, held)}: "
+                         f"{', '.join(cells[0].properties)} hold for every interleaving that "
+                         f"follows the scenario." if q.scenario else
+                         f"{r.name} HOLDS {describe(q, held)}: {', '.join(cells[0].properties)} hold.")
+            continue
+        if held:
+            partial.append((r.name, held))
+        groups: dict[tuple, list] = {}
+        for p in dict.fromkeys(v.property for c in bad for v in c.violated):
+            cols = tuple(c.column for c in bad if any(v.property == p for v in c.violated))
+            groups.setdefault(cols, []).append(p)
+        parts, cited = [], []
+        for cols, props in groups.items():
+            inside = [c for c in bad if c.column in cols]
+            cite = next((c for c in inside if c.headline.property in props), inside[0])
+            parts.append(f"{', '.join(props)} {'break' if len(props) > 1 else 'breaks'} "
+                         f"{describe(q, list(cols))} [{notes[(cite.row, cite.column)]}]")
+            if all(cite is not x for x in cited):
+                cited.append(cite)
+        text = ""
+        if bad:
+            text = f"{r.name} is VIOLATED {describe(q, [c.column for c in bad])}: " + "; ".join(parts) + "."
+        for c in cited:
+            text += (f" [{notes[(c.row, c.column)]}] {c.headline.property} in "
+                     f"{c.headline.counterexample.length} steps: {ordering(c.headline.counterexample)}.")
+        if unknown:
+            text += (" UNKNOWN " if text else f"{r.name} is UNKNOWN ") + \
+                f"{describe(q, [c.column for c in unknown])}: {_unknown_reason(unknown[0])}."
+        paras.append(text)
+    paras.append(_sweep_answer(a, right, partial))
+    if "P4" in q.properties or any("P4" in c.properties for c in a.cells.values()):
+        p4 = []
+        for name in right:
+            vs = [v for col in q.columns for v in a.cell(name, col.name).verdicts if v.property == "P4"]
+            if vs and all(v.status is Status.HOLDS for v in vs):
+                p4.append(name)
+        if p4:
+            paras.append(f"P4 holds for {' and '.join(p4)} in every column: with all planner memory "
+                         "wiped before any event, every property still holds, so the decision is "
+                         "taken from the intent log alone and depends on nothing the model must "
+                         "remember.")
+    return paras
+
+
+def _unknown_reason(cell: Cell) -> str:
+    """Why a cell is UNKNOWN: its first UNKNOWN verdict, named."""
+    v = next(v for v in cell.verdicts if v.status is Status.UNKNOWN)
+    return f"{v.property}: {v.reason}"
+
+
+def _sweep_answer(a: Answer, right: list, partial: list) -> str:
+    """The sweep's one-line answer: which options hold everywhere, where the others hold,
+    and whether UNKNOWN cells leave it open."""
+    q = a.question
+    judged = [r.name for r in q.rows if any(a.cell(r.name, c.name).judged for c in q.columns)]
+    no_cx = [n for n in judged if n not in right and not any(
+        a.cell(n, c.name).status is Status.VIOLATED for c in q.columns)]
+    if right:
+        line = (f"Answer: {' and '.join(right)} is right under every assumption swept"
+                if _assumption_columns(q) else f"Answer: {' and '.join(right)} holds in every column")
+        line += "; " + ("".join(f"{n} is right only {describe(q, cols)}; " for n, cols in partial)
+                        if partial else "") + "every other option has a counterexample above"
+        line += f", except {' and '.join(no_cx)}." if no_cx else "."
+    elif partial:
+        line = "Answer: no option holds everywhere; " + "; ".join(
+            f"{n} holds only {describe(q, cols)}" for n, cols in partial) + "."
+    elif no_cx:
+        line = "Answer: no option is shown to hold in any column."
+    else:
+        line = "Answer: no option holds in any column."
+    if a.status is Status.UNKNOWN:
+        line += " UNKNOWN cells leave the answer open where they are (each says why above)."
+    return line
+
+
+def _explain_claims(a: Answer) -> list[str]:
+    q, notes = a.question, footnotes(a)
+    paras, agree, total, disagree = [], 0, 0, []
+    for r in q.rows:
+        bits = []
+        for col in q.columns:
+            c = a.cell(r.name, col.name)
+            if not c.judged:
+                bits.append(f"{col.name}: not judged ({c.not_modelled})")
+                continue
+            knobs = ", ".join(f"{k}={v}" for k, v in c.changed.items())
+            head = f"{col.name}" + (f" ({knobs})" if knobs else "")
+            claim = c.article or c.expect
+            if c.status is Status.VIOLATED:
+                got = f"VIOLATED {_props_text(c)} [{notes[(c.row, c.column)]}]"
+            elif c.status is Status.HOLDS:
+                got = f"HOLDS ({', '.join(c.properties)})"
+            else:
+                got = f"UNKNOWN ({next(v.reason for v in c.verdicts if v.status is Status.UNKNOWN)})"
+            verdict = ""
+            if c.agrees is not None:
+                total += 1
+                agree += c.agrees
+                verdict = " -- agrees with the article" if c.agrees else " -- DISAGREES with the article"
+                if not c.agrees:
+                    disagree.append(f"{r.name} / {col.name}")
+            text = f"{head}: article: {claim}; engines: {got}{verdict}."
+            if c.agrees is False and c.status is Status.VIOLATED:
+                text += f" The ordering: {ordering(c.headline.counterexample)}."
+            elif c.agrees is False and c.status is Status.HOLDS:
+                text += (f" No interleaving of instance {c.instance.name} (bounds: "
+                         f"{', '.join(f'{k}={v}' for k, v in c.instance.bounds().items() if v)}) breaks "
+                         f"any of {', '.join(c.properties)}.")
+            i1 = next((v for v in c.verdicts if v.property == "I1"), None)
+            if c.status is Status.VIOLATED and i1 is not None and i1.status is Status.HOLDS:
+                text += " I1 itself holds in this cell: the harm is not a second effect."
+            if c.note:
+                text += f" {c.note}"
+            bits.append(text)
+        paras.append(f"{r.name}" + (f" ({r.meaning})" if r.meaning else "") + ": " + " ".join(bits))
+    summary = f"The engines agree with the article on {agree} of {total} judged claims"
+    summary += (". They disagree on: " + "; ".join(disagree) + ".") if disagree else "."
+    return paras + [summary]

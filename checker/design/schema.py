@@ -1,0 +1,506 @@
+"""Design questions as data: the `Question` type and its validation.
+
+A question (`spec/questions/<name>.json`, or any JSON file of the same shape) names a base
+configuration (preset, knob changes, instance), an optional *scenario* (events that must
+happen in this order, everything else interleaving freely; see
+`toolcommit.model.scenario`), the properties to judge, and a grid: *rows* (usually the
+options of a knob) by *columns* (usually environment assumptions).
+
+Question fields (top level): `question`, `title`, `asks`, `preset`, `set`, `instance`,
+`scenario`, `properties`, `rows`, `columns`, `limits`, `notes`, `row_header`.
+A row or column (a *variant*): `name`, `meaning`, `set`, `instance`, `properties`,
+`expect`, `article`, `cells` (rows only: per-column overrides), `not_modelled`, `show`
+(rows only: extra text columns), `note`. A cell's settings are the question's, then the
+row's, the column's and the row's `cells[column]`, later ones winning
+(`toolcommit.checker.design.grid`).
+
+Shorthands: `"rows": {"knob": K, "options": [...]}` (one row per option) and
+`"columns": {"assumptions": {A: [values], ...}}` (one column per combination, named by the
+assumptions' aliases from `spec/protocol.json`: `idem+ comp-`).
+
+Everything here is pure: `parse_question` takes text and returns a validated `Question`
+or raises `QuestionError` naming the file and the field; `load_question` only adds the
+file or built-in lookup.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import Mapping, Optional
+
+from toolcommit.model.errors import InputError, ToolcommitError, UsageError
+from toolcommit.model.instance import allowed_bounds, bound_range, instance as named_instance, proposal
+from toolcommit.model.knobs import PRESETS
+from toolcommit.model.scenario import Pattern, restrict
+from toolcommit.model.semantics import build
+from toolcommit.spec import protocol
+
+from toolcommit.model.properties import of_kind
+
+from .grid import cell_model, cell_settings
+
+INVARIANTS = of_kind("invariant", "monitor")   # state predicates, in spec order
+GRAPH = of_kind("graph")
+ADVERSARIES = of_kind("adversary")                # P4: re-judged with the adversary added
+PROPERTIES = INVARIANTS + ADVERSARIES + GRAPH
+TOP_FIELDS = ("question", "title", "asks", "preset", "set", "instance", "scenario", "properties",
+              "rows", "columns", "limits", "notes", "row_header")
+VARIANT_FIELDS = ("name", "meaning", "set", "instance", "properties", "expect", "article",
+                  "cells", "not_modelled", "show", "note")
+INSTANCE_FIELDS = ("name", "meaning", "proposals", "workers", "max_fence", "faults", "assumptions")
+LIMIT_FIELDS = ("max_states", "timeout", "bmc_depth", "bmc_timeout")
+MAX_QUESTION_BYTES = 1_000_000     # the built-in questions have under 6 kB
+MAX_DEPTH = 32                     # nesting of arrays and objects; the built-in ones need 6
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+class QuestionError(InputError):
+    """A malformed question: the message names the file and the field, on one line (control
+    characters from the file's keys or values are shown escaped)."""
+
+    def __init__(self, message: str, path: str = "", line: int = 0):
+        super().__init__(_one_line(message), _one_line(path), line)
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"[\x00-\x1f\x7f]", lambda m: repr(m.group())[1:-1], text)
+
+
+# ----- data ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Variant:
+    """A row or a column of the grid: a partial setting plus the claims made about it."""
+
+    name: str
+    meaning: str = ""
+    set: Mapping[str, str] = field(default_factory=dict)
+    instance: object = None            # a name, an inline dict, or None (inherit)
+    properties: Optional[tuple] = None
+    expect: str = ""                   # "HOLDS" or "VIOLATED": what the article claims
+    article: str = ""                  # the article's words for the claim
+    cells: Mapping[str, "Variant"] = field(default_factory=dict)
+    not_modelled: str = ""             # why this cell is not judged
+    show: Mapping[str, str] = field(default_factory=dict)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Search limits for every run of a cell (0 = no limit), and which of them the user set.
+
+    When the explicit search stops at its limit, bounded SMT judges the invariants it left
+    open (the *SMT fallback*). By default it does. Once the user sets a state or time limit
+    (in the question's `limits` or on the command line), the fallback runs only if they also
+    set `bmc_depth`: a limit the user sets is never silently run past; the cell is UNKNOWN
+    with the reason instead. An SMT run lasts at most `bmc_timeout` seconds, or the user's
+    `timeout` if they set that and not `bmc_timeout`.
+    """
+
+    max_states: int = 2_000_000
+    timeout: float = 300.0
+    bmc_depth: int = 30
+    bmc_timeout: float = 300.0
+    given: frozenset = frozenset()     # the limits the user set
+
+    def override(self, **values) -> "Limits":
+        """A copy with `values` set, remembered as set by the user."""
+        return replace(self, **values, given=self.given | frozenset(values))
+
+    @property
+    def smt_fallback(self) -> bool:
+        """Whether bounded SMT may judge what a stopped explicit search left open."""
+        return "bmc_depth" in self.given or not ({"max_states", "timeout"} & self.given)
+
+    @property
+    def smt_timeout(self) -> float:
+        """Seconds for one SMT run (0 = no limit)."""
+        if "timeout" in self.given and "bmc_timeout" not in self.given:
+            return self.timeout
+        return self.bmc_timeout
+
+
+@dataclass(frozen=True)
+class Question:
+    """A validated question: the base settings, the scenario and the grid's variants."""
+
+    name: str
+    title: str
+    asks: str
+    source: str
+    preset: str
+    set: Mapping[str, str]
+    instance: object
+    scenario: tuple
+    properties: tuple
+    rows: tuple
+    columns: tuple
+    limits: Limits
+    notes: tuple = ()
+    row_header: str = ""
+    column_legend: Mapping[str, str] = field(default_factory=dict)
+
+
+def alias(assumption: str) -> str:
+    """The assumption's short name in column names (`spec/protocol.json`: `alias`)."""
+    return protocol().assumptions[assumption].get("alias", assumption)
+
+
+def alias_meaning(assumption: str) -> str:
+    """The legend's words for the alias (`alias_meaning`, else the assumption's meaning)."""
+    spec = protocol().assumptions[assumption]
+    return spec.get("alias_meaning", spec["meaning"])
+
+
+def column_name(assumption: str, option: str) -> str:
+    """`idem+`, `comp-`, or `alias=option` for an option other than yes or no."""
+    return alias(assumption) + ("+" if option == "yes" else "-" if option == "no" else f"={option}")
+
+
+# ----- loading and validation -------------------------------------------------------------
+def builtin_names() -> list[str]:
+    """Names of the built-in questions (`spec/questions/*.json`)."""
+    folder = resources.files("toolcommit.spec").joinpath("questions")
+    try:
+        entries = list(folder.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(e.name[:-5] for e in entries if e.name.endswith(".json"))
+
+
+def load_question(ref: str) -> Question:
+    """A built-in question by name, or a question file by path; validated.
+
+    Raises
+    ------
+    QuestionError
+        naming the file and the field (e.g. `rows[1].set.late_replay`) and what is valid.
+    UsageError
+        if `ref` is neither a built-in name nor a file.
+    """
+    path = Path(ref)
+    if ref in builtin_names() and not path.exists():
+        res = resources.files("toolcommit.spec").joinpath("questions", f"{ref}.json")
+        return parse_question(res.read_text("utf-8"), f"spec/questions/{ref}.json", ref)
+    if not path.is_file():
+        raise UsageError(f"no question {ref!r}: not a built-in ({', '.join(builtin_names())}) "
+                         "and not a JSON file")
+    try:
+        size = path.stat().st_size
+        if size > MAX_QUESTION_BYTES:
+            raise QuestionError(f"the file has {size} bytes; a question has at most "
+                                f"{MAX_QUESTION_BYTES}: trim it or split it into several", str(path))
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise QuestionError(f"cannot read: {e}", str(path)) from None
+    stem = path.name[:-5] if path.name.endswith(".json") else path.name
+    return parse_question(text, str(path), stem)
+
+
+def parse_question(text: str, source: str = "<question>", default_name: str = "question") -> Question:
+    """Parse and validate a question's JSON text (see the module docstring for fields).
+
+    Examples
+    --------
+    >>> q = parse_question('{"instance": "ack_loss", "rows": {"knob": "late_replay"}, '
+    ...                    '"columns": {"assumptions": {"provider_idempotent": ["yes", "no"]}}}')
+    >>> [r.name for r in q.rows], [c.name for c in q.columns]
+    (['reject', 'replay_same_key', 'compensate'], ['idem+', 'idem-'])
+    >>> parse_question('{"rows": {"knob": "late_replay"}, "columns": [{"name": "c"}]}', "q.json")
+    Traceback (most recent call last):
+    ...
+    toolcommit.checker.design.schema.QuestionError: q.json: instance: rows[0] x columns[0] (reject / c): no instance; give one at the top, in the row or in the column
+    """
+    if text.startswith("\ufeff"):  # a UTF-8 byte order mark, as `validate` accepts in logs
+        text = text[1:]
+    if len(text) > MAX_QUESTION_BYTES:
+        raise QuestionError(f"the question has {len(text)} characters; a question has at most "
+                            f"{MAX_QUESTION_BYTES}: trim it or split it into several", source)
+    line = too_deep(text)
+    if line:
+        raise QuestionError(f"arrays and objects nested more than {MAX_DEPTH} deep; a question "
+                            "needs a handful of levels (see spec/questions/): flatten it", source, line)
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise QuestionError(f"not valid JSON: {e.msg} (column {e.colno})", source, e.lineno) from None
+    v = _Validator(source)
+    try:
+        return v.question(raw, default_name)
+    except UsageError as e:  # a name check from the model (knob, action, variable)
+        raise QuestionError(str(e), source) from None
+
+
+def too_deep(text: str, limit: int = MAX_DEPTH) -> int:
+    r"""The line where JSON `text` first nests arrays and objects more than `limit` deep, or 0.
+
+    Strings are skipped, so brackets inside them do not count. Linear in the text; meant to
+    run before decoding (a decoder recurses once per level).
+
+    Examples
+    --------
+    >>> too_deep('{"a": [["[[[["]]}', limit=3), too_deep('{\n"a": [[[]]]}', limit=3)
+    (0, 2)
+    """
+    depth = 0
+    bare = _STRING.sub('""', text)
+    for m in _BRACKET.finditer(bare):
+        if m.group() in "[{":
+            depth += 1
+            if depth > limit:
+                return bare.count("\n", 0, m.start()) + 1
+        else:
+            depth -= 1
+    return 0
+
+
+class _Validator:
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, where: str, message: str):
+        raise QuestionError(f"{where}: {message}", self.source)
+
+    def fields(self, raw, allowed, where: str) -> dict:
+        if not isinstance(raw, dict):
+            self.fail(where or "question", "must be a JSON object")
+        for k in raw:
+            if k not in allowed:
+                self.fail(f"{where}.{k}" if where else k,
+                          f"unknown field; valid fields: {', '.join(allowed)}")
+        return raw
+
+    def text(self, raw, where: str, required=False) -> str:
+        if raw is None:
+            if required:
+                self.fail(where, "required")
+            return ""
+        if isinstance(raw, list) and all(isinstance(x, str) for x in raw):
+            return " ".join(raw)
+        if not isinstance(raw, str):
+            self.fail(where, "must be a string")
+        return raw
+
+    def settings(self, raw, where: str) -> dict:
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            self.fail(where, "must be an object of knob or assumption -> option")
+        p = protocol()
+        for k, val in raw.items():
+            if k in p.knobs:
+                options = list(p.knobs[k].options)
+            elif k in p.assumptions:
+                options = list(p.assumptions[k]["options"])
+            else:
+                self.fail(f"{where}.{k}", "unknown knob or assumption; valid: "
+                          + ", ".join(list(p.knobs) + list(p.assumptions)))
+            if val not in options:
+                self.fail(f"{where}.{k}", f"no option {val!r}; valid options: {', '.join(options)}")
+        return dict(raw)
+
+    def props(self, raw, where: str, scenario: bool) -> Optional[tuple]:
+        if raw is None:
+            return None
+        if not isinstance(raw, list) or not raw:
+            self.fail(where, f"must be a non-empty list of properties: {', '.join(PROPERTIES)}")
+        for i, p in enumerate(raw):
+            if p not in PROPERTIES:
+                self.fail(f"{where}[{i}]", f"unknown property {p!r}; valid: {', '.join(PROPERTIES)}"
+                          + (f" ({p} compares personalities across instances and is not a cell "
+                             "property)" if p in of_kind("hyper") else ""))
+            if scenario and p in GRAPH:
+                self.fail(f"{where}[{i}]", f"{p} is judged only without a scenario: a scenario "
+                          "blocks events, which makes deadlocks of its own; drop it or the scenario")
+        return tuple(raw)
+
+    def inst(self, raw, where: str):
+        if raw is None:
+            return None
+        if isinstance(raw, str):
+            try:
+                named_instance(raw)
+            except UsageError as e:
+                self.fail(where, str(e))
+            return raw
+        d = self.fields(raw, INSTANCE_FIELDS, where)
+        props = d.get("proposals")
+        if not isinstance(props, list) or not props:
+            self.fail(f"{where}.proposals", "required: a non-empty list of proposal names")
+        for i, name in enumerate(props):
+            if not isinstance(name, str):
+                self.fail(f"{where}.proposals[{i}]", "must be a proposal name (a string)")
+            try:
+                proposal(name)
+            except UsageError as e:
+                self.fail(f"{where}.proposals[{i}]", str(e))
+            if name in props[:i]:
+                self.fail(f"{where}.proposals[{i}]", f"{name} is listed twice; list each proposal "
+                          "once (two calls with one call id are two proposals, e.g. t1 and t1dup)")
+        for k in ("workers", "max_fence"):
+            self.bound(d.get(k, 1), k, f"{where}.{k}")
+        faults = d.get("faults", {})
+        if not isinstance(faults, dict):
+            self.fail(f"{where}.faults", "must be an object of fault -> budget")
+        for f, n in faults.items():
+            if f not in protocol().faults:
+                self.fail(f"{where}.faults.{f}", f"unknown fault; valid: {', '.join(protocol().faults)}")
+            self.bound(n, f, f"{where}.faults.{f}")
+        out = {**d, "assumptions": self.settings(d.get("assumptions"), f"{where}.assumptions")}
+        for k in ("name", "meaning"):
+            if k in d:
+                out[k] = self.text(d[k], f"{where}.{k}")
+        return out
+
+    def bound(self, value, name: str, where: str) -> None:
+        """A bound within the caps every command shares (`toolcommit.model.instance.MAX_BOUNDS`)."""
+        lo, hi = bound_range(name)
+        if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+            self.fail(where, f"must be a whole number from {lo} to {hi}, got {value!r} "
+                      f"(allowed: {allowed_bounds()}; larger instances are not searched)")
+
+    def variant(self, raw, where: str, row: bool, scenario: bool, columns=()) -> Variant:
+        allowed = VARIANT_FIELDS if row else tuple(f for f in VARIANT_FIELDS if f not in ("cells", "show"))
+        d = self.fields(raw, allowed, where)
+        name = d.get("name")
+        if not isinstance(name, str) or not name.strip():
+            self.fail(f"{where}.name", "required: a non-empty string")
+        expect = d.get("expect", "")
+        if expect not in ("", "HOLDS", "VIOLATED"):
+            self.fail(f"{where}.expect", "must be HOLDS or VIOLATED")
+        cells = {}
+        raw_cells = d.get("cells", {})
+        if not isinstance(raw_cells, dict):
+            self.fail(f"{where}.cells", "must be an object of column name -> settings")
+        for col, c in raw_cells.items():
+            if col not in columns:
+                self.fail(f"{where}.cells.{col}", f"no such column; columns: {', '.join(columns)}")
+            cells[col] = self.variant({"name": col, **c} if isinstance(c, dict) else c,
+                                      f"{where}.cells.{col}", False, scenario)
+        show = d.get("show", {})
+        if not isinstance(show, dict) or not all(isinstance(x, str) for x in show.values()):
+            self.fail(f"{where}.show", "must be an object of column header -> text")
+        return Variant(name, self.text(d.get("meaning"), f"{where}.meaning"),
+                       self.settings(d.get("set"), f"{where}.set"),
+                       self.inst(d.get("instance"), f"{where}.instance"),
+                       self.props(d.get("properties"), f"{where}.properties", scenario),
+                       expect, self.text(d.get("article"), f"{where}.article"), cells,
+                       self.text(d.get("not_modelled"), f"{where}.not_modelled"), dict(show),
+                       self.text(d.get("note"), f"{where}.note"))
+
+    def columns(self, raw, scenario: bool):
+        if isinstance(raw, dict) and set(raw) == {"assumptions"}:
+            spec = raw["assumptions"]
+            if not isinstance(spec, dict) or not spec:
+                self.fail("columns.assumptions", "must be an object of assumption -> list of options")
+            axes = []
+            for a, opts in spec.items():
+                if a not in protocol().assumptions:
+                    self.fail(f"columns.assumptions.{a}", "unknown assumption; valid: "
+                              + ", ".join(protocol().assumptions))
+                valid = protocol().assumptions[a]["options"]
+                if not isinstance(opts, list) or not opts or any(o not in valid for o in opts):
+                    self.fail(f"columns.assumptions.{a}", f"must be a non-empty list of: {', '.join(valid)}")
+                axes.append([(a, o) for o in opts])
+            cols = []
+            for combo in itertools.product(*axes):
+                name = " ".join(column_name(a, o) for a, o in combo)
+                cols.append(Variant(name, ", ".join(f"{a}={o}" for a, o in combo), dict(combo)))
+            legend = {alias(a): alias_meaning(a) for a in spec}
+            return tuple(cols), legend
+        if not isinstance(raw, list) or not raw:
+            self.fail("columns", 'required: a list of variants, or {"assumptions": {...}}')
+        return tuple(self.variant(c, f"columns[{i}]", False, scenario) for i, c in enumerate(raw)), {}
+
+    def rows(self, raw, scenario: bool, columns) -> tuple:
+        if isinstance(raw, dict) and set(raw) <= {"knob", "options"}:
+            knob = raw.get("knob")
+            if not isinstance(knob, str) or knob not in protocol().knobs:
+                self.fail("rows.knob", f"unknown knob {knob!r}; valid: {', '.join(protocol().knobs)}")
+            options = raw.get("options", list(protocol().knobs[knob].options))
+            valid = protocol().knobs[knob].options
+            if not isinstance(options, list) or not options:
+                self.fail("rows.options", f"must be a non-empty list of: {', '.join(valid)}")
+            for i, o in enumerate(options):
+                if o not in list(valid):
+                    self.fail(f"rows.options[{i}]", f"knob {knob} has no option {o!r}; valid: {', '.join(valid)}")
+            return tuple(Variant(o, valid[o], {knob: o}) for o in options)
+        if not isinstance(raw, list) or not raw:
+            self.fail("rows", 'required: a list of variants, or {"knob": K, "options": [...]}')
+        return tuple(self.variant(r, f"rows[{i}]", True, scenario, columns) for i, r in enumerate(raw))
+
+    def question(self, raw, default_name: str) -> Question:
+        d = self.fields(raw, TOP_FIELDS, "")
+        name = d.get("question", default_name)
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+            self.fail("question", "must be a name of letters, digits, '-', '_' or '.'")
+        pre = d.get("preset", "recommended")
+        if pre not in PRESETS:
+            self.fail("preset", f"unknown preset {pre!r}; valid presets: {', '.join(PRESETS)}")
+        raw_sc = d.get("scenario", [])
+        if not isinstance(raw_sc, list):
+            self.fail("scenario", "must be a list of event patterns")
+        try:
+            scenario = tuple(Pattern.parse(p, None, f"scenario[{i}]") for i, p in enumerate(raw_sc))
+        except UsageError as e:
+            raise QuestionError(str(e), self.source) from None
+        for i, p in enumerate(scenario):
+            if p.action not in protocol().actions:
+                self.fail(f"scenario[{i}].action", f"unknown action {p.action!r}; valid actions: "
+                          + ", ".join(protocol().actions))
+        props = self.props(d.get("properties"), "properties", bool(scenario))
+        if props is None:
+            props = tuple(p for p in PROPERTIES if not (scenario and p in GRAPH))
+        if "columns" not in d:
+            self.fail("columns", "required")
+        if "rows" not in d:
+            self.fail("rows", "required")
+        columns, legend = self.columns(d["columns"], bool(scenario))
+        rows = self.rows(d["rows"], bool(scenario), [c.name for c in columns])
+        for kind, items in (("rows", rows), ("columns", columns)):
+            names = [v.name for v in items]
+            dup = {n for n in names if names.count(n) > 1}
+            if dup:
+                self.fail(kind, f"two entries named {sorted(dup)[0]!r}; names must be unique")
+        lim = self.fields(d.get("limits", {}), LIMIT_FIELDS, "limits")
+        for k, val in lim.items():
+            counted = k in ("max_states", "bmc_depth")
+            if isinstance(val, bool) or not isinstance(val, int if counted else (int, float)) \
+                    or not math.isfinite(val) or val < 0:
+                self.fail(f"limits.{k}", ("must be a whole number >= 0" if counted else
+                                          "must be a finite number of seconds >= 0")
+                          + ", 0 = no limit" + (f", got {val!r}" if isinstance(val, (int, float)) else ""))
+        notes = d.get("notes", [])
+        if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+            self.fail("notes", "must be a list of strings")
+        q = Question(name, self.text(d.get("title"), "title") or name,
+                     self.text(d.get("asks"), "asks"), self.source, pre,
+                     self.settings(d.get("set"), "set"), self.inst(d.get("instance"), "instance"),
+                     scenario, props, rows, columns, Limits().override(**lim), tuple(notes),
+                     self.text(d.get("row_header"), "row_header"), legend)
+        self.cells(q)
+        return q
+
+    def cells(self, q: Question) -> None:
+        """Every cell must have an instance and consistent assumptions; scenario names are
+        checked against each cell's model."""
+        for r in q.rows:
+            for c in q.columns:
+                where = f"rows[{q.rows.index(r)}] x columns[{q.columns.index(c)}] ({r.name} / {c.name})"
+                s = cell_settings(q, r, c)
+                if s["instance"] is None:
+                    self.fail("instance", f"{where}: no instance; give one at the top, in the row "
+                              "or in the column")
+                try:
+                    cfg, inst = cell_model(q, r, c)
+                    if s["not_modelled"]:
+                        continue
+                    if q.scenario:
+                        restrict(build(cfg, inst), q.scenario)
+                except ToolcommitError as e:
+                    self.fail(where, str(e))
