@@ -1,8 +1,8 @@
 """The protocol as data: states, edges, properties, knobs, instances.
 
-`spec/protocol.json` and `spec/instances.json` are the single source of truth for names
-and semantics; everything else (both engines, the log checker, renderers, docs) reads them
-through this module.
+`spec/protocol.json` and `spec/instances.json` are the single source of truth for names,
+semantics and each action's one-line sentence; everything else (both engines, the log
+checker, renderers, docs) reads them through this module.
 
 Examples
 --------
@@ -84,6 +84,19 @@ class Protocol:
     @property
     def presets(self) -> tuple[str, ...]:
         return ("naive", "seed", "recommended")
+
+    def sentence(self, action: str) -> str:
+        """The one-line sentence template of `action` (a `str.format` template over the
+        action's parameters), or of "init", a trace's initial step; "" if there is none.
+
+        >>> protocol().sentence("restart")
+        'worker {worker} restarts with empty memory'
+        >>> protocol().sentence("init")
+        'nothing has happened yet'
+        """
+        if action == "init":
+            return self.raw["init"]["sentence"]
+        return self.actions.get(action, {}).get("sentence", "")
 
 
 def _read(name: str) -> dict:

@@ -62,3 +62,34 @@ def test_every_monitor_is_a_flag_variable_of_the_model():
     system = build(preset("naive"), instance("default"))
     for m in monitors():
         assert system.var(m.flag).family == "bad"
+
+
+def _built_actions():
+    """Every ground action the model builds: each preset on each instance, with and without
+    the wipe adversary, and each knob or assumption option on the default instance."""
+    from toolcommit.model.instance import instance, instance_names
+    from toolcommit.model.knobs import PRESETS, preset
+    from toolcommit.model.semantics import build
+    for p in PRESETS:
+        for name in instance_names():
+            for wipe in (False, True):
+                yield from build(preset(p), instance(name), wipe=wipe).actions
+    settings = {**{k.name: k.options for k in protocol().knobs.values()},
+                **{a: spec["options"] for a, spec in protocol().assumptions.items()}}
+    for knob, options in settings.items():
+        for option in options:
+            yield from build(preset("recommended").with_knobs({knob: option}),
+                             instance("default")).actions
+
+
+def test_every_action_the_model_builds_has_a_sentence_over_its_own_parameters():
+    import string
+    seen = set()
+    for a in _built_actions():
+        template = protocol().sentence(a.name)
+        assert template, f"spec/protocol.json: action {a.name!r} has no sentence"
+        fields = {f for _, f, _, _ in string.Formatter().parse(template) if f}
+        assert fields <= set(a.params), (a.name, sorted(fields - set(a.params)))
+        seen.add(a.name)
+    assert seen == set(protocol().actions), "every spec action is built somewhere"
+    assert protocol().sentence("init") == "nothing has happened yet"
