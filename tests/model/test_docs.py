@@ -29,5 +29,5 @@ def test_docstring_examples_run(module):
 
 
 def test_protocol_md_knob_table_is_the_generated_one():
-    from toolcommit.checker.cli.spec import render_knobs
+    from toolcommit.checker.render.spec import render_knobs
     assert render_knobs() in PROSE, "regenerate with: toolcommit spec --format knobs"

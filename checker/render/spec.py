@@ -1,0 +1,78 @@
+"""Renderers of the spec (`toolcommit spec`): both lifecycles and the properties as text,
+Mermaid, DOT or JSON, and the knobs as a Markdown table. They only read `spec/`.
+"""
+from __future__ import annotations
+
+import json
+
+import networkx as nx
+
+from toolcommit.spec import protocol
+
+
+def render_text(lifecycles) -> str:
+    """Each lifecycle's states and edges with their meanings, then the properties."""
+    p = protocol()
+    out = []
+    for life in lifecycles:
+        out.append(f"{life.name} lifecycle: {life.meaning}")
+        for state, meaning in life.states.items():
+            mark = " (terminal)" if state in life.terminal else " (initial)" if state == life.initial else ""
+            out.append(f"  {state}{mark}: {meaning}")
+        out.append("  edges:")
+        for e in life.edges:
+            out.append(f"    {e.source} -> {e.target} [{e.event}]: {e.meaning}")
+        out.append("")
+    out.append("properties:")
+    out += [f"  {name}: {prop['meaning']}" for name, prop in p.properties.items()]
+    return "\n".join(out) + "\n"
+
+
+def render_mermaid(lifecycles) -> str:
+    """A Mermaid state diagram, one composite state per lifecycle."""
+    out = ["stateDiagram-v2"]
+    for life in lifecycles:
+        out.append(f"  state {life.name} {{")
+        out.append(f"    [*] --> {life.name}_{life.initial}")
+        for e in life.edges:
+            out.append(f"    {life.name}_{e.source} --> {life.name}_{e.target}: {e.event}")
+        for t in life.terminal:
+            out.append(f"    {life.name}_{t} --> [*]")
+        out.append("  }")
+    return "\n".join(out) + "\n"
+
+
+def render_dot(lifecycles) -> str:
+    """A Graphviz digraph, one cluster per lifecycle (terminal states double-circled)."""
+    out = ["digraph toolcommit {", "  rankdir=LR;"]
+    for life in lifecycles:
+        out.append(f'  subgraph "cluster_{life.name}" {{ label="{life.name}";')
+        for s in life.states:
+            shape = "doublecircle" if s in life.terminal else "box"
+            out.append(f'    "{life.name}:{s}" [label="{s}", shape={shape}];')
+        for e in life.edges:
+            out.append(f'    "{life.name}:{e.source}" -> "{life.name}:{e.target}" [label="{e.event}"];')
+        out.append("  }")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def render_json(lifecycles) -> str:
+    """Each lifecycle as networkx node-link data, plus the properties."""
+    doc = {life.name: nx.node_link_data(life.graph(), edges="edges") for life in lifecycles}
+    doc["properties"] = dict(protocol().properties)
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def render_knobs(_lifecycles=None) -> str:
+    """The knobs, their options and each preset's choice, as a Markdown table."""
+    rows = ["| knob | meaning | options | naive | seed | recommended |", "|---|---|---|---|---|---|"]
+    for k in protocol().knobs.values():
+        opts = "; ".join(f"`{o}`: {m}" for o, m in k.options.items())
+        rows.append(f"| `{k.name}` | {k.meaning} | {opts} | `{k.presets['naive']}` | "
+                    f"`{k.presets['seed']}` | `{k.presets['recommended']}` |")
+    return "\n".join(rows) + "\n"
+
+
+RENDER = {"text": render_text, "mermaid": render_mermaid, "dot": render_dot, "json": render_json,
+          "knobs": render_knobs}
