@@ -5,7 +5,6 @@ Exit codes: 0 every property proved, 1 one is violated (with a replayed countere
 """
 from __future__ import annotations
 
-import json
 import sys
 import time
 
@@ -19,7 +18,8 @@ from toolcommit.checker.cli.check import bounds_from
 from toolcommit.checker.engines.base import Limits, Tick
 from toolcommit.checker.engines.portfolio import for_prove
 from toolcommit.checker.engines.smt.induction import METHODS
-from toolcommit.checker.engines.verdict import EXIT, Status, overall
+from toolcommit.checker.engines.verdict import EXIT, overall
+from toolcommit.checker.render.proof import render_proof_json, render_proof_text
 
 INVARIANTS = state_predicates()
 
@@ -80,55 +80,7 @@ def run(args) -> int:
     verdicts = engine.run(system, props, limits, _Progress()).verdicts
     seconds = time.perf_counter() - t0
     if args.format == "json":
-        sys.stdout.write(_json(config, inst, args, verdicts, seconds, system))
+        sys.stdout.write(render_proof_json(config, inst, args.method, args.max_k, verdicts, seconds))
     else:
-        sys.stdout.write(_text(config, inst, args, verdicts, seconds, system))
+        sys.stdout.write(render_proof_text(config, inst, args.method, verdicts, seconds))
     return EXIT[overall(verdicts)]
-
-
-def _text(config, inst, args, verdicts, seconds, system) -> str:
-    lines = [f"toolcommit prove: {config.label()} on {inst.name} "
-             f"({', '.join(f'{k}={v}' for k, v in inst.bounds().items())}), method {args.method}",
-             "assumptions: " + ", ".join(f"{k}={v}" for k, v in config.assumptions.items()),
-             ""]
-    for v in verdicts:
-        why = f" -- {v.reason}" if v.reason and v.status is not Status.UNKNOWN else ""
-        lines.append(f"  {v.line()}{why}")
-    lemmas = next((v.extra.get("lemma_families") for v in verdicts if v.extra.get("lemma_families")), None)
-    if lemmas:
-        lines += ["", "lemmas used (each proved inductive with the others): " + ", ".join(lemmas)]
-    for v in verdicts:
-        if v.status is Status.VIOLATED:
-            lines += ["", _explain(v.counterexample, system)]
-    lines += ["", f"{overall(verdicts).value} in {seconds:.2f}s"]
-    return "\n".join(lines) + "\n"
-
-
-def _explain(cx, system) -> str:
-    try:
-        from toolcommit.checker.render.counterexample import render_text
-    except ImportError:
-        render_text = None
-    if render_text is not None:
-        return render_text(cx, system).rstrip()
-    head = f"{cx.property} counterexample ({len(cx.steps) - 1} steps):"
-    return "\n".join([head] + [f"  {i}. {s.label()}" for i, s in enumerate(cx.steps[1:], 1)])
-
-
-def _json(config, inst, args, verdicts, seconds, system) -> str:
-    try:
-        from toolcommit.checker.render.counterexample import render_itf
-    except ImportError:
-        render_itf = None
-    doc = {"config": config.label(), "instance": inst.name, "bounds": inst.bounds(),
-           "method": args.method, "max_k": args.max_k, "seconds": round(seconds, 3),
-           "status": overall(verdicts).value, "verdicts": []}
-    for v in verdicts:
-        out = {"property": v.property, "status": v.status.value, "scope": v.scope,
-               "reason": v.reason, **{k: x for k, x in v.extra.items() if k != "lemmas"}}
-        if v.counterexample is not None:
-            out["steps"] = len(v.counterexample.steps) - 1
-            out["counterexample"] = (render_itf(v.counterexample, system) if render_itf else
-                                     [s.label() for s in v.counterexample.steps[1:]])
-        doc["verdicts"].append(out)
-    return json.dumps(doc, indent=2, sort_keys=True) + "\n"

@@ -1,8 +1,11 @@
 """Counterexamples as data, and their replay through the model's own semantics.
 
 A `Counterexample` is the property, the config and instance it was found on, and a list of
-`Step`s: the action taken (its spec name and parameters) and the full state after it.
-Renderers (text, ITF JSON, Mermaid) only read this data. `replay` re-executes the steps with
+`Step`s: the action taken (its spec name and parameters, which are also its sentence's
+parameters) and the full state after it. It is self-contained: it carries the variable
+declarations that name its values, the instance's keys and workers and whether the
+memory-wipe adversary ran, so renderers (text, ITF JSON, Mermaid, Python) read it alone
+and never rebuild the model. `replay` re-executes the steps with
 the expression interpreter (`toolcommit.model.expr.evaluate`), independent of the compiled
 code or the SMT encoding that found them: a counterexample that does not replay is an
 `InternalError`, never a report.
@@ -14,7 +17,7 @@ from typing import Mapping, Optional
 
 from toolcommit.model.errors import InternalError
 from toolcommit.model.expr import evaluate
-from toolcommit.model.system import Action, System
+from toolcommit.model.system import Action, System, VarDecl
 
 
 @dataclass(frozen=True)
@@ -32,9 +35,24 @@ class Step:
 
 
 @dataclass(frozen=True)
+class KeyInfo:
+    """A semantic key of the instance: its name (`k0`), its identity (`call/t1`) and the
+    call ids that map to it."""
+
+    name: str
+    ident: str
+    callers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Counterexample:
     """A finite trace breaking `property`; `note` explains graph properties (DEADLOCK,
-    PROGRESS: the last state is stuck) and P4/P5 (which underlying property broke)."""
+    PROGRESS: the last state is stuck) and P4/P5 (which underlying property broke).
+
+    `variables` are the model's declarations in model order (every step's state has exactly
+    these names), `keys` and `workers` the instance's actors, `wipe` whether the trace ran
+    with P4's memory-wipe adversary: what a renderer needs besides the steps.
+    """
 
     property: str
     config: str
@@ -43,6 +61,10 @@ class Counterexample:
     knobs: Mapping[str, str]
     assumptions: Mapping[str, str]
     steps: tuple[Step, ...]
+    variables: tuple[VarDecl, ...]
+    keys: tuple[KeyInfo, ...] = ()
+    workers: tuple[str, ...] = ()
+    wipe: bool = False
     engine: str = "explicit"
     note: str = ""
     meta: Mapping = field(default_factory=dict)
@@ -50,6 +72,23 @@ class Counterexample:
     @property
     def length(self) -> int:
         return len(self.steps) - 1
+
+    def var(self, name: str) -> VarDecl:
+        """The declaration of variable `name` (KeyError if the trace has none)."""
+        by = self.__dict__.get("_vars")
+        if by is None:
+            by = {v.name: v for v in self.variables}
+            object.__setattr__(self, "_vars", by)
+        return by[name]
+
+
+def context(system: System) -> dict:
+    """The facts about `system` a counterexample carries, as `Counterexample` keywords:
+    `variables`, `keys`, `workers` and `wipe`."""
+    meta = system.meta
+    keys = tuple(KeyInfo(k["name"], k["ident"], tuple(k["callers"])) for k in meta.get("keys", ()))
+    return {"variables": tuple(system.variables), "keys": keys,
+            "workers": tuple(meta.get("workers", ())), "wipe": bool(meta.get("wipe"))}
 
 
 def find_action(system: System, name: str, params: Mapping[str, str]) -> Action:
@@ -71,7 +110,8 @@ def from_actions(system: System, actions: list[Action], prop: str, engine: str,
         steps.append(Step(a.name, dict(a.params), dict(state), a.fault))
     cfg, inst = system.meta["config"], system.meta["instance"]
     return Counterexample(prop, cfg.label(), inst.name, inst.bounds(), dict(cfg.knobs),
-                          dict(cfg.assumptions), tuple(steps), engine, note)
+                          dict(cfg.assumptions), tuple(steps), engine=engine, note=note,
+                          **context(system))
 
 
 def replay(system: System, cx: Counterexample) -> Optional[str]:

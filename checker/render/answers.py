@@ -23,10 +23,9 @@ def counterexample_files(a: Answer) -> dict[str, str]:
     index = {"question": a.question.name, "cells": {}}
     for c in a.violated_cells():
         v = c.headline
-        system = c.systems[v.property]
-        files[f"{c.stem}.itf.json"] = itf_json(v.counterexample, system)
-        files[f"{c.stem}.txt"] = render_text(v.counterexample, system)
-        files[f"{c.stem}.mmd"] = render_mermaid(v.counterexample, system)
+        files[f"{c.stem}.itf.json"] = itf_json(v.counterexample)
+        files[f"{c.stem}.txt"] = render_text(v.counterexample)
+        files[f"{c.stem}.mmd"] = render_mermaid(v.counterexample)
         index["cells"][c.stem] = {"row": c.row, "column": c.column, "property": v.property,
                                   "steps": v.counterexample.length,
                                   "violated": [x.property for x in c.violated],

@@ -16,9 +16,7 @@ from pathlib import Path
 from toolcommit.model.errors import OutputError
 from toolcommit.model.instance import instance
 from toolcommit.model.properties import all_names
-from toolcommit.model.semantics import build
 
-from toolcommit.checker.verify.hyper import personality_instance
 from toolcommit.checker.output import write_tree
 from toolcommit.checker.render.counterexample import itf_json, render_mermaid, render_text
 from toolcommit.checker.verify.suite import SuiteResult
@@ -34,18 +32,16 @@ def files_for(suite: SuiteResult) -> dict[str, str]:
     if bounds:
         index["bounds"] = bounds
     for r in suite.results:
-        system = build(suite.config, r.instance)
         entry = {"states": r.stats["states"], "depth": r.stats["depth"], "verdicts": {}}
         for v in r.verdicts:
             entry["verdicts"][v.property] = _verdict_entry(v)
             if v.counterexample is not None:
-                _add(files, f"{r.instance.name}/{v.property}", v.counterexample, system)
+                _add(files, f"{r.instance.name}/{v.property}", v.counterexample)
         index["instances"][r.instance.name] = entry
     if suite.p5 is not None:
         index["P5"] = _verdict_entry(suite.p5)
         if suite.p5.counterexample is not None:
-            inst = personality_instance(suite.p5.extra["personalities"][0])
-            _add(files, "personalities/P5", suite.p5.counterexample, build(suite.config, inst))
+            _add(files, "personalities/P5", suite.p5.counterexample)
     files["index.json"] = json.dumps(index, indent=2, sort_keys=True) + "\n"
     return files
 
@@ -61,10 +57,10 @@ def _verdict_entry(v) -> dict:
     return out
 
 
-def _add(files: dict, stem: str, cx, system) -> None:
-    files[f"{stem}.itf.json"] = itf_json(cx, system)
-    files[f"{stem}.txt"] = render_text(cx, system)
-    files[f"{stem}.mmd"] = render_mermaid(cx, system)
+def _add(files: dict, stem: str, cx) -> None:
+    files[f"{stem}.itf.json"] = itf_json(cx)
+    files[f"{stem}.txt"] = render_text(cx)
+    files[f"{stem}.mmd"] = render_mermaid(cx)
 
 
 def changed_bounds(suite: SuiteResult) -> dict[str, int]:

@@ -1,67 +1,54 @@
-"""Renderers of counterexamples: text (explained like Elle), ITF JSON, Mermaid.
+"""Renderers of counterexamples: text (explained like Elle), ITF JSON, Mermaid, Python.
 
-Each renderer reads a `Counterexample` plus the `System` it came from (for value names);
-none changes or computes anything. `parse_itf` reads an ITF trace back into a
-`Counterexample`, so stored counterexamples can be replayed.
+Each renderer reads a `Counterexample` alone (it carries its variables' value names, its
+keys and workers) plus the texts of `spec/protocol.json` (each action's sentence) and the
+property table (`toolcommit.model.properties`: meanings, monitor flags, how a breach is
+read); none changes or computes anything. `parse_itf` reads an ITF trace
+back into a `Counterexample`, so stored counterexamples can be replayed.
 """
 from __future__ import annotations
 
 import json
+from typing import Optional
 
 from toolcommit.model.errors import InputError
+from toolcommit.model.properties import Property, effects, prop
 from toolcommit.model.system import System
 from toolcommit.spec import protocol
 
-from toolcommit.checker.engines.trace import Counterexample, Step
+from toolcommit.checker.engines.trace import Counterexample, Step, context
 
 ITF_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 
-SENTENCES = {
-    "init": "nothing has happened yet",
-    "propose": "the model emits call {call} to worker {worker}; the log decides: {decision} (key {key})",
-    "check": "the model emits call {call} to worker {worker}, which reads that key {key} has no record (check-then-insert, first half)",
-    "insert": "worker {worker} writes RECORDED for key {key} without re-checking (last writer wins)",
-    "dispatch": "worker {worker} writes DISPATCHED for key {key} with fence {fence} and sends the request",
-    "deliver": "the provider receives key {key}'s request with fence {fence}: {outcome}",
-    "receive_ack": "worker {worker} receives the ack for key {key}, fence {fence}",
-    "timeout": "worker {worker} times out waiting for key {key}'s ack (fence {fence}) and marks it UNKNOWN",
-    "retry": "worker {worker} blindly re-sends key {key} with fence {fence}",
-    "reconcile": "worker {worker} starts reconciling key {key}",
-    "read_status": "worker {worker} reads the provider's status for key {key}",
-    "compensate": "worker {worker} issues a reversal for key {key}",
-    "dead_letter": "worker {worker} parks key {key} in DEAD_LETTER",
-    "takeover": "worker {worker} reloads key {key} from the log and takes its lease",
-    "restart": "worker {worker} restarts with empty memory",
-    "cancel": "the user cancels key {key}",
-    "revise_prompt": "the prompt template is revised (canonicalizer version 2)",
-    "crash": "worker {worker} crashes, losing its planner memory",
-    "lose_ack": "the provider's ack for key {key}, fence {fence}, is lost",
-    "delay": "key {key}'s request with fence {fence} is held in the network",
-    "redeliver": "the transport delivers key {key}'s request with fence {fence} again (at-least-once)",
-    "expire_lease": "worker {worker}'s lease on key {key} expires while it is alive (clock skew): a zombie",
-    "wipe": "all planner memory is wiped (P4's adversary)",
-}
+
+def _row(name: str) -> Optional[Property]:
+    """`name`'s row of the property table; None for a name outside it (a test's label)."""
+    try:
+        return prop(name)
+    except KeyError:
+        return None
 
 
-def _show(system: System, name: str, value: int) -> str:
-    return system.var(name).show(value)
+def _show(cx: Counterexample, name: str, value: int) -> str:
+    return cx.var(name).show(value)
 
 
-def changes(system: System, before, after) -> list[str]:
+def changes(cx: Counterexample, before, after) -> list[str]:
     """`name: old -> new` for every variable that differs, monitors last."""
-    out = [f"{n}: {_show(system, n, before[n])} -> {_show(system, n, after[n])}"
+    out = [f"{n}: {_show(cx, n, before[n])} -> {_show(cx, n, after[n])}"
            for n in after if before[n] != after[n]]
     return sorted(out, key=lambda line: line.startswith("bad."))
 
 
 def sentence(step: Step) -> str:
+    """The step's sentence from `spec/protocol.json`, filled in with its parameters."""
     params = {"call": "?", "worker": "?", "key": "?", "fence": "?", "decision": "?",
               "outcome": "?", **step.params}
-    text = SENTENCES.get(step.action, step.label()).format(**params)
+    text = (protocol().sentence(step.action) or step.label()).format(**params)
     return text + (" [fault]" if step.fault else "")
 
 
-def render_text(cx: Counterexample, system: System) -> str:
+def render_text(cx: Counterexample) -> str:
     """An explanation: the property, who the actors are, the steps, where it breaks."""
     meaning = protocol().properties.get(cx.property, {}).get("meaning", "")
     bounds = ", ".join(f"{k}={v}" for k, v in cx.bounds.items() if v)
@@ -69,47 +56,45 @@ def render_text(cx: Counterexample, system: System) -> str:
              f"  {cx.property}: {meaning}",
              f"  found by the {cx.engine} engine: {cx.length} steps, shortest for this instance"
              f" (bounds: {bounds})", "", "Let:"]
-    for k in system.meta.get("keys", []):
-        lines.append(f"  {k['name']} = semantic key {k['ident']} (calls {', '.join(k['callers'])})")
-    lines.append(f"  workers = {', '.join(system.meta.get('workers', []))}")
+    for k in cx.keys:
+        lines.append(f"  {k.name} = semantic key {k.ident} (calls {', '.join(k.callers)})")
+    lines.append(f"  workers = {', '.join(cx.workers)}")
     lines += ["", "Then:"]
     for i, step in enumerate(cx.steps[1:], start=1):
         lines.append(f"  {i:>2}. {sentence(step)}")
-        for c in changes(system, cx.steps[i - 1].state, step.state):
+        for c in changes(cx, cx.steps[i - 1].state, step.state):
             lines.append(f"        {c}")
-    lines += ["", "However:", f"  {_however(cx, system)}"]
+    lines += ["", "However:", f"  {_however(cx)}"]
     return "\n".join(lines) + "\n"
 
 
-def _however(cx: Counterexample, system: System) -> str:
+def _however(cx: Counterexample) -> str:
     last = cx.steps[-1].state
     if cx.note:
         return cx.note + "."
-    applied = {n.split(".", 1)[1]: v for n, v in last.items() if n.startswith("applied.") and v}
-    if cx.property in ("I1", "I1net", "P1"):
-        comp = sum(v for n, v in last.items() if n.startswith("comp."))
+    row = _row(cx.property)
+    if row is not None and row.reads == "effects":
+        applied, comp = effects({v.name: v.family for v in cx.variables}, last)
         where = ", ".join(f"{k}: {v}" for k, v in applied.items())
         return (f"after step {cx.length} the one user intent has {sum(applied.values())} external "
                 f"effects ({where}; compensated: {comp}), but {cx.property} allows one: a contradiction.")
     meaning = protocol().properties[cx.property]["meaning"]
-    culprit = _culprit(cx, system)
+    culprit = _culprit(cx)
     if culprit:
         return f"{cx.property} requires: {meaning}. But {culprit}: a contradiction."
     return f"after step {cx.length}, {cx.property} is broken: {meaning}."
 
 
-MONITORED = {"P2": "bad.P2", "LEGAL": "bad.LEGAL", "FENCE": "bad.FENCE", "P3": "bad.P3"}
-
-
-def _culprit(cx: Counterexample, system: System) -> str:
+def _culprit(cx: Counterexample) -> str:
     """For a transition property: the step that set its monitor, and what that step did."""
-    flag = MONITORED.get(cx.property)
-    if flag is None or flag not in cx.steps[-1].state:
+    row = _row(cx.property)
+    flag = row.flag if row is not None else ""
+    if not flag or flag not in cx.steps[-1].state:
         return ""
     for i in range(1, len(cx.steps)):
         before, step = cx.steps[i - 1].state, cx.steps[i]
         if before[flag] == 0 and step.state[flag] == 1:
-            moved = [c for c in changes(system, before, step.state)
+            moved = [c for c in changes(cx, before, step.state)
                      if c.startswith(("rec.", "applied."))]
             what = f" changes {'; '.join(moved)}" if moved else " happens"
             return f"step {i}, {step.label()},{what}"
@@ -117,19 +102,18 @@ def _culprit(cx: Counterexample, system: System) -> str:
 
 
 # ----- ITF ------------------------------------------------------------------------------
-def _families(system: System) -> list[str]:
-    return list(dict.fromkeys(v.family for v in system.variables))
+def _families(cx: Counterexample) -> list[str]:
+    return list(dict.fromkeys(v.family for v in cx.variables))
 
 
-def _itf_value(system: System, name: str, value: int):
-    decl = system.var(name)
+def _itf_value(decl, value: int):
     return decl.labels[value] if decl.labels else {"#bigint": str(value)}
 
 
-def _itf_state(system: System, state) -> dict:
+def _itf_state(cx: Counterexample, state) -> dict:
     out: dict = {}
-    for decl in system.variables:
-        value = _itf_value(system, decl.name, state[decl.name])
+    for decl in cx.variables:
+        value = _itf_value(decl, state[decl.name])
         if not decl.index:
             out[decl.family] = value
             continue
@@ -138,7 +122,7 @@ def _itf_state(system: System, state) -> dict:
     return out
 
 
-def render_itf(cx: Counterexample, system: System) -> dict:
+def render_itf(cx: Counterexample) -> dict:
     """The counterexample as an ITF trace (Apalache/Quint Informal Trace Format)."""
     meta = {"format": "ITF", "format-description": ITF_DESCRIPTION,
             "source": "toolcommit spec/protocol.json", "description": cx.note or
@@ -151,14 +135,14 @@ def render_itf(cx: Counterexample, system: System) -> dict:
         st = {"#meta": {"index": i, "action": step.label(), "fault": step.fault}}
         st["mbt::actionTaken"] = step.action
         st["mbt::nondetPicks"] = dict(step.params)
-        st.update(_itf_state(system, step.state))
+        st.update(_itf_state(cx, step.state))
         states.append(st)
-    return {"#meta": meta, "vars": _families(system), "states": states}
+    return {"#meta": meta, "vars": _families(cx), "states": states}
 
 
-def itf_json(cx: Counterexample, system: System) -> str:
+def itf_json(cx: Counterexample) -> str:
     """ITF JSON text: the header pretty-printed, then one state per line (diff-friendly)."""
-    doc = render_itf(cx, system)
+    doc = render_itf(cx)
     states = ",\n".join("  " + json.dumps(st, separators=(",", ":")) for st in doc["states"])
     return ('{\n "#meta": ' + json.dumps(doc["#meta"], sort_keys=True) + ',\n "vars": '
             + json.dumps(doc["vars"]) + ',\n "states": [\n' + states + "\n ]\n}\n")
@@ -182,7 +166,8 @@ def _parse_value(decl, raw) -> int:
 
 
 def parse_itf(doc: dict, system: System, path: str = "") -> Counterexample:
-    """Read an ITF trace written by `render_itf` back into a Counterexample."""
+    """Read an ITF trace written by `render_itf` back into a Counterexample of `system`
+    (which names the values and supplies the keys, workers and wipe flag)."""
     try:
         meta = doc["#meta"]
         steps = []
@@ -192,30 +177,32 @@ def parse_itf(doc: dict, system: System, path: str = "") -> Counterexample:
                 _decode(system, fam, st[fam], state)
             steps.append(Step(st["mbt::actionTaken"], dict(st["mbt::nondetPicks"]), state,
                               bool(st["#meta"].get("fault"))))
+        description = meta.get("description", "")
+        meaning = protocol().properties.get(meta["property"], {}).get("meaning")
         return Counterexample(meta["property"], meta["config"], meta["instance"], meta["bounds"],
-                              meta["knobs"], meta["assumptions"], tuple(steps), meta["engine"],
-                              meta.get("description", "") if meta.get("description", "") !=
-                              protocol().properties.get(meta["property"], {}).get("meaning") else "")
+                              meta["knobs"], meta["assumptions"], tuple(steps),
+                              engine=meta["engine"],
+                              note=description if description != meaning else "",
+                              **context(system))
     except (KeyError, ValueError, TypeError, IndexError) as e:
         raise InputError(f"not a toolcommit ITF trace ({type(e).__name__}: {e}); "
                          "write one with `toolcommit check --write`", path) from None
 
 
 # ----- Mermaid ------------------------------------------------------------------------------
-def render_mermaid(cx: Counterexample, system: System) -> str:
+def render_mermaid(cx: Counterexample) -> str:
     """A Mermaid sequence diagram with the article's participants."""
-    workers = system.meta.get("workers", [])
     lines = ["sequenceDiagram", "  participant U as UserIntentScope", "  participant M as Model/Planner",
              "  participant L as IntentLog"]
-    lines += [f"  participant {w.upper()} as Executor {w}" for w in workers]
+    lines += [f"  participant {w.upper()} as Executor {w}" for w in cx.workers]
     lines += ["  participant E as ExternalAPI"]
-    for i, step in enumerate(cx.steps[1:], start=1):
-        lines += [f"  {line}" for line in _arrows(step, cx.steps[i - 1].state, system)]
+    for step in cx.steps[1:]:
+        lines += [f"  {line}" for line in _arrows(cx, step)]
     lines.append(f"  Note over L,E: {cx.property} violated after step {cx.length}")
     return "\n".join(lines) + "\n"
 
 
-def _arrows(step: Step, before, system: System) -> list[str]:
+def _arrows(cx: Counterexample, step: Step) -> list[str]:
     p = step.params
     x = p.get("worker", "w0").upper()
     k, f = p.get("key", ""), p.get("fence", "")
@@ -227,14 +214,14 @@ def _arrows(step: Step, before, system: System) -> list[str]:
         "insert": [f"{x}->>L: insert {k} RECORDED (blind)"],
         "dispatch": [f"{x}->>L: {k} DISPATCHED fence={f}", f"{x}->>E: request {k} fence={f}"],
         "deliver": [f"Note over E: {k} fence={f}: {p.get('outcome')}"],
-        "receive_ack": [f"E-->>{x}: ack {k} fence={f}", f"{x}->>L: {k} -> {_rec(step, k, system)}"],
+        "receive_ack": [f"E-->>{x}: ack {k} fence={f}", f"{x}->>L: {k} -> {_rec(cx, step, k)}"],
         "timeout": [f"{x}->>L: {k} UNKNOWN (timeout)"],
         "retry": [f"{x}->>E: blind retry {k} fence={f}"],
         "reconcile": [f"{x}->>E: seal/status read {k} fence={f}" if f else f"{x}->>L: {k} RECONCILING"],
-        "read_status": [f"E-->>{x}: status {k}", f"{x}->>L: {k} -> {_rec(step, k, system)}"],
+        "read_status": [f"E-->>{x}: status {k}", f"{x}->>L: {k} -> {_rec(cx, step, k)}"],
         "compensate": [f"{x}->>E: compensate {k}", f"{x}->>L: {k} COMPENSATED"],
         "dead_letter": [f"{x}->>L: {k} DEAD_LETTER"],
-        "takeover": [f"{x}->>L: take over {k} -> {_rec(step, k, system)}"],
+        "takeover": [f"{x}->>L: take over {k} -> {_rec(cx, step, k)}"],
         "cancel": [f"U->>L: cancel {k}"],
         "revise_prompt": ["U->>M: revise prompt (canonicalizer v2)"],
         "lose_ack": [f"Note over E,{x}: ack {k} fence={f} lost"],
@@ -248,21 +235,22 @@ def _arrows(step: Step, before, system: System) -> list[str]:
     return table.get(a, [f"Note over L: {step.label()}"])
 
 
-def _rec(step: Step, key: str, system: System) -> str:
+def _rec(cx: Counterexample, step: Step, key: str) -> str:
     name = f"rec.{key}"
-    return _show(system, name, step.state[name]) if name in step.state else "?"
+    return _show(cx, name, step.state[name]) if name in step.state else "?"
 
 
 # ----- Python ----------------------------------------------------------------------------
-def render_python(cx: Counterexample, system: System) -> str:
+def render_python(cx: Counterexample) -> str:
     """A pytest test that replays `cx` through the model and asserts it still breaks
     its property: paste it into a test suite to pin the bug (or its fix)."""
     name = "".join(c if c.isalnum() else "_" for c in f"{cx.config}_{cx.instance}_{cx.property}")
     steps = "".join(f"        ({s.action!r}, {dict(s.params)!r}),\n" for s in cx.steps[1:])
-    wipe = ", wipe=True" if system.meta.get("wipe") else ""
-    if cx.property in system.invariants:
+    wipe = ", wipe=True" if cx.wipe else ""
+    row = _row(cx.property)
+    if row is not None and row.state_predicate:
         check = f'    assert {cx.property!r} in run["violated"]\n'
-    elif cx.property == "DEADLOCK":
+    elif row is not None and row.reads == "dead_end":
         check = '    assert run["enabled"] == 0 and not run["settled"]\n'
     else:
         check = "    # PROGRESS, P4 and P5 are judged on the whole graph: this pins the ordering\n"

@@ -1,0 +1,174 @@
+"""Renderers of a `SuiteResult` (`toolcommit check`): the verdict table as text, the
+suite as JSON, and every counterexample as a pasteable pytest test.
+
+They only read the suite and its self-contained counterexamples; nothing here runs an
+engine or rebuilds the model.
+"""
+from __future__ import annotations
+
+import json
+
+from toolcommit.model.properties import all_names, of_kind
+
+from toolcommit.checker.engines.verdict import Status
+from toolcommit.checker.render.counterexample import render_itf, render_python, render_text
+from toolcommit.checker.verify.suite import SuiteResult
+
+
+def _cell(v) -> str:
+    if v is None:
+        return "-"
+    if v.status is Status.HOLDS:
+        return "ok"
+    if v.status is Status.VIOLATED:
+        return f"x{v.counterexample.length}"
+    return "?"
+
+
+def render_suite_text(suite: SuiteResult, explain: str = "first") -> str:
+    """The verdict table, coverage, unknowns, shortest counterexamples (explained per
+    `explain`: "first", "all" or "none") and the summary line."""
+    cfg = suite.config
+    cols = [p for p in all_names() if p in suite.props and p not in of_kind("hyper")]  # hyper: apart
+    lines = [f"toolcommit check: {cfg.label()}",
+             "knobs: " + ", ".join(f"{k}={v}" for k, v in cfg.knobs.items()),
+             "assumptions: " + ", ".join(f"{k}={v}" for k, v in cfg.assumptions.items()),
+             "", _legend(suite), ""]
+    width = {c: max(len(c), 3) for c in cols}
+    lines.append(f"{'instance':<24}{'states':>9}{'depth':>6}  " + " ".join(f"{c:>{width[c]}}" for c in cols))
+    for r in suite.results:
+        by = {v.property: v for v in r.verdicts}
+        lines.append(f"{r.instance.name:<24}{str(r.stats['states']):>9}{r.stats['depth']:>6}  "
+                     + " ".join(f"{_cell(by.get(c)):>{width[c]}}" for c in cols))
+    lines += _coverage(suite) + _denominator(suite)
+    if suite.p5 is not None:
+        lines += ["", f"P5 (model personalities): {suite.p5.line()}"
+                  + (f" -- {suite.p5.reason}" if suite.p5.status is Status.HOLDS and suite.p5.reason else "")]
+    lines += _unknowns(suite) + _violations(suite, explain)
+    lines += ["", _summary(suite)]
+    return "\n".join(lines) + "\n"
+
+
+def _legend(suite: SuiteResult) -> str:
+    if suite.engine == "explicit":
+        return ("cells: ok = holds on every reachable state of the instance; xN = violated, "
+                "shortest counterexample has N steps; ? = unknown")
+    scopes = sorted({v.scope for v in suite.verdicts() if v.status is Status.HOLDS})
+    return (f"engine: {suite.engine}; cells: ok = holds {' / '.join(scopes) or '(none hold)'}, "
+            "not a proof; xN = violated in N steps; ? = unknown")
+
+
+def _coverage(suite: SuiteResult) -> list[str]:
+    """Which declared actions never fired: a fault that cannot fire checks nothing."""
+    if suite.engine != "explicit":
+        return []
+    idle = [(r.instance.name, sorted(a for a, n in r.coverage.items() if n == 0))
+            for r in suite.results]
+    idle = [(name, acts) for name, acts in idle if acts]
+    if not idle:
+        return ["", "coverage: every action of every instance fired at least once"]
+    return ["", "coverage: actions this instance never fires (no fault or call of it leads there):"] + \
+        [f"  {name}: {', '.join(acts)}" for name, acts in idle]
+
+
+def _denominator(suite: SuiteResult) -> list[str]:
+    """For the random engine: how many runs and steps, and which faults fired."""
+    if suite.engine != "random":
+        return []
+    out = ["", "denominator (random engine):"]
+    for r in suite.results:
+        faults = ", ".join(f"{k}={v}" for k, v in sorted((r.stats.get("faults") or {}).items()))
+        out.append(f"  {r.instance.name}: {r.stats.get('runs')} runs, {r.stats.get('steps')} steps;"
+                   f" faults fired: {faults or 'none'}")
+    return out
+
+
+def _unknowns(suite: SuiteResult) -> list[str]:
+    out = [f"  {r.instance.name}: {v.line()}" for r in suite.results for v in r.verdicts
+           if v.status is Status.UNKNOWN]
+    return ["", "Unknown:"] + out if out else []
+
+
+def _violations(suite: SuiteResult, explain: str) -> list[str]:
+    found = [(r.instance.name, v) for r in suite.results for v in r.verdicts
+             if v.status is Status.VIOLATED]
+    if suite.p5 is not None and suite.p5.status is Status.VIOLATED:
+        found.append(("personalities", suite.p5))
+    if not found:
+        return []
+    out = ["", "Shortest counterexamples:"]
+    for name, v in found:
+        steps = " ; ".join(s.label() for s in v.counterexample.steps[1:])
+        out.append(f"  {name} {v.property} ({v.counterexample.length} steps): {steps}")
+    if explain == "none":
+        return out
+    chosen = found if explain == "all" else [_headline(found)]
+    for _, v in chosen:
+        out += ["", render_text(v.counterexample).rstrip()]
+    return out
+
+
+def _headline(found):
+    """The violation a suite explains first: the first of the table's first property (I1,
+    the article's headline claim), else the first found."""
+    lead = all_names()[0]
+    return next((f for f in found if f[1].property == lead), found[0])
+
+
+def _summary(suite: SuiteResult) -> str:
+    vs = suite.verdicts()
+    n = {s: sum(v.status is s for v in vs) for s in Status}
+    if suite.status is Status.HOLDS:
+        how = "exhaustively" if suite.engine == "explicit" else "within the engine's bounds"
+        head = f"HOLDS: all {len(vs)} verdicts hold {how} on {len(suite.results)} instance(s)"
+        return head + "".join("\n" + line for line in _reliance_lines(suite))
+    return (f"{suite.status.value}: {n[Status.VIOLATED]} violated, {n[Status.UNKNOWN]} unknown, "
+            f"{n[Status.HOLDS]} hold")
+
+
+def _reliance_lines(suite: SuiteResult) -> list[str]:
+    if not suite.reliance:
+        return []
+    cfg, out = suite.config, []
+    for name, found in suite.reliance.items():
+        if found:
+            inst, prop, steps = found
+            out.append(f"  relies on {name}={cfg.assumptions[name]}: without it, {inst} violates "
+                       f"{prop} in {steps} steps")
+        else:
+            out.append(f"  does not rely on {name}={cfg.assumptions[name]}: every verdict above "
+                       "holds without it too")
+    return out
+
+
+def render_programs(suite: SuiteResult) -> str:
+    """Every counterexample of `suite` as a pasteable pytest test."""
+    return "\n\n".join(render_python(v.counterexample) for r in suite.results
+                       for v in r.verdicts if v.counterexample is not None)
+
+
+def render_json(suite: SuiteResult) -> str:
+    """The suite as JSON: config, status, reliance, and per instance its statistics,
+    coverage and verdicts (counterexamples as ITF traces)."""
+    doc = {"config": suite.config.label(), "engine": suite.engine, "knobs": dict(suite.config.knobs),
+           "assumptions": dict(suite.config.assumptions), "status": suite.status.value,
+           "instances": []}
+    if suite.reliance:
+        doc["reliance"] = {k: (dict(zip(("instance", "property", "steps"), v)) if v else None)
+                           for k, v in suite.reliance.items()}
+    for r in suite.results:
+        doc["instances"].append({"instance": r.instance.name, "bounds": r.instance.bounds(),
+                                 "stats": r.stats, "coverage": r.coverage,
+                                 "verdicts": [verdict_json(v) for v in r.verdicts]})
+    if suite.p5 is not None:
+        doc["P5"] = verdict_json(suite.p5)
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def verdict_json(v) -> dict:
+    """One verdict as JSON, its counterexample (if any) as an ITF trace."""
+    out = {"property": v.property, "status": v.status.value, "scope": v.scope, "reason": v.reason}
+    if v.counterexample is not None:
+        out["steps"] = v.counterexample.length
+        out["counterexample"] = render_itf(v.counterexample)
+    return out
