@@ -25,9 +25,9 @@ from toolcommit.checker.design.schema import Limits, builtin_names, load_questio
 from toolcommit.checker.render.answers import (counterexample_files, render_answer_json, render_answer_markdown,
                          render_answer_text)
 from toolcommit.checker.cli.check import Progress
+from toolcommit.checker.cli.exits import EXIT
 from toolcommit.checker.output import write_atomic
 from toolcommit.checker.render.catalogue import write_question
-from toolcommit.checker.engines.verdict import Status
 
 
 def add_parser(sub):
@@ -96,7 +96,7 @@ def run(args) -> int:
     sys.stdout.write(render(a, links))
     if stems and not args.write and args.format == "text":
         print(f"(counterexample files not written; add --write to store them under {folder})")
-    return 3 if a.status is Status.UNKNOWN else 0
+    return EXIT[a.status]   # HOLDS once answered (VIOLATED cells are part of the answer)
 
 
 def answer_links(folder: Path, answer_file: Path, stems) -> dict:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import replace
 
 from toolcommit.model.errors import UsageError
 from toolcommit.model.instance import instance_names, parse_bounds
@@ -11,7 +12,8 @@ from toolcommit.model.properties import all_names
 
 from toolcommit.checker.engines.base import Limits
 from toolcommit.checker.engines.portfolio import for_check
-from toolcommit.checker.engines.verdict import EXIT, Status
+from toolcommit.checker.cli.exits import EXIT
+from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.render.suite import render_json, render_programs, render_suite_text
 from toolcommit.checker.verify.suite import reliance, resolve_instances, run_suite
 
@@ -111,7 +113,7 @@ def run(args) -> int:
         print(f"wrote {where}", file=sys.stderr)
     if suite.status is Status.HOLDS and args.engine == "explicit" and not args.max_states \
             and not args.timeout:
-        suite.reliance = reliance(config, insts, suite.props)
+        suite = replace(suite, reliance=reliance(config, insts, suite.props))
     out = {"json": render_json, "python": render_programs}.get(
         args.format, lambda s: render_suite_text(s, args.explain))(suite)
     sys.stdout.write(out)

@@ -15,10 +15,11 @@ from toolcommit.model.semantics import build
 from toolcommit.model.errors import UsageError
 from toolcommit.model.properties import state_predicates
 from toolcommit.checker.cli.check import bounds_from
+from toolcommit.checker.cli.exits import EXIT
 from toolcommit.checker.engines.base import Limits, Tick
 from toolcommit.checker.engines.portfolio import for_prove
 from toolcommit.checker.engines.smt.induction import METHODS
-from toolcommit.checker.engines.verdict import EXIT, overall
+from toolcommit.checker.engines.verdict import overall
 from toolcommit.checker.render.proof import render_proof_json, render_proof_text
 
 INVARIANTS = state_predicates()

@@ -42,9 +42,6 @@ class Verdict:
         return f"{self.property}: UNKNOWN ({self.reason})"
 
 
-EXIT = {Status.HOLDS: 0, Status.VIOLATED: 1, Status.UNKNOWN: 3}
-
-
 def overall(verdicts) -> Status:
     """VIOLATED if any is violated, else UNKNOWN if any is unknown, else HOLDS."""
     statuses = {v.status for v in verdicts}

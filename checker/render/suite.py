@@ -132,9 +132,8 @@ def _reliance_lines(suite: SuiteResult) -> list[str]:
     cfg, out = suite.config, []
     for name, found in suite.reliance.items():
         if found:
-            inst, prop, steps = found
-            out.append(f"  relies on {name}={cfg.assumptions[name]}: without it, {inst} violates "
-                       f"{prop} in {steps} steps")
+            out.append(f"  relies on {name}={cfg.assumptions[name]}: without it, {found.instance} "
+                       f"violates {found.property} in {found.steps} steps")
         else:
             out.append(f"  does not rely on {name}={cfg.assumptions[name]}: every verdict above "
                        "holds without it too")
@@ -154,8 +153,8 @@ def render_json(suite: SuiteResult) -> str:
            "assumptions": dict(suite.config.assumptions), "status": suite.status.value,
            "instances": []}
     if suite.reliance:
-        doc["reliance"] = {k: (dict(zip(("instance", "property", "steps"), v)) if v else None)
-                           for k, v in suite.reliance.items()}
+        doc["reliance"] = {k: ({"instance": b.instance, "property": b.property, "steps": b.steps}
+                               if b else None) for k, b in suite.reliance.items()}
     for r in suite.results:
         doc["instances"].append({"instance": r.instance.name, "bounds": r.instance.bounds(),
                                  "stats": r.stats, "coverage": r.coverage,

@@ -5,7 +5,7 @@ Pure: returns a `SuiteResult` of typed verdicts; printing and files are the CLI'
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 from toolcommit.model.instance import Instance, failure_classes, instance
 from toolcommit.model.knobs import Config
@@ -24,13 +24,22 @@ def suite_names() -> list[str]:
     return ["default"] + failure_classes()
 
 
+@dataclass(frozen=True)
+class Breach:
+    """The first violation seen once an assumption is weakened: why a design relies on it."""
+
+    instance: str
+    property: str
+    steps: int
+
+
 @dataclass
 class SuiteResult:
     config: Config
     results: list          # InstanceResult per instance
     p5: Optional[Verdict] = None
     props: tuple = ()
-    reliance: Optional[dict] = None   # see `reliance`; None when not computed
+    reliance: Optional[Mapping[str, Optional[Breach]]] = None   # see `reliance`; None when not computed
     engine: str = "explicit"
 
     def verdicts(self) -> list[Verdict]:
@@ -75,12 +84,11 @@ def resolve_instances(names_: Optional[list[str]], bounds: dict) -> list[Instanc
     return [instance(n).with_bounds(bounds) for n in dict.fromkeys(names_ or suite_names())]
 
 
-def reliance(config: Config, instances: list[Instance], props=None) -> dict:
+def reliance(config: Config, instances: list[Instance], props=None) -> dict[str, Optional[Breach]]:
     """For each environment assumption: the first violation seen when it is weakened.
 
-    Returns {assumption: None | (instance, property, steps)}: None means the verdicts do
-    not depend on it (on these instances); otherwise the counterexample that shows why
-    the design relies on it.
+    Returns {assumption: None | Breach}: None means the verdicts do not depend on it (on
+    these instances); otherwise the counterexample that shows why the design relies on it.
     """
     asked = [p for p in names(props) if prop(p).kind != "hyper"]
     props = [p for p in asked if prop(p).kind != "adversary"] or asked
@@ -100,7 +108,7 @@ def reliance(config: Config, instances: list[Instance], props=None) -> dict:
                 r = check_instance(weaker, inst, props)
                 bad = [v for v in r.verdicts if v.status is Status.VIOLATED]
                 if bad:
-                    found = (inst.name, bad[0].property, bad[0].counterexample.length)
+                    found = Breach(inst.name, bad[0].property, bad[0].counterexample.length)
                     break
             if found:
                 break
