@@ -113,7 +113,6 @@ class Cell:
     note: str = ""
     changed: Mapping[str, str] = field(default_factory=dict)   # the row-cell's own settings
     reached: bool = True
-    systems: dict = field(default_factory=dict)                # property -> System of its cx
 
     @property
     def stem(self) -> str:

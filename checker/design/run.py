@@ -64,10 +64,8 @@ def run_cell(q: Question, r: Variant, c: Variant, progress: Optional[Callable] =
     run = _judge(system, base, q.limits, bool(q.scenario), bool(graph), tick)
     verdicts = list(run.verdicts)
     cell.engine, cell.states, cell.reached = run.engine, run.states, run.reached
-    for v in verdicts:
-        cell.systems[v.property] = system
     for name in adversaries:
-        verdict, engine = _judge_adversary(name, q, cfg, inst, run.verdicts, tick, cell)
+        verdict, engine = _judge_adversary(name, q, cfg, inst, run.verdicts, tick)
         verdicts.append(verdict)
         if engine != cell.engine and engine:
             cell.engine = "explicit+smt"
@@ -160,15 +158,13 @@ def _judge(system: System, props: list, limits: Limits, scenario: bool, graph: b
     return Judged(out, "explicit+smt", ex.state_count, reached, ex.fired)
 
 
-def _judge_adversary(name: str, q: Question, cfg: Config, inst: Instance, base: list, tick,
-                     cell: Cell) -> tuple[Verdict, str]:
+def _judge_adversary(name: str, q: Question, cfg: Config, inst: Instance, base: list,
+                     tick) -> tuple[Verdict, str]:
     """An adversary property (P4) on a cell: the shared check of `toolcommit check`
     (`check_adversary`), judged by `_judge` on the cell's scenario-restricted system with the
     adversary; returns the verdict and the engine label of that run ("" if none ran)."""
     engine = _CellEngine(q, tuple(v.property for v in base), tick)
     verdict = check_adversary(name, cfg, inst, base, engine, EngineLimits())
-    if verdict.status is Status.VIOLATED:
-        cell.systems[name] = engine.system
     return verdict, engine.label
 
 
