@@ -15,18 +15,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
-from toolcommit.model.expr import not_
 from toolcommit.model.instance import Instance
 from toolcommit.model.knobs import Config
+from toolcommit.model.properties import prop
 from toolcommit.model.scenario import SCENARIO, restrict
 from toolcommit.model.semantics import build
 from toolcommit.model.system import System
 
 from toolcommit.checker.verify.check import check_adversary
 from toolcommit.checker.engines.base import Limits as EngineLimits, Result
-from toolcommit.checker.engines.explicit.codegen import compile_system
-from toolcommit.checker.engines.explicit.engine import judge
-from toolcommit.checker.engines.explicit.explore import explore
+from toolcommit.checker.engines.portfolio import for_ask
 from toolcommit.checker.engines.verdict import Status, Verdict
 
 from .grid import Answer, Cell, cell_model, cell_settings
@@ -75,10 +73,9 @@ def run_cell(q: Question, r: Variant, c: Variant, progress: Optional[Callable] =
 
 
 # ===== engine calls ============================================================================
-# Everything below runs an engine; nothing above does. `_judge` is "explicit, then SMT for
-# what it leaves open, with the scenario's reachability probed" (re-point it at the engine
-# portfolio once that can probe a scenario); `_judge_adversary` hands `_judge`, as an engine,
-# to the adversary check `toolcommit check` uses.
+# Everything below runs an engine; nothing above does. The engines are the portfolio's
+# (`toolcommit.checker.engines.portfolio.for_ask`): explicit, then bounded SMT for what a
+# limit left open, with the scenario required to be reachable.
 @dataclass
 class Judged:
     """What the engines said about a list of properties on one system."""
@@ -92,70 +89,25 @@ class Judged:
 
 _NO_FALLBACK = ("; bounded SMT was not run past the state or time limit you set (give a "
                 "depth, --bmc-depth K or limits.bmc_depth, to run it)")
-
-
-def _bmc():
-    try:
-        from toolcommit.checker.engines.smt import bmc
-    except ImportError:
-        return None
-    return bmc if hasattr(bmc, "check") else None
+_FOLLOWS = "for every interleaving that follows the scenario, "
 
 
 def _judge(system: System, props: list, limits: Limits, scenario: bool, graph: bool,
            progress: Optional[Callable]) -> Judged:
-    """Verdicts for `props` on `system`: explicit first, BMC for what it leaves open."""
-    c = compile_system(system)
-    ex = explore(c, limits.max_states, limits.timeout, graph=graph, progress=progress)
-    if ex.complete:
-        reached = not scenario or SCENARIO in ex.first_witness
-        if not reached:
-            why = ("vacuous: the scenario cannot be completed under this configuration "
-                   f"(no reachable state completes it; {ex.state_count} states searched)")
-            return Judged([Verdict(p, Status.UNKNOWN, reason=why) for p in props], "explicit",
-                          ex.state_count, False, ex.fired)
-        verdicts = judge(c, ex, props)
-        if scenario:
-            verdicts = [replace(v, scope="for every interleaving that follows the scenario, "
-                                + v.scope) if v.status is Status.HOLDS else v for v in verdicts]
-        return Judged(verdicts, "explicit", ex.state_count, True, ex.fired)
-    judged = judge(c, ex, props)
-    if not limits.smt_fallback:
-        return Judged([replace(v, reason=v.reason + _NO_FALLBACK) if v.status is Status.UNKNOWN
-                       and v.property in INVARIANTS else v for v in judged], "explicit",
-                      ex.state_count, True, ex.fired)
-    found = {v.property: v for v in judged if v.status is Status.VIOLATED}
-    bmc = _bmc()
-    open_props = [p for p in props if p not in found and p in INVARIANTS]
-    if bmc is None or not open_props:
-        return Judged([found.get(p) or Verdict(p, Status.UNKNOWN, reason=ex.stop_reason +
-                       "; the SMT engine is not available" if bmc is None else ex.stop_reason)
-                       for p in props], "explicit", ex.state_count, True, ex.fired)
-    reached = True
-    probe = dict(system.invariants)
-    if scenario:
-        probe["scenario_unreached"] = not_(system.witnesses[SCENARIO])
-    sys2 = replace(system, invariants=probe)
-    asked = open_props + (["scenario_unreached"] if scenario else [])
-    got = {v.property: v for v in bmc.check(sys2, asked, limits.bmc_depth, limits.smt_timeout)}
-    if scenario and got["scenario_unreached"].status is not Status.VIOLATED:
-        reached = False
-    out = []
-    for p in props:
-        if p in found:
-            out.append(found[p])
-        elif p in got:
-            v = got[p]
-            if not reached and v.status is not Status.VIOLATED:
-                v = Verdict(p, Status.UNKNOWN, reason=f"the explicit search stopped ({ex.stop_reason}) "
-                            f"and no run completing the scenario was found up to depth {limits.bmc_depth}")
-            elif v.status is Status.HOLDS:
-                v = replace(v, scope=f"up to depth {limits.bmc_depth} (bounded, SMT; the explicit "
-                            f"search stopped: {ex.stop_reason})")
-            out.append(v)
-        else:
-            out.append(Verdict(p, Status.UNKNOWN, reason=f"{ex.stop_reason}; the SMT engine judges invariants only"))
-    return Judged(out, "explicit+smt", ex.state_count, reached, ex.fired)
+    """Verdicts for `props` on `system`: the portfolio's, in the design questions' words."""
+    engine = for_ask(limits.bmc_depth, limits.smt_fallback, EngineLimits(0, limits.smt_timeout))
+    tick = (lambda t: progress({"states": t.states, "depth": t.depth, "seconds": t.seconds})) \
+        if progress else None
+    r = engine.run(system, props, EngineLimits(limits.max_states, limits.timeout), tick,
+                   require=SCENARIO if scenario else "")
+    verdicts = r.verdicts
+    if r.engine == "explicit" and scenario and r.stats["reached"]:
+        verdicts = [replace(v, scope=_FOLLOWS + v.scope) if v.status is Status.HOLDS else v
+                    for v in verdicts]
+    if not r.stats["complete"] and not limits.smt_fallback:
+        verdicts = [replace(v, reason=v.reason + _NO_FALLBACK) if v.status is Status.UNKNOWN
+                    and prop(v.property).state_predicate else v for v in verdicts]
+    return Judged(verdicts, r.engine, r.stats["states"], r.stats["reached"], r.coverage)
 
 
 def _judge_adversary(name: str, q: Question, cfg: Config, inst: Instance, base: list,
@@ -186,7 +138,7 @@ class _CellEngine:
     def run(self, system: System, props, limits=None, progress=None) -> Result:
         self.system = restrict(system, self.q.scenario)
         run = _judge(self.system, list(props), self.q.limits, bool(self.q.scenario),
-                     any(p in GRAPH for p in props), self.tick)
+                     any(prop(p).graph for p in props), self.tick)
         self.label = run.engine
         # the adversary's coverage is counted by the explicit search only
         return Result(run.engine, run.verdicts, coverage=run.fired if run.engine == "explicit" else {})

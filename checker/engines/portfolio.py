@@ -1,63 +1,91 @@
 """One place decides which engine answers: for `check`, `ask` and `prove` alike.
 
-A `Portfolio` is an ordered list of engines. Each property goes to the first engine that
-judges it; a property that engine leaves UNKNOWN because a limit stopped it goes to the
-next engine that judges it, if `fallback` allows, within the same limits. The result
-says in `note` when a later engine answered for an earlier one, so no fallback is silent.
+`check --engine NAME` and `prove` get the one engine the user chose (`for_check`,
+`for_prove`). `ask` gets a `Portfolio`: the explicit engine first; when a state or time
+limit stops it and `fallback` is on, bounded SMT judges the state predicates it left open,
+within `later` limits, and every such verdict says so in its scope or reason, so no
+fallback is silent. A portfolio can also `require` a witness of the system (a design
+question's scenario): verdicts on a system where it is unreachable are vacuous, so they
+are UNKNOWN with that reason.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
 from toolcommit.model.errors import UsageError
+from toolcommit.model.expr import not_
+from toolcommit.model.properties import prop
 from toolcommit.model.system import System
 
 from .base import Engine, Limits, Progress, Result
-from .explicit.engine import Explicit
-from .verdict import Status
+from .explicit.engine import Explicit, judge, scope_of, stats_of
+from .verdict import Status, Verdict
+
+PROBE = "scenario_unreached"   # the invariant that bounded SMT breaks iff `require` is reachable
 
 
 @dataclass(frozen=True)
 class Portfolio:
-    """Engines in order of preference; `fallback`: let later engines take UNKNOWNs."""
+    """The explicit engine, then (with `fallback`) bounded SMT to `depth` within `later`."""
 
-    engines: tuple
-    fallback: bool = False
-
-    @property
-    def name(self) -> str:
-        return self.engines[0].name
+    depth: int = 30
+    fallback: bool = True
+    later: Limits = Limits()
+    name: str = "explicit"
 
     def judges(self, name: str) -> bool:
-        return any(e.judges(name) for e in self.engines)
+        return Explicit().judges(name)
 
     def run(self, system: System, props: Sequence[str], limits: Limits = Limits(),
-            progress: Optional[Progress] = None) -> Result:
-        first: Optional[Result] = None
-        verdicts: dict = {}
-        notes = []
-        open_props = list(props)
-        for engine in self.engines:
-            mine = [p for p in open_props if engine.judges(p)]
-            if not mine:
-                continue
-            r = engine.run(system, mine, limits, progress)
-            first = first or r
-            for v in r.verdicts:
-                if v.status is not Status.UNKNOWN or v.property not in verdicts:
-                    verdicts[v.property] = v
-            if r is not first:
-                notes.append(f"{engine.name} judged {', '.join(mine)} after {first.engine} "
-                             "stopped at a limit")
-            open_props = [p for p in open_props
-                          if p not in verdicts or verdicts[p].status is Status.UNKNOWN]
-            if not self.fallback or not open_props:
-                break
-        if first is None:
-            raise UsageError(f"no engine of {self.name} judges {', '.join(props)}")
-        return Result(first.engine, [verdicts[p] for p in props if p in verdicts], first.scope,
-                      first.stats, first.coverage, first.witnesses, "; ".join(notes))
+            progress: Optional[Progress] = None, require: str = "") -> Result:
+        """Verdicts for `props`; `stats["reached"]` says whether `require` is reachable."""
+        graph = any(prop(p).graph for p in props)
+        c, ex = Explicit().explore(system, limits, graph, progress)
+        out = Result("explicit", [], scope_of(ex), {**stats_of(ex), "reached": True}, ex.fired,
+                     {w: ex.depth_of(s) for w, s in ex.first_witness.items()})
+        if ex.complete and require and require not in ex.first_witness:
+            why = ("vacuous: the scenario cannot be completed under this configuration "
+                   f"(no reachable state completes it; {ex.state_count} states searched)")
+            out.verdicts = [Verdict(p, Status.UNKNOWN, reason=why) for p in props]
+            out.stats["reached"] = False
+            return out
+        out.verdicts = judge(c, ex, props)
+        if ex.complete or not self.fallback:
+            return out
+        return self._bounded(system, props, out, ex.stop_reason, require)
+
+    def _bounded(self, system: System, props, out: Result, stop: str, require: str) -> Result:
+        """Bounded SMT for the state predicates the stopped explicit search left open."""
+        from .smt.bmc import check as bmc_check
+        found = {v.property: v for v in out.verdicts if v.status is Status.VIOLATED}
+        open_props = [p for p in props if p not in found and prop(p).state_predicate]
+        if not open_props:
+            out.verdicts = [found.get(p) or Verdict(p, Status.UNKNOWN, reason=stop) for p in props]
+            return out
+        invariants = dict(system.invariants)
+        if require:
+            invariants[PROBE] = not_(system.witnesses[require])
+        asked = open_props + ([PROBE] if require else [])
+        got = {v.property: v for v in bmc_check(replace(system, invariants=invariants), asked,
+                                                self.depth, self.later.timeout)}
+        reached = not require or got[PROBE].status is Status.VIOLATED
+        verdicts = []
+        for p in props:
+            v = found.get(p) or got.get(p)
+            if v is None:
+                v = Verdict(p, Status.UNKNOWN, reason=f"{stop}; the SMT engine judges invariants only")
+            elif p in got and not reached and v.status is not Status.VIOLATED:
+                v = Verdict(p, Status.UNKNOWN, reason=f"the explicit search stopped ({stop}) and no "
+                            f"run completing the scenario was found up to depth {self.depth}")
+            elif p in got and v.status is Status.HOLDS:
+                v = replace(v, scope=f"up to depth {self.depth} (bounded, SMT; the explicit "
+                            f"search stopped: {stop})")
+            verdicts.append(v)
+        out.engine, out.verdicts = "explicit+smt", verdicts
+        out.stats["reached"] = reached
+        out.note = f"smt judged {', '.join(open_props)} after explicit stopped at a limit"
+        return out
 
 
 def for_check(engine: str = "explicit", depth: int = 15, runs: int = 1000, seed: int = 0,
@@ -80,7 +108,8 @@ def for_prove(method: str = "kind", max_k: int = 12) -> Engine:
     return Prove(method, max_k)
 
 
-def for_ask(bmc_depth: int = 30, fallback: bool = True) -> Portfolio:
-    """Explicit first; with `fallback`, bounded SMT for what a limit left open."""
-    from .smt.bmc import Bmc
-    return Portfolio((Explicit(), Bmc(bmc_depth)), fallback)
+def for_ask(bmc_depth: int = 30, fallback: bool = True, later: Limits = Limits()) -> Portfolio:
+    """Explicit first; with `fallback`, bounded SMT to `bmc_depth` for what a limit left open."""
+    if not isinstance(bmc_depth, int) or bmc_depth < 1:
+        raise UsageError(f"the SMT depth must be a whole number of steps >= 1, not {bmc_depth}")
+    return Portfolio(bmc_depth, fallback, later)

@@ -94,12 +94,3 @@ def check_adversary(name: str, config: Config, inst: Instance, base: list, engin
 
 def hyper_properties() -> tuple[str, ...]:
     return of_kind("hyper")
-
-
-# Names the design-question runner still imports; removed once it uses the portfolio.
-from toolcommit.checker.engines.explicit.engine import judge  # noqa: E402,F401
-from toolcommit.model.properties import all_names as _all, of_kind as _of_kind  # noqa: E402
-
-ALL = _all()
-INVARIANTS = _of_kind("invariant", "monitor")
-GRAPH = _of_kind("graph")

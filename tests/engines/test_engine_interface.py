@@ -6,8 +6,7 @@ import pytest
 
 from toolcommit.checker.cli import main
 from toolcommit.checker.engines.base import Limits, Result, Tick
-from toolcommit.checker.engines.explicit.engine import Explicit
-from toolcommit.checker.engines.portfolio import Portfolio, for_ask, for_check, for_prove
+from toolcommit.checker.engines.portfolio import for_ask, for_check, for_prove
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.model.errors import UsageError
 from toolcommit.model.instance import instance
@@ -78,7 +77,8 @@ def test_p4_is_unknown_because_the_rechecked_properties_are_unknown_not_violated
 def test_the_portfolio_says_when_a_later_engine_answered():
     system = build(preset("recommended"), instance("default"))
     r = for_ask(bmc_depth=3).run(system, ["I1"], Limits(max_states=50))
-    assert r.verdicts[0].status is Status.HOLDS and "up to depth 3" in r.verdicts[0].scope
+    assert r.verdicts[0].status is Status.HOLDS and r.engine == "explicit+smt"
+    assert r.verdicts[0].scope.startswith("up to depth 3 (bounded, SMT; the explicit search stopped")
     assert "smt judged I1 after explicit stopped at a limit" in r.note
-    r = Portfolio((Explicit(),)).run(system, ["I1"], Limits(max_states=50))
+    r = for_ask(bmc_depth=3, fallback=False).run(system, ["I1"], Limits(max_states=50))
     assert r.verdicts[0].status is Status.UNKNOWN and r.note == ""

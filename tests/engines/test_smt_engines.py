@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from toolcommit.checker.engines import simulate
 from toolcommit.checker.engines.smt import bmc, induction
-from toolcommit.checker.verify.check import INVARIANTS, run_instance
+from toolcommit.checker.verify.check import run_instance
+from toolcommit.model.properties import state_predicates
+INVARIANTS = state_predicates()
 from toolcommit.checker.engines.base import Limits
 from toolcommit.checker.engines.trace import breaks, replay
 from toolcommit.checker.engines.verdict import Status
