@@ -1,6 +1,9 @@
 """The native engine against its oracle, the Python engine: on every shipped instance the
 two give the same exploration state for state, and the same verdicts and counterexamples."""
+import shutil
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -198,3 +201,24 @@ def test_state_wider_than_128_bits_is_refused_with_the_reason(fresh):
     wide = replace(c, widths={**c.widths, next(iter(c.widths)): 200})
     assert native.library(wide) == (None, f"the state needs {wide.bits} bits, more than the "
                                           "native engine's 128")
+
+
+@pytest.mark.parametrize("module", ["codegen", "native_c"])
+def test_docstring_examples_run(module):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(f"toolcommit.checker.engines.explicit.{module}"))
+    assert result.failed == 0 and result.attempted > 0
+
+
+@pytest.mark.skipif(shutil.which("spin") is None, reason="Spin is not installed")
+@pytest.mark.parametrize("p,name", [("naive", "reorder"), ("recommended", "zombie"),
+                                    ("seed", "duplicate_call_id")])
+def test_spin_counts_the_states_our_engines_count_without_symmetry(p, name):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from promela import spin_run
+    system = replace(build(preset(p), instance(name)), symmetries=())
+    ours = explore(compile_system(system))
+    theirs = spin_run(system)
+    assert (theirs["states"], theirs["depth"]) == (ours.state_count, ours.depth)
+    assert theirs["transitions"] == ours.transitions + 1    # Spin counts entering the loop

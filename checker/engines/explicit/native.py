@@ -8,9 +8,11 @@ every shipped instance and compares them field by field). The C source comes fro
 compiler, written atomically (a temporary file renamed into place), so two processes
 can race. No new Python dependency: ctypes loads the library.
 
-`explore_any` is the one entry point callers use: the native engine when it is available,
-the Python engine otherwise (the result's `engine_note` then says why), or the engine
-asked for (argument, or the environment variable TOOLCOMMIT_ENGINE=python|native|auto).
+`explore_any` is the one entry point callers use. By default ('auto') an instance past
+`QUICK_STATES` states is explored natively, a smaller one by the Python engine (it is done
+before C could be generated and loaded); with no working C compiler the Python engine
+answers and the result's `engine_note` says why. An engine can be asked for by argument
+or by the environment variable TOOLCOMMIT_ENGINE=python|native|auto.
 """
 from __future__ import annotations
 
