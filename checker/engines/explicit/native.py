@@ -255,8 +255,8 @@ def _result(c: Compiled, lib, out: _Out, max_states: int, timeout: float, graph:
     complete = bool(out.complete)
     ex = NativeExploration(c, PackedStates(raw), parent, via, levels, complete,
                            "" if complete else _stop_reason(out.stop, max_states, timeout))
-    ex.settled_ids = _take(lib, out, "settled", out.nsettled, "I").tolist()
-    truncated = _take(lib, out, "truncated", out.ntruncated, "I").tolist()
+    ex.settled_ids = _take(lib, out, "settled", out.nsettled, "I")     # arrays, not lists:
+    truncated = _take(lib, out, "truncated", out.ntruncated, "I")      # 4 bytes an id
     ex.truncated, ex.truncated_ids = len(truncated), truncated
     if graph and complete:
         ex.edges = (_take(lib, out, "eoff", n + 1, "I"), _take(lib, out, "edst", out.nedges, "I"))
