@@ -203,14 +203,6 @@ def test_state_wider_than_128_bits_is_refused_with_the_reason(fresh):
                                           "native engine's 128")
 
 
-@pytest.mark.parametrize("module", ["codegen", "native_c"])
-def test_docstring_examples_run(module):
-    import doctest
-    import importlib
-    result = doctest.testmod(importlib.import_module(f"toolcommit.checker.engines.explicit.{module}"))
-    assert result.failed == 0 and result.attempted > 0
-
-
 @pytest.mark.skipif(shutil.which("spin") is None, reason="Spin is not installed")
 @pytest.mark.parametrize("p,name", [("naive", "reorder"), ("recommended", "zombie"),
                                     ("seed", "duplicate_call_id")])
