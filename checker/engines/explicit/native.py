@@ -61,7 +61,12 @@ _TICK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64, ctypes.
 
 
 class PackedStates:
-    """The explored states, 16 bytes each in BFS order: a read-only sequence of ints."""
+    """The explored states, 16 bytes each in BFS order: a read-only sequence of ints.
+
+    >>> s = PackedStates(b"".join(v.to_bytes(16, sys.byteorder) for v in (5, 1 << 100)))
+    >>> len(s), s[0], s[-1] == 1 << 100, list(s) == [5, 1 << 100]
+    (2, 5, True, True)
+    """
 
     def __init__(self, raw: bytes):
         self._raw = memoryview(raw)
