@@ -21,7 +21,8 @@ from toolcommit.checker.engines.trace import Counterexample, from_actions, verif
 from toolcommit.checker.engines.verdict import Status, Verdict
 
 from .codegen import Compiled, compile_system
-from .explore import Exploration, explore
+from .explore import Exploration
+from .native import explore_any
 
 
 @dataclass(frozen=True)
@@ -37,13 +38,14 @@ class Explicit:
 
     def explore(self, system: System, limits: Limits = Limits(), graph: bool = True,
                 progress: Optional[Progress] = None) -> tuple[Compiled, Exploration]:
-        """The compiled system and its exploration (for callers that read the graph)."""
+        """The compiled system and its exploration (for callers that read the graph), by
+        the native or the Python engine (`native.explore_any`: same result either way)."""
         c = compile_system(system)
         tick = None
         if progress is not None:
             def tick(info):
                 progress(Tick("bfs", info["states"], info["depth"], info["seconds"]))
-        return c, explore(c, limits.max_states, limits.timeout, graph=graph, progress=tick)
+        return c, explore_any(c, limits.max_states, limits.timeout, graph, tick)
 
     def run(self, system: System, props: Sequence[str], limits: Limits = Limits(),
             progress: Optional[Progress] = None) -> Result:
@@ -55,7 +57,7 @@ class Explicit:
 def stats_of(ex: Exploration) -> dict:
     return {"states": ex.state_count, "transitions": ex.transitions, "depth": ex.depth,
             "complete": ex.complete, "truncated": ex.truncated, "seconds": round(ex.seconds, 3),
-            "settled": len(ex.settled_ids)}
+            "settled": len(ex.settled_ids), **({"engine_note": ex.engine_note} if ex.engine_note else {})}
 
 
 def scope_of(ex: Exploration) -> Scope:

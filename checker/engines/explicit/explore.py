@@ -47,6 +47,8 @@ class Exploration:
     fired: dict = field(default_factory=dict)             # action name -> count
     seconds: float = 0.0
     peak_bytes: int = 0
+    engine: str = "python"          # which engine explored: python or native
+    engine_note: str = ""           # why not the native engine, when it was wanted
 
     @property
     def state_count(self) -> int:

@@ -1,0 +1,333 @@
+"""The native explicit engine: the model compiled to C, built once, run through ctypes.
+
+`explore_native` takes the same inputs as `explore` and returns a `NativeExploration`, an
+`Exploration` with the same fields and the same state ids (a test runs both engines on
+every shipped instance and compares them field by field). The C source comes from
+`native_c`; it is compiled with the machine's C compiler (`$CC`, else `cc`, `gcc` or
+`clang`) on first use into a cache directory keyed by the hash of the source and the
+compiler, written atomically (a temporary file renamed into place), so two processes
+can race. No new Python dependency: ctypes loads the library.
+
+`explore_any` is the one entry point callers use. By default ('auto') an instance past
+`QUICK_STATES` states is explored natively, a smaller one by the Python engine (it is done
+before C could be generated and loaded); with no working C compiler the Python engine
+answers and the result's `engine_note` says why. An engine can be asked for by argument
+or by the environment variable TOOLCOMMIT_ENGINE=python|native|auto.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from array import array
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+from toolcommit.model.errors import UsageError
+
+from toolcommit.checker.engines.explicit.codegen import Compiled
+from toolcommit.checker.engines.explicit.explore import Exploration, _fired_by_name, explore
+from toolcommit.checker.engines.explicit.native_c import c_source, refusal
+
+ENGINES = ("auto", "native", "python")
+FLAGS = ("-O1", "-shared", "-fPIC", "-w")   # -O2 runs no faster and compiles 2x slower
+ABI = 1
+QUICK_STATES = 10_000     # 'auto': instances this small stay with the Python engine
+_STOPS = {3: "interrupted", 5: "native engine capacity (2^32 states or edges) reached"}
+_loaded: dict[str, tuple] = {}    # cache key -> (library or None, why not)
+
+
+class _Out(ctypes.Structure):
+    _fields_ = ([(n, ctypes.c_uint64) for n in ("states", "explored", "transitions", "peak_bytes",
+                                               "memo_entries")]
+                + [(n, ctypes.c_int64) for n in ("deadlock", "stuck", "complete", "stop")]
+                + [("seconds", ctypes.c_double)]
+                + [(n, ctypes.c_uint64) for n in ("nlevels", "nsettled", "ntruncated", "nedges")]
+                + [(n, ctypes.c_void_p) for n in ("state", "parent", "via", "level_ends", "settled",
+                                                  "truncated", "eoff", "edst", "fired")]
+                + [("first_violation", ctypes.c_int64 * 64), ("first_witness", ctypes.c_int64 * 64)])
+
+
+_TICK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
+                         ctypes.c_double, ctypes.c_int)
+
+
+class PackedStates:
+    """The explored states, 16 bytes each in BFS order: a read-only sequence of ints.
+
+    >>> s = PackedStates(b"".join(v.to_bytes(16, sys.byteorder) for v in (5, 1 << 100)))
+    >>> len(s), s[0], s[-1] == 1 << 100, list(s) == [5, 1 << 100]
+    (2, 5, True, True)
+    """
+
+    def __init__(self, raw: bytes):
+        self._raw = memoryview(raw)
+
+    def __len__(self) -> int:
+        return len(self._raw) // 16
+
+    def __getitem__(self, i: int) -> int:
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("state id out of range")
+        return int.from_bytes(self._raw[16 * i:16 * i + 16], sys.byteorder)
+
+    def __iter__(self):
+        raw = self._raw
+        for i in range(0, len(raw), 16):
+            yield int.from_bytes(raw[i:i + 16], sys.byteorder)
+
+    def tobytes(self) -> bytes:
+        return self._raw.tobytes()
+
+
+@dataclass
+class NativeExploration(Exploration):
+    """An `Exploration` made by the native engine; `states` is a `PackedStates`."""
+
+    engine: str = "native"
+    memo_entries: int = 0      # distinct s & U seen by the symmetry memo
+
+
+# ----- building ---------------------------------------------------------------------------
+def cache_dir() -> Path:
+    """Where compiled engines live: $XDG_CACHE_HOME/toolcommit/native (~/.cache by default)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "toolcommit" / "native"
+
+
+def compiler() -> Optional[list[str]]:
+    """The C compiler command: $CC when set, else the first of cc, gcc, clang on PATH."""
+    cc = os.environ.get("CC", "").strip()
+    if cc:
+        return shlex.split(cc)
+    for name in ("cc", "gcc", "clang"):
+        path = shutil.which(name)
+        if path:
+            return [path]
+    return None
+
+
+def library(c: Compiled) -> tuple[Optional[ctypes.CDLL], str]:
+    """The loaded native engine for `c`, or (None, why it is unavailable)."""
+    why = refusal(c)
+    if why:
+        return None, why
+    cc = compiler()
+    if cc is None:
+        return None, "no C compiler (set CC or install cc)"
+    source = c.__dict__.get("c_source") or c_source(c)
+    c.c_source = source
+    key = hashlib.sha256("\0".join([source, *cc, *FLAGS, platform.machine(), str(ABI)])
+                         .encode()).hexdigest()[:32]
+    if key not in _loaded:
+        _loaded[key] = _build_and_load(key, source, cc)
+    return _loaded[key]
+
+
+def _build_and_load(key: str, source: str, cc: list[str]) -> tuple[Optional[ctypes.CDLL], str]:
+    folder = cache_dir()
+    target = folder / f"engine-{key}.so"
+    if not target.exists():
+        why = _compile(folder, target, source, cc)
+        if why:
+            return None, why
+    try:
+        lib = ctypes.CDLL(str(target))
+        if lib.tc_abi() != ABI:
+            return None, f"{target} is from another version of the engine"
+    except (OSError, AttributeError) as e:
+        return None, f"cannot load {target}: {e}"
+    lib.tc_explore.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_double,
+                               ctypes.c_int, _TICK, ctypes.POINTER(_Out)]
+    lib.tc_explore.restype = ctypes.c_int
+    lib.tc_free.argtypes = [ctypes.c_void_p]
+    lib.tc_free.restype = None
+    return lib, ""
+
+
+def _compile(folder: Path, target: Path, source: str, cc: list[str]) -> str:
+    """Compile `source` into `target` atomically; '' on success, else why not."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, src = tempfile.mkstemp(dir=folder, prefix=".engine-", suffix=".c")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(source)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".engine-", suffix=".so")
+        os.close(fd)
+    except OSError as e:
+        return f"cannot write the cache directory {folder}: {e.strerror or e}"
+    try:
+        done = subprocess.run([*cc, *FLAGS, "-o", tmp, src], capture_output=True, text=True,
+                              timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        _unlink(src, tmp)
+        return f"C compiler {cc[0]} did not run: {e}"
+    if done.returncode != 0:
+        _unlink(src, tmp)
+        first = (done.stderr.strip().splitlines() or ["no message"])[0][:200]
+        return f"C compiler {cc[0]} failed (exit {done.returncode}): {first}"
+    os.replace(tmp, target)                       # atomic: a reader sees all or nothing
+    os.replace(src, target.with_suffix(".c"))     # kept beside it, for reading
+    return ""
+
+
+def _unlink(*paths: str) -> None:
+    for p in paths:
+        try:
+            os.unlink(p)
+        except OSError:
+            pass
+
+
+# ----- running ----------------------------------------------------------------------------
+def explore_native(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool = True,
+                   progress: Optional[Callable[[dict], None]] = None, measure_memory: bool = False,
+                   lib: Optional[ctypes.CDLL] = None) -> NativeExploration:
+    """`explore` run natively; the same result, state for state.
+
+    Raises UsageError when the native engine is unavailable (see `library`), MemoryError
+    when the search runs out of memory, and re-raises an exception (KeyboardInterrupt)
+    raised while it ran.
+    """
+    if lib is None:
+        lib, why = library(c)
+        if lib is None:
+            raise UsageError(f"native engine unavailable: {why}")
+    raised: list = []
+
+    def tick(states, explored, depth, seconds, report):
+        try:
+            if report and progress is not None:
+                progress({"states": states, "explored": explored, "depth": depth, "seconds": seconds})
+        except BaseException as e:   # noqa: B036 - handed back to the caller after the search
+            raised.append(e)
+            return 1
+        return 0
+
+    out = _Out()
+    t0 = time.perf_counter()
+    mask = (1 << 64) - 1
+    rc = lib.tc_explore(c.init & mask, c.init >> 64, max_states, float(timeout), int(graph),
+                        _TICK(tick), ctypes.byref(out))
+    try:
+        if raised:
+            raise raised[0]
+        if rc != 0:
+            raise MemoryError(f"native engine ran out of memory after {out.states:,} states")
+        return _result(c, lib, out, max_states, timeout, graph, measure_memory,
+                       time.perf_counter() - t0)
+    finally:
+        for name in ("state", "parent", "via", "level_ends", "settled", "truncated", "eoff",
+                     "edst", "fired"):
+            _release(lib, out, name)
+
+
+def _take(lib, out: _Out, name: str, count: int, code: str):
+    """Copy C array `name` (`count` items of array typecode `code`) and free it."""
+    a = array(code)
+    ptr = getattr(out, name)
+    if ptr and count:
+        a.frombytes(memoryview((ctypes.c_char * (count * a.itemsize)).from_address(ptr)))
+    _release(lib, out, name)
+    return a
+
+
+def _release(lib, out: _Out, name: str) -> None:
+    ptr = getattr(out, name)
+    if ptr:
+        lib.tc_free(ptr)
+        setattr(out, name, None)
+
+
+def _result(c: Compiled, lib, out: _Out, max_states: int, timeout: float, graph: bool,
+            measure_memory: bool, seconds: float) -> NativeExploration:
+    n = out.states
+    raw = ctypes.string_at(out.state, 16 * n) if n else b""
+    _release(lib, out, "state")
+    parent, via = _take(lib, out, "parent", n, "I"), _take(lib, out, "via", n, "i")
+    levels = list(_take(lib, out, "level_ends", out.nlevels, "I"))
+    complete = bool(out.complete)
+    ex = NativeExploration(c, PackedStates(raw), parent, via, levels, complete,
+                           "" if complete else _stop_reason(out.stop, max_states, timeout))
+    ex.settled_ids = _take(lib, out, "settled", out.nsettled, "I")     # arrays, not lists:
+    truncated = _take(lib, out, "truncated", out.ntruncated, "I")      # 4 bytes an id
+    ex.truncated, ex.truncated_ids = len(truncated), truncated
+    if graph and complete:
+        ex.edges = (_take(lib, out, "eoff", n + 1, "I"), _take(lib, out, "edst", out.nedges, "I"))
+        ex.stuck = None if out.stuck < 0 else out.stuck
+    fired = _take(lib, out, "fired", len(c.system.actions), "Q")
+    ex.fired = _fired_by_name(c, list(fired))
+    ex.first_violation = _firsts(out.first_violation, c.invariant_names)
+    ex.first_witness = _firsts(out.first_witness, c.witness_names)
+    ex.deadlock = None if out.deadlock < 0 else out.deadlock
+    ex.transitions, ex.seconds, ex.memo_entries = out.transitions, seconds, out.memo_entries
+    if measure_memory:
+        ex.peak_bytes = out.peak_bytes
+    return ex
+
+
+def _firsts(found, names) -> dict:
+    """{name: state id} in the Python engine's order: by state id, then by bit."""
+    hits = sorted((found[b], b) for b in range(len(names)) if found[b] >= 0)
+    return {names[b]: sid for sid, b in hits}
+
+
+def _stop_reason(stop: int, max_states: int, timeout: float) -> str:
+    if stop == 1:
+        return f"state limit {max_states} reached"
+    if stop == 2:
+        return f"time limit {timeout:g}s reached"
+    return _STOPS.get(stop, f"stopped ({stop})")
+
+
+# ----- choosing ---------------------------------------------------------------------------
+def engine_choice(engine: Optional[str] = None) -> str:
+    """`engine`, else $TOOLCOMMIT_ENGINE, else 'auto'; UsageError for anything else."""
+    want = (engine or os.environ.get("TOOLCOMMIT_ENGINE") or "auto").strip().lower()
+    if want not in ENGINES:
+        raise UsageError(f"unknown explicit engine {want!r} (TOOLCOMMIT_ENGINE or engine=); "
+                         f"valid: {', '.join(ENGINES)}")
+    return want
+
+
+def explore_any(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool = True,
+                progress: Optional[Callable[[dict], None]] = None,
+                engine: Optional[str] = None) -> Exploration:
+    """Explore `c` with the engine chosen by `engine_choice`; the same result either way.
+
+    'native' runs the native engine (UsageError when it cannot be built); 'python' the
+    Python engine. 'auto' (the default) lets the Python engine try first with a budget of
+    `QUICK_STATES` states: most instances (every failure class) finish within it in
+    milliseconds, less than generating, compiling or even loading C would take. A larger
+    instance starts over natively; when the native engine cannot be built, the Python
+    engine goes on and the result's `engine_note` says why.
+    """
+    want = engine_choice(engine)
+    if want == "python":
+        return explore(c, max_states, timeout, graph=graph, progress=progress)
+    if want == "auto":
+        budget = min(max_states or QUICK_STATES, QUICK_STATES)
+        ex = explore(c, budget, timeout, graph=graph, progress=progress)
+        if ex.complete or budget == max_states or not ex.stop_reason.startswith("state limit"):
+            return ex
+        timeout = max(timeout - ex.seconds, 1e-3) if timeout else 0.0
+    lib, why = library(c)
+    if lib is not None:
+        return explore_native(c, max_states, timeout, graph, progress, lib=lib)
+    if want == "native":
+        raise UsageError(f"native engine unavailable: {why}; unset TOOLCOMMIT_ENGINE "
+                         "to use the Python engine")
+    ex = explore(c, max_states, timeout, graph=graph, progress=progress)
+    ex.engine_note = f"native engine unavailable: {why}; Python engine used"
+    return ex

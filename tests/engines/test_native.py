@@ -1,0 +1,216 @@
+"""The native engine against its oracle, the Python engine: on every shipped instance the
+two give the same exploration state for state, and the same verdicts and counterexamples."""
+import shutil
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from toolcommit.checker.engines.explicit import native
+from toolcommit.checker.engines.explicit.codegen import compile_system
+from toolcommit.checker.engines.explicit.explore import explore
+from toolcommit.checker.engines.explicit.native import explore_native
+from toolcommit.checker.engines.base import Limits
+from toolcommit.checker.verify.check import check_instance, run_instance
+from toolcommit.checker.verify.hyper import check_p5, personalities, personality_instance
+from toolcommit.checker.verify.suite import suite_names
+from toolcommit.model.errors import UsageError
+from toolcommit.model.instance import instance
+from toolcommit.model.knobs import PRESETS, preset
+from toolcommit.model.semantics import build
+
+BIG = {("naive", "default"), ("seed", "default")}    # 1.4M and 0.5M states: slow in Python
+W4 = {"workers": 4, "crashes": 3, "max_fence": 5, "delays": 3, "ack_losses": 3, "lease_expiries": 3}
+
+needs_cc = pytest.mark.skipif(native.compiler() is None, reason="no C compiler on this machine")
+
+
+def _param(p, name, *rest):
+    marks = [pytest.mark.slow] if (p, name) in BIG else []
+    return pytest.param(p, name, *rest, marks=marks, id="-".join(map(str, (p, name, *rest))))
+
+
+def _shipped():
+    for p in PRESETS:
+        for name in suite_names():
+            for wipe in (False, True):
+                yield _param(p, name, wipe)
+
+
+def assert_same_exploration(py, nat):
+    """Every field of two explorations, state ids included, except timings."""
+    assert nat.state_count == py.state_count
+    assert nat.states.tobytes() == b"".join(s.to_bytes(16, "little") for s in py.states)
+    assert list(nat.parent) == list(py.parent) and list(nat.via) == list(py.via)
+    assert nat.level_ends == py.level_ends and nat.depth == py.depth
+    assert list(nat.first_violation.items()) == list(py.first_violation.items())
+    assert list(nat.first_witness.items()) == list(py.first_witness.items())
+    assert (nat.deadlock, nat.stuck) == (py.deadlock, py.stuck)
+    assert list(nat.settled_ids) == list(py.settled_ids)
+    assert (nat.truncated, list(nat.truncated_ids)) == (py.truncated, list(py.truncated_ids))
+    assert nat.transitions == py.transitions and nat.fired == py.fired
+    assert (nat.complete, nat.stop_reason) == (py.complete, py.stop_reason)
+    assert (nat.edges is None) == (py.edges is None)
+    if py.edges is not None:
+        assert [list(a) for a in nat.edges] == [list(a) for a in py.edges]
+
+
+@needs_cc
+@pytest.mark.parametrize("p,name,wipe", list(_shipped()))
+def test_native_and_python_engines_explore_every_shipped_instance_identically(p, name, wipe):
+    c = compile_system(build(preset(p), instance(name), wipe=wipe))
+    assert_same_exploration(explore(c), explore_native(c))
+
+
+@needs_cc
+@pytest.mark.parametrize("p", PRESETS)
+def test_native_and_python_engines_explore_every_personality_identically(p):
+    for name in personalities()[1]:
+        c = compile_system(build(preset(p), personality_instance(name)))
+        for graph in (False, True):
+            assert_same_exploration(explore(c, graph=graph), explore_native(c, graph=graph))
+
+
+@needs_cc
+def test_native_engine_reproduces_an_incomplete_search_at_the_same_state_limit():
+    c = compile_system(build(preset("naive"), instance("default")))
+    py, nat = explore(c, max_states=5000), explore_native(c, max_states=5000)
+    assert not nat.complete and nat.stop_reason == "state limit 5000 reached"
+    assert_same_exploration(py, nat)
+
+
+@needs_cc
+@pytest.mark.slow
+def test_native_engine_explores_four_workers_as_the_python_engine_does():
+    c = compile_system(build(preset("recommended"), instance("default").with_bounds(W4)))
+    assert_same_exploration(explore(c), explore_native(c))
+
+
+def _verdict_runs():
+    for p in PRESETS:
+        for name in suite_names():
+            yield _param(p, name)
+
+
+@needs_cc
+@pytest.mark.parametrize("p,name", list(_verdict_runs()))
+def test_both_engines_give_the_same_verdicts_and_counterexamples(monkeypatch, p, name):
+    results = {}
+    for engine in ("python", "native"):
+        monkeypatch.setenv("TOOLCOMMIT_ENGINE", engine)
+        r = check_instance(preset(p), instance(name))
+        results[engine] = (r.verdicts, {k: v for k, v in r.stats.items() if k != "seconds"},
+                           r.coverage, r.witnesses)
+    assert results["native"] == results["python"]
+
+
+@needs_cc
+@pytest.mark.parametrize("p", PRESETS)
+def test_both_engines_give_the_same_p5_verdict(monkeypatch, p):
+    verdicts = {}
+    for engine in ("python", "native"):
+        monkeypatch.setenv("TOOLCOMMIT_ENGINE", engine)
+        verdicts[engine] = check_p5(preset(p))
+    assert verdicts["native"] == verdicts["python"]
+
+
+def test_symmetry_memo_gives_the_canonical_states_of_the_plain_canonicalization():
+    c = compile_system(build(preset("naive"), instance("zombie")))
+    plain = replace(c, canon=c.canon.raw)
+    assert explore(c).states == explore(plain).states
+    assert 0 < len(c.canon.memo) < explore(c).state_count
+
+
+# ----- choosing the engine, and falling back -------------------------------------------------
+@pytest.fixture
+def fresh(monkeypatch, tmp_path):
+    """An empty cache directory and no library loaded yet in this process."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(native, "_loaded", {})
+    monkeypatch.delenv("TOOLCOMMIT_ENGINE", raising=False)
+    return tmp_path
+
+
+def _recommended_default(**kw):
+    return run_instance(preset("recommended"), instance("default"), Limits(), **kw)
+
+
+def test_failing_c_compiler_leaves_the_answer_to_the_python_engine_which_says_so(fresh, monkeypatch):
+    monkeypatch.setenv("CC", "/bin/false")
+    c, ex = _recommended_default()
+    assert ex.engine == "python" and ex.complete
+    assert ex.engine_note.startswith("native engine unavailable: C compiler /bin/false failed")
+    assert ex.engine_note.endswith("; Python engine used")
+    assert list(fresh.rglob("*.so")) == [] and list(fresh.rglob(".engine-*")) == []
+
+
+def test_no_c_compiler_on_path_leaves_the_answer_to_the_python_engine(fresh, monkeypatch):
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setenv("PATH", str(fresh))
+    _, ex = _recommended_default()
+    assert ex.engine == "python"
+    assert ex.engine_note == ("native engine unavailable: no C compiler (set CC or install cc); "
+                              "Python engine used")
+
+
+def test_engine_note_reaches_the_instance_statistics(fresh, monkeypatch):
+    monkeypatch.setenv("CC", "/bin/false")
+    r = check_instance(preset("recommended"), instance("default"), ["I1"])
+    assert r.stats["engine_note"].startswith("native engine unavailable")
+
+
+def test_forcing_the_native_engine_without_a_compiler_is_a_usage_error(fresh, monkeypatch):
+    monkeypatch.setenv("CC", "/bin/false")
+    monkeypatch.setenv("TOOLCOMMIT_ENGINE", "native")
+    with pytest.raises(UsageError, match="native engine unavailable"):
+        _recommended_default()
+
+
+def test_unknown_engine_name_is_a_usage_error(fresh, monkeypatch):
+    monkeypatch.setenv("TOOLCOMMIT_ENGINE", "spin")
+    with pytest.raises(UsageError, match="valid: auto, native, python"):
+        _recommended_default()
+
+
+@needs_cc
+def test_small_instances_stay_with_the_python_engine_and_large_ones_go_native(fresh):
+    _, small = run_instance(preset("recommended"), instance("ack_loss"), Limits())
+    _, large = _recommended_default()
+    assert (small.engine, small.engine_note) == ("python", "")
+    assert (large.engine, large.engine_note) == ("native", "")
+    assert large.state_count > native.QUICK_STATES
+
+
+@needs_cc
+def test_compiled_engine_is_cached_by_source_hash_and_reused(fresh, monkeypatch):
+    c = compile_system(build(preset("recommended"), instance("ack_loss")))
+    lib, why = native.library(c)
+    assert lib is not None and why == ""
+    built = sorted(fresh.rglob("engine-*"))
+    assert [p.suffix for p in built] == [".c", ".so"]
+    stamp = built[1].stat().st_mtime_ns
+    monkeypatch.setattr(native, "_loaded", {})
+    assert native.library(compile_system(build(preset("recommended"), instance("ack_loss"))))[0]
+    assert sorted(p for p in fresh.rglob("*") if p.is_file()) == built   # no rebuild, no temp
+    assert built[1].stat().st_mtime_ns == stamp
+
+
+def test_state_wider_than_128_bits_is_refused_with_the_reason(fresh):
+    c = compile_system(build(preset("recommended"), instance("ack_loss")))
+    wide = replace(c, widths={**c.widths, next(iter(c.widths)): 200})
+    assert native.library(wide) == (None, f"the state needs {wide.bits} bits, more than the "
+                                          "native engine's 128")
+
+
+@pytest.mark.skipif(shutil.which("spin") is None, reason="Spin is not installed")
+@pytest.mark.parametrize("p,name", [("naive", "reorder"), ("recommended", "zombie"),
+                                    ("seed", "duplicate_call_id")])
+def test_spin_counts_the_states_our_engines_count_without_symmetry(p, name):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from promela import spin_run
+    system = replace(build(preset(p), instance(name)), symmetries=())
+    ours = explore(compile_system(system))
+    theirs = spin_run(system)
+    assert (theirs["states"], theirs["depth"]) == (ours.state_count, ours.depth)
+    assert theirs["transitions"] == ours.transitions + 1    # Spin counts entering the loop
