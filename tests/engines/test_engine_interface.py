@@ -6,6 +6,7 @@ import pytest
 
 from toolcommit.checker.cli import main
 from toolcommit.checker.engines.base import Limits, Result, Tick
+from toolcommit.checker.engines.explicit.engine import Explicit
 from toolcommit.checker.engines.portfolio import for_ask, for_check, for_prove
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.model.errors import UsageError
@@ -82,3 +83,15 @@ def test_the_portfolio_says_when_a_later_engine_answered():
     assert "smt judged I1 after explicit stopped at a limit" in r.note
     r = for_ask(bmc_depth=3, fallback=False).run(system, ["I1"], Limits(max_states=50))
     assert r.verdicts[0].status is Status.UNKNOWN and r.note == ""
+
+
+def test_a_state_limit_is_honoured_to_within_one_states_successors():
+    system = build(preset("recommended"), instance("default"))
+    for engine in ("python", "native"):
+        import os
+        os.environ["TOOLCOMMIT_ENGINE"] = engine
+        try:
+            r = Explicit().run(system, ["I1"], Limits(max_states=100))
+        finally:
+            del os.environ["TOOLCOMMIT_ENGINE"]
+        assert 100 <= r.stats["states"] <= 130 and r.verdicts[0].status is Status.UNKNOWN

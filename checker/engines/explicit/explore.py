@@ -145,16 +145,17 @@ def explore(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool 
             eoff.append(len(edst))
         transitions += len(moves)
         head += 1
+        if max_states and len(states) >= max_states and head < len(states):
+            complete, reason = False, f"state limit {max_states} reached"
+            break   # checked every state: the limit is overshot by one state's successors at most
         if (head & 1023) == 0:
             now = time.perf_counter()
             if progress is not None and now >= next_tick:
                 next_tick = now + 1.0
                 progress({"states": len(states), "explored": head, "depth": len(level_ends),
                           "seconds": now - t0})
-            if (max_states and len(states) >= max_states) or (timeout and now - t0 >= timeout):
-                complete = False
-                reason = (f"state limit {max_states} reached" if max_states and len(states) >= max_states
-                          else f"time limit {timeout:g}s reached")
+            if timeout and now - t0 >= timeout:
+                complete, reason = False, f"time limit {timeout:g}s reached"
                 break
     level_ends.append(len(states) if complete else head)
     ex = Exploration(c, states, parent, via, level_ends, complete, reason)

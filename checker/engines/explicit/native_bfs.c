@@ -276,6 +276,9 @@ int tc_explore(uint64_t init_lo, uint64_t init_hi, uint64_t max_states, double t
         }
         out->transitions += (uint64_t)nmoves;
         head++;
+        if (max_states && states.n >= max_states && head < states.n) {
+            out->stop = STOP_STATES; out->complete = 0; break;   /* checked every state */
+        }
         if ((head & 1023) == 0) {
             double now = now_s();
             if (tick && (now >= next_poll || now >= next_tick)) {
@@ -286,8 +289,8 @@ int tc_explore(uint64_t init_lo, uint64_t init_hi, uint64_t max_states, double t
                     out->stop = STOP_CALLBACK; out->complete = 0; break;
                 }
             }
-            if ((max_states && states.n >= max_states) || (timeout > 0 && now - t0 >= timeout)) {
-                out->stop = (max_states && states.n >= max_states) ? STOP_STATES : STOP_TIME;
+            if (timeout > 0 && now - t0 >= timeout) {
+                out->stop = STOP_TIME;
                 out->complete = 0;
                 break;
             }
