@@ -155,14 +155,22 @@ def verified(system: System, cx: Counterexample) -> Counterexample:
     return cx
 
 
-def replay_program(config_label: str, instance_name: str, steps, wipe: bool = False) -> dict:
-    """Run `steps` ([(action, params), ...]) from the initial state of the named model and
-    return the final state; raises InternalError if a step is not enabled. This is what a
-    counterexample printed with `--format python` calls."""
+def replay_program(config_label: str, instance_name: str, steps, wipe: bool = False,
+                   bounds: Optional[Mapping[str, int]] = None) -> dict:
+    """Run `steps` ([(action, params), ...]) from the initial state of the named model (the
+    instance with `bounds`, when given) and return the final state; raises InternalError if
+    a step is not enabled. This is what a counterexample printed with `--format python` calls."""
     from toolcommit.model.instance import instance
     from toolcommit.model.knobs import from_label
     from toolcommit.model.semantics import build
-    system = build(from_label(config_label), instance(instance_name), wipe=wipe)
+    if "/" in instance_name:   # a model personality of P5: "<base>/<personality>"
+        from toolcommit.checker.verify.hyper import personality_instance
+        inst = personality_instance(instance_name.split("/", 1)[1])
+    else:
+        inst = instance(instance_name)
+    if bounds is not None:
+        inst = inst.with_bounds(dict(bounds))
+    system = build(from_label(config_label), inst, wipe=wipe)
     cx = from_actions(system, [find_action(system, a, p) for a, p in steps], "replay", "program")
     last = cx.steps[-1].state
     return {"state": dict(last), "violated": system.violated(last),

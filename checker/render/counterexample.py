@@ -258,5 +258,6 @@ def render_python(cx: Counterexample) -> str:
             f'    """{cx.property} on {cx.instance} under {cx.config}: {cx.length} steps '
             f'({cx.engine} engine)."""\n'
             "    from toolcommit.checker.engines.trace import replay_program\n"
-            f"    run = replay_program({cx.config!r}, {cx.instance!r}, [\n{steps}    ]{wipe})\n"
+            f"    run = replay_program({cx.config!r}, {cx.instance!r}, [\n{steps}    ]{wipe},\n"
+            f"                         bounds={dict(cx.bounds)!r})\n"
             + check)

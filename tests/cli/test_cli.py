@@ -107,3 +107,19 @@ def test_python_format_prints_tests_that_replay_and_pass(capsys):
     assert len(tests) >= 10
     for t in tests:
         t()
+
+
+@pytest.mark.parametrize("args", [
+    ["--preset", "naive", "--bounds", "workers=2,ack_losses=2", "--instance", "reorder",
+     "--instance", "ack_loss"],
+    ["--preset", "seed", "--bounds", "crashes=1", "--instance", "duplicate_call_id"],
+])
+def test_python_format_carries_the_bounds_so_printed_tests_pass(args, capsys):
+    """Issue 9 item 3: the printed replay dropped --bounds, so its tests failed."""
+    assert main(["check", *args, "--format", "python"]) == 1
+    namespace: dict = {}
+    exec(compile(capsys.readouterr().out, "<printed counterexamples>", "exec"), namespace)
+    tests = [f for name, f in namespace.items() if name.startswith("test_")]
+    assert tests
+    for t in tests:
+        t()
