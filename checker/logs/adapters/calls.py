@@ -114,11 +114,12 @@ def to_log(calls: Iterable[Call]) -> list[Placed]:
                 move(c, "DISPATCHED", "UNKNOWN", c.loc,
                      "an earlier attempt never ended; this one cannot know its outcome")
             move(c, state[key], "DISPATCHED", c.loc, "attempt under the same call id")
+        end = c.end_loc if c.end_loc[1] else c.loc
         if c.outcome == OK:
-            move(c, "DISPATCHED", "ACKED", c.end_loc or c.loc)
+            move(c, "DISPATCHED", "ACKED", end)
             open_writers.pop(c.writer, None)
         elif c.outcome == ERROR:
-            move(c, "DISPATCHED", "UNKNOWN", c.end_loc or c.loc, c.error or "the call failed")
+            move(c, "DISPATCHED", "UNKNOWN", end, c.error or "the call failed")
             open_writers.pop(c.writer, None)
         else:
             open_writers[c.writer] = c.loc
