@@ -118,6 +118,15 @@ def _csv_rows(text: str):
         yield {k: v for k, v in row.items() if k and v not in (None, "")}
 
 
+def _line(lines: Lines, rec, at: int) -> int:
+    """The line of a record inside a document: where its id is written, else the
+    document's first line."""
+    rid = rec.get("id") if isinstance(rec, dict) else None
+    if isinstance(rid, dict):                # a DynamoDB descriptor
+        rid = _dynamo(rid)
+    return lines.of(json.dumps(rid), at) if isinstance(rid, str) else lines.at(at)
+
+
 def read(paths, first_index: int = 0) -> list[Entry]:
     """The effects in ledger files `paths` (file indexes from `first_index`), one per API
     request (Stripe) or record; `InputError` on an unusable line."""
@@ -128,7 +137,8 @@ def read(paths, first_index: int = 0) -> list[Entry]:
             recs = [(r, n) for n, r in enumerate(_csv_rows(text), 2)]
         else:
             lines = Lines(text)
-            recs = [(r, lines.at(at)) for v, at in documents(text, path) for r in _items(v)]
+            recs = [(r, _line(lines, r, at)) for v, at in documents(text, path)
+                    for r in _items(v)]
         seen_requests: set = set()
         for rec, line in recs:
             if not isinstance(rec, dict):
