@@ -5,6 +5,7 @@ report followed by what the source let it judge, property by property, and notes
 """
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 
@@ -74,10 +75,9 @@ def render(tr, fmt: str, code: int) -> str:
 
 
 def _plain(report, fmt: str, code: int) -> str:
-    try:
-        return RENDERERS[fmt](report, code)
-    except TypeError:                      # renderers that take the report only
-        return RENDERERS[fmt](report)
+    fn = RENDERERS[fmt]
+    takes_code = len(inspect.signature(fn).parameters) > 1
+    return fn(report, code) if takes_code else fn(report)
 
 
 def refuse_without_source(args) -> None:

@@ -64,10 +64,3 @@ def test_seq_numbers_increase_per_writer():
         seqs = [e["seq"] for e in evs if e["writer"] == w]
         assert seqs == list(range(1, len(seqs) + 1))
 
-
-def test_docstring_examples_run():
-    import doctest
-    from toolcommit.checker.logs.adapters import capability, rules
-    for module in (rules, capability):
-        result = doctest.testmod(module)
-        assert result.failed == 0 and result.attempted > 0

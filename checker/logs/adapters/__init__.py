@@ -9,7 +9,7 @@ The report says, property by property, what the source let it judge
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from toolcommit.model.errors import InputError, UsageError
@@ -41,9 +41,8 @@ def _apply(rules: Rules, found: list[_calls.Call]) -> tuple[list[_calls.Call], l
         if not rules.is_effectful(c.tool):
             other[c.tool] = other.get(c.tool, 0) + 1
             continue
-        c.scope = scope_of(c.view, c.scope)
-        c.idempotency_key = rules.idempotency_key_of(c.view)
-        kept.append(c)
+        kept.append(replace(c, scope=scope_of(c.view, c.scope),
+                            idempotency_key=rules.idempotency_key_of(c.view)))
     notes = []
     if rules.effectful is None:
         notes.append("every tool was read as effectful (--effectful not given)")

@@ -100,7 +100,12 @@ class Rules:
             fn = _function(self.scope)
 
             def by_function(view, default):
-                got = fn(view)
+                try:
+                    got = fn(view)
+                except Exception as e:
+                    raise UsageError(f"--scope {self.scope}: the function raised {e!r} on the "
+                                     f"call {view.get('call_id')} of tool {view.get('tool')}; "
+                                     "it is called with the call's view (a dict)") from None
                 return default if got is None else as_text(got)
             return by_function
         path = self.scope
