@@ -168,9 +168,13 @@ class Joined:
 
 def join(entries: list[Entry], calls: list[Call], names: list[str]) -> Joined:
     """Attach each effect to a call (see the module docstring); `names` are display names
-    by file index. Pure."""
+    by file index. Pure.
+
+    An effect joined by canonical intent names the key of its intent's calls when they all
+    share one (then a second effect is also a second effect for that key: P1); when the
+    intent's calls have several keys it is the intent's alone, under its ledger line."""
     by_key: dict[str, Call] = {}
-    by_intent: dict[str, Call] = {}
+    keys_of: dict[str, set] = {}
     by_tool_args: dict[str, set] = {}
     for c in calls:
         for k in (c.idempotency_key, c.call_id):
@@ -179,7 +183,7 @@ def join(entries: list[Entry], calls: list[Call], names: list[str]) -> Joined:
         if c.args is not None:
             d = _digest(c.tool, c.args, c.scope)
             if d:
-                by_intent.setdefault(d, c)
+                keys_of.setdefault(d, set()).add(c.key)
             d0 = _digest(c.tool, c.args, "")
             if d0:
                 by_tool_args.setdefault(d0, set()).add(c.scope)
@@ -189,29 +193,11 @@ def join(entries: list[Entry], calls: list[Call], names: list[str]) -> Joined:
         if e.status == "INPROGRESS":
             pending.append(e.idempotency_key)
             continue
-        c = by_key.get(e.idempotency_key or "")
-        if c is None and e.source == "powertools" and "#" in (e.idempotency_key or ""):
-            c = by_key.get(e.idempotency_key.rsplit("#", 1)[1])
-        writer = "ledger:" + os.path.basename(names[e.file_index])
-        ev = {"type": "effect", "writer": writer, "kind": e.kind}
-        if c is not None:
-            ev.update(key=c.key, tool=c.tool, args=log_args(c), scope=c.scope)
-        elif e.tool and e.args is not None:
-            scope = e.scope
-            if scope is None:
-                scopes = by_tool_args.get(_digest(e.tool, e.args, "") or "", set())
-                scope = next(iter(scopes)) if len(scopes) == 1 else None
-            if scope is None or _digest(e.tool, e.args, scope) not in by_intent:
-                unjoined += 1
-                continue
-            ev.update(tool=e.tool, args=e.args, scope=scope)
-        else:
+        ev = _joined(e, by_key, keys_of, by_tool_args, names)
+        if ev is None:
             unjoined += 1
             continue
-        ev["idempotency_key"] = e.idempotency_key or f"ledger:{names[e.file_index]}:{e.line}"
-        if e.effect_id:
-            ev["effect_id"] = str(e.effect_id)
-        seq[writer] = ev["seq"] = seq.get(writer, 0) + 1
+        seq[ev["writer"]] = ev["seq"] = seq.get(ev["writer"], 0) + 1
         effects.append(Placed(ev, e.file_index, e.line))
     if unjoined:
         notes.append(f"{unjoined} ledger effect(s) join no call of this trace (by "
@@ -220,3 +206,31 @@ def join(entries: list[Entry], calls: list[Call], names: list[str]) -> Joined:
         notes.append(f"{len(pending)} idempotency record(s) still INPROGRESS (outcome not "
                      f"known): {', '.join(map(str, pending[:5]))}")
     return Joined(effects, notes)
+
+
+def _joined(e: Entry, by_key, keys_of, by_tool_args, names) -> Optional[dict]:
+    """The effect event of one ledger entry, or None when it joins no call."""
+    c = by_key.get(e.idempotency_key or "")
+    if c is None and e.source == "powertools" and "#" in (e.idempotency_key or ""):
+        c = by_key.get(e.idempotency_key.rsplit("#", 1)[1])
+    name = os.path.basename(names[e.file_index])
+    ev = {"type": "effect", "writer": "ledger:" + name, "kind": e.kind}
+    if c is not None:
+        ev.update(key=c.key, tool=c.tool, args=log_args(c), scope=c.scope)
+    elif e.tool and e.args is not None:
+        scope = e.scope
+        if scope is None:
+            scopes = by_tool_args.get(_digest(e.tool, e.args, "") or "", set())
+            scope = next(iter(scopes)) if len(scopes) == 1 else None
+        keys = keys_of.get(_digest(e.tool, e.args, scope) or "") if scope is not None else None
+        if not keys:
+            return None
+        ev.update(tool=e.tool, args=e.args, scope=scope)
+        if len(keys) == 1:
+            ev["key"] = next(iter(keys))
+    else:
+        return None
+    ev["idempotency_key"] = e.idempotency_key or ev.get("key") or f"{name}:{e.line}"
+    if e.effect_id:
+        ev["effect_id"] = str(e.effect_id)
+    return ev
