@@ -64,3 +64,32 @@ def test_seq_numbers_increase_per_writer():
         seqs = [e["seq"] for e in evs if e["writer"] == w]
         assert seqs == list(range(1, len(seqs) + 1))
 
+
+
+def test_a_pydantic_ai_call_rejected_before_the_tool_ran_is_not_a_dispatch():
+    from toolcommit.checker.logs.adapters.otel import _console_span, to_call
+    span = _console_span({"name": "execute_tool refund", "context": {"span_id": "0x1"},
+                          "status": {"status_code": "ERROR"},
+                          "attributes": {"gen_ai.operation.name": "execute_tool",
+                                         "gen_ai.tool.name": "refund",
+                                         "gen_ai.tool.call.id": "c1",
+                                         "pydantic_ai.tool.failure_stage": "validation"}})
+    skipped = []
+    assert to_call(span, 0, 1, skipped) is None
+    assert skipped == ["refund call c1: rejected before the tool ran "
+                       "(pydantic_ai.tool.failure_stage=validation)"]
+
+
+def test_structured_arguments_and_error_type_are_read_from_otlp():
+    from toolcommit.checker.logs.adapters.otel import spans, to_call
+    doc = {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"spans": [{
+        "traceId": "t", "spanId": "s", "name": "execute_tool refund",
+        "startTimeUnixNano": "5", "status": {"code": "STATUS_CODE_ERROR"},
+        "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                       {"key": "gen_ai.tool.call.id", "value": {"stringValue": "c9"}},
+                       {"key": "error.type", "value": {"stringValue": "timeout"}},
+                       {"key": "gen_ai.tool.call.arguments", "value": {"kvlistValue": {
+                           "values": [{"key": "amount", "value": {"intValue": "20"}}]}}}]}]}]}]}
+    c = to_call(next(spans(doc)), 0, 1, [])
+    assert (c.tool, c.call_id, c.args, c.outcome, c.error) == \
+        ("refund", "c9", {"amount": 20}, ERROR, "timeout")

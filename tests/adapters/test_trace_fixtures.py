@@ -189,3 +189,39 @@ def test_a_ledger_line_with_nothing_to_join_by_names_its_line(tmp_path):
     code, _, err = run(["--from", "langgraph", "{T}/langgraph-clean.jsonl", "--ledger", str(led)],
                        fmt=None)
     assert code == 2 and f"{led}:1: a ledger line needs an idempotency_key" in err
+
+
+def test_a_span_exported_twice_is_one_attempt_not_a_retry(tmp_path):
+    twice = tmp_path / "twice.json"
+    text = (T / "pydantic-reissue.otlp.json").read_text()
+    twice.write_text(text + text)
+    once = verdict_of(["--from", "otel", "{T}/pydantic-reissue.otlp.json", "--effectful", "refund"])
+    again = verdict_of(["--from", "otel", str(twice), "--effectful", "refund"])
+    assert again[:3] == once[:3] and "P2" not in again[1]
+    assert any("exported more than once" in n for n in again[4]["source"]["notes"])
+
+
+def test_an_events_file_given_twice_is_read_once():
+    f = "{T}/langgraph-reissue.jsonl"
+    assert verdict_of(["--from", "langgraph", f, f])[:3] == verdict_of(["--from", "langgraph", f])[:3]
+
+
+@pytest.mark.parametrize("source,doc", [
+    ("otel", {"resourceSpans": [{"scopeSpans": [{"spans": ["not a span"]}]}]}),
+    ("otel", {"name": "x", "context": {}, "start_time": "yesterday"}),
+    ("langgraph", {"event": "on_tool_start", "run_id": "r1", "data": "not a dict"}),
+])
+def test_a_document_of_the_wrong_shape_is_one_line_naming_its_line(tmp_path, source, doc):
+    bad = tmp_path / "bad.json"
+    bad.write_text("\n" + json.dumps(doc) + "\n")
+    code, out, err = run(["--from", source, str(bad)], fmt=None)
+    assert code == 2 and f"{bad}:2: not a" in err and len(err.strip().splitlines()) == 1
+
+
+def test_every_source_states_every_property():
+    t = capability.table()
+    for source in capability.sources():
+        for prop in t["properties"]:
+            entry = t["sources"][source][prop]
+            for pick in [entry] + [entry[k] for k in ("with_ledger", "no_args") if k in entry]:
+                assert pick["status"] in ("judged", "partly", "not judgeable") and pick["why"]

@@ -125,7 +125,9 @@ def _error_text(err) -> str:
     return text.split("(", 1)[0] if re.match(r"^[A-Za-z_][\w.]*\(", text) else text
 
 
-def _runs(path: str, fi: int) -> list[_Run]:
+def _runs(path: str, fi: int, seen: set) -> list[_Run]:
+    """The tool runs of one events file; a run already read (same run id, in this file or
+    an earlier one) is skipped."""
     text = read_text(path)
     lines = Lines(text)
     writer = os.path.basename(path)
@@ -135,14 +137,23 @@ def _runs(path: str, fi: int) -> list[_Run]:
             continue
         line = lines.at(at)
         kind, rid = value["event"], str(value.get("run_id", ""))
-        if kind == "on_tool_start":
-            runs[rid] = _Run(value, fi, line, writer)
-        elif kind in ("on_tool_end", "on_tool_error"):
-            run = runs.get(rid)
-            if run is None:
-                raise InputError(f"{kind} for run {rid} that never started in this file; "
-                                 "dump every event of the stream, starts included", path, line)
-            run.end(value, line)
+        if rid in seen:
+            continue
+        try:
+            if kind == "on_tool_start":
+                if rid not in runs:
+                    runs[rid] = _Run(value, fi, line, writer)
+            elif kind in ("on_tool_end", "on_tool_error"):
+                run = runs.get(rid)
+                if run is None:
+                    raise InputError(f"{kind} for run {rid} that never started in this file; "
+                                     "dump every event of the stream, starts included",
+                                     path, line)
+                run.end(value, line)
+        except (ValueError, TypeError, AttributeError, KeyError) as e:
+            raise InputError(f"not a LangGraph stream event ({type(e).__name__}: {e})",
+                             path, line) from None
+    seen.update(runs)
     return list(runs.values())
 
 
@@ -199,8 +210,9 @@ def read(paths, first_index: int = 0, checkpoints=()) -> tuple[list[Call], list[
     `first_index`), and notes. `InputError` on a file with no LangGraph event."""
     runs: list[_Run] = []
     notes: list[str] = []
+    seen: set = set()
     for fi, path in enumerate(paths, first_index):
-        got = _runs(path, fi)
+        got = _runs(path, fi, seen)
         if not got:
             text = read_text(path)
             if not any(isinstance(v, dict) and "event" in v for v, _ in documents(text, path)):

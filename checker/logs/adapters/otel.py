@@ -258,21 +258,38 @@ def to_call(s: Span, fi: int, line: int, skipped: list) -> Optional[Call]:
 
 def read(paths, first_index: int = 0) -> tuple[list[Call], list[str]]:
     """The tool calls in trace files `paths` (file indexes from `first_index`), and notes
-    on spans left out. `InputError` on a file that holds no span at all."""
+    on spans left out. A span exported twice (the same trace and span id, in one file or
+    several) counts once. `InputError` on a file that holds no span, or a document whose
+    shape is not a span export (file:line)."""
     calls: list[Call] = []
     skipped: list[str] = []
+    seen: set = set()
+    repeats = 0
     for fi, path in enumerate(paths, first_index):
         text = read_text(path)
         lines = Lines(text)
         found = 0
         for value, at in documents(text, path):
-            for s in spans(value):
+            try:
+                got = list(spans(value))
+            except (ValueError, TypeError, AttributeError, KeyError) as e:
+                raise InputError(f"not an OpenTelemetry span export ({type(e).__name__}: "
+                                 f"{e})", path, lines.at(at)) from None
+            for s in got:
                 found += 1
+                ident = (s["trace_id"], s["span_id"])
+                if ident in seen:
+                    repeats += 1
+                    continue
+                seen.add(ident)
                 if is_tool_span(s):
-                    c = to_call(s, fi, lines.of(s["span_id"], at), skipped)
+                    c = to_call(s, fi, lines.of(str(s["span_id"]), at), skipped)
                     if c is not None:
                         calls.append(c)
         if not found:
             raise InputError("no spans found: expected OTLP JSON (resourceSpans) or the "
                              "console exporter's span JSON", path)
-    return calls, skipped
+    notes = [f"left out: {n}" for n in skipped]
+    if repeats:
+        notes.append(f"{repeats} span(s) exported more than once were read once")
+    return calls, notes
