@@ -83,8 +83,9 @@ def _check_focus(focus, keys) -> None:
 
 
 def run(args) -> int:
-    if args.output:      # before reading: the report never replaces a log it reads
-        refuse_inputs(Path(args.output), args.logs, args.output)
+    if args.output:      # before reading: the report never replaces a file it reads
+        refuse_inputs(Path(args.output), [*args.logs, *args.ledger, *args.checkpoints],
+                      args.output)
     if args.source:
         return validate_from.run(args)
     validate_from.refuse_without_source(args)

@@ -8,12 +8,13 @@ from __future__ import annotations
 import inspect
 import json
 import sys
+from pathlib import Path
 
 from toolcommit.model.errors import UsageError
 
 from toolcommit.checker.logs.adapters import READERS, check_trace
 from toolcommit.checker.logs.adapters.rules import Rules
-from toolcommit.checker.output import write_atomic
+from toolcommit.checker.output import refuse_inputs, write_atomic
 from toolcommit.checker.render.findings import RENDERERS
 
 EXIT = {"CONFORMS": 0, "VIOLATES": 1, "INCONCLUSIVE": 3}
@@ -92,15 +93,18 @@ def run(args) -> int:
     if args.key:
         raise UsageError("--key is for intent logs; with --from, --emit the derived log "
                          "and validate it with --key")
+    inputs = [*args.logs, *args.ledger, *args.checkpoints]
+    if args.emit:        # before reading: never over a file it reads
+        refuse_inputs(Path(args.emit), inputs, args.emit)
     rules = Rules(args.scope, _effectful(args.effectful), args.idempotency_key)
     tr = check_trace(args.source, args.logs, rules, args.ledger, args.checkpoints)
     if args.emit:
         write_atomic(args.emit, "".join(json.dumps(p.event, separators=(",", ":")) + "\n"
-                                        for p in tr.events))
+                                        for p in tr.events), inputs=inputs)
     code = EXIT[tr.report.verdict.value]
     text = render(tr, args.format, code)
     if args.output:
-        write_atomic(args.output, text)
+        write_atomic(args.output, text, inputs=inputs)
     else:
         sys.stdout.write(text)
     return code

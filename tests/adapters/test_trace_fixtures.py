@@ -225,3 +225,13 @@ def test_every_source_states_every_property():
             entry = t["sources"][source][prop]
             for pick in [entry] + [entry[k] for k in ("with_ledger", "no_args") if k in entry]:
                 assert pick["status"] in ("judged", "partly", "not judgeable") and pick["why"]
+
+
+@pytest.mark.parametrize("flag", ["-o", "--emit"])
+def test_neither_report_nor_derived_log_replaces_a_file_it_reads(tmp_path, flag):
+    ledger = tmp_path / "ledger.jsonl"
+    ledger.write_text((T / "langgraph-retry-ledger.jsonl").read_text())
+    before = ledger.read_text()
+    code, _, err = run(["--from", "langgraph", "{T}/langgraph-retry.jsonl", "--ledger",
+                        str(ledger), flag, str(ledger)], fmt=None)
+    assert code == 2 and "input" in err and ledger.read_text() == before
