@@ -14,6 +14,7 @@ from pathlib import Path
 
 from toolcommit.model.errors import InputError, UsageError
 
+from toolcommit.checker.cli import validate_from
 from toolcommit.checker.logs.conformance import Conformance, EventError
 from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES, check_paths, read_lines
 from toolcommit.checker.logs.report import LogVerdict, Report, count
@@ -40,6 +41,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="focus on key K: only its findings, and its full history in mermaid "
                    "(repeatable)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report here (atomically)")
+    validate_from.add_arguments(p)
     return p
 
 
@@ -81,8 +83,12 @@ def _check_focus(focus, keys) -> None:
 
 
 def run(args) -> int:
-    if args.output:      # before reading: the report never replaces a log it reads
-        refuse_inputs(Path(args.output), args.logs, args.output)
+    if args.output:      # before reading: the report never replaces a file it reads
+        refuse_inputs(Path(args.output), [*args.logs, *args.ledger, *args.checkpoints],
+                      args.output)
+    if args.source:
+        return validate_from.run(args)
+    validate_from.refuse_without_source(args)
     report = validate(args.logs, args.max_line_bytes, args.key)
     if args.key:
         wanted = set(args.key)

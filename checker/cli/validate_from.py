@@ -1,0 +1,110 @@
+"""`toolcommit validate --from otel|langgraph TRACE...`: check what a real runtime emitted.
+
+The options the adapters add to `validate`, and their run: adapt, check, render the
+report followed by what the source let it judge, property by property, and notes.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import sys
+from pathlib import Path
+
+from toolcommit.model.errors import UsageError
+
+from toolcommit.checker.logs.adapters import READERS, check_trace
+from toolcommit.checker.logs.adapters.rules import Rules
+from toolcommit.checker.output import refuse_inputs, write_atomic
+from toolcommit.checker.render.findings import RENDERERS
+
+EXIT = {"CONFORMS": 0, "VIOLATES": 1, "INCONCLUSIVE": 3}
+
+
+def add_arguments(p) -> None:
+    g = p.add_argument_group("traces from a runtime (LOG... are trace files)")
+    g.add_argument("--from", dest="source", choices=sorted(READERS), metavar="SOURCE",
+                   help="read LOG... as traces: otel (OTLP JSON or the SDK's console JSON: "
+                   "GenAI execute_tool spans) or langgraph (astream_events v2, one file per "
+                   "process run)")
+    g.add_argument("--scope", metavar="RULE",
+                   help="what one user intent is: an attribute path into each call "
+                   "(attributes.gen_ai.conversation.id, metadata.thread_id, args.order) or "
+                   "MODULE:FUNCTION called with the call's view")
+    g.add_argument("--effectful", metavar="TOOL,...",
+                   help="tools whose calls change the world (default: every tool)")
+    g.add_argument("--ledger", action="append", default=[], metavar="FILE",
+                   help="provider-side effects to join (Stripe events JSON, Powertools "
+                   "idempotency records, or a JSONL/CSV ledger); repeatable")
+    g.add_argument("--idempotency-key", metavar="PATH",
+                   help="where a call's idempotency key is (a path such as args.key); "
+                   "default: its call id")
+    g.add_argument("--checkpoints", action="append", default=[], metavar="FILE",
+                   help="LangGraph checkpoint tuples dumped as JSON (names the calls the "
+                   "model emitted); repeatable")
+    g.add_argument("--emit", metavar="FILE",
+                   help="also write the derived intent log (JSON Lines, spec/log.schema.json)")
+
+
+def _effectful(text):
+    if text is None:
+        return None
+    tools = frozenset(t.strip() for t in text.split(",") if t.strip())
+    if not tools:
+        raise UsageError("--effectful names no tool; give TOOL[,TOOL...]")
+    return tools
+
+
+def render(tr, fmt: str, code: int) -> str:
+    """The report in `fmt`, with the capability rows and notes."""
+    report = tr.report
+    if fmt == "json":
+        data = json.loads(_plain(report, "json", code))
+        data["source"] = {"name": tr.source, "stats": tr.stats,
+                          "judged": [r.to_json() for r in tr.judged], "notes": tr.notes}
+        return json.dumps(data, indent=1) + "\n"
+    text = _plain(report, fmt, code)
+    lead = "%% " if fmt == "mermaid" else ""
+    s = tr.stats
+    out = [f"{lead}What this {tr.source} trace let toolcommit judge ({s['tool_calls']} tool "
+           f"calls, {s['effectful_calls']} effectful under {s['call_ids']} call ids, "
+           f"{s['effects_joined']} ledger effects joined):"]
+    out += [f"{lead}  {r.line()}" for r in tr.judged]
+    if tr.notes:
+        out.append(f"{lead}Notes:")
+        out += [f"{lead}  {n}" for n in tr.notes]
+    return text + ("\n" if fmt == "text" else "") + "\n".join(out) + "\n"
+
+
+def _plain(report, fmt: str, code: int) -> str:
+    fn = RENDERERS[fmt]
+    takes_code = len(inspect.signature(fn).parameters) > 1
+    return fn(report, code) if takes_code else fn(report)
+
+
+def refuse_without_source(args) -> None:
+    """The trace options mean nothing for an intent log: say so (exit 2)."""
+    for opt in ("scope", "effectful", "idempotency_key", "emit", "ledger", "checkpoints"):
+        if getattr(args, opt):
+            raise UsageError(f"--{opt.replace('_', '-')} needs --from otel|langgraph "
+                             "(the LOG files are then traces)")
+
+
+def run(args) -> int:
+    if args.key:
+        raise UsageError("--key is for intent logs; with --from, --emit the derived log "
+                         "and validate it with --key")
+    inputs = [*args.logs, *args.ledger, *args.checkpoints]
+    if args.emit:        # before reading: never over a file it reads
+        refuse_inputs(Path(args.emit), inputs, args.emit)
+    rules = Rules(args.scope, _effectful(args.effectful), args.idempotency_key)
+    tr = check_trace(args.source, args.logs, rules, args.ledger, args.checkpoints)
+    if args.emit:
+        write_atomic(args.emit, "".join(json.dumps(p.event, separators=(",", ":")) + "\n"
+                                        for p in tr.events), inputs=inputs)
+    code = EXIT[tr.report.verdict.value]
+    text = render(tr, args.format, code)
+    if args.output:
+        write_atomic(args.output, text, inputs=inputs)
+    else:
+        sys.stdout.write(text)
+    return code

@@ -1,0 +1,101 @@
+"""Adapters: real traces in, the log contract out, checked by the same conformance core.
+
+``validate --from otel|langgraph`` runs `check_trace`: the source's reader turns trace
+files into `calls.Call`s (``otel.py``, ``langgraph.py``), `rules.Rules` set each call's
+scope and idempotency key and keep the effectful tools, `calls.to_log` writes the log
+contract, `ledger.join` adds the provider's effects, and `Conformance` judges the result.
+The report says, property by property, what the source let it judge
+(`capability.judged`, data in ``spec/sources.json``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Sequence
+
+from toolcommit.model.errors import InputError, UsageError
+
+from toolcommit.checker.logs.adapters import calls as _calls
+from toolcommit.checker.logs.adapters import capability, langgraph, ledger, otel
+from toolcommit.checker.logs.adapters.rules import Rules
+from toolcommit.checker.logs.conformance import Conformance, EventError
+
+READERS = {"otel": otel.read, "langgraph": langgraph.read}
+
+
+@dataclass
+class TraceReport:
+    """The conformance `report` of a trace, what the source let it judge, and notes."""
+
+    source: str
+    report: object
+    judged: list
+    notes: list = field(default_factory=list)
+    events: list = field(default_factory=list)    # the log contract, as `calls.Placed`
+    stats: dict = field(default_factory=dict)
+
+
+def _apply(rules: Rules, found: list[_calls.Call]) -> tuple[list[_calls.Call], list[str]]:
+    scope_of = rules.scope_of()
+    kept, other = [], {}
+    for c in found:
+        if not rules.is_effectful(c.tool):
+            other[c.tool] = other.get(c.tool, 0) + 1
+            continue
+        kept.append(replace(c, scope=scope_of(c.view, c.scope),
+                            idempotency_key=rules.idempotency_key_of(c.view)))
+    notes = []
+    if rules.effectful is None:
+        notes.append("every tool was read as effectful (--effectful not given)")
+    elif other:
+        notes.append("left out as not effectful: " + ", ".join(
+            f"{t} ({n} call{'s' if n > 1 else ''})" for t, n in sorted(other.items())))
+    missing = sorted(set(rules.effectful or ()) - {c.tool for c in found})
+    if missing:
+        notes.append(f"--effectful names tools with no call in the trace: {', '.join(missing)}")
+    return kept, notes
+
+
+def check_trace(source: str, paths: Sequence[str], rules: Rules = Rules(),
+                ledgers: Sequence[str] = (), checkpoints: Sequence[str] = ()) -> TraceReport:
+    """Adapt and check trace files `paths` of `source` (``otel`` or ``langgraph``).
+
+    Raises
+    ------
+    UsageError
+        An unknown source, or options the source does not take.
+    InputError
+        An unusable trace or ledger file (file:line).
+    """
+    if source not in READERS:
+        raise UsageError(f"--from {source}: unknown source; known: {', '.join(READERS)}")
+    if checkpoints and source != "langgraph":
+        raise UsageError("--checkpoints is for --from langgraph")
+    names = list(paths) + list(checkpoints) + list(ledgers)
+    if source == "langgraph":
+        found, notes = langgraph.read(paths, 0, checkpoints)
+    else:
+        found, notes = otel.read(paths, 0)
+    kept, rule_notes = _apply(rules, found)
+    notes = rule_notes + [n for c in kept for n in c.notes] + notes
+    placed = _calls.to_log(kept)
+    if ledgers:
+        joined = ledger.join(ledger.read(ledgers, len(paths) + len(checkpoints)), kept, names)
+        placed += joined.effects
+        notes += joined.notes
+    report = _conformance(placed, names)
+    args_recorded = all(c.args is not None for c in kept)
+    stats = {"tool_calls": len(found), "effectful_calls": len(kept),
+             "call_ids": len({c.key for c in kept}),
+             "effects_joined": sum(p.event["type"] == "effect" for p in placed)}
+    return TraceReport(source, report, capability.judged(source, bool(ledgers), args_recorded),
+                       notes, placed, stats)
+
+
+def _conformance(placed, names):
+    checker = Conformance(names)
+    for p in placed:
+        try:
+            checker.feed(p.event, p.file_index, p.line)
+        except EventError as e:
+            raise InputError(str(e), names[p.file_index], p.line) from None
+    return checker.finish()

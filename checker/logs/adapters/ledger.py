@@ -1,0 +1,236 @@
+"""Provider-side effects (a ledger) and how they join the calls of a trace.
+
+Formats, told apart by content (CSV by the ``.csv`` name):
+
+- **Stripe events** (``GET /v1/events`` output, a JSON array, or one event per line):
+  every API request that caused events is one effect (``request.id``), with its
+  ``request.idempotency_key``; events Stripe raised by itself (no request) are not.
+- **Powertools idempotency records** (one per line, a list, or a DynamoDB scan with
+  ``Items`` and type descriptors): ``COMPLETED`` and ``EXPIRED`` records are one effect
+  each under their ``id``; an ``INPROGRESS`` one is an outcome not known yet (a note).
+- **A plain ledger**, JSON Lines or CSV: ``idempotency_key``, ``tool``, ``args`` (an
+  object; in CSV a JSON cell), ``scope``, ``effect_id``, ``kind`` (``apply`` by default, or
+  ``compensate``); each line one effect.
+
+`join` attaches each effect to a call: by idempotency key (the key the call sent: see
+`Rules.idempotency_key`; for Powertools also the hash after ``#``), else by canonical intent
+(canonicalizer v1 over tool, args and scope; a ledger line without a scope joins the one
+scope where a call of that tool and arguments ran). Effects that join no call are left
+out and counted: a provider account holds other work too.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+from toolcommit.model.canon import CanonError, canonical_intent
+from toolcommit.model.errors import InputError
+
+from toolcommit.checker.logs.adapters.calls import Call, Placed, log_args
+from toolcommit.checker.logs.adapters.docs import Lines, documents, read_text
+
+POWERTOOLS = ("INPROGRESS", "COMPLETED", "EXPIRED")
+
+
+@dataclass
+class Entry:
+    """One provider-side effect (or, for `status` INPROGRESS, a pending one)."""
+
+    source: str                       # stripe | powertools | plain
+    idempotency_key: Optional[str]
+    tool: Optional[str] = None
+    args: Optional[dict] = None
+    scope: Optional[str] = None
+    effect_id: Optional[str] = None
+    kind: str = "apply"
+    status: str = ""
+    file_index: int = 0
+    line: int = 0
+
+
+def _dynamo(v):
+    """Unwrap DynamoDB type descriptors ({"S": "x"} -> "x")."""
+    if isinstance(v, dict) and len(v) == 1:
+        (t, x), = v.items()
+        if t in ("S", "N", "BOOL", "NULL"):
+            return (float(x) if "." in x else int(x)) if t == "N" else x
+        if t == "M":
+            return {k: _dynamo(y) for k, y in x.items()}
+        if t == "L":
+            return [_dynamo(y) for y in x]
+    return v
+
+
+def _items(value):
+    """The records in one decoded document: unwrap lists, Stripe lists, scans."""
+    if isinstance(value, list):
+        for v in value:
+            yield from _items(v)
+    elif isinstance(value, dict):
+        if value.get("object") == "list" and isinstance(value.get("data"), list):
+            yield from _items(value["data"])
+        elif isinstance(value.get("Items"), list):
+            yield from _items(value["Items"])
+        elif isinstance(value.get("Item"), dict):
+            yield value["Item"]
+        else:
+            yield value
+
+
+def _entry(rec: dict, fi: int, line: int, path: str) -> Optional[Entry]:
+    if rec.get("object") == "event":
+        req = rec.get("request") or {}
+        if not isinstance(req, dict) or not req.get("id"):
+            return None                    # raised by Stripe itself, not by a request
+        obj = (rec.get("data") or {}).get("object") or {}
+        return Entry("stripe", req.get("idempotency_key"), effect_id=req["id"],
+                     args=obj if isinstance(obj, dict) else None, file_index=fi, line=line)
+    rec = {k: _dynamo(v) for k, v in rec.items()}
+    if rec.get("status") in POWERTOOLS and "id" in rec:
+        return Entry("powertools", str(rec["id"]), effect_id=str(rec["id"]),
+                     status=rec["status"], file_index=fi, line=line)
+    args = rec.get("args")
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            raise InputError("args is not a JSON object", path, line) from None
+    if args is not None and not isinstance(args, dict):
+        raise InputError("args must be a JSON object", path, line)
+    kind = rec.get("kind") or "apply"
+    if kind not in ("apply", "compensate"):
+        raise InputError(f"kind {kind!r}: use apply or compensate", path, line)
+    idem = rec.get("idempotency_key")
+    if not idem and not (rec.get("tool") and args is not None):
+        raise InputError("a ledger line needs an idempotency_key, or a tool and its args "
+                         "(to join by canonical intent)", path, line)
+    return Entry("plain", str(idem) if idem else None, tool=rec.get("tool"), args=args,
+                 scope=rec.get("scope"), effect_id=rec.get("effect_id"), kind=kind,
+                 file_index=fi, line=line)
+
+
+def _csv_rows(text: str):
+    for row in csv.DictReader(io.StringIO(text)):
+        yield {k: v for k, v in row.items() if k and v not in (None, "")}
+
+
+def _line(lines: Lines, rec, at: int) -> int:
+    """The line of a record inside a document: where its id is written, else the
+    document's first line."""
+    rid = rec.get("id") if isinstance(rec, dict) else None
+    if isinstance(rid, dict):                # a DynamoDB descriptor
+        rid = _dynamo(rid)
+    return lines.of(json.dumps(rid), at) if isinstance(rid, str) else lines.at(at)
+
+
+def read(paths, first_index: int = 0) -> list[Entry]:
+    """The effects in ledger files `paths` (file indexes from `first_index`), one per API
+    request (Stripe) or record; `InputError` on an unusable line."""
+    out: list[Entry] = []
+    for fi, path in enumerate(paths, first_index):
+        text = read_text(path)
+        if path.endswith(".csv"):
+            recs = [(r, n) for n, r in enumerate(_csv_rows(text), 2)]
+        else:
+            lines = Lines(text)
+            recs = [(r, _line(lines, r, at)) for v, at in documents(text, path)
+                    for r in _items(v)]
+        seen_requests: set = set()
+        for rec, line in recs:
+            if not isinstance(rec, dict):
+                raise InputError("a ledger record must be a JSON object", path, line)
+            e = _entry(rec, fi, line, path)
+            if e is None or (e.source == "stripe" and e.effect_id in seen_requests):
+                continue
+            seen_requests.add(e.effect_id)
+            out.append(e)
+    return out
+
+
+def _digest(tool, args, scope) -> Optional[str]:
+    try:
+        return canonical_intent(tool, args, scope).digest
+    except CanonError:
+        return None
+
+
+@dataclass
+class Joined:
+    """The effect events that joined calls, and what was left out."""
+
+    effects: list
+    notes: list
+
+
+def join(entries: list[Entry], calls: list[Call], names: list[str]) -> Joined:
+    """Attach each effect to a call (see the module docstring); `names` are display names
+    by file index. Pure.
+
+    An effect joined by canonical intent names the key of its intent's calls when they all
+    share one (then a second effect is also a second effect for that key: P1); when the
+    intent's calls have several keys it is the intent's alone, under its ledger line."""
+    by_key: dict[str, Call] = {}
+    keys_of: dict[str, set] = {}
+    by_tool_args: dict[str, set] = {}
+    for c in calls:
+        for k in (c.idempotency_key, c.call_id):
+            if k:
+                by_key.setdefault(k, c)
+        if c.args is not None:
+            d = _digest(c.tool, c.args, c.scope)
+            if d:
+                keys_of.setdefault(d, set()).add(c.key)
+            d0 = _digest(c.tool, c.args, "")
+            if d0:
+                by_tool_args.setdefault(d0, set()).add(c.scope)
+    effects, notes, unjoined, pending = [], [], 0, []
+    seq: dict[str, int] = {}
+    for e in entries:
+        if e.status == "INPROGRESS":
+            pending.append(e.idempotency_key)
+            continue
+        ev = _joined(e, by_key, keys_of, by_tool_args, names)
+        if ev is None:
+            unjoined += 1
+            continue
+        seq[ev["writer"]] = ev["seq"] = seq.get(ev["writer"], 0) + 1
+        effects.append(Placed(ev, e.file_index, e.line))
+    if unjoined:
+        notes.append(f"{unjoined} ledger effect(s) join no call of this trace (by "
+                     "idempotency key or canonical intent) and were left out")
+    if pending:
+        notes.append(f"{len(pending)} idempotency record(s) still INPROGRESS (outcome not "
+                     f"known): {', '.join(map(str, pending[:5]))}")
+    return Joined(effects, notes)
+
+
+def _joined(e: Entry, by_key, keys_of, by_tool_args, names) -> Optional[dict]:
+    """The effect event of one ledger entry, or None when it joins no call."""
+    c = by_key.get(e.idempotency_key or "")
+    if c is None and e.source == "powertools" and "#" in (e.idempotency_key or ""):
+        c = by_key.get(e.idempotency_key.rsplit("#", 1)[1])
+    name = os.path.basename(names[e.file_index])
+    ev = {"type": "effect", "writer": "ledger:" + name, "kind": e.kind}
+    if c is not None:
+        ev.update(key=c.key, tool=c.tool, args=log_args(c), scope=c.scope)
+    elif e.tool and e.args is not None:
+        scope = e.scope
+        if scope is None:
+            scopes = by_tool_args.get(_digest(e.tool, e.args, "") or "", set())
+            scope = next(iter(scopes)) if len(scopes) == 1 else None
+        keys = keys_of.get(_digest(e.tool, e.args, scope) or "") if scope is not None else None
+        if not keys:
+            return None
+        ev.update(tool=e.tool, args=e.args, scope=scope)
+        if len(keys) == 1:
+            ev["key"] = next(iter(keys))
+    else:
+        return None
+    ev["idempotency_key"] = e.idempotency_key or ev.get("key") or f"{name}:{e.line}"
+    if e.effect_id:
+        ev["effect_id"] = str(e.effect_id)
+    return ev

@@ -1,0 +1,82 @@
+"""Produce the trace fixtures with the real frameworks, offline.
+
+``python tests/adapters/make_traces.py [DIR]`` (default: tests/fixtures/traces) runs every
+scenario of `SCENARIOS` with Pydantic AI (FunctionModel) and LangGraph (a fake chat
+model) and writes what they exported. Exception stack traces are dropped from the spans
+(they name this machine's paths and say nothing the adapter reads). The pinned fixtures
+were made by this script; the framework tests run it again into a temporary directory and
+expect the same verdicts (`expected.json` beside the fixtures).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "..", "fixtures", "traces")
+
+
+def _strip(value):
+    """Drop ``exception.stacktrace`` wherever it sits (plain dicts or OTLP key/values)."""
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items() if k != "exception.stacktrace"}
+    if isinstance(value, list):
+        return [_strip(v) for v in value
+                if not (isinstance(v, dict) and v.get("key") == "exception.stacktrace")]
+    return value
+
+
+def _write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def _jsonl(rows):
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+def pydantic_scenarios(out):
+    import pydantic_runs as p
+    for name, calls, fail, fmt in (("clean", p.CLEAN, False, "console"),
+                                   ("reissue", p.REISSUED, True, "otlp")):
+        ledger: list = []
+        spans = p.run(calls, fail, ledger)
+        if fmt == "console":
+            docs = [_strip(json.loads(s.to_json())) for s in spans]
+            text = "".join(json.dumps(d, indent=4) + "\n" for d in docs)
+        else:
+            text = json.dumps(_strip(json.loads(p.otlp_json(spans))),
+                              separators=(",", ":")) + "\n"
+        _write(os.path.join(out, f"pydantic-{name}.{fmt}.json"), text)
+        _write(os.path.join(out, f"pydantic-{name}-ledger.jsonl"), _jsonl(ledger))
+
+
+def langgraph_scenarios(out):
+    import langgraph_runs as L
+
+    def path(name):
+        p = os.path.join(out, name)
+        if os.path.exists(p):
+            os.remove(p)
+        return p
+    L.run(L.CLEAN, path("langgraph-clean.jsonl"), path("langgraph-clean-ledger.jsonl"))
+    L.run(L.CLEAN, path("langgraph-retry.jsonl"), path("langgraph-retry-ledger.jsonl"),
+          L.timeout_once, retry=True)
+    L.run(L.REISSUED, path("langgraph-reissue.jsonl"), path("langgraph-reissue-ledger.jsonl"),
+          L.timeout_once, handle_errors=True)
+    db = path("checkpoints.sqlite")
+    L.crash_run(out, path("langgraph-crash-1.jsonl"), path("langgraph-crash-2.jsonl"),
+                path("langgraph-crash-ledger.jsonl"), path("langgraph-crash-checkpoints.jsonl"))
+    os.remove(db)
+
+
+def main(out=FIXTURES):
+    sys.path.insert(0, HERE)
+    os.makedirs(out, exist_ok=True)
+    pydantic_scenarios(out)
+    langgraph_scenarios(out)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

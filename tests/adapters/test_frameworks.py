@@ -1,0 +1,48 @@
+"""Traces produced now, offline, by the real frameworks (Pydantic AI with FunctionModel,
+LangGraph with a fake chat model, two processes and a SQLite checkpointer for the crash)
+give the verdicts pinned for the fixtures. Needs the ``frameworks`` extra; CI installs it."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pydantic_ai", reason="the frameworks extra is not installed "
+                    "(pip install -e '.[frameworks]')")
+pytest.importorskip("langgraph.checkpoint.sqlite", reason="the frameworks extra is not installed")
+
+import make_traces  # noqa: E402
+from test_trace_fixtures import CASES, verdict_of  # noqa: E402
+
+FRAMEWORK_CASES = [c for c in CASES if c["made_by"] == "frameworks"]
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory):
+    out = tmp_path_factory.mktemp("traces")
+    make_traces.main(str(out))
+    return out
+
+
+@pytest.mark.parametrize("case", FRAMEWORK_CASES, ids=[c["name"] for c in FRAMEWORK_CASES])
+def test_freshly_produced_trace_gives_the_pinned_verdict(fresh, case):
+    argv = [a.replace("{T}", str(fresh)) for a in case["argv"]]
+    verdict, certain, possible, *_ = verdict_of(argv)
+    assert (verdict, certain, possible) == (case["verdict"], case["certain"], case["possible"])
+
+
+def test_pydantic_ai_reissues_a_retried_call_under_a_new_id(fresh):
+    text = (fresh / "pydantic-reissue.otlp.json").read_text()
+    assert '"pydantic_ai.tool.retry.cause"' in text
+    assert [json.loads(l)["idempotency_key"]
+            for l in (fresh / "pydantic-reissue-ledger.jsonl").read_text().splitlines()] \
+        == ["call_A", "call_B"]
+
+
+def test_langgraph_keeps_the_task_id_across_a_retry_and_a_resume(fresh):
+    def tasks(name):
+        return {json.loads(l)["metadata"]["langgraph_checkpoint_ns"]
+                for l in (fresh / name).read_text().splitlines()}
+    assert len(tasks("langgraph-retry.jsonl")) == 1
+    assert tasks("langgraph-crash-1.jsonl") == tasks("langgraph-crash-2.jsonl")
