@@ -66,10 +66,11 @@ def check_adversary(name: str, config: Config, inst: Instance, base: list, engin
     adv = prop(name).adversary
     held = [v.property for v in base if v.status is Status.HOLDS]
     if not held:
-        unknown = [v.property for v in base if v.status is Status.UNKNOWN]
+        unknown = [v for v in base if v.status is Status.UNKNOWN]
         if unknown:
+            names_ = ", ".join(v.property for v in unknown)
             return Verdict(name, Status.UNKNOWN, reason=f"the properties {name} re-checks are "
-                           f"unknown here ({', '.join(unknown)}), so it has nothing to judge")
+                           f"unknown here ({names_}: {unknown[0].reason}), so it has nothing to judge")
         return Verdict(name, Status.UNKNOWN, reason=f"every other property already fails without "
                        f"{adv['name']}, so {name} has nothing to judge on this instance")
     result = engine.run(build(config, inst, wipe=True), held, limits, progress)
