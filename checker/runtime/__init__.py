@@ -1,0 +1,15 @@
+"""toolcommit.runtime: the intent log as a library a runtime imports.
+
+The model proposes; the log decides. `IntentLog` is the recommended design of
+`spec/PROTOCOL.md` on embedded SQLite (default) or PostgreSQL (several orchestrators), and
+it writes the log contract that ``toolcommit validate`` checks as it goes. `effectful` wraps
+one effectful function in the whole protocol; `toolcommit.runtime.frameworks` has the
+Pydantic AI and LangGraph wrappers (optional extra ``frameworks``).
+"""
+from toolcommit.runtime.lines import JsonlSink
+from toolcommit.runtime.log import (Decision, IntentLog, IntentLogError, Record, Superseded,
+                                    Ticket, semantic_key)
+from toolcommit.runtime.store import PostgresStore, SqliteStore, StoreError
+
+__all__ = ["IntentLog", "Decision", "Ticket", "Record", "IntentLogError", "Superseded",
+           "JsonlSink", "SqliteStore", "PostgresStore", "StoreError", "semantic_key"]

@@ -1,0 +1,546 @@
+"""The intent log: the model proposes, the log decides, one transaction per decision.
+
+This is the recommended design of `spec/PROTOCOL.md` as a library (the `recommended`
+preset's knobs): semantic key from the checker's own canonicalizer (`model/canon.py`, v1)
+plus an attempt epoch only the log advances; atomic insert under a uniqueness constraint;
+compare-and-set dispatch under a lease with a fresh fence; reconcile-or-dead-letter, with
+the fence bumped before the status read; recovery from the log after a restart.
+
+A runtime's loop for one effectful tool call::
+
+    d = log.propose(call_id, "refund", {"amount": 20}, "user:42:checkout:7")
+    if d.decision == "accepted":
+        t = log.dispatch(d.key)              # RECORDED -> DISPATCHED, fence + 1
+        try:
+            result = provider.refund(..., idempotency_key=t.idempotency_key, fence=t.fence)
+        except Timeout:
+            log.timeout(t)                   # DISPATCHED -> UNKNOWN: never re-sent blindly
+            r = log.reconcile(d.key)         # UNKNOWN -> RECONCILING, fence + 1 (the seal)
+            log.settle(r, provider.status(r.idempotency_key, fence=r.fence))
+        else:
+            log.ack(t, result)               # DISPATCHED -> ACKED
+
+Every decision writes its lines of `spec/log.schema.json` in the same transaction
+(`toolcommit.runtime.lines`), so ``toolcommit validate`` can check any run from `export`.
+
+Contracts
+---------
+- A writer name is one live process at a time. Opening a name whose last process did not
+  `close` means that process crashed: the log writes ``crash`` and ``restart`` lines and the
+  new incarnation takes over the records the dead one held (``DISPATCHED`` becomes
+  ``UNKNOWN``: the new holder cannot know the outcome).
+- Every write but `cancel` is a compare-and-set on the record's state, its lease holder
+  (writer and incarnation) and, after dispatch, its fence: a zombie (a paused process whose
+  lease was taken over) can never write, whatever it remembers. What it already sent is
+  stopped by the provider's fence check, which the seal in `reconcile` arms.
+- Leases run on the store's clock. A lease only says who may take a record over
+  (`recover`); each write renews it. A call longer than the lease needs `renew`.
+
+Examples
+--------
+>>> import tempfile, os
+>>> log = IntentLog.sqlite(os.path.join(tempfile.mkdtemp(), "intents.db"), writer="w1")
+>>> d = log.propose("t1", "refund", {"amount": 20}, "user:42:checkout:7")
+>>> d.decision, log.propose("t2", "refund", {"amount": 20.0}, "user:42:checkout:7").decision
+('accepted', 'duplicate')
+>>> t = log.dispatch(d.key); t.fence, t.idempotency_key == d.key
+(1, True)
+>>> log.ack(t, {"id": "re_1"}), log.record(d.key).state
+(True, 'ACKED')
+>>> [(e["type"], e.get("to") or e.get("decision")) for e in log.events()]
+[('proposal', 'accepted'), ('transition', 'RECORDED'), ('proposal', 'duplicate'), ('transition', 'DISPATCHED'), ('transition', 'ACKED')]
+>>> log.close()
+"""
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from typing import IO, Callable, Iterable, Iterator, Optional, Sequence
+
+from toolcommit.model.canon import CanonError, canonical_intent
+from toolcommit.model.errors import ToolcommitError
+
+from toolcommit.runtime import lines as L
+from toolcommit.runtime import telemetry
+from toolcommit.runtime.store import (GAVE_UP, OPEN_STATES, PostgresStore, SqliteStore, Store,
+                                      StoreError)
+
+_COLS = ("key, intent, epoch, tool, scope, args, call_id, state, fence, owner, owner_inc, "
+         "lease_until, slot, result")
+_OPEN = "('RECORDED', 'DISPATCHED', 'UNKNOWN', 'RECONCILING')"
+
+
+class IntentLogError(ToolcommitError):
+    """A call the log cannot decide (no canonical form, not a JSON object)."""
+
+
+class Superseded(IntentLogError):
+    """Another process opened this writer name: this one must stop writing."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """One intent record, as the store holds it."""
+
+    key: str
+    intent: str          # canonical digest (v1) of (tool, args, scope)
+    epoch: int
+    tool: str
+    scope: str
+    args: dict
+    call_id: str         # the call that created it (evidence, not identity)
+    state: str
+    fence: int
+    owner: Optional[str]
+    owner_inc: int
+    lease_until: float
+    result: Optional[object] = None
+
+    @property
+    def settled(self) -> bool:
+        return self.state not in OPEN_STATES
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the log decided about one proposal: ``accepted``, ``duplicate`` (the key has a
+    record: `record` is it) or ``conflict`` (an exclusive tool's scope holds another live
+    intent: `record` is that one)."""
+
+    decision: str
+    key: str
+    record: Record
+
+    @property
+    def accepted(self) -> bool:
+        return self.decision == "accepted"
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """What to send: the `idempotency_key` and `fence` of one request (`purpose` ``apply``
+    for a dispatch, ``status`` for a reconcile's status read), with the call's content."""
+
+    key: str
+    idempotency_key: str
+    fence: int
+    purpose: str
+    tool: str
+    args: dict
+    scope: str
+    epoch: int
+
+
+def semantic_key(digest: str, epoch: int) -> str:
+    """The record key (also the idempotency key sent to the provider)."""
+    return f"tc1-{digest[:32]}-e{epoch}"
+
+
+def _record(row) -> Record:
+    (key, intent, epoch, tool, scope, args, call_id, state, fence, owner, owner_inc,
+     lease_until, _slot, result) = row
+    return Record(key, intent, int(epoch), tool, scope, json.loads(args), call_id, state,
+                  int(fence), owner, int(owner_inc), float(lease_until),
+                  None if result is None else json.loads(result))
+
+
+class IntentLog:
+    """The intent log of one writer (one process). See the module docstring.
+
+    Parameters
+    ----------
+    store : Store
+        `SqliteStore` or `PostgresStore` (or use `IntentLog.sqlite` / `IntentLog.postgres`).
+    writer : str
+        This process's name in the log (``writer`` of every line it writes).
+    lease : float
+        Seconds a record's lease lasts after each write.
+    sinks : sequence of callables
+        Each gets every committed line (a dict), e.g. a `JsonlSink`.
+    exclusive_tools : iterable of str
+        Tools of which a scope may hold one live intent: a proposal with other arguments
+        is then ``conflict`` (the article's "conflict instead of merge").
+    """
+
+    def __init__(self, store: Store, writer: str, lease: float = 30.0,
+                 sinks: Sequence[Callable[[dict], None]] = (), exclusive_tools: Iterable[str] = ()):
+        if not writer or not isinstance(writer, str):
+            raise IntentLogError("writer must be a non-empty string")
+        self.store, self.writer, self.lease = store, writer, float(lease)
+        self.sinks = list(sinks)
+        self.exclusive_tools = frozenset(exclusive_tools)
+        self._lock = threading.RLock()
+        self.incarnation, self._seq, self.crashed = 0, 0, False
+        self.taken_over: list[Record] = []
+        self._open_writer()
+
+    @classmethod
+    def sqlite(cls, path: str, writer: str, synchronous: str = "FULL", **kw) -> "IntentLog":
+        """An intent log in the SQLite file `path` (WAL)."""
+        return cls(SqliteStore(path, synchronous), writer, **kw)
+
+    @classmethod
+    def postgres(cls, conninfo: str, writer: str, schema: Optional[str] = None,
+                 **kw) -> "IntentLog":
+        """An intent log in a PostgreSQL database (psycopg 3)."""
+        return cls(PostgresStore(conninfo, schema), writer, **kw)
+
+    # ----- the transaction of one decision -------------------------------------------------
+    def _decide(self, fn):
+        """Run ``fn(tx) -> (result, bodies, intent)`` and write its lines, in one
+        transaction; then publish the lines to the sinks and the current span."""
+        with self._lock:
+            with self.store.tx() as tx:
+                result, bodies, intent = fn(tx)
+                out, seq = self._stamp(tx, bodies)
+            self._seq = seq
+        for line in out:
+            self._publish(line, intent)
+        return result
+
+    def _stamp(self, tx, bodies) -> tuple[list[dict], int]:
+        seq, out = self._seq, []
+        if not bodies:
+            return out, seq
+        ts = L.now_rfc3339()
+        for body in bodies:
+            seq += 1
+            out.append(L.stamp(body, self.writer, seq, ts))
+        tx.many("INSERT INTO tc_events (writer, seq, line) VALUES (?, ?, ?)",
+                [(self.writer, ln["seq"], L.dumps(ln)) for ln in out])
+        if tx.run("UPDATE tc_writers SET seq = ? WHERE writer = ? AND incarnation = ?",
+                  (seq, self.writer, self.incarnation)) != 1:
+            raise Superseded(f"writer {self.writer!r} was opened by another process; "
+                             "this one must stop (one live process per writer name)")
+        return out, seq
+
+    def _publish(self, line: dict, intent: Optional[str]) -> None:
+        for sink in self.sinks:
+            sink(line)
+        telemetry.annotate(line, intent)
+
+    def _lease_sql(self) -> str:
+        return f"{self.store.now_sql} + {self.lease!r}"
+
+    def _get(self, tx, key: str, lock: bool = False) -> Optional[Record]:
+        """The record of `key`; with `lock`, its row stays locked until the commit (so a
+        transition line names the state the write really left)."""
+        row = tx.one(f"SELECT {_COLS} FROM tc_records WHERE key = ?"
+                     + (self.store.lock_sql if lock else ""), (key,))
+        return None if row is None else _record(row)
+
+    def _mine(self) -> tuple:
+        return (self.writer, self.incarnation)
+
+    # ----- opening: crash detection and takeover of a dead incarnation's records ----------
+    def _open_writer(self) -> None:
+        def fn(tx):
+            row = tx.one("SELECT incarnation, running, seq FROM tc_writers WHERE writer = ?",
+                         (self.writer,))
+            bodies = []
+            if row is None:
+                tx.run("INSERT INTO tc_writers (writer, incarnation, running, seq) "
+                       "VALUES (?, 1, 1, 0)", (self.writer,))
+                self.incarnation, self._seq = 1, 0
+                return None, bodies, None
+            self.incarnation, self._seq = int(row[0]) + 1, int(row[2])
+            self.crashed = bool(row[1])
+            if self.crashed:
+                bodies += [L.lifecycle("crash"), L.lifecycle("restart")]
+            tx.run("UPDATE tc_writers SET incarnation = ?, running = 1 WHERE writer = ?",
+                   (self.incarnation, self.writer))
+            for r in [_record(x) for x in tx.all(
+                    f"SELECT {_COLS} FROM tc_records WHERE owner = ? AND owner_inc < ? "
+                    f"AND state IN {_OPEN} ORDER BY key", (self.writer, self.incarnation))]:
+                body = self._take(tx, r, f"restart of {self.writer}")
+                if body is not None:
+                    bodies.append(body)
+            return None, bodies, None
+        self._decide(fn)
+
+    def _take(self, tx, r: Record, why: str, expired: bool = False) -> Optional[dict]:
+        """Compare-and-set the lease of `r` to this incarnation (DISPATCHED -> UNKNOWN),
+        only while its lease is still expired if `expired`; the transition line, or None if
+        there is nothing to write or the write lost."""
+        to = "UNKNOWN" if r.state == "DISPATCHED" else r.state
+        n = tx.run(f"UPDATE tc_records SET owner = ?, owner_inc = ?, state = ?, "
+                   f"lease_until = {self._lease_sql()} WHERE key = ? AND state = ? "
+                   f"AND owner = ? AND owner_inc = ?"
+                   + (f" AND lease_until < {self.store.now_sql}" if expired else ""),
+                   (*self._mine(), to, r.key, r.state, r.owner, r.owner_inc))
+        if n != 1:
+            return None
+        self.taken_over.append(Record(**{**r.__dict__, "state": to, "owner": self.writer,
+                                         "owner_inc": self.incarnation}))
+        if to == r.state:
+            return None
+        return L.transition(r.key, r.state, to, r.fence, f"takeover: {why}")
+
+    # ----- propose --------------------------------------------------------------------------
+    def propose(self, call_id: str, tool: str, args: dict, scope: str, *,
+                new_attempt: bool = False, exclusive: Optional[bool] = None) -> Decision:
+        """Atomic insert under the uniqueness constraint: the log decides.
+
+        The key is the canonical intent of (`tool`, `args`, `scope`) at the intent's current
+        epoch; with `new_attempt` (the user asks again) and the latest record given up
+        (``DEAD_LETTER``, ``COMPENSATED``, cancelled), at the next epoch. An accepted
+        proposal's record is ``RECORDED`` with this writer holding the lease.
+
+        Raises
+        ------
+        IntentLogError
+            `args` is not a JSON object, or the call has no canonical form.
+        """
+        if not isinstance(args, dict):
+            raise IntentLogError(f"args must be a JSON object, got {type(args).__name__}")
+        if not isinstance(call_id, str):
+            raise IntentLogError("call_id must be a string")
+        try:
+            ci = canonical_intent(tool, args, scope)
+            args_text = L.dumps(args)
+        except (CanonError, TypeError, ValueError) as e:
+            raise IntentLogError(f"call {call_id}: no canonical form: {e}") from None
+        excl = tool in self.exclusive_tools if exclusive is None else exclusive
+        slot = f"{scope}\x1f{tool}" if excl else None
+
+        def fn(tx):
+            for _ in range(8):
+                latest = tx.one(f"SELECT {_COLS} FROM tc_records WHERE intent = ? "
+                                "ORDER BY epoch DESC LIMIT 1", (ci.digest,))
+                latest = None if latest is None else _record(latest)
+                epoch = 0 if latest is None else latest.epoch
+                if new_attempt and latest is not None and latest.state in GAVE_UP:
+                    epoch += 1
+                key = semantic_key(ci.digest, epoch)
+                n = tx.run(f"INSERT INTO tc_records (key, intent, epoch, tool, scope, args, "
+                           f"call_id, state, fence, owner, owner_inc, lease_until, slot) "
+                           f"VALUES (?, ?, ?, ?, ?, ?, ?, 'RECORDED', 0, ?, ?, "
+                           f"{self._lease_sql()}, ?) ON CONFLICT DO NOTHING",
+                           (key, ci.digest, epoch, tool, scope, args_text, call_id,
+                            *self._mine(), slot))
+                if n == 1:
+                    rec = self._get(tx, key)
+                    return (Decision("accepted", key, rec),
+                            [L.proposal(call_id, tool, args, scope, key, "accepted", epoch),
+                             L.transition(key, "PROPOSED", "RECORDED", call_id=call_id,
+                                          epoch=epoch)], ci.digest)
+                rec = self._get(tx, key)
+                decision = "duplicate"
+                if rec is None and slot is not None:
+                    row = tx.one(f"SELECT {_COLS} FROM tc_records WHERE slot = ?", (slot,))
+                    rec, decision = (None if row is None else _record(row)), "conflict"
+                if rec is not None:
+                    return (Decision(decision, rec.key if decision == "duplicate" else key, rec),
+                            [L.proposal(call_id, tool, args, scope, key, decision, epoch)],
+                            ci.digest)
+            raise StoreError(f"call {call_id}: the insert neither won nor met a record")
+        return self._decide(fn)
+
+    # ----- dispatch and its outcomes ---------------------------------------------------------
+    def _cas(self, key: str, frm: Sequence[str], to: str, *, fence: Optional[int] = None,
+             bump: bool = False, release: bool = False, result=None, reason=None,
+             mine: bool = True):
+        """One compare-and-set from a state in `frm` to `to` (see the module contracts);
+        returns the record after it, or None if the log refused (state, lease or fence)."""
+        def fn(tx):
+            sets = ["state = ?"]
+            params: list = [to]
+            if bump:
+                sets.append("fence = fence + 1")
+            if result is not None:
+                sets.append("result = ?")
+                params.append(L.dumps(result))
+            if to in GAVE_UP:
+                sets.append("slot = NULL")
+            if release:
+                sets.append("lease_until = 0")
+            elif mine:
+                sets.append(f"lease_until = {self._lease_sql()}")
+            where = ["key = ?", f"state IN ({', '.join('?' * len(frm))})"]
+            params += [key, *frm]
+            if mine:
+                where.append("owner = ? AND owner_inc = ?")
+                params += list(self._mine())
+            if fence is not None:
+                where.append("fence = ?")
+                params.append(fence)
+            before = self._get(tx, key, lock=True)
+            if before is None or tx.run(f"UPDATE tc_records SET {', '.join(sets)} "
+                                        f"WHERE {' AND '.join(where)}", params) != 1:
+                return None, [], None
+            after = self._get(tx, key)
+            return after, [L.transition(key, before.state, to, after.fence, reason)], after.intent
+        return self._decide(fn)
+
+    def dispatch(self, key: str) -> Optional[Ticket]:
+        """Compare-and-set RECORDED -> DISPATCHED with a new fence, if this writer holds the
+        lease; the `Ticket` says what to send. None: not ours, or not RECORDED."""
+        r = self._cas(key, ("RECORDED",), "DISPATCHED", bump=True)
+        return None if r is None else self._ticket(r, "apply")
+
+    def ack(self, ticket: Ticket, result=None) -> bool:
+        """DISPATCHED at the ticket's fence -> ACKED, saving the provider's `result`."""
+        return self._cas(ticket.key, ("DISPATCHED",), "ACKED", fence=ticket.fence,
+                         result=result, release=True) is not None
+
+    def timeout(self, ticket: Ticket, reason: str = "timeout") -> bool:
+        """DISPATCHED at the ticket's fence -> UNKNOWN: the outcome is in doubt. Never
+        re-send: `reconcile`, `dead_letter` or `compensated` settle it."""
+        return self._cas(ticket.key, ("DISPATCHED",), "UNKNOWN", fence=ticket.fence,
+                         reason=reason) is not None
+
+    def reconcile(self, key: str) -> Optional[Ticket]:
+        """UNKNOWN -> RECONCILING with the fence bumped: send the returned ticket's fence
+        with the status read *before* reading, so the provider rejects every older request
+        from then on (the seal). A record already RECONCILING under this writer gives its
+        current ticket again (a status read may be repeated). None: not ours."""
+        r = self._cas(key, ("UNKNOWN",), "RECONCILING", bump=True)
+        if r is None:
+            with self._lock, self.store.read() as tx:
+                r = self._get(tx, key)
+            if r is None or r.state != "RECONCILING" or (r.owner, r.owner_inc) != self._mine():
+                return None
+        return self._ticket(r, "status")
+
+    def settle(self, ticket: Ticket, present: bool, result=None) -> bool:
+        """RECONCILING at the ticket's fence -> ACKED (the status read shows the effect) or
+        DEAD_LETTER (it shows none: final for this key; a new attempt is a new epoch)."""
+        if present:
+            return self._cas(ticket.key, ("RECONCILING",), "ACKED", fence=ticket.fence,
+                             result=result, release=True, reason="status present") is not None
+        return self._cas(ticket.key, ("RECONCILING",), "DEAD_LETTER", fence=ticket.fence,
+                         release=True, reason="status absent") is not None
+
+    def dead_letter(self, key: str, reason: str = "parked for a human") -> bool:
+        """UNKNOWN or RECONCILING -> DEAD_LETTER (no safe status read exists)."""
+        return self._cas(key, ("UNKNOWN", "RECONCILING"), "DEAD_LETTER", release=True,
+                         reason=reason) is not None
+
+    def compensated(self, key: str, reason: str = "reversal issued") -> bool:
+        """UNKNOWN or RECONCILING -> COMPENSATED. Issue the reversal first (idempotently,
+        under a key of its own), then record it: a crash in between re-issues, never loses."""
+        return self._cas(key, ("UNKNOWN", "RECONCILING"), "COMPENSATED", release=True,
+                         reason=reason) is not None
+
+    def cancel(self, key: str, reason: str = "cancelled") -> bool:
+        """The user cancels before dispatch: RECORDED -> REJECTED_CONFLICT, whoever holds the
+        lease. False if the record was already dispatched (then it is a compensation)."""
+        return self._cas(key, ("RECORDED",), "REJECTED_CONFLICT", release=True, reason=reason,
+                         mine=False) is not None
+
+    def renew(self, key: str) -> bool:
+        """Extend this writer's lease on `key` (for calls longer than the lease)."""
+        with self._lock, self.store.tx() as tx:
+            return tx.run(f"UPDATE tc_records SET lease_until = {self._lease_sql()} "
+                          f"WHERE key = ? AND owner = ? AND owner_inc = ? AND state IN {_OPEN}",
+                          (key, *self._mine())) == 1
+
+    def _ticket(self, r: Record, purpose: str) -> Ticket:
+        return Ticket(r.key, r.key, r.fence, purpose, r.tool, r.args, r.scope, r.epoch)
+
+    # ----- recovery ----------------------------------------------------------------------------
+    def recover(self, limit: int = 100) -> list[Record]:
+        """Take over unsettled records whose lease expired (and those of this writer's dead
+        incarnations); a DISPATCHED one becomes UNKNOWN. Returns the records this writer now
+        holds and must settle (`dispatch` a RECORDED one, `reconcile` the others)."""
+        with self._lock, self.store.read() as tx:
+            rows = [_record(x) for x in tx.all(
+                f"SELECT {_COLS} FROM tc_records WHERE state IN {_OPEN} "
+                f"AND (lease_until < {self.store.now_sql} OR (owner = ? AND owner_inc < ?)) "
+                f"AND NOT (owner = ? AND owner_inc = ?) ORDER BY key LIMIT ?",
+                (self.writer, self.incarnation, *self._mine(), int(limit)))]
+        taken = []
+        for r in rows:
+            def fn(tx, r=r):
+                cur = self._get(tx, r.key, lock=True)
+                if cur is None or cur.state != r.state or cur.owner != r.owner \
+                        or cur.owner_inc != r.owner_inc:
+                    return None, [], None
+                dead = r.owner == self.writer and r.owner_inc < self.incarnation
+                body = self._take(tx, r, f"lease of {r.owner}#{r.owner_inc} expired",
+                                  expired=not dead)
+                mine = self._get(tx, r.key)
+                return mine, [] if body is None else [body], r.intent
+            got = self._decide(fn)
+            if got is not None and (got.owner, got.owner_inc) == self._mine():
+                taken.append(got)
+        return taken
+
+    def expire_leases(self, writer: Optional[str] = None) -> int:
+        """See `expire_leases` (the module function)."""
+        with self._lock:
+            return expire_leases(self.store, writer)
+
+    # ----- reading --------------------------------------------------------------------------
+    def record(self, key: str) -> Optional[Record]:
+        with self._lock, self.store.read() as tx:
+            return self._get(tx, key)
+
+    def records(self, states: Optional[Iterable[str]] = None) -> list[Record]:
+        """All records (in `states` if given), by key."""
+        with self._lock, self.store.read() as tx:
+            rows = [_record(x) for x in tx.all(f"SELECT {_COLS} FROM tc_records ORDER BY key")]
+        return rows if states is None else [r for r in rows if r.state in set(states)]
+
+    def unsettled(self) -> int:
+        """How many records are not in a terminal state."""
+        with self._lock, self.store.read() as tx:
+            return int(tx.one(f"SELECT count(*) FROM tc_records WHERE state IN {_OPEN}")[0])
+
+    def lines(self, batch: int = 5000) -> Iterator[str]:
+        """Every stored line (JSON text), in the order they were written."""
+        with self._lock:
+            yield from read_lines(self.store, batch)
+
+    def events(self) -> list[dict]:
+        """Every stored line, decoded."""
+        return [json.loads(t) for t in self.lines()]
+
+    def export(self, out: IO[str]) -> int:
+        """Write the whole log as JSON Lines to `out` (for ``toolcommit validate``)."""
+        return L.write_jsonl(self.lines(), out)
+
+    def close(self) -> None:
+        """A clean shutdown: release this writer's leases and mark it stopped (its next
+        opening is then a restart, not a crash recovery)."""
+        with self._lock:
+            try:
+                with self.store.tx() as tx:
+                    tx.run(f"UPDATE tc_records SET lease_until = 0 WHERE owner = ? "
+                           f"AND owner_inc = ? AND state IN {_OPEN}", self._mine())
+                    tx.run("UPDATE tc_writers SET running = 0 WHERE writer = ? "
+                           "AND incarnation = ?", self._mine())
+            finally:
+                self.store.close()
+
+    def __enter__(self) -> "IntentLog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def read_lines(store: Store, batch: int = 5000) -> Iterator[str]:
+    """Every line stored in `store` (JSON text) in the order written: the exported log."""
+    last = -1
+    while True:
+        with store.read() as tx:
+            rows = tx.all("SELECT id, line FROM tc_events WHERE id > ? ORDER BY id LIMIT ?",
+                          (last, batch))
+        if not rows:
+            return
+        for _id, text in rows:
+            yield text
+        last = rows[-1][0]
+
+
+def expire_leases(store: Store, writer: Optional[str] = None) -> int:
+    """Expire the leases of `writer`'s unsettled records (every writer's if None) at once:
+    an operator's action, and the fault harness's. Writes no line (no process logs a lease
+    lapsing). Returns how many leases it expired."""
+    with store.tx() as tx:
+        if writer is None:
+            return tx.run(f"UPDATE tc_records SET lease_until = 0 WHERE state IN {_OPEN}")
+        return tx.run(f"UPDATE tc_records SET lease_until = 0 WHERE state IN {_OPEN} "
+                      "AND owner = ?", (writer,))

@@ -1,0 +1,226 @@
+"""Where the intent log lives: one SQL schema, two engines (SQLite, PostgreSQL).
+
+The log needs three things of its store, and both engines give them:
+
+1. a uniqueness constraint that decides a race in one step (``tc_records.key`` is the
+   primary key; ``tc_records.slot`` is unique where set),
+2. a compare-and-set (``UPDATE ... WHERE key = ? AND state = ? AND owner = ? ...``, whose
+   row count says who won), and
+3. one transaction per decision, holding the record change and the log lines it writes, so
+   a crash (even SIGKILL) leaves both or neither.
+
+Tables
+------
+``tc_records``  one row per semantic key: the record state, fence, lease (owner,
+                owner_inc, lease_until on the store's clock), the accepting call and the
+                provider's saved result.
+``tc_events``   the log contract (spec/log.schema.json), one JSON line per row, in insert
+                order (``id``); ``(writer, seq)`` is unique.
+``tc_writers``  one row per writer name: its incarnation, whether a process claims it
+                (``running``), and its last seq.
+
+SQL is written once with ``?`` placeholders; the PostgreSQL store turns them into
+``%s``, so no statement may contain a literal ``%`` or ``?``.
+
+Limitations
+-----------
+SQLite is for processes on one machine (one file, WAL, ``BEGIN IMMEDIATE`` serializes
+writers). PostgreSQL is for orchestrators on several machines; leases then run on the
+database server's clock, never on a worker's.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from contextlib import contextmanager
+from typing import Iterator, Optional, Sequence
+
+OPEN_STATES = ("RECORDED", "DISPATCHED", "UNKNOWN", "RECONCILING")
+GAVE_UP = ("DEAD_LETTER", "COMPENSATED", "REJECTED_CONFLICT")
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS tc_records (
+  key TEXT PRIMARY KEY, intent TEXT NOT NULL, epoch INTEGER NOT NULL,
+  tool TEXT NOT NULL, scope TEXT NOT NULL, args TEXT NOT NULL, call_id TEXT NOT NULL,
+  state TEXT NOT NULL, fence INTEGER NOT NULL DEFAULT 0,
+  owner TEXT, owner_inc INTEGER NOT NULL DEFAULT 0, lease_until {real} NOT NULL DEFAULT 0,
+  slot TEXT, result TEXT);
+CREATE UNIQUE INDEX IF NOT EXISTS tc_records_slot ON tc_records (slot);
+CREATE INDEX IF NOT EXISTS tc_records_intent ON tc_records (intent, epoch);
+CREATE INDEX IF NOT EXISTS tc_records_open ON tc_records (state)
+  WHERE state IN ('RECORDED', 'DISPATCHED', 'UNKNOWN', 'RECONCILING');
+CREATE TABLE IF NOT EXISTS tc_events (
+  id {serial}, writer TEXT NOT NULL, seq {bigint} NOT NULL, line TEXT NOT NULL,
+  UNIQUE (writer, seq));
+CREATE TABLE IF NOT EXISTS tc_writers (
+  writer TEXT PRIMARY KEY, incarnation INTEGER NOT NULL, running INTEGER NOT NULL,
+  seq {bigint} NOT NULL)
+"""
+
+
+class StoreError(RuntimeError):
+    """The store cannot be opened or used (bad path, server down, driver missing)."""
+
+
+class Tx:
+    """One open transaction: `one`, `all` and `run` (which returns the row count)."""
+
+    def __init__(self, cursor, convert: bool):
+        self._c, self._convert = cursor, convert
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", "%s") if self._convert else sql
+
+    def one(self, sql: str, params: Sequence = ()) -> Optional[tuple]:
+        self._c.execute(self._sql(sql), tuple(params))
+        return self._c.fetchone()
+
+    def all(self, sql: str, params: Sequence = ()) -> list:
+        self._c.execute(self._sql(sql), tuple(params))
+        return self._c.fetchall()
+
+    def run(self, sql: str, params: Sequence = ()) -> int:
+        self._c.execute(self._sql(sql), tuple(params))
+        return self._c.rowcount
+
+    def many(self, sql: str, rows: Sequence[Sequence]) -> None:
+        self._c.executemany(self._sql(sql), [tuple(r) for r in rows])
+
+
+class Store:
+    """The common shape: `tx()` (a write transaction), `read()`, `now_sql`, `close()`.
+
+    Thread-safe: one lock serializes this process's use of its one connection."""
+
+    dialect = ""
+    now_sql = ""
+    lock_sql = ""     # appended to a SELECT that must lock its row until the commit
+
+    def __init__(self):
+        self._lock = threading.RLock()
+
+    def tx(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def read(self):
+        return self.tx()
+
+    def close(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class SqliteStore(Store):
+    """An embedded SQLite file in WAL mode; every write transaction is ``BEGIN IMMEDIATE``.
+
+    Parameters
+    ----------
+    path : str
+        The database file (created with the schema if absent).
+    synchronous : str
+        ``FULL`` (default: a commit survives power loss) or ``NORMAL`` (a commit survives a
+        process crash, the last ones may be lost on power loss; faster).
+    busy_timeout : float
+        Seconds a writer waits for another process's transaction.
+    """
+
+    dialect = "sqlite"
+    now_sql = "((julianday('now') - 2440587.5) * 86400.0)"
+
+    def __init__(self, path: str, synchronous: str = "FULL", busy_timeout: float = 30.0):
+        super().__init__()
+        if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
+            raise StoreError(f"synchronous={synchronous!r}: use FULL, NORMAL or EXTRA")
+        self.path = os.fspath(path)
+        try:
+            self._db = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None,
+                                       check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
+            with self.tx() as tx:
+                for stmt in _TABLES.format(real="REAL", bigint="INTEGER",
+                                           serial="INTEGER PRIMARY KEY AUTOINCREMENT"
+                                           ).split(";"):
+                    tx.run(stmt)
+        except sqlite3.Error as e:
+            raise StoreError(f"{self.path}: cannot open the SQLite intent log: {e}") from None
+
+    @contextmanager
+    def tx(self) -> Iterator[Tx]:
+        with self._lock:
+            cur = self._db.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                yield Tx(cur, False)
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            else:
+                cur.execute("COMMIT")
+            finally:
+                cur.close()
+
+    @contextmanager
+    def read(self) -> Iterator[Tx]:
+        with self._lock:
+            cur = self._db.cursor()
+            cur.execute("BEGIN")
+            try:
+                yield Tx(cur, False)
+            finally:
+                cur.execute("COMMIT")
+                cur.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class PostgresStore(Store):
+    """A PostgreSQL database through psycopg 3 (the ``postgres`` extra).
+
+    Parameters
+    ----------
+    conninfo : str
+        A libpq connection string or URI (``host=/tmp/pg port=5432 dbname=toolcommit``).
+    schema : str, optional
+        Keep the tables in this schema (created if absent); default ``public``.
+    """
+
+    dialect = "postgres"
+    now_sql = "extract(epoch from clock_timestamp())"
+    lock_sql = " FOR UPDATE"
+
+    def __init__(self, conninfo: str, schema: Optional[str] = None):
+        super().__init__()
+        try:
+            import psycopg
+        except ImportError:
+            raise StoreError("PostgreSQL needs psycopg 3: pip install 'toolcommit[postgres]'"
+                             ) from None
+        self._errors = psycopg.Error
+        try:
+            self._db = psycopg.connect(conninfo, autocommit=True)
+            with self.tx() as tx:
+                tx.one("SELECT pg_advisory_xact_lock(7277261)")   # one DDL writer at a time
+                if schema:
+                    if not schema.replace("_", "").isalnum():
+                        raise StoreError(f"schema {schema!r}: use letters, digits and _")
+                    tx.run(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+                    tx.run(f"SET search_path TO {schema}")
+                for stmt in _TABLES.format(real="DOUBLE PRECISION", bigint="BIGINT",
+                                           serial="BIGSERIAL PRIMARY KEY").split(";"):
+                    tx.run(stmt)
+            if schema:
+                self._db.execute(f"SET search_path TO {schema}")
+        except psycopg.Error as e:
+            raise StoreError(f"cannot open the PostgreSQL intent log: {e}".strip()) from None
+
+    @contextmanager
+    def tx(self) -> Iterator[Tx]:
+        with self._lock, self._db.transaction(), self._db.cursor() as cur:
+            yield Tx(cur, True)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
