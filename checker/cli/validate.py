@@ -45,11 +45,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdin=None) -> Report:
-    """Read and check `paths`; raise `InputError` on unusable input."""
+def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdin=None,
+             complete_effects: bool = False) -> Report:
+    """Read and check `paths`; raise `InputError` on unusable input. `complete_effects`:
+    the effect lines are the provider's whole ledger (see `Conformance`)."""
     check_paths(paths, max_line_bytes)
     warnings: list[str] = []
-    checker = Conformance([("<stdin>" if p == "-" else p) for p in paths], focus)
+    checker = Conformance([("<stdin>" if p == "-" else p) for p in paths], focus,
+                          complete_effects=complete_effects)
     feed = checker.feed
     collecting = gc.isenabled()
     gc.disable()   # the core builds no reference cycles; collection would only cost time

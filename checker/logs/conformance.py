@@ -91,11 +91,15 @@ class Conformance(Store):
     pack : bool
         Pack closed keys and their intents into bytes (the default; a test checks that the
         report does not depend on it).
+    complete_effects : bool
+        The log's effect lines are the provider's whole ledger (as the fault harness exports
+        it), so an intent without one took no effect: a repeated dispatch with no effect
+        record is then no possible I1. Off by default: a log alone cannot promise that.
     """
 
     def __init__(self, files: Sequence[str] = ("<events>",), focus: Iterable[str] = (),
-                 pack: bool = True):
-        super().__init__(files, focus, pack)
+                 pack: bool = True, complete_effects: bool = False):
+        super().__init__(files, focus, pack, complete_effects)
         self._finished = False
 
     def feed(self, ev: dict, file_index: int = 0, line: int = 0) -> None:

@@ -219,14 +219,14 @@ def finish(st: Store) -> None:
                       f"{a} keys of one canonical intent were acknowledged by the "
                       "provider (ACKED): one intent took effect more than once",
                       [("transition", "", "dispatched", x) for x in locs])
-        elif n >= 2:
+        elif n >= 2 and not st.complete_effects:
             found.add("I1", label, "possible",
                       f"one canonical intent was dispatched {n} times and no "
                       "effect records say how many took effect: possibly more than one",
                       [("transition", "", "dispatched", x) for x in locs])
     for name, k in st.keys.items():
         if type(k) is not bytes and k.digest is None and k.dispatches >= 2 \
-                and not k.applies:
+                and not k.applies and not st.complete_effects:
             found.add("I1", name, "possible",
                       f"the key was dispatched {k.dispatches} times and no effect records "
                       "say how many took effect: possibly more than one",

@@ -132,11 +132,14 @@ class Store:
     pack : bool
         Pack closed keys and their intents into bytes (a test checks that the report does
         not depend on it).
+    complete_effects : bool
+        The effect lines are the provider's whole ledger (see `Conformance`).
     """
 
     def __init__(self, files: Sequence[str] = ("<events>",), focus: Iterable[str] = (),
-                 pack: bool = True):
+                 pack: bool = True, complete_effects: bool = False):
         focus = list(focus)
+        self.complete_effects = complete_effects
         self.files = list(files)
         self.wnames: list[str] = []          # writer index -> name (packed keys keep indexes)
         self.found = Findings(self.files, self.wnames, focus)
