@@ -12,16 +12,22 @@ import pytest
 
 import toolcommit.checker
 import toolcommit.model
+import toolcommit.runtime
 import toolcommit.spec
+
+# checker/runtime/ is installed as toolcommit.runtime; walking toolcommit.checker would
+# import a second copy of it under toolcommit.checker.runtime
+_SECOND_COPY = "toolcommit.checker.runtime"
 
 
 def modules() -> list[str]:
     out = []
-    for pkg in (toolcommit.model, toolcommit.checker, toolcommit.spec):
+    for pkg in (toolcommit.model, toolcommit.checker, toolcommit.runtime, toolcommit.spec):
         out.append(pkg.__name__)
         out += [m.name for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".",
                                                       onerror=lambda _name: None)
-                if not m.name.endswith("__main__")]
+                if not m.name.endswith("__main__")
+                and not (m.name + ".").startswith(_SECOND_COPY + ".")]
     return out
 
 

@@ -1,0 +1,88 @@
+"""`toolcommit torture`: seeded runs of a runtime under real crashes and network faults.
+
+Exit codes: 0 every run's log CONFORMS, 1 a run VIOLATES, 3 a run was inconclusive, stuck
+or failed, 2 bad usage (one line on stderr).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from toolcommit.model.errors import UsageError
+
+from toolcommit.checker.torture.provider import PROFILES
+
+MAX_RUNS = 100_000
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "torture", help="run a runtime under real crashes and faults; validate every run",
+        description="Seeded fault harness: worker processes run an agent loop on a runtime "
+        "against a provider on 127.0.0.1, behind a proxy that drops and delays responses, "
+        "while the harness SIGKILLs workers at planned points, pauses them with their leases "
+        "expired and cancels intents. Every run's log (plus the provider's ledger) is "
+        "checked by the code of 'toolcommit validate'. The same seed is the same schedule. "
+        "Exit 0 all clean, 1 a violation, 3 inconclusive, stuck or failed, 2 bad usage.")
+    p.add_argument("--runtime", choices=("library", "chat"), default="library",
+                   help="library: toolcommit.runtime's intent log; chat: trust the call id "
+                   "and retry blindly (default library)")
+    p.add_argument("--runs", type=int, default=30, metavar="N", help="runs (default 30)")
+    p.add_argument("--seed", type=int, default=1, metavar="S",
+                   help="first seed; run i uses seed S+i (default 1)")
+    p.add_argument("--workers", type=int, default=2, metavar="W",
+                   help="worker processes per run (default 2)")
+    p.add_argument("--profile", choices=list(PROFILES), default=None,
+                   help="the provider's environment profile (default fenced: idempotency "
+                   "keys with a TTL, saved responses, fences; with --itf, the one matching "
+                   "the trace's assumptions)")
+    p.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite",
+                   help="the library's store (default sqlite)")
+    p.add_argument("--dsn", default="", metavar="CONNINFO",
+                   help="PostgreSQL connection string for --store postgres")
+    p.add_argument("--itf", metavar="FILE",
+                   help="replay the schedule of a stored counterexample (an .itf.json trace) "
+                   "instead of seeded schedules: one run")
+    p.add_argument("--jobs", type=int, default=1, metavar="J",
+                   help="runs in parallel (default 1)")
+    p.add_argument("--keep", metavar="DIR", help="keep the log of every run that is not clean")
+    p.add_argument("--keep-going", action="store_true",
+                   help="run every seed instead of stopping at the first run that is not clean")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress dots on stderr")
+    return p
+
+
+def _check(args) -> None:
+    if not 1 <= args.runs <= MAX_RUNS:
+        raise UsageError(f"--runs {args.runs}: use 1 to {MAX_RUNS}")
+    if not 1 <= args.workers <= 8:
+        raise UsageError(f"--workers {args.workers}: use 1 to 8")
+    if not 1 <= args.jobs <= 16:
+        raise UsageError(f"--jobs {args.jobs}: use 1 to 16")
+    if args.seed < 0:
+        raise UsageError(f"--seed {args.seed}: use 0 or more")
+    if args.store == "postgres" and not args.dsn:
+        raise UsageError("--store postgres needs --dsn CONNINFO (a libpq connection string)")
+    if args.store == "postgres" and args.runtime == "chat":
+        raise UsageError("--store postgres is the library's store; the chat runtime has none")
+
+
+def run(args) -> int:
+    _check(args)
+    from toolcommit.checker.torture.campaign import render, torture
+
+    def dot(r) -> None:
+        if not args.quiet:
+            sys.stderr.write("." if r.clean else "x")
+            sys.stderr.flush()
+    if args.itf:
+        from toolcommit.checker.torture.itf import replay
+        campaign = replay(args.itf, args.runtime, args.profile, args.store, args.dsn, args.keep)
+    else:
+        campaign = torture(args.runs, args.seed, args.runtime, args.profile or "fenced",
+                           args.store,
+                           args.dsn, args.workers, args.jobs, args.keep, args.keep_going, dot)
+    if not args.quiet:
+        sys.stderr.write("\n")
+    sys.stdout.write(render(campaign))
+    return campaign.exit_code

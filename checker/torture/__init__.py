@@ -1,0 +1,1 @@
+"""toolcommit torture: a fault harness with real crashes (see harness.py)."""

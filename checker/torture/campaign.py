@@ -1,0 +1,195 @@
+"""Many seeded runs and their report: the denominator printed with the verdict.
+
+`torture` runs seeds ``seed .. seed + runs - 1`` (each `run_once` of `random_plan(seed)`),
+optionally in `jobs` forked processes, and by default stops at the first run that is not
+clean. `render` prints what was run and injected (runs, crashes, pauses, cancels, drops,
+delays, duplicated requests, intents, effects) beside the verdicts.
+"""
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Optional
+
+from toolcommit.checker.torture.harness import RunResult, run_once
+from toolcommit.checker.torture.plan import Timing, random_plan
+
+VERDICTS = ("CONFORMS", "VIOLATES", "INCONCLUSIVE", "STUCK", "ERROR")
+
+
+@dataclass
+class Campaign:
+    """What was asked (`options`), each run's result, the wall time, and whether it stopped
+    at a failing run before the end."""
+
+    options: dict
+    results: list = field(default_factory=list)
+    elapsed: float = 0.0
+    stopped: bool = False
+
+    def total(self, name: str) -> int:
+        return sum(r.counts.get(name, 0) for r in self.results)
+
+    def verdicts(self) -> dict:
+        out = {v: 0 for v in VERDICTS}
+        for r in self.results:
+            out[r.verdict] += 1
+        return out
+
+    @property
+    def first_failure(self) -> Optional[tuple[int, RunResult]]:
+        for i, r in enumerate(sorted(self.results, key=lambda r: r.seed), start=1):
+            if not r.clean:
+                return i, r
+        return None
+
+    @property
+    def exit_code(self) -> int:
+        """0 every run clean, 1 some run violates, 3 otherwise (inconclusive, stuck, error)."""
+        v = self.verdicts()
+        if v["VIOLATES"]:
+            return 1
+        return 0 if v["CONFORMS"] == len(self.results) and self.results else 3
+
+
+def _one(seed: int, o: dict) -> RunResult:
+    plan = random_plan(seed, o["workers"], o.get("timing") or Timing())
+    return run_once(plan, o["runtime"], o["profile"], o["store"], o["dsn"], o["keep"])
+
+
+def torture(runs: int, seed: int = 1, runtime: str = "library", profile: str = "fenced",
+            store: str = "sqlite", dsn: str = "", workers: int = 2, jobs: int = 1,
+            keep: Optional[str] = None, keep_going: bool = False,
+            progress: Optional[Callable[[RunResult], None]] = None,
+            timing: Optional[Timing] = None) -> Campaign:
+    """Run the seeds and collect a `Campaign` (see the module docstring)."""
+    o = {"runtime": runtime, "profile": profile, "store": store, "dsn": dsn,
+         "workers": workers, "keep": keep, "seed": seed, "runs": runs, "jobs": jobs,
+         "timing": timing}
+    c = Campaign({k: v for k, v in o.items() if k != "timing"})
+    start = time.monotonic()
+    seeds = list(range(seed, seed + runs))
+    if jobs <= 1:
+        for s in seeds:
+            r = _one(s, o)
+            c.results.append(r)
+            if progress:
+                progress(r)
+            if not r.clean and not keep_going:
+                c.stopped = s != seeds[-1]
+                break
+    else:
+        c.stopped = _parallel(seeds, o, jobs, c, progress, keep_going)
+    c.elapsed = time.monotonic() - start
+    return c
+
+
+def _parallel(seeds, o, jobs, c: Campaign, progress, keep_going) -> bool:
+    """Seeds over `jobs` forked processes (job j takes every jobs-th seed); results come
+    back as JSON lines. Returns True if it stopped early at a failing run."""
+    procs = {}
+    sel = selectors.DefaultSelector()
+    for j in range(jobs):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                os.close(r)
+                signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(SystemExit(1)))
+                for s in seeds[j::jobs]:
+                    res = _one(s, o)
+                    os.write(w, (json.dumps(asdict(res)) + "\n").encode())
+            except BaseException:
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(w)
+        procs[pid] = r
+        sel.register(r, selectors.EVENT_READ, [b""])
+    stopped, open_fds = False, set(procs.values())
+    try:
+        while open_fds and not stopped:
+            for key, _ in sel.select():
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    sel.unregister(key.fd)
+                    open_fds.discard(key.fd)
+                    continue
+                key.data[0] += chunk
+                while b"\n" in key.data[0]:
+                    line, key.data[0] = key.data[0].split(b"\n", 1)
+                    d = json.loads(line)
+                    res = RunResult(**{**d, "properties": tuple(d["properties"])})
+                    c.results.append(res)
+                    if progress:
+                        progress(res)
+                    if not res.clean and not keep_going:
+                        stopped = len(c.results) < len(seeds)
+    finally:
+        for pid in procs:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for pid, fd in procs.items():
+            os.waitpid(pid, 0)
+            os.close(fd)
+        sel.close()
+    c.results.sort(key=lambda r: r.seed)
+    return stopped
+
+
+def _rerun(o: dict, seed: int) -> str:
+    """The options that replay one run of the campaign `o`."""
+    args = [f"--runtime {o['runtime']}"]
+    if o.get("itf"):
+        args.append(f"--itf {o['itf']}")
+    else:
+        args += [f"--seed {seed}", "--runs 1"]
+        if o["workers"] != 2:
+            args.append(f"--workers {o['workers']}")
+    if o["profile"] != "fenced":
+        args.append(f"--profile {o['profile']}")
+    if o["store"] != "sqlite":
+        args.append(f"--store {o['store']} --dsn ...")
+    return " ".join(args)
+
+
+def render(c: Campaign) -> str:
+    """The campaign's report as text (see the module docstring)."""
+    o, v, t = c.options, c.verdicts(), c.total
+    n = len(c.results)
+    last = o["seed"] + o["runs"] - 1
+    what = f"schedule of {o['itf']}" if o.get("itf") else f"seeds {o['seed']}..{last}"
+    lines = [f"toolcommit torture: runtime {o['runtime']}, store {o['store']}, "
+             f"profile {o['profile']}, {o['workers']} workers, {what}",
+             f"  runs:    {n} of {o['runs']}: " + ", ".join(f"{v[k]} {k}" for k in VERDICTS
+                                                        if v[k] or k in VERDICTS[:3]),
+             f"  faults:  {t('crashes')} crashes (SIGKILL), {t('pauses')} zombie pauses "
+             f"(leases expired), {t('cancels')} cancels, {t('drops')} dropped acks, "
+             f"{t('delays')} delayed requests, {t('dups')} duplicated requests",
+             f"  work:    {t('intents')} intents from {t('proposals')} proposals, "
+             f"{t('requests')} requests, {t('effects')} effects applied ({t('fenced_out')} "
+             f"fenced out, {t('replayed')} replayed by key), {t('lines')} log lines",
+             f"  time:    {c.elapsed:.1f} s ({c.elapsed / max(n, 1):.2f} s per run)"]
+    first = c.first_failure
+    if first is None:
+        lines.append(f"clean: every run's log CONFORMS (toolcommit validate, with the "
+                     f"provider's ledger as effect lines)" if n else "no run")
+        return "\n".join(lines) + "\n"
+    i, r = first
+    lines.append(f"caught at run {i} (seed {r.seed}): {r.verdict}")
+    if r.properties:
+        lines.append(f"  properties: {', '.join(r.properties)}")
+    if r.error:
+        lines.append(f"  error: {r.error}")
+    lines.append(f"  log: {r.log}" if r.log else "  log: rerun with --keep DIR to keep it")
+    lines.append(f"  rerun: toolcommit torture {_rerun(o, r.seed)}")
+    if c.stopped:
+        lines.append("stopped at the first run that is not clean (--keep-going runs them all)")
+    return "\n".join(lines) + "\n"
