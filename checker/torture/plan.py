@@ -36,12 +36,12 @@ class Timing:
     """Seconds: client `timeout` per request, `hold` of a delayed request (longer than the
     timeout), `pause` of a zombie, `restart` delay after a kill, `deadline` of a run."""
 
-    timeout: float = 0.25
-    hold: float = 0.45
-    pause: float = 0.3
+    timeout: float = 0.1
+    hold: float = 0.15
+    pause: float = 0.1
     restart: float = 0.02
     deadline: float = 30.0
-    poll: float = 0.01
+    poll: float = 0.005
 
 
 @dataclass(frozen=True)

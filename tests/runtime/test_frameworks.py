@@ -1,0 +1,79 @@
+"""The framework wrappers: a call re-issued by the model under a new id (or paraphrased)
+after a lost ack meets the first record, and the provider applies the effect once.
+
+Real frameworks run offline: Pydantic AI with its FunctionModel, LangGraph's ToolNode in a
+graph. They are the optional extra 'frameworks'; without it these tests skip."""
+import json
+
+import pytest
+
+from toolcommit.runtime import IntentLog
+
+from .ledger import Bank, conforms
+
+pydantic_ai = pytest.importorskip("pydantic_ai", reason="the 'frameworks' extra is not installed")
+
+
+def test_pydantic_ai_reissued_refund_after_lost_ack_applies_once(tmp_path):
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from toolcommit.runtime.frameworks import pydantic_ai_tool
+
+    bank = Bank(lose_first_ack=True)
+    log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="agent")
+    script = iter([[ToolCallPart("refund", {"amount": 20}, tool_call_id="t1")],
+                   [ToolCallPart("refund", {"amount": 20.0}, tool_call_id="t2")],
+                   [TextPart("refunded")]])
+
+    def model(messages, info):
+        return ModelResponse(parts=next(script))
+
+    def refund(amount: float) -> dict:
+        """Refund the order."""
+        return bank.refund_current({"amount": amount})
+
+    tool = pydantic_ai_tool(log, refund, scope="user:42:checkout:7", status=bank.status)
+    agent = Agent(FunctionModel(model), tools=[tool])
+    result = agent.run_sync("refund my order")
+    assert result.output == "refunded"
+    assert len(bank.ledger) == 1
+    assert [e["decision"] for e in log.events() if e["type"] == "proposal"] == \
+        ["accepted", "duplicate"]
+    assert conforms(log, bank, tmp_path)
+
+
+@pytest.mark.slow
+def test_langgraph_tool_node_retry_under_new_id_applies_once(tmp_path):
+    pytest.importorskip("langgraph", reason="the 'frameworks' extra is not installed")
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool as lc_tool
+
+    from toolcommit.runtime.frameworks import langgraph_tool_node
+
+    bank = Bank(lose_first_ack=True)
+    log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="graph")
+
+    @lc_tool
+    def refund(amount: float) -> str:
+        """Refund the order."""
+        return json.dumps(bank.refund_current({"amount": amount}))
+
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    node = langgraph_tool_node(log, [refund], scope=lambda req: "user:42:checkout:7",
+                               status=bank.status)
+    g = StateGraph(MessagesState)
+    g.add_node("tools", node)
+    g.add_edge(START, "tools")
+    g.add_edge("tools", END)
+    graph = g.compile()
+    first = graph.invoke({"messages": [AIMessage("", tool_calls=[
+        {"name": "refund", "args": {"amount": 20}, "id": "t1"}])]})
+    second = graph.invoke({"messages": [AIMessage("", tool_calls=[
+        {"name": "refund", "args": {"amount": 20.0}, "id": "t2"}])]})
+    assert len(bank.ledger) == 1
+    assert first["messages"][-1].tool_call_id == "t1"
+    assert second["messages"][-1].tool_call_id == "t2"
+    assert json.loads(second["messages"][-1].content) == {"id": "e1"}
+    assert conforms(log, bank, tmp_path)

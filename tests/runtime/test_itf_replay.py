@@ -1,0 +1,52 @@
+"""Model to implementation: a stored counterexample's schedule, replayed through the
+harness, fails the chat-style runtime and passes on the library."""
+from pathlib import Path
+
+import pytest
+
+from toolcommit.checker.cli import main
+from toolcommit.checker.torture.itf import plan_from_itf, replay
+
+ROOT = Path(__file__).resolve().parents[2]
+NAIVE = ROOT / "counterexamples" / "naive"
+
+
+def test_the_ack_loss_schedule_is_the_models_calls_and_its_lost_ack():
+    plan = plan_from_itf(str(NAIVE / "ack_loss" / "I1.itf.json"))
+    assert plan.workers == ("w0",)
+    assert [c[0] for c in plan.sessions[0].calls] == ["t1", "t2"]
+    assert plan.net == ((("apply", "*", 1), "drop"),)
+    assert not plan.kills and not plan.pauses
+
+
+def test_ack_loss_counterexample_fails_the_chat_runtime_and_passes_on_the_library():
+    path = str(NAIVE / "ack_loss" / "I1.itf.json")
+    chat, lib = replay(path, "chat").results[0], replay(path, "library").results[0]
+    assert chat.verdict == "VIOLATES" and "I1" in chat.properties
+    assert chat.counts["effects"] == 2 and chat.counts["drops"] == 1
+    assert lib.verdict == "CONFORMS" and lib.counts["effects"] == 1
+    assert lib.counts["drops"] == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["crash_before_dispatch/I1", "transport_retry/I1", "default/P1",
+                                  "cancel/P3", "reorder/I1", "give_up_retry/I1",
+                                  "provider_non_idempotent/I1"])
+def test_naive_counterexample_schedules_fail_chat_and_pass_library(case):
+    path = str(NAIVE / f"{case}.itf.json")
+    assert replay(path, "chat").results[0].verdict == "VIOLATES"
+    assert replay(path, "library").results[0].verdict == "CONFORMS"
+
+
+def test_a_trace_with_a_prompt_revision_is_refused_with_one_line(capsys):
+    path = str(NAIVE / "prompt_revision" / "I1.itf.json")
+    assert main(["torture", "--itf", path]) == 2
+    err = capsys.readouterr().err
+    assert "revise_prompt" in err and "has no harness event" in err
+
+
+def test_a_file_that_is_not_a_trace_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "x.itf.json"
+    bad.write_text("{}")
+    assert main(["torture", "--itf", str(bad)]) == 2
+    assert "not an ITF counterexample" in capsys.readouterr().err

@@ -1,0 +1,77 @@
+"""PostgreSQL: the same log on a server the tests start themselves (initdb into a temporary
+folder, a Unix socket only), two orchestrator processes in the harness."""
+import os
+
+import pytest
+
+from toolcommit.checker.torture.campaign import render, torture
+from toolcommit.checker.torture.pgserver import NoPostgres, TempPostgres, binaries
+
+pytest.importorskip("psycopg", reason="the 'postgres' extra (psycopg 3) is not installed")
+if binaries() is None:
+    pytest.skip("PostgreSQL server binaries are not installed (apt-get install postgresql)",
+                allow_module_level=True)
+
+from toolcommit.runtime import IntentLog  # noqa: E402
+
+SCOPE = "user:42:checkout:7"
+
+
+@pytest.fixture(scope="module")
+def pg():
+    try:
+        with TempPostgres() as server:
+            yield server
+    except NoPostgres as e:
+        pytest.skip(str(e))
+
+
+def test_postgres_log_decides_duplicates_and_fences_like_sqlite(pg):
+    w1 = IntentLog.postgres(pg.dsn, "w1", schema="t_basic")
+    w2 = IntentLog.postgres(pg.dsn, "w2", schema="t_basic")
+    d = w1.propose("t1", "refund", {"amount": 20}, SCOPE)
+    assert w2.propose("t2", "refund", {"amount": 20.0}, SCOPE).decision == "duplicate"
+    t = w1.dispatch(d.key)
+    w1.expire_leases("w1")
+    assert [r.state for r in w2.recover()] == ["UNKNOWN"]
+    assert not w1.ack(t)
+    r = w2.reconcile(d.key)
+    assert r.fence == 2 and w2.settle(r, True, {"id": "e1"})
+    assert [e["seq"] for e in w2.events() if e["writer"] == "w2"] == [1, 2, 3, 4]
+    w1.close()
+    w2.close()
+
+
+def test_concurrent_orchestrators_on_postgres_accept_one_record(pg):
+    IntentLog.postgres(pg.dsn, "setup", schema="t_race").close()
+    r, w = os.pipe()
+    pids = []
+    for i in range(6):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                log = IntentLog.postgres(pg.dsn, f"o{i}", schema="t_race")
+                os.write(w, log.propose(f"t{i}", "refund", {"amount": 20}, SCOPE).decision[:1]
+                         .encode())
+            finally:
+                os._exit(0)
+        pids.append(pid)
+    os.close(w)
+    for pid in pids:
+        os.waitpid(pid, 0)
+    got = os.read(r, 64).decode()
+    os.close(r)
+    assert sorted(got) == ["a"] + ["d"] * 5
+
+
+def test_harness_with_two_orchestrators_on_postgres_is_clean(pg):
+    c = torture(5, seed=1, store="postgres", dsn=pg.dsn, workers=2, keep_going=True)
+    assert c.verdicts()["CONFORMS"] == 5, render(c)
+    assert c.total("crashes") > 0
+
+
+@pytest.mark.slow
+def test_harness_with_two_orchestrators_on_postgres_is_clean_on_40_seeds(pg):
+    c = torture(40, seed=100, store="postgres", dsn=pg.dsn, workers=2, jobs=2,
+                keep_going=True)
+    assert c.verdicts()["CONFORMS"] == 40, render(c)
