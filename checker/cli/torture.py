@@ -6,6 +6,7 @@ or failed, 2 bad usage (one line on stderr).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from toolcommit.model.errors import UsageError
@@ -65,6 +66,15 @@ def _check(args) -> None:
         raise UsageError("--store postgres needs --dsn CONNINFO (a libpq connection string)")
     if args.store == "postgres" and args.runtime == "chat":
         raise UsageError("--store postgres is the library's store; the chat runtime has none")
+    if args.keep:
+        try:
+            os.makedirs(args.keep, exist_ok=True)
+        except OSError as e:
+            raise UsageError(f"--keep {args.keep}: {e.strerror}; choose a folder you can "
+                             "write") from None
+    if args.store == "postgres":
+        from toolcommit.runtime.store import PostgresStore
+        PostgresStore(args.dsn, "tc_probe").close()   # fails here, in one line, if unusable
 
 
 def run(args) -> int:

@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass
 from typing import IO, Callable, Iterable, Iterator, Optional, Sequence
 
 from toolcommit.model.canon import CanonError, canonical_intent
@@ -63,12 +62,16 @@ from toolcommit.model.errors import ToolcommitError
 
 from toolcommit.runtime import lines as L
 from toolcommit.runtime import telemetry
-from toolcommit.runtime.store import (GAVE_UP, OPEN_STATES, PostgresStore, SqliteStore, Store,
-                                      StoreError)
+from toolcommit.runtime.records import Decision, Record, Ticket, record_of, semantic_key
+from toolcommit.runtime.store import (GAVE_UP, PostgresStore, SqliteStore, Store, StoreError,
+                                      expire_leases, read_lines)
+
+__all__ = ["IntentLog", "IntentLogError", "Superseded", "Decision", "Record", "Ticket",
+           "semantic_key", "read_lines", "expire_leases"]
 
 _COLS = ("key, intent, epoch, tool, scope, args, call_id, state, fence, owner, owner_inc, "
          "lease_until, slot, result")
-_OPEN = "('RECORDED', 'DISPATCHED', 'UNKNOWN', 'RECONCILING')"
+_OPEN = "('RECORDED', 'DISPATCHED', 'UNKNOWN', 'RECONCILING')"   # = store.OPEN_STATES
 
 
 class IntentLogError(ToolcommitError):
@@ -77,72 +80,6 @@ class IntentLogError(ToolcommitError):
 
 class Superseded(IntentLogError):
     """Another process opened this writer name: this one must stop writing."""
-
-
-@dataclass(frozen=True)
-class Record:
-    """One intent record, as the store holds it."""
-
-    key: str
-    intent: str          # canonical digest (v1) of (tool, args, scope)
-    epoch: int
-    tool: str
-    scope: str
-    args: dict
-    call_id: str         # the call that created it (evidence, not identity)
-    state: str
-    fence: int
-    owner: Optional[str]
-    owner_inc: int
-    lease_until: float
-    result: Optional[object] = None
-
-    @property
-    def settled(self) -> bool:
-        return self.state not in OPEN_STATES
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What the log decided about one proposal: ``accepted``, ``duplicate`` (the key has a
-    record: `record` is it) or ``conflict`` (an exclusive tool's scope holds another live
-    intent: `record` is that one)."""
-
-    decision: str
-    key: str
-    record: Record
-
-    @property
-    def accepted(self) -> bool:
-        return self.decision == "accepted"
-
-
-@dataclass(frozen=True)
-class Ticket:
-    """What to send: the `idempotency_key` and `fence` of one request (`purpose` ``apply``
-    for a dispatch, ``status`` for a reconcile's status read), with the call's content."""
-
-    key: str
-    idempotency_key: str
-    fence: int
-    purpose: str
-    tool: str
-    args: dict
-    scope: str
-    epoch: int
-
-
-def semantic_key(digest: str, epoch: int) -> str:
-    """The record key (also the idempotency key sent to the provider)."""
-    return f"tc1-{digest[:32]}-e{epoch}"
-
-
-def _record(row) -> Record:
-    (key, intent, epoch, tool, scope, args, call_id, state, fence, owner, owner_inc,
-     lease_until, _slot, result) = row
-    return Record(key, intent, int(epoch), tool, scope, json.loads(args), call_id, state,
-                  int(fence), owner, int(owner_inc), float(lease_until),
-                  None if result is None else json.loads(result))
 
 
 class IntentLog:
@@ -207,12 +144,12 @@ class IntentLog:
         for body in bodies:
             seq += 1
             out.append(L.stamp(body, self.writer, seq, ts))
-        tx.many("INSERT INTO tc_events (writer, seq, line) VALUES (?, ?, ?)",
-                [(self.writer, ln["seq"], L.dumps(ln)) for ln in out])
         if tx.run("UPDATE tc_writers SET seq = ? WHERE writer = ? AND incarnation = ?",
                   (seq, self.writer, self.incarnation)) != 1:
             raise Superseded(f"writer {self.writer!r} was opened by another process; "
                              "this one must stop (one live process per writer name)")
+        tx.many("INSERT INTO tc_events (writer, seq, line) VALUES (?, ?, ?)",
+                [(self.writer, ln["seq"], L.dumps(ln)) for ln in out])
         return out, seq
 
     def _publish(self, line: dict, intent: Optional[str]) -> None:
@@ -228,7 +165,7 @@ class IntentLog:
         transition line names the state the write really left)."""
         row = tx.one(f"SELECT {_COLS} FROM tc_records WHERE key = ?"
                      + (self.store.lock_sql if lock else ""), (key,))
-        return None if row is None else _record(row)
+        return None if row is None else record_of(row)
 
     def _mine(self) -> tuple:
         return (self.writer, self.incarnation)
@@ -250,7 +187,7 @@ class IntentLog:
                 bodies += [L.lifecycle("crash"), L.lifecycle("restart")]
             tx.run("UPDATE tc_writers SET incarnation = ?, running = 1 WHERE writer = ?",
                    (self.incarnation, self.writer))
-            for r in [_record(x) for x in tx.all(
+            for r in [record_of(x) for x in tx.all(
                     f"SELECT {_COLS} FROM tc_records WHERE owner = ? AND owner_inc < ? "
                     f"AND state IN {_OPEN} ORDER BY key", (self.writer, self.incarnation))]:
                 body = self._take(tx, r, f"restart of {self.writer}")
@@ -308,7 +245,7 @@ class IntentLog:
             for _ in range(8):
                 latest = tx.one(f"SELECT {_COLS} FROM tc_records WHERE intent = ? "
                                 "ORDER BY epoch DESC LIMIT 1", (ci.digest,))
-                latest = None if latest is None else _record(latest)
+                latest = None if latest is None else record_of(latest)
                 epoch = 0 if latest is None else latest.epoch
                 if new_attempt and latest is not None and latest.state in GAVE_UP:
                     epoch += 1
@@ -329,7 +266,7 @@ class IntentLog:
                 decision = "duplicate"
                 if rec is None and slot is not None:
                     row = tx.one(f"SELECT {_COLS} FROM tc_records WHERE slot = ?", (slot,))
-                    rec, decision = (None if row is None else _record(row)), "conflict"
+                    rec, decision = (None if row is None else record_of(row)), "conflict"
                 if rec is not None:
                     return (Decision(decision, rec.key if decision == "duplicate" else key, rec),
                             [L.proposal(call_id, tool, args, scope, key, decision, epoch)],
@@ -445,7 +382,7 @@ class IntentLog:
         incarnations); a DISPATCHED one becomes UNKNOWN. Returns the records this writer now
         holds and must settle (`dispatch` a RECORDED one, `reconcile` the others)."""
         with self._lock, self.store.read() as tx:
-            rows = [_record(x) for x in tx.all(
+            rows = [record_of(x) for x in tx.all(
                 f"SELECT {_COLS} FROM tc_records WHERE state IN {_OPEN} "
                 f"AND (lease_until < {self.store.now_sql} OR (owner = ? AND owner_inc < ?)) "
                 f"AND NOT (owner = ? AND owner_inc = ?) ORDER BY key LIMIT ?",
@@ -480,7 +417,7 @@ class IntentLog:
     def records(self, states: Optional[Iterable[str]] = None) -> list[Record]:
         """All records (in `states` if given), by key."""
         with self._lock, self.store.read() as tx:
-            rows = [_record(x) for x in tx.all(f"SELECT {_COLS} FROM tc_records ORDER BY key")]
+            rows = [record_of(x) for x in tx.all(f"SELECT {_COLS} FROM tc_records ORDER BY key")]
         return rows if states is None else [r for r in rows if r.state in set(states)]
 
     def unsettled(self) -> int:
@@ -520,27 +457,3 @@ class IntentLog:
     def __exit__(self, *exc) -> None:
         self.close()
 
-
-def read_lines(store: Store, batch: int = 5000) -> Iterator[str]:
-    """Every line stored in `store` (JSON text) in the order written: the exported log."""
-    last = -1
-    while True:
-        with store.read() as tx:
-            rows = tx.all("SELECT id, line FROM tc_events WHERE id > ? ORDER BY id LIMIT ?",
-                          (last, batch))
-        if not rows:
-            return
-        for _id, text in rows:
-            yield text
-        last = rows[-1][0]
-
-
-def expire_leases(store: Store, writer: Optional[str] = None) -> int:
-    """Expire the leases of `writer`'s unsettled records (every writer's if None) at once:
-    an operator's action, and the fault harness's. Writes no line (no process logs a lease
-    lapsing). Returns how many leases it expired."""
-    with store.tx() as tx:
-        if writer is None:
-            return tx.run(f"UPDATE tc_records SET lease_until = 0 WHERE state IN {_OPEN}")
-        return tx.run(f"UPDATE tc_records SET lease_until = 0 WHERE state IN {_OPEN} "
-                      "AND owner = ?", (writer,))

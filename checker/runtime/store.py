@@ -33,10 +33,14 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from contextlib import contextmanager
 from typing import Iterator, Optional, Sequence
 
+from toolcommit.model.errors import ToolcommitError
+
 OPEN_STATES = ("RECORDED", "DISPATCHED", "UNKNOWN", "RECONCILING")
+_OPEN_SQL = "('RECORDED', 'DISPATCHED', 'UNKNOWN', 'RECONCILING')"
 GAVE_UP = ("DEAD_LETTER", "COMPENSATED", "REJECTED_CONFLICT")
 
 _TABLES = """
@@ -59,7 +63,7 @@ CREATE TABLE IF NOT EXISTS tc_writers (
 """
 
 
-class StoreError(RuntimeError):
+class StoreError(ToolcommitError):
     """The store cannot be opened or used (bad path, server down, driver missing)."""
 
 
@@ -135,15 +139,32 @@ class SqliteStore(Store):
         try:
             self._db = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None,
                                        check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
-            with self.tx() as tx:
-                for stmt in _TABLES.format(real="REAL", bigint="INTEGER",
-                                           serial="INTEGER PRIMARY KEY AUTOINCREMENT"
-                                           ).split(";"):
-                    tx.run(stmt)
+            self._init(synchronous.upper(), busy_timeout)
         except sqlite3.Error as e:
             raise StoreError(f"{self.path}: cannot open the SQLite intent log: {e}") from None
+
+    def _init(self, synchronous: str, busy_timeout: float) -> None:
+        """WAL mode and the schema. Switching to WAL, and the recovery after a process died
+        with the file open, can answer "locked" at once instead of waiting in the busy
+        handler: retry with a backoff, within `busy_timeout`."""
+        deadline, pause = time.monotonic() + busy_timeout, 0.005
+        while True:
+            try:
+                if self._db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                    self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute(f"PRAGMA synchronous={synchronous}")
+                with self.tx() as tx:
+                    for stmt in _TABLES.format(real="REAL", bigint="INTEGER",
+                                               serial="INTEGER PRIMARY KEY AUTOINCREMENT"
+                                               ).split(";"):
+                        tx.run(stmt)
+                return
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) and "busy" not in str(e) \
+                        or time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 0.1)
 
     @contextmanager
     def tx(self) -> Iterator[Tx]:
@@ -214,7 +235,8 @@ class PostgresStore(Store):
             if schema:
                 self._db.execute(f"SET search_path TO {schema}")
         except psycopg.Error as e:
-            raise StoreError(f"cannot open the PostgreSQL intent log: {e}".strip()) from None
+            raise StoreError("cannot open the PostgreSQL intent log: " + " ".join(str(e).split())
+                             + "; check the connection string") from None
 
     @contextmanager
     def tx(self) -> Iterator[Tx]:
@@ -224,3 +246,28 @@ class PostgresStore(Store):
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def read_lines(store: Store, batch: int = 5000) -> Iterator[str]:
+    """Every line stored in `store` (JSON text) in the order written: the exported log."""
+    last = -1
+    while True:
+        with store.read() as tx:
+            rows = tx.all("SELECT id, line FROM tc_events WHERE id > ? ORDER BY id LIMIT ?",
+                          (last, batch))
+        if not rows:
+            return
+        for _id, text in rows:
+            yield text
+        last = rows[-1][0]
+
+
+def expire_leases(store: Store, writer: Optional[str] = None) -> int:
+    """Expire the leases of `writer`'s unsettled records (every writer's if None) at once:
+    an operator's action, and the fault harness's. Writes no line (no process logs a lease
+    lapsing). Returns how many leases it expired."""
+    with store.tx() as tx:
+        if writer is None:
+            return tx.run(f"UPDATE tc_records SET lease_until = 0 WHERE state IN {_OPEN_SQL}")
+        return tx.run(f"UPDATE tc_records SET lease_until = 0 WHERE state IN {_OPEN_SQL} "
+                      "AND owner = ?", (writer,))

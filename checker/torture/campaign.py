@@ -167,7 +167,7 @@ def render(c: Campaign) -> str:
     last = o["seed"] + o["runs"] - 1
     what = f"schedule of {o['itf']}" if o.get("itf") else f"seeds {o['seed']}..{last}"
     lines = [f"toolcommit torture: runtime {o['runtime']}, store {o['store']}, "
-             f"profile {o['profile']}, {o['workers']} workers, {what}",
+             f"profile {o['profile']}, workers {o['workers']}, {what}",
              f"  runs:    {n} of {o['runs']}: " + ", ".join(f"{v[k]} {k}" for k in VERDICTS
                                                         if v[k] or k in VERDICTS[:3]),
              f"  faults:  {t('crashes')} crashes (SIGKILL), {t('pauses')} zombie pauses "
@@ -179,15 +179,21 @@ def render(c: Campaign) -> str:
              f"  time:    {c.elapsed:.1f} s ({c.elapsed / max(n, 1):.2f} s per run)"]
     first = c.first_failure
     if first is None:
-        lines.append(f"clean: every run's log CONFORMS (toolcommit validate, with the "
-                     f"provider's ledger as effect lines)" if n else "no run")
+        lines.append("clean: every run's log CONFORMS (toolcommit validate, with the "
+                     "provider's ledger as effect lines)" if n else "no run")
         return "\n".join(lines) + "\n"
     i, r = first
-    lines.append(f"caught at run {i} (seed {r.seed}): {r.verdict}")
+    lines.append(f"caught: {r.verdict}" if o.get("itf") else
+                 f"caught at run {i} (seed {r.seed}): {r.verdict}")
     if r.properties:
         lines.append(f"  properties: {', '.join(r.properties)}")
     if r.error:
         lines.append(f"  error: {r.error}")
+    others = [x for x in sorted(c.results, key=lambda x: x.seed) if not x.clean and x is not r]
+    if others:
+        lines.append("  also not clean: " + ", ".join(f"seed {x.seed} ({x.verdict})"
+                                                      for x in others[:10])
+                     + (f" and {len(others) - 10} more" if len(others) > 10 else ""))
     lines.append(f"  log: {r.log}" if r.log else "  log: rerun with --keep DIR to keep it")
     lines.append(f"  rerun: toolcommit torture {_rerun(o, r.seed)}")
     if c.stopped:

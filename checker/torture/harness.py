@@ -332,6 +332,8 @@ def run_once(plan: Plan, runtime: str = "library", profile: str = "fenced",
     run = Run(plan, conf)
     result = RunResult(plan.seed, "ERROR")
     try:
+        with _store(conf):            # the schema, once, before any worker (then closed:
+            pass                      # no SQLite connection may live across a fork)
         run.start_provider()
         finished = run.supervise()
         if not finished:

@@ -1,6 +1,5 @@
 """An in-process provider for library tests: a real ledger with idempotency keys, fences
 and a status read (the harness's loopback provider has the same rules over HTTP)."""
-import json
 
 from toolcommit.checker.cli.validate import validate
 from toolcommit.runtime import lines as L
