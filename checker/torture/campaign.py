@@ -182,6 +182,13 @@ def render(c: Campaign) -> str:
         lines.append("clean: every run's log CONFORMS (toolcommit validate, with the "
                      "provider's ledger as effect lines)" if n else "no run")
         return "\n".join(lines) + "\n"
+    found: dict[str, int] = {}
+    for x in c.results:
+        for prop in x.properties:
+            found[prop] = found.get(prop, 0) + 1
+    if found:
+        lines.append("  found:   " + ", ".join(f"{p} in {k} runs" for p, k in
+                                               sorted(found.items(), key=lambda kv: -kv[1])))
     i, r = first
     lines.append(f"caught: {r.verdict}" if o.get("itf") else
                  f"caught at run {i} (seed {r.seed}): {r.verdict}")

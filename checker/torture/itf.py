@@ -34,13 +34,14 @@ from pathlib import Path
 from toolcommit.model.errors import InputError, UsageError
 from toolcommit.model.instance import instance
 
+from toolcommit.checker.logs.write import forms
 from toolcommit.checker.torture.plan import Plan, Session, Timing
 
 _EMIT = ("check", "propose")
 _SENDS = ("dispatch", "retry")
 _AFTER_SEND = ("dispatch", "retry", "timeout", "receive_ack")
-_IGNORED = ("insert", "deliver", "receive_ack", "timeout", "reconcile", "read_status",
-            "compensate", "dead_letter", "takeover", "restart")
+_IGNORED = ("insert", "deliver", "reconcile", "read_status", "compensate", "dead_letter",
+            "takeover", "restart")
 
 
 def _load(path: str) -> dict:
@@ -58,9 +59,8 @@ def plan_from_itf(path: str, timing: Timing = Timing()) -> Plan:
     """The harness schedule of the ITF trace at `path` (see the module docstring)."""
     doc = _load(path)
     inst = instance(doc["#meta"]["instance"])
-    from toolcommit.checker.logs.write import forms
     intent, args_of = forms()
-    form_names = list(dict.fromkeys(["orig", "paraphrase", "revised"]))
+    form_names = list(args_of)
     props = {p.name: p for p in inst.proposals}
     workers = [f"w{i}" for i in range(inst.workers)]
     script = {w: [] for w in workers}
