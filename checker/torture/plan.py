@@ -37,7 +37,7 @@ class Timing:
     timeout), `pause` of a zombie, `restart` delay after a kill, `deadline` of a run."""
 
     timeout: float = 0.1
-    hold: float = 0.15
+    hold: float = 0.3
     pause: float = 0.1
     restart: float = 0.02
     deadline: float = 30.0

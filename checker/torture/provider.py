@@ -201,10 +201,8 @@ class Proxy:
         try:
             if action == "delay":
                 self.counts["delay"] += 1
-                task = asyncio.ensure_future(self._late(raw))
-                self.held.add(task)
-                task.add_done_callback(self.held.discard)
-                return                        # the client times out; the request lands later
+                await self._late(raw)         # the client times out; the request lands later
+                return
             answer = await self._forward(raw)
             if action == "dup":
                 self.counts["dup"] += 1
@@ -220,11 +218,17 @@ class Proxy:
             writer.close()
 
     async def _late(self, raw: bytes) -> None:
-        await asyncio.sleep(self.timing.hold)
+        """Hold the request (its client's connection stays open, unanswered) past the
+        client's timeout, then deliver it; `flush` waits for every held request."""
+        task = asyncio.current_task()
+        self.held.add(task)
         try:
+            await asyncio.sleep(self.timing.hold)
             await self._forward(raw)
         except ConnectionError:
             pass
+        finally:
+            self.held.discard(task)
 
 
 async def _serve(profile: Profile, plan, timing, ready_fd: int, control_fd: int) -> None:
@@ -248,7 +252,7 @@ async def _serve(profile: Profile, plan, timing, ready_fd: int, control_fd: int)
                                        "network": proxy.counts}, {}
         elif url.path == "/flush":
             while proxy.held:
-                await asyncio.gather(*list(proxy.held), return_exceptions=True)
+                await asyncio.sleep(proxy.timing.poll)
             status, doc, extra = 200, {"held": 0}, {}
         else:
             status, doc, extra = 404, {"error": "no such path"}, {}
