@@ -20,6 +20,7 @@ from typing import Mapping
 from toolcommit.spec import instances, protocol
 
 from .errors import UsageError
+from .values import ENV_FAULTS
 
 
 # The largest bounds any command accepts, checked before any work: the state space grows
@@ -102,7 +103,9 @@ class Instance:
         return replace(inst, faults=faults)
 
     def bounds(self) -> dict[str, int]:
-        return {"workers": self.workers, "max_fence": self.max_fence, **self.faults}
+        """Workers, fence bound and fault budgets (a real system's fault only when set)."""
+        return {"workers": self.workers, "max_fence": self.max_fence,
+                **{f: n for f, n in self.faults.items() if n or f not in ENV_FAULTS}}
 
 
 def instance_names() -> list[str]:

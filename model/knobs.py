@@ -35,6 +35,7 @@ class Config:
     knobs: Mapping[str, str]
     assumptions: Mapping[str, str]
     changed: tuple[str, ...] = field(default=())
+    env: str = "ideal"      # the environment profile the assumptions came from
 
     def with_knobs(self, updates: Mapping[str, str]) -> "Config":
         """A copy with `updates` applied to knobs or assumptions; names are checked."""
@@ -50,12 +51,13 @@ class Config:
                 valid = ", ".join(list(knobs) + list(assumptions))
                 raise UsageError(f"unknown knob {name!r}; valid knobs and assumptions: {valid}")
         changed = tuple(dict.fromkeys(self.changed + tuple(updates)))
-        return Config(self.preset, knobs, assumptions, changed)
+        return Config(self.preset, knobs, assumptions, changed, self.env)
 
     def label(self) -> str:
-        """`preset` plus any changed knobs, e.g. `recommended+fencing=off`."""
+        """`preset` plus any changed knobs, then the environment unless ideal, e.g.
+        `recommended+fencing=off` or `recommended+epoch=none@stripe`."""
         extra = [f"{n}={self.knobs.get(n, self.assumptions.get(n))}" for n in self.changed]
-        return "+".join([self.preset] + extra)
+        return "+".join([self.preset] + extra) + ("" if self.env == "ideal" else f"@{self.env}")
 
     def relied_on(self) -> dict[str, str]:
         """The environment assumptions this config was checked under."""
@@ -89,6 +91,8 @@ def parse_settings(items) -> dict[str, str]:
 
 
 def from_label(label: str) -> Config:
-    """The config a `Config.label()` names, e.g. `naive+on_unknown=reconcile`."""
+    """The config a `Config.label()` names, e.g. `naive+on_unknown=reconcile@stripe`."""
+    from .environment import configure
+    label, _, env = label.partition("@")
     name, *changes = label.split("+")
-    return preset(name).with_knobs(parse_settings(changes))
+    return configure(preset(name), env or "ideal").with_knobs(parse_settings(changes))

@@ -26,7 +26,7 @@ from functools import lru_cache
 from importlib import resources
 
 from .expr import TRUE, Const, Expr, Op, Var, all_of, any_of, implies, in_, not_
-from .semantics import M_DELAYED, M_INFLIGHT, M_NONE, RV
+from .values import M_DELAYED, M_INFLIGHT, M_NONE, RV
 from .system import System
 
 ARRIVING = (M_INFLIGHT, M_DELAYED)

@@ -9,8 +9,9 @@ Kinds
 invariant : a predicate every reachable state must satisfy (I1, I1net, P1).
 monitor   : a transition property, kept as a sticky flag variable (`flag`) that the step
             breaking it sets; judged like an invariant over that flag (P2, P3, FENCE, LEGAL).
-graph     : judged on the reachable graph (DEADLOCK, PROGRESS); `stuck` explains the last
-            state of a counterexample.
+graph     : judged on the reachable graph (DEADLOCK, PROGRESS, and FULFIL at the end
+            states: where only faults could still fire); `stuck` explains the last state
+            of a counterexample.
 adversary : every property that holds still holds with an adversary added to the model
             (P4: planner memory wiped at any time).
 hyper     : compares several models (P5: every model personality reaches the same outcomes).
@@ -49,7 +50,7 @@ class Property:
     witness: str
     flag: str = ""          # monitor: the sticky variable the breaking step sets
     reads: str = ""         # what a violation reads: "effects" (counted per key), or for a
-    #                         graph property "dead_end" / "no_way_to_settle"
+    #                         graph property "dead_end" / "no_way_to_settle" / "unfulfilled_end"
     stuck: str = ""         # graph: what is wrong with a counterexample's last state
     adversary: Optional[Mapping[str, str]] = None   # adversary: its action, name, and
     #                                                 how a violation under it is phrased

@@ -17,31 +17,18 @@ from dataclasses import dataclass
 
 from toolcommit.spec import protocol
 
-from .expr import FALSE, TRUE, Const, Expr, lift, Var, all_of, any_of, in_, ite, max_, min_, not_, sum_
+from .expr import FALSE, TRUE, Expr, lift, Var, all_of, any_of, in_, ite, min_, not_, sum_
+from .faults import LogFaults
 from .instance import Instance, Proposal
 from .knobs import Config
+from .planner import Planner
 from .properties import monitors, table
+from .provider import Provider
 from .system import Action, Symmetry, System, VarDecl
-
-PROP_VALUES = ("ABSENT", "PROPOSED", "RECORDED", "REJECTED_DUPLICATE", "REJECTED_CONFLICT")
-MSG_VALUES = ("NONE", "INFLIGHT", "DELAYED", "ACK", "LOST", "DONE")
-P_ABSENT, P_PROPOSED, P_RECORDED, P_DUP, P_CONFLICT = range(5)
-M_NONE, M_INFLIGHT, M_DELAYED, M_ACK, M_LOST, M_DONE = range(6)
-CAP = 2  # effect counters saturate here: two effects already break I1
-MONITOR_ORDER = ("LEGAL", "P2", "FENCE", "P3")  # the flags' order in the packed state
-
-
-def record_values() -> tuple[str, ...]:
-    """Record states in spec order; index 0 (PROPOSED) means 'no record yet'."""
-    return tuple(protocol().record.states)
-
-
-RV = {name: i for i, name in enumerate(record_values())}
-SETTLED = ("ACKED", "COMPENSATED", "DEAD_LETTER", "REJECTED_CONFLICT")
-GAVE_UP = ("COMPENSATED", "DEAD_LETTER", "REJECTED_CONFLICT")
-IN_DOUBT = ("UNKNOWN", "RECONCILING")
-P2_ALLOWED = ("UNKNOWN", "RECONCILING", "COMPENSATED", "DEAD_LETTER")
-
+from .values import (CAP, GAVE_UP, M_ACK, M_DELAYED, M_DONE, M_INFLIGHT, M_LOST, M_NONE,
+                     MONITOR_ORDER, MSG_VALUES, P2_ALLOWED, P_ABSENT, P_DUP, P_PROPOSED,
+                     PLAIN_MSG, PROP_VALUES, RV, SEAL_VALUES, SEEN_VALUES, SETTLED, UNSETTLED,
+                     const as _const, r, record_values)
 
 @dataclass(frozen=True)
 class Key:
@@ -56,11 +43,7 @@ class Key:
         return "/".join(str(p) for p in self.ident)
 
 
-def r(*names: str) -> tuple[int, ...]:
-    return tuple(RV[n] for n in names)
-
-
-class _Builder:
+class _Builder(Planner, Provider, LogFaults):
     """Collects variables and actions; one method per actor."""
 
     def __init__(self, config: Config, inst: Instance):
@@ -154,14 +137,29 @@ class _Builder:
             cl = self.call_ids
             self.via.append(self.var(f"via.{n}", len(cl), 0, cl, "via", (n,))
                             if self.needs_via(i) else None)
-            self.msg.append([self.var(f"msg.{n}.{f}", len(MSG_VALUES), 0, MSG_VALUES, "msg",
+            mv = MSG_VALUES if self.errors_modelled() else MSG_VALUES[:PLAIN_MSG]
+            self.msg.append([self.var(f"msg.{n}.{f}", len(mv), 0, mv, "msg",
                                       (n, str(f))) for f in range(1, F + 1)])
             self.mtok.append([self.var(f"mtok.{n}.{f}", len(cl), 0, cl, "mtok", (n, str(f)))
                               for f in range(1, F + 1)] if self.needs_via(i) else None)
-        self.seen = {t: self.var(f"seen.{t}", 2, family="seen", index=(t,)) for t in self.tokens()}
+        self._declare_seals()
+        sv = SEEN_VALUES if self.saved_errors() else ()
+        self.seen = {t: self.var(f"seen.{t}", len(sv) or 2, 0, sv, family="seen", index=(t,))
+                     for t in self.tokens()}
         flags = {m.name: m.flag for m in monitors()}
         assert set(flags) == set(MONITOR_ORDER), "spec monitors and the model's flags differ"
         self.bad = {p: self.var(flags[p], 2, family="bad", index=(p,)) for p in MONITOR_ORDER}
+
+    def _declare_seals(self) -> None:
+        """The seal in flight per key, where the seal is a message: its state and fence."""
+        self.sealm, self.sealf = [], []
+        for k, key in enumerate(self.keys):
+            on = self.pfence[k] is not None and self.seal_is_message()
+            n = key.name
+            self.sealm.append(self.var(f"seal.{n}", len(SEAL_VALUES), 0, SEAL_VALUES, "seal", (n,))
+                              if on else None)
+            self.sealf.append(self.var(f"sealf.{n}", self.F + 1, 0, family="sealf", index=(n,))
+                              if on else None)
 
     def provider_fenced(self) -> bool:
         return self.k["fencing"] == "on" and self.a["provider_fences"] == "yes"
@@ -178,10 +176,11 @@ class _Builder:
         return list(self.call_ids)
 
     # ----- helpers ----------------------------------------------------------------
-    def act(self, name, params, guard, updates, fault=False, cut=False) -> None:
+    def act(self, name, params, guard, updates, fault=False, cut=False, monitor=True) -> None:
         updates = {n: lift(e) for n, e in updates.items() if e is not None}
-        self.actions.append(Action(name, dict(params), guard, self._monitor(updates),
-                                   fault, cut))
+        if monitor:
+            updates = self._monitor(updates)
+        self.actions.append(Action(name, dict(params), guard, updates, fault, cut))
 
     def _monitor(self, updates: dict) -> dict:
         """Add LEGAL and P2 monitor updates for every record variable the action writes."""
@@ -219,97 +218,6 @@ class _Builder:
         if t == "after_give_up":
             return any_of(*[in_(rec, r(*GAVE_UP[:2])) for rec in self.rec])
         raise ValueError(t)
-
-    # ----- planner and log: proposals ---------------------------------------------
-    def planner(self) -> None:
-        for p in self.props:
-            for w in range(self.W):
-                self._propose(p, w)
-            if self.racy:
-                self._insert(p)
-
-    def _conflict(self, p: Proposal) -> Expr:
-        if self.k["revision"] != "conflict":
-            return FALSE
-        mine = self.keys[self.key_of[p.name]]
-        live = [not_(in_(self.rec[i], r("PROPOSED", *GAVE_UP))) for i, key in enumerate(self.keys)
-                if key.version != p.version and key.epoch == mine.epoch]
-        return any_of(*live)
-
-    def _propose(self, p: Proposal, w: int) -> None:
-        k = self.key_of[p.name]
-        rec, prop = self.rec[k], self.prop[p.name]
-        base = all_of(prop == P_ABSENT, self.alive[w] == 1, self.trigger(p))
-        exists = rec != RV["PROPOSED"]
-        params = {"call": p.call_id, "proposal": p.name, "worker": f"w{w}", "key": self.keys[k].name}
-        overwrite = self.k["reaccept"] == "overwrite"
-        gave_up = in_(rec, r(*GAVE_UP)) if overwrite else FALSE
-        late = self.k["late_replay"]
-        in_doubt = in_(rec, r(*IN_DOUBT)) if late != "reject" else FALSE
-        if overwrite:
-            self.act("propose", {**params, "decision": "accepted (overwrites)"},
-                     all_of(base, gave_up), self._accept(p, k, w))
-        if late == "replay_same_key":
-            self._replay_same_key(p, k, w, base, params)
-        if late == "compensate":
-            self._replay_compensate(p, k, w, base, params)
-        duplicate = all_of(base, exists, not_(gave_up), not_(in_doubt))
-        if late == "compensate":
-            nk = self.rec[self.next_key[p.name]]
-            duplicate = all_of(base, exists, not_(gave_up),
-                               any_of(not_(in_doubt), nk != RV["PROPOSED"]))
-        self.act("propose", {**params, "decision": "duplicate"}, duplicate,
-                 {prop.name: P_DUP})
-        conflict = self._conflict(p)
-        if conflict is not FALSE:
-            self.act("propose", {**params, "decision": "conflict"},
-                     all_of(base, not_(exists), conflict), {prop.name: P_CONFLICT})
-        fresh = all_of(base, not_(exists), not_(conflict))
-        if self.racy:
-            self.act("check", {**params, "decision": "absent"}, fresh,
-                     {prop.name: P_PROPOSED, self.chk[p.name].name: w})
-        else:
-            self.act("propose", {**params, "decision": "accepted"}, fresh, self._accept(p, k, w))
-
-    def _accept(self, p: Proposal, k: int, w: int) -> dict:
-        up = {self.rec[k].name: RV["RECORDED"], self.owner[k].name: w,
-              self.prop[p.name].name: P_RECORDED}
-        if self.via[k] is not None:
-            up[self.via[k].name] = self.call_ids.index(p.call_id)
-        return up
-
-    def _insert(self, p: Proposal) -> None:
-        k = self.key_of[p.name]
-        for w in range(self.W):
-            up = self._accept(p, k, w)
-            up[self.chk[p.name].name] = self.W
-            self.act("insert", {"call": p.call_id, "proposal": p.name, "worker": f"w{w}",
-                                "key": self.keys[k].name},
-                     all_of(self.prop[p.name] == P_PROPOSED, self.chk[p.name] == w,
-                            self.alive[w] == 1), up)
-
-    def _replay_same_key(self, p, k, w, base, params) -> None:
-        for f in range(1, self.F + 1):
-            up = self._send(k, f, p)
-            up.update({self.rec[k].name: RV["DISPATCHED"], self.owner[k].name: w,
-                       self.prop[p.name].name: P_RECORDED})
-            if self.via[k] is not None:
-                up[self.via[k].name] = self.call_ids.index(p.call_id)
-            self.act("propose", {**params, "decision": "replayed under the same key",
-                                 "fence": str(f)},
-                     all_of(base, in_(self.rec[k], r(*IN_DOUBT)), self.fence[k] == f - 1),
-                     up)
-        self.act("propose", {**params, "decision": "replayed under the same key",
-                             "fence": "beyond bound"},
-                 all_of(base, in_(self.rec[k], r(*IN_DOUBT)), self.fence[k] == self.F), {}, cut=True)
-
-    def _replay_compensate(self, p, k, w, base, params) -> None:
-        nk = self.next_key[p.name]
-        up = self._compensation(k)
-        up.update(self._accept(p, nk, w))
-        self.act("propose", {**params, "decision": "compensated first, accepted as next epoch",
-                             "next_key": self.keys[nk].name},
-                 all_of(base, in_(self.rec[k], r(*IN_DOUBT)), self.rec[nk] == RV["PROPOSED"]), up)
 
     # ----- workers: dispatch, acks, timeouts, recovery ----------------------------
     def _send(self, k: int, f: int, p: Proposal | None = None) -> dict:
@@ -349,6 +257,7 @@ class _Builder:
                             in_(self.msg[k][f - 1], (M_DELAYED, M_LOST))),
                      {rec.name: RV["UNKNOWN"], self.retry_ok.name: 1})
             self._receive_ack(k, w, f)
+            self.receive_error(k, w, f)
         self._dispatch_bound(k, w, ready)
         self._unknown(k, w)
         if self.k["on_restart"] == "reload_log":
@@ -385,11 +294,17 @@ class _Builder:
                          all_of(unknown, self.fence[k] == f - 1), up)
         elif policy == "reconcile":
             self._reconcile(k, w, unknown)
-            self.act("read_status", {"key": kn, "worker": wn},
-                     all_of(owned, rec == RV["RECONCILING"]), {rec.name: self._read(k)})
+            sealed = self.seal_read_guard(k)
+            guard = all_of(owned, rec == RV["RECONCILING"], *([sealed] if sealed is not None else []))
+            after = self.seal_read_updates(k)
+            self.act("read_status", {"key": kn, "worker": wn}, guard,
+                     {rec.name: self._read(k), **after})
+            self.stale_read(k, w, guard, {"key": kn, "worker": wn}, after)
+            self.reseal(k, w)
         elif policy == "reconcile_skip":
             self.act("read_status", {"key": kn, "worker": wn, "from": "UNKNOWN"}, unknown,
                      {rec.name: self._read(k)})
+            self.stale_read(k, w, unknown, {"key": kn, "worker": wn, "from": "UNKNOWN"}, {})
         elif policy == "dead_letter":
             self.act("dead_letter", {"key": kn, "worker": wn}, unknown,
                      {rec.name: RV["DEAD_LETTER"]})
@@ -404,9 +319,7 @@ class _Builder:
                      {rec.name: RV["RECONCILING"]})
             return
         for f in range(1, self.F + 1):
-            up = {rec.name: RV["RECONCILING"], self.fence[k].name: f}
-            if self.pfence[k] is not None:
-                up[self.pfence[k].name] = f
+            up = {rec.name: RV["RECONCILING"], self.fence[k].name: f, **self.seal_updates(k, f)}
             self.act("reconcile", {"key": kn, "worker": wn, "fence": str(f)},
                      all_of(unknown, self.fence[k] == f - 1), up)
         self.act("reconcile", {"key": kn, "worker": wn, "fence": "beyond bound"},
@@ -460,76 +373,6 @@ class _Builder:
                        *[self.chk[p.name] != self.W for p in self.props if self.racy])
         self.act("wipe", {}, holds, up, fault=True)
 
-    # ----- network and provider -----------------------------------------------------
-    def network(self) -> None:
-        for k in range(len(self.keys)):
-            for f in range(1, self.F + 1):
-                m = self.msg[k][f - 1]
-                params = {"key": self.keys[k].name, "fence": str(f)}
-                if self.has("delays"):
-                    self.act("delay", params, all_of(m == M_INFLIGHT, self.budget["delays"] > 0),
-                             {m.name: M_DELAYED, **self.spend("delays")}, fault=True)
-                if self.has("duplicates"):
-                    self.act("redeliver", params,
-                             all_of(in_(m, (M_LOST, M_DONE)), self.budget["duplicates"] > 0),
-                             {m.name: M_INFLIGHT, **self.spend("duplicates")}, fault=True)
-                if self.has("ack_losses"):
-                    self.act("lose_ack", params, all_of(m == M_ACK, self.budget["ack_losses"] > 0),
-                             {m.name: M_LOST, **self.spend("ack_losses")}, fault=True)
-                self._deliver(k, f)
-
-    def _deliver(self, k: int, f: int) -> None:
-        m, params = self.msg[k][f - 1], {"key": self.keys[k].name, "fence": str(f)}
-        arriving = in_(m, (M_INFLIGHT, M_DELAYED))
-        fenced = (self.pfence[k] > f) if self.pfence[k] is not None else FALSE
-        seen = self._seen_expr(k, f)
-        seal = {self.pfence[k].name: max_(self.pfence[k], f)} if self.pfence[k] is not None else {}
-        if fenced is not FALSE:
-            self.act("deliver", {**params, "outcome": "fenced out"}, all_of(arriving, fenced),
-                     {m.name: M_LOST})
-        if seen is not FALSE:
-            self.act("deliver", {**params, "outcome": "deduplicated"},
-                     all_of(arriving, not_(fenced), seen), {m.name: M_ACK, **seal})
-        up = {m.name: M_ACK, self.applied[k].name: min_(self.applied[k] + 1, CAP), **seal}
-        up.update(self._mark_seen(k, f))
-        up[self.bad["FENCE"].name] = ite(self.fence[k] > f, 1, self.bad["FENCE"])
-        if self.cancelled[k] is not None:
-            up[self.bad["P3"].name] = ite(self.cancelled[k] == 1, 1, self.bad["P3"])
-        self.act("deliver", {**params, "outcome": "applied"},
-                 all_of(arriving, not_(fenced), not_(seen)), up)
-
-    def _token_of_msg(self, k: int, f: int):
-        """(static token name) or (list of (value, token name)) for message (k, f)."""
-        kind = self.token_kind()
-        if kind == "none":
-            return None
-        if kind == "semantic_key":
-            return self.keys[k].name
-        if self.mtok[k] is None:
-            (call,) = self.callers[k]
-            return call
-        return [(i, c) for i, c in enumerate(self.call_ids)]
-
-    def _seen_expr(self, k: int, f: int) -> Expr:
-        if self.a["provider_idempotent"] == "no":
-            return FALSE
-        tok = self._token_of_msg(k, f)
-        if tok is None:
-            return FALSE
-        if isinstance(tok, str):
-            return self.seen[tok] == 1
-        mt = self.mtok[k][f - 1]
-        return any_of(*[all_of(mt == i, self.seen[c] == 1) for i, c in tok])
-
-    def _mark_seen(self, k: int, f: int) -> dict:
-        tok = self._token_of_msg(k, f)
-        if tok is None:
-            return {}
-        if isinstance(tok, str):
-            return {self.seen[tok].name: _const(1)}
-        mt = self.mtok[k][f - 1]
-        return {self.seen[c].name: ite(mt == i, 1, self.seen[c]) for i, c in tok}
-
     # ----- the user --------------------------------------------------------------------
     def user(self) -> None:
         if self.has("cancels"):
@@ -554,6 +397,20 @@ class _Builder:
                           **self.spend("lease_expiries")}, fault=True)
 
     # ----- properties --------------------------------------------------------------------
+    def fulfilled(self) -> Expr:
+        """FULFIL's end-state predicate: the intent's effect is present exactly once (net),
+        or it was given up visibly (a record parked DEAD_LETTER, COMPENSATED or cancelled,
+        none left unsettled) and no re-ask of the user after a give-up was refused as a
+        duplicate of the parked record."""
+        total = sum_(self.applied)
+        comp = sum_([c for c in self.comp if c is not None])
+        visible = any_of(*[in_(rec, r(*GAVE_UP)) for rec in self.rec])
+        stuck = any_of(*[in_(rec, r(*UNSETTLED)) for rec in self.rec])
+        refused = any_of(*[self.prop[p.name] == P_DUP for p in self.props
+                           if p.trigger == "after_give_up"])
+        return any_of(total == comp + 1,
+                      all_of(total == comp, visible, not_(stuck), not_(refused)))
+
     def properties(self) -> tuple[dict, dict, Expr]:
         total = sum_(self.applied)
         comp = sum_([c for c in self.comp if c is not None])
@@ -625,10 +482,6 @@ class _Builder:
         return tuple(slot)
 
 
-def _const(v: int) -> Const:
-    return Const(v)
-
-
 def build(config: Config, inst: Instance, wipe: bool = False) -> System:
     """The transition system of `config` on `inst`; `wipe` adds P4's memory-wipe adversary.
 
@@ -644,9 +497,12 @@ def build(config: Config, inst: Instance, wipe: bool = False) -> System:
     b.network()
     b.user()
     b.expire()
+    b.call_token_expiry()
+    b.failover()
     if wipe:
         b.wipe()
     inv, wit, settled = b.properties()
+    ends = {p.name: b.fulfilled() for p in table() if p.reads == "unfulfilled_end"}
     meta = {
         "config": config, "instance": inst,
         "keys": [{"name": k.name, "ident": k.label(), "callers": sorted(b.callers.get(i, ()))}
@@ -656,4 +512,4 @@ def build(config: Config, inst: Instance, wipe: bool = False) -> System:
         "wipe": wipe,
     }
     return System(tuple(b.vars), dict(b.init), tuple(b.actions), inv, wit, settled,
-                  b.symmetries(), meta)
+                  b.symmetries(), meta, ends)

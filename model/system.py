@@ -70,6 +70,12 @@ class System:
     done: Expr
     symmetries: tuple[Symmetry, ...] = ()
     meta: Mapping = field(default_factory=dict)
+    ends: Mapping[str, Expr] = field(default_factory=dict)   # predicates every end state
+    #   (no move but faults, not truncated) must satisfy, judged on the reachable graph
+
+    def fault_only(self, state: Mapping[str, int]) -> bool:
+        """Whether `state` is an end state: no action but faults may fire."""
+        return not any(self.enabled(a, state) for a in self.actions if not a.fault)
 
     def var(self, name: str) -> VarDecl:
         return self._by_name()[name]

@@ -1,4 +1,4 @@
-"""The protocol as data: states, edges, properties, knobs, instances.
+"""The protocol as data: states, edges, properties, knobs, instances, environments.
 
 `spec/protocol.json` and `spec/instances.json` are the single source of truth for names,
 semantics and each action's one-line sentence; everything else (both engines, the log
@@ -130,6 +130,12 @@ def protocol() -> Protocol:
 def instances() -> dict:
     """The parsed `spec/instances.json` (cached; treat as read-only)."""
     return _read("instances.json")
+
+
+@lru_cache(maxsize=1)
+def environments() -> dict:
+    """The parsed `spec/environments.json` (cached; treat as read-only)."""
+    return _read("environments.json")
 
 
 def spec_graph() -> nx.DiGraph:

@@ -24,10 +24,11 @@ from toolcommit.checker.design.run import answer
 from toolcommit.checker.design.schema import Limits, builtin_names, load_question
 from toolcommit.checker.render.answers import (counterexample_files, render_answer_json, render_answer_markdown,
                          render_answer_text)
-from toolcommit.checker.cli.check import Progress
+from toolcommit.checker.cli.check import Progress, add_env_option
 from toolcommit.checker.cli.exits import EXIT
 from toolcommit.checker.output import write_atomic
 from toolcommit.checker.render.catalogue import write_question
+from toolcommit.model.environment import profile as env_profile
 
 
 def add_parser(sub):
@@ -55,6 +56,7 @@ def add_parser(sub):
     p.add_argument("--bmc-depth", type=int, metavar="K",
                    help=f"depth of the SMT fallback that judges the invariants a stopped explicit "
                    f"search left open (default: the question's, else {d.bmc_depth})")
+    add_env_option(p)
     return p
 
 
@@ -76,6 +78,9 @@ def run(args) -> int:
                              f"got {value:g}")
     if lim:
         q = replace(q, limits=q.limits.override(**lim))
+    if args.env != "ideal":
+        env_profile(args.env)
+        q = replace(q, env=args.env, name=f"{q.name}@{args.env}")
     progress = Progress()
     a = answer(q, progress)
     progress.close()

@@ -5,6 +5,7 @@ import sys
 import time
 from dataclasses import replace
 
+from toolcommit.model.environment import configure, names as env_names
 from toolcommit.model.errors import UsageError
 from toolcommit.model.instance import instance_names, parse_bounds
 from toolcommit.model.knobs import PRESETS, parse_settings, preset
@@ -60,6 +61,13 @@ def add_model_options(p) -> None:
                    f"; one of: {', '.join(instance_names())}")
     p.add_argument("--bounds", metavar="NAME=N,...",
                    help="override workers, max_fence or fault budgets, e.g. workers=3,crashes=2")
+    add_env_option(p)
+
+
+def add_env_option(p) -> None:
+    p.add_argument("--env", default="ideal", metavar="NAME",
+                   help="environment profile (default: %(default)s); one of: "
+                   f"{', '.join(env_names())} (see: toolcommit spec --envs)")
 
 
 def bounds_from(args) -> dict:
@@ -70,7 +78,8 @@ def bounds_from(args) -> dict:
 
 
 def config_from(args):
-    return preset(args.preset).with_knobs(parse_settings(args.set))
+    """The preset, in the environment, then the --set changes (which win)."""
+    return configure(preset(args.preset), args.env).with_knobs(parse_settings(args.set))
 
 
 class Progress:
@@ -103,7 +112,7 @@ def run(args) -> int:
     config = config_from(args)
     engine = for_check(args.engine, args.depth, args.runs, args.seed, args.max_steps)
     limits = Limits(args.max_states, args.timeout)
-    insts = resolve_instances(args.instance, bounds_from(args))
+    insts = resolve_instances(args.instance, bounds_from(args), config.env)
     progress = Progress()
     suite = run_suite(config, insts, args.property, limits, progress, engine)
     progress.close()

@@ -8,8 +8,9 @@ from __future__ import annotations
 import sys
 import time
 
-from toolcommit.model.instance import instance, instance_names, parse_bounds
-from toolcommit.model.knobs import PRESETS, parse_settings, preset
+from toolcommit.model.environment import instance_in
+from toolcommit.model.instance import instance, instance_names
+from toolcommit.model.knobs import PRESETS
 from toolcommit.model.semantics import build
 
 from toolcommit.model.errors import UsageError
@@ -21,6 +22,7 @@ from toolcommit.checker.engines.portfolio import for_prove
 from toolcommit.checker.engines.smt.induction import METHODS
 from toolcommit.checker.engines.verdict import overall
 from toolcommit.checker.render.proof import render_proof_json, render_proof_text
+from toolcommit.checker.cli.check import add_env_option, config_from
 
 INVARIANTS = state_predicates()
 
@@ -39,6 +41,7 @@ def add_parser(sub):
                    help=f"instance (default: default); one of: {', '.join(instance_names())}")
     p.add_argument("--bounds", metavar="NAME=N,...",
                    help="override workers, max_fence or fault budgets, e.g. workers=3,crashes=2")
+    add_env_option(p)
     p.add_argument("--property", action="append", metavar="P",
                    help=f"invariant to prove (repeatable; default all: {', '.join(INVARIANTS)})")
     p.add_argument("--method", choices=METHODS, default="kind",
@@ -71,11 +74,11 @@ def run(args) -> int:
         raise UsageError(f"prove takes invariants; unknown {bad[0]!r}; valid: {', '.join(INVARIANTS)}")
     engine = for_prove(args.method, args.max_k)
     limits = Limits(0, args.timeout)
-    config = preset(args.preset).with_knobs(parse_settings(args.set))
+    config = config_from(args)
     names_ = list(dict.fromkeys(args.instance or ["default"]))
     if len(names_) > 1:
         raise UsageError(f"prove takes one --instance, got {', '.join(names_)}; run it once per instance")
-    inst = instance(names_[0]).with_bounds(bounds_from(args))
+    inst = instance_in(instance(names_[0]), config.env).with_bounds(bounds_from(args))
     system = build(config, inst)
     t0 = time.perf_counter()
     verdicts = engine.run(system, props, limits, _Progress()).verdicts

@@ -5,7 +5,7 @@ import sys
 
 from toolcommit.spec import protocol
 
-from toolcommit.checker.render.spec import RENDER
+from toolcommit.checker.render.spec import RENDER, render_envs
 
 
 def add_parser(sub):
@@ -14,6 +14,9 @@ def add_parser(sub):
     p.add_argument("--format", choices=("text", "mermaid", "dot", "json", "knobs"), default="text",
                    help="knobs: the policy knobs and presets as a Markdown table")
     p.add_argument("--lifecycle", choices=("proposal", "record", "both"), default="both")
+    p.add_argument("--envs", action="store_true",
+                   help="list the environment profiles (spec/environments.json): what each sets "
+                   "and the public document each behaviour rests on")
     return p
 
 
@@ -23,5 +26,8 @@ def _lifecycles(which: str):
 
 
 def run(args) -> int:
+    if args.envs:
+        sys.stdout.write(render_envs("json" if args.format == "json" else "text"))
+        return 0
     sys.stdout.write(RENDER[args.format](_lifecycles(args.lifecycle)))
     return 0

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional
 
+from toolcommit.model.environment import configure, instance_in
 from toolcommit.model.errors import UsageError
 from toolcommit.model.instance import Instance, instance as named_instance, proposal
 from toolcommit.model.knobs import Config, preset
@@ -68,7 +69,8 @@ def cell_model(q: "Question", r: "Variant", c: "Variant") -> tuple[Config, Insta
         if a in s["set"] and s["set"][a] != val:
             raise UsageError(f"instance {inst.name} fixes {a}={val}, but the cell sets "
                              f"{a}={s['set'][a]}; use another instance or drop the setting")
-    cfg = preset(q.preset).with_knobs({**s["set"], **inst.assumptions})
+    inst = instance_in(inst, q.env)
+    cfg = configure(preset(q.preset), q.env).with_knobs({**s["set"], **inst.assumptions})
     return cfg, inst
 
 

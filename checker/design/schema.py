@@ -144,6 +144,7 @@ class Question:
     notes: tuple = ()
     row_header: str = ""
     column_legend: Mapping[str, str] = field(default_factory=dict)
+    env: str = "ideal"      # the environment profile every cell starts from (`--env`)
 
 
 def alias(assumption: str) -> str:

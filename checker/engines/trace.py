@@ -136,6 +136,9 @@ def replay(system: System, cx: Counterexample) -> Optional[str]:
 def breaks(system: System, cx: Counterexample) -> bool:
     """Whether the last state of `cx` breaks its invariant (for invariant properties)."""
     prop = cx.property
+    if prop in system.ends:
+        last = cx.steps[-1].state
+        return system.fault_only(last) and not evaluate(system.ends[prop], last)
     if prop not in system.invariants:
         return True
     return prop in system.violated(cx.steps[-1].state)
@@ -158,19 +161,22 @@ def verified(system: System, cx: Counterexample) -> Counterexample:
 def replay_program(config_label: str, instance_name: str, steps, wipe: bool = False,
                    bounds: Optional[Mapping[str, int]] = None) -> dict:
     """Run `steps` ([(action, params), ...]) from the initial state of the named model (the
-    instance with `bounds`, when given) and return the final state; raises InternalError if
-    a step is not enabled. This is what a counterexample printed with `--format python` calls."""
+    instance in the label's environment, with `bounds` when given) and return the final
+    state; raises InternalError if a step is not enabled. This is what a counterexample
+    printed with `--format python` calls."""
+    from toolcommit.model.environment import instance_in
     from toolcommit.model.instance import instance
     from toolcommit.model.knobs import from_label
     from toolcommit.model.semantics import build
+    config = from_label(config_label)
     if "/" in instance_name:   # a model personality of P5: "<base>/<personality>"
         from toolcommit.checker.verify.hyper import personality_instance
-        inst = personality_instance(instance_name.split("/", 1)[1])
+        inst = personality_instance(instance_name.split("/", 1)[1], config.env)
     else:
-        inst = instance(instance_name)
+        inst = instance_in(instance(instance_name), config.env)
     if bounds is not None:
         inst = inst.with_bounds(dict(bounds))
-    system = build(from_label(config_label), inst, wipe=wipe)
+    system = build(config, inst, wipe=wipe)
     cx = from_actions(system, [find_action(system, a, p) for a, p in steps], "replay", "program")
     last = cx.steps[-1].state
     return {"state": dict(last), "violated": system.violated(last),

@@ -43,7 +43,7 @@ def changes(cx: Counterexample, before, after) -> list[str]:
 def sentence(step: Step) -> str:
     """The step's sentence from `spec/protocol.json`, filled in with its parameters."""
     params = {"call": "?", "worker": "?", "key": "?", "fence": "?", "decision": "?",
-              "outcome": "?", **step.params}
+              "outcome": "?", "token": "?", "lost": "?", **step.params}
     text = (protocol().sentence(step.action) or step.label()).format(**params)
     return text + (" [fault]" if step.fault else "")
 
@@ -231,6 +231,16 @@ def _arrows(cx: Counterexample, step: Step) -> list[str]:
         "crash": [f"Note over {x}: {p.get('worker')} crashes"],
         "restart": [f"Note over {x}: {p.get('worker')} restarts"],
         "wipe": ["Note over M,L: planner memory wiped"],
+        "receive_error": [f"E-->>{x}: error {k} fence={f}", f"{x}->>L: {k} -> {_rec(cx, step, k)}"],
+        "fail_before_apply": [f"E-->>{x}: error {k} fence={f}, not applied"],
+        "fail_after_apply": [f"E-->>{x}: error {k} fence={f}, applied"],
+        "expire_key": [f"Note over E: idempotency key {p.get('token')} expires"],
+        "expire_request": [f"Note over E: request {k} fence={f} past its deadline, refused"],
+        "deliver_seal": [f"Note over E: seal {k} received"],
+        "lose_seal": [f"Note over E,{x}: seal {k} lost"],
+        "reseal": [f"{x}->>E: seal {k} again"],
+        "stale_read": [f"E-->>{x}: stale status {k}: absent", f"{x}->>L: {k} -> {_rec(cx, step, k)}"],
+        "failover": [f"Note over L: failover loses {k}'s last write"],
     }
     return table.get(a, [f"Note over L: {step.label()}"])
 

@@ -76,3 +76,29 @@ def render_knobs(_lifecycles=None) -> str:
 
 RENDER = {"text": render_text, "mermaid": render_mermaid, "dot": render_dot, "json": render_json,
           "knobs": render_knobs}
+
+
+def render_envs(fmt: str = "text") -> str:
+    """Every environment profile: its meaning, what it sets, and each behaviour's source."""
+    from toolcommit.model.environment import held_fixed, names, profile
+    if fmt == "json":
+        doc = {n: {"meaning": profile(n).meaning, "holds_fixed": held_fixed(n),
+                   "behaviours": [{"sets": dict(b.sets), "what": b.what, "url": b.url,
+                                   "rests_on": b.rests_on} for b in profile(n).behaviours]}
+               for n in names()}
+        return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    out = []
+    for n in names():
+        p = profile(n)
+        sets = ", ".join(f"{k}={v}" for k, v in held_fixed(n).items())
+        out += [f"{n}: {p.meaning}", f"  holds fixed: {sets}"]
+        for b in p.behaviours:
+            what = ", ".join(f"{k}={v}" for k, v in b.sets.items())
+            out.append(f"  - {what}: {b.what}")
+            if b.url:
+                out.append(f"      source: {b.url}")
+                out.append(f"      \"{b.rests_on}\"")
+            else:
+                out.append(f"      no source: {b.rests_on}")
+        out.append("")
+    return "\n".join(out)

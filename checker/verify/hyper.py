@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Optional
 
 from toolcommit.model.errors import InternalError
+from toolcommit.model.environment import instance_in
 from toolcommit.model.instance import Instance, instance, proposal
 from toolcommit.model.knobs import Config
 from toolcommit.model.properties import effects
@@ -41,10 +42,10 @@ def personalities() -> tuple[str, dict]:
     return raw["base"], raw["variants"]
 
 
-def personality_instance(name: str) -> Instance:
-    """The P5 base instance with the proposals of personality `name`."""
+def personality_instance(name: str, env: str = "ideal") -> Instance:
+    """The P5 base instance, in environment `env`, with the proposals of personality `name`."""
     base_name, variants = personalities()
-    return replace(instance(base_name), name=f"{base_name}/{name}",
+    return replace(instance_in(instance(base_name), env), name=f"{base_name}/{name}",
                    proposals=tuple(proposal(p) for p in variants[name]))
 
 
@@ -55,7 +56,7 @@ def check_p5(config: Config, limits: Limits = Limits(), progress: Optional[Progr
     seen: dict[str, dict] = {}
     runs = {}
     for who in variants:
-        c, ex = Explicit().explore(build(config, personality_instance(who)), limits, False, progress)
+        c, ex = Explicit().explore(build(config, personality_instance(who, config.env)), limits, False, progress)
         if not ex.complete:
             return Verdict(name, Status.UNKNOWN, reason=f"{who}: {ex.stop_reason}")
         outs: dict = {}

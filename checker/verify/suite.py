@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Optional
 
+from toolcommit.model.environment import instance_in
 from toolcommit.model.instance import Instance, failure_classes, instance
 from toolcommit.model.knobs import Config
 from toolcommit.model.properties import all_names, names, prop
@@ -80,8 +81,10 @@ def run_suite(config: Config, instances: list[Instance], props=None, limits: Lim
     return SuiteResult(config, results, p5, tuple(props), engine=engine.name)
 
 
-def resolve_instances(names_: Optional[list[str]], bounds: dict) -> list[Instance]:
-    return [instance(n).with_bounds(bounds) for n in dict.fromkeys(names_ or suite_names())]
+def resolve_instances(names_: Optional[list[str]], bounds: dict, env: str = "ideal") -> list[Instance]:
+    """The named instances (default: the suite) in environment `env`, then `bounds`."""
+    return [instance_in(instance(n), env).with_bounds(bounds)
+            for n in dict.fromkeys(names_ or suite_names())]
 
 
 def reliance(config: Config, instances: list[Instance], props=None) -> dict[str, Optional[Breach]]:

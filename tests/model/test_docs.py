@@ -19,7 +19,8 @@ def test_protocol_md_names_every_spec_name(name):
 
 
 MODULES = ["toolcommit.spec", "toolcommit.model.expr", "toolcommit.model.knobs",
-           "toolcommit.model.instance"]
+           "toolcommit.model.instance", "toolcommit.model.environment", "toolcommit.model.values",
+           "toolcommit.model.properties"]
 
 
 @pytest.mark.parametrize("module", MODULES)

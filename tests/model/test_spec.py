@@ -80,6 +80,11 @@ def _built_actions():
         for option in options:
             yield from build(preset("recommended").with_knobs({knob: option}),
                              instance("default")).actions
+    from toolcommit.model.environment import configure, instance_in, names as env_names
+    for env in env_names():     # the real systems' faults exist only in their profiles
+        for p in PRESETS:
+            yield from build(configure(preset(p), env),
+                             instance_in(instance("default"), env)).actions
 
 
 def test_every_action_the_model_builds_has_a_sentence_over_its_own_parameters():

@@ -31,6 +31,8 @@ class Compiled:
     canon: Callable       # s -> canonical representative under symmetry
     invariant_names: tuple
     witness_names: tuple
+    end_violations: Callable = None   # s -> bitmask over end_names (end states only)
+    end_names: tuple = ()
 
     def pack(self, values) -> int:
         s = 0
@@ -256,10 +258,12 @@ def compile_system(system: System) -> Compiled:
     gen = _Gen(system, offsets, widths)
     inv_names = tuple(system.invariants)
     wit_names = tuple(system.witnesses)
+    end_names = tuple(system.ends)
     src = "\n\n".join([
         gen.successors_src(),
         gen.mask_src("violations", [system.invariants[n] for n in inv_names], True),
         gen.mask_src("witnesses", [system.witnesses[n] for n in wit_names], False),
+        gen.mask_src("end_violations", [system.ends[n] for n in end_names], True),
         gen.settled_src(), gen.canon_src(), gen.group_src(),
     ])
     namespace: dict = {}
@@ -268,7 +272,8 @@ def compile_system(system: System) -> Compiled:
     if system.symmetries:
         canon = memoized_canon(canon, gen.symmetric_mask())
     c = Compiled(system, offsets, widths, 0, namespace["successors"], namespace["violations"],
-                 namespace["witnesses"], namespace["settled"], canon, inv_names, wit_names)
+                 namespace["witnesses"], namespace["settled"], canon, inv_names, wit_names,
+                 namespace["end_violations"], end_names)
     c.init = c.canon(c.pack(system.init))
     c.source = src
     c.groups = namespace["GROUPS"]

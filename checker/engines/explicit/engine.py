@@ -4,7 +4,8 @@ the reachable graph can judge (state predicates and graph properties).
 `Explicit().run(system, props, limits)` compiles the system (`codegen`), explores it
 (`explore`), and turns the exploration into verdicts: a state predicate is violated at the
 first BFS state breaking it; DEADLOCK at the first state with no move that is not settled;
-PROGRESS at the first state from which no settled state is reachable. Each counterexample
+PROGRESS at the first state from which no settled state is reachable; FULFIL at the first
+end state (only faults could still fire) where the intent is not fulfilled. Each counterexample
 is the BFS path to that state, concretized (symmetry undone) and replayed.
 """
 from __future__ import annotations
@@ -74,7 +75,8 @@ def judge(c: Compiled, ex: Exploration, props: Sequence[str]) -> list[Verdict]:
         if p.state_predicate:
             sid = ex.first_violation.get(name)
         elif p.graph:
-            sid = {"dead_end": ex.deadlock, "no_way_to_settle": ex.stuck}[p.reads]
+            sid = {"dead_end": ex.deadlock, "no_way_to_settle": ex.stuck,
+                   "unfulfilled_end": ex.first_bad_end.get(name)}[p.reads]
         else:
             continue
         if sid is not None:

@@ -6,9 +6,10 @@ counterexample. States are packed ints (`toolcommit.checker.engines.explicit.cod
 its parent id and the action that reached it (8 bytes in two arrays), and for the graph
 properties the edge list (8 bytes per edge).
 
-Graph properties are judged on the reachable graph: DEADLOCK (no move while unsettled) and
+Graph properties are judged on the reachable graph: DEADLOCK (no move while unsettled),
 PROGRESS (a settled state stays reachable, by backward search from the settled states; see
-`toolcommit.checker.engines.explicit.graph`).
+`toolcommit.checker.engines.explicit.graph`), and the end-state predicates (FULFIL: at every
+state where only faults could still fire, the intent is fulfilled).
 A *truncated* state (a move was cut by the fence bound) counts as able to progress.
 """
 from __future__ import annotations
@@ -36,6 +37,7 @@ class Exploration:
     stop_reason: str = ""
     first_violation: dict = field(default_factory=dict)   # invariant -> state id
     first_witness: dict = field(default_factory=dict)     # witness -> state id
+    first_bad_end: dict = field(default_factory=dict)     # end predicate -> state id
     deadlock: Optional[int] = None
     stuck: Optional[int] = None       # first state from which no settled state is reachable
     settled_ids: list = field(default_factory=list)
@@ -98,6 +100,8 @@ def explore(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool 
     settled_ids, level_ends = [], []
     deadlock, truncated, transitions = None, [], 0
     fired = [0] * len(c.system.actions)
+    ends, found_e = (c.end_violations if graph and c.end_names else None), {}
+    fault = [a.fault for a in c.system.actions]
     all_v = (1 << len(c.invariant_names)) - 1
     all_w = (1 << len(c.witness_names)) - 1
     _record(viol(init), 0, found_v)
@@ -117,6 +121,9 @@ def explore(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool 
             settled_ids.append(head)
         elif not moves and not trunc and deadlock is None:
             deadlock = head
+        if ends is not None and not trunc and len(found_e) < len(c.end_names) \
+                and all(fault[a] for a, _ in moves):
+            _record(ends(s), head, found_e)
         for a, t in moves:
             fired[a] += 1
             j = index.get(t)
@@ -161,6 +168,7 @@ def explore(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool 
     ex = Exploration(c, states, parent, via, level_ends, complete, reason)
     ex.first_violation = {c.invariant_names[b]: sid for b, sid in found_v.items()}
     ex.first_witness = {c.witness_names[b]: sid for b, sid in found_w.items()}
+    ex.first_bad_end = {c.end_names[b]: sid for b, sid in found_e.items()}
     ex.deadlock, ex.truncated, ex.transitions = deadlock, len(truncated), transitions
     ex.truncated_ids = truncated
     if graph and complete:

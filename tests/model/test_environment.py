@@ -1,0 +1,116 @@
+"""Environment profiles: data with sources, resolved into assumptions and budgets; every
+real-system fault fires in some instance of the profile that enables it, and `ideal`
+changes nothing."""
+import pytest
+
+from toolcommit.checker.engines.base import Limits
+from toolcommit.checker.verify.check import check_instance, run_instance
+from toolcommit.checker.engines.verdict import Status
+from toolcommit.model.environment import ENV_FAULTS, configure, instance_in, names, profile
+from toolcommit.model.instance import instance
+from toolcommit.model.knobs import from_label, preset
+from toolcommit.model.semantics import build
+from toolcommit.spec import protocol
+
+# fault action -> (profile, instance) where it fires under the recommended design
+FIRES = {
+    "fail_before_apply": ("stripe", "ack_loss"),
+    "fail_after_apply": ("stripe", "ack_loss"),
+    "receive_error": ("stripe", "ack_loss"),
+    "expire_key": ("stripe", "transport_retry"),
+    "stale_read": ("stripe", "ack_loss"),
+    "expire_request": ("email", "provider_non_idempotent"),
+    "lose_seal": ("fenced-store", "ack_loss"),
+    "deliver_seal": ("fenced-store", "ack_loss"),
+    "reseal": ("fenced-store", "ack_loss"),
+    "failover": ("async-log", "ack_loss"),
+}
+
+
+def recommended_in(env):
+    return configure(preset("recommended"), env)
+
+
+@pytest.mark.parametrize("action", sorted(FIRES))
+def test_every_real_system_fault_fires_in_the_profile_that_enables_it(action):
+    env, name = FIRES[action]
+    _, ex = run_instance(recommended_in(env), instance_in(instance(name), env), Limits())
+    assert ex.complete and ex.fired.get(action, 0) > 0, (action, env, name)
+
+
+def test_every_environment_fault_budget_is_covered_and_names_a_fault_action():
+    actions = protocol().actions
+    for budget in ENV_FAULTS:
+        assert actions[protocol().faults[budget]]["fault"], budget
+        assert protocol().faults[budget] in FIRES, budget
+
+
+def test_the_saved_error_is_replayed_for_the_same_key():
+    _, ex = run_instance(recommended_in("stripe").with_knobs({"on_unknown": "blind_retry"}),
+                         instance_in(instance("ack_loss"), "stripe"), Limits())
+    c = ex.compiled
+    replays = [a for a in c.system.actions
+               if a.name == "deliver" and a.params.get("outcome") == "replays the saved error"]
+    assert replays
+    assert ex.fired["deliver"] > 0
+    # the replay action's guard holds in some reachable state
+    from toolcommit.model.expr import evaluate
+    assert any(evaluate(a.guard, c.unpack(s)) for s in ex.states for a in replays)
+
+
+def test_ideal_sets_nothing_and_keeps_every_system_identical():
+    assert profile("ideal").assumptions == {} and profile("ideal").budgets == {}
+    for name in ("default", "zombie"):
+        a = build(preset("recommended"), instance(name))
+        b = build(recommended_in("ideal"), instance_in(instance(name), "ideal"))
+        assert a.variables == b.variables and a.actions == b.actions
+
+
+@pytest.mark.parametrize("env", [n for n in names() if n != "ideal"])
+def test_every_behaviour_of_a_real_profile_names_its_source_or_why_not(env):
+    p = profile(env)
+    assert p.behaviours
+    for b in p.behaviours:
+        assert b.rests_on and b.what
+        assert b.url is None or b.url.startswith(("https://", "the design article"))
+
+
+def test_a_profile_sets_assumptions_and_budgets_and_set_still_wins():
+    c = recommended_in("stripe")
+    assert c.env == "stripe" and c.assumptions["provider_fences"] == "no"
+    assert c.label() == "recommended@stripe"
+    d = c.with_knobs({"provider_fences": "yes"})
+    assert d.assumptions["provider_fences"] == "yes" and d.label() == "recommended+provider_fences=yes@stripe"
+    assert from_label(d.label()) == d
+    inst = instance_in(instance("ack_loss"), "stripe")
+    assert inst.faults["key_expiries"] == 1 and inst.faults["ack_losses"] == 1
+
+
+def test_key_expiry_lets_a_transport_retry_apply_twice_under_stripe():
+    r = check_instance(recommended_in("stripe"), instance_in(instance("transport_retry"), "stripe"),
+                       ["I1"])
+    v = r.verdicts[0]
+    assert v.status is Status.VIOLATED
+    assert "expire_key" in [s.action for s in v.counterexample.steps]
+
+
+def test_a_stale_absent_read_then_the_users_re_ask_duplicates_the_refund_under_stripe():
+    r = check_instance(recommended_in("stripe"), instance_in(instance("give_up_retry"), "stripe"),
+                       ["I1"])
+    steps = [s.action for s in r.verdicts[0].counterexample.steps]
+    assert r.verdicts[0].status is Status.VIOLATED and "stale_read" in steps
+
+
+def test_the_seal_as_a_message_keeps_i1_and_fence_on_a_fenced_store():
+    r = check_instance(recommended_in("fenced-store"),
+                       instance_in(instance("zombie"), "fenced-store"), ["I1", "FENCE"])
+    assert {v.status for v in r.verdicts} == {Status.HOLDS}
+
+
+def test_reading_status_before_the_seal_lands_is_what_the_wait_prevents():
+    """Without the wait (the seal atomic, as `ideal` assumes) the same store is safe too;
+    with a lost seal and no wait the stale request could land after the read: the model
+    makes the read wait, and the coverage above shows the seal really is lost and re-sent."""
+    system = build(recommended_in("fenced-store"), instance_in(instance("ack_loss"), "fenced-store"))
+    reads = [a for a in system.actions if a.name == "read_status"]
+    assert reads and all("seal." in str(a.guard) for a in reads)
