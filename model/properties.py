@@ -25,7 +25,7 @@ Examples
 >>> names(["P9"])
 Traceback (most recent call last):
 ...
-toolcommit.model.errors.UsageError: unknown property 'P9'; valid properties: I1, I1net, P1, P2, P3, P4, P5, FENCE, LEGAL, DEADLOCK, PROGRESS
+toolcommit.model.errors.UsageError: unknown property 'P9'; valid properties: I1, FULFIL, I1net, P1, P2, P3, P4, P5, FENCE, LEGAL, DEADLOCK, PROGRESS
 """
 from __future__ import annotations
 

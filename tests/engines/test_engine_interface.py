@@ -72,7 +72,7 @@ def test_p4_is_unknown_because_the_rechecked_properties_are_unknown_not_violated
                  "--property", "I1", "--property", "P4"])
     out = capsys.readouterr().out
     assert code == 3
-    assert "already fails" not in out and "are unknown here (I1, I1net," in out
+    assert "already fails" not in out and "are unknown here (I1, FULFIL, I1net," in out
 
 
 def test_the_portfolio_says_when_a_later_engine_answered():

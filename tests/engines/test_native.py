@@ -46,6 +46,7 @@ def assert_same_exploration(py, nat):
     assert nat.level_ends == py.level_ends and nat.depth == py.depth
     assert list(nat.first_violation.items()) == list(py.first_violation.items())
     assert list(nat.first_witness.items()) == list(py.first_witness.items())
+    assert list(nat.first_bad_end.items()) == list(py.first_bad_end.items())
     assert (nat.deadlock, nat.stuck) == (py.deadlock, py.stuck)
     assert list(nat.settled_ids) == list(py.settled_ids)
     assert (nat.truncated, list(nat.truncated_ids)) == (py.truncated, list(py.truncated_ids))
@@ -61,6 +62,18 @@ def assert_same_exploration(py, nat):
 def test_native_and_python_engines_explore_every_shipped_instance_identically(p, name, wipe):
     c = compile_system(build(preset(p), instance(name), wipe=wipe))
     assert_same_exploration(explore(c), explore_native(c))
+
+
+@needs_cc
+@pytest.mark.parametrize("env,name", [("stripe", "zombie"), ("email", "give_up_retry"),
+                                      ("fenced-store", "zombie"), ("async-log", "cancel")])
+def test_native_and_python_engines_agree_under_every_environment_profile(env, name):
+    """The real systems' faults (errors, saved errors, expiry, stale reads, the seal as a
+    message, failover) and FULFIL's end states, natively and in Python."""
+    from toolcommit.model.environment import configure, instance_in
+    for p in PRESETS:
+        c = compile_system(build(configure(preset(p), env), instance_in(instance(name), env)))
+        assert_same_exploration(explore(c), explore_native(c))
 
 
 @needs_cc

@@ -103,7 +103,7 @@ def test_a_stale_absent_read_then_the_users_re_ask_duplicates_the_refund_under_s
 
 def test_the_seal_as_a_message_keeps_i1_and_fence_on_a_fenced_store():
     r = check_instance(recommended_in("fenced-store"),
-                       instance_in(instance("zombie"), "fenced-store"), ["I1", "FENCE"])
+                       instance_in(instance("zombie"), "fenced-store"), ["I1", "FENCE", "FULFIL"])
     assert {v.status for v in r.verdicts} == {Status.HOLDS}
 
 
@@ -114,3 +114,12 @@ def test_reading_status_before_the_seal_lands_is_what_the_wait_prevents():
     system = build(recommended_in("fenced-store"), instance_in(instance("ack_loss"), "fenced-store"))
     reads = [a for a in system.actions if a.name == "read_status"]
     assert reads and all("seal." in str(a.guard) for a in reads)
+
+
+def test_failover_losing_an_accepted_record_leaves_the_intent_unfulfilled():
+    r = check_instance(recommended_in("async-log"), instance_in(instance("ack_loss"), "async-log"),
+                       ["FULFIL", "I1"])
+    by = {v.property: v for v in r.verdicts}
+    assert by["I1"].status is Status.HOLDS
+    assert by["FULFIL"].status is Status.VIOLATED
+    assert "failover" in [s.action for s in by["FULFIL"].counterexample.steps]

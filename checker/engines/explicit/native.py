@@ -39,7 +39,7 @@ from toolcommit.checker.engines.explicit.native_c import c_source, refusal
 
 ENGINES = ("auto", "native", "python")
 FLAGS = ("-O1", "-shared", "-fPIC", "-w")   # -O2 runs no faster and compiles 2x slower
-ABI = 1
+ABI = 2
 QUICK_STATES = 10_000     # 'auto': instances this small stay with the Python engine
 _STOPS = {3: "interrupted", 5: "native engine capacity (2^32 states or edges) reached"}
 _loaded: dict[str, tuple] = {}    # cache key -> (library or None, why not)
@@ -53,7 +53,8 @@ class _Out(ctypes.Structure):
                 + [(n, ctypes.c_uint64) for n in ("nlevels", "nsettled", "ntruncated", "nedges")]
                 + [(n, ctypes.c_void_p) for n in ("state", "parent", "via", "level_ends", "settled",
                                                   "truncated", "eoff", "edst", "fired")]
-                + [("first_violation", ctypes.c_int64 * 64), ("first_witness", ctypes.c_int64 * 64)])
+                + [("first_violation", ctypes.c_int64 * 64), ("first_witness", ctypes.c_int64 * 64),
+                   ("first_bad_end", ctypes.c_int64 * 64)])
 
 
 _TICK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
@@ -270,6 +271,7 @@ def _result(c: Compiled, lib, out: _Out, max_states: int, timeout: float, graph:
     ex.fired = _fired_by_name(c, list(fired))
     ex.first_violation = _firsts(out.first_violation, c.invariant_names)
     ex.first_witness = _firsts(out.first_witness, c.witness_names)
+    ex.first_bad_end = _firsts(out.first_bad_end, c.end_names)
     ex.deadlock = None if out.deadlock < 0 else out.deadlock
     ex.transitions, ex.seconds, ex.memo_entries = out.transitions, seconds, out.memo_entries
     if measure_memory:

@@ -1,11 +1,13 @@
 /* The search half of the native explicit engine (toolcommit.checker.engines.explicit.native).
  *
  * Appended to the generated model half, which defines: successors, violations, witnesses,
- * settled, canon_raw, NACTIONS, NINV, NWIT, HAS_SYMMETRY, SYM_MASK.
+ * end_violations, settled, canon_raw, NACTIONS, NINV, NWIT, NEND, FAULT (per action: is it
+ * a fault), HAS_SYMMETRY, SYM_MASK.
  *
  * It is explore.py's loop statement for statement, so both engines give the same state
- * ids: BFS order, parent and via per state, first violation and witness ids, settled,
- * deadlock, truncated, fired counts, level ends, and PROGRESS (least state id from which
+ * ids: BFS order, parent and via per state, first violation and witness ids, first bad end
+ * state per end predicate (FULFIL), settled, deadlock, truncated, fired counts, level ends,
+ * and PROGRESS (least state id from which
  * no settled or truncated state is reachable) by a backward search over a reverse CSR.
  * Memory: a state is 16 bytes, its parent and via 8, its visited-table slot 8 to 16 (a
  * 32-bit hash tag and the id), and its edges 4 bytes each when the graph is kept. */
@@ -13,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#define TC_ABI 1
+#define TC_ABI 2
 
 enum { STOP_NONE, STOP_STATES, STOP_TIME, STOP_CALLBACK, STOP_MEMORY, STOP_CAPACITY };
 
@@ -31,7 +33,7 @@ struct tc_out {
     int32_t *via;
     uint32_t *level_ends, *settled, *truncated, *eoff, *edst;
     uint64_t *fired;
-    int64_t first_violation[64], first_witness[64];
+    int64_t first_violation[64], first_witness[64], first_bad_end[64];
 };
 
 struct run {                 /* one exploration's working memory and byte accounting */
@@ -202,8 +204,9 @@ int tc_explore(uint64_t init_lo, uint64_t init_hi, uint64_t max_states, double t
     struct vec eoff = {0, 0, 0, 4}, edst = {0, 0, 0, 4};
     uint32_t acts[NACTIONS + 1];
     u128 outs[NACTIONS + 1];
-    uint64_t seen_v = 0, seen_w = 0, head = 0, level_end = 1, k, where, tag;
+    uint64_t seen_v = 0, seen_w = 0, seen_e = 0, head = 0, level_end = 1, k, where, tag;
     const uint64_t all_v = NINV ? (~0ULL >> (64 - NINV)) : 0, all_w = NWIT ? (~0ULL >> (64 - NWIT)) : 0;
+    const uint64_t all_e = NEND ? (~0ULL >> (64 - NEND)) : 0;
     double t0 = now_s(), next_tick = t0 + 1.0, next_poll = t0 + 0.25;
     u128 init = ((u128)init_hi << 64) | init_lo;
     int32_t minus = -1;
@@ -212,7 +215,7 @@ int tc_explore(uint64_t init_lo, uint64_t init_hi, uint64_t max_states, double t
     memset(out, 0, sizeof *out);
     out->deadlock = out->stuck = -1;
     out->complete = 1;
-    for (k = 0; k < 64; k++) out->first_violation[k] = out->first_witness[k] = -1;
+    for (k = 0; k < 64; k++) out->first_violation[k] = out->first_witness[k] = out->first_bad_end[k] = -1;
     out->fired = grab(&r, NULL, 0, (NACTIONS + 1) * 8, 1);
 #if HAS_SYMMETRY
     memo_grow(&r);
@@ -240,6 +243,14 @@ int tc_explore(uint64_t init_lo, uint64_t init_hi, uint64_t max_states, double t
             if (!push32(&r, &settled_ids, (uint32_t)head)) goto done;
         } else if (!nmoves && !trunc && out->deadlock < 0) {
             out->deadlock = (int64_t)head;
+        }
+        if (NEND && graph && !trunc && seen_e != all_e) {   /* an end state: only faults move */
+            int only_faults = 1;
+            for (int i = 0; i < nmoves; i++) if (!FAULT[acts[i]]) { only_faults = 0; break; }
+            if (only_faults) {
+                uint64_t m = end_violations(s) & ~seen_e;
+                if (m) { record(m, (int64_t)head, out->first_bad_end); seen_e |= m; }
+            }
         }
         for (int i = 0; i < nmoves; i++) {
             u128 t = outs[i];

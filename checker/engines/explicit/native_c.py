@@ -32,7 +32,8 @@ def refusal(c: Compiled) -> Optional[str]:
     """Why the native engine cannot take `c`, or None when it can."""
     if c.bits > MAX_BITS:
         return f"the state needs {c.bits} bits, more than the native engine's {MAX_BITS}"
-    for what, names in (("invariants", c.invariant_names), ("witnesses", c.witness_names)):
+    for what, names in (("invariants", c.invariant_names), ("witnesses", c.witness_names),
+                        ("end predicates", c.end_names)):
         if len(names) > MAX_PROPS:
             return f"{len(names)} {what}, more than the native engine's {MAX_PROPS}"
     if len(c.system.actions) > MAX_ACTIONS:
@@ -233,11 +234,15 @@ def c_source(c: Compiled) -> str:
         f"#define NACTIONS {len(c.system.actions)}",
         f"#define NINV {len(c.invariant_names)}",
         f"#define NWIT {len(c.witness_names)}",
+        f"#define NEND {len(c.end_names)}",
+        "static const unsigned char FAULT[] = {"
+        + ", ".join(str(int(a.fault)) for a in c.system.actions) + ", 0};",
         f"#define HAS_SYMMETRY {int(sym)}",
         f"#define SYM_MASK {u128(g.symmetric_mask()) if sym else '((u128)0)'}",
     ]
     parts = [g.successors_src(),
              g.mask_src("violations", [c.system.invariants[n] for n in c.invariant_names], True),
              g.mask_src("witnesses", [c.system.witnesses[n] for n in c.witness_names], False),
+             g.mask_src("end_violations", [c.system.ends[n] for n in c.end_names], True),
              g.settled_src(), g.canon_src() if sym else "#define canon_raw(s) (s)"]
     return "\n".join(head) + "\n\n" + "\n\n".join(parts) + "\n\n" + runtime_source()
