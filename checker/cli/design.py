@@ -1,0 +1,69 @@
+"""`toolcommit design --env NAME`: what a team must build to be safe in an environment.
+
+Exit codes: 0 a design holds (printed with why each of its departures from naive is
+needed), 1 none holds (the weakest environment promises that make one hold are printed, if
+found), 3 the search stopped at --timeout before finding either, 2 bad usage.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+from toolcommit.model.instance import instance_names
+
+from toolcommit.checker.cli.check import add_env_option
+from toolcommit.checker.design.synthesis import DEFAULT_PROPS, synthesize
+from toolcommit.checker.engines.base import Limits
+from toolcommit.checker.render.design import render_json, render_text
+from toolcommit.checker.verify.suite import suite_names
+
+
+def add_parser(sub):
+    p = sub.add_parser("design", help="search the knob combinations for the minimal designs "
+                       "that keep the properties in an environment",
+                       description="Judge recommended and every design one knob away, minimize "
+                       "each that holds toward naive, and print the minimal designs with the "
+                       "counterexample for every departure turned back; or, when none holds, the "
+                       "weakest environment promises under which one does.")
+    add_env_option(p)
+    p.add_argument("--instance", action="append", metavar="NAME",
+                   help="instance to judge on (repeatable; default: default plus every failure "
+                   f"class); one of: {', '.join(instance_names())}")
+    p.add_argument("--property", action="append", metavar="P",
+                   help=f"property every design must keep (repeatable; default: {', '.join(DEFAULT_PROPS)}; "
+                   "add P2, LEGAL or FENCE to require the article's mechanism too)")
+    p.add_argument("--max-states", type=int, default=0,
+                   help="per instance and design: stop after N states (that design does not hold)")
+    p.add_argument("--timeout", type=float, default=600.0,
+                   help="seconds for the whole search (default: %(default)s; 0: none)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--explain", choices=("all", "none"), default="all",
+                   help="print each counterexample's steps (default) or only its length")
+    return p
+
+
+class _Progress:
+    """One line on stderr every few seconds once the search has run for two."""
+
+    def __init__(self):
+        self.t0 = self.last = time.perf_counter()
+        self.n = 0
+
+    def __call__(self, design, instance, seconds) -> None:
+        self.n += 1
+        now = time.perf_counter()
+        if now - self.t0 >= 2 and now - self.last >= 3:
+            self.last = now
+            sys.stderr.write(f"  [design] {self.n} instance checks, {now - self.t0:.0f}s\n")
+            sys.stderr.flush()
+
+
+def run(args) -> int:
+    names = list(dict.fromkeys(args.instance or suite_names()))
+    s = synthesize(args.env, names, args.property, Limits(args.max_states, 0.0), args.timeout,
+                   _Progress())
+    out = render_json(s) if args.format == "json" else render_text(s, args.explain == "all")
+    sys.stdout.write(out)
+    if s.minimal:
+        return 0
+    return 1 if s.strengthening or s.complete else 3
