@@ -29,6 +29,10 @@ def _failure(f: Failure) -> str:
     return f"{f.instance} violates {f.property} in {f.steps} steps"
 
 
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
 def _knob(k: str, option: str) -> str:
     return f"{k}={option}: {protocol().knobs[k].options[option]}"
 
@@ -49,7 +53,7 @@ def render_text(s: Synthesis, explain: bool = True) -> str:
         lines += ["", f"Minimal designs ({len(s.minimal)} found; none of their departures from "
                   f"naive can be turned back; fewest: {fewest}):"]
         for i, m in enumerate(s.minimal, 1):
-            lines.append(f"  {i}. {len(m.departures)} departures from naive"
+            lines.append(f"  {i}. {_n(len(m.departures), 'departure')} from naive"
                          + (" (fewest)" if len(m.departures) == fewest else ""))
             for k in m.departures:
                 f = m.needed.get(k)
@@ -64,7 +68,7 @@ def render_text(s: Synthesis, explain: bool = True) -> str:
             promise = ", ".join(f"{n}={v}" for n, v in st.promises)
             d = st.design
             lines.append(f"  - {promise}")
-            lines.append(f"      then this design holds ({len(d.departures)} departures from naive):")
+            lines.append(f"      then this design holds ({_n(len(d.departures), 'departure')} from naive):")
             for k in d.departures:
                 lines.append(f"        {_knob(k, d.design[k])}")
                 if k in d.needed:
