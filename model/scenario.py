@@ -224,8 +224,10 @@ def restrict(system: System, patterns: Sequence[Pattern], judge: str = "complete
         sym = ()
     meta = {**system.meta, "scenario": [p.label() for p in patterns], "scenario_judge": judge}
     decl = VarDecl(SCENARIO, n + 1, labels, SCENARIO)
+    ends = {k: any_of(not_(done), e) for k, e in system.ends.items()}   # judged once complete:
+    #   then nothing is blocked, so an end state is one of the unrestricted system too
     return System(system.variables + (decl,), {**system.init, SCENARIO: 0}, tuple(actions),
-                  invariants, witnesses, system.done, sym, meta)
+                  invariants, witnesses, system.done, sym, meta, ends)
 
 
 def _reads_workers(system: System, patterns) -> bool:

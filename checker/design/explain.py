@@ -45,15 +45,28 @@ def describe(q: Question, cols: list) -> str:
     if len(chosen) == len(names):
         return "under every assumption swept" if _assumption_columns(q) else "in every column"
     if _assumption_columns(q):
-        by = {c.name: c.set for c in q.columns}
-        axes = list(q.columns[0].set)
-        for size in (1, 2):
-            for combo in itertools.combinations(axes, size):
-                for values in itertools.product(*[sorted({by[n][a] for n in names}) for a in combo]):
-                    match = [n for n in names if all(by[n][a] == v for a, v in zip(combo, values))]
-                    if match == chosen:
-                        return "when " + " and ".join(f"{a}={v}" for a, v in zip(combo, values))
+        words = _conjunction(q, names, chosen)
+        if words:
+            return "when " + words
+        rest = [n for n in names if n not in set(chosen)]
+        words = _conjunction(q, names, rest)
+        if words:
+            return "unless " + words
     return "in " + ", ".join(f'"{n}"' for n in chosen)
+
+
+def _conjunction(q: Question, names: list, chosen: list) -> str:
+    """'A=a and B=b', the fewest assumption values that pick exactly `chosen`; '' if none."""
+    by = {c.name: c.set for c in q.columns}
+    axes = list(q.columns[0].set)
+    for size in range(1, len(axes) + 1):
+        for combo in itertools.combinations(axes, size):
+            for values in itertools.product(*[sorted({by[n][a] for n in names}, key=str)
+                                              for a in combo]):
+                match = [n for n in names if all(by[n][a] == v for a, v in zip(combo, values))]
+                if match == chosen:
+                    return " and ".join(f"{a}={v}" for a, v in zip(combo, values))
+    return ""
 
 
 def _props_text(cell: Cell) -> str:

@@ -21,6 +21,7 @@ from toolcommit.model.knobs import Config, preset
 from toolcommit.model.scenario import restrict
 from toolcommit.model.semantics import build
 from toolcommit.model.system import System
+from toolcommit.model.values import ENV_FAULTS
 from toolcommit.spec import protocol
 
 from toolcommit.checker.engines.verdict import Status, Verdict
@@ -69,8 +70,10 @@ def cell_model(q: "Question", r: "Variant", c: "Variant") -> tuple[Config, Insta
         if a in s["set"] and s["set"][a] != val:
             raise UsageError(f"instance {inst.name} fixes {a}={val}, but the cell sets "
                              f"{a}={s['set'][a]}; use another instance or drop the setting")
-    inst = instance_in(inst, q.env)
-    cfg = configure(preset(q.preset), q.env).with_knobs({**s["set"], **inst.assumptions})
+    budgets = {k: v for k, v in s["set"].items() if k in ENV_FAULTS}
+    settings = {k: v for k, v in s["set"].items() if k not in ENV_FAULTS}
+    inst = instance_in(inst, q.env).with_bounds(budgets)
+    cfg = configure(preset(q.preset), q.env).with_knobs({**settings, **inst.assumptions})
     return cfg, inst
 
 

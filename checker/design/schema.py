@@ -40,7 +40,7 @@ from toolcommit.model.scenario import Pattern, restrict
 from toolcommit.model.semantics import build
 from toolcommit.spec import protocol
 
-from toolcommit.model.properties import of_kind
+from toolcommit.model.properties import of_kind, prop
 
 from .grid import cell_model, cell_settings
 
@@ -158,9 +158,26 @@ def alias_meaning(assumption: str) -> str:
     return spec.get("alias_meaning", spec["meaning"])
 
 
-def column_name(assumption: str, option: str) -> str:
-    """`idem+`, `comp-`, or `alias=option` for an option other than yes or no."""
+# Short names of the real systems' fault budgets in column names (`exp+`: keys expire).
+FAULT_ALIAS = {"key_expiries": "exp", "stale_reads": "stale", "errors_before": "errb",
+               "errors_after": "erra", "seal_losses": "seal", "deadlines": "dl",
+               "failovers": "fo"}
+
+
+def column_name(assumption: str, option) -> str:
+    """`idem+`, `comp-`, `alias=option` for an option other than yes or no; for a fault
+    budget `exp+` (budget 1), `exp-` (0) or `exp=2`."""
+    if assumption in FAULT_ALIAS:
+        n = int(option)
+        return FAULT_ALIAS[assumption] + ("+" if n == 1 else "-" if n == 0 else f"={n}")
     return alias(assumption) + ("+" if option == "yes" else "-" if option == "no" else f"={option}")
+
+
+def column_meaning(name: str) -> str:
+    """The legend's words for an assumption or a fault budget in a column name."""
+    if name in FAULT_ALIAS:
+        return f"the {protocol().faults[name]} fault may happen once"
+    return alias_meaning(name)
 
 
 # ----- loading and validation -------------------------------------------------------------
@@ -294,13 +311,17 @@ class _Validator:
             self.fail(where, "must be an object of knob or assumption -> option")
         p = protocol()
         for k, val in raw.items():
+            if k in FAULT_ALIAS:
+                if not isinstance(val, int) or isinstance(val, bool) or not 0 <= val <= 8:
+                    self.fail(f"{where}.{k}", "a fault budget: a whole number 0..8")
+                continue
             if k in p.knobs:
                 options = list(p.knobs[k].options)
             elif k in p.assumptions:
                 options = list(p.assumptions[k]["options"])
             else:
-                self.fail(f"{where}.{k}", "unknown knob or assumption; valid: "
-                          + ", ".join(list(p.knobs) + list(p.assumptions)))
+                self.fail(f"{where}.{k}", "unknown knob, assumption or environment fault budget; "
+                          "valid: " + ", ".join(list(p.knobs) + list(p.assumptions) + list(FAULT_ALIAS)))
             if val not in options:
                 self.fail(f"{where}.{k}", f"no option {val!r}; valid options: {', '.join(options)}")
         return dict(raw)
@@ -315,7 +336,7 @@ class _Validator:
                 self.fail(f"{where}[{i}]", f"unknown property {p!r}; valid: {', '.join(PROPERTIES)}"
                           + (f" ({p} compares personalities across instances and is not a cell "
                              "property)" if p in of_kind("hyper") else ""))
-            if scenario and p in GRAPH:
+            if scenario and p in GRAPH and prop(p).reads != "unfulfilled_end":
                 self.fail(f"{where}[{i}]", f"{p} is judged only without a scenario: a scenario "
                           "blocks events, which makes deadlocks of its own; drop it or the scenario")
         return tuple(raw)
@@ -401,18 +422,22 @@ class _Validator:
                 self.fail("columns.assumptions", "must be an object of assumption -> list of options")
             axes = []
             for a, opts in spec.items():
-                if a not in protocol().assumptions:
-                    self.fail(f"columns.assumptions.{a}", "unknown assumption; valid: "
-                              + ", ".join(protocol().assumptions))
-                valid = protocol().assumptions[a]["options"]
-                if not isinstance(opts, list) or not opts or any(o not in valid for o in opts):
-                    self.fail(f"columns.assumptions.{a}", f"must be a non-empty list of: {', '.join(valid)}")
+                if a not in protocol().assumptions and a not in FAULT_ALIAS:
+                    self.fail(f"columns.assumptions.{a}", "unknown assumption or environment "
+                              "fault budget; valid: "
+                              + ", ".join(list(protocol().assumptions) + list(FAULT_ALIAS)))
+                valid = (protocol().assumptions[a]["options"] if a not in FAULT_ALIAS
+                         else list(range(9)))
+                if not isinstance(opts, list) or not opts or any(
+                        o not in valid or isinstance(o, bool) for o in opts):
+                    self.fail(f"columns.assumptions.{a}", "must be a non-empty list of: "
+                              + ", ".join(map(str, valid)))
                 axes.append([(a, o) for o in opts])
             cols = []
             for combo in itertools.product(*axes):
                 name = " ".join(column_name(a, o) for a, o in combo)
                 cols.append(Variant(name, ", ".join(f"{a}={o}" for a, o in combo), dict(combo)))
-            legend = {alias(a): alias_meaning(a) for a in spec}
+            legend = {FAULT_ALIAS.get(a) or alias(a): column_meaning(a) for a in spec}
             return tuple(cols), legend
         if not isinstance(raw, list) or not raw:
             self.fail("columns", 'required: a list of variants, or {"assumptions": {...}}')
@@ -456,7 +481,8 @@ class _Validator:
                           + ", ".join(protocol().actions))
         props = self.props(d.get("properties"), "properties", bool(scenario))
         if props is None:
-            props = tuple(p for p in PROPERTIES if not (scenario and p in GRAPH))
+            props = tuple(p for p in PROPERTIES if not (scenario and p in GRAPH
+                                                    and prop(p).reads != "unfulfilled_end"))
         if "columns" not in d:
             self.fail("columns", "required")
         if "rows" not in d:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Mapping
 
+from toolcommit.model.values import ENV_FAULTS
 from toolcommit.checker.design.explain import explain, footnotes, ordering
 from toolcommit.checker.design.grid import Answer, Cell
 from toolcommit.checker.render.counterexample import itf_json, render_mermaid, render_text
@@ -101,7 +102,26 @@ def _base_lines(a: Answer) -> list[str]:
     insts = list(dict.fromkeys(c.instance.name for c in a.cells.values() if c.instance))
     props = list(dict.fromkeys(p for c in a.cells.values() if c.judged for p in c.properties))
     return [f"base: {base}; instance{'s' if len(insts) > 1 else ''}: {', '.join(insts)}",
-            f"properties: {', '.join(props)}"]
+            f"properties: {', '.join(props)}"] + _environment_lines(a)
+
+
+def _environment_lines(a: Answer) -> list[str]:
+    """Which environment assumptions and real-system fault budgets the grid sweeps, and the
+    values it holds fixed for the others (so an answer says under what it holds)."""
+    cells = [c for c in a.cells.values() if c.config is not None and c.instance is not None]
+    if not cells:
+        return []
+    values: dict[str, set] = {}
+    for c in cells:
+        for k, v in c.config.assumptions.items():
+            values.setdefault(k, set()).add(v)
+        for f in ENV_FAULTS:
+            values.setdefault(f, set()).add(c.instance.faults.get(f, 0))
+    swept = [k for k, vs in values.items() if len(vs) > 1]
+    fixed = [f"{k}={next(iter(vs))}" for k, vs in values.items() if len(vs) == 1]
+    env = a.question.env
+    return [f"environment {env}: swept {', '.join(swept) or 'nothing'}; held fixed "
+            f"{', '.join(fixed)}"]
 
 
 def _engines(a: Answer) -> str:

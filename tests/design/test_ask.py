@@ -38,39 +38,61 @@ def test_builtin_questions_are_listed():
 
 
 # ----- late-replay: the article's closing question -------------------------------------------
-def test_late_replay_reject_holds_under_every_provider(answers):
+def _holds_for_reject(c) -> bool:
+    """Where reject keeps every property: fences, a status read, and no stale answer."""
+    a, budgets = c.config.assumptions, c.instance.faults
+    return (a["provider_fences"] == "yes" and a["status_read"] == "yes"
+            and budgets.get("stale_reads", 0) == 0)
+
+
+def test_late_replay_reject_holds_only_with_fences_a_status_read_and_no_stale_answer(answers):
     cells = _row(answers["late-replay"], "reject")
-    assert len(cells) == 8
-    assert all(c.status is Status.HOLDS and c.engine == "explicit" for c in cells)
+    assert len(cells) == 16 and all(c.engine == "explicit" for c in cells)
+    for c in cells:
+        assert (c.status is Status.HOLDS) is _holds_for_reject(c), c.column
+
+
+def test_late_replay_reject_without_them_duplicates_through_the_users_re_ask(answers):
+    """The re-ask (t5, next epoch) after a wrong give-up is what duplicates the refund."""
+    for c in _row(answers["late-replay"], "reject"):
+        if _holds_for_reject(c):
+            continue
+        assert _violates(c, "I1") and _violates(c, "FULFIL")
+        steps = c.headline.counterexample.steps
+        assert any(s.action == "propose" and s.params.get("proposal") == "t5" for s in steps)
 
 
 def test_late_replay_reject_needs_no_model_memory(answers):
     for c in _row(answers["late-replay"], "reject"):
         p4 = next(v for v in c.verdicts if v.property == "P4")
-        assert p4.status is Status.HOLDS
+        assert p4.status is not Status.VIOLATED or c.status is Status.VIOLATED
+        if c.status is Status.HOLDS:
+            assert p4.status is Status.HOLDS
 
 
-def test_replay_same_key_is_a_blind_retry_and_duplicates_without_idempotency(answers):
+def test_replay_same_key_is_a_blind_retry_and_duplicates_once_the_key_or_the_read_fails(answers):
     a = answers["late-replay"]
     for c in _row(a, "replay_same_key"):
         assert _violates(c, "P2") and _violates(c, "LEGAL")
-        idempotent = c.config.assumptions["provider_idempotent"] == "yes"
-        assert _violates(c, "I1") is not idempotent
+        budgets = c.instance.faults
+        safe = (c.config.assumptions["status_read"] == "yes" and budgets.get("key_expiries", 0) == 0
+                and budgets.get("stale_reads", 0) == 0)
+        assert _violates(c, "I1") is not safe, c.column
 
 
 def test_compensating_a_late_replay_breaks_net_uniqueness_even_when_compensable(answers):
     for c in _row(answers["late-replay"], "compensate"):
         assert _violates(c, "I1net")
-    cell = answers["late-replay"].cell("compensate", "idem+ comp+ read+")
+    cell = answers["late-replay"].cell("compensate", "fences+ read+ exp- stale-")
     steps = [s.action for s in cell.headline.counterexample.steps]
     # the reversal is issued while the first request is still in the network
     assert steps.index("propose", 2) < max(i for i, s in enumerate(steps) if s == "deliver")
 
 
-def test_late_replay_answer_names_reject(answers):
+def test_late_replay_answer_says_reject_holds_only_with_its_assumptions(answers):
     text = " ".join(explain(answers["late-replay"]))
-    assert "Answer: reject is right under every assumption swept" in text
-    assert "depends on nothing the model must remember" in text
+    assert ("Answer: no option holds everywhere; reject holds only when provider_fences=yes and "
+            "status_read=yes and stale_reads=0") in text
 
 
 # ----- counterexamples --------------------------------------------------------------------
@@ -207,13 +229,20 @@ def test_vacuous_scenario_is_unknown_with_the_reason(tmp_path, capsys):
 
 
 # ----- the CLI ----------------------------------------------------------------------------
-def test_ask_late_replay_prints_the_table_and_every_counterexample(capsys):
+def test_ask_late_replay_prints_the_table_and_every_counterexample(answers, capsys, monkeypatch):
+    """The command's printing (the answer itself is the fixture's: the same question, run once)."""
+    import toolcommit.checker.cli.ask as cli_ask
+    monkeypatch.setattr(cli_ask, "answer", lambda q, progress=None: answers["late-replay"])
     assert main(["ask", "late-replay"]) == 0
     out = capsys.readouterr().out
-    assert "late_replay" in out and "idem+ comp+ read+" in out
-    for n in range(1, 17):
+    assert "late_replay" in out and "fences+ read+ exp- stale-" in out
+    n_violated = len(answers["late-replay"].violated_cells())
+    for n in range(1, n_violated + 1):
         assert f"[{n}] " in out
-    assert "counterexamples/questions/late-replay/compensate__idem-yes_comp-yes_read-yes.txt" in out
+    assert ("counterexamples/questions/late-replay/"
+            "compensate__fences-yes_read-yes_exp-no_stale-no.txt") in out
+    assert "environment ideal: swept provider_fences, status_read, key_expiries, stale_reads; " \
+           "held fixed provider_idempotent=yes, compensable=yes" in out
 
 
 def test_ask_json_format_is_machine_readable(capsys):
