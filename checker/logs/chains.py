@@ -59,12 +59,12 @@ def chain_steps(k: Key) -> list:
     return [tstep(t) for t in (k.chain or ())]
 
 
-def transition(st: Store, ev: dict, w: Writer, loc: int) -> None:
+def transition(st: Store, ev, w: Writer, loc: int) -> None:
     """Every transition the driver's fast path did not take (see the module docstring)."""
-    name = ev["key"]
+    name = ev.key
     k = st.key(name)
-    frm, to = CODE[ev["from"]], CODE[ev["to"]]
-    t = (w.name, ev["seq"], frm, to, ev.get("fence"), loc)
+    frm, to = CODE[ev.from_], CODE[ev.to]
+    t = (w.name, ev.seq, frm, to, ev.fence, loc)
     note_edge(k, frm, to, t[4], loc)
     k.flags |= F_RECORD | F_TRANSITIONS | F_JUDGE
     if k.flags & F_CLOSED:          # late: reopen; judged again with the rest at the end

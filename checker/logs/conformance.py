@@ -65,11 +65,11 @@ from toolcommit.checker.logs.writers import Writer, note_crash, note_seq, report
 __all__ = ["Conformance", "EventError", "LogVerdict", "Report", "check"]
 
 
-def _crash(st: Store, ev: dict, w: Writer, loc: int) -> None:
-    note_crash(w, ev["seq"], loc)
+def _crash(st: Store, ev, w: Writer, loc: int) -> None:
+    note_crash(w, ev.seq, loc)
 
 
-def _restart(st: Store, ev: dict, w: Writer, loc: int) -> None:
+def _restart(st: Store, ev, w: Writer, loc: int) -> None:
     pass          # counted only: a restarted writer must read the log (P4 judges its moves)
 
 
@@ -102,8 +102,9 @@ class Conformance(Store):
         super().__init__(files, focus, pack, complete_effects)
         self._finished = False
 
-    def feed(self, ev: dict, file_index: int = 0, line: int = 0) -> None:
-        """Consume one well-formed event (see the module docstring for its shape).
+    def feed(self, ev, file_index: int = 0, line: int = 0) -> None:
+        """Consume one well-formed event, a `toolcommit.checker.logs.typed` object (see the
+        module docstring for its fields).
 
         The per-line path: the writer's next seq and the extension of an open key's chain
         are inlined here (a call per line costs more than the rest of the work); every
@@ -114,18 +115,18 @@ class Conformance(Store):
         EventError
             The event's call has no canonical form.
         """
-        wname = ev["writer"]
+        wname = ev.writer
         w = self.writers.get(wname)
         if w is None:
             w = self.writer(wname)
         loc = w.base | (file_index << LINE_BITS) | line
-        seq = ev["seq"]
+        seq = ev.seq
         if seq == w.nxt:                 # the common case: the writer's next line
             w.nxt = seq + 1
             w.hi_loc = loc
         elif not note_seq(w, seq, self.found, loc):
             return
-        t = ev["type"]
+        t = ev.type
         self.counts[t] += 1
         if self.focus:
             self._remember(ev, loc)
@@ -134,12 +135,12 @@ class Conformance(Store):
             # packed) whose chain this transition extends along a spec edge with a fence
             # that does not go backwards, so there is nothing to judge (a closed key's tip
             # is terminal: no edge leaves it)
-            name = ev["key"]
+            name = ev.key
             k = self.keys.get(name)
-            frm = CODE[ev["from"]]
-            to = CODE[ev["to"]]
+            frm = CODE[ev.from_]
+            to = CODE[ev.to]
             if type(k) is Key and frm == k.tip and not k.pending and (NEXT[frm] >> to) & 1:
-                fence = ev.get("fence")
+                fence = ev.fence
                 if fence is None or k.max_fence is None or fence >= k.max_fence:
                     if fence is not None:
                         k.max_fence = fence
@@ -173,13 +174,13 @@ class Conformance(Store):
                        "conformance (or a violation hidden in it)",
                        [("note", "", f"line {line} cut off", self.found.loc(-1, file_index, line))])
 
-    def _remember(self, ev: dict, loc: int) -> None:
-        t = ev["type"]
+    def _remember(self, ev, loc: int) -> None:
+        t = ev.type
         if t in ("crash", "restart"):
             for hist in self.focus.values():
-                hist.append((t, ev["writer"], t, loc))
+                hist.append((t, ev.writer, t, loc))
             return
-        for name in {ev.get("key"), ev.get("idempotency_key")}:
+        for name in {ev.key, getattr(ev, "idempotency_key", None)}:
             if name in self.focus:
                 self.focus[name].append(describe(ev, loc))
 
@@ -208,6 +209,7 @@ def check(events: Iterable[dict], name: str = "<events>", focus: Iterable[str] =
     raises `toolcommit.model.errors.InputError` naming its line.
     """
     from toolcommit.checker.logs.events import problem
+    from toolcommit.checker.logs.typed import from_dict
     from toolcommit.model.errors import InputError
 
     c = Conformance([name], focus, pack)
@@ -216,7 +218,7 @@ def check(events: Iterable[dict], name: str = "<events>", focus: Iterable[str] =
         if why:
             raise InputError(why, name, i)
         try:
-            c.feed(ev, 0, i)
+            c.feed(from_dict(ev), 0, i)
         except EventError as e:
             raise InputError(str(e), name, i) from None
     return c.finish()

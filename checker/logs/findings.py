@@ -239,23 +239,24 @@ def short(v, n: int = 60) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def form_hint(ev: dict) -> str:
-    return f"{short(ev['tool'], 30)} {short(ev['args'])} in scope {short(ev['scope'], 40)}"
+def form_hint(ev) -> str:
+    return f"{short(ev.tool, 30)} {short(ev.args)} in scope {short(ev.scope, 40)}"
 
 
-def effect_text(ev: dict) -> str:
-    fx = f" fence {ev['fence']}" if ev.get("fence") is not None else ""
-    return f"{ev['kind']} {short(ev['args'], 40)}{fx}"
+def effect_text(ev) -> str:
+    fx = f" fence {ev.fence}" if ev.fence is not None else ""
+    return f"{ev.kind} {short(ev.args, 40)}{fx}"
 
 
-def describe(ev: dict, loc: int) -> tuple:
-    """A proposal, transition or effect as a story step."""
-    t = ev["type"]
+def describe(ev, loc: int) -> tuple:
+    """A proposal, transition or effect (a `toolcommit.checker.logs.typed` object) as a
+    story step."""
+    t = ev.type
     if t == "proposal":
-        return ("proposal", ev["writer"],
-                f"call {ev['call_id']}: {short(ev['tool'], 20)} {short(ev['args'], 40)} "
-                f"-> {ev['decision']}", loc)
+        return ("proposal", ev.writer,
+                f"call {ev.call_id}: {short(ev.tool, 20)} {short(ev.args, 40)} "
+                f"-> {ev.decision}", loc)
     if t == "transition":
-        fx = f" (fence {ev['fence']})" if ev.get("fence") is not None else ""
-        return ("transition", ev["writer"], f"{ev['from']} -> {ev['to']}{fx}", loc)
-    return ("effect", ev["writer"], effect_text(ev), loc)
+        fx = f" (fence {ev.fence})" if ev.fence is not None else ""
+        return ("transition", ev.writer, f"{ev.from_} -> {ev.to}{fx}", loc)
+    return ("effect", ev.writer, effect_text(ev), loc)

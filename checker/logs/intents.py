@@ -26,12 +26,12 @@ class EventError(ValueError):
     file:line and turns it into an `InputError`."""
 
 
-def digest(st: Store, ev: dict) -> bytes:
+def digest(st: Store, ev) -> bytes:
     """The canonical intent of the event's call. A bounded memo keyed by the exact
     sorted serialization of (tool, scope, args) spares the canonicalizer when an intent
     comes back (its effect, a duplicate proposal); on a miss, the canonicalizer's C fast
     path serves calls whose sorted serialization already is their v1 form."""
-    tool, args, scope = ev["tool"], ev["args"], ev["scope"]
+    tool, args, scope = ev.tool, ev.args, ev.scope
     dump = sorted_dump(tool, args, scope)
     if dump is not None:
         d = st.memo.get(dump)
@@ -54,18 +54,18 @@ def digest(st: Store, ev: dict) -> bytes:
 
 
 # ----- proposals -------------------------------------------------------------------------
-def proposal(st: Store, ev: dict, w: Writer, loc: int) -> None:
+def proposal(st: Store, ev, w: Writer, loc: int) -> None:
     """An accepted proposal records its key and its intent. A second acceptance of a key
     (RACE or LEGAL) and a second key of an intent (CANON) are judged at the end, when every
     line is in, so that the order the lines arrived in does not matter."""
     d = digest(st, ev)
-    if ev["decision"] != "accepted":
+    if ev.decision != "accepted":
         return
-    name = ev["key"]
+    name = ev.key
     k = st.key(name)
     k.accepted += 1
     k.flags |= F_RECORD
-    epoch, seq = ev.get("epoch"), ev["seq"]
+    epoch, seq = ev.epoch, ev.seq
     rank = (w.name, seq)          # acceptances are ordered by writer and seq, never by line
     writer_of = st.found.writer_of
     if k.accepted == 1:
@@ -77,7 +77,7 @@ def proposal(st: Store, ev: dict, w: Writer, loc: int) -> None:
             k.reaccepts.append((writer_of(k.accept_loc), k.accept_seq, k.accept_loc, ""))
             k.accept_loc, k.accept_seq = loc, seq
         else:
-            k.reaccepts.append((w.name, seq, loc, ev["call_id"]))
+            k.reaccepts.append((w.name, seq, loc, ev.call_id))
     if not k.flags & F_PROPOSED or d < k.digest:
         k.digest = d
         k.flags |= F_PROPOSED
@@ -110,20 +110,20 @@ def proposal(st: Store, ev: dict, w: Writer, loc: int) -> None:
 
 
 # ----- effects -------------------------------------------------------------------------------
-def effect(st: Store, ev: dict, w: Writer, loc: int) -> None:
+def effect(st: Store, ev, w: Writer, loc: int) -> None:
     """Count one effect record for its key (P1) and its intent (I1, judged at the end).
 
     The key is the effect's ``key``, else its ``idempotency_key``: a provider that logs
     only its idempotency key names the key that way (if no proposal or transition names
     it, the effect is an orphan unless its intent was recorded under another key)."""
     d = digest(st, ev)
-    name = ev.get("key")
+    name = ev.key
     if name is None:
-        name = ev["idempotency_key"]
-    apply = ev["kind"] == "apply"
+        name = ev.idempotency_key
+    apply = ev.kind == "apply"
     ent = st.ent(d)
     if ent is None:
-        ent = st.intents[d] = Intent("", ev.get("epoch"), loc)
+        ent = st.intents[d] = Intent("", ev.epoch, loc)
     k = st.key(name)
     if k.digest is None or (not k.flags & F_PROPOSED and d < k.digest):
         k.digest = d
@@ -149,10 +149,10 @@ def effect(st: Store, ev: dict, w: Writer, loc: int) -> None:
         st.pack(name, k)                        # pack the key again
 
 
-def _count_apply(st: Store, ev: dict, name: str, k: Key, loc: int) -> bool:
+def _count_apply(st: Store, ev, name: str, k: Key, loc: int) -> bool:
     """Count an apply for key `k` (P1 from the second); False if it repeats the key's
     first apply's ``effect_id`` (one effect, exported twice)."""
-    eid = ev.get("effect_id")
+    eid = ev.effect_id
     if eid is not None and k.apply_id is not None and hash(eid) == k.apply_id:
         return False
     k.applies += 1
@@ -164,8 +164,8 @@ def _count_apply(st: Store, ev: dict, name: str, k: Key, loc: int) -> bool:
                      f"the provider applied {k.applies} effects for the one key "
                      f"{name}: effects grouped by semantic key must number at most one",
                      [("effect", "", "apply", k.apply_loc),
-                      ("effect", ev["writer"], effect_text(ev), loc)], update=True)
-    fence = ev.get("fence")
+                      ("effect", ev.writer, effect_text(ev), loc)], update=True)
+    fence = ev.fence
     if fence is not None and (k.min_apply_fence is None or fence < k.min_apply_fence):
         k.min_apply_fence, k.min_apply_loc = fence, loc
     if k.flags & F_CLOSED:

@@ -5,18 +5,21 @@ evaluated), bounds every line (`max_line_bytes`, enforced on the bytes before an
 bounds nesting before decoding, and turns every defect into one `InputError` line
 ``path:line: what is wrong; what to do``. The one tolerated defect is a cut-off last line
 (no newline and not valid JSON: a writer died mid-write), which becomes a warning. Each
-decoded line is checked by `toolcommit.checker.logs.events` (the schema's fields).
+decoded line is checked against the schema's fields.
 
-JSON is decoded with orjson when it is importable (an optional speed-up), else with the
-standard library; both see the same bytes and the same rules (UTF-8 only, no NaN, an
-object per line).
+Each line goes first to the typed decoder (`toolcommit.checker.logs.typed`, msgspec: one C
+call decodes and checks the common case); a line it refuses, or every line without
+msgspec, is decoded with orjson when it is importable, else with the standard library,
+and checked by `toolcommit.checker.logs.events` (`fast_ok`, then `problem`, which names
+the defect). All see the same bytes and the same rules (UTF-8 only, no NaN, an object per
+line), so a line is accepted or refused, with the same words, whichever decoder runs.
 
 Examples
 --------
 >>> import io
 >>> data = io.BufferedReader(io.BytesIO(b'\\xef\\xbb\\xbf{"type":"crash","writer":"w","seq":1}\\n\\n'))
->>> list(read_lines("-", stdin=data))
-[(1, {'type': 'crash', 'writer': 'w', 'seq': 1})]
+>>> [(n, ev.type, ev.writer, ev.seq) for n, ev in read_lines("-", stdin=data)]
+[(1, 'crash', 'w', 1)]
 >>> check_paths(["-", "-"], DEFAULT_MAX_LINE_BYTES)
 Traceback (most recent call last):
   ...
@@ -36,7 +39,9 @@ from typing import BinaryIO, Callable, Iterator, Optional, Sequence
 
 from toolcommit.model.errors import InputError
 
+from toolcommit.checker.logs import typed
 from toolcommit.checker.logs.events import fast_ok, problem
+from toolcommit.checker.logs.typed import from_dict
 
 try:  # optional: the fastest decoder available
     import orjson as _orjson
@@ -73,6 +78,11 @@ def _loads_std(line: bytes):
 
 
 loads: Callable[[bytes], object] = _orjson.loads if _orjson is not None else _loads_std
+#: the typed decoder (`typed.decode_raw`: one C call decodes and checks a line), or None
+#: without msgspec; tests set it to None to run the dict path
+TYPED: Optional[Callable[[bytes], object]] = typed.decode_raw
+_EFFECT = typed.CLASSES["effect"]
+assert list(typed.EITHER.items()) in ([], [(_EFFECT, ("key", "idempotency_key"))])
 DECODER = "orjson" if _orjson is not None else "json"
 
 _STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
@@ -181,7 +191,8 @@ class _Lines:
 # decodes and skips `fast_ok` on lines the child passed. The parent compares length and
 # CRC of every read with its own; on any mismatch (the file changed under us), a dead child
 # or a failed fork it drops the helper and checks locally from that read on, so the events,
-# errors and warnings are the same with or without it.
+# errors and warnings are the same with or without it. Only on the dict path (no msgspec):
+# the typed decoder checks the fields while it decodes, which leaves the helper nothing to do.
 CHECK_AHEAD_MIN_BYTES = int(os.environ.get("TOOLCOMMIT_CHECK_AHEAD_MIN_BYTES", 32 << 20))
 _HEAD = struct.Struct("<qII")       # read length, crc32, number of failed lines
 
@@ -313,13 +324,12 @@ def _check_ahead(path: str, stream, chunk: int, limit: int) -> Optional[_CheckAh
 def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                stdin: Optional[BinaryIO] = None,
                warn: Optional[Callable[[str], None]] = None,
-               check: bool = True,
                on_cut: Optional[Callable[[int], None]] = None) -> Iterator[tuple[int, object]]:
-    """Yield ``(line_number, event)`` for each non-blank line of one log.
+    """Yield ``(line_number, event)`` for each non-blank line of one log, the event as a
+    `toolcommit.checker.logs.typed` object.
 
     Raises `InputError` (with path:line) on the first bad line: too long, not UTF-8, not
-    JSON, nested too deeply, a field `problem` rejects (unless `check` is False), or an
-    empty log. A cut-off last line calls `warn` (with a message) and `on_cut` (with its line
+    JSON, nested too deeply, a field `problem` rejects, or an empty log. A cut-off last line calls `warn` (with a message) and `on_cut` (with its line
     number) instead: it is a lost line, not an error. A UTF-8 byte order mark before
     the first line is skipped. The caller checks `max_line_bytes` first (`check_paths`).
 
@@ -333,8 +343,8 @@ def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     n = 0
     events = 0
     cut = None
-    ok, loads_ = fast_ok, loads
-    ahead = _check_ahead(path, stream, chunk, limit)
+    ok, loads_, fast, invalid, effect = fast_ok, loads, TYPED, typed.INVALID, _EFFECT
+    ahead = _check_ahead(path, stream, chunk, limit) if fast is None else None
     bad = None
     try:
         read = stream.read
@@ -351,39 +361,54 @@ def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                 if bad is None:
                     ahead = None
             eof = not buf
-            # the per-line loop, inlined (it runs once per line): the decoder and the
-            # fast field check, or the check-ahead child's verdict instead of the latter
+            # the per-line loop, inlined (it runs once per line): the typed decoder, else
+            # the dict decoder and the fast field check (or the check-ahead child's verdict)
             for line in lines.feed(buf):
                 n += 1
                 if len(line) > limit:
                     raise _too_long(limit, path, n)
                 if n == 1 and line.startswith(_BOM):
                     line = line[3:]
-                try:
-                    obj = loads_(line)
-                except (ValueError, RecursionError):   # json's decoder recurses; orjson's does not
-                    obj = _NOT_JSON
-                if obj is _NOT_JSON or (not ok(obj) if bad is None else n in bad):
-                    # the thorough path: blank lines, reasons, nesting, field problems
-                    if not line or line.isspace():
-                        continue
+                if fast is not None:
                     try:
-                        obj = decode(line)      # bounds nesting, then names the defect
-                    except ValueError as e:
-                        if eof:     # only the last line can lack a newline: cut off
-                            cut = n
-                            if warn:
-                                warn(f"{path}:{n}: last line is cut off (no newline, not "
-                                     "valid JSON): its writer died mid-write; the line is "
-                                     "ignored")
-                            if on_cut:
-                                on_cut(n)
-                            break
-                        raise InputError(str(e), path, n) from None
-                    if check:
-                        why = problem(obj)
-                        if why:
-                            raise InputError(why, path, n)
+                        ev = fast(line)
+                    except invalid:
+                        pass
+                    else:     # typed.decode, inlined: an effect needs one of its keys
+                        if type(ev) is not effect or ev.key is not None \
+                                or ev.idempotency_key is not None:
+                            events += 1
+                            yield n, ev
+                            continue
+                else:
+                    try:
+                        obj = loads_(line)
+                    except (ValueError, RecursionError):  # json's decoder recurses
+                        obj = _NOT_JSON
+                    if obj is not _NOT_JSON and (ok(obj) if bad is None else n not in bad):
+                        events += 1
+                        yield n, from_dict(obj)
+                        continue
+                # the thorough path: blank lines, reasons, nesting, field problems
+                if not line or line.isspace():
+                    continue
+                try:
+                    obj = decode(line)      # bounds nesting, then names the defect
+                except ValueError as e:
+                    if eof:     # only the last line can lack a newline: cut off
+                        cut = n
+                        if warn:
+                            warn(f"{path}:{n}: last line is cut off (no newline, not "
+                                 "valid JSON): its writer died mid-write; the line is "
+                                 "ignored")
+                        if on_cut:
+                            on_cut(n)
+                        break
+                    raise InputError(str(e), path, n) from None
+                why = problem(obj)
+                if why:
+                    raise InputError(why, path, n)
+                obj = from_dict(obj)
                 events += 1
                 yield n, obj
             if lines.pending > limit:

@@ -1,5 +1,6 @@
-"""The second-core field checks (used for large plain files) change nothing: every fixture,
-and every kind of bad line, gives the same output with and without them."""
+"""The second-core field checks (used for large plain files on the dict path, i.e. without
+msgspec) change nothing: every fixture, and every kind of bad line, gives the same output
+with and without them."""
 import json
 from pathlib import Path
 
@@ -9,6 +10,12 @@ from toolcommit.checker.logs import read as logread
 from toolcommit.checker.cli import main
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
+
+
+@pytest.fixture(autouse=True)
+def dict_path(monkeypatch):
+    """The helper serves the dict path only (the typed decoder checks as it decodes)."""
+    monkeypatch.setattr(logread, "TYPED", None)
 
 
 def outputs(args, capsys):

@@ -10,6 +10,7 @@ import pytest
 from toolcommit.checker.cli.validate import EXIT_CODES
 from toolcommit.checker.logs import events as logevents
 from toolcommit.checker.logs.conformance import Conformance, LogVerdict, check
+from toolcommit.checker.logs.typed import from_dict
 from toolcommit.checker.logs.write import events_to_jsonl
 from toolcommit.checker.render.findings import (meanings, render_json, render_mermaid,
                                                 render_text)
@@ -275,7 +276,7 @@ def test_settled_keys_drop_their_transitions_so_memory_follows_open_keys():
     for i in range(500):
         log.accept(key=f"k{i}", args={"amount": i}, call=f"t{i}").path(*HAPPY, key=f"k{i}")
     for n, ev in enumerate(log.events, 1):
-        c.feed(ev, 0, n)
+        c.feed(from_dict(ev), 0, n)
     assert c.open_keys == 0
     assert all(type(v) is bytes for v in c.keys.values())    # packed: a few dozen bytes each
     assert len(c.intents) == 500
@@ -300,7 +301,7 @@ def test_packed_and_unpacked_keys_round_trip():
     c = Conformance()
     log = Log().accept(epoch=3).path(*HAPPY, fence=7).effect(fence=7, effect_id="e")
     for n, ev in enumerate(log.events, 1):
-        c.feed(ev, 0, n)
+        c.feed(from_dict(ev), 0, n)
     (name, rec), = c.keys.items()
     assert type(rec) is bytes and len(rec) <= 150    # 99 bytes, and 17 a chain transition
     k = c.key(name)

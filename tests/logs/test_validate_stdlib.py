@@ -1,5 +1,5 @@
-"""The stdlib JSON decoder path (no orjson) gives the same verdicts, and hostile nesting
-is still one clear line."""
+"""The stdlib JSON decoder path (neither msgspec nor orjson) gives the same verdicts, and
+hostile nesting is still one clear line."""
 import json
 from pathlib import Path
 
@@ -13,6 +13,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 
 @pytest.fixture
 def stdlib_decoder(monkeypatch):
+    monkeypatch.setattr(logread, "TYPED", None)
     monkeypatch.setattr(logread, "loads", logread._loads_std)
 
 
@@ -20,6 +21,7 @@ def stdlib_decoder(monkeypatch):
 def test_stdlib_decoder_gives_the_same_verdict(path, capsys, monkeypatch):
     assert main(["validate", str(path), "--format", "json"]) in (0, 1, 3)
     fast = json.loads(capsys.readouterr().out)["verdict"]
+    monkeypatch.setattr(logread, "TYPED", None)
     monkeypatch.setattr(logread, "loads", logread._loads_std)
     assert main(["validate", str(path), "--format", "json"]) in (0, 1, 3)
     assert json.loads(capsys.readouterr().out)["verdict"] == fast

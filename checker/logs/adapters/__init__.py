@@ -18,6 +18,7 @@ from toolcommit.checker.logs.adapters import calls as _calls
 from toolcommit.checker.logs.adapters import capability, langgraph, ledger, otel
 from toolcommit.checker.logs.adapters.rules import Rules
 from toolcommit.checker.logs.conformance import Conformance, EventError
+from toolcommit.checker.logs.typed import from_dict
 
 READERS = {"otel": otel.read, "langgraph": langgraph.read}
 
@@ -95,7 +96,7 @@ def _conformance(placed, names):
     checker = Conformance(names)
     for p in placed:
         try:
-            checker.feed(p.event, p.file_index, p.line)
+            checker.feed(from_dict(p.event), p.file_index, p.line)
         except EventError as e:
             raise InputError(str(e), names[p.file_index], p.line) from None
     return checker.finish()
