@@ -3,7 +3,9 @@
 A `Finding` names a property, the key it breaks on, its certainty, and the story: a tuple
 of `Citation`s (who did what, at which file:line). Stages record findings through one
 `Findings` collector, which merges repeats on one key, keeps at most `MAX_PER_PROPERTY`
-keys per property (counting the rest) and bounds each story. While checking, a step is a
+keys per property (the first ones by key, counting the rest, so which are listed does not
+depend on the order lines arrive in, and collectors of disjoint keys `merge` exactly) and
+bounds each story. While checking, a step is a
 tuple ``(kind, writer, text, loc)`` and a location is one int that knows the line's
 writer too (`Findings.loc`), so a step citing a line always names who wrote it;
 `Findings.freeze` turns them into the public types.
@@ -19,6 +21,7 @@ Examples
 """
 from __future__ import annotations
 
+import bisect
 import json
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional, Sequence
@@ -74,7 +77,7 @@ class Draft:
     """A finding while the log is still being read (mutable; `Findings.freeze` ends it)."""
 
     __slots__ = ("property", "key", "certainty", "writers", "locs", "steps", "explanation",
-                 "more")
+                 "more", "dead")
 
     def __init__(self, prop: str, key: str, certainty: str, explanation: str):
         self.property, self.key, self.certainty = prop, key, certainty
@@ -83,6 +86,7 @@ class Draft:
         self.steps: list[tuple] = []
         self.explanation = explanation
         self.more = 0
+        self.dead = False        # retracted: it keeps its place under the cap, unlisted
 
     def extend(self, step: tuple) -> None:
         """Add one step to a story that is not yet full (a fork branch going on)."""
@@ -93,6 +97,10 @@ class Draft:
 
 class Findings:
     """The collector: one `Draft` per (property, key), capped per property.
+
+    The cap keeps, per property, the `MAX_PER_PROPERTY` least keys of every finding ever
+    recorded (a retracted one keeps its place, unlisted, until a lesser key takes it), so
+    what is listed depends on the set of findings only, not on the order they came in.
 
     Parameters
     ----------
@@ -114,7 +122,7 @@ class Findings:
         self._files_mask = (1 << self.file_bits) - 1
         self._writer_shift = LINE_BITS + self.file_bits
         self._drafts: dict[tuple[str, str], Draft] = {}
-        self._per_prop: dict[str, int] = {}
+        self._slots: dict[str, list[str]] = {}   # property -> sorted keys under the cap
         # findings beyond the cap: (property, key) -> certain, so the totals stay true
         # (memory: one entry per dropped finding, at most one per key and property)
         self._dropped: dict[tuple[str, str], bool] = {}
@@ -131,13 +139,11 @@ class Findings:
         counted)."""
         b = self._drafts.get((prop, key))
         certain = certainty == "certain"
-        if b is None:
-            n = self._per_prop.get(prop, 0)
-            if n >= MAX_PER_PROPERTY and key not in self.keep:
+        if b is None or b.dead:
+            b = Draft(prop, key, certainty, explanation)
+            if not self._admit(b):
                 self._dropped[(prop, key)] = certain or self._dropped.get((prop, key), False)
                 return None
-            self._per_prop[prop] = n + 1
-            b = self._drafts[(prop, key)] = Draft(prop, key, certainty, explanation)
         else:
             b.more += 1
             if update or (certain and b.certainty != "certain"):
@@ -165,12 +171,67 @@ class Findings:
                 b.locs.append(s[3])
         return b
 
+    def _admit(self, b: Draft) -> bool:
+        """Store `b` (new, or replacing a retracted draft) if its key is among its
+        property's least `MAX_PER_PROPERTY` (or a kept key); a greater one it displaces
+        is counted as dropped. False if `b` itself is dropped."""
+        k = (b.property, b.key)
+        old = self._drafts.get(k)
+        if old is not None or b.key in self.keep:      # its place is taken already
+            self._drafts[k] = b
+            return True
+        slots = self._slots.setdefault(b.property, [])
+        if len(slots) >= MAX_PER_PROPERTY:
+            if b.key > slots[-1]:
+                return False
+            out = self._drafts.pop((b.property, slots.pop()))
+            if not out.dead:
+                self._dropped[(out.property, out.key)] = out.certainty == "certain"
+        bisect.insort(slots, b.key)
+        self._drafts[k] = b
+        return True
+
     def retract(self, key: str, props) -> None:
         """Forget the findings `props` on `key` (listed or not): they are judged again."""
         for prop in props:
-            if self._drafts.pop((prop, key), None) is not None:
-                self._per_prop[prop] -= 1
+            b = self._drafts.get((prop, key))
+            if b is not None:
+                if key in self.keep:
+                    del self._drafts[(prop, key)]
+                else:
+                    self._drafts[(prop, key)] = dead = Draft(prop, key, b.certainty, "")
+                    dead.dead = True
             self._dropped.pop((prop, key), None)
+
+    def forget(self, keys, props=None) -> None:
+        """Hand the findings on `keys` (of `props`, default all) over to another collector,
+        which recorded them too and `merge` then reports: they stay here as unlisted
+        places under the cap, so what this collector dropped stays dropped."""
+        keys = set(keys)
+        for k in [k for k in self._drafts if k[1] in keys and (props is None or k[0] in props)]:
+            dead = self._drafts[k] = Draft(k[0], k[1], "possible", "")
+            dead.dead = True
+        for k in [k for k in self._dropped if k[1] in keys and (props is None or k[0] in props)]:
+            del self._dropped[k]
+
+    def merge(self, other: "Findings") -> None:
+        """Add the findings of `other`, a collector of the same files and writers that
+        recorded other keys (or the keys this one `forget`): the result is what one
+        collector would have recorded from both (the cap keeps the least keys of either)."""
+        for k, b in other._drafts.items():
+            mine = self._drafts.get(k)
+            if mine is not None:
+                if not mine.dead and not b.dead:
+                    raise ValueError(f"both collectors have {k[0]} on {k[1]}")
+                if mine.dead:
+                    self._drafts[k] = b
+            elif not self._admit(b) and not b.dead:
+                self._dropped[k] = b.certainty == "certain"
+        for k, certain in other._dropped.items():
+            mine = self._drafts.get(k)
+            if k in self._dropped or (mine is not None and not mine.dead):
+                raise ValueError(f"both collectors have {k[0]} on {k[1]}")
+            self._dropped[k] = certain
 
     @property
     def dropped(self) -> int:
@@ -179,15 +240,16 @@ class Findings:
 
     def totals(self) -> dict[str, int]:
         """Certain and possible findings, listed or not."""
-        certain = sum(b.certainty == "certain" for b in self._drafts.values()) + \
-            sum(self._dropped.values())
-        return {"certain": certain, "possible": len(self._drafts) + self.dropped - certain}
+        live = [b for b in self._drafts.values() if not b.dead]
+        certain = sum(b.certainty == "certain" for b in live) + sum(self._dropped.values())
+        return {"certain": certain, "possible": len(live) + self.dropped - certain}
 
     def get(self, prop: str, key: str) -> Optional[Draft]:
-        return self._drafts.get((prop, key))
+        b = self._drafts.get((prop, key))
+        return None if b is None or b.dead else b
 
     def drafts(self) -> Iterator[Draft]:
-        return iter(self._drafts.values())
+        return (b for b in self._drafts.values() if not b.dead)
 
     def loc(self, writer: int, file_index: int, line: int) -> int:
         """The location of `line` in file `file_index`, written by writer index `writer`
@@ -218,7 +280,7 @@ class Findings:
 
     def freeze(self) -> list[Finding]:
         """Every finding, certain ones first, then by property and key."""
-        out = [self._freeze(b) for b in self._drafts.values()]
+        out = [self._freeze(b) for b in self.drafts()]
         out.sort(key=lambda f: (f.certainty != "certain", f.property, f.key))
         return out
 

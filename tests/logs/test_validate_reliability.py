@@ -163,6 +163,21 @@ def test_the_headline_gives_true_totals_when_findings_beyond_the_cap_are_not_lis
                            f"({2 * MAX_PER_PROPERTY} not listed")
 
 
+def test_the_cap_lists_the_least_keys_whatever_order_the_findings_came_in():
+    from toolcommit.checker.logs.conformance import check
+    from toolcommit.checker.logs.findings import MAX_PER_PROPERTY
+    keys = [f"k{i:05d}" for i in range(MAX_PER_PROPERTY + 50)]
+    for order in (keys, keys[::-1], keys[1::2] + keys[::2]):
+        evs, seq = [], 0
+        for k in order:
+            evs += [_accepted(k, seq + 1), _move(k, seq + 2, "PROPOSED", "RECORDED"),
+                    _move(k, seq + 3, "RECORDED", "ACKED")]
+            seq += 3
+        report = check(evs)
+        assert [f.key for f in report.findings] == keys[:MAX_PER_PROPERTY]
+        assert report.dropped == 50
+
+
 def test_a_certain_finding_beyond_the_cap_still_makes_the_log_violate():
     from toolcommit.checker.logs.conformance import check
     from toolcommit.checker.logs.findings import MAX_PER_PROPERTY
@@ -170,7 +185,8 @@ def test_a_certain_finding_beyond_the_cap_still_makes_the_log_violate():
     for i in range(MAX_PER_PROPERTY):
         evs += [_accepted(f"k{i}", seq + 1), _move(f"k{i}", seq + 2, "RECORDED", "DISPATCHED")]
         seq += 3          # a line lost each time: every 'never reached' move is only possible
-    evs += [_accepted("bad", seq + 1), _move("bad", seq + 2, "RECORDED", "ACKED")]  # no edge
+    # no edge, on a key after every other one: the cap lists the least keys
+    evs += [_accepted("zz-bad", seq + 1), _move("zz-bad", seq + 2, "RECORDED", "ACKED")]
     report = check(evs)
     assert {f.certainty for f in report.findings if f.property == "LEGAL"} == {"possible"}
     assert report.verdict.value == "VIOLATES" and report.totals["certain"] == 1
