@@ -15,7 +15,9 @@ from pathlib import Path
 from toolcommit.model.errors import InputError, UsageError
 
 from toolcommit.checker.cli import validate_from
+from toolcommit.checker.logs import pool
 from toolcommit.checker.logs.conformance import Conformance, EventError
+from toolcommit.checker.logs.merge import focus_message
 from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES, check_paths, read_lines
 from toolcommit.checker.logs.report import LogVerdict, Report, count
 from toolcommit.checker.output import refuse_inputs, write_atomic
@@ -41,15 +43,26 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="focus on key K: only its findings, and its full history in mermaid "
                    "(repeatable)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report here (atomically)")
+    p.add_argument("--jobs", type=int, default=pool.cores(), metavar="N",
+                   help="check large logs (regular files of at least "
+                   f"{pool.SHARD_MIN_BYTES >> 20} MiB) in N processes, sharded by key; 1 "
+                   "checks in this one (default: the cores available, %(default)s); the "
+                   "report is the same")
     validate_from.add_arguments(p)
     return p
 
 
 def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdin=None,
-             complete_effects: bool = False) -> Report:
+             complete_effects: bool = False, jobs: int = 1) -> Report:
     """Read and check `paths`; raise `InputError` on unusable input. `complete_effects`:
-    the effect lines are the provider's whole ledger (see `Conformance`)."""
+    the effect lines are the provider's whole ledger (see `Conformance`). With `jobs` > 1
+    and logs worth it (`pool.worth_sharding`), in `jobs` processes sharded by key: the
+    same report."""
     check_paths(paths, max_line_bytes)
+    if jobs < 1:
+        raise UsageError(f"--jobs {jobs}: use at least 1 (1 checks in this process)")
+    if pool.worth_sharding(paths, jobs):
+        return pool.check(paths, max_line_bytes, focus, jobs, complete_effects)
     warnings: list[str] = []
     checker = Conformance([("<stdin>" if p == "-" else p) for p in paths], focus,
                           complete_effects=complete_effects)
@@ -75,14 +88,8 @@ def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdi
 def _check_focus(focus, keys) -> None:
     """Refuse a --key the log does not name, listing some it does."""
     missing = [k for k in dict.fromkeys(focus) if k not in keys]
-    if not missing:
-        return
-    some = list(islice(keys, 5))
-    has = (f"keys it has: {', '.join(some)}" + (f" and {len(keys) - 5} more" if len(keys) > 5
-                                                 else "")) if keys else "it names no key"
-    names = ", ".join(repr(k) for k in missing)
-    raise UsageError(f"--key {names}: not in the log ({has}); a key is named by the "
-                     "'key' field of proposals, transitions and effects")
+    if missing:
+        raise UsageError(focus_message(missing, list(islice(keys, 5)), len(keys)))
 
 
 def run(args) -> int:
@@ -92,7 +99,7 @@ def run(args) -> int:
     if args.source:
         return validate_from.run(args)
     validate_from.refuse_without_source(args)
-    report = validate(args.logs, args.max_line_bytes, args.key)
+    report = validate(args.logs, args.max_line_bytes, args.key, jobs=args.jobs)
     if args.key:
         wanted = set(args.key)
         kept = tuple(f for f in report.findings

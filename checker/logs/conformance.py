@@ -101,6 +101,9 @@ class Conformance(Store):
                  pack: bool = True, complete_effects: bool = False):
         super().__init__(files, focus, pack, complete_effects)
         self._finished = False
+        # where the writer stage records SEQ_GAP and SEQ_DUP: one shard only, when sharded
+        # (every shard follows every writer's order, see `skip`)
+        self.seq_found = self.found
 
     def feed(self, ev, file_index: int = 0, line: int = 0) -> None:
         """Consume one well-formed event, a `toolcommit.checker.logs.typed` object (see the
@@ -124,7 +127,7 @@ class Conformance(Store):
         if seq == w.nxt:                 # the common case: the writer's next line
             w.nxt = seq + 1
             w.hi_loc = loc
-        elif not note_seq(w, seq, self.found, loc):
+        elif not note_seq(w, seq, self.seq_found, loc):
             return
         t = ev.type
         self.counts[t] += 1
@@ -165,6 +168,28 @@ class Conformance(Store):
                     return
         _STAGE[t](self, ev, w, loc)
 
+    def skip(self, ev, file_index: int = 0, line: int = 0) -> None:
+        """A line another shard checks (`toolcommit.checker.logs.shards`): only what every
+        shard needs of it, its writer's order (a seq used twice makes every shard ignore
+        the later copy, and locations name writers by the order they appear) and a crash
+        (P4 reads every writer's crashes); focus histories get crashes and restarts."""
+        wname = ev.writer
+        w = self.writers.get(wname)
+        if w is None:
+            w = self.writer(wname)
+        loc = w.base | (file_index << LINE_BITS) | line
+        seq = ev.seq
+        if seq == w.nxt:
+            w.nxt = seq + 1
+            w.hi_loc = loc
+        elif not note_seq(w, seq, self.seq_found, loc):
+            return
+        t = ev.type
+        if t == "crash":
+            note_crash(w, seq, loc)
+        if self.focus and (t == "crash" or t == "restart"):
+            self._remember(ev, loc)
+
     def cut_off(self, file_index: int, line: int) -> None:
         """The reader found `line`, the last of a file, cut off: one event was lost."""
         name = self.files[file_index] if file_index < len(self.files) else "?"
@@ -186,12 +211,20 @@ class Conformance(Store):
 
     def finish(self, warnings: Sequence[str] = ()) -> Report:
         """Resolve open keys, run the end-of-log checks and return the `Report`."""
+        self.close()
+        return self.report(warnings)
+
+    def close(self) -> None:
+        """The end-of-log checks: gaps in writers' seq numbers, open keys, intents."""
         if self._finished:
             raise RuntimeError("finish() called twice")
         self._finished = True
-        report_gaps(self.writers.values(), self.found)
+        report_gaps(self.writers.values(), self.seq_found)
         chains.finish_open(self)
         intents.finish(self)
+
+    def report(self, warnings: Sequence[str] = ()) -> Report:
+        """The `Report` of what `close` left."""
         findings = self.found.freeze()
         totals = self.found.totals()
         stats = dict(self.counts, keys=len(self.keys), intents=len(self.intents),

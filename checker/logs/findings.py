@@ -203,15 +203,16 @@ class Findings:
                     dead.dead = True
             self._dropped.pop((prop, key), None)
 
-    def forget(self, keys, props=None) -> None:
-        """Hand the findings on `keys` (of `props`, default all) over to another collector,
-        which recorded them too and `merge` then reports: they stay here as unlisted
-        places under the cap, so what this collector dropped stays dropped."""
+    def forget(self, keys, spare=()) -> None:
+        """Hand the findings on `keys` (but not those of the properties `spare`) over to
+        another collector, which recorded them too and `merge` then reports: they stay
+        here as unlisted places under the cap, so what this collector dropped stays
+        dropped."""
         keys = set(keys)
-        for k in [k for k in self._drafts if k[1] in keys and (props is None or k[0] in props)]:
+        for k in [k for k in self._drafts if k[1] in keys and k[0] not in spare]:
             dead = self._drafts[k] = Draft(k[0], k[1], "possible", "")
             dead.dead = True
-        for k in [k for k in self._dropped if k[1] in keys and (props is None or k[0] in props)]:
+        for k in [k for k in self._dropped if k[1] in keys and k[0] not in spare]:
             del self._dropped[k]
 
     def merge(self, other: "Findings") -> None:

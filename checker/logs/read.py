@@ -324,14 +324,16 @@ def _check_ahead(path: str, stream, chunk: int, limit: int) -> Optional[_CheckAh
 def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                stdin: Optional[BinaryIO] = None,
                warn: Optional[Callable[[str], None]] = None,
-               on_cut: Optional[Callable[[int], None]] = None) -> Iterator[tuple[int, object]]:
+               on_cut: Optional[Callable[[int], None]] = None,
+               helper: bool = True) -> Iterator[tuple[int, object]]:
     """Yield ``(line_number, event)`` for each non-blank line of one log, the event as a
     `toolcommit.checker.logs.typed` object.
 
     Raises `InputError` (with path:line) on the first bad line: too long, not UTF-8, not
     JSON, nested too deeply, a field `problem` rejects, or an empty log. A cut-off last line calls `warn` (with a message) and `on_cut` (with its line
     number) instead: it is a lost line, not an error. A UTF-8 byte order mark before
-    the first line is skipped. The caller checks `max_line_bytes` first (`check_paths`).
+    the first line is skipped. `helper` False never starts the check-ahead helper (a
+    shard of the sharded checker has no core to spare). The caller checks `max_line_bytes` first (`check_paths`).
 
     Reads in chunks of at most ``min(1 MiB, max_line_bytes + 1)`` bytes and splits them into
     lines; an unfinished line is carried over and refused once it passes `max_line_bytes`,
@@ -344,7 +346,7 @@ def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     events = 0
     cut = None
     ok, loads_, fast, invalid, effect = fast_ok, loads, TYPED, typed.INVALID, _EFFECT
-    ahead = _check_ahead(path, stream, chunk, limit) if fast is None else None
+    ahead = _check_ahead(path, stream, chunk, limit) if fast is None and helper else None
     bad = None
     try:
         read = stream.read

@@ -1,0 +1,119 @@
+"""The sharded checker on this machine's cores: one forked process per shard, each serving
+`toolcommit.checker.logs.shards.Shard` calls over a pipe, the fixup shard in the calling
+process. The report is the single process's (`toolcommit.checker.logs.merge`).
+
+Sharding pays only on large logs (each shard reads every line): `validate` uses it for
+regular files of at least `SHARD_MIN_BYTES` in total when it may use more than one core
+(``--jobs``; environment ``TOOLCOMMIT_SHARD_MIN_BYTES`` moves the threshold).
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import stat
+import traceback
+from typing import Sequence
+
+from toolcommit.model.errors import InternalError
+
+from toolcommit.checker.logs.merge import merge
+from toolcommit.checker.logs.report import Report
+from toolcommit.checker.logs.shards import Part, Shard, coordinate
+
+SHARD_MIN_BYTES = int(os.environ.get("TOOLCOMMIT_SHARD_MIN_BYTES", 32 << 20))
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def worth_sharding(paths: Sequence[str], jobs: int) -> bool:
+    """More than one job, every log a regular file (not stdin), `SHARD_MIN_BYTES` in all,
+    and a way to fork."""
+    if jobs < 2 or "-" in paths or "fork" not in multiprocessing.get_all_start_methods():
+        return False
+    total = 0
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError:
+            return False            # the single process words the error
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        total += st.st_size
+    return total >= SHARD_MIN_BYTES
+
+
+def _serve(conn, args) -> None:
+    """A shard process: answer calls ``(method, args)`` until ``None``."""
+    shard = Shard(*args)
+    while True:
+        msg = conn.recv()
+        if msg is None:
+            return
+        method, call_args = msg
+        try:
+            conn.send((True, getattr(shard, method)(*call_args)))
+        except BaseException:  # noqa: BLE001 - a bug in a shard: the parent reports it
+            conn.send((False, traceback.format_exc()))
+            return
+
+
+def check(paths: Sequence[str], max_line_bytes: int, focus: Sequence[str], jobs: int,
+          complete_effects: bool = False) -> Report:
+    """Check `paths` with `jobs` shard processes; the single process's report, or its
+    `InputError` / `UsageError`."""
+    ctx = multiprocessing.get_context("fork")
+    procs, conns = [], []
+    try:
+        for i in range(jobs):
+            here, there = ctx.Pipe()
+            p = ctx.Process(target=_serve, daemon=True,
+                            args=(there, (paths, max_line_bytes, focus, i, jobs, None, False,
+                                          complete_effects)))
+            p.start()
+            there.close()
+            procs.append(p)
+            conns.append(here)
+
+        def call(method: str, args: list) -> list:
+            for conn, a in zip(conns, args):
+                conn.send((method, a))
+            out = []
+            for i, conn in enumerate(conns):
+                try:
+                    ok, value = conn.recv()
+                except EOFError:
+                    raise InternalError(f"shard {i} of validate died (exit code "
+                                        f"{procs[i].exitcode}); run with --jobs 1") from None
+                if not ok:
+                    raise InternalError(f"shard {i} of validate failed:\n{value}")
+                out.append(value)
+            return out
+
+        def fixup(keys: set) -> Part:
+            shard = Shard(paths, max_line_bytes, focus, 0, jobs, owned=keys,
+                          complete_effects=complete_effects)
+            err, _ = shard.run()
+            if err is not None:
+                raise InternalError(f"the fixup shard met an error no shard met: {err[1]}")
+            return shard.finish()
+
+        parts, fix = coordinate(call, jobs, fixup)
+        return merge(parts, fix, focus)
+    finally:
+        for conn in conns:
+            try:
+                conn.send(None)
+            except OSError:
+                pass
+            conn.close()
+        for p in procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+                p.join()
