@@ -48,19 +48,37 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    f"{pool.SHARD_MIN_BYTES >> 20} MiB) in N processes, sharded by key; 1 "
                    "checks in this one (default: the cores available, %(default)s); the "
                    "report is the same")
+    p.add_argument("--engine", choices=("local", "dask"), default="local",
+                   help="local: this machine's processes (default); dask: N shards on a Dask "
+                   "cluster, for logs beyond one machine (needs the extra: pip install "
+                   "'toolcommit[distributed]')")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="with --engine dask: the scheduler to use (e.g. tcp://10.0.0.5:8786); "
+                   "default: a cluster on this machine's loopback for the run")
     validate_from.add_arguments(p)
     return p
 
 
 def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdin=None,
-             complete_effects: bool = False, jobs: int = 1) -> Report:
+             complete_effects: bool = False, jobs: int = 1, engine: str = "local",
+             scheduler=None) -> Report:
     """Read and check `paths`; raise `InputError` on unusable input. `complete_effects`:
     the effect lines are the provider's whole ledger (see `Conformance`). With `jobs` > 1
-    and logs worth it (`pool.worth_sharding`), in `jobs` processes sharded by key: the
-    same report."""
+    and logs worth it (`pool.worth_sharding`), in `jobs` processes sharded by key; with
+    `engine` "dask", in `jobs` shards on a Dask cluster (`scheduler`'s, or a local one):
+    the same report."""
     check_paths(paths, max_line_bytes)
     if jobs < 1:
         raise UsageError(f"--jobs {jobs}: use at least 1 (1 checks in this process)")
+    if scheduler and engine != "dask":
+        raise UsageError("--scheduler is for --engine dask")
+    if engine == "dask":
+        if "-" in paths:
+            raise UsageError("--engine dask reads files, not stdin ('-'); save the log to a "
+                             "file every worker can open")
+        from toolcommit.checker.logs import cluster
+        return cluster.check(paths, max_line_bytes, focus, jobs, scheduler,
+                             complete_effects=complete_effects)
     if pool.worth_sharding(paths, jobs):
         return pool.check(paths, max_line_bytes, focus, jobs, complete_effects)
     warnings: list[str] = []
@@ -99,7 +117,8 @@ def run(args) -> int:
     if args.source:
         return validate_from.run(args)
     validate_from.refuse_without_source(args)
-    report = validate(args.logs, args.max_line_bytes, args.key, jobs=args.jobs)
+    report = validate(args.logs, args.max_line_bytes, args.key, jobs=args.jobs,
+                      engine=args.engine, scheduler=args.scheduler)
     if args.key:
         wanted = set(args.key)
         kept = tuple(f for f in report.findings
