@@ -3,7 +3,8 @@
 The stages, in the order a line meets them::
 
     read       bytes -> decoded lines (files, stdin, gzip; bounded)    logs/read.py
-    events     field checks against spec/log.schema.json                logs/events.py
+    events     typed decoding (msgspec structs), else hand field       logs/typed.py,
+               checks against spec/log.schema.json                      logs/events.py
     writers    each writer's own order by seq: lost and repeated lines  logs/writers.py
     chains     each key's transitions as one chain: LEGAL, P2, RACE,    logs/chains.py
                P4, FENCE
@@ -13,7 +14,9 @@ The stages, in the order a line meets them::
     report     the verdict                                              logs/report.py
 
 `Conformance` drives them: `feed` one event at a time, in any cross-writer order, then
-`finish`. The log format is the public contract of `spec/log.schema.json`; the core
+`finish`. Sharded by key, the same stages run in several processes (logs/shards.py,
+logs/pool.py) or on a Dask cluster (logs/cluster.py), and logs/merge.py makes the one
+report. The log format is the public contract of `spec/log.schema.json`; the core
 consumes events already decoded and checked (by the reader, or `check` below) as dicts:
 
 - every event: ``type`` (``proposal | transition | effect | crash | restart``), ``writer``

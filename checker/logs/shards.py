@@ -55,8 +55,9 @@ def display(path: str) -> str:
 class Part:
     """What one shard found: its findings collector (keys handed over forgotten), line
     counts, keys and intents it judged, the writers by index, the reader's warnings, the
-    stories of the focus keys it owns, and its first keys with their positions (for the
-    message refusing a focus key the log does not name)."""
+    stories of the focus keys it owns, its first keys with their positions (for the
+    message refusing a focus key the log does not name), and its process's peak memory
+    and CPU time (for benchmarks)."""
 
     found: Findings
     counts: dict
@@ -68,6 +69,8 @@ class Part:
     focus: list                                        # focus keys it read (handed or not)
     first_keys: list = field(default_factory=list)   # [((file, line), key)], at most 5
     all_keys: int = 0                                  # keys before any handover
+    peak_kib: int = 0                                  # the shard process's peak RSS
+    cpu_s: float = 0.0                                 # and the CPU seconds of the shard
 
 
 class Shard:
@@ -102,6 +105,7 @@ class Shard:
         self.warnings: list[str] = []
         self.first_keys: list = []
         self.handed: tuple = (set(), set())
+        self.cpu0 = _usage()[1]
 
     def run(self) -> tuple[Optional[tuple], Optional[bytes]]:
         """Read every line and check the owned ones. Returns (error, bitmap): the first
@@ -214,7 +218,17 @@ class Shard:
         c.close()
         return Part(c.found, dict(c.counts), len(c.keys), len(c.intents), c.wnames,
                     self.warnings, {k: c.focus[k] for k in present if k not in keys}, present,
-                    self.first_keys, all_keys)
+                    self.first_keys, all_keys, _usage()[0], _usage()[1] - self.cpu0)
+
+
+def _usage() -> tuple[int, float]:
+    """This process's peak RSS (KiB) and CPU seconds, for benchmarks."""
+    try:
+        import resource
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_maxrss, r.ru_utime + r.ru_stime
+    except (ImportError, OSError):  # pragma: no cover - not Unix
+        return 0, 0.0
 
 
 def _names(e) -> list[str]:
