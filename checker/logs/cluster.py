@@ -20,7 +20,7 @@ from toolcommit.model.errors import InternalError, UsageError
 
 from toolcommit.checker.logs.merge import merge
 from toolcommit.checker.logs.report import Report
-from toolcommit.checker.logs.shards import Part, Shard, coordinate
+from toolcommit.checker.logs.shards import Part, Shard, changed, coordinate
 
 EXTRA = "pip install 'toolcommit[distributed]'"
 
@@ -89,9 +89,8 @@ def _check(c, paths, max_line_bytes, focus, shards, complete_effects) -> Report:
 
     def fixup(keys: set) -> Part:
         a = actor(0, keys).result()
-        err, _ = a.run().result()
-        if err is not None:
-            raise InternalError(f"the fixup shard met an error no shard met: {err[1]}")
+        if a.run().result()[0] is not None:   # an error no shard met: the logs changed
+            raise changed()
         return a.finish().result()
 
     parts, fix = coordinate(call, shards, fixup)

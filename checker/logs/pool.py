@@ -18,7 +18,7 @@ from toolcommit.model.errors import InternalError
 
 from toolcommit.checker.logs.merge import merge
 from toolcommit.checker.logs.report import Report
-from toolcommit.checker.logs.shards import Part, Shard, coordinate
+from toolcommit.checker.logs.shards import Part, Shard, changed, coordinate
 
 SHARD_MIN_BYTES = int(os.environ.get("TOOLCOMMIT_SHARD_MIN_BYTES", 32 << 20))
 
@@ -98,9 +98,8 @@ def check(paths: Sequence[str], max_line_bytes: int, focus: Sequence[str], jobs:
         def fixup(keys: set) -> Part:
             shard = Shard(paths, max_line_bytes, focus, 0, jobs, owned=keys,
                           complete_effects=complete_effects)
-            err, _ = shard.run()
-            if err is not None:
-                raise InternalError(f"the fixup shard met an error no shard met: {err[1]}")
+            if shard.run()[0] is not None:    # an error no shard met: the logs changed
+                raise changed()
             return shard.finish()
 
         parts, fix = coordinate(call, jobs, fixup)

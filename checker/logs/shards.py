@@ -69,6 +69,7 @@ class Part:
     focus: list                                        # focus keys it read (handed or not)
     first_keys: list = field(default_factory=list)   # [((file, line), key)], at most 5
     all_keys: int = 0                                  # keys before any handover
+    read: tuple = ()                                   # what it read (`Shard.read`)
     peak_kib: int = 0                                  # the shard process's peak RSS
     cpu_s: float = 0.0                                 # and the CPU seconds of the shard
 
@@ -106,17 +107,18 @@ class Shard:
         self.first_keys: list = []
         self.handed: tuple = (set(), set())
         self.cpu0 = _usage()[1]
+        self.last_lines: list[int] = []
 
-    def run(self) -> tuple[Optional[tuple], Optional[bytes]]:
-        """Read every line and check the owned ones. Returns (error, bitmap): the first
-        error as ((file, line), message) or None, and a bitmap of the intents' digest
-        prefixes (None after an error)."""
+    def run(self) -> tuple[Optional[tuple], Optional[bytes], tuple]:
+        """Read every line and check the owned ones. Returns (error, bitmap, read): the
+        first error as ((file, line), message) or None, a bitmap of the intents' digest
+        prefixes (None after an error), and what was read (`Shard.read`)."""
         collecting = gc.isenabled()
         gc.disable()   # the core builds no reference cycles; collection would only cost time
         try:
             self._read()
         except ToolcommitError as e:
-            return (self._where, str(e)), None
+            return (self._where, str(e)), None, self.read
         finally:
             if collecting:
                 gc.enable()
@@ -124,7 +126,13 @@ class Shard:
         for d in self.checker.intents:
             i = int.from_bytes(d[:3], "little")
             bits[i >> 3] |= 1 << (i & 7)
-        return None, bytes(bits)
+        return None, bytes(bits), self.read
+
+    @property
+    def read(self) -> tuple:
+        """What this shard read: the last line number of each file and the warnings. Shards
+        that read different logs (a writer still appending) cannot be merged."""
+        return tuple(self.last_lines), tuple(self.warnings)
 
     def _read(self) -> None:
         c = self.checker
@@ -167,6 +175,7 @@ class Shard:
             except InputError as e:
                 self._where = (fi, e.line)
                 raise
+            self.last_lines.append(n)
 
     def candidates(self, bitmap: bytes) -> list[bytes]:
         """The digests of this shard's intents whose prefix bit is set in `bitmap`."""
@@ -218,7 +227,7 @@ class Shard:
         c.close()
         return Part(c.found, dict(c.counts), len(c.keys), len(c.intents), c.wnames,
                     self.warnings, {k: c.focus[k] for k in present if k not in keys}, present,
-                    self.first_keys, all_keys, _usage()[0], _usage()[1] - self.cpu0)
+                    self.first_keys, all_keys, self.read, _usage()[0], _usage()[1] - self.cpu0)
 
 
 def _usage() -> tuple[int, float]:
@@ -247,11 +256,12 @@ def coordinate(call: Callable[[str, list], list], shards: int,
     shard owning exactly `keys` to its `Part`. Raises the `InputError` of the first bad
     line (by file, then line) any shard met."""
     ran = call("run", [()] * shards)
-    errors = [err for err, _ in ran if err is not None]
-    if errors:
+    errors = [r[0] for r in ran if r[0] is not None]
+    if errors:            # each shard stops at its first: the least is the log's first
         raise InputError(min(errors)[1])
+    _same_logs(r[2] for r in ran)
     seen = multi = 0
-    for _, bits in ran:
+    for _, bits, _ in ran:
         b = int.from_bytes(bits, "little")
         multi |= seen & b
         seen |= b
@@ -268,4 +278,18 @@ def coordinate(call: Callable[[str, list], list], shards: int,
             for keys in call("closure", [(shared,)] * shards):
                 handed.update(keys)
     parts = call("finish", [()] * shards)
-    return parts, (fixup(handed) if handed else None)
+    fix = fixup(handed) if handed else None
+    if fix is not None:
+        _same_logs([parts[0].read, fix.read])
+    return parts, fix
+
+
+def _same_logs(reads) -> None:
+    if len(set(reads)) > 1:
+        raise changed()
+
+
+def changed() -> InputError:
+    """The error of shards that did not read the same logs."""
+    return InputError("the logs changed while the shards read them (is a writer still "
+                      "appending?); validate a copy that no one writes, or use --jobs 1")

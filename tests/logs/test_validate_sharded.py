@@ -160,16 +160,21 @@ def test_jobs_below_one_is_a_usage_error(capsys):
     assert "--jobs 0" in capsys.readouterr().err
 
 
-def in_process(paths, jobs, focus=()):
+def in_process(paths, jobs, focus=(), between=lambda method, i: None):
     """The shard protocol with every shard in this process, routed by CRC-32 (as on a
-    cluster, where shards are not forked from one parent)."""
+    cluster, where shards are not forked from one parent); `between` runs before each
+    call of a shard."""
     from toolcommit.checker.logs.merge import merge
     from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES as limit
     from toolcommit.checker.logs.shards import Shard, coordinate
     every = [Shard(paths, limit, focus, i, jobs, None, True) for i in range(jobs)]
 
     def call(method, args):
-        return [getattr(s, method)(*a) for s, a in zip(every, args)]
+        out = []
+        for i, (s, a) in enumerate(zip(every, args)):
+            between(method, i)
+            out.append(getattr(s, method)(*a))
+        return out
 
     def fixup(keys):
         s = Shard(paths, limit, focus, 0, jobs, keys, True)
@@ -187,3 +192,17 @@ def test_any_number_of_stably_routed_shards_gives_the_same_report(path):
         code = EXIT_CODES[report.verdict]
         assert {f: r(report, code) for f, r in RENDERERS.items()} == \
             {f: r(single, code) for f, r in RENDERERS.items()}, jobs
+
+
+def test_a_log_that_grows_while_the_shards_read_it_is_refused_not_misjudged(tmp_path):
+    from toolcommit.model.errors import InputError
+    p = tmp_path / "growing.jsonl"
+    p.write_bytes((FIXTURES / "p4-ok.jsonl").read_bytes())
+
+    def append(method, i):
+        if method == "run" and i == 1:
+            with open(p, "a") as f:
+                f.write('{"type":"crash","writer":"w9","seq":1}\n')
+
+    with pytest.raises(InputError, match="changed while the shards read them"):
+        in_process([str(p)], 2, between=append)
