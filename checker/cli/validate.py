@@ -1,7 +1,9 @@
 """`toolcommit validate LOG...`: does an intent log conform to the protocol?
 
 Reads JSON Lines logs (files, ``-`` for stdin, plain or gzip), streams them through the
-conformance core and prints the verdict with its findings. Exit codes: 0 CONFORMS,
+conformance core and prints the verdict with its findings. Large files are checked by
+``--jobs`` processes sharded by key (`toolcommit.checker.logs.pool`), or on a Dask
+cluster with ``--engine dask`` (`toolcommit.checker.logs.cluster`): the same report. Exit codes: 0 CONFORMS,
 1 VIOLATES, 3 INCONCLUSIVE, 2 unusable input or usage (one line on stderr).
 """
 from __future__ import annotations

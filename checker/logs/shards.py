@@ -3,8 +3,8 @@ protocol that makes their merged report the single-process report, byte for byte
 
 Every shard reads every line (the logs are files every shard can open) and runs the same
 stage code as the single process, but only on the lines it owns: a line of key K (an
-effect without ``key``: its ``idempotency_key``) belongs to shard ``crc32(K) % shards``;
-crash and restart lines belong to shard 0. On the lines it does not own a shard only
+effect without ``key``: its ``idempotency_key``) belongs to shard ``shard_of(K)`` (a
+hash of K modulo the shards); crash and restart lines belong to shard 0. On the lines it does not own a shard only
 follows the writer (`Conformance.skip`): each writer's order is global, so every shard
 follows every writer, ignores the same repeated seq numbers, knows every crash (P4) and
 numbers writers alike; shard 0 alone reports SEQ_GAP, SEQ_DUP and CUT_OFF.
@@ -18,7 +18,8 @@ keys, checks them together (the *fixup*); the others `Shard.finish` without them
 `coordinate` runs this protocol over any way of calling shards (processes,
 `toolcommit.checker.logs.pool`; a Dask cluster, `toolcommit.checker.logs.cluster`) and
 `toolcommit.checker.logs.merge` builds the one report. The first bad line is reported
-whichever shard met it: the least (file, line) of the shards' errors.
+whichever shard met it: the least (file, line) of the shards' errors; shards that read
+different logs (a writer still appending) are refused, never merged.
 """
 from __future__ import annotations
 
