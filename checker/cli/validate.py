@@ -117,6 +117,9 @@ def run(args) -> int:
         refuse_inputs(Path(args.output), [*args.logs, *args.ledger, *args.checkpoints],
                       args.output)
     if args.source:
+        if args.engine != "local" or args.scheduler:
+            raise UsageError("--engine dask checks intent logs; with --from, --emit the "
+                             "derived log and validate it with --engine dask")
         return validate_from.run(args)
     validate_from.refuse_without_source(args)
     report = validate(args.logs, args.max_line_bytes, args.key, jobs=args.jobs,

@@ -82,3 +82,6 @@ def test_stdin_and_scheduler_misuse_are_usage_errors(capsys):
     assert "not stdin" in capsys.readouterr().err
     assert main(["validate", str(FIXTURES / "i1-ok.jsonl"), "--scheduler", "tcp://x:1"]) == 2
     assert "--engine dask" in capsys.readouterr().err
+    assert main(["validate", "--from", "otel", str(FIXTURES / "i1-ok.jsonl"),
+                 "--engine", "dask"]) == 2
+    assert "--emit the derived log" in capsys.readouterr().err
