@@ -10,7 +10,7 @@ import pytest
 
 from toolcommit.checker.cli import main
 from toolcommit.checker.cli.validate import EXIT_CODES, validate
-from toolcommit.checker.render.findings import RENDERERS
+from toolcommit.checker.render.findings import RENDERERS, render_json
 from toolcommit.checker.logs import pool, shards
 from toolcommit.checker.logs.findings import MAX_PER_PROPERTY
 from toolcommit.checker.logs.write import events_to_jsonl
@@ -206,3 +206,12 @@ def test_a_log_that_grows_while_the_shards_read_it_is_refused_not_misjudged(tmp_
 
     with pytest.raises(InputError, match="changed while the shards read them"):
         in_process([str(p)], 2, between=append)
+
+
+@pytest.mark.parametrize("name", ["i1-bad.jsonl", "ack_loss-ok.jsonl", "zombie-bad.jsonl"])
+def test_a_complete_ledger_gives_the_same_report_sharded(name):
+    path = str(FIXTURES / name)
+    single = validate([path], complete_effects=True)
+    for jobs in (2, 3):
+        sharded = validate([path], complete_effects=True, jobs=jobs)
+        assert render_json(sharded) == render_json(single), jobs
