@@ -71,6 +71,11 @@ def test_typed_decoding_accepts_only_what_the_dict_path_accepts_with_the_same_ev
     assert 0 < accepted < seen
 
 
+def test_the_one_either_rule_is_the_one_the_reader_inlines():
+    assert logevents.ONE_OF == {"effect": ("key", "idempotency_key")}
+    assert typed.EITHER in ({}, {typed.CLASSES["effect"]: ("key", "idempotency_key")})
+
+
 @needs_msgspec
 def test_typed_decoding_takes_the_common_case_and_leaves_the_unusual_to_the_thorough_path():
     for ev in BASE:
