@@ -273,6 +273,7 @@ def tree_version(target, old, new):
     return old if got == before else new if got == after else "mixed"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind,version", [("file", file_version), ("tree", tree_version)])
 def test_interrupted_writes_leave_old_or_new_content_and_no_temporaries(tmp_path, kind, version):
     """21 real signals (7 each of SIGINT, SIGTERM, SIGKILL) at seeded moments of a write."""

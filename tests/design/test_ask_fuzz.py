@@ -122,6 +122,7 @@ def test_mutated_builtin_question_is_a_question_or_a_one_line_error(doc):
     _load(json.dumps(doc))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutated_text())
 def test_mutated_question_text_is_a_question_or_a_one_line_error(text):

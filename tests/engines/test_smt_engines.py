@@ -57,6 +57,7 @@ def assert_agree(config, inst) -> None:
             assert v.status is Status.HOLDS and v.scope == f"up to depth {ex.depth}", (p, v.line())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", failure_classes())
 @pytest.mark.parametrize("preset_name", PRESETS)
 def test_bmc_and_bfs_agree_on_verdicts_and_shortest_counterexample_length(preset_name, name):
