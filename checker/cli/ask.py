@@ -2,7 +2,10 @@
 
 QUESTION is a built-in name (`toolcommit ask --list`) or a path to a question JSON file.
 Prints the grid (rows the options, columns the assumptions or situations) and the answer
-in words, citing shortest counterexamples. Exit codes: 0 the question was answered (VIOLATED
+in words, citing shortest counterexamples. With `--env NAME` (a profile other than ideal) the
+grid keeps only the cells that are worlds of the profile, the question is answered under
+ideal too, and the output says which cells differ and which documented behaviour makes each
+difference (`toolcommit.checker.design.changes`). Exit codes: 0 the question was answered (VIOLATED
 cells are part of the answer), 3 some cell is UNKNOWN, 2 bad input.
 
 Limits: `--max-states` and `--timeout` are honoured. Without them, a search that stops at

@@ -175,7 +175,7 @@ def _explain_claims(a: Answer) -> list[str]:
         for col in q.columns:
             c = a.cell(r.name, col.name)
             if not c.judged:
-                bits.append(f"{col.name}: not judged ({c.not_modelled})")
+                bits.append(f"{col.name}: not judged ({c.not_modelled or c.outside})")
                 continue
             knobs = ", ".join(f"{k}={v}" for k, v in c.changed.items())
             head = f"{col.name}" + (f" ({knobs})" if knobs else "")

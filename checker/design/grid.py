@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional
 
-from toolcommit.model.environment import configure, instance_in
+from toolcommit.model.environment import configure, instance_in, profile
 from toolcommit.model.errors import UsageError
 from toolcommit.model.instance import Instance, instance as named_instance, proposal
 from toolcommit.model.knobs import Config, preset
@@ -77,6 +77,24 @@ def cell_model(q: "Question", r: "Variant", c: "Variant") -> tuple[Config, Insta
     return cfg, inst
 
 
+def outside(q: "Question", r: "Variant", c: "Variant") -> str:
+    """Why cell (r, c) is not a world of the question's profile: the settings it assumes
+    (its own, or its instance's) that the profile sets otherwise; "" if none.
+
+    Examples: under `stripe` (no fences) a column that assumes `provider_fences=yes` is not
+    Stripe; under `ideal`, which sets nothing, every cell is in.
+    """
+    p = profile(q.env)
+    fixed = {**p.assumptions, **p.budgets}
+    s = cell_settings(q, r, c)
+    own = {**s["set"], **_instance(s["instance"], q.name).assumptions}
+    clash = [f"{k}={v}" for k, v in own.items() if k in fixed and fixed[k] != v]
+    if not clash:
+        return ""
+    theirs = ", ".join(f"{k}={fixed[k]}" for k in own if k in fixed and fixed[k] != own[k])
+    return f"not in {q.env}: it assumes {', '.join(clash)}; {q.env} has {theirs}"
+
+
 def cell_system(q: "Question", row: str, column: str, wipe: bool = False) -> System:
     """The (scenario-restricted) system of a cell, as the engines saw it; for replays."""
     r = next(v for v in q.rows if v.name == row)
@@ -115,6 +133,7 @@ class Cell:
     expect: str = ""
     article: str = ""
     not_modelled: str = ""
+    outside: str = ""          # not a world of the question's profile (`outside`)
     note: str = ""
     changed: Mapping[str, str] = field(default_factory=dict)   # the row-cell's own settings
     reached: bool = True
@@ -125,7 +144,7 @@ class Cell:
 
     @property
     def judged(self) -> bool:
-        return not self.not_modelled
+        return not self.not_modelled and not self.outside
 
     @property
     def status(self) -> Optional[Status]:
@@ -161,6 +180,7 @@ class Answer:
 
     question: "Question"
     cells: dict
+    changes: Optional[tuple] = None   # under a profile: the cells that differ from ideal
 
     def cell(self, row: str, column: str) -> Cell:
         return self.cells[(row, column)]

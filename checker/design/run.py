@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
+from toolcommit.model.environment import IDEAL
+from toolcommit.model.errors import UsageError
 from toolcommit.model.instance import Instance
 from toolcommit.model.knobs import Config
 from toolcommit.model.properties import prop
@@ -27,26 +29,49 @@ from toolcommit.checker.engines.base import Limits as EngineLimits, Result
 from toolcommit.checker.engines.portfolio import for_ask
 from toolcommit.checker.engines.verdict import Status, Verdict
 
-from .grid import Answer, Cell, cell_model, cell_settings
+from .changes import compare
+from .grid import Answer, Cell, cell_model, cell_settings, outside
 from .schema import ADVERSARIES, GRAPH, INVARIANTS, Limits, Question, Variant
 
 
 def answer(q: Question, progress: Optional[Callable] = None) -> Answer:
-    """Run every cell of `q` and return the typed grid.
+    """Run every cell of `q` and return the typed grid. Under a profile other than `ideal`
+    the question is answered under `ideal` too, and `Answer.changes` says which cells
+    differ and why (`toolcommit.checker.design.changes`).
 
     `progress`, if given, is called as `progress("row / column", info)` while a search runs.
     """
-    cells = {}
-    for r in q.rows:
-        for c in q.columns:
-            cells[(r.name, c.name)] = run_cell(q, r, c, progress)
-    return Answer(q, cells)
+    q = in_profile(q)
+    a = Answer(q, _cells(q, progress))
+    if q.env != IDEAL:
+        base = replace(q, env=IDEAL, name=q.name.split("@")[0])
+        a.changes = compare(a, Answer(base, _cells(base, progress)))
+    return a
+
+
+def in_profile(q: Question) -> Question:
+    """`q` without the columns none of whose cells is a world of its profile (a sweep of
+    `provider_fences` under `stripe` keeps only `no`); UsageError if no column is left."""
+    cols = tuple(c for c in q.columns if any(not outside(q, r, c) for r in q.rows))
+    if not cols:
+        why = outside(q, q.rows[0], q.columns[0])
+        raise UsageError(f"question {q.name}: no cell is a world of environment {q.env} ({why}); "
+                         "answer it under another --env")
+    return q if len(cols) == len(q.columns) else replace(q, columns=cols)
+
+
+def _cells(q: Question, progress: Optional[Callable]) -> dict:
+    return {(r.name, c.name): run_cell(q, r, c, progress) for r in q.rows for c in q.columns}
 
 
 def run_cell(q: Question, r: Variant, c: Variant, progress: Optional[Callable] = None) -> Cell:
     """Judge cell (r, c) of `q`: its properties in the question's order; an adversary
     property (P4) re-judges, with its adversary, every property that held without it."""
     s = cell_settings(q, r, c)
+    away = outside(q, r, c)
+    if away:
+        return Cell(r.name, c.name, None, None, tuple(s["properties"]), expect=s["expect"],
+                    article=s["article"], outside=away, note=s["note"], changed=s["changed"])
     cfg, inst = cell_model(q, r, c)
     cell = Cell(r.name, c.name, cfg, inst, tuple(s["properties"]), expect=s["expect"],
                 article=s["article"], not_modelled=s["not_modelled"], note=s["note"],

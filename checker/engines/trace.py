@@ -182,3 +182,27 @@ def replay_program(config_label: str, instance_name: str, steps, wipe: bool = Fa
     return {"state": dict(last), "violated": system.violated(last),
             "enabled": sum(system.enabled(a, last) for a in system.actions),
             "settled": bool(evaluate(system.done, last))}
+
+
+def transfers(system: System, cx: Counterexample, prop: str) -> bool:
+    """Whether `cx`'s actions, matched by name and parameters, all run in `system` (the same
+    instance under other settings) and the last state there breaks `prop`.
+
+    For a state predicate or an end-state property the last state must break it; for a
+    property judged on the graph (DEADLOCK, PROGRESS) the run must only be possible, since
+    being stuck is a fact about every continuation, which a replay does not see.
+    """
+    state = dict(system.init)
+    for step in cx.steps[1:]:
+        try:
+            a = find_action(system, step.action, step.params)
+        except InternalError:
+            return False
+        if not system.enabled(a, state):
+            return False
+        state = system.step(a, state)
+    if prop in system.ends:
+        return system.fault_only(state) and not evaluate(system.ends[prop], state)
+    if prop in system.invariants:
+        return prop in system.violated(state)
+    return True

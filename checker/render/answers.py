@@ -13,6 +13,7 @@ from typing import Mapping
 from toolcommit.model.values import ENV_FAULTS
 from toolcommit.checker.design.explain import explain, footnotes, ordering
 from toolcommit.checker.design.grid import Answer, Cell
+from toolcommit.checker.render.changes import change_lines
 from toolcommit.checker.render.counterexample import itf_json, render_mermaid, render_text
 from toolcommit.checker.engines.verdict import Status
 
@@ -36,6 +37,8 @@ def counterexample_files(a: Answer) -> dict[str, str]:
 
 
 def _cell_text(c: Cell, n: int | None, link: str | None = None) -> str:
+    if c.outside:
+        return c.outside.split(":")[0]          # "not in stripe"
     if not c.judged:
         return "not judged"
     if c.status is Status.HOLDS:
@@ -177,15 +180,19 @@ def render_answer_text(a: Answer, links: Mapping[str, str] | None = None) -> str
     lines += ["", _engines(a), "", "Answer:"]
     for p in explain(a):
         lines += [_wrap(p, "  "), ""]
+    changed = change_lines(a, False)
+    if changed:
+        lines += [f"What {a.question.env} changed, and why:"]
+        lines += [_wrap(p, "  ", hang="    " if p.startswith("- ") else "  ") for p in changed] + [""]
     fn = _footnote_lines(a, links, False)
     if fn:
         lines += ["Counterexamples (each replayed through the model):"] + fn
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _wrap(text: str, indent: str, width: int = 100) -> str:
+def _wrap(text: str, indent: str, width: int = 100, hang: str | None = None) -> str:
     import textwrap
-    return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent,
+    return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=hang or indent,
                          break_on_hyphens=False, break_long_words=False)
 
 
@@ -208,6 +215,12 @@ def render_answer_markdown(a: Answer, links: Mapping[str, str] | None = None) ->
     lines += ["", _engines(a) + ".", "", "## Answer", ""]
     for p in explain(a):
         lines += [p, ""]
+    changed = change_lines(a, True)
+    if changed:
+        lines += [f"## What {a.question.env} changed, and why", ""]
+        for p in changed:
+            lines += ([""] if not p.startswith("- ") and lines[-1] else []) + [p]
+        lines += [""]
     fn = _footnote_lines(a, links, True)
     if fn:
         lines += ["## Counterexamples", "", "Each is a shortest run, replayed through the model "
@@ -244,6 +257,9 @@ def render_answer_json(a: Answer, links: Mapping[str, str] | None = None) -> str
            "scenario": [p.label() for p in q.scenario],
            "rows": [r.name for r in q.rows], "columns": [c.name for c in q.columns],
            "column_legend": dict(q.column_legend), "cells": [], "answer": explain(a)}
+    if a.changes is not None:
+        doc["environment"] = q.env
+        doc["changes"] = [_change(ch) for ch in a.changes]
     for r in q.rows:
         for col in q.columns:
             c = a.cell(r.name, col.name)
@@ -265,6 +281,13 @@ def render_answer_json(a: Answer, links: Mapping[str, str] | None = None) -> str
                 entry["ordering"] = ordering(c.headline.counterexample)
             doc["cells"].append(entry)
     return json.dumps(doc, indent=2) + "\n"
+
+
+def _change(ch) -> dict:
+    return {"row": ch.row, "column": ch.column, "ideal": ch.ideal_status.value,
+            "here": ch.here_status.value, "joint": ch.joint,
+            "causes": [{"setting": c.setting, "value": c.value,
+                        "documents": [b.url for b in c.behaviours]} for c in ch.causes]}
 
 
 def _verdict(v) -> dict:
