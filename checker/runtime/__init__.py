@@ -6,6 +6,11 @@ it writes the log contract that ``toolcommit validate`` checks as it goes. `effe
 one effectful function in the whole protocol; `toolcommit.runtime.frameworks` has the
 Pydantic AI and LangGraph wrappers (optional extra ``frameworks``).
 """
+if __name__ != "toolcommit.runtime":
+    # checker/runtime/ is installed as toolcommit.runtime (pyproject's package-dir); under
+    # its other path it would load a second copy whose classes differ from the first
+    raise ImportError(f"import toolcommit.runtime, not {__name__} (the same files, one name)")
+
 from toolcommit.runtime.lines import JsonlSink
 from toolcommit.runtime.log import (Decision, IntentLog, IntentLogError, Record, Superseded,
                                     Ticket, semantic_key)
