@@ -28,7 +28,7 @@ class Compiled:
     violations: Callable  # s -> bitmask over invariant_names
     witnesses: Callable   # s -> bitmask over witness_names
     settled: Callable     # s -> bool
-    canon: Callable       # s -> canonical representative under symmetry
+    canon: Callable       # s -> least state of its orbit under the symmetries (exact)
     invariant_names: tuple
     witness_names: tuple
     end_violations: Callable = None   # s -> bitmask over end_names (end states only)
@@ -43,18 +43,6 @@ class Compiled:
     def unpack(self, s: int) -> dict:
         return {v.name: (s >> self.offsets[v.name]) & ((1 << self.widths[v.name]) - 1)
                 for v in self.system.variables}
-
-    def orbit(self, s: int) -> int:
-        """The least state in the orbit of `s` under the product of the symmetry groups.
-
-        Exact (two states get the same value iff a symmetry maps one to the other), unlike
-        `canon`, which minimises over each group's permutations separately; slow, so used
-        only where a path must be matched up to symmetry (concretizing counterexamples).
-        """
-        orbit = {s}
-        for group in self.groups:
-            orbit |= {p(t) for t in orbit for p in group}
-        return min(orbit)
 
     @property
     def bits(self) -> int:
@@ -202,16 +190,23 @@ class _Gen:
         return sum(((1 << self.wid[n]) - 1) << self.off[n] for n in self.symmetric_vars())
 
     def canon_src(self) -> str:
-        lines = ["def canon(s):", *self.extract(self.symmetric_vars()), "    best = s"]
-        for sym in self.sys.symmetries:
-            n = len(sym.slots)
-            for perm in itertools.permutations(range(n)):
-                if list(perm) == list(range(n)):
-                    continue
-                lines.append(f"    t = {self.permuted(sym, perm)}")
-                lines.append("    if t < best: best = t")
-        lines.append("    return best")
-        return "\n".join(lines)
+        """`canon`: the least state of the orbit under the product of the groups.
+
+        The groups commute (`commuting`), so the product is every g1 . g2 . ... . gk with
+        gi in group i: the orbit is the initial state's images under group 1, their
+        images under group 2, and so on, and its least element is canonical (two states
+        get the same value iff a symmetry maps one to the other). When the groups do not
+        commute, the images are closed under every permutation until nothing new comes.
+        """
+        if not commuting(self.sys.symmetries):
+            return "\n".join(["def canon(s):", "    orbit, todo = {s}, [s]", "    while todo:",
+                              "        t = todo.pop()", "        for group in GROUPS:",
+                              "            for p in group:", "                u = p(t)",
+                              "                if u not in orbit:", "                    orbit.add(u)",
+                              "                    todo.append(u)", "    return min(orbit)"])
+        return "\n".join(["def canon(s):", "    orbit = [s]", "    for group in GROUPS:",
+                          "        orbit += [p(t) for t in orbit for p in group]",
+                          "    return min(orbit)"])
 
     def group_src(self) -> str:
         """`GROUPS`: per symmetry, one function per non-identity permutation."""
@@ -250,6 +245,32 @@ class _Gen:
             keep &= ~(((1 << self.wid[v.name]) - 1) << self.off[v.name])
             parts.append(f"({src} << {self.off[v.name]})")
         return " | ".join([f"(s & {keep})"] + parts)
+
+
+def commuting(symmetries) -> bool:
+    """Whether every two of `symmetries` commute, so their product is a group whose
+    elements are one permutation of each taken in turn.
+
+    Sufficient, checked on the variables: no variable is moved by two symmetries or
+    renamed by two, and a symmetry renames either every variable of another's slot
+    column (the same renaming in every slot, so moving and renaming commute) or none.
+
+    >>> from toolcommit.model.system import Symmetry
+    >>> calls = Symmetry("calls", (("p0", "c0"), ("p1", "c1")))
+    >>> commuting([calls, Symmetry("workers", (("a0",), ("a1",)), ("c0", "c1"))])
+    True
+    >>> commuting([calls, Symmetry("workers", (("a0",), ("a1",)), ("c0",))])
+    False
+    """
+    for a, b in itertools.permutations(symmetries, 2):
+        moved_a = {n for slot in a.slots for n in slot}
+        moved_b = {n for slot in b.slots for n in slot}
+        if moved_a & moved_b or set(a.valued) & set(b.valued):
+            return False
+        for column in zip(*b.slots):
+            if len(set(column) & set(a.valued)) not in (0, len(column)):
+                return False
+    return True
 
 
 def compile_system(system: System) -> Compiled:

@@ -94,10 +94,9 @@ def concretize(c: Compiled, ex: Exploration, sid: int, prop_name: str, note: str
                engine: str = "explicit") -> Counterexample:
     """The concrete, replayed counterexample for the BFS path to state `sid`.
 
-    Stored states are symmetry representatives; the concrete path follows, at each step,
-    the first action whose successor has the stored representative, and otherwise the
-    first whose successor lies in the same orbit (`Compiled.orbit`), which always exists
-    because symmetries map transitions to transitions.
+    Stored states are orbit representatives (`Compiled.canon`, exact): the concrete path
+    follows, at each step, the first action whose successor lies in the stored state's
+    orbit, which always exists because symmetries map transitions to transitions.
     """
     system = c.system
     state = c.pack(system.init)
@@ -105,9 +104,6 @@ def concretize(c: Compiled, ex: Exploration, sid: int, prop_name: str, note: str
     for _, target in ex.path(sid)[1:]:
         moves = c.successors(state)[0]
         hit = next(((a, t) for a, t in moves if c.canon(t) == target), None)
-        if hit is None:
-            orbit = c.orbit(target)
-            hit = next(((a, t) for a, t in moves if c.orbit(t) == orbit), None)
         if hit is None:
             raise InternalError(f"BFS path to a {prop_name} violation does not concretize")
         actions.append(system.actions[hit[0]])

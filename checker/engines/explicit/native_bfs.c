@@ -255,8 +255,8 @@ int tc_explore(uint64_t init_lo, uint64_t init_hi, uint64_t max_states, double t
         for (int i = 0; i < nmoves; i++) {
             u128 t = outs[i];
             out->fired[acts[i]]++;
-            /* as explore.py: a successor already stored is taken as it is, canonical or
-             * not (canon is not idempotent across two symmetries), else canonicalized */
+            /* as explore.py: a successor already stored is canonical (every stored state
+             * is), so it is taken as it is; any other is canonicalized and looked up again */
             int64_t j = lookup(&r, (u128 *)states.p, t, &where, &tag);
             if (j < 0 && HAS_SYMMETRY) {
                 t = canon(&r, t);

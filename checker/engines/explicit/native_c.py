@@ -14,16 +14,18 @@ with string hashing), so the compiled library can be cached by the source's hash
 from __future__ import annotations
 
 import itertools
+import math
 from importlib import resources
 from typing import Callable, Optional
 
 from toolcommit.model.expr import Const, Expr, Op, Var, variables
 
-from toolcommit.checker.engines.explicit.codegen import Compiled, _Gen, split_on_shared
+from toolcommit.checker.engines.explicit.codegen import Compiled, _Gen, commuting, split_on_shared
 
 MAX_BITS = 128
 MAX_PROPS = 64        # invariants and witnesses each: one 64-bit mask
 MAX_ACTIONS = 1 << 30
+MAX_ORBIT = 1 << 16   # the product of the groups' sizes: C enumerates it (on the stack) on a memo miss
 
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "add": "+", "sub": "-"}
 
@@ -36,9 +38,21 @@ def refusal(c: Compiled) -> Optional[str]:
                         ("end predicates", c.end_names)):
         if len(names) > MAX_PROPS:
             return f"{len(names)} {what}, more than the native engine's {MAX_PROPS}"
+    if not commuting(c.system.symmetries):
+        return "symmetry groups that do not commute (the Python engine closes their orbits)"
+    if orbit_size(c.system.symmetries) > MAX_ORBIT:
+        return f"symmetry orbits of up to {orbit_size(c.system.symmetries)} states, more than {MAX_ORBIT}"
     if len(c.system.actions) > MAX_ACTIONS:
         return f"{len(c.system.actions)} actions, too many for the native engine"
     return None
+
+
+def orbit_size(symmetries) -> int:
+    """The size of the product of the symmetry groups (n! for n interchangeable slots)."""
+    size = 1
+    for sym in symmetries:
+        size *= math.factorial(len(sym.slots))
+    return size
 
 
 def is_boolean(e: Expr, flags: set) -> bool:
@@ -183,16 +197,32 @@ class _CGen(_Gen):
                           "    (void)s;", f"    return {self.c(self.sys.done, True)} ? 1 : 0;", "}"])
 
     def canon_src(self) -> str:
-        """The symmetry candidates of `_Gen.canon_src`, least wins; the memo is in C."""
+        """`_Gen.canon_src` in C: the least image under the product of the groups (which
+        `refusal` has checked commute), one group after another; the memo is in C."""
         used = self.symmetric_vars()
-        lines = ["static u128 canon_raw(u128 s) {", self.decls(used), *self.extract(used),
-                 "    u128 best = s, t;", "    (void)t;"]
-        for sym in self.sys.symmetries:
+        lines, groups = [], []
+        for g, sym in enumerate(self.sys.symmetries):
             n = len(sym.slots)
-            for perm in itertools.permutations(range(n)):
-                if list(perm) != list(range(n)):
-                    lines += [f"    t = {self.permuted(sym, perm)};", "    if (t < best) best = t;"]
-        return "\n".join(lines + ["    return best;", "}"])
+            perms = [p for p in itertools.permutations(range(n)) if list(p) != list(range(n))]
+            groups.append(len(perms))
+            for j, perm in enumerate(perms):
+                lines += [f"static u128 perm_{g}_{j}(u128 s) {{", self.decls(used), *self.extract(used),
+                          f"    return {self.permuted(sym, perm)};", "}", ""]
+        size = 1
+        for k in groups[:-1]:
+            size *= k + 1
+        lines += ["static u128 canon_raw(u128 s) {",
+                  f"    u128 orbit[{size}], best = s, t;", "    uint32_t n = 1, m, i;",
+                  "    orbit[0] = s;", "    (void)t; (void)m;"]
+        for g, k in enumerate(groups):
+            last = g == len(groups) - 1
+            step = ("t = perm_{g}_{j}(orbit[i]); if (t < best) best = t;" if last
+                    else "orbit[n++] = perm_{g}_{j}(orbit[i]);")
+            lines += ["    for (m = n, i = 0; i < m; i++) {",
+                      *[f"        {step.format(g=g, j=j)}" for j in range(k)], "    }"]
+        lines += ["    for (i = 0; i < n; i++) if (orbit[i] < best) best = orbit[i];",
+                  "    return best;", "}"]
+        return "\n".join(lines)
 
     def permuted(self, sym, perm) -> str:
         """`_Gen.permuted` in C."""
