@@ -32,6 +32,11 @@ def add_parser(sub):
                    help="stop after N states (verdict UNKNOWN; default: %(default)s, no limit)")
     p.add_argument("--timeout", type=float, default=0.0,
                    help="seconds per instance (verdict UNKNOWN; default: %(default)s, no limit)")
+    p.add_argument("--first", action="store_true",
+                   help="explicit: stop an instance's search once every property asked for is "
+                   "violated (same shortest counterexamples; the state counts are then of the "
+                   "part searched, and the output says it stopped early; PROGRESS, which needs "
+                   "the whole graph, keeps the search going)")
     p.add_argument("--engine", choices=("explicit", "smt", "random"), default="explicit",
                    help="explicit: exhaustive BFS (all properties); smt: bounded model checking "
                    "with z3 to --depth; random: seeded simulation (invariants only for smt and random)")
@@ -111,7 +116,7 @@ class Progress:
 def run(args) -> int:
     config = config_from(args)
     engine = for_check(args.engine, args.depth, args.runs, args.seed, args.max_steps)
-    limits = Limits(args.max_states, args.timeout)
+    limits = Limits(args.max_states, args.timeout, args.first)
     insts = resolve_instances(args.instance, bounds_from(args), config.env)
     progress = Progress()
     suite = run_suite(config, insts, args.property, limits, progress, engine)

@@ -37,10 +37,16 @@ Progress = Callable[[Tick], None]
 
 @dataclass(frozen=True)
 class Limits:
-    """Limits the user sets; 0 means none. A search stopped by one answers UNKNOWN."""
+    """Limits the user sets; 0 means none. A search stopped by one answers UNKNOWN.
+
+    `first`: the explicit search may stop once every property asked for is violated (their
+    shortest counterexamples are found by then; the state counts are of the part searched,
+    and the scope says it stopped early). Off by default: `check` records full counts.
+    """
 
     max_states: int = 0
     timeout: float = 0.0
+    first: bool = False
 
     def __post_init__(self):
         if not isinstance(self.max_states, int) or self.max_states < 0:

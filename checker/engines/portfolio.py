@@ -41,7 +41,7 @@ class Portfolio:
             progress: Optional[Progress] = None, require: str = "") -> Result:
         """Verdicts for `props`; `stats["reached"]` says whether `require` is reachable."""
         graph = any(prop(p).graph for p in props)
-        c, ex = Explicit().explore(system, limits, graph, progress)
+        c, ex = Explicit().explore(system, limits, graph, progress, props, require)
         out = Result("explicit", [], scope_of(ex), {**stats_of(ex), "reached": True}, ex.fired,
                      {w: ex.depth_of(s) for w, s in ex.first_witness.items()})
         if ex.complete and require and require not in ex.first_witness:
@@ -51,7 +51,7 @@ class Portfolio:
             out.stats["reached"] = False
             return out
         out.verdicts = judge(c, ex, props)
-        if ex.complete or not self.fallback:
+        if ex.complete or ex.early or not self.fallback:
             return out
         return self._bounded(system, props, out, ex.stop_reason, require)
 

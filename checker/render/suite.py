@@ -38,9 +38,10 @@ def render_suite_text(suite: SuiteResult, explain: str = "first") -> str:
     lines.append(f"{'instance':<24}{'states':>9}{'depth':>6}  " + " ".join(f"{c:>{width[c]}}" for c in cols))
     for r in suite.results:
         by = {v.property: v for v in r.verdicts}
-        lines.append(f"{r.instance.name:<24}{str(r.stats['states']):>9}{r.stats['depth']:>6}  "
+        states = f"{r.stats['states']}" + ("+" if r.stats.get("early") else "")
+        lines.append(f"{r.instance.name:<24}{states:>9}{r.stats['depth']:>6}  "
                      + " ".join(f"{_cell(by.get(c)):>{width[c]}}" for c in cols))
-    lines += _coverage(suite) + _denominator(suite)
+    lines += _coverage(suite) + _early(suite) + _denominator(suite)
     if suite.p5 is not None:
         lines += ["", f"P5 (model personalities): {suite.p5.line()}"
                   + (f" -- {suite.p5.reason}" if suite.p5.status is Status.HOLDS and suite.p5.reason else "")]
@@ -60,15 +61,28 @@ def _legend(suite: SuiteResult) -> str:
 
 def _coverage(suite: SuiteResult) -> list[str]:
     """Which declared actions never fired: a fault that cannot fire checks nothing."""
-    if suite.engine != "explicit":
+    whole = [r for r in suite.results if not r.stats.get("early")]   # (see _early)
+    if suite.engine != "explicit" or not whole:
         return []
-    idle = [(r.instance.name, sorted(a for a, n in r.coverage.items() if n == 0))
-            for r in suite.results]
+    idle = [(r.instance.name, sorted(a for a, n in r.coverage.items() if n == 0)) for r in whole]
     idle = [(name, acts) for name, acts in idle if acts]
     if not idle:
         return ["", "coverage: every action of every instance fired at least once"]
     return ["", "coverage: actions this instance never fires (no fault or call of it leads there):"] + \
         [f"  {name}: {', '.join(acts)}" for name, acts in idle]
+
+
+def _early(suite: SuiteResult) -> list[str]:
+    """Instances whose search stopped once every property asked for was violated (`--first`):
+    their counts (marked +) and coverage are of the part searched."""
+    early = [r for r in suite.results if r.stats.get("early")]
+    if not early:
+        return []
+    return ["", "stopped early (--first): every property asked for is violated, so the search "
+            "ended there; states (marked +) are of the part searched, and coverage is not "
+            "reported:"] + \
+        [f"  {r.instance.name}: {r.stats['states']} states to depth {r.stats['depth']}"
+         for r in early]
 
 
 def _denominator(suite: SuiteResult) -> list[str]:

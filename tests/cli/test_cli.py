@@ -123,3 +123,13 @@ def test_python_format_carries_the_bounds_so_printed_tests_pass(args, capsys):
     assert tests
     for t in tests:
         t()
+
+
+def test_check_first_stops_once_every_asked_property_is_violated_and_says_so():
+    r = run("check", "--preset", "naive", "--instance", "default", "--property", "I1", "--first",
+            "--explain", "none")
+    assert r.returncode == 1
+    row = next(line for line in r.stdout.splitlines() if line.startswith("default "))
+    assert row.split()[1:] == ["1325+", "8", "x8"]     # the full search stores 1,411,356
+    assert "stopped early (--first): every property asked for is violated" in r.stdout
+    assert "  default: 1325 states to depth 8" in r.stdout and "coverage:" not in r.stdout

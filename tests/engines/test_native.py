@@ -227,3 +227,68 @@ def test_spin_counts_the_states_our_engines_count_without_symmetry(p, name):
     theirs = spin_run(system)
     assert (theirs["states"], theirs["depth"]) == (ours.state_count, ours.depth)
     assert theirs["transitions"] == ours.transitions + 1    # Spin counts entering the loop
+
+
+# ----- stopping once every property asked for is violated -------------------------------------
+def _stop(c, props):
+    from toolcommit.checker.engines.explicit.engine import stop_when
+    return stop_when(c, props)
+
+
+@needs_cc
+@pytest.mark.parametrize("p,name,props", [
+    ("naive", "default", ["I1"]), ("naive", "default", ["I1", "DEADLOCK", "FULFIL"]),
+    ("naive", "zombie", ["I1", "DEADLOCK"]), ("seed", "default", ["I1", "P2"]),
+    ("naive", "reorder", ["I1", "FULFIL"])])
+def test_both_engines_stop_at_the_same_state_once_every_asked_property_is_violated(p, name, props):
+    c = compile_system(build(preset(p), instance(name)))
+    stop = _stop(c, props)
+    py, nat = explore(c, stop=stop), explore_native(c, stop=stop)
+    assert py.early and not py.complete and py.stop_reason == nat.stop_reason
+    assert_same_exploration(py, nat)
+    assert nat.early
+
+
+@pytest.mark.parametrize("p,name", [("naive", "crash_before_dispatch"), ("naive", "zombie"),
+                                    ("seed", "ack_loss")])
+def test_early_stop_finds_the_full_searchs_first_violations_at_their_depths(p, name):
+    c = compile_system(build(preset(p), instance(name)))
+    full = explore(c)
+    props = sorted(full.first_violation)
+    early = explore(c, stop=_stop(c, props))
+    assert early.early and early.state_count < full.state_count
+    assert early.first_violation == full.first_violation
+    assert early.path(early.first_violation[props[0]]) == full.path(full.first_violation[props[0]])
+    assert {k: early.depth_of(v) for k, v in early.first_violation.items()} == \
+           {k: full.depth_of(v) for k, v in full.first_violation.items()}
+    assert early.states[:early.state_count] == full.states[:early.state_count]
+    assert early.level_ends[-1] == early.state_count
+
+
+def test_progress_needs_the_whole_graph_so_it_never_stops_the_search():
+    c = compile_system(build(preset("naive"), instance("zombie")))
+    assert _stop(c, ["I1", "PROGRESS"]) is None
+    assert _stop(c, []) is None
+
+
+def test_first_violation_verdicts_match_the_full_search_and_say_they_stopped_early():
+    first = check_instance(preset("naive"), instance("default"), ["I1", "DEADLOCK"],
+                           Limits(first=True))
+    full = check_instance(preset("naive"), instance("default"), ["I1", "DEADLOCK"])
+    assert [v.counterexample for v in first.verdicts] == [v.counterexample for v in full.verdicts]
+    assert first.stats["early"] and not first.stats["complete"]
+    assert first.stats["states"] < full.stats["states"] and "early" not in full.stats
+
+
+def test_first_keeps_searching_while_a_property_holds_so_a_hold_is_exhaustive():
+    r = check_instance(preset("naive"), instance("ack_loss"), ["I1", "FENCE"], Limits(first=True))
+    assert [v.status.value for v in r.verdicts] == ["VIOLATED", "HOLDS"]
+    assert r.stats["complete"] and "early" not in r.stats
+
+
+def test_portfolio_with_first_stops_early_and_never_falls_back_to_smt():
+    from toolcommit.checker.engines.portfolio import for_ask
+    r = for_ask().run(build(preset("naive"), instance("default")), ["I1"], Limits(first=True))
+    assert r.engine == "explicit" and r.stats["early"] and r.scope.kind == "early"
+    assert r.scope.text.startswith("stopped early: every property asked for is violated")
+    assert r.verdicts[0].status.value == "VIOLATED"

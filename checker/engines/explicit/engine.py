@@ -10,7 +10,7 @@ is the BFS path to that state, concretized (symmetry undone) and replayed.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
 from toolcommit.model.errors import InternalError
@@ -22,7 +22,7 @@ from toolcommit.checker.engines.trace import Counterexample, from_actions, verif
 from toolcommit.checker.engines.verdict import Status, Verdict
 
 from .codegen import Compiled, compile_system
-from .explore import Exploration
+from .explore import Exploration, StopWhen
 from .native import explore_any
 
 
@@ -38,30 +38,61 @@ class Explicit:
         return p.state_predicate or p.graph
 
     def explore(self, system: System, limits: Limits = Limits(), graph: bool = True,
-                progress: Optional[Progress] = None) -> tuple[Compiled, Exploration]:
+                progress: Optional[Progress] = None, props: Sequence[str] = (),
+                require: str = "") -> tuple[Compiled, Exploration]:
         """The compiled system and its exploration (for callers that read the graph), by
-        the native or the Python engine (`native.explore_any`: same result either way)."""
+        the native or the Python engine (`native.explore_any`: same result either way).
+
+        With `limits.first`, the search stops once every one of `props` is violated (and
+        the witness `require`, if any, reached), when all of them can stop it (`stop_when`).
+        """
         c = compile_system(system)
+        stop = stop_when(c, props, require) if limits.first else None
         tick = None
         if progress is not None:
             def tick(info):
                 progress(Tick("bfs", info["states"], info["depth"], info["seconds"]))
-        return c, explore_any(c, limits.max_states, limits.timeout, graph, tick)
+        return c, explore_any(c, limits.max_states, limits.timeout, graph, tick, stop=stop)
 
     def run(self, system: System, props: Sequence[str], limits: Limits = Limits(),
             progress: Optional[Progress] = None) -> Result:
-        c, ex = self.explore(system, limits, progress=progress)
+        c, ex = self.explore(system, limits, progress=progress, props=props)
         return Result(self.name, judge(c, ex, props), scope_of(ex), stats_of(ex), ex.fired,
                       {w: ex.depth_of(s) for w, s in ex.first_witness.items()})
+
+
+def stop_when(c: Compiled, props: Sequence[str], require: str = "") -> Optional[StopWhen]:
+    """What stops the search once every one of `props` is violated, or None when one
+    cannot stop it. A state predicate, DEADLOCK (the least deadlocked id: found when that
+    state is expanded) and an end predicate (FULFIL, likewise) are settled by the first
+    one found; PROGRESS needs the whole graph (a state is stuck only if no settled state
+    is reachable from it), and a property this engine does not judge is not settled here.
+    """
+    stop = StopWhen(witnesses=1 << c.witness_names.index(require) if require else 0)
+    for name in props:
+        p = prop(name)
+        if p.state_predicate and name in c.invariant_names:
+            stop = replace(stop, invariants=stop.invariants | 1 << c.invariant_names.index(name))
+        elif p.graph and p.reads == "dead_end":
+            stop = replace(stop, deadlock=True)
+        elif p.graph and p.reads == "unfulfilled_end" and name in c.end_names:
+            stop = replace(stop, ends=stop.ends | 1 << c.end_names.index(name))
+        else:
+            return None
+    return stop if props else None
 
 
 def stats_of(ex: Exploration) -> dict:
     return {"states": ex.state_count, "transitions": ex.transitions, "depth": ex.depth,
             "complete": ex.complete, "truncated": ex.truncated, "seconds": round(ex.seconds, 3),
-            "settled": len(ex.settled_ids), **({"engine_note": ex.engine_note} if ex.engine_note else {})}
+            "settled": len(ex.settled_ids), **({"early": True} if ex.early else {}),
+            **({"engine_note": ex.engine_note} if ex.engine_note else {})}
 
 
 def scope_of(ex: Exploration) -> Scope:
+    if ex.early:
+        return Scope("early", f"{ex.stop_reason} (at depth {ex.depth}, "
+                     f"{ex.state_count} states searched)")
     if not ex.complete:
         return Scope("depth", f"up to depth {ex.depth - 1}")
     return Scope("exhaustive", "exhaustively" + (" (within the fence bound)" if ex.truncated else ""))

@@ -11,6 +11,12 @@ PROGRESS (a settled state stays reachable, by backward search from the settled s
 `toolcommit.checker.engines.explicit.graph`), and the end-state predicates (FULFIL: at every
 state where only faults could still fire, the intent is fulfilled).
 A *truncated* state (a move was cut by the fence bound) counts as able to progress.
+
+With a `StopWhen`, the search stops once everything it names is found (Spin's stop at
+the first error, for every property asked for): checked after each state is expanded, so
+both engines stop at the same state. Every first violation is then the full search's
+(BFS finds states in id order), so its counterexample is still a shortest one; the counts
+are those of the part searched, and the exploration is incomplete (`early`).
 """
 from __future__ import annotations
 
@@ -22,6 +28,27 @@ from typing import Callable, Optional
 
 from toolcommit.checker.engines.explicit.codegen import Compiled
 from toolcommit.checker.engines.explicit.graph import first_stuck
+
+
+EARLY = "stopped early: every property asked for is violated"
+
+
+@dataclass(frozen=True)
+class StopWhen:
+    """What ends a search early: every invariant in `invariants` violated, every witness
+    in `witnesses` reached and every end predicate in `ends` broken (bit masks over the
+    compiled names), and with `deadlock` a deadlock found. Graph properties that need the
+    whole graph (PROGRESS) cannot be among them."""
+
+    invariants: int = 0
+    witnesses: int = 0
+    ends: int = 0
+    deadlock: bool = False
+
+    def met(self, seen_v: int, seen_w: int, seen_e: int, deadlock) -> bool:
+        return (seen_v & self.invariants == self.invariants and seen_w & self.witnesses
+                == self.witnesses and seen_e & self.ends == self.ends
+                and (deadlock is not None or not self.deadlock))
 
 
 @dataclass
@@ -51,6 +78,7 @@ class Exploration:
     peak_bytes: int = 0
     engine: str = "python"          # which engine explored: python or native
     engine_note: str = ""           # why not the native engine, when it was wanted
+    early: bool = False             # stopped by a `StopWhen` (so not complete)
 
     @property
     def state_count(self) -> int:
@@ -77,8 +105,8 @@ class Exploration:
 
 
 def explore(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool = True,
-            progress: Optional[Callable[[dict], None]] = None, measure_memory: bool = False
-            ) -> Exploration:
+            progress: Optional[Callable[[dict], None]] = None, measure_memory: bool = False,
+            stop: Optional[StopWhen] = None) -> Exploration:
     """Breadth-first search of `c` from its initial state.
 
     Parameters
@@ -86,6 +114,9 @@ def explore(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool 
     max_states, timeout : stop early (0 = no limit); the result is then `complete=False`.
     graph : keep edges and judge DEADLOCK and PROGRESS.
     progress : called about once a second with a dict of counters.
+    stop : end the search once what it names is found (`complete=False`, `early=True`);
+        the level ends then cover every state found (its last level is the unexpanded
+        frontier), so `depth_of` is exact for every stored state.
     """
     if measure_memory:
         tracemalloc.start()
@@ -107,7 +138,7 @@ def explore(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool 
     _record(viol(init), 0, found_v)
     _record(wit(init), 0, found_w)
     seen_v, seen_w = _masks(found_v), _masks(found_w)
-    head, complete, reason, next_tick = 0, True, "", t0 + 1.0
+    head, complete, reason, next_tick, early = 0, True, "", t0 + 1.0, False
     level_end = 1
     while head < len(states):
         if head == level_end:
@@ -152,6 +183,9 @@ def explore(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool 
             eoff.append(len(edst))
         transitions += len(moves)
         head += 1
+        if stop is not None and stop.met(seen_v, seen_w, _masks(found_e), deadlock):
+            complete, reason, early = False, EARLY, True
+            break
         if max_states and len(states) >= max_states and head < len(states):
             complete, reason = False, f"state limit {max_states} reached"
             break   # checked every state: the limit is overshot by one state's successors at most
@@ -164,8 +198,12 @@ def explore(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool 
             if timeout and now - t0 >= timeout:
                 complete, reason = False, f"time limit {timeout:g}s reached"
                 break
-    level_ends.append(len(states) if complete else head)
+    if early:     # the level being expanded, then the states found from it
+        level_ends += [level_end] + ([len(states)] if len(states) > level_end else [])
+    else:
+        level_ends.append(len(states) if complete else head)
     ex = Exploration(c, states, parent, via, level_ends, complete, reason)
+    ex.early = early
     ex.first_violation = {c.invariant_names[b]: sid for b, sid in found_v.items()}
     ex.first_witness = {c.witness_names[b]: sid for b, sid in found_w.items()}
     ex.first_bad_end = {c.end_names[b]: sid for b, sid in found_e.items()}

@@ -34,14 +34,16 @@ from typing import Callable, Optional
 from toolcommit.model.errors import UsageError
 
 from toolcommit.checker.engines.explicit.codegen import Compiled
-from toolcommit.checker.engines.explicit.explore import Exploration, _fired_by_name, explore
+from toolcommit.checker.engines.explicit.explore import (EARLY, Exploration, StopWhen,
+                                                         _fired_by_name, explore)
 from toolcommit.checker.engines.explicit.native_c import c_source, refusal
 
 ENGINES = ("auto", "native", "python")
 FLAGS = ("-O1", "-shared", "-fPIC", "-w")   # -O2 runs no faster and compiles 2x slower
-ABI = 2
+ABI = 3
 QUICK_STATES = 10_000     # 'auto': instances this small stay with the Python engine
-_STOPS = {3: "interrupted", 5: "native engine capacity (2^32 states or edges) reached"}
+_STOPS = {3: "interrupted", 5: "native engine capacity (2^32 states or edges) reached", 6: EARLY}
+STOP_EARLY = 6
 _loaded: dict[str, tuple] = {}    # cache key -> (library or None, why not)
 
 
@@ -55,6 +57,10 @@ class _Out(ctypes.Structure):
                                                   "truncated", "eoff", "edst", "fired")]
                 + [("first_violation", ctypes.c_int64 * 64), ("first_witness", ctypes.c_int64 * 64),
                    ("first_bad_end", ctypes.c_int64 * 64)])
+
+
+class _Stop(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in ("on", "invariants", "witnesses", "ends", "deadlock")]
 
 
 _TICK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
@@ -150,7 +156,7 @@ def _build_and_load(key: str, source: str, cc: list[str]) -> tuple[Optional[ctyp
     except (OSError, AttributeError) as e:
         return None, f"cannot load {target}: {e}"
     lib.tc_explore.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_double,
-                               ctypes.c_int, _TICK, ctypes.POINTER(_Out)]
+                               ctypes.c_int, _TICK, ctypes.POINTER(_Stop), ctypes.POINTER(_Out)]
     lib.tc_explore.restype = ctypes.c_int
     lib.tc_free.argtypes = [ctypes.c_void_p]
     lib.tc_free.restype = None
@@ -194,7 +200,8 @@ def _unlink(*paths: str) -> None:
 # ----- running ----------------------------------------------------------------------------
 def explore_native(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool = True,
                    progress: Optional[Callable[[dict], None]] = None, measure_memory: bool = False,
-                   lib: Optional[ctypes.CDLL] = None) -> NativeExploration:
+                   lib: Optional[ctypes.CDLL] = None, stop: Optional[StopWhen] = None
+                   ) -> NativeExploration:
     """`explore` run natively; the same result, state for state.
 
     Raises UsageError when the native engine is unavailable (see `library`), MemoryError
@@ -219,8 +226,10 @@ def explore_native(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph
     out = _Out()
     t0 = time.perf_counter()
     mask = (1 << 64) - 1
+    when = _Stop(0, 0, 0, 0, 0) if stop is None else \
+        _Stop(1, stop.invariants, stop.witnesses, stop.ends, int(stop.deadlock))
     rc = lib.tc_explore(c.init & mask, c.init >> 64, max_states, float(timeout), int(graph),
-                        _TICK(tick), ctypes.byref(out))
+                        _TICK(tick), ctypes.byref(when), ctypes.byref(out))
     try:
         if raised:
             raise raised[0]
@@ -274,6 +283,7 @@ def _result(c: Compiled, lib, out: _Out, max_states: int, timeout: float, graph:
     ex.first_bad_end = _firsts(out.first_bad_end, c.end_names)
     ex.deadlock = None if out.deadlock < 0 else out.deadlock
     ex.transitions, ex.seconds, ex.memo_entries = out.transitions, seconds, out.memo_entries
+    ex.early = out.stop == STOP_EARLY
     if measure_memory:
         ex.peak_bytes = out.peak_bytes
     return ex
@@ -305,31 +315,31 @@ def engine_choice(engine: Optional[str] = None) -> str:
 
 def explore_any(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool = True,
                 progress: Optional[Callable[[dict], None]] = None,
-                engine: Optional[str] = None) -> Exploration:
+                engine: Optional[str] = None, stop: Optional[StopWhen] = None) -> Exploration:
     """Explore `c` with the engine chosen by `engine_choice`; the same result either way.
 
     'native' runs the native engine (UsageError when it cannot be built); 'python' the
     Python engine. 'auto' (the default) lets the Python engine try first with a budget of
     `QUICK_STATES` states: most instances (every failure class) finish within it in
     milliseconds, less than generating, compiling or even loading C would take. A larger
-    instance starts over natively; when the native engine cannot be built, the Python
+    instance starts over natively (`stop` is passed to either engine, which stop alike); when the native engine cannot be built, the Python
     engine goes on and the result's `engine_note` says why.
     """
     want = engine_choice(engine)
     if want == "python":
-        return explore(c, max_states, timeout, graph=graph, progress=progress)
+        return explore(c, max_states, timeout, graph=graph, progress=progress, stop=stop)
     if want == "auto":
         budget = min(max_states or QUICK_STATES, QUICK_STATES)
-        ex = explore(c, budget, timeout, graph=graph, progress=progress)
+        ex = explore(c, budget, timeout, graph=graph, progress=progress, stop=stop)
         if ex.complete or budget == max_states or not ex.stop_reason.startswith("state limit"):
             return ex
         timeout = max(timeout - ex.seconds, 1e-3) if timeout else 0.0
     lib, why = library(c)
     if lib is not None:
-        return explore_native(c, max_states, timeout, graph, progress, lib=lib)
+        return explore_native(c, max_states, timeout, graph, progress, lib=lib, stop=stop)
     if want == "native":
         raise UsageError(f"native engine unavailable: {why}; unset TOOLCOMMIT_ENGINE "
                          "to use the Python engine")
-    ex = explore(c, max_states, timeout, graph=graph, progress=progress)
+    ex = explore(c, max_states, timeout, graph=graph, progress=progress, stop=stop)
     ex.engine_note = f"native engine unavailable: {why}; Python engine used"
     return ex

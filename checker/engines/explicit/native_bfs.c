@@ -15,9 +15,12 @@
 #include <string.h>
 #include <time.h>
 
-#define TC_ABI 2
+#define TC_ABI 3
 
-enum { STOP_NONE, STOP_STATES, STOP_TIME, STOP_CALLBACK, STOP_MEMORY, STOP_CAPACITY };
+enum { STOP_NONE, STOP_STATES, STOP_TIME, STOP_CALLBACK, STOP_MEMORY, STOP_CAPACITY, STOP_EARLY };
+
+/* explore.py's StopWhen: stop once all of these are found (`on` = 0: never) */
+struct tc_stop { uint64_t on, invariants, witnesses, ends, deadlock; };
 
 typedef int (*tc_tick)(uint64_t states, uint64_t explored, uint64_t depth, double seconds,
                        int report);
@@ -197,7 +200,7 @@ void tc_free(void *p) { free(p); }
 
 /* The BFS of explore.py; 0 on success (a stop by limit is success with complete = 0). */
 int tc_explore(uint64_t init_lo, uint64_t init_hi, uint64_t max_states, double timeout,
-               int graph, tc_tick tick, struct tc_out *out) {
+               int graph, tc_tick tick, const struct tc_stop *stop, struct tc_out *out) {
     struct run r;
     struct vec states = {0, 0, 0, sizeof(u128)}, parent = {0, 0, 0, 4}, via = {0, 0, 0, 4};
     struct vec levels = {0, 0, 0, 4}, settled_ids = {0, 0, 0, 4}, truncated = {0, 0, 0, 4};
@@ -287,6 +290,11 @@ int tc_explore(uint64_t init_lo, uint64_t init_hi, uint64_t max_states, double t
         }
         out->transitions += (uint64_t)nmoves;
         head++;
+        if (stop->on && (seen_v & stop->invariants) == stop->invariants
+            && (seen_w & stop->witnesses) == stop->witnesses && (seen_e & stop->ends) == stop->ends
+            && (out->deadlock >= 0 || !stop->deadlock)) {
+            out->stop = STOP_EARLY; out->complete = 0; break;
+        }
         if (max_states && states.n >= max_states && head < states.n) {
             out->stop = STOP_STATES; out->complete = 0; break;   /* checked every state */
         }
@@ -307,7 +315,10 @@ int tc_explore(uint64_t init_lo, uint64_t init_hi, uint64_t max_states, double t
             }
         }
     }
-    if (!push32(&r, &levels, (uint32_t)(out->complete ? states.n : head))) goto done;
+    if (out->stop == STOP_EARLY) {   /* the level being expanded, then the states found from it */
+        if (!push32(&r, &levels, (uint32_t)level_end)) goto done;
+        if (states.n > level_end && !push32(&r, &levels, (uint32_t)states.n)) goto done;
+    } else if (!push32(&r, &levels, (uint32_t)(out->complete ? states.n : head))) goto done;
     drop(&r, r.slot, r.cap * 8);   /* the visited table is not needed past the search */
     r.slot = NULL;
     if (graph && out->complete) {
