@@ -6,7 +6,8 @@ which are simultaneous: ordered so none reads a variable already assigned, or el
 through temporaries), in one process's `do` loop marked as a valid end state. Spin has no
 symmetry reduction, so it stores every state our engines fold together; invariants are
 not asserted (Spin would stop at the first violation), so Spin explores the whole graph,
-as our engines do.
+as our engines do; `spin_run(system, stop_at="I1")` asserts one (a monitor process that
+fails when it breaks), and Spin's BFS stops at the first violation, like `check --first`.
 """
 from __future__ import annotations
 
@@ -59,8 +60,9 @@ def _name(var: str) -> str:
     return "x_" + re.sub(r"[^A-Za-z0-9]", "_", var)
 
 
-def promela(system: System) -> str:
-    """The Promela program of `system` (see the module docstring)."""
+def promela(system: System, assert_invariant: str = "") -> str:
+    """The Promela program of `system` (see the module docstring), with a monitor that
+    fails when `assert_invariant` breaks when one is named."""
     flags = {v.name for v in system.variables if v.size <= 2}
     lines = [f"{'byte' if v.size <= 256 else 'int'} {_name(v.name)} = {system.init[v.name]};"
              for v in system.variables]
@@ -70,7 +72,11 @@ def promela(system: System) -> str:
         if not a.cut:
             body = "; ".join([f"({to_promela(a.guard, flags, True)})", *_assignments(a.updates, flags)])
             lines.append(f"  :: d_step {{ {body} }}")
-    return "\n".join(lines + ["od", "}", ""])
+    lines += ["od", "}", ""]
+    if assert_invariant:
+        holds = to_promela(system.invariants[assert_invariant], flags, True)
+        lines += ["active proctype monitor() {", f"  atomic {{ !({holds}) -> assert(false) }}", "}", ""]
+    return "\n".join(lines)
 
 
 def _assignments(updates, flags) -> list[str]:
@@ -91,7 +97,7 @@ def _assignments(updates, flags) -> list[str]:
             + [f"{_name(n)} = t{i}" for i, n in enumerate(names)] + [f"t{i} = 0" for i in range(len(names))])
 
 
-def spin_run(system: System) -> dict:
+def spin_run(system: System, stop_at: str = "") -> dict:
     """Generate, compile (-DBFS -DSAFETY) and run pan on `system`; its own statistics.
 
     pan runs twice: first to count the states, then with a hash table of about twice that
@@ -99,12 +105,12 @@ def spin_run(system: System) -> dict:
     """
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "model.pml"), "w") as f:
-            f.write(promela(system))
+            f.write(promela(system, stop_at))
         subprocess.run(["spin", "-a", "model.pml"], cwd=tmp, check=True, capture_output=True)
         subprocess.run(["cc", "-O2", "-DBFS", "-DSAFETY", "-DNOBOUNDCHECK", f"-DMEMLIM={MEMORY_MB}",
                         "-o", "pan", "pan.c"], cwd=tmp, check=True, capture_output=True)
         first = _pan(tmp, 18)
-        if not first["complete"]:
+        if not first["complete"] or stop_at:
             return first
         return _pan(tmp, max(18, first["states"].bit_length() + 1))
 
