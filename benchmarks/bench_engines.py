@@ -185,7 +185,7 @@ def write(rows, engines, full) -> None:
            "FENCE (native, python, spin: exhaustive; bmc: up to depth 20; random: 1000 runs of up "
            "to 60 steps, not a proof). Our engines reduce by symmetry (orbits of interchangeable "
            "workers and calls); Spin has no symmetry reduction, so it stores more states. "
-           "'skipped' = the engine hit its limit on a smaller size; 'refused' = the native engine "
+           "'skipped' = the engine hit its limit, or was refused, on a smaller size; 'refused' = the native engine "
            "cannot take the instance (the Python engine answers it, as `check` does).", "",
            "Sizes are `default` with `--bounds`: S2 = workers=3,crashes=2,max_fence=4; S3 = S2 plus "
            "delays=2,ack_losses=2,lease_expiries=2; S4 = workers=4,crashes=3,max_fence=5 and 3 of "
