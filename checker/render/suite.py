@@ -60,16 +60,28 @@ def _legend(suite: SuiteResult) -> str:
 
 
 def _coverage(suite: SuiteResult) -> list[str]:
-    """Which declared actions never fired: a fault that cannot fire checks nothing."""
+    """Which declared actions never fired: a fault that cannot fire checks nothing. Only a
+    search that saw every reachable state can say an action never fires; a search stopped
+    at a limit is named, without that claim."""
     whole = [r for r in suite.results if not r.stats.get("early")]   # (see _early)
     if suite.engine != "explicit" or not whole:
         return []
+    cut = [r.instance.name for r in whole if not r.stats.get("complete", True)]
+    whole = [r for r in whole if r.instance.name not in cut]
     idle = [(r.instance.name, sorted(a for a, n in r.coverage.items() if n == 0)) for r in whole]
     idle = [(name, acts) for name, acts in idle if acts]
-    if not idle:
-        return ["", "coverage: every action of every instance fired at least once"]
-    return ["", "coverage: actions this instance never fires (no fault or call of it leads there):"] + \
-        [f"  {name}: {', '.join(acts)}" for name, acts in idle]
+    out = [""]
+    if not whole:
+        pass
+    elif not idle:
+        out.append("coverage: every action of every instance searched to the end fired at least once"
+                   if cut else "coverage: every action of every instance fired at least once")
+    else:
+        out += ["coverage: actions this instance never fires (no fault or call of it leads there):"] + \
+            [f"  {name}: {', '.join(acts)}" for name, acts in idle]
+    if cut:
+        out.append(f"coverage not judged where the search stopped at a limit: {', '.join(cut)}")
+    return out
 
 
 def _early(suite: SuiteResult) -> list[str]:
