@@ -20,7 +20,7 @@ from toolcommit.checker.cli import validate_from
 from toolcommit.checker.logs import pool
 from toolcommit.checker.logs.conformance import Conformance, EventError
 from toolcommit.checker.logs.merge import focus_message
-from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES, check_paths, read_lines
+from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES, check_paths, read_batches
 from toolcommit.checker.logs.report import LogVerdict, Report, count
 from toolcommit.checker.output import refuse_inputs, write_atomic
 from toolcommit.checker.render.findings import RENDERERS
@@ -93,9 +93,11 @@ def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdi
         for fi, path in enumerate(paths):   # one generator per file: the hot loop is here
             n = 0
             try:
-                for n, ev in read_lines(path, max_line_bytes, stdin, warnings.append,
-                                        on_cut=lambda line, fi=fi: checker.cut_off(fi, line)):
-                    feed(ev, fi, n)
+                for numbers, events in read_batches(
+                        path, max_line_bytes, stdin, warnings.append,
+                        on_cut=lambda line, fi=fi: checker.cut_off(fi, line)):
+                    for n, ev in zip(numbers, events):
+                        feed(ev, fi, n)
             except EventError as e:
                 raise InputError(str(e), path, n) from None
     finally:

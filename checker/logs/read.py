@@ -81,7 +81,6 @@ loads: Callable[[bytes], object] = _orjson.loads if _orjson is not None else _lo
 #: the typed decoder (`typed.decode_raw`: one C call decodes and checks a line), or None
 #: without msgspec; tests set it to None to run the dict path
 TYPED: Optional[Callable[[bytes], object]] = typed.decode_raw
-_EFFECT = typed.CLASSES["effect"]   # events.ONE_OF's one rule, inlined below (a test pins it)
 DECODER = "orjson" if _orjson is not None else "json"
 
 _STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
@@ -326,17 +325,35 @@ def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                on_cut: Optional[Callable[[int], None]] = None,
                helper: bool = True) -> Iterator[tuple[int, object]]:
     """Yield ``(line_number, event)`` for each non-blank line of one log, the event as a
-    `toolcommit.checker.logs.typed` object.
+    `toolcommit.checker.logs.typed` object: `read_batches`, one line at a time (same
+    arguments, errors and warnings)."""
+    for numbers, events in read_batches(path, max_line_bytes, stdin, warn, on_cut, helper):
+        yield from zip(numbers, events)
 
-    Raises `InputError` (with path:line) on the first bad line: too long, not UTF-8, not
-    JSON, nested too deeply, a field `problem` rejects, or an empty log. A cut-off last line calls `warn` (with a message) and `on_cut` (with its line
-    number) instead: it is a lost line, not an error. A UTF-8 byte order mark before
-    the first line is skipped. `helper` False never starts the check-ahead helper (a
-    shard of the sharded checker has no core to spare). The caller checks `max_line_bytes` first (`check_paths`).
+
+def read_batches(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+                 stdin: Optional[BinaryIO] = None,
+                 warn: Optional[Callable[[str], None]] = None,
+                 on_cut: Optional[Callable[[int], None]] = None,
+                 helper: bool = True) -> Iterator[tuple[Sequence[int], list]]:
+    """Yield ``(line_numbers, events)`` for the non-blank lines of one log, in order, in
+    batches (about one per chunk read), each event a `toolcommit.checker.logs.typed`
+    object and each number its line's.
+
+    Raises `InputError` (with path:line) on the first bad line, after yielding every event
+    before it: too long, not UTF-8, not JSON, nested too deeply, a field `problem` rejects,
+    or an empty log. A cut-off last line calls `warn` (with a message) and `on_cut` (with
+    its line number) instead, after the events before it are yielded: it is a lost line,
+    not an error. A UTF-8 byte order mark before the first line is skipped. `helper`
+    False never starts the check-ahead helper (a shard of the sharded checker has no core
+    to spare). The caller checks `max_line_bytes` first (`check_paths`).
 
     Reads in chunks of at most ``min(1 MiB, max_line_bytes + 1)`` bytes and splits them into
     lines; an unfinished line is carried over and refused once it passes `max_line_bytes`,
-    so memory stays below two chunks plus one line, whatever the input.
+    so memory stays below two chunks plus one line, whatever the input. A chunk whose
+    lines are all short enough and all taken by the typed decoder (the common case) is
+    decoded in one C loop; any other chunk goes line by line (the thorough path where a
+    line needs it).
     """
     stream, to_close = _open(path, stdin)
     limit = max_line_bytes
@@ -344,7 +361,7 @@ def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     n = 0
     events = 0
     cut = None
-    ok, loads_, fast, invalid, effect = fast_ok, loads, TYPED, typed.INVALID, _EFFECT
+    fast, invalid = TYPED, typed.INVALID
     ahead = _check_ahead(path, stream, chunk, limit) if fast is None and helper else None
     bad = None
     try:
@@ -362,56 +379,25 @@ def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                 if bad is None:
                     ahead = None
             eof = not buf
-            # the per-line loop, inlined (it runs once per line): the typed decoder, else
-            # the dict decoder and the fast field check (or the check-ahead child's verdict)
-            for line in lines.feed(buf):
-                n += 1
-                if len(line) > limit:
-                    raise _too_long(limit, path, n)
-                if n == 1 and line.startswith(_BOM):
-                    line = line[3:]
-                if fast is not None:
-                    try:
-                        ev = fast(line)
-                    except invalid:
-                        pass
-                    else:     # typed.decode, inlined: an effect needs one of its keys
-                        if type(ev) is not effect or ev.key is not None \
-                                or ev.idempotency_key is not None:
-                            events += 1
-                            yield n, ev
-                            continue
-                else:
-                    try:
-                        obj = loads_(line)
-                    except (ValueError, RecursionError):  # json's decoder recurses
-                        obj = _NOT_JSON
-                    if obj is not _NOT_JSON and (ok(obj) if bad is None else n not in bad):
-                        events += 1
-                        yield n, from_dict(obj)
-                        continue
-                # the thorough path: blank lines, reasons, nesting, field problems
-                if not line or line.isspace():
-                    continue
+            parts = lines.feed(buf)
+            if parts and n == 0 and parts[0].startswith(_BOM):
+                parts[0] = parts[0][3:]
+            evs = None
+            if parts and fast is not None and max(map(len, parts)) <= limit:
                 try:
-                    obj = decode(line)      # bounds nesting, then names the defect
-                except ValueError as e:
-                    if eof:     # only the last line can lack a newline: cut off
-                        cut = n
-                        if warn:
-                            warn(f"{path}:{n}: last line is cut off (no newline, not "
-                                 "valid JSON): its writer died mid-write; the line is "
-                                 "ignored")
-                        if on_cut:
-                            on_cut(n)
-                        break
-                    raise InputError(str(e), path, n) from None
-                why = problem(obj)
-                if why:
-                    raise InputError(why, path, n)
-                obj = from_dict(obj)
-                events += 1
-                yield n, obj
+                    evs = list(map(fast, parts))
+                except invalid:
+                    evs = None
+            if evs is not None:        # every line an event: no blank, none refused
+                yield range(n + 1, n + 1 + len(evs)), evs
+                n += len(evs)
+                events += len(evs)
+            elif parts:
+                for out, n, cut in _one_by_one(parts, n, bad, path, limit, eof, warn, on_cut):
+                    events += len(out[1])
+                    yield out
+                if cut is not None:
+                    break
             if lines.pending > limit:
                 raise _too_long(limit, path, n + 1)
     finally:
@@ -426,6 +412,65 @@ def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         why = "its only line is cut off" if cut else "no events"
         raise InputError(f"empty log ({why}); pass a JSON Lines file with one event per line",
                          path)
+
+
+def _one_by_one(parts: list, n: int, bad, path: str, limit: int, eof: bool, warn, on_cut):
+    """The lines of one chunk (numbered from ``n + 1``), one at a time: the typed decoder,
+    else the dict decoder and the fast field check (or the check-ahead child's verdict
+    `bad`), else the thorough path. Yields ``((numbers, events), last number, cut)``: the
+    events read so far before it raises on a bad line or reports a cut-off last line
+    (`cut`: its number), and once at the end."""
+    ok, loads_, fast, invalid = fast_ok, loads, TYPED, typed.INVALID
+    nums: list[int] = []
+    evs: list = []
+    for line in parts:
+        n += 1
+        if len(line) > limit:
+            yield (nums, evs), n - 1, None
+            raise _too_long(limit, path, n)
+        if fast is not None:
+            try:
+                ev = fast(line)
+            except invalid:
+                pass
+            else:
+                nums.append(n)
+                evs.append(ev)
+                continue
+        else:
+            try:
+                obj = loads_(line)
+            except (ValueError, RecursionError):  # json's decoder recurses
+                obj = _NOT_JSON
+            if obj is not _NOT_JSON and (ok(obj) if bad is None else n not in bad):
+                nums.append(n)
+                evs.append(from_dict(obj))
+                continue
+        # the thorough path: blank lines, reasons, nesting, field problems
+        if not line or line.isspace():
+            continue
+        try:
+            obj = decode(line)      # bounds nesting, then names the defect
+        except ValueError as e:
+            yield (nums, evs), n - 1, None
+            nums, evs = [], []
+            if eof:     # only the last line can lack a newline: cut off
+                if warn:
+                    warn(f"{path}:{n}: last line is cut off (no newline, not "
+                         "valid JSON): its writer died mid-write; the line is "
+                         "ignored")
+                if on_cut:
+                    on_cut(n)
+                yield (nums, evs), n, n
+                return
+            raise InputError(str(e), path, n) from None
+        why = problem(obj)
+        if why:
+            yield (nums, evs), n - 1, None
+            raise InputError(why, path, n)
+        nums.append(n)
+        evs.append(from_dict(obj))
+    yield (nums, evs), n, None
 
 
 def _too_long(limit: int, path: str, n: int) -> InputError:

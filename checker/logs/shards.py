@@ -31,9 +31,9 @@ from typing import Callable, Optional, Sequence
 from toolcommit.model.errors import InputError, ToolcommitError
 
 from toolcommit.checker.logs.conformance import Conformance
-from toolcommit.checker.logs.findings import Findings
+from toolcommit.checker.logs.findings import LINE_BITS, Findings
 from toolcommit.checker.logs.intents import EventError
-from toolcommit.checker.logs.read import read_lines
+from toolcommit.checker.logs.read import read_batches
 
 WRITER_PROPS = frozenset(("SEQ_GAP", "SEQ_DUP", "CUT_OFF"))   # keyed by writer or file
 BITMAP_BITS = 24                       # digest prefix bits in a shard's bitmap (2 MiB)
@@ -137,7 +137,7 @@ class Shard:
 
     def _read(self) -> None:
         c = self.checker
-        feed, skip, keys = c.feed, c.skip, c.keys
+        feed, skip, keys, writers = c.feed, c.skip, c.keys, c.writers
         me, shards, owned, lead = self.index, self.shards, self.owned, self.lead
         crc = None if not self.stable else zlib.crc32
         firsts = self.first_keys if self.focus else None
@@ -146,30 +146,40 @@ class Shard:
             n = 0
             self._where = (fi, 0)
             cut = (lambda line, fi=fi: c.cut_off(fi, line)) if lead else None
+            at = fi << LINE_BITS
             try:
-                for n, ev in read_lines(path, self.max_line_bytes, None, self.warnings.append,
-                                        on_cut=cut, helper=False):
-                    t = ev.type
-                    if t == "crash" or t == "restart":
-                        mine = lead
-                    else:         # whose key is it? (this runs once per line)
-                        name = ev.key
-                        if name is None:
-                            name = ev.idempotency_key
-                        if owned is not None:
-                            mine = name in owned
-                        elif crc is None:
-                            mine = hash(name) % shards == me
-                        else:
-                            mine = crc(name.encode("utf-8", "surrogatepass")) % shards == me
-                    if not mine:
-                        skip(ev, fi, n)
-                        continue
-                    feed(ev, fi, n)
-                    if firsts is not None and len(keys) != nkeys:
-                        nkeys = len(keys)
-                        if len(firsts) < 5:
-                            firsts.append(((fi, n), next(reversed(keys))))
+                for numbers, events in read_batches(path, self.max_line_bytes, None,
+                                                    self.warnings.append, on_cut=cut,
+                                                    helper=False):
+                    for n, ev in zip(numbers, events):    # this runs once per line
+                        t = ev.type
+                        if t == "crash" or t == "restart":
+                            mine = lead
+                        else:         # whose key is it?
+                            name = ev.key
+                            if name is None:
+                                name = ev.idempotency_key
+                            if owned is not None:
+                                mine = name in owned
+                            elif crc is None:
+                                mine = hash(name) % shards == me
+                            else:
+                                mine = crc(name.encode("utf-8", "surrogatepass")) % shards == me
+                        if not mine:
+                            # `Conformance.skip` inlined for its common case: the next seq
+                            # of a known writer, not a crash
+                            w = writers.get(ev.writer)
+                            if w is not None and ev.seq == w.nxt and t != "crash":
+                                w.nxt += 1
+                                w.hi_loc = w.base | at | n
+                            else:
+                                skip(ev, fi, n)
+                            continue
+                        feed(ev, fi, n)
+                        if firsts is not None and len(keys) != nkeys:
+                            nkeys = len(keys)
+                            if len(firsts) < 5:
+                                firsts.append(((fi, n), next(reversed(keys))))
             except EventError as e:
                 self._where = (fi, n)
                 raise InputError(str(e), path, n) from None
