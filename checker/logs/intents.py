@@ -62,6 +62,16 @@ def proposal(st: Store, ev, w: Writer, loc: int) -> None:
     if ev.decision != "accepted":
         return
     name = ev.key
+    keys, intents = st.keys, st.intents
+    if name not in keys and d not in intents:     # the common case: a new key, a new intent
+        k = keys[name] = Key(name)
+        k.accepted = 1
+        k.flags = F_RECORD | F_PROPOSED
+        seq = ev.seq
+        k.accept_loc, k.accept_seq, k.digest = loc, seq, d
+        ent = intents[d] = Intent(name, ev.epoch, loc, seq)
+        ent.recorded = True
+        return
     k = st.key(name)
     k.accepted += 1
     k.flags |= F_RECORD
@@ -121,6 +131,23 @@ def effect(st: Store, ev, w: Writer, loc: int) -> None:
     if name is None:
         name = ev.idempotency_key
     apply = ev.kind == "apply"
+    k = st.keys.get(name)
+    ent = st.intents.get(d)
+    if apply and type(k) is Key and type(ent) is Intent and not k.applies \
+            and not k.flags & F_CLOSED and k.flags & F_PROPOSED and ent.recorded \
+            and ent.key == name and not ent.applies and ent.apply_locs is None:
+        # the common case: the first apply of an open key, for the intent it proposed
+        # (what `_count_apply` and the general path below would do, with nothing to judge)
+        eid = ev.effect_id
+        k.applies = 1
+        k.apply_loc = loc
+        k.apply_id = hash(eid) if eid is not None else None
+        fence = ev.fence
+        if fence is not None and (k.min_apply_fence is None or fence < k.min_apply_fence):
+            k.min_apply_fence, k.min_apply_loc = fence, loc
+        ent.applies = 1
+        ent.apply_locs = [loc]
+        return
     ent = st.ent(d)
     if ent is None:
         ent = st.intents[d] = Intent("", ev.epoch, loc)
