@@ -9,7 +9,8 @@ FENCE between a key's chain and its applies are `toolcommit.checker.logs.chains`
 """
 from __future__ import annotations
 
-from toolcommit.model.canon import CanonError, digest_of_form, fast_form_v1, intent_digest
+from toolcommit.model.canon import (CanonError, digest_of_form, fast_form_v1, flat_digest_v1,
+                                    intent_digest)
 from toolcommit.model.canon import sorted_dump
 
 from toolcommit.checker.logs.chains import acked, chain_steps, check_effects
@@ -33,14 +34,19 @@ def digest(st: Store, ev) -> bytes:
     path serves calls whose sorted serialization already is their v1 form."""
     tool, args, scope = ev.tool, ev.args, ev.scope
     dump = sorted_dump(tool, args, scope)
+    form = None
     if dump is not None:
         d = st.memo.get(dump)
         if d is not None:
             return d
-        form = fast_form_v1(tool, args, scope, dump)
-        if form is not None:
-            d = digest_of_form(form)
-    if dump is None or form is None:
+        d = flat_digest_v1(tool, args, scope, dump)
+        if d is not None:
+            form = dump
+        else:
+            form = fast_form_v1(tool, args, scope, dump)
+            if form is not None:
+                d = digest_of_form(form)
+    if form is None:
         try:
             d = intent_digest(tool, args, scope)
         except CanonError as e:

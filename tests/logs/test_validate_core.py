@@ -540,6 +540,9 @@ def test_the_fast_canonical_form_is_the_full_one_whenever_it_answers(tool, scope
     if fast is not None:
         assert fast.decode("utf-8") == full.form
     assert intent_digest(tool, args, scope) == bytes.fromhex(full.digest)[:16]
+    dump = canon.sorted_dump(tool, args, scope)
+    flat = canon.flat_digest_v1(tool, args, scope, dump) if dump is not None else None
+    assert flat is None or (fast is not None and flat == canon.digest_of_form(fast))
 
 
 def test_the_fast_canonical_form_answers_for_plain_calls_and_declines_the_rest():
@@ -549,3 +552,13 @@ def test_the_fast_canonical_form_answers_for_plain_calls_and_declines_the_rest()
     for args in ({"a": 20.0}, {"a": " x"}, {"a": "x  y"}, {"a b": 1}, {"a!": 1}, {"a": "\u00e9"},
                  {"a": 2 ** 53 + 1}, {"a": "x\ty"}):
         assert canon.fast_form_v1("t", args, "s") is None, args
+        assert canon.flat_digest_v1("t", args, "s", canon.sorted_dump("t", args, "s")) is None
+
+
+def test_the_flat_digest_answers_for_flat_calls_without_spaces():
+    pytest.importorskip("orjson")
+    args = {"amount": 20, "currency": "EUR", "ok": True, "none": None, "order": "o-1"}
+    dump = canon.sorted_dump("refund", args, "u:1")
+    assert canon.flat_digest_v1("refund", args, "u:1", dump) == intent_digest("refund", args, "u:1")
+    for odd in ({"a": "x y"}, {"a": [1]}, {"a": 1.5}, {"a": 2 ** 53 + 1}):
+        assert canon.flat_digest_v1("t", odd, "s", canon.sorted_dump("t", odd, "s")) is None
