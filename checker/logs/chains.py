@@ -298,7 +298,8 @@ def close(st: Store, name: str, k: Key) -> None:
             return
         _judge(st.found, name, k)
     k.flags = (k.flags & ~F_JUDGE) | F_CLOSED
-    check_effects(st, name, k)
+    if k.flags & (F_CANCELLED | F_SEALED):      # else `check_effects` has nothing to find
+        check_effects(st, name, k)
     if st.packing:
         st.pack(name, k)
 

@@ -114,6 +114,7 @@ class Intent:
 # of max_fence, min_apply_fence, apply_id, epoch are None.
 _PACK = struct.Struct("<BBBIIII4Q3qq16s")
 _EDGES = [struct.Struct("<" + "IBIQ" * n) for n in range(8)]
+_RECORD = [struct.Struct(_PACK.format + "IBIQ" * n) for n in range(8)]   # the two at once
 _N_MAXF, _N_MINF, _N_AID, _N_EPOCH = 1, 2, 4, 8
 _U32 = 0xFFFFFFFF
 _NO_FENCE = _U32
@@ -201,22 +202,22 @@ class Store:
                 or (dispatches >= 2 and not applies and not compensates) \
                 or (e.apply_locs != [apply_loc] if applies else e.apply_locs is not None):
             return
-        if dispatches > _U32 or compensates > _U32 or k.accepted > _U32 \
-                or (apply_loc | accept_loc | k.min_apply_loc | k.accept_seq) >> 64:
-            return
-        edges = []
-        for _, seq, frm, to, fence, loc in chain:
-            if seq > _U32 or (fence is not None and fence >= _NO_FENCE) or loc >> 64:
-                return
-            edges += (seq, frm << 4 | to, _NO_FENCE if fence is None else fence, loc)
         max_fence, min_fence, apply_id, epoch = k.max_fence, k.min_apply_fence, k.apply_id, \
             e.epoch
+        if max_fence is not None and max_fence >= _NO_FENCE:   # no chain fence is above it
+            return
         nones = ((_N_MAXF if max_fence is None else 0) | (_N_MINF if min_fence is None else 0)
                  | (_N_AID if apply_id is None else 0) | (_N_EPOCH if epoch is None else 0))
-        self.keys[name] = _PACK.pack(
-            k.flags, nones, len(chain), dispatches, applies, compensates, k.accepted,
-            apply_loc, accept_loc, k.min_apply_loc, k.accept_seq, max_fence or 0,
-            min_fence or 0, apply_id or 0, epoch or 0, digest) + _EDGES[len(chain)].pack(*edges)
+        try:      # a count, seq or location too large for its field raises: keep the objects
+            rec = _RECORD[len(chain)].pack(
+                k.flags, nones, len(chain), dispatches, applies, compensates, k.accepted,
+                apply_loc, accept_loc, k.min_apply_loc, k.accept_seq, max_fence or 0,
+                min_fence or 0, apply_id or 0, epoch or 0, digest,
+                *[x for _, seq, frm, to, fence, loc in chain
+                  for x in (seq, frm << 4 | to, _NO_FENCE if fence is None else fence, loc)])
+        except struct.error:
+            return
+        self.keys[name] = rec
         self.intents[digest] = k.name
 
     def unpack(self, name: str, rec: bytes) -> Key:
