@@ -154,7 +154,10 @@ class Shard:
                     for n, ev in zip(numbers, events):    # this runs once per line
                         t = ev.type
                         if t == "crash" or t == "restart":
-                            mine = lead
+                            if not lead:
+                                skip(ev, fi, n)
+                                continue
+                            mine = True
                         else:         # whose key is it?
                             name = ev.key
                             if name is None:
@@ -166,10 +169,10 @@ class Shard:
                             else:
                                 mine = crc(name.encode("utf-8", "surrogatepass")) % shards == me
                         if not mine:
-                            # `Conformance.skip` inlined for its common case: the next seq
-                            # of a known writer, not a crash
+                            # `Conformance.skip` inlined for its common case (a keyed line):
+                            # the next seq of a known writer
                             w = writers.get(ev.writer)
-                            if w is not None and ev.seq == w.nxt and t != "crash":
+                            if w is not None and ev.seq == w.nxt:
                                 w.nxt += 1
                                 w.hi_loc = w.base | at | n
                             else:
