@@ -20,7 +20,7 @@ from typing import Mapping
 from toolcommit.spec import instances, protocol
 
 from .errors import UsageError
-from .values import ENV_FAULTS
+from .values import LISTED_WHEN_SET
 
 
 # The largest bounds any command accepts, checked before any work: the state space grows
@@ -63,15 +63,21 @@ def check_bound(name: str, value) -> None:
                          f"(allowed: {allowed_bounds()})")
 
 
+FIRST_INTENT = "i1"
+
+
 @dataclass(frozen=True)
 class Proposal:
-    """One tool call the model may emit: its call id, argument form, epoch and trigger."""
+    """One tool call the model may emit: its call id, argument form, epoch, trigger, and
+    the user intent (request) it serves: `i1`, the user's first request, unless the
+    instance has the user ask again (`new_intent`)."""
 
     name: str
     call_id: str
     form: str
     epoch: int
     trigger: str
+    intent: str = FIRST_INTENT
 
     @property
     def version(self) -> int:
@@ -90,6 +96,10 @@ class Instance:
     assumptions: Mapping[str, str]
     failure_class: str = ""
 
+    def intents(self) -> tuple[str, ...]:
+        """The user intents the proposals serve, the first request's first."""
+        return tuple(dict.fromkeys([FIRST_INTENT] + [p.intent for p in self.proposals]))
+
     def with_bounds(self, bounds: Mapping[str, int]) -> "Instance":
         """A copy with `workers`, `max_fence` or fault budgets overridden (see `check_bound`)."""
         faults = dict(self.faults)
@@ -103,9 +113,10 @@ class Instance:
         return replace(inst, faults=faults)
 
     def bounds(self) -> dict[str, int]:
-        """Workers, fence bound and fault budgets (a real system's fault only when set)."""
+        """Workers, fence bound and fault budgets (a real system's fault and the user's
+        second request only when set)."""
         return {"workers": self.workers, "max_fence": self.max_fence,
-                **{f: n for f, n in self.faults.items() if n or f not in ENV_FAULTS}}
+                **{f: n for f, n in self.faults.items() if n or f not in LISTED_WHEN_SET}}
 
 
 def instance_names() -> list[str]:
@@ -122,7 +133,8 @@ def proposal(name: str) -> Proposal:
     if name not in raw:
         raise UsageError(f"unknown proposal {name!r}; valid proposals: {', '.join(raw)}")
     p = raw[name]
-    return Proposal(name, p["call_id"], p["form"], p["epoch"], p["trigger"])
+    return Proposal(name, p["call_id"], p["form"], p["epoch"], p["trigger"],
+                    p.get("intent", FIRST_INTENT))
 
 
 def instance(name: str) -> Instance:

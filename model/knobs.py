@@ -64,6 +64,24 @@ class Config:
         return dict(self.assumptions)
 
 
+# Knobs that bear only on instances with more than one user intent: an instance with one
+# intent builds the same System under each of their options, so its records leave them out.
+SEVERAL_INTENTS_ONLY = ("intent_id",)
+
+
+def bearing(knobs: Mapping[str, str], instances) -> dict[str, str]:
+    """`knobs` without those that bear on none of `instances` (see SEVERAL_INTENTS_ONLY).
+
+    >>> from toolcommit.model.instance import instance
+    >>> "intent_id" in bearing(preset("recommended").knobs, [instance("ack_loss")])
+    False
+    >>> bearing(preset("recommended").knobs, [instance("two_intents")])["intent_id"]
+    'minted'
+    """
+    several = any(len(i.intents()) > 1 for i in instances)
+    return {k: v for k, v in knobs.items() if several or k not in SEVERAL_INTENTS_ONLY}
+
+
 def _check_option(name: str, value: str, options) -> None:
     if value not in options:
         raise UsageError(f"knob {name!r} has no option {value!r}; valid options: {', '.join(options)}")

@@ -99,13 +99,19 @@ def candidates(system: System) -> dict[str, Expr]:
         out[f"values_written[{name}]"] = in_(Var(name), sorted(vals))
     inst = system.meta.get("instance")
     key_of = system.meta.get("key_of", {})
-    give_up_keys = set()
+    give_up_keys, later_keys = set(), {}
     if inst is not None:
         by_key: dict[str, set[str]] = {}
         for p in inst.proposals:
             if p.name in key_of:
                 by_key.setdefault(f"k{key_of[p.name]}", set()).add(p.trigger)
         give_up_keys = {k for k, t in by_key.items() if t == {"after_give_up"}}
+        intents_of: dict[str, set[str]] = {}
+        for p in inst.proposals:
+            if p.name in key_of:
+                intents_of.setdefault(f"k{key_of[p.name]}", set()).add(p.intent)
+        later_keys = {k: next(iter(i)) for k, i in intents_of.items()
+                      if len(i) == 1 and V.get("asked", next(iter(i))) is not None}
     for k in V.keys:
         rec, fence, applied = V.get("rec", k), V.get("fence", k), V.get("applied", k)
         pfence = V.get("pfence", k)
@@ -146,6 +152,9 @@ def candidates(system: System) -> dict[str, Expr]:
             out[f"next_epoch_after_give_up[{k}]"] = implies(
                 rec != RV["PROPOSED"],
                 any_of(*[in_(r, (RV["COMPENSATED"], RV["DEAD_LETTER"])) for r in earlier]))
+        if k in later_keys:
+            out[f"asked_before_record[{k}]"] = implies(
+                rec != RV["PROPOSED"], V.get("asked", later_keys[k]) == 1)
         out[f"conflict_without_effect[{k}]"] = implies(rec == RV["REJECTED_CONFLICT"],
                                                        applied == 0)
         for j in V.keys:

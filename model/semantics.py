@@ -6,8 +6,10 @@ resulting `System` is a plain guarded-command program that the explicit engine c
 Python and the SMT engine to z3.
 
 Abstractions (see spec/PROTOCOL.md, "Choices"):
-- one user intent (scope, tool); its calls differ in call id, argument form, canonicalizer
-  version and epoch; semantic keys are derived statically from the knobs;
+- one user intent (scope, tool, arguments), or two where the instance lets the user ask for
+  the same thing again (`model/intents.py`); calls differ in call id, argument form,
+  canonicalizer version, epoch and intent; semantic keys are derived statically from the
+  knobs;
 - per-key counters saturate at 2 (two effects already break I1);
 - a zombie's further log writes are not modelled: its harm is its requests still in flight.
 """
@@ -20,6 +22,7 @@ from toolcommit.spec import protocol
 from .expr import FALSE, TRUE, Expr, lift, Var, all_of, any_of, in_, ite, min_, not_, sum_
 from .faults import LogFaults
 from .instance import Instance, Proposal
+from .intents import Intents
 from .knobs import Config
 from .planner import Planner
 from .properties import monitors, table
@@ -43,7 +46,7 @@ class Key:
         return "/".join(str(p) for p in self.ident)
 
 
-class _Builder(Planner, Provider, LogFaults):
+class _Builder(Planner, Provider, LogFaults, Intents):
     """Collects variables and actions; one method per actor."""
 
     def __init__(self, config: Config, inst: Instance):
@@ -68,7 +71,9 @@ class _Builder(Planner, Provider, LogFaults):
         if self.k["epoch"] == "per_retry" and p.trigger == "after_failure":
             epoch = (epoch, p.call_id)
         ident = ("refund", form, "e%s" % (epoch if isinstance(epoch, int) else "%d+%s" % epoch))
-        return ident + (("v%d" % p.version,) if self.k["revision"] == "conflict" else ())
+        ident += ("v%d" % p.version,) if self.k["revision"] == "conflict" else ()
+        minted = self.k["intent_id"] == "minted" and self.several_intents()
+        return ident + ((p.intent,) if minted else ())
 
     def _derive_keys(self) -> None:
         self.keys: list[Key] = []
@@ -112,6 +117,7 @@ class _Builder(Planner, Provider, LogFaults):
         self.budget = {f: self.var(f"budget.{f}", n + 1, n, family="budget", index=(f,))
                        for f, n in self.inst.faults.items() if n > 0}
         self.revised = self.var("revised", 2) if "revisions" in self.budget else None
+        self.declare_intents()
         self.alive = [self.var(f"alive.w{w}", 2, 1, ("DOWN", "UP"), "alive", (f"w{w}",))
                       for w in range(W)]
         self.prop = {p.name: self.var(f"prop.{p.name}", len(PROP_VALUES), 0, PROP_VALUES,
@@ -217,6 +223,8 @@ class _Builder(Planner, Provider, LogFaults):
             return self.revised == 1 if self.revised is not None else FALSE
         if t == "after_give_up":
             return any_of(*[in_(rec, r(*GAVE_UP[:2])) for rec in self.rec])
+        if t == "after_new_intent":
+            return self.intent_trigger(p)
         raise ValueError(t)
 
     # ----- workers: dispatch, acks, timeouts, recovery ----------------------------
@@ -384,6 +392,7 @@ class _Builder(Planner, Provider, LogFaults):
         if self.has("revisions"):
             self.act("revise_prompt", {}, all_of(self.revised == 0, self.budget["revisions"] > 0),
                      {self.revised.name: 1, **self.spend("revisions")}, fault=True)
+        self.new_intent()
 
     def expire(self) -> None:
         if not self.has("lease_expiries"):
@@ -397,26 +406,11 @@ class _Builder(Planner, Provider, LogFaults):
                           **self.spend("lease_expiries")}, fault=True)
 
     # ----- properties --------------------------------------------------------------------
-    def fulfilled(self) -> Expr:
-        """FULFIL's end-state predicate: the intent's effect is present exactly once (net),
-        or it was given up visibly (a record parked DEAD_LETTER, COMPENSATED or cancelled,
-        none left unsettled) and no re-ask of the user after a give-up was refused as a
-        duplicate of the parked record."""
-        total = sum_(self.applied)
-        comp = sum_([c for c in self.comp if c is not None])
-        visible = any_of(*[in_(rec, r(*GAVE_UP)) for rec in self.rec])
-        stuck = any_of(*[in_(rec, r(*UNSETTLED)) for rec in self.rec])
-        refused = any_of(*[self.prop[p.name] == P_DUP for p in self.props
-                           if p.trigger == "after_give_up"])
-        return any_of(total == comp + 1,
-                      all_of(total == comp, visible, not_(stuck), not_(refused)))
-
     def properties(self) -> tuple[dict, dict, Expr]:
         total = sum_(self.applied)
-        comp = sum_([c for c in self.comp if c is not None])
         state_inv = {
-            "I1": total <= 1,
-            "I1net": total <= comp + 1,
+            "I1": self.effects_bounded(net=False),
+            "I1net": self.effects_bounded(net=True),
             "P1": all_of(*[a <= 1 for a in self.applied]),
         }
         inv = {p.name: (state_inv[p.name] if p.kind == "invariant" else self.bad[p.name] == 0)
@@ -432,13 +426,14 @@ class _Builder(Planner, Provider, LogFaults):
             "FENCE": any_of(*[all_of(in_(m, (M_INFLIGHT, M_DELAYED)), self.fence[k] > f + 1)
                               for k, ms in enumerate(self.msg) for f, m in enumerate(ms)]),
             "LEGAL": any_of(*[rec != 0 for rec in self.rec]),
-            "happy": all_of(settled, total == 1,
+            "happy": all_of(settled, self.each_applied_once(),
                             any_of(*[rec == RV["ACKED"] for rec in self.rec])),
         }
         return inv, wit, settled
 
     def symmetries(self) -> tuple[Symmetry, ...]:
-        """Interchangeable workers, and interchangeable calls (same form, epoch, trigger)."""
+        """Interchangeable workers, and interchangeable calls (same intent, form, epoch,
+        trigger)."""
         out = list(self._call_symmetries())
         if self.W >= 2:
             slots = tuple((f"alive.w{w}",) for w in range(self.W))
@@ -453,7 +448,7 @@ class _Builder(Planner, Provider, LogFaults):
             return
         groups: dict[tuple, list] = {}
         for p in self.props:
-            groups.setdefault((p.form, p.epoch, p.trigger, p.version), []).append(p)
+            groups.setdefault((p.intent, p.form, p.epoch, p.trigger, p.version), []).append(p)
         users = {}
         for p in self.props:
             users[self.key_of[p.name]] = users.get(self.key_of[p.name], 0) + 1
@@ -508,6 +503,10 @@ def build(config: Config, inst: Instance, wipe: bool = False) -> System:
         "keys": [{"name": k.name, "ident": k.label(), "callers": sorted(b.callers.get(i, ()))}
                  for i, k in enumerate(b.keys)],
         "key_of": dict(b.key_of),
+        # the intent id the runtime mints into a call's scope (intent_id=minted, several
+        # intents): the log writer puts it in the scope it writes
+        "scope_tag": ({p.name: p.intent for p in b.props}
+                      if b.k["intent_id"] == "minted" and b.several_intents() else {}),
         "workers": [f"w{w}" for w in range(b.W)],
         "wipe": wipe,
     }

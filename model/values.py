@@ -37,6 +37,11 @@ SEAL_NONE, SEAL_SENT, SEAL_ACK, SEAL_LOST = range(4)
 ENV_FAULTS = ("errors_before", "errors_after", "key_expiries", "stale_reads", "seal_losses",
               "deadlines", "failovers")
 
+# Budgets an instance's bounds list only when set: the real systems' faults, and the user's
+# second request (`new_intents`, set only by the instance that has a second intent), so the
+# records of every instance without one do not change.
+LISTED_WHEN_SET = ENV_FAULTS + ("new_intents",)
+
 CAP = 2  # effect counters saturate here: two effects already break I1
 MONITOR_ORDER = ("LEGAL", "P2", "FENCE", "P3")  # the flags' order in the packed state
 

@@ -17,6 +17,7 @@ from typing import Mapping, Optional
 
 from toolcommit.model.errors import InternalError
 from toolcommit.model.expr import evaluate
+from toolcommit.model.knobs import bearing
 from toolcommit.model.system import Action, System, VarDecl
 
 
@@ -109,7 +110,7 @@ def from_actions(system: System, actions: list[Action], prop: str, engine: str,
         state = system.step(a, state)
         steps.append(Step(a.name, dict(a.params), dict(state), a.fault))
     cfg, inst = system.meta["config"], system.meta["instance"]
-    return Counterexample(prop, cfg.label(), inst.name, inst.bounds(), dict(cfg.knobs),
+    return Counterexample(prop, cfg.label(), inst.name, inst.bounds(), bearing(cfg.knobs, [inst]),
                           dict(cfg.assumptions), tuple(steps), engine=engine, note=note,
                           **context(system))
 

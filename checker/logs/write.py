@@ -8,7 +8,9 @@ with `events_to_jsonl`).
 What each model step writes, in the public log format (`spec/log.schema.json`)
 -----------------------------------------------------------------------------------------
 - ``propose`` / ``insert``: a ``proposal`` line by the worker (``writer`` = the worker's
-  name), with the call's ``call_id`` and epoch, ``tool``/``scope`` from the intent and
+  name), with the call's ``call_id`` and epoch, ``tool``/``scope`` from the intent (the scope
+  ends in ``#<intent>`` where the runtime mints an intent id per user request: the
+  system's ``scope_tag``) and
   ``args`` from the call's *form* in `spec/instances.json` (so a paraphrase is written with
   its own literal arguments and the checker's canonicalizer, not the model's key, decides
   that it is one intent). ``decision`` is ``accepted`` for every model decision that writes a
@@ -130,7 +132,9 @@ def counterexample_to_events(cx: Counterexample, system: System,
 
     def call(p_name: str) -> dict:
         p = props[p_name]
-        return {"tool": intent["tool"], "args": args_of[p.form], "scope": intent["scope"]}
+        tag = system.meta.get("scope_tag", {}).get(p_name)
+        return {"tool": intent["tool"], "args": args_of[p.form],
+                "scope": intent["scope"] + (f"#{tag}" if tag else "")}
 
     for i, step in enumerate(cx.steps[1:], start=1):
         before, after = cx.steps[i - 1].state, step.state

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from toolcommit.model.errors import OutputError
 from toolcommit.model.instance import instance
+from toolcommit.model.knobs import bearing
 from toolcommit.model.properties import all_names
 
 from toolcommit.checker.output import write_tree
@@ -26,7 +27,8 @@ from toolcommit.checker.engines.verdict import Status
 def files_for(suite: SuiteResult) -> dict[str, str]:
     """Relative path -> content for every counterexample in `suite`, plus an index."""
     files: dict[str, str] = {}
-    index = {"config": suite.config.label(), "knobs": dict(suite.config.knobs),
+    index = {"config": suite.config.label(),
+             "knobs": bearing(suite.config.knobs, [r.instance for r in suite.results]),
              "assumptions": dict(suite.config.assumptions), "instances": {}}
     bounds = changed_bounds(suite)
     if bounds:
@@ -104,7 +106,8 @@ def merge(old: dict | None, new: dict, props) -> dict:
     """The index after writing a run with index `new` (over properties `props`) into a
     catalogue with index `old`: the run's instances replace theirs (only the verdicts of
     `props`, when the run checked a subset); other instances, and P5 when the run did not
-    check it, stay as they were."""
+    check it, stay as they were. Its knobs are those that bear on any instance it records
+    (the union of both: one config, so they agree)."""
     if old is None:
         return new
     instances = dict(old.get("instances", {}))
@@ -115,7 +118,8 @@ def merge(old: dict | None, new: dict, props) -> dict:
         else:
             instances[name] = {**entry, "verdicts": {**instances[name].get("verdicts", {}),
                                                      **entry["verdicts"]}}
-    index = {**new, "instances": instances}
+    index = {**new, "knobs": {**old.get("knobs", {}), **new.get("knobs", {})},
+             "instances": instances}
     if "P5" not in new and "P5" in old:
         index["P5"] = old["P5"]
     return index

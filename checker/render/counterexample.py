@@ -224,6 +224,7 @@ def _arrows(cx: Counterexample, step: Step) -> list[str]:
         "takeover": [f"{x}->>L: take over {k} -> {_rec(cx, step, k)}"],
         "cancel": [f"U->>L: cancel {k}"],
         "revise_prompt": ["U->>M: revise prompt (canonicalizer v2)"],
+        "new_intent": [f"U->>M: the same request again (new intent {p.get('intent')})"],
         "lose_ack": [f"Note over E,{x}: ack {k} fence={f} lost"],
         "delay": [f"Note over {x},E: request {k} fence={f} delayed"],
         "redeliver": [f"{x}->>E: same request {k} fence={f} again (transport retry)"],

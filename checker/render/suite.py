@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from toolcommit.model.knobs import bearing
 from toolcommit.model.properties import all_names, of_kind
 
 from toolcommit.checker.engines.verdict import Status
@@ -25,13 +26,18 @@ def _cell(v) -> str:
     return "?"
 
 
+def _knobs(suite: SuiteResult) -> dict:
+    """The config's knobs that bear on the instances checked."""
+    return bearing(suite.config.knobs, [r.instance for r in suite.results])
+
+
 def render_suite_text(suite: SuiteResult, explain: str = "first") -> str:
     """The verdict table, coverage, unknowns, shortest counterexamples (explained per
     `explain`: "first", "all" or "none") and the summary line."""
     cfg = suite.config
     cols = [p for p in all_names() if p in suite.props and p not in of_kind("hyper")]  # hyper: apart
     lines = [f"toolcommit check: {cfg.label()}",
-             "knobs: " + ", ".join(f"{k}={v}" for k, v in cfg.knobs.items()),
+             "knobs: " + ", ".join(f"{k}={v}" for k, v in _knobs(suite).items()),
              "assumptions: " + ", ".join(f"{k}={v}" for k, v in cfg.assumptions.items()),
              "", _legend(suite), ""]
     width = {c: max(len(c), 3) for c in cols}
@@ -175,7 +181,7 @@ def render_programs(suite: SuiteResult) -> str:
 def render_json(suite: SuiteResult) -> str:
     """The suite as JSON: config, status, reliance, and per instance its statistics,
     coverage and verdicts (counterexamples as ITF traces)."""
-    doc = {"config": suite.config.label(), "engine": suite.engine, "knobs": dict(suite.config.knobs),
+    doc = {"config": suite.config.label(), "engine": suite.engine, "knobs": _knobs(suite),
            "assumptions": dict(suite.config.assumptions), "status": suite.status.value,
            "instances": []}
     if suite.reliance:

@@ -109,4 +109,4 @@ def test_design_cli_rejects_an_unknown_environment(capsys):
 
 def test_departures_count_the_knobs_that_differ_from_naive():
     assert departures(preset_design("naive")) == []
-    assert len(departures(preset_design("recommended"))) == 13
+    assert len(departures(preset_design("recommended"))) == 14      # every knob, intent_id included

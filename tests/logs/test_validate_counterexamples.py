@@ -87,21 +87,28 @@ def cx_events(preset: str, inst: str, prop: str) -> list[dict]:
 
 def happy_walk(inst: str, seed: int, max_steps: int = 60):
     """A seeded random walk of the recommended model that stops at the first settled state
-    with an applied effect; the actions if it ends settled with exactly one, else None."""
+    with an applied effect; the actions if it ends settled with exactly one effect per user
+    intent asked (one, or two where the user asked again), else None."""
     system = system_of("recommended", inst)
     c = compiled_of(inst)
     applied = [v.name for v in system.variables if v.name.startswith("applied.")]
+    asked = [v.name for v in system.variables if v.family == "asked"]
+
+    def effects_and_intents(s):
+        values = c.unpack(s)
+        return sum(values[n] for n in applied), 1 + sum(values[n] for n in asked)
     rng = random.Random(seed)
     s, actions = c.init, []
     for _ in range(max_steps):
-        if c.settled(s) and sum(c.unpack(s)[n] for n in applied) >= 1:
+        if c.settled(s) and effects_and_intents(s)[0] >= 1:
             break
         succ, _ = c.successors(s)
         if not succ:
             return None
         i, s = rng.choice(succ)
         actions.append(system.actions[i])
-    if not (c.settled(s) and sum(c.unpack(s)[n] for n in applied) == 1):
+    effects, intents = effects_and_intents(s)
+    if not (c.settled(s) and effects == intents):
         return None
     return actions
 
@@ -163,7 +170,8 @@ def test_a_rejected_counterexample_stays_rejected_when_writersinterleave(preset,
 @pytest.mark.parametrize("inst", FAILURE_CLASSES)
 def test_a_recommended_happy_path_of_every_failure_class_conforms(inst):
     evs = happy_events(inst)
-    assert sum(e["type"] == "effect" and e["kind"] == "apply" for e in evs) == 1
+    scopes = [e["scope"] for e in evs if e["type"] == "effect" and e["kind"] == "apply"]
+    assert scopes and len(scopes) == len(set(scopes))      # one effect per intent asked
     report = check(evs)
     assert report.verdict.value == "CONFORMS", [(f.property, f.explanation)
                                                 for f in report.findings]

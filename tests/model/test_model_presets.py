@@ -13,7 +13,7 @@ CLASS_BREAKS = {  # failure class -> the property the naive preset breaks first
     "ack_loss": "I1", "crash_before_dispatch": "PROGRESS", "reorder": "I1",
     "provider_non_idempotent": "I1", "transport_retry": "I1", "prompt_revision": "I1",
     "duplicate_call_id": "I1", "zombie": "I1", "cancel": "P3", "paraphrase": "I1",
-    "give_up_retry": "I1",
+    "give_up_retry": "I1", "two_intents": "I1",
 }
 
 
@@ -61,6 +61,7 @@ SEED_FLAWS = [  # (instance, property): how the article's fixture falls short of
     ("cancel", "P3"),                # dispatch never looks at the log: a cancel is ignored
     ("paraphrase", "I1"),            # literal json.dumps: 20 and 20.0 are two intents
     ("prompt_revision", "I1"),       # no canonicalizer version, no conflict detection
+    ("two_intents", "FULFIL"),       # scope "user:42:checkout:7": a second refund is a duplicate
 ]
 
 

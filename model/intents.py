@@ -1,0 +1,162 @@
+"""User intents: which proposals serve which user request, which keys the implementation
+lets them share, and the effect counts I1, I1net and FULFIL read (a mixin of the semantics
+builder).
+
+An instance has one user intent, `i1`, unless it gives the user a second request
+(`new_intents` budget): then the fault `new_intent` may fire (the user asks for the same
+tool, arguments and scope again: two refunds of 20 on one checkout, for two items) and the
+proposals of intent `i2` may be emitted. The log and the provider see keys, not intents:
+with `intent_id=conversation` the second request derives the first one's key (the log
+refuses it as a duplicate, the provider answers it from the first request's saved
+response); with `intent_id=minted` the runtime's per-request id is in the scope, so the
+second request gets its own key while the model's retries (same intent) still share one.
+
+Groups. Intents whose proposals share a key form a group (found statically from the derived
+keys); an effect on a shared key belongs to no single one of them, so the properties count
+per group: the effects on the group's keys against the number of its intents the user has
+asked so far (the first request from the start, another once `new_intent` fired). With one
+intent there is one group holding every key, asked once, and every expression is exactly the
+one-intent one (same System, same state counts).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .expr import FALSE, Expr, all_of, any_of, in_, not_, sum_
+from .instance import FIRST_INTENT
+from .values import GAVE_UP, P_DUP, P_RECORDED, UNSETTLED, r
+
+
+@dataclass(frozen=True)
+class Group:
+    """Intents that share keys, their keys (key indices, in key order) and proposals."""
+
+    intents: tuple[str, ...]
+    keys: tuple[int, ...]
+    proposals: tuple[str, ...]
+
+
+class Intents:
+    """Intent flags, the `new_intent` action and the per-group effect counts; mixed into the
+    builder (uses its variables)."""
+
+    def declare_intents(self) -> None:
+        """One flag per later intent (the user has asked it), where the instance has both a
+        later intent and a `new_intents` budget."""
+        later = self.inst.intents()[1:]
+        self.asked = {i: self.var(f"asked.{i}", 2, family="asked", index=(i,))
+                      for i in later} if self.has("new_intents") else {}
+
+    def several_intents(self) -> bool:
+        return len(self.inst.intents()) > 1
+
+    def intent_trigger(self, p) -> Expr:
+        """`after_new_intent`: the user asked the proposal's intent (never for the first)."""
+        if p.intent == FIRST_INTENT:
+            raise ValueError(f"proposal {p.name}: the first intent is asked from the start; "
+                             "after_new_intent needs another intent")
+        flag = self.asked.get(p.intent)
+        return flag == 1 if flag is not None else FALSE
+
+    def new_intent(self) -> None:
+        for i, flag in self.asked.items():
+            self.act("new_intent", {"intent": i},
+                     all_of(flag == 0, self.budget["new_intents"] > 0),
+                     {flag.name: 1, **self.spend("new_intents")}, fault=True)
+
+    # ----- groups -------------------------------------------------------------------
+    def groups(self) -> tuple[Group, ...]:
+        """Intents joined when a key serves proposals of both (union-find over keys)."""
+        root = {i: i for i in self.inst.intents()}
+
+        def find(i):
+            while root[i] != i:
+                i = root[i]
+            return i
+        owner: dict[int, str] = {}
+        for p in self.props:
+            for k in self._keys_of(p):
+                if k in owner:
+                    a, b = find(owner[k]), find(p.intent)
+                    if a != b:
+                        root[b] = a
+                else:
+                    owner[k] = p.intent
+        out = []
+        for head in dict.fromkeys(find(i) for i in self.inst.intents()):
+            ints = tuple(i for i in self.inst.intents() if find(i) == head)
+            keys = tuple(k for k in range(len(self.keys)) if find(owner.get(k, FIRST_INTENT)) == head)
+            props = tuple(p.name for p in self.props if p.intent in ints)
+            out.append(Group(ints, keys, props))
+        return tuple(out)
+
+    def _keys_of(self, p) -> list[int]:
+        return [self.key_of[p.name]] + ([self.next_key[p.name]] if p.name in self.next_key else [])
+
+    def asked_count(self, g: Group):
+        """How many of the group's intents the user has asked so far: the int 1 for the
+        first intent alone, else an expression over the flags."""
+        if g.intents == (FIRST_INTENT,):
+            return 1
+        flags = [self.asked[i] for i in g.intents if i in self.asked]
+        first = 1 if FIRST_INTENT in g.intents else 0
+        if not flags:
+            return first
+        return sum_(flags) + first if first else sum_(flags)
+
+    def _sums(self, g: Group) -> tuple[Expr, Expr]:
+        total = sum_([self.applied[k] for k in g.keys])
+        comp = sum_([self.comp[k] for k in g.keys if self.comp[k] is not None])
+        return total, comp
+
+    # ----- what the properties read -------------------------------------------------
+    def effects_bounded(self, net: bool) -> Expr:
+        """I1 (gross) or I1net: per group, effects (net of compensation) at most the number
+        of its intents asked so far."""
+        out = []
+        for g in self.groups():
+            total, comp = self._sums(g)
+            n = self.asked_count(g)
+            out.append(total <= comp + n if net else total <= n)
+        return all_of(*out)
+
+    def each_applied_once(self) -> Expr:
+        """Per group, exactly one effect per intent asked so far (the happy outcome)."""
+        out = []
+        for g in self.groups():
+            total, _ = self._sums(g)
+            out.append(total == self.asked_count(g))
+        return all_of(*out)
+
+    def fulfilled(self) -> Expr:
+        """FULFIL's end-state predicate, per group: each intent asked is applied exactly
+        once (net), or given up visibly: a record of the group parked DEAD_LETTER,
+        COMPENSATED or cancelled, none left unsettled, no re-ask of the user after a give-up
+        refused as a duplicate of the parked record, and (with several intents in the group)
+        no intent swallowed: refused as a duplicate with none of its proposals recorded."""
+        return all_of(*[self._group_fulfilled(g) for g in self.groups()])
+
+    def _group_fulfilled(self, g: Group) -> Expr:
+        total, comp = self._sums(g)
+        n = self.asked_count(g)
+        recs = [self.rec[k] for k in g.keys]
+        props = [p for p in self.props if p.name in g.proposals]
+        visible = any_of(*[in_(rec, r(*GAVE_UP)) for rec in recs])
+        stuck = any_of(*[in_(rec, r(*UNSETTLED)) for rec in recs])
+        refused = any_of(*[self.prop[p.name] == P_DUP for p in props
+                           if p.trigger == "after_give_up"])
+        if isinstance(n, int) and n == 1:     # the first intent alone: as with one intent
+            short, swallowed = total == comp, FALSE
+        else:
+            short, swallowed = total < comp + n, self._swallowed(g)
+        return any_of(total == comp + n,
+                      all_of(short, visible, not_(stuck), not_(refused), not_(swallowed)))
+
+    def _swallowed(self, g: Group) -> Expr:
+        """Some intent of the group refused as a duplicate with none of its calls recorded."""
+        out = []
+        for i in g.intents:
+            mine = [self.prop[p.name] for p in self.props if p.intent == i]
+            out.append(all_of(any_of(*[v == P_DUP for v in mine]),
+                              *[v != P_RECORDED for v in mine]))
+        return any_of(*out)
