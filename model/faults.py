@@ -1,5 +1,6 @@
-"""Faults of the log's side of real systems (a mixin of the semantics builder): stale status
-reads and intent-log failover.
+"""Faults outside the workers' and the provider's steps (a mixin of the semantics builder):
+the user's cancel and prompt revision, lease expiry (clock skew), and the log's side of real
+systems: stale status reads and intent-log failover.
 
 Each exists only where an instance gives it a budget (an environment profile does); with no
 budget nothing here adds a variable or an action.
@@ -17,19 +18,48 @@ budget nothing here adds a variable or an action.
 """
 from __future__ import annotations
 
-from .expr import Expr, all_of
-from .values import RV
+from typing import Optional
+
+from .expr import Expr, all_of, in_, not_
+from .values import RV, SETTLED, r
 
 
 class LogFaults:
-    """Stale reads and failover; mixed into the builder (uses its variables)."""
+    """User, lease, stale-read and failover faults; mixed into the builder (uses its variables)."""
 
-    def stale_read(self, k: int, w: int, guard: Expr, params: dict, extra: dict) -> None:
+    # ----- the user --------------------------------------------------------------------
+    def user(self) -> None:
+        if self.has("cancels"):
+            for k in range(len(self.keys)):
+                self.act("cancel", {"key": self.keys[k].name},
+                         all_of(self.rec[k] == RV["RECORDED"], self.budget["cancels"] > 0),
+                         {self.rec[k].name: RV["REJECTED_CONFLICT"], self.cancelled[k].name: 1,
+                          **self.spend("cancels")}, fault=True)
+        if self.has("revisions"):
+            self.act("revise_prompt", {}, all_of(self.revised == 0, self.budget["revisions"] > 0),
+                     {self.revised.name: 1, **self.spend("revisions")}, fault=True)
+        self.new_intent()
+
+    def expire(self) -> None:
+        if not self.has("lease_expiries"):
+            return
+        for k in range(len(self.keys)):
+            for w in range(self.W):
+                self.act("expire_lease", {"key": self.keys[k].name, "worker": f"w{w}"},
+                         all_of(self._owned(k, w), self.budget["lease_expiries"] > 0,
+                                not_(in_(self.rec[k], r(*SETTLED)))),
+                         {self.owner[k].name: self.W, self.retry_ok.name: 1,
+                          **self.spend("lease_expiries")}, fault=True)
+
+    def stale_read(self, k: int, w: int, guard: Expr, params: dict, extra: dict,
+                   absent: Optional[int] = None) -> None:
         """A status read (enabled by `guard`) that answers "absent" although key k's effect
-        was applied; `extra` are the read's other updates."""
+        was applied; `extra` are the read's other updates; `absent` the record state the
+        absent answer leads to (default: per `on_absent`)."""
         if not self.has("stale_reads") or self.a["status_read"] == "no":
             return
-        absent = RV["RECORDED"] if self.k["on_absent"] == "rerecord" else RV["DEAD_LETTER"]
+        if absent is None:
+            absent = RV["RECORDED"] if self.k["on_absent"] == "rerecord" else RV["DEAD_LETTER"]
         self.act("stale_read", params,
                  all_of(guard, self.applied[k] > 0, self.budget["stale_reads"] > 0),
                  {self.rec[k].name: absent, **extra, **self.spend("stale_reads")}, fault=True)

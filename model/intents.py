@@ -91,7 +91,11 @@ class Intents:
         return tuple(out)
 
     def _keys_of(self, p) -> list[int]:
-        return [self.key_of[p.name]] + ([self.next_key[p.name]] if p.name in self.next_key else [])
+        """p's key, and the next-epoch keys a late replay (`next_key`) or the human gate's
+        new attempt (`next_of`) derives from it: they serve p's intent too."""
+        k = self.key_of[p.name]
+        return ([k] + ([self.next_key[p.name]] if p.name in self.next_key else [])
+                + ([self.next_of[k]] if k in self.next_of else []))
 
     def asked_count(self, g: Group):
         """How many of the group's intents the user has asked so far: the int 1 for the
@@ -133,7 +137,10 @@ class Intents:
         once (net), or given up visibly: a record of the group parked DEAD_LETTER,
         COMPENSATED or cancelled, none left unsettled, no re-ask of the user after a give-up
         refused as a duplicate of the parked record, and (with several intents in the group)
-        no intent swallowed: refused as a duplicate with none of its proposals recorded."""
+        no intent swallowed: refused as a duplicate with none of its proposals recorded.
+        A re-ask whose key is a new attempt the human gate may approve is not refused: it is
+        folded into that attempt, and once that attempt is parked the log would give the
+        re-ask the epoch after it, which the instance's fixed epochs cannot show."""
         return all_of(*[self._group_fulfilled(g) for g in self.groups()])
 
     def _group_fulfilled(self, g: Group) -> Expr:
@@ -143,8 +150,9 @@ class Intents:
         props = [p for p in self.props if p.name in g.proposals]
         visible = any_of(*[in_(rec, r(*GAVE_UP)) for rec in recs])
         stuck = any_of(*[in_(rec, r(*UNSETTLED)) for rec in recs])
+        approved = set(self.next_of.values())      # the human gate's new attempts
         refused = any_of(*[self.prop[p.name] == P_DUP for p in props
-                           if p.trigger == "after_give_up"])
+                           if p.trigger == "after_give_up" and self.key_of[p.name] not in approved])
         if isinstance(n, int) and n == 1:     # the first intent alone: as with one intent
             short, swallowed = total == comp, FALSE
         else:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from toolcommit.spec import protocol
 
-from .expr import FALSE, TRUE, Expr, lift, Var, all_of, any_of, in_, ite, min_, not_, sum_
+from .expr import FALSE, TRUE, Expr, lift, Var, all_of, any_of, in_, ite, not_, sum_
 from .faults import LogFaults
 from .instance import Instance, Proposal
 from .intents import Intents
@@ -27,6 +27,7 @@ from .knobs import Config
 from .planner import Planner
 from .properties import monitors, table
 from .provider import Provider
+from .resolution import Resolution
 from .system import Action, Symmetry, System, VarDecl
 from .values import (CAP, GAVE_UP, M_ACK, M_DELAYED, M_DONE, M_INFLIGHT, M_LOST, M_NONE,
                      MONITOR_ORDER, MSG_VALUES, P2_ALLOWED, P_ABSENT, P_DUP, P_PROPOSED,
@@ -46,7 +47,7 @@ class Key:
         return "/".join(str(p) for p in self.ident)
 
 
-class _Builder(Planner, Provider, LogFaults, Intents):
+class _Builder(Planner, Provider, LogFaults, Intents, Resolution):
     """Collects variables and actions; one method per actor."""
 
     def __init__(self, config: Config, inst: Instance):
@@ -91,11 +92,19 @@ class _Builder(Planner, Provider, LogFaults, Intents):
         if self.k["late_replay"] == "compensate":
             for p in self.props:
                 self.next_key[p.name] = key_for(p, p.epoch + 1)
+        self.next_of = {}     # key -> its next-epoch key, for the human gate's new attempt
+        if self.k["on_unknown"] == "human_approval":
+            for p in self.props:
+                nk = key_for(p, p.epoch + 1)
+                if nk != self.key_of[p.name]:
+                    self.next_of.setdefault(self.key_of[p.name], nk)
         callers: dict[int, set[str]] = {}
         for p in self.props:
             callers.setdefault(self.key_of[p.name], set()).add(p.call_id)
             if p.name in self.next_key:
                 callers.setdefault(self.next_key[p.name], set()).add(p.call_id)
+        for k, nk in self.next_of.items():
+            callers.setdefault(nk, set()).update(callers[k])
         self.callers = callers
         self.call_ids = sorted({p.call_id for p in self.props})
 
@@ -171,7 +180,8 @@ class _Builder(Planner, Provider, LogFaults, Intents):
         return self.k["fencing"] == "on" and self.a["provider_fences"] == "yes"
 
     def compensation_used(self) -> bool:
-        return self.k["on_unknown"] == "compensate" or self.k["late_replay"] == "compensate"
+        return (self.k["on_unknown"] in ("compensate", "sealed_compensate")
+                or self.k["late_replay"] == "compensate")
 
     def tokens(self) -> list[str]:
         kind = self.token_kind()
@@ -319,32 +329,12 @@ class _Builder(Planner, Provider, LogFaults, Intents):
         elif policy == "compensate":
             up = self._compensation(k)
             self.act("compensate", {"key": kn, "worker": wn}, unknown, up)
+        elif policy == "sealed_compensate":
+            self.sealed_saga(k, w, unknown)
+        # human_approval: the record waits in UNKNOWN for the human (`Resolution.human`)
 
     def _reconcile(self, k: int, w: int, unknown: Expr) -> None:
-        kn, wn, rec = self.keys[k].name, f"w{w}", self.rec[k]
-        if self.k["fencing"] == "off":
-            self.act("reconcile", {"key": kn, "worker": wn}, unknown,
-                     {rec.name: RV["RECONCILING"]})
-            return
-        for f in range(1, self.F + 1):
-            up = {rec.name: RV["RECONCILING"], self.fence[k].name: f, **self.seal_updates(k, f)}
-            self.act("reconcile", {"key": kn, "worker": wn, "fence": str(f)},
-                     all_of(unknown, self.fence[k] == f - 1), up)
-        self.act("reconcile", {"key": kn, "worker": wn, "fence": "beyond bound"},
-                 all_of(unknown, self.fence[k] == self.F), {}, cut=True)
-
-    def _read(self, k: int) -> Expr:
-        """Record state after a status read of key k."""
-        absent = RV["RECORDED"] if self.k["on_absent"] == "rerecord" else RV["DEAD_LETTER"]
-        if self.a["status_read"] == "no":
-            return _const(RV["DEAD_LETTER"])
-        return ite(self.applied[k] > 0, RV["ACKED"], absent)
-
-    def _compensation(self, k: int) -> dict:
-        up = {self.rec[k].name: RV["COMPENSATED"]}
-        if self.a["compensable"] == "yes":
-            up[self.comp[k].name] = min_(self.applied[k], self.comp[k] + 1)
-        return up
+        self.fence_and_seal(k, "reconcile", {"key": self.keys[k].name, "worker": f"w{w}"}, unknown)
 
     def _lifecycle(self, w: int) -> None:
         wn = f"w{w}"
@@ -380,30 +370,6 @@ class _Builder(Planner, Provider, LogFaults, Intents):
         holds = any_of(*[o != self.W for o in self.owner],
                        *[self.chk[p.name] != self.W for p in self.props if self.racy])
         self.act("wipe", {}, holds, up, fault=True)
-
-    # ----- the user --------------------------------------------------------------------
-    def user(self) -> None:
-        if self.has("cancels"):
-            for k in range(len(self.keys)):
-                self.act("cancel", {"key": self.keys[k].name},
-                         all_of(self.rec[k] == RV["RECORDED"], self.budget["cancels"] > 0),
-                         {self.rec[k].name: RV["REJECTED_CONFLICT"], self.cancelled[k].name: 1,
-                          **self.spend("cancels")}, fault=True)
-        if self.has("revisions"):
-            self.act("revise_prompt", {}, all_of(self.revised == 0, self.budget["revisions"] > 0),
-                     {self.revised.name: 1, **self.spend("revisions")}, fault=True)
-        self.new_intent()
-
-    def expire(self) -> None:
-        if not self.has("lease_expiries"):
-            return
-        for k in range(len(self.keys)):
-            for w in range(self.W):
-                self.act("expire_lease", {"key": self.keys[k].name, "worker": f"w{w}"},
-                         all_of(self._owned(k, w), self.budget["lease_expiries"] > 0,
-                                not_(in_(self.rec[k], r(*SETTLED)))),
-                         {self.owner[k].name: self.W, self.retry_ok.name: 1,
-                          **self.spend("lease_expiries")}, fault=True)
 
     # ----- properties --------------------------------------------------------------------
     def properties(self) -> tuple[dict, dict, Expr]:
@@ -444,7 +410,7 @@ class _Builder(Planner, Provider, LogFaults, Intents):
     def _call_symmetries(self):
         """Calls that differ only in their call id: permute their proposal variables and,
         when each has a key of its own, their keys' variables (and call-id tokens)."""
-        if self.k["late_replay"] == "compensate" or any(v is not None for v in self.via):
+        if self.next_key or self.next_of or any(v is not None for v in self.via):
             return
         groups: dict[tuple, list] = {}
         for p in self.props:
@@ -491,6 +457,7 @@ def build(config: Config, inst: Instance, wipe: bool = False) -> System:
     b.workers()
     b.network()
     b.user()
+    b.human()
     b.expire()
     b.call_token_expiry()
     b.failover()
