@@ -190,11 +190,15 @@ def parse_itf(doc: dict, system: System, path: str = "") -> Counterexample:
 
 
 # ----- Mermaid ------------------------------------------------------------------------------
+HUMAN = ("review", "approve")     # the approval gate's actions: a participant of their own
+
 def render_mermaid(cx: Counterexample) -> str:
     """A Mermaid sequence diagram with the article's participants."""
     lines = ["sequenceDiagram", "  participant U as UserIntentScope", "  participant M as Model/Planner",
              "  participant L as IntentLog"]
     lines += [f"  participant {w.upper()} as Executor {w}" for w in cx.workers]
+    if any(s.action in HUMAN for s in cx.steps):
+        lines += ["  participant H as HumanApprover"]
     lines += ["  participant E as ExternalAPI"]
     for step in cx.steps[1:]:
         lines += [f"  {line}" for line in _arrows(cx, step)]
@@ -220,6 +224,11 @@ def _arrows(cx: Counterexample, step: Step) -> list[str]:
         "reconcile": [f"{x}->>E: seal/status read {k} fence={f}" if f else f"{x}->>L: {k} RECONCILING"],
         "read_status": [f"E-->>{x}: status {k}", f"{x}->>L: {k} -> {_rec(cx, step, k)}"],
         "compensate": [f"{x}->>E: compensate {k}", f"{x}->>L: {k} COMPENSATED"],
+        "compensate_after_seal": [f"E-->>{x}: status {k}: {p.get('status')}",
+                                  f"{x}->>L: {k} -> {_rec(cx, step, k)} ({p.get('outcome')})"],
+        "review": [f"H->>L: take up {k}" + (f", seal fence={f}" if f else ""),
+                   *([f"L->>E: seal {k} fence={f}"] if f else [])],
+        "approve": [f"E-->>H: status {k}: {p.get('status')}", f"H->>L: {p.get('decision')}"],
         "dead_letter": [f"{x}->>L: {k} DEAD_LETTER"],
         "takeover": [f"{x}->>L: take over {k} -> {_rec(cx, step, k)}"],
         "cancel": [f"U->>L: cancel {k}"],

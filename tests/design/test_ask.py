@@ -144,13 +144,27 @@ def test_crash_before_dispatch_bug_strands_the_intent_rather_than_duplicating_it
     assert {v.property for v in c.violated} == {"DEADLOCK", "PROGRESS"}
 
 
-def test_tradeoffs_refute_saga_as_strong_when_the_first_request_is_in_flight(answers):
+def test_tradeoffs_confirm_the_sealed_saga_where_the_provider_can_reverse(answers):
     a = answers["tradeoffs"]
     strong = a.cell("Saga/compensation for UNKNOWN", "where it is strong")
-    assert strong.status is Status.VIOLATED and strong.agrees is False
-    assert "delay" in [s.action for s in strong.headline.counterexample.steps]
-    disagreements = [c for c in a.cells.values() if c.agrees is False]
-    assert disagreements == [strong]
+    assert strong.config.knobs["on_unknown"] == "sealed_compensate"
+    assert strong.status is Status.HOLDS and strong.agrees is True
+    assert [c for c in a.cells.values() if c.agrees is False] == []
+
+
+def test_tradeoffs_saga_hurts_because_a_refused_reversal_invites_a_second_effect(answers):
+    hurts = answers["tradeoffs"].cell("Saga/compensation for UNKNOWN", "when it hurts")
+    assert hurts.status is Status.VIOLATED and hurts.headline.property == "I1net"
+    steps = hurts.headline.counterexample.steps
+    refused = [s for s in steps if s.action == "compensate_after_seal"]
+    assert refused and "cannot reverse" in refused[0].params["outcome"]
+    assert [s.params.get("proposal") for s in steps if s.action == "propose"][-1] == "t5"
+
+
+def test_tradeoffs_human_gate_is_an_approval_that_keeps_fulfilment(answers):
+    c = answers["tradeoffs"].cell("Human approval gate", "where it is strong")
+    assert c.config.knobs["on_unknown"] == "human_approval"
+    assert c.status is Status.HOLDS and "FULFIL" in c.properties
 
 
 def test_tradeoffs_multi_writer_without_consensus_hurts(answers):
@@ -249,7 +263,9 @@ def test_ask_json_format_is_machine_readable(capsys):
     assert main(["ask", "tradeoffs", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["question"] == "tradeoffs" and doc["status"] == "HOLDS"
-    assert any(c.get("agrees") is False for c in doc["cells"])
+    agrees = {(c["row"], c["column"]): c["agrees"] for c in doc["cells"]}
+    assert agrees[("Saga/compensation for UNKNOWN", "where it is strong")] is True
+    assert agrees[("Human approval gate", "when it hurts")] is None      # not modelled
 
 
 def test_ask_write_stores_counterexamples_atomically(tmp_path, capsys):
