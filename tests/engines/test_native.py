@@ -77,6 +77,18 @@ def test_native_and_python_engines_agree_under_every_environment_profile(env, na
 
 
 @needs_cc
+@pytest.mark.parametrize("on_unknown", ["sealed_compensate", "human_approval"])
+@pytest.mark.parametrize("env,name", [("ideal", "zombie"), ("stripe", "give_up_retry"),
+                                      ("fenced-store", "give_up_retry")])
+def test_native_and_python_engines_agree_on_the_sealed_saga_and_the_human_gate(on_unknown, env, name):
+    from toolcommit.model.environment import configure, instance_in
+    config = configure(preset("recommended"), env).with_knobs({"on_unknown": on_unknown})
+    for wipe in (False, True):
+        c = compile_system(build(config, instance_in(instance(name), env), wipe=wipe))
+        assert_same_exploration(explore(c), explore_native(c))
+
+
+@needs_cc
 @pytest.mark.parametrize("p", PRESETS)
 def test_native_and_python_engines_explore_every_personality_identically(p):
     for name in personalities()[1]:

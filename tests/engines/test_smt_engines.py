@@ -69,6 +69,10 @@ def test_bmc_and_bfs_agree_on_verdicts_and_shortest_counterexample_length(preset
     {"on_unknown": "blind_retry"},
     {"idempotency_key": "call_id", "late_replay": "replay_same_key"},
     {"on_unknown": "compensate", "late_replay": "compensate"},
+    {"on_unknown": "sealed_compensate"},
+    {"on_unknown": "sealed_compensate", "compensable": "no", "provider_fences": "no"},
+    {"on_unknown": "human_approval"},
+    {"on_unknown": "human_approval", "provider_fences": "no"},
 ])
 def test_bmc_and_bfs_agree_under_knob_changes(knobs):
     for name in ("ack_loss", "zombie", "give_up_retry"):
