@@ -110,3 +110,9 @@ def test_design_cli_rejects_an_unknown_environment(capsys):
 def test_departures_count_the_knobs_that_differ_from_naive():
     assert departures(preset_design("naive")) == []
     assert len(departures(preset_design("recommended"))) == 14      # every knob, intent_id included
+
+
+def test_the_search_judges_the_sealed_saga_and_the_human_gate_as_neighbours_of_recommended():
+    from toolcommit.checker.design.synthesis import neighbours
+    options = {d["on_unknown"] for d in neighbours(preset_design("recommended"))}
+    assert {"sealed_compensate", "human_approval"} <= options
