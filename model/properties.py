@@ -22,6 +22,8 @@ Examples
 ['I1', 'I1net', 'P1', 'P2', 'P3', 'FENCE', 'LEGAL']
 >>> prop("P2").flag, prop("DEADLOCK").kind
 ('bad.P2', 'graph')
+>>> outcomes(), headline().name
+(('I1', 'FULFIL', 'I1net', 'P1', 'P3'), 'I1')
 >>> names(["P9"])
 Traceback (most recent call last):
 ...
@@ -54,6 +56,9 @@ class Property:
     stuck: str = ""         # graph: what is wrong with a counterexample's last state
     adversary: Optional[Mapping[str, str]] = None   # adversary: its action, name, and
     #                                                 how a violation under it is phrased
+    outcome: bool = False   # judges what the world sees (effects, the user's cancel,
+    #                         fulfilment), not the mechanism (lifecycle edges, fences)
+    headline: bool = False  # the invariant the tool exists for (I1)
 
     @property
     def state_predicate(self) -> bool:
@@ -73,7 +78,8 @@ def _rows() -> tuple[Property, ...]:
             raise ValueError(f"spec/protocol.json: property {name} has unknown kind {raw['kind']!r}")
         rows.append(Property(name, raw["kind"], raw["meaning"], raw["witness"],
                              raw.get("flag", ""), raw.get("reads", ""), raw.get("stuck", ""),
-                             raw.get("adversary")))
+                             raw.get("adversary"), bool(raw.get("outcome")),
+                             bool(raw.get("headline"))))
     return tuple(rows)
 
 
@@ -97,6 +103,17 @@ def all_names() -> tuple[str, ...]:
 def of_kind(*kinds: str) -> tuple[str, ...]:
     """Names of the properties of the given kinds, in spec order."""
     return tuple(p.name for p in _rows() if p.kind in kinds)
+
+
+def outcomes() -> tuple[str, ...]:
+    """The properties that judge the outcome the world sees, in spec order."""
+    return tuple(p.name for p in _rows() if p.outcome)
+
+
+def headline() -> Property:
+    """The one headline invariant (I1)."""
+    (row,) = [p for p in _rows() if p.headline]
+    return row
 
 
 def state_predicates() -> tuple[str, ...]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 
+from toolcommit.model.properties import headline, of_kind, prop
 from toolcommit.model.scenario import SCENARIO
 
 from toolcommit.checker.engines.trace import Counterexample
@@ -122,17 +123,19 @@ def _explain_sweep(a: Answer) -> list[str]:
                 f"{describe(q, [c.column for c in unknown])}: {_unknown_reason(unknown[0])}."
         paras.append(text)
     paras.append(_sweep_answer(a, right, partial))
-    if "P4" in q.properties or any("P4" in c.properties for c in a.cells.values()):
-        p4 = []
+    for adv in of_kind("adversary"):
+        if adv not in q.properties and not any(adv in c.properties for c in a.cells.values()):
+            continue
+        kept = []
         for name in right:
-            vs = [v for col in q.columns for v in a.cell(name, col.name).verdicts if v.property == "P4"]
+            vs = [v for col in q.columns for v in a.cell(name, col.name).verdicts if v.property == adv]
             if vs and all(v.status is Status.HOLDS for v in vs):
-                p4.append(name)
-        if p4:
-            paras.append(f"P4 holds for {' and '.join(p4)} in every column: with all planner memory "
-                         "wiped before any event, every property still holds, so the decision is "
-                         "taken from the intent log alone and depends on nothing the model must "
-                         "remember.")
+                kept.append(name)
+        if kept:
+            paras.append(f"{adv} holds for {' and '.join(kept)} in every column: "
+                         f"{prop(adv).adversary['under']} before any event, every property still "
+                         "holds, so the decision is taken from the intent log alone and depends "
+                         "on nothing the model must remember.")
     return paras
 
 
@@ -200,9 +203,10 @@ def _explain_claims(a: Answer) -> list[str]:
                 text += (f" No interleaving of instance {c.instance.name} (bounds: "
                          f"{', '.join(f'{k}={v}' for k, v in c.instance.bounds().items() if v)}) breaks "
                          f"any of {', '.join(c.properties)}.")
-            i1 = next((v for v in c.verdicts if v.property == "I1"), None)
+            top = headline().name
+            i1 = next((v for v in c.verdicts if v.property == top), None)
             if c.status is Status.VIOLATED and i1 is not None and i1.status is Status.HOLDS:
-                text += " I1 itself holds in this cell: the harm is not a second effect."
+                text += f" {top} itself holds in this cell: the harm is not a second effect."
             if c.note:
                 text += f" {c.note}"
             bits.append(text)

@@ -46,7 +46,7 @@ from typing import Callable, Optional, Sequence
 from toolcommit.model.environment import configure, instance_in, profile
 from toolcommit.model.instance import Instance, instance
 from toolcommit.model.knobs import preset
-from toolcommit.model.properties import names, prop
+from toolcommit.model.properties import names, outcomes, prop
 from toolcommit.model.values import ENV_FAULTS
 from toolcommit.spec import protocol
 
@@ -57,7 +57,7 @@ from toolcommit.checker.verify.check import check_instance
 # The outcome properties a design must keep by default: I1 (and what it implies), the
 # user's cancel (P3), fulfilment. P2, LEGAL and FENCE judge the mechanism (the article's
 # lifecycle and fencing), not the outcome; add them with `props`.
-DEFAULT_PROPS = ("I1", "I1net", "P1", "P3", "FULFIL")
+DEFAULT_PROPS = outcomes()
 
 # Instances judged only to confirm a design found on the others (the big combined one).
 LAZY = ("default",)
