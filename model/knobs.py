@@ -97,6 +97,33 @@ def preset(name: str) -> Config:
     return Config(name, knobs, assumptions)
 
 
+def stored_knobs(knobs: Mapping[str, str]) -> dict[str, str]:
+    """`knobs` as stored records write them: a knob at its `implied` option (the behaviour
+    every design had before that knob existed) is left out, so records stored before it
+    existed stay valid and unchanged; `complete_knobs` restores it.
+
+    >>> "on_ack" in stored_knobs(preset("recommended").knobs)
+    False
+    >>> stored_knobs(preset("seed").knobs)["on_ack"]
+    'discard'
+    """
+    spec = protocol().knobs
+    return {k: v for k, v in knobs.items() if k not in spec or spec[k].implied != v}
+
+
+def complete_knobs(stored: Mapping[str, str]) -> dict[str, str]:
+    """Every knob of a stored record: the stored ones, and each `implied` knob it leaves out
+    at its implied option (in spec order, then any the spec does not know).
+
+    >>> complete_knobs(stored_knobs(preset("seed").knobs)) == dict(preset("seed").knobs)
+    True
+    """
+    spec = protocol().knobs
+    out = {k: stored.get(k, knob.implied) for k, knob in spec.items()
+           if k in stored or knob.implied is not None}
+    return {**out, **{k: v for k, v in stored.items() if k not in out}}
+
+
 def parse_settings(items) -> dict[str, str]:
     """Parse `knob=option` strings (from `--set`) into a dict."""
     out = {}

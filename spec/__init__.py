@@ -63,10 +63,14 @@ class Lifecycle:
 
 @dataclass(frozen=True)
 class Knob:
+    """A policy knob. `implied` is set on a knob added after records were first stored: the
+    option every design had before the knob existed, which stored records leave unwritten."""
+
     name: str
     meaning: str
     options: Mapping[str, str]
     presets: Mapping[str, str]
+    implied: str | None = None
 
 
 @dataclass(frozen=True)
@@ -115,7 +119,7 @@ def protocol() -> Protocol:
     raw = _read("protocol.json")
     knobs = {
         name: Knob(name, k["meaning"], dict(k["options"]),
-                   {p: k[p] for p in ("naive", "seed", "recommended")})
+                   {p: k[p] for p in ("naive", "seed", "recommended")}, k.get("implied"))
         for name, k in raw["knobs"].items()
     }
     return Protocol(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from toolcommit.model.errors import OutputError
 from toolcommit.model.instance import instance
-from toolcommit.model.knobs import bearing
+from toolcommit.model.knobs import bearing, stored_knobs
 from toolcommit.model.properties import all_names
 
 from toolcommit.checker.output import write_tree
@@ -28,7 +28,8 @@ def files_for(suite: SuiteResult) -> dict[str, str]:
     """Relative path -> content for every counterexample in `suite`, plus an index."""
     files: dict[str, str] = {}
     index = {"config": suite.config.label(),
-             "knobs": bearing(suite.config.knobs, [r.instance for r in suite.results]),
+             "knobs": stored_knobs(bearing(suite.config.knobs,
+                                           [r.instance for r in suite.results])),
              "assumptions": dict(suite.config.assumptions), "instances": {}}
     bounds = changed_bounds(suite)
     if bounds:

@@ -12,6 +12,7 @@ import json
 from typing import Optional
 
 from toolcommit.model.errors import InputError
+from toolcommit.model.knobs import complete_knobs, stored_knobs
 from toolcommit.model.properties import Property, effects, prop
 from toolcommit.model.system import System
 from toolcommit.spec import protocol
@@ -128,7 +129,7 @@ def render_itf(cx: Counterexample) -> dict:
             "source": "toolcommit spec/protocol.json", "description": cx.note or
             protocol().properties.get(cx.property, {}).get("meaning", ""),
             "property": cx.property, "config": cx.config, "instance": cx.instance,
-            "engine": cx.engine, "bounds": dict(cx.bounds), "knobs": dict(cx.knobs),
+            "engine": cx.engine, "bounds": dict(cx.bounds), "knobs": stored_knobs(cx.knobs),
             "assumptions": dict(cx.assumptions)}
     states = []
     for i, step in enumerate(cx.steps):
@@ -180,7 +181,7 @@ def parse_itf(doc: dict, system: System, path: str = "") -> Counterexample:
         description = meta.get("description", "")
         meaning = protocol().properties.get(meta["property"], {}).get("meaning")
         return Counterexample(meta["property"], meta["config"], meta["instance"], meta["bounds"],
-                              meta["knobs"], meta["assumptions"], tuple(steps),
+                              complete_knobs(meta["knobs"]), meta["assumptions"], tuple(steps),
                               engine=meta["engine"],
                               note=description if description != meaning else "",
                               **context(system))
@@ -219,6 +220,7 @@ def _arrows(cx: Counterexample, step: Step) -> list[str]:
         "dispatch": [f"{x}->>L: {k} DISPATCHED fence={f}", f"{x}->>E: request {k} fence={f}"],
         "deliver": [f"Note over E: {k} fence={f}: {p.get('outcome')}"],
         "receive_ack": [f"E-->>{x}: ack {k} fence={f}", f"{x}->>L: {k} -> {_rec(cx, step, k)}"],
+        "discard_ack": [f"E-->>{x}: ack {k} fence={f} (nothing written)"],
         "timeout": [f"{x}->>L: {k} UNKNOWN (timeout)"],
         "retry": [f"{x}->>E: blind retry {k} fence={f}"],
         "reconcile": [f"{x}->>E: seal/status read {k} fence={f}" if f else f"{x}->>L: {k} RECONCILING"],
@@ -231,7 +233,7 @@ def _arrows(cx: Counterexample, step: Step) -> list[str]:
         "approve": [f"E-->>H: status {k}: {p.get('status')}", f"H->>L: {p.get('decision')}"],
         "dead_letter": [f"{x}->>L: {k} DEAD_LETTER"],
         "takeover": [f"{x}->>L: take over {k} -> {_rec(cx, step, k)}"],
-        "cancel": [f"U->>L: cancel {k}"],
+        "cancel": [f"U->>L: cancel {k}" if "reaches" not in p else f"Note over U: cancel {k} (no cancel API)"],
         "revise_prompt": ["U->>M: revise prompt (canonicalizer v2)"],
         "new_intent": [f"U->>M: the same request again (new intent {p.get('intent')})"],
         "lose_ack": [f"Note over E,{x}: ack {k} fence={f} lost"],
@@ -240,6 +242,7 @@ def _arrows(cx: Counterexample, step: Step) -> list[str]:
         "expire_lease": [f"Note over L,{x}: lease of {p.get('worker')} on {k} expires (zombie)"],
         "crash": [f"Note over {x}: {p.get('worker')} crashes"],
         "restart": [f"Note over {x}: {p.get('worker')} restarts"],
+        "rollback": [f"Note over {x}: {p.get('worker')} restarts", f"{x}->>L: unowned records -> RECORDED"],
         "wipe": ["Note over M,L: planner memory wiped"],
         "receive_error": [f"E-->>{x}: error {k} fence={f}", f"{x}->>L: {k} -> {_rec(cx, step, k)}"],
         "fail_before_apply": [f"E-->>{x}: error {k} fence={f}, not applied"],
