@@ -30,18 +30,22 @@ class LogFaults:
     # ----- the user --------------------------------------------------------------------
     def user(self) -> None:
         if self.has("cancels"):
+            heard = self.k["cancel_api"] == "log"    # none: the cancel reaches nothing
             for k in range(len(self.keys)):
-                self.act("cancel", {"key": self.keys[k].name},
+                up = {self.rec[k].name: RV["REJECTED_CONFLICT"]} if heard else {}
+                up.update({self.cancelled[k].name: 1, **self.spend("cancels")})
+                params = {"key": self.keys[k].name, **({} if heard else {"reaches": "nothing"})}
+                self.act("cancel", params,
                          all_of(self.rec[k] == RV["RECORDED"], self.budget["cancels"] > 0),
-                         {self.rec[k].name: RV["REJECTED_CONFLICT"], self.cancelled[k].name: 1,
-                          **self.spend("cancels")}, fault=True)
+                         up, fault=True)
         if self.has("revisions"):
             self.act("revise_prompt", {}, all_of(self.revised == 0, self.budget["revisions"] > 0),
                      {self.revised.name: 1, **self.spend("revisions")}, fault=True)
         self.new_intent()
 
     def expire(self) -> None:
-        if not self.has("lease_expiries"):
+        """Clock skew expires a live worker's lease (only where a claim is a lease)."""
+        if not self.has("lease_expiries") or self.k["lease"] == "none":
             return
         for k in range(len(self.keys)):
             for w in range(self.W):

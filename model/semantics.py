@@ -27,12 +27,13 @@ from .knobs import Config
 from .planner import Planner
 from .properties import monitors, table
 from .provider import Provider
+from .recovery import Recovery
 from .resolution import Resolution
 from .system import Action, Symmetry, System, VarDecl
 from .values import (CAP, GAVE_UP, M_ACK, M_DELAYED, M_DONE, M_INFLIGHT, M_LOST, M_NONE,
-                     MONITOR_ORDER, MSG_VALUES, P2_ALLOWED, P_ABSENT, P_DUP, P_PROPOSED,
+                     MONITOR_ORDER, MSG_VALUES, P2_ALLOWED, P_DUP, P_PROPOSED,
                      PLAIN_MSG, PROP_VALUES, RV, SEAL_VALUES, SEEN_VALUES, SETTLED, UNSETTLED,
-                     const as _const, r, record_values)
+                     r, record_values)
 
 @dataclass(frozen=True)
 class Key:
@@ -47,7 +48,7 @@ class Key:
         return "/".join(str(p) for p in self.ident)
 
 
-class _Builder(Planner, Provider, LogFaults, Intents, Resolution):
+class _Builder(Planner, Provider, LogFaults, Intents, Resolution, Recovery):
     """Collects variables and actions; one method per actor."""
 
     def __init__(self, config: Config, inst: Instance):
@@ -251,7 +252,7 @@ class _Builder(Planner, Provider, LogFaults, Intents, Resolution):
             for w in range(self.W):
                 self._worker_key(k, w)
         for w in range(self.W):
-            self._lifecycle(w)
+            self.lifecycle(w)
 
     def _owned(self, k: int, w: int) -> Expr:
         return all_of(self.owner[k] == w, self.alive[w] == 1)
@@ -278,12 +279,7 @@ class _Builder(Planner, Provider, LogFaults, Intents, Resolution):
             self.receive_error(k, w, f)
         self._dispatch_bound(k, w, ready)
         self._unknown(k, w)
-        if self.k["on_restart"] == "reload_log":
-            self.act("takeover", {"key": kn, "worker": wn},
-                     all_of(self.alive[w] == 1, self.owner[k] == self.W,
-                            in_(rec, r("RECORDED", "DISPATCHED", "UNKNOWN", "RECONCILING"))),
-                     {self.owner[k].name: w,
-                      rec.name: ite(rec == RV["DISPATCHED"], RV["UNKNOWN"], rec)})
+        self.takeover(k, w)
 
     def _dispatch_bound(self, k: int, w: int, ready: Expr) -> None:
         """A dispatch or retry the fence budget forbids: marks the state truncated."""
@@ -293,12 +289,17 @@ class _Builder(Planner, Provider, LogFaults, Intents, Resolution):
                  {}, cut=True)
 
     def _receive_ack(self, k: int, w: int, f: int) -> None:
-        rec = self.rec[k]
+        """The ack of key k's request at fence f reaches w: ACKED, or nothing (on_ack)."""
+        rec, m = self.rec[k], self.msg[k][f - 1]
+        params = {"key": self.keys[k].name, "worker": f"w{w}", "fence": str(f)}
+        guard = all_of(self._owned(k, w), m == M_ACK)
+        if self.k["on_ack"] == "discard":
+            self.act("discard_ack", params, guard, {m.name: M_DONE})
+            return
         current = TRUE if self.k["fencing"] == "off" else self.fence[k] == f
         settles = any_of(all_of(rec == RV["DISPATCHED"], current), rec == RV["RECONCILING"])
-        self.act("receive_ack", {"key": self.keys[k].name, "worker": f"w{w}", "fence": str(f)},
-                 all_of(self._owned(k, w), self.msg[k][f - 1] == M_ACK),
-                 {self.msg[k][f - 1].name: M_DONE, rec.name: ite(settles, RV["ACKED"], rec)})
+        self.act("receive_ack", params, guard,
+                 {m.name: M_DONE, rec.name: ite(settles, RV["ACKED"], rec)})
 
     def _unknown(self, k: int, w: int) -> None:
         kn, wn = self.keys[k].name, f"w{w}"
@@ -335,41 +336,6 @@ class _Builder(Planner, Provider, LogFaults, Intents, Resolution):
 
     def _reconcile(self, k: int, w: int, unknown: Expr) -> None:
         self.fence_and_seal(k, "reconcile", {"key": self.keys[k].name, "worker": f"w{w}"}, unknown)
-
-    def _lifecycle(self, w: int) -> None:
-        wn = f"w{w}"
-        if self.has("crashes"):
-            up = self._forget(w)
-            up.update({self.alive[w].name: 0, **self.spend("crashes")})
-            self.act("crash", {"worker": wn}, all_of(self.alive[w] == 1, self.budget["crashes"] > 0),
-                     up, fault=True)
-            self.act("restart", {"worker": wn}, self.alive[w] == 0, {self.alive[w].name: 1})
-
-    def _forget(self, w: int) -> dict:
-        """Worker w's planner memory is gone: its leases lapse, its checks are lost."""
-        up = {o.name: ite(o == w, self.W, o) for o in self.owner}
-        for p in self.props:
-            if self.racy:
-                c = self.chk[p.name]
-                up[c.name] = ite(c == w, self.W, c)
-                up[self.prop[p.name].name] = ite(c == w, P_ABSENT, self.prop[p.name])
-        held = any_of(*[o == w for o in self.owner], *[c == w for c in self.chk.values()])
-        up[self.retry_ok.name] = ite(held, 1, self.retry_ok)
-        return up
-
-    def wipe(self) -> None:
-        """P4's adversary: all planner memory deleted, at any time, without budget."""
-        up = {o.name: _const(self.W) for o in self.owner}
-        for p in self.props:
-            if self.racy:
-                c = self.chk[p.name]
-                up[c.name] = _const(self.W)
-                up[self.prop[p.name].name] = ite(self.prop[p.name] == P_PROPOSED, P_ABSENT,
-                                                 self.prop[p.name])
-        up[self.retry_ok.name] = _const(1)
-        holds = any_of(*[o != self.W for o in self.owner],
-                       *[self.chk[p.name] != self.W for p in self.props if self.racy])
-        self.act("wipe", {}, holds, up, fault=True)
 
     # ----- properties --------------------------------------------------------------------
     def properties(self) -> tuple[dict, dict, Expr]:

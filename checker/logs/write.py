@@ -149,8 +149,8 @@ def counterexample_to_events(cx: Counterexample, system: System,
                   "decision": decision, **call(p.name), "epoch": epoch})
             if decision == "accepted":
                 writer_of[key] = p.name
-        elif a == "crash" or a == "restart":
-            emit({"type": a, "writer": worker})
+        elif a in ("crash", "restart", "rollback"):     # a rollback is a restart that resumes
+            emit({"type": "crash" if a == "crash" else "restart", "writer": worker})
         elif a == "wipe":
             for w in workers:
                 emit({"type": "crash", "writer": w})

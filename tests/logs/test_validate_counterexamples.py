@@ -56,7 +56,13 @@ SHOWN_AS = {"I1": {"I1"}, "P1": {"P1"}, "P2": {"P2"}, "P3": {"P3"},
 # currency: a canonicalizer-v2 change), which canonicalizer v1 rightly keeps apart. The log
 # shows two refunds of two intents; it is INCONCLUSIVE only because the trace stops with a
 # key still in flight (UNSETTLED), not because of I1.
-NOT_SHOWN = {("naive", "prompt_revision", "I1"), ("seed", "prompt_revision", "I1")}
+#
+# And the fixture's missing cancel API: under `seed` (`cancel_api=none`) the user's cancel
+# reaches nothing, so no log line records it; the log shows a refund that was never
+# cancelled, still DISPATCHED (the fixture never writes its ack): INCONCLUSIVE for the
+# same UNSETTLED reason. P3 is the model's to show here, the log cannot.
+NOT_SHOWN = {("naive", "prompt_revision", "I1"), ("seed", "prompt_revision", "I1"),
+             ("seed", "cancel", "P3"), ("seed", "default", "P3")}
 
 
 def stored_counterexamples() -> list[tuple[str, str, str]]:
@@ -145,7 +151,7 @@ def test_a_stored_counterexample_is_a_log_the_checker_rejects(preset, inst, prop
     report = check(cx_events(preset, inst, prop))
     if (preset, inst, prop) in NOT_SHOWN:
         assert report.verdict.value == "INCONCLUSIVE"
-        assert "I1" not in found(report) | found(report, "possible")
+        assert prop not in found(report) | found(report, "possible")
         assert found(report, "possible") == {"UNSETTLED"}
         return
     assert report.verdict.value == "VIOLATES", [(f.property, f.explanation)

@@ -52,22 +52,40 @@ def test_recommended_default_instance_has_the_faults_the_issue_asks_for():
         assert inst.faults[fault] >= 1, fault
 
 
-SEED_FLAWS = [  # (instance, property): how the article's fixture falls short of its own design
-    ("ack_loss", "P2"),              # reconcile writes ACKED straight from UNKNOWN
-    ("ack_loss", "LEGAL"),           # ... an edge its own state machine does not have
-    ("provider_non_idempotent", "I1"),  # absent -> back to RECORDED -> dispatched again
-    ("reorder", "LEGAL"),            # check-then-insert: a second insert overwrites DISPATCHED
-    ("crash_before_dispatch", "PROGRESS"),  # nothing reloads a RECORDED intent after a crash
-    ("cancel", "P3"),                # dispatch never looks at the log: a cancel is ignored
-    ("paraphrase", "I1"),            # literal json.dumps: 20 and 20.0 are two intents
-    ("prompt_revision", "I1"),       # no canonicalizer version, no conflict detection
-    ("two_intents", "FULFIL"),       # scope "user:42:checkout:7": a second refund is a duplicate
+SEED_FLAWS = [  # (instance, property): how the article's fixture (tool_commit_sim.py, article
+    # lines 51-118) falls short of its own design; tests/model/test_seed_fixture.py pins each line
+    ("ack_loss", "P2"),      # line 91: reconcile writes ACKED straight from UNKNOWN ...
+    ("ack_loss", "LEGAL"),   # ... an edge its own state machine (lines 39-43) does not have
+    ("ack_loss", "DEADLOCK"),  # lines 94/112: execute's "ok" is never written: DISPATCHED forever
+    ("transport_retry", "PROGRESS"),  # ... so without a fault no run ever settles
+    ("provider_non_idempotent", "I1"),  # line 91: absent -> RECORDED -> dispatched again
+    ("reorder", "LEGAL"),    # lines 81/84: check, then insert: a 2nd insert overwrites DISPATCHED
+    ("reorder", "FENCE"),    # line 86: the fence is counted but never sent: the stale request lands
+    ("crash_before_dispatch", "LEGAL"),  # line 109: the restart writes DISPATCHED back to RECORDED
+    ("crash_before_dispatch", "FENCE"),  # lines 109-110: ... and the rolled-back request lands
+    ("crash_before_dispatch", "P4"),  # lines 108-110 run on restart only: a wipe resumes nothing
+    ("cancel", "P3"),        # lines 76-94: no cancel API: the user's cancel reaches nothing
+    ("paraphrase", "I1"),    # line 61: literal json.dumps: 20 and 20.0 are two intents
+    ("prompt_revision", "I1"),  # line 61: no canonicalizer version, no conflict detection
+    ("two_intents", "FULFIL"),  # line 98: scope "user:42:checkout:7": a 2nd refund is a duplicate
+]
+
+SEED_HOLDS = [  # (instance, property): what the fixture does get right, on the same lines
+    ("transport_retry", "I1"),        # line 71: the provider answers a known key's saved "ok"
+    ("crash_before_dispatch", "I1"),  # line 93: the re-dispatch carries the same semantic key
+    ("crash_before_dispatch", "FULFIL"),  # lines 108-110: the restart resumes the record
+    ("cancel", "LEGAL"),     # no cancel API: REJECTED_CONFLICT is never written, nor left
 ]
 
 
 @pytest.mark.parametrize("inst,prop", SEED_FLAWS)
 def test_seed_preset_shows_the_fixtures_flaws(suites, inst, prop):
     assert verdict(suites["seed"], inst, prop).status is Status.VIOLATED
+
+
+@pytest.mark.parametrize("inst,prop", SEED_HOLDS)
+def test_seed_preset_keeps_what_the_fixture_gets_right(suites, inst, prop):
+    assert verdict(suites["seed"], inst, prop).status is Status.HOLDS
 
 
 def test_seed_and_naive_break_model_independence(suites):
