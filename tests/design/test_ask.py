@@ -119,15 +119,20 @@ def test_stored_answers_match_regeneration(answers):
     """spec/questions/<q>.answer.md and counterexamples/questions/<q>/ are what the tool
     prints today: regenerate with `toolcommit ask Q --write --answer spec/questions/Q.answer.md`."""
     for name, a in answers.items():
-        folder = REPO / "counterexamples" / "questions" / name
-        target = REPO / "spec" / "questions" / f"{name}.answer.md"
-        links = answer_links(folder, target, {c.stem for c in a.violated_cells()})
-        assert target.read_text("utf-8") == render_answer_markdown(a, links), name
-        files = counterexample_files(a)
-        stored = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
-        assert stored == set(files), name
-        for rel, text in files.items():
-            assert (folder / rel).read_text("utf-8") == text, (name, rel)
+        assert_stored_answer(name, a)
+
+
+def assert_stored_answer(name, a):
+    """The stored markdown answer `name` and its counterexample folder are exactly `a`'s."""
+    folder = REPO / "counterexamples" / "questions" / name
+    target = REPO / "spec" / "questions" / f"{name}.answer.md"
+    links = answer_links(folder, target, {c.stem for c in a.violated_cells()})
+    assert target.read_text("utf-8") == render_answer_markdown(a, links), name
+    files = counterexample_files(a)
+    stored = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+    assert stored == set(files), name
+    for rel, text in files.items():
+        assert (folder / rel).read_text("utf-8") == text, (name, rel)
 
 
 # ----- failure classes and tradeoffs against the article -----------------------------------

@@ -8,14 +8,13 @@ from pathlib import Path
 import pytest
 
 from toolcommit.checker.cli import main
-from toolcommit.checker.cli.ask import answer_links
 from toolcommit.checker.design.grid import cell_system
 from toolcommit.checker.design.run import answer, in_profile
 from toolcommit.checker.design.schema import load_question
 from toolcommit.checker.engines.trace import replay
 from toolcommit.checker.engines.verdict import Status
-from toolcommit.checker.render.answers import counterexample_files, render_answer_markdown
 from toolcommit.checker.render.counterexample import parse_itf
+from test_ask import assert_stored_answer
 
 REPO = Path(__file__).resolve().parents[2]
 QUESTIONS = ("failure-classes", "tradeoffs", "late-replay")
@@ -43,15 +42,7 @@ def test_every_stored_answer_is_one_a_test_regenerates():
 def test_stored_answers_under_profiles_match_regeneration(answers):
     """Regenerate with `toolcommit ask Q --env E --write --answer spec/questions/Q@E.answer.md`."""
     for name, a in answers.items():
-        folder = REPO / "counterexamples" / "questions" / name
-        target = REPO / "spec" / "questions" / f"{name}.answer.md"
-        links = answer_links(folder, target, {c.stem for c in a.violated_cells()})
-        assert target.read_text("utf-8") == render_answer_markdown(a, links), name
-        files = counterexample_files(a)
-        stored = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
-        assert stored == set(files), name
-        for rel, text in files.items():
-            assert (folder / rel).read_text("utf-8") == text, (name, rel)
+        assert_stored_answer(name, a)
 
 
 @pytest.mark.slow
