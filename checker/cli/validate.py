@@ -45,10 +45,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="focus on key K: only its findings, and its full history in mermaid "
                    "(repeatable)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report here (atomically)")
-    p.add_argument("--jobs", type=int, default=pool.cores(), metavar="N",
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="check large logs (regular files of at least "
                    f"{pool.SHARD_MIN_BYTES >> 20} MiB) in N processes, sharded by key; 1 "
-                   "checks in this one (default: the cores available, %(default)s); the "
+                   f"checks in this one (default: the cores available, {pool.cores()}); the "
                    "report is the same")
     p.add_argument("--engine", choices=("local", "dask"), default="local",
                    help="local: this machine's processes (default); dask: N shards on a Dask "
@@ -122,9 +122,14 @@ def run(args) -> int:
         if args.engine != "local" or args.scheduler:
             raise UsageError("--engine dask checks intent logs; with --from, --emit the "
                              "derived log and validate it with --engine dask")
+        if args.jobs not in (None, 1):
+            raise UsageError(f"--jobs {args.jobs} shards intent logs; with --from the derived "
+                             "log is checked in this process: --emit it and validate it with "
+                             f"--jobs {args.jobs}")
         return validate_from.run(args)
     validate_from.refuse_without_source(args)
-    report = validate(args.logs, args.max_line_bytes, args.key, jobs=args.jobs,
+    jobs = pool.cores() if args.jobs is None else args.jobs
+    report = validate(args.logs, args.max_line_bytes, args.key, jobs=jobs,
                       engine=args.engine, scheduler=args.scheduler)
     if args.key:
         wanted = set(args.key)

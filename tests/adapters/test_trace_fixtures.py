@@ -235,3 +235,13 @@ def test_neither_report_nor_derived_log_replaces_a_file_it_reads(tmp_path, flag)
     code, _, err = run(["--from", "langgraph", "{T}/langgraph-retry.jsonl", "--ledger",
                         str(ledger), flag, str(ledger)], fmt=None)
     assert code == 2 and "input" in err and ledger.read_text() == before
+
+
+def test_jobs_with_from_is_refused_not_ignored(capsys):
+    """Every limit the user sets is honoured: the derived log is checked in one process, so
+    --jobs 2 with --from is an error that says how to shard it, never silently dropped."""
+    from toolcommit.checker.cli import main
+    trace = str(Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "langgraph-clean.jsonl")
+    assert main(["validate", "--from", "langgraph", trace, "--effectful", "refund", "--jobs", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "--jobs 2 shards intent logs" in err and "--emit" in err and "Traceback" not in err
