@@ -23,8 +23,10 @@ How model actions become harness events
 others                   the runtime's or the provider's moves: not scheduled
 
 Limitations: after a restart the model replays its calls from the start (as a chat
-runtime does), so a fault the trace places after a restart may land one call later; a
-prompt revision (``revise_prompt``) has no harness event and is refused.
+runtime does), so a fault the trace places after a restart may land one call later; the
+faults in `UNREPLAYABLE` (a prompt revision, the user's second request, and the real
+providers' errors, expiries, stale reads, lost seals and log failovers) have no harness
+event yet, and a trace with one is refused by name.
 """
 from __future__ import annotations
 
@@ -39,9 +41,16 @@ from toolcommit.checker.torture.plan import Plan, Session, Timing
 
 _EMIT = ("check", "propose")
 _SENDS = ("dispatch", "retry")
-_AFTER_SEND = ("dispatch", "retry", "timeout", "receive_ack")
+_ANSWERS = ("timeout", "receive_ack", "discard_ack", "receive_error")
+_AFTER_SEND = _SENDS + _ANSWERS
+_NET = {"lose_ack": "drop", "delay": "delay", "redeliver": "dup"}
+_FAULTS = ("crash", "wipe", "expire_lease", "cancel")
 _IGNORED = ("insert", "deliver", "reconcile", "read_status", "compensate", "dead_letter",
-            "takeover", "restart")
+            "takeover", "restart", "rollback", "compensate_after_seal", "review", "approve",
+            "deliver_seal", "reseal")
+# faults of the model with no harness event yet: a trace with one is refused, by name
+UNREPLAYABLE = ("revise_prompt", "new_intent", "fail_before_apply", "fail_after_apply",
+                "expire_key", "expire_request", "lose_seal", "stale_read", "failover")
 
 
 def _load(path: str) -> dict:
@@ -102,10 +111,8 @@ def plan_from_itf(path: str, timing: Timing = Timing()) -> Plan:
                     hits[(w, "proposed")] += 1
             hits[(w, "sent")] += 1
             last[w] = a
-        elif a in ("lose_ack", "delay", "redeliver"):
-            n = requests[(q["key"], q["fence"])]
-            net.append((("apply", "*", n),
-                        {"lose_ack": "drop", "delay": "delay", "redeliver": "dup"}[a]))
+        elif a in _NET:
+            net.append((("apply", "*", requests[(q["key"], q["fence"])]), _NET[a]))
         elif a == "crash":
             kills.add(anchor(w))
         elif a == "wipe":
@@ -114,12 +121,11 @@ def plan_from_itf(path: str, timing: Timing = Timing()) -> Plan:
             pauses.add(anchor(w))
         elif a == "cancel":
             cancels.add(creator[q["key"]])
-        elif a in ("timeout", "receive_ack"):
+        elif a in _ANSWERS:
             last[w] = a
         elif a not in _IGNORED:
             raise UsageError(f"{path}: step {i} ({a}) has no harness event; replayable "
-                             "faults: lose_ack, delay, redeliver, crash, wipe, expire_lease, "
-                             "cancel")
+                             f"faults: {', '.join((*_NET, *_FAULTS))}")
     forms_args = tuple(args_of[f] for f in form_names)
     used = [w for w in workers if script[w]]
     sessions = tuple(Session(intent["scope"], intent["tool"], forms_args,

@@ -50,3 +50,15 @@ def test_a_file_that_is_not_a_trace_is_one_line(tmp_path, capsys):
     bad.write_text("{}")
     assert main(["torture", "--itf", str(bad)]) == 2
     assert "not an ITF counterexample" in capsys.readouterr().err
+
+
+def test_every_action_of_the_spec_is_scheduled_ignored_or_refused_by_name():
+    """A new action in spec/protocol.json forces a decision here: the harness schedules it,
+    leaves it to the runtime, or refuses traces with it, by name."""
+    from toolcommit.checker.torture import itf
+    from toolcommit.spec import protocol
+    known = (*itf._EMIT, *itf._SENDS, *itf._ANSWERS, *itf._NET, *itf._FAULTS, *itf._IGNORED,
+             *itf.UNREPLAYABLE)
+    assert set(protocol().actions) == set(known)
+    assert not set(itf.UNREPLAYABLE) & set(itf._IGNORED)
+    assert all(protocol().actions[a]["fault"] for a in itf.UNREPLAYABLE)
