@@ -17,7 +17,7 @@ True
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Mapping
@@ -71,6 +71,8 @@ class Knob:
     options: Mapping[str, str]
     presets: Mapping[str, str]
     implied: str | None = None
+    not_searched: Mapping[str, str] = field(default_factory=dict)   # option -> why `design`
+    #                                        never proposes it (the model flatters it)
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,8 @@ def protocol() -> Protocol:
     raw = _read("protocol.json")
     knobs = {
         name: Knob(name, k["meaning"], dict(k["options"]),
-                   {p: k[p] for p in ("naive", "seed", "recommended")}, k.get("implied"))
+                   {p: k[p] for p in ("naive", "seed", "recommended")}, k.get("implied"),
+                   dict(k.get("not_searched", {})))
         for name, k in raw["knobs"].items()
     }
     return Protocol(

@@ -237,13 +237,21 @@ class Synthesis:
 
 
 def neighbours(design: dict) -> list[dict]:
-    """Every design one knob-option away from `design`, in spec order."""
+    """Every design one knob-option away from `design`, in spec order, except the options
+    the spec marks `not_searched` (see `unsearched`)."""
     out = []
     for k, knob in protocol().knobs.items():
         for option in knob.options:
-            if option != design[k]:
+            if option != design[k] and option not in knob.not_searched:
                 out.append({**design, k: option})
     return out
+
+
+def unsearched() -> list[tuple[str, str]]:
+    """[("knob=option", why)] for the options `design` never proposes: safe in the model
+    only because of something the model idealizes (spec/protocol.json `not_searched`)."""
+    return [(f"{k}={o}", why) for k, knob in protocol().knobs.items()
+            for o, why in knob.not_searched.items()]
 
 
 def contains(design: dict, smaller: dict) -> bool:

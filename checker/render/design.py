@@ -12,7 +12,7 @@ from toolcommit.model.environment import held_fixed, profile
 from toolcommit.model.knobs import preset
 from toolcommit.spec import protocol
 
-from toolcommit.checker.design.synthesis import Failure, Synthesis, departures
+from toolcommit.checker.design.synthesis import Failure, Synthesis, departures, unsearched
 
 
 def _steps(f: Failure) -> str:
@@ -45,6 +45,7 @@ def render_text(s: Synthesis, explain: bool = True) -> str:
              f"properties judged: {', '.join(s.props)}",
              f"instances: {', '.join(s.instances)}"]
     lines += [f"  not judged: {name} ({why})" for name, why in s.skipped]
+    lines += [f"not proposed: {opt} ({why})" for opt, why in unsearched()]
     lines.append(f"searched: {s.checked} designs judged, {s.pruned} pruned by monotonicity, "
                  f"{s.seconds:.1f}s" + ("" if s.complete else f" (stopped: {s.stop_reason})"))
     lines += ["", "recommended: " + _failure(s.recommended)]
@@ -97,6 +98,7 @@ def _failure_json(f):
 def render_json(s: Synthesis) -> str:
     doc = {"environment": s.env, "holds_fixed": held_fixed(s.env), "properties": list(s.props),
            "instances": s.instances, "not_judged": [dict(zip(("instance", "why"), x)) for x in s.skipped],
+           "not_proposed": [dict(zip(("option", "why"), x)) for x in unsearched()],
            "checked": s.checked, "pruned": s.pruned, "complete": s.complete,
            "recommended": _failure_json(s.recommended),
            "minimal": [{"departures": {k: m.design[k] for k in m.departures},
