@@ -43,6 +43,8 @@ def describe(q: Question, cols: list) -> str:
     """Words for a set of column names: 'in every column', 'when provider_idempotent=no', ..."""
     names = [c.name for c in q.columns]
     chosen = [n for n in names if n in set(cols)]
+    if len(names) == 1 and chosen:
+        return f'in the one column, "{names[0]}"'
     if len(chosen) == len(names):
         return "under every assumption swept" if _assumption_columns(q) else "in every column"
     if _assumption_columns(q):
@@ -153,8 +155,9 @@ def _sweep_answer(a: Answer, right: list, partial: list) -> str:
     no_cx = [n for n in judged if n not in right and not any(
         a.cell(n, c.name).status is Status.VIOLATED for c in q.columns)]
     if right:
-        line = (f"Answer: {' and '.join(right)} is right under every assumption swept"
-                if _assumption_columns(q) else f"Answer: {' and '.join(right)} holds in every column")
+        every = describe(q, [c.name for c in q.columns])
+        line = (f"Answer: {' and '.join(right)} is right {every}" if _assumption_columns(q)
+                else f"Answer: {' and '.join(right)} holds {every}")
         line += "; " + ("".join(f"{n} is right only {describe(q, cols)}; " for n, cols in partial)
                         if partial else "") + "every other option has a counterexample above"
         line += f", except {' and '.join(no_cx)}." if no_cx else "."
@@ -164,7 +167,8 @@ def _sweep_answer(a: Answer, right: list, partial: list) -> str:
     elif no_cx:
         line = "Answer: no option is shown to hold in any column."
     else:
-        line = "Answer: no option holds in any column."
+        where = "in any column" if len(q.columns) > 1 else describe(q, [q.columns[0].name])
+        line = f"Answer: no option holds {where}."
     if a.status is Status.UNKNOWN:
         line += " UNKNOWN cells leave the answer open where they are (each says why above)."
     return line
