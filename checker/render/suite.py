@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from toolcommit.spec import protocol
 from toolcommit.model.knobs import bearing
 from toolcommit.model.properties import all_names, of_kind
 
@@ -74,7 +75,8 @@ def _coverage(suite: SuiteResult) -> list[str]:
         return []
     cut = [r.instance.name for r in whole if not r.stats.get("complete", True)]
     whole = [r for r in whole if r.instance.name not in cut]
-    idle = [(r.instance.name, sorted(a for a, n in r.coverage.items() if n == 0)) for r in whole]
+    idle = [(r.instance.name, sorted(a for a, n in r.coverage.items() if n == 0) + _absent(r))
+            for r in whole]
     idle = [(name, acts) for name, acts in idle if acts]
     out = [""]
     if not whole:
@@ -88,6 +90,14 @@ def _coverage(suite: SuiteResult) -> list[str]:
     if cut:
         out.append(f"coverage not judged where the search stopped at a limit: {', '.join(cut)}")
     return out
+
+
+def _absent(r) -> list[str]:
+    """The instance's faults with a budget that this design has no action for (a zombie's
+    lease expiry where there are no leases): the failure class cannot happen here."""
+    faults = protocol().faults
+    return [f"{faults[f]} (budget {f}={n}, no such action in this design)"
+            for f, n in r.instance.faults.items() if n > 0 and faults[f] not in r.coverage]
 
 
 def _early(suite: SuiteResult) -> list[str]:
