@@ -95,7 +95,7 @@ def test_a_row_of_unknown_cells_is_explained_as_unknown(tmp_path, capsys):
     path = _unknown_question(tmp_path)
     assert main(["ask", str(path), "--max-states", "100"]) == 3
     out = " ".join(capsys.readouterr().out.split())
-    assert "reject is UNKNOWN under every assumption swept: I1: state limit 100 reached" in out
+    assert 'reject is UNKNOWN in the one column, "idem+": I1: state limit 100 reached' in out
     assert "VIOLATED in :" not in out
     assert "no option holds in any column" not in out
 
