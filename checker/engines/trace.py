@@ -136,13 +136,18 @@ def replay(system: System, cx: Counterexample) -> Optional[str]:
 
 def breaks(system: System, cx: Counterexample) -> bool:
     """Whether the last state of `cx` breaks its invariant (for invariant properties)."""
-    prop = cx.property
+    return _ends_broken(system, cx.property, cx.steps[-1].state)
+
+
+def _ends_broken(system: System, prop: str, last) -> bool:
+    """Whether a run ending in state `last` breaks `prop`: an end-state property at an end
+    state, a state predicate at `last`; True for a graph property (a replay cannot judge
+    being stuck, a fact about every continuation)."""
     if prop in system.ends:
-        last = cx.steps[-1].state
         return system.fault_only(last) and not evaluate(system.ends[prop], last)
     if prop not in system.invariants:
         return True
-    return prop in system.violated(cx.steps[-1].state)
+    return prop in system.violated(last)
 
 
 def verified(system: System, cx: Counterexample) -> Counterexample:
@@ -202,8 +207,4 @@ def transfers(system: System, cx: Counterexample, prop: str) -> bool:
         if not system.enabled(a, state):
             return False
         state = system.step(a, state)
-    if prop in system.ends:
-        return system.fault_only(state) and not evaluate(system.ends[prop], state)
-    if prop in system.invariants:
-        return prop in system.violated(state)
-    return True
+    return _ends_broken(system, prop, state)
