@@ -20,11 +20,7 @@ import ctypes
 import hashlib
 import os
 import platform
-import shlex
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from array import array
 from dataclasses import dataclass
@@ -32,6 +28,8 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from toolcommit.model.errors import UsageError
+
+from toolcommit.checker.cbuild import cache_dir, compile_atomic, compiler
 
 from toolcommit.checker.engines.explicit.codegen import Compiled
 from toolcommit.checker.engines.explicit.explore import (EARLY, Exploration, StopWhen,
@@ -107,24 +105,6 @@ class NativeExploration(Exploration):
 
 
 # ----- building ---------------------------------------------------------------------------
-def cache_dir() -> Path:
-    """Where compiled engines live: $XDG_CACHE_HOME/toolcommit/native (~/.cache by default)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "toolcommit" / "native"
-
-
-def compiler() -> Optional[list[str]]:
-    """The C compiler command: $CC when set, else the first of cc, gcc, clang on PATH."""
-    cc = os.environ.get("CC", "").strip()
-    if cc:
-        return shlex.split(cc)
-    for name in ("cc", "gcc", "clang"):
-        path = shutil.which(name)
-        if path:
-            return [path]
-    return None
-
-
 def library(c: Compiled) -> tuple[Optional[ctypes.CDLL], str]:
     """The loaded native engine for `c`, or (None, why it is unavailable)."""
     why = refusal(c)
@@ -146,7 +126,7 @@ def _build_and_load(key: str, source: str, cc: list[str]) -> tuple[Optional[ctyp
     folder = cache_dir()
     target = folder / f"engine-{key}.so"
     if not target.exists():
-        why = _compile(folder, target, source, cc)
+        why = compile_atomic(folder, target, source, cc, FLAGS)
         if why:
             return None, why
     try:
@@ -161,40 +141,6 @@ def _build_and_load(key: str, source: str, cc: list[str]) -> tuple[Optional[ctyp
     lib.tc_free.argtypes = [ctypes.c_void_p]
     lib.tc_free.restype = None
     return lib, ""
-
-
-def _compile(folder: Path, target: Path, source: str, cc: list[str]) -> str:
-    """Compile `source` into `target` atomically; '' on success, else why not."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, src = tempfile.mkstemp(dir=folder, prefix=".engine-", suffix=".c")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(source)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".engine-", suffix=".so")
-        os.close(fd)
-    except OSError as e:
-        return f"cannot write the cache directory {folder}: {e.strerror or e}"
-    try:
-        done = subprocess.run([*cc, *FLAGS, "-o", tmp, src], capture_output=True, text=True,
-                              timeout=600)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        _unlink(src, tmp)
-        return f"C compiler {cc[0]} did not run: {e}"
-    if done.returncode != 0:
-        _unlink(src, tmp)
-        first = (done.stderr.strip().splitlines() or ["no message"])[0][:200]
-        return f"C compiler {cc[0]} failed (exit {done.returncode}): {first}"
-    os.replace(tmp, target)                       # atomic: a reader sees all or nothing
-    os.replace(src, target.with_suffix(".c"))     # kept beside it, for reading
-    return ""
-
-
-def _unlink(*paths: str) -> None:
-    for p in paths:
-        try:
-            os.unlink(p)
-        except OSError:
-            pass
 
 
 # ----- running ----------------------------------------------------------------------------
