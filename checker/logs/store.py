@@ -88,16 +88,18 @@ class Intent:
     """One canonical intent: its first accepted key (`key`, `epoch`, `loc`, `seq`), every
     later one (`more`), the keys only its effects name, and effect counts."""
 
-    more = None              # list of (key, epoch, loc, seq) for further accepted keys
-    effect_keys = None       # set of keys named by its effects but by no accepted proposal
-    hint = ""                # the call, for messages (set when a second key appears)
-    applies = 0
-    apply_locs: Optional[list] = None
-    compensates = 0
-    recorded = False
+    __slots__ = ("key", "epoch", "loc", "seq", "more", "effect_keys", "hint", "applies",
+                 "apply_locs", "compensates", "recorded")
 
     def __init__(self, key: str, epoch, loc: int, seq: int = 0):
         self.key, self.epoch, self.loc, self.seq = key, epoch, loc, seq
+        self.more: Optional[list] = None    # (key, epoch, loc, seq) of further accepted keys
+        self.effect_keys: Optional[set] = None  # keys its effects name, no proposal accepted
+        self.hint = ""                      # the call, for messages (set at a second key)
+        self.applies = 0
+        self.apply_locs: Optional[list] = None
+        self.compensates = 0
+        self.recorded = False
 
     def keys(self) -> list[tuple]:
         """Every accepted key as (key, epoch, loc, seq)."""
