@@ -86,20 +86,18 @@ def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdi
     warnings: list[str] = []
     checker = Conformance([("<stdin>" if p == "-" else p) for p in paths], focus,
                           complete_effects=complete_effects)
-    feed = checker.feed
+    feed_batch = checker.feed_batch
     collecting = gc.isenabled()
     gc.disable()   # the core builds no reference cycles; collection would only cost time
     try:
         for fi, path in enumerate(paths):   # one generator per file: the hot loop is here
-            n = 0
             try:
                 for numbers, events in read_batches(
                         path, max_line_bytes, stdin, warnings.append,
                         on_cut=lambda line, fi=fi: checker.cut_off(fi, line)):
-                    for n, ev in zip(numbers, events):
-                        feed(ev, fi, n)
+                    feed_batch(numbers, events, fi)
             except EventError as e:
-                raise InputError(str(e), path, n) from None
+                raise InputError(str(e), path, e.line) from None
     finally:
         if collecting:
             gc.enable()

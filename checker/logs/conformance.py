@@ -56,7 +56,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from toolcommit.checker.logs import chains, intents
+from toolcommit.checker.logs import chains, intents, lane
 from toolcommit.checker.logs.findings import LINE_BITS, describe
 from toolcommit.checker.logs.intents import EventError
 from toolcommit.checker.logs.report import LogVerdict, Report, verdict_of
@@ -101,9 +101,12 @@ class Conformance(Store):
     """
 
     def __init__(self, files: Sequence[str] = ("<events>",), focus: Iterable[str] = (),
-                 pack: bool = True, complete_effects: bool = False):
+                 pack: bool = True, complete_effects: bool = False, native: bool = True):
         super().__init__(files, focus, pack, complete_effects)
         self._finished = False
+        # the native lane (logs/lane.py) for `feed_batch`, unless focus histories are kept
+        self.lane, self.lane_note = (None, "focus histories are kept in Python") \
+            if self.focus else lane.load() if native else (None, "not asked for")
         # where the writer stage records SEQ_GAP and SEQ_DUP: one shard only, when sharded
         # (every shard follows every writer's order, see `skip`)
         self.seq_found = self.found
@@ -170,6 +173,32 @@ class Conformance(Store):
                         chains.close(self, name, k)
                     return
         _STAGE[t](self, ev, w, loc)
+
+    def feed_batch(self, numbers: Sequence[int], events: list, file_index: int = 0) -> None:
+        """`feed` each of `events` as line `numbers[i]`, by the native lane when it is
+        loaded and the lines are consecutive (the reader's common batch), else one by one.
+
+        Raises
+        ------
+        EventError
+            With ``line`` set to the line whose event has no canonical form.
+        """
+        if self.lane is not None and type(numbers) is range and numbers.step == 1 \
+                and type(events) is list:
+            try:
+                self.lane.feed(self, events, file_index, numbers.start, self.feed)
+            except EventError as e:
+                e.line = self.lane.failed_line()
+                raise
+            return
+        feed = self.feed
+        n = 0
+        try:
+            for n, ev in zip(numbers, events):
+                feed(ev, file_index, n)
+        except EventError as e:
+            e.line = n
+            raise
 
     def skip(self, ev, file_index: int = 0, line: int = 0) -> None:
         """A line another shard checks (`toolcommit.checker.logs.shards`): only what every

@@ -26,6 +26,8 @@ class EventError(ValueError):
     """An event the core cannot use (its call has no canonical form); the driver adds
     file:line and turns it into an `InputError`."""
 
+    line = 0      # the line of the event, when a batch was fed (`Conformance.feed_batch`)
+
 
 def digest(st: Store, ev) -> bytes:
     """The canonical intent of the event's call. A bounded memo keyed by the exact

@@ -1,0 +1,189 @@
+"""The native lane (`toolcommit.checker.logs.lane`, C) leaves the core in the very state the
+Python core leaves it in, so reports, errors and warnings are the same with it and without
+it: every fixture in every format, every bad line kind, generated conforming and hostile
+logs (whole state compared, packed records byte for byte), and its digest equals the
+canonicalizer's on generated flat calls."""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from toolcommit.checker.cli import main
+from toolcommit.checker.logs import lane, typed
+from toolcommit.checker.logs.conformance import Conformance
+from toolcommit.checker.logs.intents import EventError, digest
+from toolcommit.checker.logs.store import Intent, Key
+from toolcommit.checker.logs.write import events_to_jsonl
+from toolcommit.checker.logs.writers import Writer
+from test_validate_decoders import BAD
+from test_validate_properties import conforming, hostile, merge, picks
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
+LANE, WHY = lane.load()
+needs_lane = pytest.mark.skipif(LANE is None or typed.decode is None,
+                                reason=f"no native lane: {WHY}")
+SETTINGS = settings(max_examples=80, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow])
+pytestmark = needs_lane
+
+
+def outputs(args, capsys):
+    code = main(args)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def both(args, capsys, monkeypatch):
+    native = outputs(args, capsys)
+    monkeypatch.setenv("TOOLCOMMIT_LANE", "python")
+    python = outputs(args, capsys)
+    monkeypatch.delenv("TOOLCOMMIT_LANE")
+    return native, python
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.jsonl*")), ids=lambda p: p.name)
+def test_every_fixture_gives_the_same_report_with_and_without_the_lane(path, fmt, capsys,
+                                                                        monkeypatch):
+    native, python = both(["validate", str(path), "--format", fmt], capsys, monkeypatch)
+    assert native == python
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_every_bad_line_kind_gives_the_same_words_with_and_without_the_lane(
+        name, tmp_path, capsys, monkeypatch):
+    p = tmp_path / f"{name}.jsonl"
+    p.write_bytes(BAD[name])
+    native, python = both(["validate", str(p), "--max-line-bytes", "200"], capsys, monkeypatch)
+    assert native == python
+
+
+# ----- the whole state ---------------------------------------------------------------------
+def slots(obj) -> tuple:
+    return tuple((n, getattr(obj, n)) for n in type(obj).__slots__)
+
+
+def state(c: Conformance) -> tuple:
+    """Everything the core remembers, comparable (objects as their slots)."""
+    def value(v):
+        return slots(v) if type(v) in (Key, Intent, Writer) else v
+    return ({k: value(v) for k, v in c.keys.items()},
+            {k: value(v) for k, v in c.intents.items()},
+            {k: value(v) for k, v in c.writers.items()}, dict(c.counts),
+            c.found.freeze(), c.found.totals())
+
+
+def run(lines: list[bytes], native: bool, batch: int) -> tuple:
+    c = Conformance(["<log>"], native=native)
+    assert (c.lane is not None) == native
+    evs = [typed.decode(b) for b in lines]
+    assert None not in evs
+    for i in range(0, len(evs), batch):
+        c.feed_batch(range(i + 1, i + 1 + len(evs[i:i + batch])), evs[i:i + batch])
+    mid = state(c)
+    c.close()
+    return mid, state(c)
+
+
+def lines_of(events: list[dict]) -> list[bytes]:
+    return [b for b in events_to_jsonl(events).encode().splitlines() if b.strip()]
+
+
+@SETTINGS
+@given(lanes=st.one_of(conforming(), hostile()), a=picks, batch=st.sampled_from([1, 3, 64]))
+def test_the_lane_leaves_the_same_state_as_the_python_core(lanes, a, batch):
+    lines = lines_of(merge(lanes, a))
+    assert run(lines, True, batch) == run(lines, False, batch)
+
+
+def bench_like(n: int, seed: int) -> list[dict]:
+    """Many interleaved intents: proposals, chains to ACKED (some through UNKNOWN and a
+    reconcile by another writer), effects, duplicate proposals, crashes and lost lines."""
+    rng = random.Random(seed)
+    out, seqs = [], {}
+
+    def emit(ev):
+        w = ev["writer"]
+        seqs[w] = seqs.get(w, 0) + (2 if rng.random() < 0.01 else 1)   # a lost line
+        out.append(dict(ev, seq=seqs[w]))
+    live = []
+    for i in range(n):
+        w = f"w{rng.randrange(4)}"
+        call = {"tool": "refund", "args": {"amount": rng.randrange(1, 5), "order": f"o{i % 50}"},
+                "scope": f"u{i % 7}"}
+        key = f"k{i % (n - 3)}"          # a few keys come back
+        steps = [{"type": "proposal", "writer": w, "call_id": f"t{i}", "key": key,
+                  "decision": "accepted", **call},
+                 {"type": "transition", "writer": w, "key": key, "from": "PROPOSED",
+                  "to": "RECORDED"},
+                 {"type": "transition", "writer": w, "key": key, "from": "RECORDED",
+                  "to": "DISPATCHED", "fence": 1}]
+        if rng.random() < 0.2:
+            other = f"w{rng.randrange(4)}"
+            steps += [{"type": "transition", "writer": w, "key": key, "from": "DISPATCHED",
+                       "to": "UNKNOWN", "fence": 1},
+                      {"type": "proposal", "writer": other, "call_id": f"r{i}", "key": key,
+                       "decision": "duplicate", **call},
+                      {"type": "transition", "writer": other, "key": key, "from": "UNKNOWN",
+                       "to": "RECONCILING", "fence": 2},
+                      {"type": "transition", "writer": other, "key": key,
+                       "from": "RECONCILING", "to": "ACKED", "fence": 2}]
+        else:
+            steps.append({"type": "transition", "writer": w, "key": key,
+                          "from": "DISPATCHED", "to": "ACKED", "fence": 1})
+        steps.insert(3, {"type": "effect", "writer": "bank", "key": key, "kind": "apply",
+                         "fence": 1, "effect_id": f"e{i}", **call})
+        if rng.random() < 0.02:
+            steps.insert(2, {"type": "crash", "writer": w})
+        live.append(steps)
+        while len(live) > 6 or (i == n - 1 and live):
+            s = live[rng.randrange(len(live))]
+            emit(s.pop(0))
+            if not s:
+                live.remove(s)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_lane_leaves_the_same_state_on_many_interleaved_intents(seed):
+    lines = lines_of(bench_like(400, seed))
+    assert run(lines, True, 97) == run(lines, False, 97)
+
+
+def test_a_call_with_no_canonical_form_names_its_line_with_and_without_the_lane():
+    good = {"type": "crash", "writer": "w", "seq": 1}
+    bad = {"type": "proposal", "writer": "w", "seq": 2, "call_id": "c", "tool": "t",
+           "args": {"amount": 1, " amount": 2}, "scope": "s", "key": "k", "decision": "accepted"}
+    evs = [typed.decode(b) for b in lines_of([good, bad])]
+    for native in (True, False):
+        c = Conformance(["<log>"], native=native)
+        with pytest.raises(EventError) as e:
+            c.feed_batch(range(5, 7), evs)
+        assert e.value.line == 6
+
+
+# ----- the digest --------------------------------------------------------------------------
+NAMES = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7f), min_size=0, max_size=6)
+VALUES = st.one_of(st.none(), st.booleans(), NAMES, st.integers(-2 ** 54, 2 ** 54),
+                   st.floats(allow_nan=False), st.sampled_from(["x y", "é", "a!", "\\", '"']))
+
+
+@SETTINGS
+@given(tool=NAMES, scope=NAMES, args=st.dictionaries(NAMES, VALUES, max_size=5))
+def test_the_lanes_digest_is_the_canonicalizers_or_none(tool, scope, args):
+    ev = typed.CLASSES["effect"](writer="w", seq=1, tool=tool, args=args, scope=scope,
+                                 kind="apply", key="k")
+    mine = LANE.flat_digest(ev)
+    if mine is not None:
+        assert mine == digest(Conformance(["x"], native=False), ev)
+        assert LANE.flat_dump(tool, scope, args) is not None
+
+
+def test_the_lane_takes_the_common_flat_call():
+    ev = typed.CLASSES["proposal"](writer="w", seq=1, call_id="c", tool="refund",
+                                   args={"amount": 20, "currency": "USD", "ok": True, "n": None},
+                                   scope="user:1", key="k", decision="accepted")
+    assert LANE.flat_digest(ev) == digest(Conformance(["x"], native=False), ev)
