@@ -340,9 +340,7 @@ def check_effects(st: Store, name: str, k: Key, loc: int = 0) -> None:
 def finish_open(st: Store) -> None:
     """At the end of the log: judge every key not closed from all its transitions (see
     the module docstring), and report the keys left outside a terminal state."""
-    for name, k in st.keys.items():
-        if type(k) is bytes:
-            continue
+    for name, k in st.objects(st.keys, bytes):
         if k.reaccepts:
             _reaccepted(st, name, k)
         if k.flags & F_CLOSED:

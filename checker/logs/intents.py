@@ -214,9 +214,8 @@ def finish(st: Store) -> None:
     applies, else from ACKED or dispatch counts)."""
     found = st.found
     dispatches: dict[bytes, list] = {}     # digest -> [dispatches, acked, dispatch locs]
-    for name, k in st.keys.items():
-        if type(k) is bytes:      # packed: closed by a transition, so recorded; its intent
-            continue              # has this one key
+    for name, k in st.objects(st.keys, bytes):   # packed keys: closed by a transition, so
+        # recorded; their intent has this one key
         if k.flags & F_TRANSITIONS and not k.accepted:
             found.add("NO_PROPOSAL", name, "possible",
                       "the key has transitions but no accepted proposal: its proposal line "
@@ -233,9 +232,8 @@ def finish(st: Store) -> None:
             n[1] += acked(k)
             if k.dispatch_loc and len(n[2]) < 8:
                 n[2].append(k.dispatch_loc)
-    for d, ent in st.intents.items():
-        if type(ent) is str:      # packed with its one key: at most one apply or dispatch
-            continue              # unless an effect record decides
+    for d, ent in st.objects(st.intents, str):   # a packed one (its one key's name) has
+        # at most one apply or dispatch unless an effect record decides
         ordered = _ordered(st, ent)
         label = " + ".join(ordered) if ordered else "(no key)"
         if ent.more:
@@ -259,8 +257,8 @@ def finish(st: Store) -> None:
                       f"one canonical intent was dispatched {n} times and no "
                       "effect records say how many took effect: possibly more than one",
                       [("transition", "", "dispatched", x) for x in locs])
-    for name, k in st.keys.items():
-        if type(k) is not bytes and k.digest is None and k.dispatches >= 2 \
+    for name, k in st.objects(st.keys, bytes):
+        if k.digest is None and k.dispatches >= 2 \
                 and not k.applies and not st.complete_effects:
             found.add("I1", name, "possible",
                       f"the key was dispatched {k.dispatches} times and no effect records "

@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define LANE_ABI 2
+#define LANE_ABI 4
 
 /* ----- configuration, set once by setup() -------------------------------------------- */
 enum { EV_P, EV_T, EV_E, EV_C, EV_R, NEV };
@@ -54,8 +54,24 @@ static long S_RECORDED, S_DISPATCHED, S_CANCELLED, S_RECONCILING, S_DEAD_LETTER;
 static long FL_RECORD, FL_CANCELLED, FL_SEALED, FL_TRANSITIONS, FL_CLOSED, FL_JUDGE,
     FL_PROPOSED, PACKABLE, MAX_CHAIN, MAX_PACKED_CHAIN, MEMO_MAX, LINE_BITS;
 static int configured;
-typedef unsigned char *(*sha256_fn)(const unsigned char *, size_t, unsigned char *);
-static sha256_fn native_sha256;       /* OpenSSL's SHA256, when setup was given it */
+/* OpenSSL's EVP digest calls, when setup was given them: a digest fetched once and one
+ * reused context (OpenSSL 3's one-shot SHA256() fetches the algorithm on every call) */
+typedef void *(*ctx_new_fn)(void);
+typedef int (*init_fn)(void *, const void *, void *);
+typedef int (*update_fn)(void *, const void *, size_t);
+typedef int (*final_fn)(void *, unsigned char *, unsigned int *);
+static init_fn evp_init;
+static update_fn evp_update;
+static final_fn evp_final;
+static void *evp_ctx, *evp_md;
+
+/* SHA-256 of data into md (32 bytes) by OpenSSL; 0 when it is not available or failed */
+static int native_sha256(const char *data, size_t n, unsigned char *md)
+{
+    unsigned int len = 0;
+    return evp_ctx != NULL && evp_init(evp_ctx, evp_md, NULL) == 1
+        && evp_update(evp_ctx, data, n) == 1 && evp_final(evp_ctx, md, &len) == 1 && len == 32;
+}
 static long long failed;
 
 #define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
@@ -196,11 +212,16 @@ static PyObject *lane_setup(PyObject *self, PyObject *cfg)
     if (need_offsets(key_type, KEY_NAMES, NK, k_off) < 0
         || need_offsets(intent_type, INTENT_NAMES, NI, i_off) < 0
         || need_offsets(writer_type, WRITER_NAMES, NW, w_off) < 0) return NULL;
-    PyObject *fn = PyDict_GetItemString(cfg, "sha256_address");  /* optional */
-    native_sha256 = NULL;
-    if (fn != NULL && fn != Py_None) {
-        native_sha256 = (sha256_fn)PyLong_AsVoidPtr(fn);
+    PyObject *evp = PyDict_GetItemString(cfg, "evp");  /* optional: 5 addresses */
+    evp_ctx = NULL;
+    if (evp != NULL && PyTuple_Check(evp) && PyTuple_GET_SIZE(evp) == 5) {
+        ctx_new_fn ctx_new = (ctx_new_fn)PyLong_AsVoidPtr(PyTuple_GET_ITEM(evp, 0));
+        evp_init = (init_fn)PyLong_AsVoidPtr(PyTuple_GET_ITEM(evp, 1));
+        evp_update = (update_fn)PyLong_AsVoidPtr(PyTuple_GET_ITEM(evp, 2));
+        evp_final = (final_fn)PyLong_AsVoidPtr(PyTuple_GET_ITEM(evp, 3));
+        evp_md = PyLong_AsVoidPtr(PyTuple_GET_ITEM(evp, 4));
         if (PyErr_Occurred()) return NULL;
+        if (ctx_new && evp_init && evp_update && evp_final && evp_md) evp_ctx = ctx_new();
     }
     s_accepted = PyUnicode_InternFromString("accepted");
     s_apply = PyUnicode_InternFromString("apply");
@@ -356,14 +377,14 @@ static PyObject *flat_digest(PyObject *memo, PyObject *ev, int t)
     int r = flat_dump(&dump_buf, tool, scope, args);
     if (r <= 0) return r < 0 ? PyErr_NoMemory() : NULL;
     Py_ssize_t np = PyBytes_GET_SIZE(prefix);
-    if (native_sha256 != NULL) {      /* cheaper than the memo: no key object, no lookup */
+    if (evp_ctx != NULL) {            /* cheaper than the memo: no key object, no lookup */
         unsigned char md[32];
         hash_buf.n = 0;
         if (grow(&hash_buf, (size_t)np + dump_buf.n) < 0) return PyErr_NoMemory();
         memcpy(hash_buf.p, PyBytes_AS_STRING(prefix), (size_t)np);
         memcpy(hash_buf.p + np, dump_buf.p, dump_buf.n);
-        native_sha256((const unsigned char *)hash_buf.p, (size_t)np + dump_buf.n, md);
-        return PyBytes_FromStringAndSize((const char *)md, 16);
+        if (native_sha256(hash_buf.p, (size_t)np + dump_buf.n, md))
+            return PyBytes_FromStringAndSize((const char *)md, 16);
     }
     PyObject *dump = PyBytes_FromStringAndSize(dump_buf.p, (Py_ssize_t)dump_buf.n);
     if (dump == NULL) return NULL;
@@ -801,23 +822,59 @@ done:
     return result;
 }
 
-/* [(k, v) for k, v in d.items() if type(v) is not skip] */
-static PyObject *objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* iter_objects(d, t): the items of d whose value is not of type t, as
+ * ((k, v) for k, v in d.items() if type(v) is not t) yields them: lazily, in order, each
+ * value's type looked at when the iteration reaches it, and an error if d changes size */
+typedef struct {
+    PyObject_HEAD
+    PyObject *d, *skip;
+    Py_ssize_t pos, size;
+} ObjectsIter;
+
+static void oi_dealloc(ObjectsIter *it)
 {
-    if (nargs != 2 || !PyDict_Check(args[0]) || !PyType_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "objects(dict, type)");
+    Py_XDECREF(it->d);
+    Py_XDECREF(it->skip);
+    PyObject_Free(it);
+}
+
+static PyObject *oi_next(ObjectsIter *it)
+{
+    PyObject *k, *v;
+    if (PyDict_GET_SIZE(it->d) != it->size) {
+        PyErr_SetString(PyExc_RuntimeError, "dictionary changed size during iteration");
         return NULL;
     }
-    PyObject *out = PyList_New(0), *k, *v;
-    Py_ssize_t pos = 0;
-    if (out == NULL) return NULL;
-    while (PyDict_Next(args[0], &pos, &k, &v)) {
-        if ((PyObject *)Py_TYPE(v) == args[1]) continue;
-        PyObject *t = PyTuple_Pack(2, k, v);
-        if (t == NULL || PyList_Append(out, t) < 0) { Py_XDECREF(t); Py_DECREF(out); return NULL; }
-        Py_DECREF(t);
+    while (PyDict_Next(it->d, &it->pos, &k, &v))
+        if ((PyObject *)Py_TYPE(v) != it->skip) return PyTuple_Pack(2, k, v);
+    return NULL;
+}
+
+static PyTypeObject ObjectsIterType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tc_lane.ObjectsIter",
+    .tp_basicsize = sizeof(ObjectsIter),
+    .tp_dealloc = (destructor)oi_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)oi_next,
+};
+
+static PyObject *objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyDict_CheckExact(args[0]) || !PyType_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "iter_objects(dict, type)");
+        return NULL;
     }
-    return out;
+    ObjectsIter *it = PyObject_New(ObjectsIter, &ObjectsIterType);
+    if (it == NULL) return NULL;
+    Py_INCREF(args[0]);
+    Py_INCREF(args[1]);
+    it->d = args[0];
+    it->skip = args[1];
+    it->pos = 0;
+    it->size = PyDict_GET_SIZE(args[0]);
+    return (PyObject *)it;
 }
 
 /* the native digest of a flat call, for tests: 16 bytes, or None */
@@ -835,6 +892,21 @@ static PyObject *py_flat_digest(PyObject *self, PyObject *const *args, Py_ssize_
     Py_XDECREF(memo);
     if (d == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
     return d;
+}
+
+/* SHA-256 of bytes by OpenSSL (for the known-answer check), or None */
+static PyObject *sha_check(PyObject *self, PyObject *data)
+{
+    unsigned char md[32];
+    if (!PyBytes_Check(data)) { PyErr_SetString(PyExc_TypeError, "bytes"); return NULL; }
+    if (!native_sha256(PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data), md)) Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)md, 32);
+}
+
+static PyObject *sha_off(PyObject *self, PyObject *unused)
+{
+    evp_ctx = NULL;
+    Py_RETURN_NONE;
 }
 
 static PyObject *failed_line(PyObject *self, PyObject *unused)
@@ -862,8 +934,10 @@ static PyMethodDef methods[] = {
      "feed(checker, events, file_index, first_line, fallback)"},
     {"failed_line", failed_line, METH_NOARGS, "the line of the last feed's exception"},
     {"abi", abi, METH_NOARGS, "the lane's ABI version"},
-    {"objects", (PyCFunction)(void (*)(void))objects, METH_FASTCALL,
-     "objects(d, t): the items of d whose value is not of type t"},
+    {"sha_check", sha_check, METH_O, "sha_check(data): OpenSSL's SHA-256 of data, or None"},
+    {"sha_off", sha_off, METH_NOARGS, "use hashlib from now on"},
+    {"iter_objects", (PyCFunction)(void (*)(void))objects, METH_FASTCALL,
+     "iter_objects(d, t): the items of d whose value is not of type t, lazily"},
     {"flat_digest", (PyCFunction)(void (*)(void))py_flat_digest, METH_FASTCALL,
      "flat_digest(event): the lane's digest of its call, or None"},
     {"flat_dump", (PyCFunction)(void (*)(void))py_flat_dump, METH_FASTCALL,
@@ -872,4 +946,8 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "tc_lane", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit_tc_lane(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit_tc_lane(void)
+{
+    if (PyType_Ready(&ObjectsIterType) < 0) return NULL;
+    return PyModule_Create(&module);
+}

@@ -23,7 +23,7 @@ from toolcommit.checker.cbuild import cache_dir, compile_atomic, compiler
 
 SOURCE = Path(__file__).with_name("lane.c")
 FLAGS = ("-O2", "-shared", "-fPIC", "-w")
-ABI = 2
+ABI = 4
 CHOICES = ("auto", "native", "python")
 _loaded: dict[str, tuple] = {}
 
@@ -66,31 +66,38 @@ def _build() -> tuple[Optional[object], str]:
         if mod.abi() != ABI:
             return None, f"{target} is from another version of the lane"
         mod.setup(config())
+        probe = b"toolcommit/canon/v1\n" * 7
+        if mod.sha_check(probe) not in (None, hashlib.sha256(probe).digest()):
+            mod.sha_off()
     except (ImportError, OSError, TypeError, ValueError, KeyError, AttributeError) as e:
         return None, f"cannot load {target}: {e}"
     return mod, ""
 
 
-def openssl_sha256() -> Optional[int]:
-    """The address of OpenSSL's ``SHA256`` in the libcrypto this interpreter's hashlib
-    loaded, when it computes what hashlib computes (checked on a known input), else None
-    (the lane then calls hashlib)."""
+def openssl_evp() -> Optional[tuple[int, ...]]:
+    """Addresses of OpenSSL's EVP_MD_CTX_new, EVP_DigestInit_ex, EVP_DigestUpdate,
+    EVP_DigestFinal_ex and a SHA-256 digest (fetched once), from the libcrypto this
+    interpreter's hashlib loaded; None when not found (the lane then calls hashlib). The
+    lane checks them on a known input before using them (`_build`)."""
     try:
         import _hashlib  # noqa: F401 - loads libcrypto
         import ctypes
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
-            paths = {line.split()[-1] for line in f if "libcrypto" in line and "/" in line}
-        for path in sorted(paths):
-            fn = ctypes.CDLL(path).SHA256
-            fn.restype = ctypes.c_void_p
-            fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p]
-            out = ctypes.create_string_buffer(32)
-            fn(b"toolcommit", 10, out)
-            if out.raw == hashlib.sha256(b"toolcommit").digest():
-                return ctypes.cast(fn, ctypes.c_void_p).value
-    except (ImportError, OSError, AttributeError, ValueError):
-        pass
-    return None
+            paths = sorted({line.split()[-1] for line in f if "libcrypto" in line
+                            and "/" in line})
+        lib = ctypes.CDLL(paths[0])
+        fetch = getattr(lib, "EVP_MD_fetch", None)
+        if fetch is not None:     # OpenSSL 3: fetch the algorithm once
+            fetch.restype, fetch.argtypes = ctypes.c_void_p, [ctypes.c_void_p] * 3
+            md = fetch(None, b"SHA256", None)
+        else:
+            lib.EVP_sha256.restype = ctypes.c_void_p
+            md = lib.EVP_sha256()
+        fns = [ctypes.cast(getattr(lib, n), ctypes.c_void_p).value for n in
+               ("EVP_MD_CTX_new", "EVP_DigestInit_ex", "EVP_DigestUpdate", "EVP_DigestFinal_ex")]
+        return (*fns, md) if md and all(fns) else None
+    except (ImportError, OSError, AttributeError, ValueError, IndexError):
+        return None
 
 
 def _immutable(v) -> bool:
@@ -118,7 +125,7 @@ def config() -> dict:
         "Key": store.Key, "Intent": store.Intent, "Writer": Writer,
         "key_template": key, "intent_template": ent, "code": store.CODE,
         "note_seq": note_seq, "close": chains.close, "pack": store.Store.pack,
-        "sha256": _sha256, "prefix": _PREFIX_V1, "sha256_address": openssl_sha256(),
+        "sha256": _sha256, "prefix": _PREFIX_V1, "evp": openssl_evp(),
         "terminal": sum(1 << s for s in store.TERMINAL),
         "RECORDED": store.RECORDED, "DISPATCHED": store.DISPATCHED,
         "CANCELLED": store.CANCELLED, "RECONCILING": store.RECONCILING,

@@ -153,6 +153,15 @@ class Store:
         self.counts = {"proposal": 0, "transition": 0, "effect": 0, "crash": 0, "restart": 0}
         self.focus: dict[str, list] = {k: [] for k in focus}
         self.packing = pack
+        self.lane = None                     # the native lane, if the driver loaded it
+
+    def objects(self, d: dict, packed: type):
+        """The items of `d` (`keys` or `intents`) that are objects, not `packed` (bytes or
+        str), in order, as ``((k, v) for k, v in d.items() if type(v) is not packed)``
+        yields them: each value looked at when reached (a loop may unpack later ones)."""
+        if self.lane is not None:
+            return self.lane.iter_objects(d, packed)
+        return ((k, v) for k, v in d.items() if type(v) is not packed)
 
     def writer(self, name: str) -> Writer:
         w = self.writers.get(name)
