@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define LANE_ABI 4
+#define LANE_ABI 5
 
 /* ----- configuration, set once by setup() -------------------------------------------- */
 enum { EV_P, EV_T, EV_E, EV_C, EV_R, NEV };
@@ -54,6 +54,7 @@ static long S_RECORDED, S_DISPATCHED, S_CANCELLED, S_RECONCILING, S_DEAD_LETTER;
 static long FL_RECORD, FL_CANCELLED, FL_SEALED, FL_TRANSITIONS, FL_CLOSED, FL_JUDGE,
     FL_PROPOSED, PACKABLE, MAX_CHAIN, MAX_PACKED_CHAIN, MEMO_MAX, LINE_BITS;
 static int configured;
+static PyObject *one_int;
 /* OpenSSL's EVP digest calls, when setup was given them: a digest fetched once and one
  * reused context (OpenSSL 3's one-shot SHA256() fetches the algorithm on every call) */
 typedef void *(*ctx_new_fn)(void);
@@ -725,11 +726,104 @@ static PyObject *get(PyObject *o, const char *name, int *err)
     return v;
 }
 
+/* zlib's CRC-32 (reflected, polynomial 0xEDB88320), for shards.shard_of */
+static uint32_t crc_table[256];
+
+static void crc_init(void)
+{
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320U ^ (c >> 1) : c >> 1;
+        crc_table[n] = c;
+    }
+}
+
+static uint32_t crc32_of(const unsigned char *p, Py_ssize_t n)
+{
+    uint32_t c = 0xFFFFFFFFU;
+    for (Py_ssize_t i = 0; i < n; i++) c = crc_table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFU;
+}
+
+/* The shard's routing (shards.Shard._route): who checks the line. */
+typedef struct {
+    long me, shards;
+    PyObject *owned, *one, *skip;   /* owned: a set or None; one, skip: (ev, fi, line) */
+    int stable, lead;
+} Route;
+
+/* 1 mine, 0 another shard's, 2 unusual (Route.one decides), -1 error */
+static int owner(Route *r, PyObject *ev, int t)
+{
+    if (t == EV_C || t == EV_R) return r->lead ? 1 : 0;
+    PyObject *name = SLOT(ev, ev_off[t][F_KEY]);
+    if (name == Py_None && t == EV_E) name = SLOT(ev, ev_off[t][F_IDEM]);
+    if (!PyUnicode_CheckExact(name)) return 2;
+    if (r->owned != Py_None) return PySet_Contains(r->owned, name);
+    if (!r->stable) {
+        Py_hash_t h = PyObject_Hash(name);
+        if (h == -1 && PyErr_Occurred()) return -1;
+        long m = (long)(h % r->shards);
+        return (m < 0 ? m + r->shards : m) == r->me;
+    }
+    if (!PyUnicode_IS_COMPACT_ASCII(name)) return 2;
+    return (long)(crc32_of(PyUnicode_DATA(name), PyUnicode_GET_LENGTH(name)) % (uint32_t)r->shards)
+        == r->me;
+}
+
+static PyObject *call_line(PyObject *f, PyObject *ev, PyObject *fi, long long line)
+{
+    PyObject *lo = PyLong_FromLongLong(line);
+    PyObject *r = lo ? call3(f, ev, fi, lo) : NULL;
+    Py_XDECREF(lo);
+    return r;
+}
+
+/* a line another shard checks: its writer's next seq, else Route.skip (Conformance.skip) */
+static int skip_line(Store *s, Route *r, PyObject *ev, int t, PyObject *fi, long long line,
+                     uint64_t fbits, int within)
+{
+    PyObject *w = PyDict_GetItemWithError(s->writers, SLOT(ev, ev_off[t][F_WRITER]));
+    uint64_t base;
+    if (w == NULL && PyErr_Occurred()) return -1;
+    if (t != EV_C && t != EV_R && w != NULL && Py_TYPE(w) == writer_type && within
+        && fits(SLOT(w, w_off[W_BASE]), U64, &base)) {
+        PyObject *seq = SLOT(ev, ev_off[t][F_SEQ]), *nxt = SLOT(w, w_off[W_NXT]);
+        int same = PyObject_RichCompareBool(seq, nxt, Py_EQ);
+        if (same < 0) return -1;
+        if (same) {
+            PyObject *nx = PyNumber_Add(nxt, one_int);
+            PyObject *loc = nx ? PyLong_FromUnsignedLongLong(base | fbits | (uint64_t)line) : NULL;
+            if (loc == NULL) { Py_XDECREF(nx); return -1; }
+            put(w, w_off[W_NXT], nx);
+            put(w, w_off[W_HI_LOC], loc);
+            return 0;
+        }
+    }
+    PyObject *res = call_line(r->skip, ev, fi, line);
+    Py_XDECREF(res);
+    return res ? 0 : -1;
+}
+
 static PyObject *feed(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (!configured) { PyErr_SetString(PyExc_RuntimeError, "lane not set up"); return NULL; }
-    if (nargs != 5) { PyErr_SetString(PyExc_TypeError, "feed(st, events, fi, first, fallback)"); return NULL; }
+    if (nargs != 5 && nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "feed(st, events, fi, first, fallback[, route])");
+        return NULL;
+    }
     PyObject *st = args[0], *events = args[1], *fallback = args[4];
+    Route route, *rt = NULL;
+    if (nargs == 6 && args[5] != Py_None) {     /* (me, shards, owned, stable, lead, one, skip) */
+        if (!PyArg_ParseTuple(args[5], "llOppOO", &route.me, &route.shards, &route.owned,
+                              &route.stable, &route.lead, &route.one, &route.skip))
+            return NULL;
+        if (route.shards < 1 || (route.owned != Py_None && !PyAnySet_Check(route.owned))) {
+            PyErr_SetString(PyExc_ValueError, "route: shards >= 1, owned a set or None");
+            return NULL;
+        }
+        rt = &route;
+    }
     long long fi = PyLong_AsLongLong(args[2]), first = PyLong_AsLongLong(args[3]);
     if (PyErr_Occurred()) return NULL;
     if (!PyList_CheckExact(events)) { PyErr_SetString(PyExc_TypeError, "events: a list"); return NULL; }
@@ -750,6 +844,20 @@ static PyObject *feed(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         failed = line;
         int t;
         for (t = 0; t < NEV && Py_TYPE(ev) != ev_type[t]; t++) ;
+        if (rt != NULL) {
+            int mine = t < NEV ? owner(rt, ev, t) : 2;
+            if (mine < 0) goto done;
+            if (mine == 2) {
+                PyObject *r = call_line(rt->one, ev, args[2], line);
+                if (r == NULL) goto done;
+                Py_DECREF(r);
+                continue;
+            }
+            if (mine == 0) {
+                if (skip_line(&s, rt, ev, t, args[2], line, fbits, within) < 0) goto done;
+                continue;
+            }
+        }
         PyObject *wname = t < NEV ? SLOT(ev, ev_off[t][F_WRITER]) : NULL;
         PyObject *w = wname ? PyDict_GetItemWithError(s.writers, wname) : NULL;
         if (w == NULL && PyErr_Occurred()) goto done;
@@ -909,6 +1017,13 @@ static PyObject *sha_off(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+static PyObject *py_crc32(PyObject *self, PyObject *data)
+{
+    if (!PyBytes_Check(data)) { PyErr_SetString(PyExc_TypeError, "bytes"); return NULL; }
+    return PyLong_FromUnsignedLong(crc32_of((const unsigned char *)PyBytes_AS_STRING(data),
+                                            PyBytes_GET_SIZE(data)));
+}
+
 static PyObject *failed_line(PyObject *self, PyObject *unused)
 {
     return PyLong_FromLongLong(failed);
@@ -931,11 +1046,12 @@ static PyObject *py_flat_dump(PyObject *self, PyObject *const *args, Py_ssize_t 
 static PyMethodDef methods[] = {
     {"setup", lane_setup, METH_O, "setup(config): the classes, slots and constants of the core"},
     {"feed", (PyCFunction)(void (*)(void))feed, METH_FASTCALL,
-     "feed(checker, events, file_index, first_line, fallback)"},
+     "feed(checker, events, file_index, first_line, fallback[, route])"},
     {"failed_line", failed_line, METH_NOARGS, "the line of the last feed's exception"},
     {"abi", abi, METH_NOARGS, "the lane's ABI version"},
     {"sha_check", sha_check, METH_O, "sha_check(data): OpenSSL's SHA-256 of data, or None"},
     {"sha_off", sha_off, METH_NOARGS, "use hashlib from now on"},
+    {"crc32", py_crc32, METH_O, "crc32(data): zlib's CRC-32, as the router computes it"},
     {"iter_objects", (PyCFunction)(void (*)(void))objects, METH_FASTCALL,
      "iter_objects(d, t): the items of d whose value is not of type t, lazily"},
     {"flat_digest", (PyCFunction)(void (*)(void))py_flat_digest, METH_FASTCALL,
@@ -949,5 +1065,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "tc_lane", NULL, -1, 
 PyMODINIT_FUNC PyInit_tc_lane(void)
 {
     if (PyType_Ready(&ObjectsIterType) < 0) return NULL;
+    crc_init();
+    one_int = PyLong_FromLong(1);
     return PyModule_Create(&module);
 }

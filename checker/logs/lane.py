@@ -23,7 +23,7 @@ from toolcommit.checker.cbuild import cache_dir, compile_atomic, compiler
 
 SOURCE = Path(__file__).with_name("lane.c")
 FLAGS = ("-O2", "-shared", "-fPIC", "-w")
-ABI = 4
+ABI = 5
 CHOICES = ("auto", "native", "python")
 _loaded: dict[str, tuple] = {}
 

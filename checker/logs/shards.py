@@ -137,59 +137,89 @@ class Shard:
 
     def _read(self) -> None:
         c = self.checker
-        feed, skip, keys, writers = c.feed, c.skip, c.keys, c.writers
-        me, shards, owned, lead = self.index, self.shards, self.owned, self.lead
-        crc = None if not self.stable else zlib.crc32
-        firsts = self.first_keys if self.focus else None
-        nkeys = 0
+        lane = c.lane
+        if lane is not None:
+            route = (self.index, self.shards, self.owned, bool(self.stable), bool(self.lead),
+                     self._one, c.skip)
         for fi, path in enumerate(self.paths):
             n = 0
             self._where = (fi, 0)
-            cut = (lambda line, fi=fi: c.cut_off(fi, line)) if lead else None
-            at = fi << LINE_BITS
+            cut = (lambda line, fi=fi: c.cut_off(fi, line)) if self.lead else None
             try:
                 for numbers, events in read_batches(path, self.max_line_bytes, None,
                                                     self.warnings.append, on_cut=cut,
                                                     helper=False):
-                    for n, ev in zip(numbers, events):    # this runs once per line
-                        t = ev.type
-                        if t == "crash" or t == "restart":
-                            if not lead:
-                                skip(ev, fi, n)
-                                continue
-                            mine = True
-                        else:         # whose key is it?
-                            name = ev.key
-                            if name is None:
-                                name = ev.idempotency_key
-                            if owned is not None:
-                                mine = name in owned
-                            elif crc is None:
-                                mine = hash(name) % shards == me
-                            else:
-                                mine = crc(name.encode("utf-8", "surrogatepass")) % shards == me
-                        if not mine:
-                            # `Conformance.skip` inlined for its common case (a keyed line):
-                            # the next seq of a known writer
-                            w = writers.get(ev.writer)
-                            if w is not None and ev.seq == w.nxt:
-                                w.nxt += 1
-                                w.hi_loc = w.base | at | n
-                            else:
-                                skip(ev, fi, n)
-                            continue
-                        feed(ev, fi, n)
-                        if firsts is not None and len(keys) != nkeys:
-                            nkeys = len(keys)
-                            if len(firsts) < 5:
-                                firsts.append(((fi, n), next(reversed(keys))))
+                    if lane is not None and type(numbers) is range and numbers.step == 1:
+                        try:
+                            lane.feed(c, events, fi, numbers.start, c.feed, route)
+                        except EventError as e:
+                            e.line = lane.failed_line()
+                            raise
+                    else:
+                        n = self._route(numbers, events, fi)
+                    if numbers:
+                        n = numbers[-1]
             except EventError as e:
+                n = e.line
                 self._where = (fi, n)
                 raise InputError(str(e), path, n) from None
             except InputError as e:
                 self._where = (fi, e.line)
                 raise
             self.last_lines.append(n)
+
+    def _one(self, ev, fi: int, n: int) -> None:
+        """`_route` for one line (the native lane's unusual ones)."""
+        self._route((n,), (ev,), fi)
+
+    def _route(self, numbers, events, fi: int) -> int:
+        """Feed the lines this shard owns, follow the writers of the others (the native
+        lane does the same in C: `lane.feed` with a route); the last line number."""
+        c = self.checker
+        feed, skip, keys, writers = c.feed, c.skip, c.keys, c.writers
+        me, shards, owned, lead = self.index, self.shards, self.owned, self.lead
+        crc = None if not self.stable else zlib.crc32
+        firsts = self.first_keys if self.focus else None
+        nkeys = len(keys)
+        at = fi << LINE_BITS
+        n = 0
+        try:
+            for n, ev in zip(numbers, events):    # this runs once per line
+                t = ev.type
+                if t == "crash" or t == "restart":
+                    if not lead:
+                        skip(ev, fi, n)
+                        continue
+                    mine = True
+                else:         # whose key is it?
+                    name = ev.key
+                    if name is None:
+                        name = ev.idempotency_key
+                    if owned is not None:
+                        mine = name in owned
+                    elif crc is None:
+                        mine = hash(name) % shards == me
+                    else:
+                        mine = crc(name.encode("utf-8", "surrogatepass")) % shards == me
+                if not mine:
+                    # `Conformance.skip` inlined for its common case (a keyed line):
+                    # the next seq of a known writer
+                    w = writers.get(ev.writer)
+                    if w is not None and ev.seq == w.nxt:
+                        w.nxt += 1
+                        w.hi_loc = w.base | at | n
+                    else:
+                        skip(ev, fi, n)
+                    continue
+                feed(ev, fi, n)
+                if firsts is not None and len(keys) != nkeys:
+                    nkeys = len(keys)
+                    if len(firsts) < 5:
+                        firsts.append(((fi, n), next(reversed(keys))))
+        except EventError as e:
+            e.line = n
+            raise
+        return n
 
     def candidates(self, bitmap: bytes) -> list[bytes]:
         """The digests of this shard's intents whose prefix bit is set in `bitmap`."""

@@ -18,6 +18,7 @@ from toolcommit.checker.logs.intents import EventError, digest
 from toolcommit.checker.logs.store import Intent, Key
 from toolcommit.checker.logs.write import events_to_jsonl
 from toolcommit.checker.logs.writers import Writer
+from toolcommit.model.errors import InputError
 from test_validate_decoders import BAD
 from test_validate_properties import conforming, hostile, merge, picks
 
@@ -187,3 +188,57 @@ def test_the_lane_takes_the_common_flat_call():
                                    args={"amount": 20, "currency": "USD", "ok": True, "n": None},
                                    scope="user:1", key="k", decision="accepted")
     assert LANE.flat_digest(ev) == digest(Conformance(["x"], native=False), ev)
+
+
+# ----- sharded: the lane routes lines as `Shard._route` does ---------------------------------
+@SETTINGS
+@given(data=st.binary(max_size=40))
+def test_the_lanes_crc32_is_zlibs(data):
+    import zlib
+    assert LANE.crc32(data) == zlib.crc32(data)
+
+
+def sharded_reports(path: str, monkeypatch) -> list:
+    """Reports of the sharded checker (forked, routed by hash; in process, by CRC-32, as on
+    a cluster), rendered, with the lane and without it."""
+    from test_validate_sharded import in_process
+    from toolcommit.checker.cli.validate import EXIT_CODES, validate
+    from toolcommit.checker.logs import pool
+    from toolcommit.checker.render.findings import RENDERERS
+    monkeypatch.setattr(pool, "SHARD_MIN_BYTES", 0)
+
+    def rendered(run):
+        try:
+            report = run()
+        except InputError as e:
+            return str(e)
+        code = EXIT_CODES[report.verdict]
+        return {f: r(report, code) for f, r in RENDERERS.items()}
+    out = []
+    for env in ("auto", "python"):
+        monkeypatch.setenv("TOOLCOMMIT_LANE", env)
+        out.append([rendered(lambda: validate([path], jobs=2)),
+                    rendered(lambda: in_process([path], 3))])
+    monkeypatch.delenv("TOOLCOMMIT_LANE")
+    return out
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*-bad.jsonl")), ids=lambda p: p.name)
+def test_sharded_reports_are_the_same_with_and_without_the_lane(path, monkeypatch):
+    native, python = sharded_reports(str(path), monkeypatch)
+    assert native == python
+
+
+@pytest.mark.parametrize("name", ["k", "ключ-", "k\udcff"], ids=["ascii", "utf8", "surrogate"])
+def test_keys_of_any_text_are_routed_alike_with_and_without_the_lane(name, tmp_path,
+                                                                      monkeypatch):
+    evs = bench_like(120, 5)
+    for ev in evs:
+        if "key" in ev:
+            ev["key"] = ev["key"].replace("k", name, 1)
+    p = tmp_path / "log.jsonl"
+    p.write_text(events_to_jsonl(evs), encoding="utf-8", errors="surrogatepass")
+    if name.endswith("\udcff"):       # not UTF-8: every path refuses the same line
+        p.write_bytes(p.read_bytes().replace(b"\xed\xb3\xbf", b"\\udcff"))
+    native, python = sharded_reports(str(p), monkeypatch)
+    assert native == python
