@@ -17,7 +17,7 @@ from pathlib import Path
 from toolcommit.model.errors import InputError, UsageError
 
 from toolcommit.checker.cli import validate_from
-from toolcommit.checker.logs import pool
+from toolcommit.checker.logs import lane, pool
 from toolcommit.checker.logs.conformance import Conformance, EventError
 from toolcommit.checker.logs.merge import focus_message
 from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES, check_paths, read_batches
@@ -144,4 +144,14 @@ def run(args) -> int:
     if args.output or args.format != "text":   # text output already lists them
         for w in report.warnings:
             print(f"toolcommit: warning: {w}", file=sys.stderr)
+    _lane_note()
     return code
+
+
+def _lane_note() -> None:
+    """Say on stderr when the native lane could not be used on this machine (asking for
+    the Python core with TOOLCOMMIT_LANE=python is not worth a note)."""
+    module, why = lane.load()
+    if module is None and not why.startswith("TOOLCOMMIT_LANE"):
+        print(f"toolcommit: note: the Python core checked the log, about twice as slowly, "
+              f"because the native lane is unavailable: {why}", file=sys.stderr)
