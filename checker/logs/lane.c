@@ -265,15 +265,24 @@ static int grow(Buf *b, size_t more)
     return 0;
 }
 
-/* a string written verbatim by orjson and kept by canonicalizer v1: printable ASCII with
- * no space, quote, backslash or '!' */
+/* bytes orjson writes verbatim and canonicalizer v1 keeps: printable ASCII but space,
+ * quote, backslash and '!' */
+static unsigned char verbatim[256];
+
+static void verbatim_init(void)
+{
+    for (int c = 0x21; c < 0x7f; c++) verbatim[c] = c != '"' && c != '\\' && c != '!';
+}
+
+/* a string of verbatim bytes only */
 static int plain_str(PyObject *s, const char **p, Py_ssize_t *n)
 {
     if (!PyUnicode_CheckExact(s) || !PyUnicode_IS_COMPACT_ASCII(s)) return 0;
     const unsigned char *c = (const unsigned char *)PyUnicode_DATA(s);
     Py_ssize_t len = PyUnicode_GET_LENGTH(s);
-    for (Py_ssize_t i = 0; i < len; i++)
-        if (c[i] <= 0x20 || c[i] >= 0x7f || c[i] == '"' || c[i] == '\\' || c[i] == '!') return 0;
+    unsigned char all = 1;
+    for (Py_ssize_t i = 0; i < len; i++) all &= verbatim[c[i]];
+    if (!all) return 0;
     *p = (const char *)c;
     *n = len;
     return 1;
@@ -1066,6 +1075,7 @@ PyMODINIT_FUNC PyInit_tc_lane(void)
 {
     if (PyType_Ready(&ObjectsIterType) < 0) return NULL;
     crc_init();
+    verbatim_init();
     one_int = PyLong_FromLong(1);
     return PyModule_Create(&module);
 }

@@ -383,7 +383,10 @@ def read_batches(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
             parts = lines.feed(buf)
             if parts and n == 0 and parts[0].startswith(_BOM):
                 parts[0] = parts[0][3:]
-            direct = fast is not None and parts and max(map(len, parts)) <= limit
+            # every line fits the limit: the chunk does (each line but the first is inside
+            # it) and so does the first (it may start with the carried-over tail)
+            direct = fast is not None and parts and len(parts[0]) <= limit and \
+                (len(buf) <= limit or max(map(len, parts)) <= limit)
             if direct:   # small batches: a whole chunk's events at once would leave the caches
                 batches = [parts[i:i + _BATCH] for i in range(0, len(parts), _BATCH)]
             else:        # a line too long (refused before decoding), or no typed decoder
