@@ -16,6 +16,7 @@ from typing import Sequence
 
 from toolcommit.model.errors import InternalError
 
+from toolcommit.checker.logs import lane
 from toolcommit.checker.logs.merge import merge
 from toolcommit.checker.logs.report import Report
 from toolcommit.checker.logs.shards import Part, Shard, changed, coordinate
@@ -68,6 +69,7 @@ def check(paths: Sequence[str], max_line_bytes: int, focus: Sequence[str], jobs:
     """Check `paths` with `jobs` shard processes; the single process's report, or its
     `InputError` / `UsageError`."""
     ctx = multiprocessing.get_context("fork")
+    lane.load()       # built and loaded once, here: the forked shards inherit it
     procs, conns = [], []
     try:
         for i in range(jobs):
