@@ -129,3 +129,17 @@ def test_no_truncation_where_no_move_needs_another_fence():
     parked = preset("recommended").with_knobs({"on_unknown": "dead_letter", "fencing": "off"})
     c, ex = run_instance(parked, instance("ack_loss").with_bounds({"max_fence": 1}), Limits())
     assert ex.truncated == 0
+
+
+def test_depths_are_shortest_paths_also_on_the_frontier_of_a_search_a_limit_stopped():
+    c = compile_system(build(preset("seed"), instance("default")))
+    full = explore(c, graph=False)
+    cut = explore(c, max_states=5000, graph=False)
+    assert not cut.complete and cut.level_ends[-1] < cut.state_count   # a frontier is left
+    by_level = {}
+    for d, end in enumerate(full.level_ends):
+        for sid in range(full.level_ends[d - 1] if d else 0, end):
+            by_level[full.states[sid]] = d
+    for sid in range(cut.state_count):       # every state, the unexpanded ones included
+        assert cut.depth_of(sid) == len(cut.path(sid)) - 1 == by_level[cut.states[sid]]
+    assert max(map(cut.depth_of, range(cut.state_count))) == cut.depth + 1

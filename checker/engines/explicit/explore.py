@@ -89,10 +89,15 @@ class Exploration:
         return len(self.level_ends) - 1
 
     def depth_of(self, sid: int) -> int:
-        for d, end in enumerate(self.level_ends):
-            if sid < end:
-                return d
-        return len(self.level_ends) - 1
+        """The BFS depth of state `sid`: the steps of its shortest path from the initial
+        state, by its parent links, so also right for the unexpanded frontier of a search
+        a limit stopped (which no level of `level_ends` covers)."""
+        d = 0
+        parent = self.parent
+        while sid != 0:
+            sid = parent[sid]
+            d += 1
+        return d
 
     def path(self, sid: int) -> list[tuple[int, int]]:
         """[(action index or -1, canonical state)] from the initial state to `sid`."""
