@@ -11,7 +11,7 @@ cells are part of the answer), 3 some cell is UNKNOWN, 2 bad input.
 Limits: `--max-states` and `--timeout` are honoured. Without them, a search that stops at
 the question's limits hands the open invariants to bounded SMT; with them, it does so only
 if `--bmc-depth` is given too (each SMT run then lasts at most `--timeout` seconds), and the
-output names the depth and time of that fallback. See `toolcommit.checker.design.schema.Limits`.
+output names the depth and time of that fallback. See `toolcommit.checker.design.question.Limits`.
 """
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ from pathlib import Path
 from toolcommit.model.errors import UsageError
 
 from toolcommit.checker.design.run import answer
-from toolcommit.checker.design.schema import Limits, builtin_names, load_question
+from toolcommit.checker.design.question import Limits
+from toolcommit.checker.design.schema import builtin_names, load_question
 from toolcommit.checker.render.answers import (counterexample_files, render_answer_json, render_answer_markdown,
                          render_answer_text)
 from toolcommit.checker.cli.check import Progress, add_env_option

@@ -28,7 +28,7 @@ from toolcommit.spec import protocol
 from toolcommit.checker.engines.trace import transfers
 from toolcommit.checker.engines.verdict import Status, Verdict
 
-from .grid import Answer, Cell, cell_model
+from .grid import Answer, Cell
 
 
 @dataclass(frozen=True)

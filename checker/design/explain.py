@@ -17,7 +17,7 @@ from toolcommit.checker.engines.trace import Counterexample
 from toolcommit.checker.engines.verdict import Status
 
 from .grid import Answer, Cell
-from .schema import Question
+from .question import Question
 
 
 def footnotes(a: Answer) -> dict:

@@ -27,7 +27,7 @@ from toolcommit.spec import protocol
 from toolcommit.checker.engines.verdict import Status, Verdict
 
 if TYPE_CHECKING:  # the question types import this module to cross-check cells
-    from .schema import Question, Variant
+    from .question import Question, Variant
 
 
 def cell_settings(q: "Question", r: "Variant", c: "Variant") -> dict:

@@ -31,7 +31,7 @@ from toolcommit.checker.engines.verdict import Status, Verdict
 
 from .changes import compare
 from .grid import Answer, Cell, cell_model, cell_settings, outside
-from .schema import ADVERSARIES, GRAPH, INVARIANTS, Limits, Question, Variant
+from .question import ADVERSARIES, GRAPH, INVARIANTS, Limits, Question, Variant
 
 
 def answer(q: Question, progress: Optional[Callable] = None) -> Answer:
