@@ -201,7 +201,8 @@ class _Builder(Planner, Provider, LogFaults, Intents, Resolution, Recovery):
 
     def _monitor(self, updates: dict) -> dict:
         """Add LEGAL and P2 monitor updates for every record variable the action writes."""
-        legal = protocol().record.edge_set
+        legal = [(e.source, e.target) for e in protocol().record.edges]   # spec order: the
+        # generated code must not depend on the process's string hashing (a set's order)
         bad_legal, bad_p2 = [], []
         for i, rec in enumerate(self.rec):
             if rec.name not in updates:

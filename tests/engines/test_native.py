@@ -304,3 +304,30 @@ def test_portfolio_with_first_stops_early_and_never_falls_back_to_smt():
     assert r.engine == "explicit" and r.stats["early"] and r.scope.kind == "early"
     assert r.scope.text.startswith("stopped early: every property asked for is violated")
     assert r.verdicts[0].status.value == "VIOLATED"
+
+
+_SOURCES = """
+import hashlib
+from toolcommit.checker.engines.explicit.codegen import compile_system
+from toolcommit.checker.engines.explicit.native_c import c_source
+from toolcommit.model.instance import instance, instance_names
+from toolcommit.model.knobs import PRESETS, preset
+from toolcommit.model.semantics import build
+h = hashlib.sha256()
+for p in PRESETS:
+    for i in instance_names():
+        c = compile_system(build(preset(p), instance(i)))
+        h.update(c.source.encode() + c_source(c).encode())
+print(h.hexdigest())
+"""
+
+
+def test_generated_sources_do_not_depend_on_the_processs_string_hashing():
+    """The compiled engine is cached by its source's hash: a source that changed with
+    PYTHONHASHSEED would be rebuilt by every process and fill the cache."""
+    import os
+    import subprocess
+    out = {subprocess.run([sys.executable, "-c", _SOURCES], capture_output=True, text=True,
+                          check=True, env=dict(os.environ, PYTHONHASHSEED=seed)).stdout
+           for seed in ("1", "2")}
+    assert len(out) == 1, out
