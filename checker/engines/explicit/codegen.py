@@ -124,9 +124,23 @@ class _Gen:
                 break
             atom, inside, items = split
             lines += self.need(self.cond_vars[atom], have, indent)
-            lines.append(f"{pad}if {atom}:")
+            lines.append(pad + self.open_if([atom]))
             lines += self.tree(inside, indent + 1, have)
+            lines += [pad + x for x in self.close_if()]
         return lines
+
+    # the target language's syntax: the only part the C generator (native_c) overrides
+    def open_if(self, conjuncts: list[str]) -> str:
+        """The line opening a block run when every conjunct (by its source) holds."""
+        return f"if {' and '.join(conjuncts)}:"
+
+    def close_if(self) -> list[str]:
+        return []
+
+    def body(self, i: int) -> list[str]:
+        """The statements of action `i`'s leaf: its successor, or the cut flag."""
+        a = self.sys.actions[i]
+        return ["trunc = True" if a.cut else f"out.append(({i}, {self.successor_expr(a.updates)}))"]
 
     def need(self, names, have: set, indent: int) -> list[str]:
         """Extraction lines, at `indent`, for the variables in `names` not yet in `have`."""
@@ -139,12 +153,12 @@ class _Gen:
         a = self.sys.actions[i]
         lines = self.need(set().union(*[self.cond_vars[c] for c in cs]) if cs else set(), have, indent)
         inner = set(have)
-        body = "trunc = True" if a.cut else f"out.append(({i}, {self.successor_expr(a.updates)}))"
         used = set() if a.cut else set(a.updates) | set().union(*[variables(e) for e in a.updates.values()])
         if not cs:
-            return lines + self.need(used, have, indent) + [f"{pad}{body}"]
-        return lines + [f"{pad}if {' and '.join(cs)}:", *self.need(used, inner, indent + 1),
-                        f"{pad}    {body}"]
+            return lines + self.need(used, have, indent) + [pad + x for x in self.body(i)]
+        return lines + [pad + self.open_if(cs), *self.need(used, inner, indent + 1),
+                        *[pad + "    " + x for x in self.body(i)],
+                        *[pad + x for x in self.close_if()]]
 
     def guard_items(self) -> list:
         """(action_index, [conjunct source]) for every action whose guard can hold; fills

@@ -140,40 +140,18 @@ class _CGen(_Gen):
         names = [self.names[v.name] for v in self.sys.variables if only is None or v.name in only]
         return f"    val {', '.join(names)};" if names else ""
 
-    def tree(self, items, indent: int, have: set) -> list[str]:
-        """`_Gen.tree` in C: the same splits, so the same successor order."""
-        pad = "    " * indent
-        lines: list[str] = []
-        have = set(have)
-        while items:
-            split = split_on_shared(items)
-            if split is None:
-                for i, cs in items:
-                    lines += self.leaf(i, cs, indent, have)
-                break
-            atom, inside, items = split
-            lines += self.need(self.cond_vars[atom], have, indent)
-            lines.append(f"{pad}if ({self.c(self.cond_expr[atom], True)}) {{")
-            lines += self.tree(inside, indent + 1, have)
-            lines.append(f"{pad}}}")
-        return lines
+    def open_if(self, conjuncts: list[str]) -> str:
+        return f"if ({' && '.join(self.c(self.cond_expr[c], True) for c in conjuncts)}) {{"
 
-    def leaf(self, i: int, cs: list[str], indent: int, have: set) -> list[str]:
-        pad = "    " * indent
+    def close_if(self) -> list[str]:
+        return ["}"]
+
+    def body(self, i: int) -> list[str]:
         a = self.sys.actions[i]
-        lines = self.need(set().union(*[self.cond_vars[c] for c in cs]) if cs else set(), have, indent)
-        inner = set(have)
-        used = set() if a.cut else set(a.updates) | set().union(*[variables(e) for e in a.updates.values()])
         if a.cut:
-            body = ["*cut = 1;"]
-        else:
-            body = ["t = s;"] + [f"t += SHIFTED({self.c(e)} - {self.names[n]}, {self.off[n]});"
-                                 for n, e in a.updates.items()] + [f"acts[k] = {i}; outs[k++] = t;"]
-        if not cs:
-            return lines + self.need(used, have, indent) + [pad + b for b in body]
-        cond = " && ".join(self.c(self.cond_expr[c], True) for c in cs)
-        return lines + [f"{pad}if ({cond}) {{", *self.need(used, inner, indent + 1),
-                        *[pad + "    " + b for b in body], f"{pad}}}"]
+            return ["*cut = 1;"]
+        return ["t = s;"] + [f"t += SHIFTED({self.c(e)} - {self.names[n]}, {self.off[n]});"
+                             for n, e in a.updates.items()] + [f"acts[k] = {i}; outs[k++] = t;"]
 
     def successors_src(self) -> str:
         items = self.guard_items()
