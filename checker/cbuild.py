@@ -5,6 +5,8 @@ checker's native lane both use it; neither adds a Python dependency).
 A library lives in the cache directory under a name keyed by the hash of its source, the
 compiler and the flags, written as a temporary file and renamed into place, so two
 processes can race and a reader sees all or nothing. The C source is kept beside it.
+The directory stays bounded: each build drops the least recently used libraries beyond
+`KEEP` (loading one marks it used), never one used in the last `MIN_AGE` seconds.
 """
 from __future__ import annotations
 
@@ -13,8 +15,13 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Optional, Sequence
+
+KEEP = 256          # libraries kept in the cache (each with its C source beside it)
+MIN_AGE = 3600.0    # seconds: a library used this recently is never dropped
+_OURS = (".engine-", ".lane-", "engine-", "lane-")
 
 
 def cache_dir() -> Path:
@@ -60,7 +67,41 @@ def compile_atomic(folder: Path, target: Path, source: str, cc: list[str],
         return f"C compiler {cc[0]} failed (exit {done.returncode}): {first}"
     os.replace(tmp, target)                       # atomic: a reader sees all or nothing
     os.replace(src, target.with_suffix(".c"))     # kept beside it, for reading
+    prune(folder)
     return ""
+
+
+def touch(target: Path) -> None:
+    """Mark a cached library used (`prune` drops the least recently used first)."""
+    try:
+        os.utime(target)
+    except OSError:
+        pass
+
+
+def prune(folder: Path, keep: int = KEEP, min_age: float = MIN_AGE) -> int:
+    """Drop the least recently used libraries of `folder` beyond `keep`, with their C
+    sources, and temporary files of builds that died; never anything used in the last
+    `min_age` seconds, nor a file this module did not name. Returns how many files went."""
+    now = time.time()
+    try:
+        entries = [(e.stat().st_mtime, e) for e in os.scandir(folder)
+                   if e.is_file() and e.name.startswith(_OURS)]
+    except OSError:
+        return 0
+    libs = sorted(((t, e) for t, e in entries if not e.name.startswith(".")
+                   and not e.name.endswith(".c")), key=lambda x: x[0], reverse=True)
+    doomed = [e.path for t, e in libs[keep:] if now - t > min_age]
+    doomed += [p[:-len(Path(p).suffix)] + ".c" for p in doomed]
+    doomed += [e.path for t, e in entries if e.name.startswith(".") and now - t > min_age]
+    gone = 0
+    for path in doomed:
+        try:
+            os.unlink(path)
+            gone += 1
+        except OSError:
+            pass
+    return gone
 
 
 def unlink(*paths: str) -> None:

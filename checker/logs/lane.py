@@ -19,7 +19,7 @@ import sysconfig
 from pathlib import Path
 from typing import Optional
 
-from toolcommit.checker.cbuild import cache_dir, compile_atomic, compiler
+from toolcommit.checker.cbuild import cache_dir, compile_atomic, compiler, touch
 
 SOURCE = Path(__file__).with_name("lane.c")
 FLAGS = ("-O2", "-shared", "-fPIC", "-w")
@@ -60,6 +60,7 @@ def _build() -> tuple[Optional[object], str]:
         if why:
             return None, why
     try:
+        touch(target)
         spec = importlib.util.spec_from_file_location("tc_lane", target)
         mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
         spec.loader.exec_module(mod)  # type: ignore[union-attr]

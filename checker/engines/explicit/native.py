@@ -29,7 +29,7 @@ from typing import Callable, Optional
 
 from toolcommit.model.errors import UsageError
 
-from toolcommit.checker.cbuild import cache_dir, compile_atomic, compiler
+from toolcommit.checker.cbuild import cache_dir, compile_atomic, compiler, touch
 
 from toolcommit.checker.engines.explicit.codegen import Compiled
 from toolcommit.checker.engines.explicit.explore import (EARLY, Exploration, StopWhen,
@@ -131,6 +131,7 @@ def _build_and_load(key: str, source: str, cc: list[str]) -> tuple[Optional[ctyp
             return None, why
     try:
         lib = ctypes.CDLL(str(target))
+        touch(target)
         if lib.tc_abi() != ABI:
             return None, f"{target} is from another version of the engine"
     except (OSError, AttributeError) as e:
