@@ -242,3 +242,19 @@ def test_keys_of_any_text_are_routed_alike_with_and_without_the_lane(name, tmp_p
         p.write_bytes(p.read_bytes().replace(b"\xed\xb3\xbf", b"\\udcff"))
     native, python = sharded_reports(str(p), monkeypatch)
     assert native == python
+
+
+def test_extreme_numbers_leave_the_same_state_with_and_without_the_lane():
+    """Seqs, fences and epochs at the schema's limit (2**63-1) and past the packed record's
+    fields (2**32): the lane hands what it cannot pack to Python."""
+    big = 2 ** 63 - 1
+    evs = bench_like(60, 9)
+    for j, ev in enumerate(evs):
+        if ev["writer"] == "w1":
+            ev["seq"] += big - 10 ** 6        # w1's seqs near the top, still increasing
+        if "fence" in ev:
+            ev["fence"] += (2 ** 32) if j % 3 == 0 else 0
+        if ev["type"] == "proposal" and j % 4 == 0:
+            ev["epoch"] = big - j
+    lines = lines_of(evs)
+    assert run(lines, True, 16) == run(lines, False, 16)
