@@ -291,7 +291,8 @@ def close(st: Store, name: str, k: Key) -> None:
     """The chain is terminal and nothing is buffered: judge it, check its effects, and
     pack the key with its intent when it is an ordinary one. A chain that took the slow
     path is rebuilt first (the order its lines arrived in must not matter); if that leaves
-    anything over, the key stays open, judged at the end."""
+    anything over, the key stays open, judged at the end. The native lane (logs/lane.c)
+    mirrors the path without judging: change both."""
     if k.flags & F_JUDGE:
         _rebuild(k)
         if k.pending or k.tip not in TERMINAL:

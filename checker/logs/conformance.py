@@ -117,7 +117,8 @@ class Conformance(Store):
 
         The per-line path: the writer's next seq and the extension of an open key's chain
         are inlined here (a call per line costs more than the rest of the work); every
-        other case goes to its stage (`writers.note_seq`, `chains.transition`, ...).
+        other case goes to its stage (`writers.note_seq`, `chains.transition`, ...). The
+        native lane (logs/lane.c) mirrors this path: change both.
 
         Raises
         ------

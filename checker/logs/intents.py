@@ -72,6 +72,7 @@ def proposal(st: Store, ev, w: Writer, loc: int) -> None:
     name = ev.key
     keys, intents = st.keys, st.intents
     if name not in keys and d not in intents:     # the common case: a new key, a new intent
+        # (mirrored in logs/lane.c: change both)
         k = keys[name] = Key(name)
         k.accepted = 1
         k.flags = F_RECORD | F_PROPOSED
@@ -145,7 +146,8 @@ def effect(st: Store, ev, w: Writer, loc: int) -> None:
             and not k.flags & F_CLOSED and k.flags & F_PROPOSED and ent.recorded \
             and ent.key == name and not ent.applies and ent.apply_locs is None:
         # the common case: the first apply of an open key, for the intent it proposed
-        # (what `_count_apply` and the general path below would do, with nothing to judge)
+        # (what `_count_apply` and the general path below would do, with nothing to judge;
+        # mirrored in logs/lane.c: change both)
         eid = ev.effect_id
         k.applies = 1
         k.apply_loc = loc

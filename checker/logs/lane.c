@@ -7,7 +7,9 @@
  * and `intents.digest` (for the flat calls `canon.flat_digest_v1` serves). Anything else
  * -- a new writer, a seq out of order, an unusual key, intent or value -- is handed to the
  * Python function that would have run, at the point it would have run, so the two paths
- * leave the same state behind (tests compare them on every fixture).
+ * leave the same state behind (tests compare them on every fixture). A change to one of
+ * those Python fast paths must be made here too: tests/logs/test_validate_lane.py fails
+ * until it is. One thread at a time: the buffers and the failed line are static.
  *
  * Contract of feed(checker, events, file_index, first_line): feed events[i] as line
  * first_line + i; returns None; on an exception from a Python stage, the line it was

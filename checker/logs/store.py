@@ -195,7 +195,8 @@ class Store:
 
     def pack(self, name: str, k: Key) -> None:
         """Replace a closed key and its intent by `_PACK` bytes (and the intent's entry by
-        the key's name) when nothing about them is unusual; else keep the objects."""
+        the key's name) when nothing about them is unusual; else keep the objects. The
+        native lane (logs/lane.c) writes the same bytes: change both."""
         digest = k.digest
         chain = k.chain
         if digest is None or k.forks is not None or k.reaccepts is not None or k.pending \
