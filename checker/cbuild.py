@@ -61,6 +61,9 @@ def compile_atomic(folder: Path, target: Path, source: str, cc: list[str],
     except (OSError, subprocess.TimeoutExpired) as e:
         unlink(src, tmp)
         return f"C compiler {cc[0]} did not run: {e}"
+    except BaseException:         # interrupted: leave nothing behind
+        unlink(src, tmp)
+        raise
     if done.returncode != 0:
         unlink(src, tmp)
         first = (done.stderr.strip().splitlines() or ["no message"])[0][:200]

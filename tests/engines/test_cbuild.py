@@ -34,3 +34,16 @@ def test_prune_keeps_the_newest_and_the_recently_used_and_only_its_own_files(tmp
 
 def test_prune_of_a_missing_folder_does_nothing(tmp_path):
     assert cbuild.prune(tmp_path / "absent") == 0
+
+
+def test_an_interrupted_build_leaves_nothing_behind(tmp_path, monkeypatch):
+    import subprocess
+
+    import pytest
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(subprocess, "run", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        cbuild.compile_atomic(tmp_path, tmp_path / "engine-x.so", "int x;", ["cc"], ["-c"])
+    assert list(tmp_path.iterdir()) == []
