@@ -21,8 +21,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#define LANE_ABI 5
-
 /* ----- configuration, set once by setup() -------------------------------------------- */
 enum { EV_P, EV_T, EV_E, EV_C, EV_R, NEV };
 enum { F_WRITER, F_SEQ, F_KEY, F_FROM, F_TO, F_FENCE, F_TOOL, F_ARGS, F_SCOPE, F_DECISION,
@@ -57,6 +55,7 @@ static long FL_RECORD, FL_CANCELLED, FL_SEALED, FL_TRANSITIONS, FL_CLOSED, FL_JU
     FL_PROPOSED, PACKABLE, MAX_CHAIN, MAX_PACKED_CHAIN, MEMO_MAX, LINE_BITS;
 static int configured;
 static PyObject *one_int;
+static long long failed;                   /* the line feed() was at when it raised */
 /* OpenSSL's EVP digest calls, when setup was given them: a digest fetched once and one
  * reused context (OpenSSL 3's one-shot SHA256() fetches the algorithm on every call) */
 typedef void *(*ctx_new_fn)(void);
@@ -75,7 +74,6 @@ static int native_sha256(const char *data, size_t n, unsigned char *md)
     return evp_ctx != NULL && evp_init(evp_ctx, evp_md, NULL) == 1
         && evp_update(evp_ctx, data, n) == 1 && evp_final(evp_ctx, md, &len) == 1 && len == 32;
 }
-static long long failed;
 
 #define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
 
@@ -211,7 +209,19 @@ static PyObject *lane_setup(PyObject *self, PyObject *cfg)
     MAX_PACKED_CHAIN = cfg_long(cfg, "MAX_PACKED_CHAIN", &err);
     MEMO_MAX = cfg_long(cfg, "MEMO_MAX", &err);
     LINE_BITS = cfg_long(cfg, "LINE_BITS", &err);
+    PyObject *pack_format = cfg_obj(cfg, "pack_format", &err),
+        *edge_format = cfg_obj(cfg, "edge_format", &err);
     if (err) return NULL;
+    /* pack() writes Store.pack's record field by field into a buffer sized for this layout */
+    int same_layout = PyUnicode_Check(pack_format) && PyUnicode_Check(edge_format)
+        && PyUnicode_CompareWithASCIIString(pack_format, "<BBBIIII4Q3qq16s") == 0
+        && PyUnicode_CompareWithASCIIString(edge_format, "<IBIQ") == 0 && MAX_PACKED_CHAIN <= 8;
+    Py_DECREF(pack_format);
+    Py_DECREF(edge_format);
+    if (!same_layout) {
+        PyErr_SetString(PyExc_ValueError, "Store.pack's record layout is not the one lane.c writes");
+        return NULL;
+    }
     if (need_offsets(key_type, KEY_NAMES, NK, k_off) < 0
         || need_offsets(intent_type, INTENT_NAMES, NI, i_off) < 0
         || need_offsets(writer_type, WRITER_NAMES, NW, w_off) < 0) return NULL;
@@ -313,8 +323,8 @@ static int by_name(const void *a, const void *b)
     return c ? c : (x->n > y->n) - (x->n < y->n);
 }
 
-/* orjson's sorted dump of [tool, scope, args] when flat_digest_v1 takes the call: 1, the
- * dump in b; 0, not a flat call (the Python path decides); -1, an error */
+/* orjson's sorted dump of [tool, scope, args] when flat_digest_v1 takes the call, appended
+ * to b: 1, done; 0, not a flat call (the Python path decides); -1, an error */
 static int flat_dump(Buf *b, PyObject *tool, PyObject *scope, PyObject *args)
 {
     Item stack[32], *items = stack;
@@ -322,7 +332,6 @@ static int flat_dump(Buf *b, PyObject *tool, PyObject *scope, PyObject *args)
     if (!PyDict_CheckExact(args)) return 0;
     Py_ssize_t n = PyDict_GET_SIZE(args);
     if (n > 32) return 0;
-    b->n = 0;
     if (grow(b, 1) < 0) return -1;
     b->p[b->n++] = '[';
     if ((r = put_str(b, tool)) <= 0) return r;
@@ -376,7 +385,7 @@ static int flat_dump(Buf *b, PyObject *tool, PyObject *scope, PyObject *args)
     return 1;
 }
 
-static Buf dump_buf, hash_buf;
+static Buf dump_buf;     /* the digest's prefix, then the dump */
 
 
 /* intents.digest for a flat call: a new reference to the 16-byte digest; NULL with no
@@ -386,28 +395,22 @@ static PyObject *flat_digest(PyObject *memo, PyObject *ev, int t)
     PyObject *tool = SLOT(ev, ev_off[t][F_TOOL]), *scope = SLOT(ev, ev_off[t][F_SCOPE]),
         *args = SLOT(ev, ev_off[t][F_ARGS]);
     if (tool == NULL || scope == NULL || args == NULL) return NULL;
+    size_t np = (size_t)PyBytes_GET_SIZE(prefix);
+    dump_buf.n = 0;
+    if (grow(&dump_buf, np) < 0) return PyErr_NoMemory();
+    memcpy(dump_buf.p, PyBytes_AS_STRING(prefix), np);
+    dump_buf.n = np;
     int r = flat_dump(&dump_buf, tool, scope, args);
     if (r <= 0) return r < 0 ? PyErr_NoMemory() : NULL;
-    Py_ssize_t np = PyBytes_GET_SIZE(prefix);
-    if (evp_ctx != NULL) {            /* cheaper than the memo: no key object, no lookup */
-        unsigned char md[32];
-        hash_buf.n = 0;
-        if (grow(&hash_buf, (size_t)np + dump_buf.n) < 0) return PyErr_NoMemory();
-        memcpy(hash_buf.p, PyBytes_AS_STRING(prefix), (size_t)np);
-        memcpy(hash_buf.p + np, dump_buf.p, dump_buf.n);
-        if (native_sha256(hash_buf.p, (size_t)np + dump_buf.n, md))
-            return PyBytes_FromStringAndSize((const char *)md, 16);
-    }
-    PyObject *dump = PyBytes_FromStringAndSize(dump_buf.p, (Py_ssize_t)dump_buf.n);
+    unsigned char md[32];
+    if (native_sha256(dump_buf.p, dump_buf.n, md))   /* cheaper than the memo */
+        return PyBytes_FromStringAndSize((const char *)md, 16);
+    PyObject *dump = PyBytes_FromStringAndSize(dump_buf.p + np, (Py_ssize_t)(dump_buf.n - np));
     if (dump == NULL) return NULL;
     PyObject *d = PyDict_GetItemWithError(memo, dump);
     if (d != NULL) { Py_INCREF(d); Py_DECREF(dump); return d; }
     if (PyErr_Occurred()) { Py_DECREF(dump); return NULL; }
-    hash_buf.n = 0;
-    if (grow(&hash_buf, (size_t)np + dump_buf.n) < 0) { Py_DECREF(dump); return PyErr_NoMemory(); }
-    memcpy(hash_buf.p, PyBytes_AS_STRING(prefix), (size_t)np);
-    memcpy(hash_buf.p + np, dump_buf.p, dump_buf.n);
-    PyObject *data = PyBytes_FromStringAndSize(hash_buf.p, np + (Py_ssize_t)dump_buf.n);
+    PyObject *data = PyBytes_FromStringAndSize(dump_buf.p, (Py_ssize_t)dump_buf.n);
     PyObject *h = data ? PyObject_CallOneArg(sha256, data) : NULL;
     Py_XDECREF(data);
     PyObject *full = h ? PyObject_CallMethod(h, "digest", NULL) : NULL;
@@ -756,6 +759,20 @@ static uint32_t crc32_of(const unsigned char *p, Py_ssize_t n)
     return c ^ 0xFFFFFFFFU;
 }
 
+/* The writer's next line, feed's and skip's common case: when seq is w.nxt, w.nxt = seq + 1
+ * and w.hi_loc = loc. 1 if it was, 0 if not (the caller hands the line to Python), -1 on
+ * an error. */
+static int next_seq(PyObject *w, PyObject *seq, PyObject *loc)
+{
+    int same = PyObject_RichCompareBool(seq, SLOT(w, w_off[W_NXT]), Py_EQ);
+    if (same <= 0) return same;
+    PyObject *nx = PyNumber_Add(seq, one_int);
+    if (nx == NULL) return -1;
+    put(w, w_off[W_NXT], nx);
+    put_new(w, w_off[W_HI_LOC], loc);
+    return 1;
+}
+
 /* The shard's routing (shards.Shard._route): who checks the line. */
 typedef struct {
     long me, shards;
@@ -799,17 +816,10 @@ static int skip_line(Store *s, Route *r, PyObject *ev, int t, PyObject *fi, long
     if (w == NULL && PyErr_Occurred()) return -1;
     if (t != EV_C && t != EV_R && w != NULL && Py_TYPE(w) == writer_type && within
         && fits(SLOT(w, w_off[W_BASE]), U64, &base)) {
-        PyObject *seq = SLOT(ev, ev_off[t][F_SEQ]), *nxt = SLOT(w, w_off[W_NXT]);
-        int same = PyObject_RichCompareBool(seq, nxt, Py_EQ);
-        if (same < 0) return -1;
-        if (same) {
-            PyObject *nx = PyNumber_Add(nxt, one_int);
-            PyObject *loc = nx ? PyLong_FromUnsignedLongLong(base | fbits | (uint64_t)line) : NULL;
-            if (loc == NULL) { Py_XDECREF(nx); return -1; }
-            put(w, w_off[W_NXT], nx);
-            put(w, w_off[W_HI_LOC], loc);
-            return 0;
-        }
+        PyObject *loc = PyLong_FromUnsignedLongLong(base | fbits | (uint64_t)line);
+        int stepped = loc ? next_seq(w, SLOT(ev, ev_off[t][F_SEQ]), loc) : -1;
+        Py_XDECREF(loc);
+        if (stepped) return stepped < 0 ? -1 : 0;
     }
     PyObject *res = call_line(r->skip, ev, fi, line);
     Py_XDECREF(res);
@@ -876,26 +886,16 @@ static PyObject *feed(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         /* loc = base | fi << LINE_BITS | line, as feed computes it, when it fits 64 bits */
         if (w == NULL || Py_TYPE(w) != writer_type || !within
             || !fits(SLOT(w, w_off[W_BASE]), U64, &base)) {
-            PyObject *lo = PyLong_FromLongLong(line);
-            PyObject *r = lo ? call3(fallback, ev, args[2], lo) : NULL;
-            Py_XDECREF(lo);
+            PyObject *r = call_line(fallback, ev, args[2], line);
             if (r == NULL) goto done;
             Py_DECREF(r);
             continue;
         }
         PyObject *seq = SLOT(ev, ev_off[t][F_SEQ]);
         PyObject *loc = PyLong_FromUnsignedLongLong(base | fbits | (uint64_t)line);
-        if (loc == NULL) goto done;
-        int ok = 1;
-        long long sq = PyLong_CheckExact(seq) ? PyLong_AsLongLong(seq) : -1;
-        long long nxt = PyLong_CheckExact(SLOT(w, w_off[W_NXT])) ? PyLong_AsLongLong(SLOT(w, w_off[W_NXT])) : -2;
-        if (PyErr_Occurred()) PyErr_Clear(), ok = 0;
-        if (ok && sq == nxt && sq >= 0 && sq < (1LL << 62)) {
-            PyObject *nx = PyLong_FromLongLong(sq + 1);
-            if (nx == NULL) { Py_DECREF(loc); goto done; }
-            put(w, w_off[W_NXT], nx);
-            put_new(w, w_off[W_HI_LOC], loc);
-        } else {
+        int stepped = loc ? next_seq(w, seq, loc) : -1;
+        if (stepped < 0) { Py_XDECREF(loc); goto done; }
+        if (!stepped) {
             PyObject *r = call4(note_seq, w, seq, s.seq_found, loc);
             int keep = r ? PyObject_IsTrue(r) : -1;
             Py_XDECREF(r);
@@ -1040,14 +1040,10 @@ static PyObject *failed_line(PyObject *self, PyObject *unused)
     return PyLong_FromLongLong(failed);
 }
 
-static PyObject *abi(PyObject *self, PyObject *unused)
-{
-    return PyLong_FromLong(LANE_ABI);
-}
-
 static PyObject *py_flat_dump(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 3) { PyErr_SetString(PyExc_TypeError, "flat_dump(tool, scope, args)"); return NULL; }
+    dump_buf.n = 0;
     int r = flat_dump(&dump_buf, args[0], args[1], args[2]);
     if (r < 0) return PyErr_NoMemory();
     if (r == 0) Py_RETURN_NONE;
@@ -1059,7 +1055,6 @@ static PyMethodDef methods[] = {
     {"feed", (PyCFunction)(void (*)(void))feed, METH_FASTCALL,
      "feed(checker, events, file_index, first_line, fallback[, route])"},
     {"failed_line", failed_line, METH_NOARGS, "the line of the last feed's exception"},
-    {"abi", abi, METH_NOARGS, "the lane's ABI version"},
     {"sha_check", sha_check, METH_O, "sha_check(data): OpenSSL's SHA-256 of data, or None"},
     {"sha_off", sha_off, METH_NOARGS, "use hashlib from now on"},
     {"crc32", py_crc32, METH_O, "crc32(data): zlib's CRC-32, as the router computes it"},
