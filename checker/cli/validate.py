@@ -149,9 +149,10 @@ def run(args) -> int:
 
 
 def _lane_note() -> None:
-    """Say on stderr when the native lane could not be used on this machine (asking for
-    the Python core with TOOLCOMMIT_LANE=python is not worth a note)."""
-    module, why = lane.load()
+    """Say on stderr when the native lane was wanted but could not be used on this machine
+    (asking for the Python core with TOOLCOMMIT_LANE=python is not worth a note, and a run
+    that never wanted it, with --key, builds nothing to say so)."""
+    module, why = lane.tried() or (True, "")
     if module is None and not why.startswith("TOOLCOMMIT_LANE"):
         print(f"toolcommit: note: the Python core checked the log, about twice as slowly, "
               f"because the native lane is unavailable: {why}", file=sys.stderr)

@@ -54,7 +54,7 @@ Examples
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable, Optional, Sequence
 
 from toolcommit.checker.logs import chains, intents, lane
 from toolcommit.checker.logs.findings import LINE_BITS, describe
@@ -105,8 +105,7 @@ class Conformance(Store):
         super().__init__(files, focus, pack, complete_effects)
         self._finished = False
         # the native lane (logs/lane.py) for `feed_batch`, unless focus histories are kept
-        self.lane, self.lane_note = (None, "focus histories are kept in Python") \
-            if self.focus else lane.load() if native else (None, "not asked for")
+        self.lane = lane.load()[0] if native and not self.focus else None
         # where the writer stage records SEQ_GAP and SEQ_DUP: one shard only, when sharded
         # (every shard follows every writer's order, see `skip`)
         self.seq_found = self.found
@@ -184,13 +183,7 @@ class Conformance(Store):
         EventError
             With ``line`` set to the line whose event has no canonical form.
         """
-        if self.lane is not None and type(numbers) is range and numbers.step == 1 \
-                and type(events) is list:
-            try:
-                self.lane.feed(self, events, file_index, numbers.start, self.feed)
-            except EventError as e:
-                e.line = self.lane.failed_line()
-                raise
+        if self.lane_feed(numbers, events, file_index):
             return
         feed = self.feed
         n = 0
@@ -200,6 +193,27 @@ class Conformance(Store):
         except EventError as e:
             e.line = n
             raise
+
+    def lane_feed(self, numbers: Sequence[int], events: list, file_index: int = 0,
+                  route: Optional[tuple] = None) -> bool:
+        """Feed the batch by the native lane, if it is loaded and the lines are consecutive
+        (the reader's common batch); False, having done nothing, otherwise. `route`: a
+        shard's routing (`toolcommit.checker.logs.shards.Shard`), else every line is fed.
+
+        Raises
+        ------
+        EventError
+            With ``line`` set to the line whose event has no canonical form.
+        """
+        if self.lane is None or type(numbers) is not range or numbers.step != 1 \
+                or type(events) is not list:
+            return False
+        try:
+            self.lane.feed(self, events, file_index, numbers.start, self.feed, route)
+        except EventError as e:
+            e.line = self.lane.failed_line()
+            raise
+        return True
 
     def skip(self, ev, file_index: int = 0, line: int = 0) -> None:
         """A line another shard checks (`toolcommit.checker.logs.shards`): only what every

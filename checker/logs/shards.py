@@ -137,10 +137,8 @@ class Shard:
 
     def _read(self) -> None:
         c = self.checker
-        lane = c.lane
-        if lane is not None:
-            route = (self.index, self.shards, self.owned, bool(self.stable), bool(self.lead),
-                     self._one, c.skip)
+        route = (self.index, self.shards, self.owned, bool(self.stable), bool(self.lead),
+                 self._one, c.skip)
         for fi, path in enumerate(self.paths):
             n = 0
             self._where = (fi, 0)
@@ -149,13 +147,7 @@ class Shard:
                 for numbers, events in read_batches(path, self.max_line_bytes, None,
                                                     self.warnings.append, on_cut=cut,
                                                     helper=False):
-                    if lane is not None and type(numbers) is range and numbers.step == 1:
-                        try:
-                            lane.feed(c, events, fi, numbers.start, c.feed, route)
-                        except EventError as e:
-                            e.line = lane.failed_line()
-                            raise
-                    else:
+                    if not c.lane_feed(numbers, events, fi, route):
                         n = self._route(numbers, events, fi)
                     if numbers:
                         n = numbers[-1]
