@@ -216,8 +216,9 @@ def finish(st: Store) -> None:
     applies, else from ACKED or dispatch counts)."""
     found = st.found
     dispatches: dict[bytes, list] = {}     # digest -> [dispatches, acked, dispatch locs]
-    for name, k in st.objects(st.keys, bytes):   # packed keys: closed by a transition, so
-        # recorded; their intent has this one key
+    # packed keys are skipped: closed by a transition, so recorded; their intent has this
+    # one key
+    for name, k in st.objects(st.keys, bytes):
         if k.flags & F_TRANSITIONS and not k.accepted:
             found.add("NO_PROPOSAL", name, "possible",
                       "the key has transitions but no accepted proposal: its proposal line "
@@ -234,8 +235,9 @@ def finish(st: Store) -> None:
             n[1] += acked(k)
             if k.dispatch_loc and len(n[2]) < 8:
                 n[2].append(k.dispatch_loc)
-    for d, ent in st.objects(st.intents, str):   # a packed one (its one key's name) has
-        # at most one apply or dispatch unless an effect record decides
+    # packed intents are skipped: with their one key, at most one apply or dispatch unless
+    # an effect record decides
+    for d, ent in st.objects(st.intents, str):
         ordered = _ordered(st, ent)
         label = " + ".join(ordered) if ordered else "(no key)"
         if ent.more:
