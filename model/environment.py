@@ -30,6 +30,7 @@ from toolcommit.spec import environments, protocol
 
 from .errors import UsageError
 from .instance import Instance
+from . import timing
 from .knobs import Config
 from .values import ENV_FAULTS
 
@@ -38,12 +39,18 @@ IDEAL = "ideal"
 
 @dataclass(frozen=True)
 class Behaviour:
-    """One documented behaviour: what it sets, in words, and the sentence it rests on."""
+    """One documented behaviour: what it sets, in words, and the sentence it rests on.
+
+    `inherent` says why no provider of this kind can promise otherwise (so `design` never
+    offers its reversal as the way out); `assumed` marks a number the documents do not give,
+    stated as an assumption every verdict that uses it lists."""
 
     sets: Mapping[str, object]
     what: str
     url: Optional[str]
     rests_on: str
+    inherent: str = ""
+    assumed: bool = False
 
 
 @dataclass(frozen=True)
@@ -53,13 +60,23 @@ class Profile:
     assumptions: Mapping[str, str]
     budgets: Mapping[str, int]
     behaviours: tuple[Behaviour, ...]
+    timing: Mapping[str, Optional[int]] = None   # environment timing params it sets (seconds)
+
+    def inherent(self, name: str) -> str:
+        """Why no provider of this kind can promise `name` away ('' if one could)."""
+        return next((b.inherent for b in self.behaviours if name in b.sets and b.inherent), "")
+
+    def assumed(self) -> list[str]:
+        """The timing params the profile assumes without a document saying so."""
+        return [k for b in self.behaviours if b.assumed for k in b.sets if k in timing.params()]
 
 
 def _behaviour(raw: Mapping) -> Behaviour:
     src = raw.get("source")
+    extra = {"inherent": raw.get("inherent", ""), "assumed": bool(raw.get("assumed"))}
     if src is None:
-        return Behaviour(dict(raw["sets"]), raw["what"], None, raw["why_no_source"])
-    return Behaviour(dict(raw["sets"]), raw["what"], src["url"], src["rests_on"])
+        return Behaviour(dict(raw["sets"]), raw["what"], None, raw["why_no_source"], **extra)
+    return Behaviour(dict(raw["sets"]), raw["what"], src["url"], src["rests_on"], **extra)
 
 
 @lru_cache(maxsize=None)
@@ -68,17 +85,20 @@ def _profiles() -> dict[str, Profile]:
     assumptions, faults = protocol().assumptions, protocol().faults
     for name, raw in environments()["profiles"].items():
         behaviours = tuple(_behaviour(b) for b in raw["behaviours"])
-        a, budgets = {}, {}
+        a, budgets, times = {}, {}, {}
         for b in behaviours:
             for key, value in b.sets.items():
                 if key in assumptions and value in assumptions[key]["options"]:
                     a[key] = value
                 elif key in faults and isinstance(value, int) and value >= 0:
                     budgets[key] = value
+                elif key in timing.params() and timing.params()[key]["of"] == "environment":
+                    times[key] = timing.seconds(value)
                 else:
                     raise ValueError(f"spec/environments.json: profile {name} sets {key}={value!r}, "
-                                     "which is neither an assumption option nor a fault budget")
-        out[name] = Profile(name, raw["meaning"], a, budgets, behaviours)
+                                     "which is neither an assumption option, a fault budget nor "
+                                     "an environment timing parameter")
+        out[name] = Profile(name, raw["meaning"], a, budgets, behaviours, times)
     return out
 
 
@@ -94,9 +114,12 @@ def profile(name: str) -> Profile:
 
 
 def configure(config: Config, name: str) -> Config:
-    """`config` in environment `name`: the profile's assumptions over the config's."""
+    """`config` in environment `name`: the profile's assumptions and timing over the
+    config's (a timing param the config changed itself, by `--set`, stays)."""
     p = profile(name)
-    return replace(config, assumptions={**config.assumptions, **p.assumptions}, env=name)
+    times = {**config.timing, **{k: v for k, v in p.timing.items() if k not in config.changed}}
+    return replace(config, assumptions={**config.assumptions, **p.assumptions}, env=name,
+                   timing=times)
 
 
 def instance_in(inst: Instance, name: str) -> Instance:
@@ -112,5 +135,6 @@ def held_fixed(name: str) -> dict[str, object]:
     this environment holds fixed."""
     p = profile(name)
     a = {k: p.assumptions.get(k, spec["default"]) for k, spec in protocol().assumptions.items()}
-    return {**a, **{f: p.budgets.get(f, 0) for f in ENV_FAULTS}}
+    times = {k: timing.show(v, k) for k, v in p.timing.items()}
+    return {**a, **{f: p.budgets.get(f, 0) for f in ENV_FAULTS}, **times}
 

@@ -60,7 +60,8 @@ class LogFaults:
         """A status read (enabled by `guard`) that answers "absent" although key k's effect
         was applied; `extra` are the read's other updates; `absent` the record state the
         absent answer leads to (default: per `on_absent`)."""
-        if not self.has("stale_reads") or self.a["status_read"] == "no":
+        if not self.has("stale_reads") or self.a["status_read"] == "no" \
+                or self.k["status_via"] == "list":
             return
         if absent is None:
             absent = RV["RECORDED"] if self.k["on_absent"] == "rerecord" else RV["DEAD_LETTER"]

@@ -27,6 +27,11 @@ from .instance import FIRST_INTENT
 from .values import GAVE_UP, P_DUP, P_RECORDED, UNSETTLED, r
 
 
+def ite_bool(c: Expr, a: Expr, b: Expr) -> Expr:
+    """(c and a) or (not c and b), for boolean expressions."""
+    return any_of(all_of(c, a), all_of(not_(c), b))
+
+
 @dataclass(frozen=True)
 class Group:
     """Intents that share keys, their keys (key indices, in key order) and proposals."""
@@ -108,6 +113,19 @@ class Intents:
             return first
         return sum_(flags) + first if first else sum_(flags)
 
+    def group_of(self, k: int) -> Group:
+        """The group holding key k."""
+        return next(g for g in self.groups() if k in g.keys)
+
+    def cancelled_in(self, g: Group) -> Expr:
+        """The user cancelled a record of the group's intents (under any of its keys)."""
+        return any_of(*[self.cancelled[k] == 1 for k in g.keys if self.cancelled[k] is not None])
+
+    def intent_cancelled(self, k: int) -> Expr:
+        """P3's reading: the intent key k serves was cancelled, under k or another key of
+        its group (a revised or re-proposed call's key included)."""
+        return self.cancelled_in(self.group_of(k))
+
     def _sums(self, g: Group) -> tuple[Expr, Expr]:
         total = sum_([self.applied[k] for k in g.keys])
         comp = sum_([self.comp[k] for k in g.keys if self.comp[k] is not None])
@@ -146,19 +164,46 @@ class Intents:
     def _group_fulfilled(self, g: Group) -> Expr:
         total, comp = self._sums(g)
         n = self.asked_count(g)
-        recs = [self.rec[k] for k in g.keys]
+        visible, stuck = self._visible(g), self._stuck(g)
         props = [p for p in self.props if p.name in g.proposals]
-        visible = any_of(*[in_(rec, r(*GAVE_UP)) for rec in recs])
-        stuck = any_of(*[in_(rec, r(*UNSETTLED)) for rec in recs])
         approved = set(self.next_of.values())      # the human gate's new attempts
         refused = any_of(*[self.prop[p.name] == P_DUP for p in props
                            if p.trigger == "after_give_up" and self.key_of[p.name] not in approved])
+        cancel = self.cancelled_in(g)
         if isinstance(n, int) and n == 1:     # the first intent alone: as with one intent
-            short, swallowed = total == comp, FALSE
+            short, swallowed, exact = total == comp, FALSE, total == comp + 1
         else:
-            short, swallowed = total < comp + n, self._swallowed(g)
-        return any_of(total == comp + n,
-                      all_of(short, visible, not_(stuck), not_(refused), not_(swallowed)))
+            short, swallowed, exact = total < comp + n, self._swallowed(g), total == comp + n
+        if cancel is not FALSE:    # a cancelled intent: no effect (the cancel is its give-up)
+            exact = all_of(not_(cancel), exact)
+            short = ite_bool(cancel, total == comp, short)
+        return any_of(exact, all_of(short, visible, not_(stuck), not_(refused), not_(swallowed)))
+
+    def _visible(self, g: Group) -> Expr:
+        return any_of(*[in_(self.rec[k], r(*GAVE_UP)) for k in g.keys])
+
+    def _stuck(self, g: Group) -> Expr:
+        return any_of(*[in_(self.rec[k], r(*UNSETTLED)) for k in g.keys])
+
+    def visible(self) -> Expr:
+        """VISIBLE's end-state predicate, per group: no record left unsettled, and each
+        intent asked applied, or the group given up visibly (a parked record)."""
+        out = []
+        for g in self.groups():
+            total, comp = self._sums(g)
+            out.append(all_of(not_(self._stuck(g)),
+                              any_of(total >= comp + self.asked_count(g), self._visible(g))))
+        return all_of(*out)
+
+    def applied_at_least_once(self) -> Expr:
+        """ALO's end-state predicate, per group: effects at least the intents asked, unless
+        the user cancelled."""
+        out = []
+        for g in self.groups():
+            total, _ = self._sums(g)
+            cancel = self.cancelled_in(g)
+            out.append(any_of(total >= self.asked_count(g), cancel))
+        return all_of(*out)
 
     def _swallowed(self, g: Group) -> Expr:
         """Some intent of the group refused as a duplicate with none of its calls recorded."""

@@ -18,10 +18,11 @@ toolcommit.model.errors.UsageError: unknown preset 'nope'; valid presets: naive,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, Optional
 
 from toolcommit.spec import protocol
 
+from . import timing
 from .errors import UsageError
 
 PRESETS = ("naive", "seed", "recommended")
@@ -36,10 +37,17 @@ class Config:
     assumptions: Mapping[str, str]
     changed: tuple[str, ...] = field(default=())
     env: str = "ideal"      # the environment profile the assumptions came from
+    timing: Mapping[str, Optional[int]] = field(default_factory=dict)   # seconds; None:
+    #                         forever / unbounded (spec `timing`; `timing.defaults` if empty)
+
+    def __post_init__(self):
+        if not self.timing:
+            object.__setattr__(self, "timing", timing.defaults(self.preset))
 
     def with_knobs(self, updates: Mapping[str, str]) -> "Config":
-        """A copy with `updates` applied to knobs or assumptions; names are checked."""
-        knobs, assumptions = dict(self.knobs), dict(self.assumptions)
+        """A copy with `updates` applied to knobs, assumptions or timing params (a duration
+        such as 1h, or forever / unbounded); names are checked."""
+        knobs, assumptions, times = dict(self.knobs), dict(self.assumptions), dict(self.timing)
         for name, value in updates.items():
             if name in knobs:
                 _check_option(name, value, protocol().knobs[name].options)
@@ -47,16 +55,27 @@ class Config:
             elif name in assumptions:
                 _check_option(name, value, protocol().assumptions[name]["options"])
                 assumptions[name] = value
+            elif name in timing.params():
+                times[name] = timing.check_param(name, value)
             else:
-                valid = ", ".join(list(knobs) + list(assumptions))
-                raise UsageError(f"unknown knob {name!r}; valid knobs and assumptions: {valid}")
+                valid = ", ".join(list(knobs) + list(assumptions) + list(timing.params()))
+                raise UsageError(f"unknown knob {name!r}; valid knobs, assumptions and timing "
+                                 f"parameters: {valid}")
         changed = tuple(dict.fromkeys(self.changed + tuple(updates)))
-        return Config(self.preset, knobs, assumptions, changed, self.env)
+        return Config(self.preset, knobs, assumptions, changed, self.env, times)
+
+    def setting(self, name: str) -> str:
+        """The value of knob, assumption or timing param `name`, as `--set` writes it."""
+        if name in self.knobs:
+            return self.knobs[name]
+        if name in self.assumptions:
+            return self.assumptions[name]
+        return timing.show(self.timing[name], name)
 
     def label(self) -> str:
         """`preset` plus any changed knobs, then the environment unless ideal, e.g.
         `recommended+fencing=off` or `recommended+epoch=none@stripe`."""
-        extra = [f"{n}={self.knobs.get(n, self.assumptions.get(n))}" for n in self.changed]
+        extra = [f"{n}={self.setting(n)}" for n in self.changed]
         return "+".join([self.preset] + extra) + ("" if self.env == "ideal" else f"@{self.env}")
 
     def relied_on(self) -> dict[str, str]:
@@ -67,6 +86,9 @@ class Config:
 # Knobs that bear only on instances with more than one user intent: an instance with one
 # intent builds the same System under each of their options, so its records leave them out.
 SEVERAL_INTENTS_ONLY = ("intent_id",)
+# Knobs that bear only where an instance has a fault budget: the SDK's retries exist only
+# with transport duplicates, where the read looks matters only if a read can be stale.
+BUDGET_ONLY = {"sdk_retries": "duplicates", "status_via": "stale_reads"}
 
 
 def bearing(knobs: Mapping[str, str], instances) -> dict[str, str]:
@@ -79,7 +101,15 @@ def bearing(knobs: Mapping[str, str], instances) -> dict[str, str]:
     'minted'
     """
     several = any(len(i.intents()) > 1 for i in instances)
-    return {k: v for k, v in knobs.items() if several or k not in SEVERAL_INTENTS_ONLY}
+    budget = {f for i in instances for f, n in i.faults.items() if n}
+    out = {}
+    for k, v in knobs.items():
+        if k in SEVERAL_INTENTS_ONLY and not several:
+            continue
+        if k in BUDGET_ONLY and BUDGET_ONLY[k] not in budget:
+            continue
+        out[k] = v
+    return out
 
 
 def _check_option(name: str, value: str, options) -> None:
@@ -111,16 +141,33 @@ def stored_knobs(knobs: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in knobs.items() if k not in spec or spec[k].implied != v}
 
 
-def complete_knobs(stored: Mapping[str, str]) -> dict[str, str]:
+def stored_assumptions(assumptions: Mapping[str, str]) -> dict[str, str]:
+    """`assumptions` as stored records write them: one added after records were first
+    stored is left out at its `implied` option, as `stored_knobs` does for knobs."""
+    spec = protocol().assumptions
+    return {k: v for k, v in assumptions.items() if k not in spec or spec[k].get("implied") != v}
+
+
+def complete_assumptions(stored: Mapping[str, str]) -> dict[str, str]:
+    """Every assumption of a stored record (those left out at their implied option back)."""
+    spec = protocol().assumptions
+    return {**{k: a["implied"] for k, a in spec.items() if "implied" in a and k not in stored},
+            **stored}
+
+
+def complete_knobs(stored: Mapping[str, str], bounds: Mapping[str, int] | None = None) -> dict[str, str]:
     """Every knob of a stored record: the stored ones, and each `implied` knob it leaves out
-    at its implied option (in spec order, then any the spec does not know).
+    at its implied option (in spec order, then any the spec does not know); given the
+    record's `bounds`, a knob that bears on none of them (`BUDGET_ONLY`) is not put back.
 
     >>> complete_knobs(stored_knobs(preset("seed").knobs)) == dict(preset("seed").knobs)
     True
     """
     spec = protocol().knobs
+    def bears(k):
+        return bounds is None or k not in BUDGET_ONLY or bounds.get(BUDGET_ONLY[k], 0) > 0
     out = {k: stored.get(k, knob.implied) for k, knob in spec.items()
-           if k in stored or knob.implied is not None}
+           if k in stored or (knob.implied is not None and bears(k))}
     return {**out, **{k: v for k, v in stored.items() if k not in out}}
 
 

@@ -26,9 +26,9 @@ class Planner:
         if self.k["revision"] != "conflict":
             return FALSE
         mine = self.keys[self.key_of[p.name]]
-        live = [not_(in_(self.rec[i], r("PROPOSED", *GAVE_UP))) for i, key in enumerate(self.keys)
+        held = [self.rec[i] != RV["PROPOSED"] for i, key in enumerate(self.keys)
                 if key.version != p.version and key.epoch == mine.epoch]
-        return any_of(*live)
+        return any_of(*held)
 
     def _propose(self, p: Proposal, w: int) -> None:
         k = self.key_of[p.name]
@@ -40,6 +40,8 @@ class Planner:
         gave_up = in_(rec, r(*GAVE_UP)) if overwrite else FALSE
         late = self.k["late_replay"]
         in_doubt = in_(rec, r(*IN_DOUBT)) if late != "reject" else FALSE
+        if late == "replay_same_key" and self.win[k] is not None:
+            in_doubt = all_of(in_doubt, self.win[k] == 0)    # after the window: a duplicate
         if overwrite:
             self.act("propose", {**params, "decision": "accepted (overwrites)"},
                      all_of(base, gave_up), self._accept(p, k, w))
@@ -91,11 +93,13 @@ class Planner:
                 up[self.via[k].name] = self.call_ids.index(p.call_id)
             self.act("propose", {**params, "decision": "replayed under the same key",
                                  "fence": str(f)},
-                     all_of(base, in_(self.rec[k], r(*IN_DOUBT)), self.fence[k] == f - 1),
+                     all_of(base, in_(self.rec[k], r(*IN_DOUBT)), self.fence[k] == f - 1,
+                            self.may_send(k, f)),
                      up)
         self.act("propose", {**params, "decision": "replayed under the same key",
                              "fence": "beyond bound"},
-                 all_of(base, in_(self.rec[k], r(*IN_DOUBT)), self.fence[k] == self.F), {}, cut=True)
+                 all_of(base, in_(self.rec[k], r(*IN_DOUBT)), self.fence[k] == self.F,
+                        self.may_send(k, self.F + 1)), {}, cut=True)
 
     def _replay_compensate(self, p, k, w, base, params) -> None:
         nk = self.next_key[p.name]

@@ -27,7 +27,7 @@ Examples
 >>> names(["P9"])
 Traceback (most recent call last):
 ...
-toolcommit.model.errors.UsageError: unknown property 'P9'; valid properties: I1, FULFIL, I1net, P1, P2, P3, P4, P5, FENCE, LEGAL, DEADLOCK, PROGRESS
+toolcommit.model.errors.UsageError: unknown property 'P9'; valid properties: I1, FULFIL, VISIBLE, ALO, I1net, P1, P2, P3, P4, P5, FENCE, LEGAL, DEADLOCK, PROGRESS
 """
 from __future__ import annotations
 
@@ -40,6 +40,8 @@ from toolcommit.spec import protocol
 from .errors import UsageError
 
 KINDS = ("invariant", "monitor", "graph", "adversary", "hyper")
+# what an end-state predicate reads: FULFIL, VISIBLE (at-most-once), ALO (at-least-once)
+END_READS = ("unfulfilled_end", "invisible_end", "unapplied_end")
 
 
 @dataclass(frozen=True)
@@ -52,13 +54,14 @@ class Property:
     witness: str
     flag: str = ""          # monitor: the sticky variable the breaking step sets
     reads: str = ""         # what a violation reads: "effects" (counted per key), or for a
-    #                         graph property "dead_end" / "no_way_to_settle" / "unfulfilled_end"
+    #                         graph property "dead_end" / "no_way_to_settle" or one of END_READS
     stuck: str = ""         # graph: what is wrong with a counterexample's last state
     adversary: Optional[Mapping[str, str]] = None   # adversary: its action, name, and
     #                                                 how a violation under it is phrased
     outcome: bool = False   # judges what the world sees (effects, the user's cancel,
     #                         fulfilment), not the mechanism (lifecycle edges, fences)
     headline: bool = False  # the invariant the tool exists for (I1)
+    on_request: bool = False  # judged only when asked for (a guarantee's weaker reading)
 
     @property
     def state_predicate(self) -> bool:
@@ -68,6 +71,11 @@ class Property:
     @property
     def graph(self) -> bool:
         return self.kind == "graph"
+
+    @property
+    def end_predicate(self) -> bool:
+        """A graph property judged at every end state (FULFIL, VISIBLE, ALO)."""
+        return self.kind == "graph" and self.reads in END_READS
 
 
 @lru_cache(maxsize=1)
@@ -79,7 +87,7 @@ def _rows() -> tuple[Property, ...]:
         rows.append(Property(name, raw["kind"], raw["meaning"], raw["witness"],
                              raw.get("flag", ""), raw.get("reads", ""), raw.get("stuck", ""),
                              raw.get("adversary"), bool(raw.get("outcome")),
-                             bool(raw.get("headline"))))
+                             bool(raw.get("headline")), bool(raw.get("on_request"))))
     return tuple(rows)
 
 
@@ -98,6 +106,12 @@ def prop(name: str) -> Property:
 
 def all_names() -> tuple[str, ...]:
     return tuple(p.name for p in _rows())
+
+
+def default_names() -> tuple[str, ...]:
+    """What a check judges when asked for nothing: every property but those judged only
+    on request (VISIBLE, ALO: a weaker guarantee's readings)."""
+    return tuple(p.name for p in _rows() if not p.on_request)
 
 
 def of_kind(*kinds: str) -> tuple[str, ...]:
@@ -127,12 +141,14 @@ def monitors() -> tuple[Property, ...]:
 
 def names(requested: Optional[Iterable[str]] = None, allowed: Optional[Iterable[str]] = None,
           what: str = "properties") -> tuple[str, ...]:
-    """`requested` (default: every allowed one), each checked to be an allowed name.
+    """`requested` (default: every allowed one, or every default one), each checked to be an
+    allowed name.
 
     Raises UsageError naming the first unknown name and the valid ones.
     """
+    default = tuple(allowed) if allowed is not None else default_names()
     allowed = tuple(allowed) if allowed is not None else all_names()
-    out = tuple(dict.fromkeys(requested)) if requested else allowed
+    out = tuple(dict.fromkeys(requested)) if requested else default
     bad = [n for n in out if n not in allowed]
     if bad:
         raise UsageError(f"unknown property {bad[0]!r}; valid {what}: {', '.join(allowed)}")

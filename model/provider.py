@@ -29,7 +29,7 @@ UNKNOWN, since an error cannot tell it whether the effect happened.
 """
 from __future__ import annotations
 
-from .expr import FALSE, Expr, all_of, any_of, in_, ite, max_, min_, not_
+from .expr import FALSE, TRUE, Expr, all_of, any_of, in_, ite, max_, min_, not_
 from .values import (CAP, M_ACK, M_DELAYED, M_DONE, M_ERR, M_INFLIGHT, M_LOST, RV, S_ERR, S_OK,
                      SEAL_ACK, SEAL_LOST, SEAL_NONE, SEAL_SENT, const)
 
@@ -40,8 +40,14 @@ class Provider:
     # ----- which environment faults this instance has ---------------------------------
     def errors_modelled(self) -> bool:
         """Whether a request slot can hold an error response (ERR)."""
-        return any(self.inst.faults.get(f, 0) > 0
-                   for f in ("errors_before", "errors_after", "deadlines"))
+        return self.key_in_use_refused() or any(
+            self.inst.faults.get(f, 0) > 0 for f in ("errors_before", "errors_after", "deadlines"))
+
+    def key_in_use_refused(self) -> bool:
+        """Whether a request meeting another still executing under its key is refused (409):
+        only where requests carry a key the provider honours."""
+        return (self.a["in_flight_key"] == "refused" and self.a["provider_idempotent"] == "yes"
+                and self.token_kind() != "none")
 
     def saved_errors(self) -> bool:
         """Whether the idempotency layer can save an error for a token (3-valued `seen`)."""
@@ -59,9 +65,11 @@ class Provider:
                 if self.has("delays"):
                     self.act("delay", params, all_of(m == M_INFLIGHT, self.budget["delays"] > 0),
                              {m.name: M_DELAYED, **self.spend("delays")}, fault=True)
-                if self.has("duplicates"):
+                if self.has("duplicates") and self.k["sdk_retries"] == "on":
+                    self.check_send(k, 2)
                     self.act("redeliver", params,
-                             all_of(in_(m, (M_LOST, M_DONE)), self.budget["duplicates"] > 0),
+                             all_of(in_(m, (M_LOST, M_DONE)), self.budget["duplicates"] > 0,
+                                    self.may_send(k, 2)),
                              {m.name: M_INFLIGHT, **self.spend("duplicates")}, fault=True)
                 if self.has("ack_losses"):
                     self.act("lose_ack", params, all_of(m == M_ACK, self.budget["ack_losses"] > 0),
@@ -70,6 +78,7 @@ class Provider:
                 self._provider_faults(k, f)
             self._seal_messages(k)
             self._key_expiry(k)
+        self.close_windows()
 
     # ----- delivery ------------------------------------------------------------------
     def _fenced(self, k: int, f: int) -> Expr:
@@ -99,6 +108,46 @@ class Provider:
                      {m.name: M_ERR, **seal})
         self.act("deliver", {**params, "outcome": "applied"},
                  all_of(arriving, not_(fenced), not_(seen)), self._apply(k, f, M_ACK, S_OK))
+        self._key_in_use(k, f, arriving, fenced, seen)
+
+    def _key_in_use(self, k: int, f: int, arriving: Expr, fenced: Expr, seen: Expr) -> None:
+        """A request whose token another request of the same token is still executing under
+        is refused, unapplied, nothing saved (Stripe's 409 idempotency_key_in_use). The model
+        delivers atomically, so "still executing" is "also on its way": of two overlapping
+        requests under one key, either may meet the other executing."""
+        if not self.key_in_use_refused():
+            return
+        others = self._same_token_on_its_way(k, f)
+        if others is FALSE:
+            return
+        self.act("deliver", {"key": self.keys[k].name, "fence": str(f),
+                             "outcome": "refused: its key is in use by a request still executing "
+                                        "(409), unapplied, nothing saved"},
+                 all_of(arriving, not_(fenced), not_(seen), others), {self.msg[k][f - 1].name: M_ERR})
+
+    def _same_token_on_its_way(self, k: int, f: int) -> Expr:
+        """Another request carrying message (k, f)'s token is in flight or held."""
+        mine = self._token_of_msg(k, f)
+        out = []
+        for k2 in range(len(self.keys)):
+            for g in range(1, self.F + 1):
+                if (k2, g) == (k, f):
+                    continue
+                same = self._same_token(mine, k, f, self._token_of_msg(k2, g), k2, g)
+                if same is not FALSE:
+                    out.append(all_of(same, in_(self.msg[k2][g - 1], (M_INFLIGHT, M_DELAYED))))
+        return any_of(*out)
+
+    def _same_token(self, a, ka: int, fa: int, b, kb: int, fb: int) -> Expr:
+        """Whether messages (ka, fa) and (kb, fb), with static tokens or per-message token
+        variables `a` and `b` (see `_token_of_msg`), carry the same token."""
+        def pairs(tok, k, f):
+            if isinstance(tok, str):
+                return [(TRUE, tok)]
+            mt = self.mtok[k][f - 1]
+            return [(mt == i, c) for i, c in tok]
+        out = [all_of(ca, cb) for ca, ta in pairs(a, ka, fa) for cb, tb in pairs(b, kb, fb) if ta == tb]
+        return any_of(*out)
 
     def _apply(self, k: int, f: int, response: int, saved: int) -> dict:
         """Updates for applying key k's request at fence f, answering `response`."""
@@ -106,8 +155,9 @@ class Provider:
               self.applied[k].name: min_(self.applied[k] + 1, CAP), **self._seal_on_delivery(k, f)}
         up.update(self._mark_seen(k, f, saved))
         up[self.bad["FENCE"].name] = ite(self.fence_in_force(k) > f, 1, self.bad["FENCE"])
-        if self.cancelled[k] is not None:
-            up[self.bad["P3"].name] = ite(self.cancelled[k] == 1, 1, self.bad["P3"])
+        cancelled = self.intent_cancelled(k)
+        if cancelled is not FALSE:
+            up[self.bad["P3"].name] = ite(cancelled, 1, self.bad["P3"])
         return up
 
     def _provider_faults(self, k: int, f: int) -> None:
@@ -188,21 +238,27 @@ class Provider:
         return {self.seen[c].name: ite(mt == i, value, self.seen[c]) for i, c in tok}
 
     def _key_expiry(self, k: int) -> None:
-        """The provider forgets key k's token (semantic-key tokens: one per key)."""
+        """The provider forgets key k's token (semantic-key tokens: one per key), no earlier
+        than its lifetime allows (`Clock.expiry_guard`)."""
         if not self.has("key_expiries") or self.token_kind() != "semantic_key":
             return
         s = self.seen[self.keys[k].name]
         self.act("expire_key", {"token": self.keys[k].name},
-                 all_of(s > 0, self.budget["key_expiries"] > 0),
+                 all_of(s > 0, self.budget["key_expiries"] > 0, self.expiry_guard([k])),
                  {s.name: 0, **self.spend("key_expiries")}, fault=True)
 
     def call_token_expiry(self) -> None:
-        """The provider forgets a call-id token."""
+        """The provider forgets a call-id token. The lifetime orders it only for a token one
+        key uses: a token several keys share may be first seen through one and still be sent
+        through another after it was pruned, so it is left unordered (more runs, never fewer)."""
         if not self.has("key_expiries") or self.token_kind() != "call_id":
             return
         for c in self.call_ids:
             s = self.seen[c]
-            self.act("expire_key", {"token": c}, all_of(s > 0, self.budget["key_expiries"] > 0),
+            users = [k for k in range(len(self.keys)) if c in self.callers.get(k, ())]
+            order = self.expiry_guard(users) if len(users) == 1 else TRUE
+            self.act("expire_key", {"token": c},
+                     all_of(s > 0, self.budget["key_expiries"] > 0, order),
                      {s.name: 0, **self.spend("key_expiries")}, fault=True)
 
     # ----- the fence seal as a message -----------------------------------------------------

@@ -48,6 +48,32 @@ class Resolution:
         self.act(name, {**params, "fence": "beyond bound"}, all_of(guard, self.fence[k] == self.F),
                  {}, cut=True)
 
+    # ----- replay under the same key, then reconcile ------------------------------------------
+    def replay_then_reconcile(self, k: int, w: int, unknown: Expr) -> None:
+        """UNKNOWN -> RECONCILING, re-sending the request under the same key while the
+        replay window is open (the provider's saved response, or the effect if the first
+        never arrived, is the answer: an ack settles ACKED through `receive_ack`, an error is
+        consumed and never re-sent); then, once no request of the key can still arrive, the
+        status read (`arrivals_over`)."""
+        kn, wn, rec = self.keys[k].name, f"w{w}", self.rec[k]
+        params = {"key": kn, "worker": wn}
+        for f in range(1, self.F + 1):
+            up = {rec.name: RV["RECONCILING"], **self._send(k, f), **self.seal_updates(k, f)}
+            self.act("reconcile", {**params, "fence": str(f), "replay": "under the same key"},
+                     all_of(unknown, self.fence[k] == f - 1, self.may_send(k, f)), up)
+        self.act("reconcile", {**params, "fence": "beyond bound", "replay": "under the same key"},
+                 all_of(unknown, self.fence[k] == self.F, self.may_send(k, self.F + 1)), {}, cut=True)
+        if self.win[k] is not None:
+            self.fence_and_seal(k, "reconcile", {**params, "replay": "none: the window is closed"},
+                                all_of(unknown, self.win[k] == 1))
+        sealed = self.seal_read_guard(k)
+        guard = all_of(self._owned(k, w), rec == RV["RECONCILING"], self.arrivals_over(k),
+                       *([sealed] if sealed is not None else []))
+        after = self.seal_read_updates(k)
+        self.act("read_status", params, guard, {rec.name: self._read(k), **after})
+        self.stale_read(k, w, guard, params, after)
+        self.reseal(k, w)
+
     def _sealed_read(self, k: int) -> tuple[Expr, dict]:
         """(guard, updates) every status read under the seal shares: RECONCILING, and the
         seal acknowledged where it is a message."""
@@ -122,7 +148,7 @@ class Resolution:
         self.act("approve", {"key": kn, "status": "applied", "decision": "approves it as done: ACKED"},
                  all_of(read, self.applied[k] > 0), {rec.name: RV["ACKED"], **after})
         reads = [("absent", self.applied[k] == 0, False)]
-        if self.has("stale_reads"):
+        if self.has("stale_reads") and self.k["status_via"] == "search":
             reads.append(("absent, from a stale view (it was applied)",
                           all_of(self.applied[k] > 0, self.budget["stale_reads"] > 0), True))
         for status, cond, fault in reads:

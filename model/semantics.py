@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from toolcommit.spec import protocol
 
 from .expr import FALSE, TRUE, Expr, lift, Var, all_of, any_of, in_, ite, not_, sum_
+from .clock import Clock
 from .faults import LogFaults
 from .instance import Instance, Proposal
 from .intents import Intents
@@ -48,7 +49,7 @@ class Key:
         return "/".join(str(p) for p in self.ident)
 
 
-class _Builder(Planner, Provider, LogFaults, Intents, Resolution, Recovery):
+class _Builder(Planner, Provider, LogFaults, Intents, Resolution, Recovery, Clock):
     """Collects variables and actions; one method per actor."""
 
     def __init__(self, config: Config, inst: Instance):
@@ -159,6 +160,7 @@ class _Builder(Planner, Provider, LogFaults, Intents, Resolution, Recovery):
             self.mtok.append([self.var(f"mtok.{n}.{f}", len(cl), 0, cl, "mtok", (n, str(f)))
                               for f in range(1, F + 1)] if self.needs_via(i) else None)
         self._declare_seals()
+        self.declare_windows()
         sv = SEEN_VALUES if self.saved_errors() else ()
         self.seen = {t: self.var(f"seen.{t}", len(sv) or 2, 0, sv, family="seen", index=(t,))
                      for t in self.tokens()}
@@ -240,8 +242,13 @@ class _Builder(Planner, Provider, LogFaults, Intents, Resolution, Recovery):
         raise ValueError(t)
 
     # ----- workers: dispatch, acks, timeouts, recovery ----------------------------
-    def _send(self, k: int, f: int, p: Proposal | None = None) -> dict:
-        """Updates for sending key k's request under fence f."""
+    def _send(self, k: int, f: int, p: Proposal | None = None, resend: bool = True) -> dict:
+        """Updates for sending key k's request under fence f (the caller's guard includes
+        `may_send(k, f)`: a re-send needs the key's replay window open). `resend=False` for
+        a dispatch, which re-sends only after the record went back to RECORDED (the ways
+        `resends` lists; a test explores every design the suite builds to confirm it)."""
+        if resend:
+            self.check_send(k, f)
         up = {self.fence[k].name: f, self.msg[k][f - 1].name: M_INFLIGHT}
         if self.mtok[k] is not None:
             up[self.mtok[k][f - 1].name] = (self.call_ids.index(p.call_id) if p is not None
@@ -266,10 +273,10 @@ class _Builder(Planner, Provider, LogFaults, Intents, Resolution, Recovery):
         else:
             ready = in_(rec, r("RECORDED", "REJECTED_CONFLICT"))
         for f in range(1, self.F + 1):
-            up = self._send(k, f)
+            up = self._send(k, f, resend=False)
             up[rec.name] = RV["DISPATCHED"]
             guard = all_of(owned, ready, self.fence[k] == f - 1,
-                           self.msg[k][f - 1] == M_NONE)
+                           self.msg[k][f - 1] == M_NONE, self.may_send(k, f))
             self.act("dispatch", {"key": kn, "worker": wn, "fence": str(f)}, guard, up)
             cur = self.fence[k] == f
             self.act("timeout", {"key": kn, "worker": wn, "fence": str(f)},
@@ -286,8 +293,8 @@ class _Builder(Planner, Provider, LogFaults, Intents, Resolution, Recovery):
         """A dispatch or retry the fence budget forbids: marks the state truncated."""
         retry = self.rec[k] == RV["UNKNOWN"] if self.k["on_unknown"] == "blind_retry" else FALSE
         self.act("dispatch", {"key": self.keys[k].name, "worker": f"w{w}", "fence": "beyond bound"},
-                 all_of(self._owned(k, w), any_of(ready, retry), self.fence[k] == self.F),
-                 {}, cut=True)
+                 all_of(self._owned(k, w), any_of(ready, retry), self.fence[k] == self.F,
+                        self.may_send(k, self.F + 1)), {}, cut=True)
 
     def _receive_ack(self, k: int, w: int, f: int) -> None:
         """The ack of key k's request at fence f reaches w: ACKED, or nothing (on_ack)."""
@@ -311,7 +318,7 @@ class _Builder(Planner, Provider, LogFaults, Intents, Resolution, Recovery):
                 up = self._send(k, f)
                 up[rec.name] = RV["DISPATCHED"]
                 self.act("retry", {"key": kn, "worker": wn, "fence": str(f)},
-                         all_of(unknown, self.fence[k] == f - 1), up)
+                         all_of(unknown, self.fence[k] == f - 1, self.may_send(k, f)), up)
         elif policy == "reconcile":
             self._reconcile(k, w, unknown)
             sealed = self.seal_read_guard(k)
@@ -321,6 +328,8 @@ class _Builder(Planner, Provider, LogFaults, Intents, Resolution, Recovery):
                      {rec.name: self._read(k), **after})
             self.stale_read(k, w, guard, {"key": kn, "worker": wn}, after)
             self.reseal(k, w)
+        elif policy == "replay_then_reconcile":
+            self.replay_then_reconcile(k, w, unknown)
         elif policy == "reconcile_skip":
             self.act("read_status", {"key": kn, "worker": wn, "from": "UNKNOWN"}, unknown,
                      {rec.name: self._read(k)})
@@ -431,7 +440,9 @@ def build(config: Config, inst: Instance, wipe: bool = False) -> System:
     if wipe:
         b.wipe()
     inv, wit, settled = b.properties()
-    ends = {p.name: b.fulfilled() for p in table() if p.reads == "unfulfilled_end"}
+    end_of = {"unfulfilled_end": b.fulfilled, "invisible_end": b.visible,
+              "unapplied_end": b.applied_at_least_once}
+    ends = {p.name: end_of[p.reads]() for p in table() if p.reads in end_of}
     meta = {
         "config": config, "instance": inst,
         "keys": [{"name": k.name, "ident": k.label(), "callers": sorted(b.callers.get(i, ()))}
@@ -443,6 +454,8 @@ def build(config: Config, inst: Instance, wipe: bool = False) -> System:
                       if b.k["intent_id"] == "minted" and b.several_intents() else {}),
         "workers": [f"w{w}" for w in range(b.W)],
         "wipe": wipe,
+        "timing": b.timing_used(),
+        "resends": b.resends(),
     }
     return System(tuple(b.vars), dict(b.init), tuple(b.actions), inv, wit, settled,
                   b.symmetries(), meta, ends)

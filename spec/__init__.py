@@ -12,7 +12,7 @@ Examples
 >>> ("UNKNOWN", "RECONCILING") in p.record.edge_set
 True
 >>> sorted(p.properties)[:3]
-['DEADLOCK', 'FENCE', 'FULFIL']
+['ALO', 'DEADLOCK', 'FENCE']
 """
 from __future__ import annotations
 

@@ -217,7 +217,7 @@ class _Validator:
                 self.fail(f"{where}[{i}]", f"unknown property {p!r}; valid: {', '.join(PROPERTIES)}"
                           + (f" ({p} compares personalities across instances and is not a cell "
                              "property)" if p in of_kind("hyper") else ""))
-            if scenario and p in GRAPH and prop(p).reads != "unfulfilled_end":
+            if scenario and p in GRAPH and not prop(p).end_predicate:
                 self.fail(f"{where}[{i}]", f"{p} is judged only without a scenario: a scenario "
                           "blocks events, which makes deadlocks of its own; drop it or the scenario")
         return tuple(raw)
@@ -363,7 +363,7 @@ class _Validator:
         props = self.props(d.get("properties"), "properties", bool(scenario))
         if props is None:
             props = tuple(p for p in PROPERTIES if not (scenario and p in GRAPH
-                                                    and prop(p).reads != "unfulfilled_end"))
+                                                    and not prop(p).end_predicate))
         if "columns" not in d:
             self.fail("columns", "required")
         if "rows" not in d:

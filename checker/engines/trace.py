@@ -69,6 +69,7 @@ class Counterexample:
     engine: str = "explicit"
     note: str = ""
     meta: Mapping = field(default_factory=dict)
+    assumes: tuple[str, ...] = ()   # the timing orders the model used (its ASSUME)
 
     @property
     def length(self) -> int:
@@ -92,6 +93,11 @@ def context(system: System) -> dict:
             "workers": tuple(meta.get("workers", ())), "wipe": bool(meta.get("wipe"))}
 
 
+def assumes(system: System) -> tuple[str, ...]:
+    """The timing orders `system` rests on, one line each (PROTOCOL.md, Time)."""
+    return tuple(t["relation"] for t in system.meta.get("timing", ()))
+
+
 def find_action(system: System, name: str, params: Mapping[str, str]) -> Action:
     for a in system.actions:
         if a.name == name and dict(a.params) == dict(params):
@@ -112,7 +118,7 @@ def from_actions(system: System, actions: list[Action], prop: str, engine: str,
     cfg, inst = system.meta["config"], system.meta["instance"]
     return Counterexample(prop, cfg.label(), inst.name, inst.bounds(), bearing(cfg.knobs, [inst]),
                           dict(cfg.assumptions), tuple(steps), engine=engine, note=note,
-                          **context(system))
+                          assumes=assumes(system), **context(system))
 
 
 def replay(system: System, cx: Counterexample) -> Optional[str]:

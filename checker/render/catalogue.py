@@ -15,8 +15,8 @@ from pathlib import Path
 
 from toolcommit.model.errors import OutputError
 from toolcommit.model.instance import instance
-from toolcommit.model.knobs import bearing, stored_knobs
-from toolcommit.model.properties import all_names
+from toolcommit.model.knobs import bearing, stored_assumptions, stored_knobs
+from toolcommit.model.properties import all_names, default_names
 
 from toolcommit.checker.output import write_tree
 from toolcommit.checker.render.counterexample import itf_json, render_mermaid, render_text
@@ -30,7 +30,7 @@ def files_for(suite: SuiteResult) -> dict[str, str]:
     index = {"config": suite.config.label(),
              "knobs": stored_knobs(bearing(suite.config.knobs,
                                            [r.instance for r in suite.results])),
-             "assumptions": dict(suite.config.assumptions), "instances": {}}
+             "assumptions": stored_assumptions(suite.config.assumptions), "instances": {}}
     bounds = changed_bounds(suite)
     if bounds:
         index["bounds"] = bounds
@@ -112,7 +112,7 @@ def merge(old: dict | None, new: dict, props) -> dict:
     if old is None:
         return new
     instances = dict(old.get("instances", {}))
-    every = set(all_names()) <= set(props)
+    every = set(default_names()) <= set(props)
     for name, entry in new["instances"].items():
         if every or name not in instances:
             instances[name] = entry

@@ -12,7 +12,7 @@ import json
 from typing import Optional
 
 from toolcommit.model.errors import InputError
-from toolcommit.model.knobs import complete_knobs, stored_knobs
+from toolcommit.model.knobs import complete_assumptions, complete_knobs, stored_assumptions, stored_knobs
 from toolcommit.model.properties import Property, effects, prop
 from toolcommit.model.system import System
 from toolcommit.spec import protocol
@@ -56,7 +56,9 @@ def render_text(cx: Counterexample) -> str:
     lines = [f"{cx.property} VIOLATED on instance {cx.instance} under {cx.config}",
              f"  {cx.property}: {meaning}",
              f"  found by the {cx.engine} engine: {cx.length} steps, shortest for this instance"
-             f" (bounds: {bounds})", "", "Let:"]
+             f" (bounds: {bounds})"]
+    lines += [f"  assumes {a}" for a in cx.assumes]
+    lines += ["", "Let:"]
     for k in cx.keys:
         lines.append(f"  {k.name} = semantic key {k.ident} (calls {', '.join(k.callers)})")
     lines.append(f"  workers = {', '.join(cx.workers)}")
@@ -130,7 +132,9 @@ def render_itf(cx: Counterexample) -> dict:
             protocol().properties.get(cx.property, {}).get("meaning", ""),
             "property": cx.property, "config": cx.config, "instance": cx.instance,
             "engine": cx.engine, "bounds": dict(cx.bounds), "knobs": stored_knobs(cx.knobs),
-            "assumptions": dict(cx.assumptions)}
+            "assumptions": stored_assumptions(cx.assumptions)}
+    if cx.assumes:
+        meta["assumes"] = list(cx.assumes)
     states = []
     for i, step in enumerate(cx.steps):
         st = {"#meta": {"index": i, "action": step.label(), "fault": step.fault}}
@@ -181,8 +185,9 @@ def parse_itf(doc: dict, system: System, path: str = "") -> Counterexample:
         description = meta.get("description", "")
         meaning = protocol().properties.get(meta["property"], {}).get("meaning")
         return Counterexample(meta["property"], meta["config"], meta["instance"], meta["bounds"],
-                              complete_knobs(meta["knobs"]), meta["assumptions"], tuple(steps),
-                              engine=meta["engine"],
+                              complete_knobs(meta["knobs"], meta["bounds"]),
+                              complete_assumptions(meta["assumptions"]), tuple(steps),
+                              engine=meta["engine"], assumes=tuple(meta.get("assumes", ())),
                               note=description if description != meaning else "",
                               **context(system))
     except (KeyError, ValueError, TypeError, IndexError) as e:

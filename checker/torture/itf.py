@@ -47,7 +47,7 @@ _NET = {"lose_ack": "drop", "delay": "delay", "redeliver": "dup"}
 _FAULTS = ("crash", "wipe", "expire_lease", "cancel")
 _IGNORED = ("insert", "deliver", "reconcile", "read_status", "compensate", "dead_letter",
             "takeover", "restart", "rollback", "compensate_after_seal", "review", "approve",
-            "deliver_seal", "reseal")
+            "deliver_seal", "reseal", "close_window")
 # faults of the model with no harness event yet: a trace with one is refused, by name
 UNREPLAYABLE = ("revise_prompt", "new_intent", "fail_before_apply", "fail_after_apply",
                 "expire_key", "expire_request", "lose_seal", "stale_read", "failover")

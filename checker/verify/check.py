@@ -15,7 +15,7 @@ from typing import Optional
 from toolcommit.model.errors import InternalError
 from toolcommit.model.instance import Instance
 from toolcommit.model.knobs import Config
-from toolcommit.model.properties import names, of_kind, prop
+from toolcommit.model.properties import all_names, names, of_kind, prop
 from toolcommit.model.semantics import build
 
 from toolcommit.checker.engines.base import Engine, Limits, Progress
@@ -53,7 +53,7 @@ def check_instance(config: Config, inst: Instance, props=None, limits: Limits = 
     verdicts = list(result.verdicts)
     for p in adversaries:
         verdicts.append(check_adversary(p, config, inst, verdicts, engine, limits, progress))
-    order = names(None)
+    order = all_names()
     chosen = sorted((v for v in verdicts if v.property in props), key=lambda v: order.index(v.property))
     return InstanceResult(inst, config, chosen, result.stats, result.coverage, result.witnesses,
                           result.engine)

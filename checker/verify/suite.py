@@ -10,7 +10,7 @@ from typing import Callable, Mapping, Optional
 from toolcommit.model.environment import instance_in
 from toolcommit.model.instance import Instance, failure_classes, instance
 from toolcommit.model.knobs import Config
-from toolcommit.model.properties import all_names, names, prop
+from toolcommit.model.properties import all_names, default_names, names, prop
 from toolcommit.spec import protocol
 
 from toolcommit.checker.engines.base import Engine, Limits, state_predicates_only
@@ -61,8 +61,8 @@ def engine_props(engine: Engine, requested) -> tuple[str, ...]:
             state_predicates_only(engine.name, [p for p in wanted if prop(p).kind != "adversary"])
         return wanted
     if isinstance(engine, Explicit):
-        return all_names()
-    return tuple(p for p in all_names() if engine.judges(p))
+        return default_names()
+    return tuple(p for p in default_names() if engine.judges(p))
 
 
 def run_suite(config: Config, instances: list[Instance], props=None, limits: Limits = Limits(),

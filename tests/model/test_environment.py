@@ -12,18 +12,20 @@ from toolcommit.model.knobs import from_label, preset
 from toolcommit.model.semantics import build
 from toolcommit.spec import protocol
 
-# fault action -> (profile, instance) where it fires under the recommended design
+# fault action -> (profile, instance, knobs set on recommended) where it fires: the stale
+# read needs the lagging search (recommended reads the consistent list)
 FIRES = {
-    "fail_before_apply": ("stripe", "ack_loss"),
-    "fail_after_apply": ("stripe", "ack_loss"),
-    "receive_error": ("stripe", "ack_loss"),
-    "expire_key": ("stripe", "transport_retry"),
-    "stale_read": ("stripe", "ack_loss"),
-    "expire_request": ("email", "provider_non_idempotent"),
-    "lose_seal": ("fenced-store", "ack_loss"),
-    "deliver_seal": ("fenced-store", "ack_loss"),
-    "reseal": ("fenced-store", "ack_loss"),
-    "failover": ("async-log", "ack_loss"),
+    "fail_before_apply": ("stripe", "ack_loss", {}),
+    "fail_after_apply": ("stripe", "ack_loss", {}),
+    "receive_error": ("stripe", "ack_loss", {}),
+    "expire_key": ("stripe", "transport_retry", {}),
+    "close_window": ("stripe", "ack_loss", {"on_unknown": "replay_then_reconcile"}),
+    "stale_read": ("stripe", "ack_loss", {"status_via": "search"}),
+    "expire_request": ("email", "provider_non_idempotent", {}),
+    "lose_seal": ("fenced-store", "ack_loss", {}),
+    "deliver_seal": ("fenced-store", "ack_loss", {}),
+    "reseal": ("fenced-store", "ack_loss", {}),
+    "failover": ("async-log", "ack_loss", {}),
 }
 
 
@@ -33,8 +35,9 @@ def recommended_in(env):
 
 @pytest.mark.parametrize("action", sorted(FIRES))
 def test_every_real_system_fault_fires_in_the_profile_that_enables_it(action):
-    env, name = FIRES[action]
-    _, ex = run_instance(recommended_in(env), instance_in(instance(name), env), Limits())
+    env, name, knobs = FIRES[action]
+    _, ex = run_instance(recommended_in(env).with_knobs(knobs), instance_in(instance(name), env),
+                         Limits())
     assert ex.complete and ex.fired.get(action, 0) > 0, (action, env, name)
 
 
@@ -86,19 +89,27 @@ def test_a_profile_sets_assumptions_and_budgets_and_set_still_wins():
     assert inst.faults["key_expiries"] == 1 and inst.faults["ack_losses"] == 1
 
 
-def test_key_expiry_lets_a_transport_retry_apply_twice_under_stripe():
-    r = check_instance(recommended_in("stripe"), instance_in(instance("transport_retry"), "stripe"),
-                       ["I1"])
-    v = r.verdicts[0]
+def test_key_expiry_lets_an_sdk_retry_apply_twice_when_no_window_bounds_the_retries():
+    """With SDK retries on and no replay window, the retry may come after Stripe pruned the
+    key (W >= L): applied twice. Inside a window shorter than the key's lifetime it cannot."""
+    cfg = recommended_in("stripe").with_knobs({"sdk_retries": "on", "replay_window": "unbounded"})
+    inst = instance_in(instance("transport_retry"), "stripe")
+    v = check_instance(cfg, inst, ["I1"]).verdicts[0]
     assert v.status is Status.VIOLATED
     assert "expire_key" in [s.action for s in v.counterexample.steps]
+    windowed = cfg.with_knobs({"replay_window": "1h"})
+    assert check_instance(windowed, inst, ["I1"]).verdicts[0].status is Status.HOLDS
 
 
-def test_a_stale_absent_read_then_the_users_re_ask_duplicates_the_refund_under_stripe():
-    r = check_instance(recommended_in("stripe"), instance_in(instance("give_up_retry"), "stripe"),
-                       ["I1"])
+def test_a_stale_absent_search_then_the_users_re_ask_duplicates_the_refund_under_stripe():
+    """The search lags; the consistent list does not: the same design reading the list
+    never sees a stale absent (the stale_read action does not exist for it)."""
+    by_search = recommended_in("stripe").with_knobs({"status_via": "search"})
+    r = check_instance(by_search, instance_in(instance("give_up_retry"), "stripe"), ["I1"])
     steps = [s.action for s in r.verdicts[0].counterexample.steps]
     assert r.verdicts[0].status is Status.VIOLATED and "stale_read" in steps
+    listed = build(recommended_in("stripe"), instance_in(instance("give_up_retry"), "stripe"))
+    assert not [a for a in listed.actions if a.name == "stale_read"]
 
 
 def test_the_seal_as_a_message_keeps_i1_and_fence_on_a_fenced_store():

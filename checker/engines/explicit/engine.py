@@ -75,7 +75,7 @@ def stop_when(c: Compiled, props: Sequence[str], require: str = "") -> Optional[
             stop = replace(stop, invariants=stop.invariants | 1 << c.invariant_names.index(name))
         elif p.graph and p.reads == "dead_end":
             stop = replace(stop, deadlock=True)
-        elif p.graph and p.reads == "unfulfilled_end" and name in c.end_names:
+        elif p.end_predicate and name in c.end_names:
             stop = replace(stop, ends=stop.ends | 1 << c.end_names.index(name))
         else:
             return None
@@ -106,8 +106,8 @@ def judge(c: Compiled, ex: Exploration, props: Sequence[str]) -> list[Verdict]:
         if p.state_predicate:
             sid = ex.first_violation.get(name)
         elif p.graph:
-            sid = {"dead_end": ex.deadlock, "no_way_to_settle": ex.stuck,
-                   "unfulfilled_end": ex.first_bad_end.get(name)}[p.reads]
+            sid = (ex.first_bad_end.get(name) if p.end_predicate else
+                   {"dead_end": ex.deadlock, "no_way_to_settle": ex.stuck}[p.reads])
         else:
             continue
         if sid is not None:
@@ -116,9 +116,20 @@ def judge(c: Compiled, ex: Exploration, props: Sequence[str]) -> list[Verdict]:
         elif not ex.complete:
             out.append(Verdict(name, Status.UNKNOWN,
                                reason=ex.stop_reason + f"; no violation up to depth {ex.depth - 1}"))
+        elif p.graph and ex.truncated:
+            out.append(Verdict(name, Status.UNKNOWN, reason=cut_reason(c, ex)))
         else:
             out.append(Verdict(name, Status.HOLDS, scope_of(ex).text))
     return out
+
+
+def cut_reason(c: Compiled, ex: Exploration) -> str:
+    """Why a graph property is UNKNOWN on a complete search the fence bound cut: what lies
+    past the bound (a run that never settles, say) is not in the graph it judged."""
+    bound = c.system.meta["instance"].max_fence
+    return (f"the fence bound (max_fence={bound}) cut {ex.truncated} state(s): a run past it, "
+            f"such as one that never settles, is not in the graph; raise max_fence (--bounds "
+            f"max_fence={bound + 1}) to see further")
 
 
 def concretize(c: Compiled, ex: Exploration, sid: int, prop_name: str, note: str = "",
