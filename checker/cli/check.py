@@ -57,8 +57,11 @@ def add_parser(sub):
 
 
 def add_model_options(p) -> None:
-    p.add_argument("--preset", default="recommended", choices=PRESETS,
-                   help="starting policy (default: %(default)s)")
+    p.add_argument("--preset", default=None, choices=PRESETS,
+                   help="starting policy (default: recommended)")
+    p.add_argument("--design", metavar="FILE",
+                   help="start from a design file that `toolcommit design --write FILE` wrote "
+                   "(its knobs, timing and environment; instead of --preset and --env)")
     p.add_argument("--set", action="append", metavar="KNOB=OPTION",
                    help="change one knob or assumption (repeatable)")
     p.add_argument("--instance", action="append", metavar="NAME",
@@ -83,8 +86,36 @@ def bounds_from(args) -> dict:
 
 
 def config_from(args):
-    """The preset, in the environment, then the --set changes (which win)."""
-    return configure(preset(args.preset), args.env).with_knobs(parse_settings(args.set))
+    """The preset (or the design file), in the environment, then the --set changes (which
+    win)."""
+    if getattr(args, "design", None):
+        return design_config(args)
+    return configure(preset(args.preset or "recommended"), args.env).with_knobs(parse_settings(args.set))
+
+
+def design_config(args):
+    """The config of `--design FILE` (read here, at the edge), with --set on top."""
+    import json
+    from toolcommit.checker.design.file import config_for, design_of
+    from toolcommit.model.errors import InputError
+    if args.preset:
+        raise UsageError("--design and --preset both choose the design; give one")
+    try:
+        with open(args.design, encoding="utf-8") as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise InputError(f"cannot read the design file ({e.strerror})", args.design) from None
+    except ValueError as e:
+        raise InputError(f"not JSON ({e}); write one with `toolcommit design --write FILE`",
+                         args.design, getattr(e, "lineno", 0)) from None
+    try:
+        design, env = design_of(doc)
+    except UsageError as e:
+        raise InputError(str(e), args.design) from None
+    if args.env not in ("ideal", env):
+        raise UsageError(f"--env {args.env}: the design file {args.design} was proved for {env}; "
+                         f"drop --env, or write a design for {args.env}")
+    return config_for(design, env).with_knobs(parse_settings(args.set))
 
 
 class Progress:
@@ -130,5 +161,21 @@ def run(args) -> int:
         suite = replace(suite, reliance=reliance(config, insts, suite.props))
     out = {"json": render_json, "python": render_programs}.get(
         args.format, lambda s: render_suite_text(s, args.explain))(suite)
+    if config.label() == "seed" and args.format in ("text", "json") and args.engine == "explicit":
+        out = _with_fixture(out, args.format)
     sys.stdout.write(out)
     return EXIT[suite.status]
+
+
+def _with_fixture(out: str, fmt: str) -> str:
+    """The seed preset's report with the article's fixture itself (its flaws, its own run)."""
+    import json
+    from toolcommit.checker.render.fixture import fixture_json, render_fixture_text
+    from toolcommit.checker.verify.fixture import flaws, run_fixture
+    run, found = run_fixture(), flaws()
+    if fmt == "json":
+        doc = json.loads(out)
+        doc["fixture"] = fixture_json(run, found)
+        return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    body, summary = out.rstrip("\n").rsplit("\n\n", 1)
+    return "\n".join([body] + render_fixture_text(run, found) + ["", summary]) + "\n"

@@ -1,19 +1,25 @@
 """`toolcommit design --env NAME`: what a team must build to be safe in an environment.
 
-Exit codes: 0 a design holds (printed with why each of its departures from naive is
-needed), 1 none holds (the weakest environment promises that make one hold are printed, if
-found), 3 the search stopped at --timeout before finding either, 2 bad usage.
+Exit codes: 0 a design keeps a guarantee (printed with why each of its departures from
+naive is needed; with --write, stored as a design file), 1 the search was whole and none
+holds (the weakest environment promises that make one hold are printed, if found), 3 a
+limit (--timeout, --max-states) left it open: nothing unconfirmed is reported, 2 bad usage.
 """
 from __future__ import annotations
 
+import json
 import sys
 import time
 
+from toolcommit.model.errors import UsageError
 from toolcommit.model.instance import instance_names
 
 from toolcommit.checker.cli.check import add_env_option
+from toolcommit.checker.design.file import document
 from toolcommit.checker.design.synthesis import DEFAULT_PROPS, synthesize
 from toolcommit.checker.engines.base import Limits
+from toolcommit.checker.engines.verdict import Status
+from toolcommit.checker.output import write_atomic
 from toolcommit.checker.render.design import render_json, render_text
 from toolcommit.checker.verify.suite import suite_names
 
@@ -37,6 +43,9 @@ def add_parser(sub):
     p.add_argument("--timeout", type=float, default=600.0,
                    help="seconds for the whole search (default: %(default)s; 0: none)")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--write", metavar="FILE",
+                   help="store the first minimal design (fewest departures) as a design file, "
+                   "for `toolcommit check --design FILE` and toolcommit.runtime")
     p.add_argument("--explain", choices=("all", "none"), default="all",
                    help="print each counterexample's steps (default) or only its length")
     return p
@@ -59,11 +68,20 @@ class _Progress:
 
 
 def run(args) -> int:
+    if args.max_states < 0:
+        raise UsageError(f"--max-states {args.max_states}: give 0 (no limit) or a positive number")
+    if not args.timeout >= 0 or args.timeout == float("inf"):
+        raise UsageError(f"--timeout {args.timeout:g}: give seconds, 0 for no limit")
     names = list(dict.fromkeys(args.instance or suite_names()))
     s = synthesize(args.env, names, args.property, Limits(args.max_states, 0.0), args.timeout,
                    _Progress())
+    if args.write and s.status is Status.HOLDS:
+        lv = s.chosen
+        write_atomic(args.write, json.dumps(document(s, lv, lv.minimal[0]), indent=2) + "\n")
+        print(f"wrote {args.write}", file=sys.stderr)
+    elif args.write:
+        print(f"toolcommit design: nothing written to {args.write}: no design was confirmed",
+              file=sys.stderr)
     out = render_json(s) if args.format == "json" else render_text(s, args.explain == "all")
     sys.stdout.write(out)
-    if s.minimal:
-        return 0
-    return 1 if s.strengthening or s.complete else 3
+    return {Status.HOLDS: 0, Status.VIOLATED: 1, Status.UNKNOWN: 3}[s.status]

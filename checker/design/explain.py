@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 
-from toolcommit.model.properties import headline, of_kind, prop
+from toolcommit.model.properties import headline, of_kind, outcomes, prop
 from toolcommit.model.scenario import SCENARIO
 
 from toolcommit.checker.engines.trace import Counterexample
@@ -161,6 +161,12 @@ def _sweep_answer(a: Answer, right: list, partial: list) -> str:
         line += "; " + ("".join(f"{n} is right only {describe(q, cols)}; " for n, cols in partial)
                         if partial else "") + "every other option has a counterexample above"
         line += f", except {' and '.join(no_cx)}." if no_cx else "."
+    elif _outcome_right(a):
+        kept, broken = _outcome_right(a)
+        line = (f"Answer: on the outcome ({', '.join(p for p in outcomes() if p in q.properties)}), "
+                f"{' and '.join(kept)} {'holds' if len(kept) == 1 else 'hold'} "
+                f"{describe(q, [c.name for c in q.columns])}; no option keeps every property "
+                f"judged: what breaks there is the mechanism ({', '.join(broken)}), not the effect.")
     elif partial:
         line = "Answer: no option holds everywhere; " + "; ".join(
             f"{n} holds only {describe(q, cols)}" for n, cols in partial) + "."
@@ -172,6 +178,23 @@ def _sweep_answer(a: Answer, right: list, partial: list) -> str:
     if a.status is Status.UNKNOWN:
         line += " UNKNOWN cells leave the answer open where they are (each says why above)."
     return line
+
+
+def _outcome_right(a: Answer):
+    """(rows whose every judged cell keeps the outcome properties, the mechanism properties
+    some of them break), or None: the answer by what the world sees when no option keeps
+    the mechanism too (no provider fences, say)."""
+    q = a.question
+    kept, broken = [], []
+    for r in q.rows:
+        cells = [a.cell(r.name, c.name) for c in q.columns if a.cell(r.name, c.name).judged]
+        if not cells or any(c.status is Status.UNKNOWN for c in cells):
+            continue
+        bad = [v.property for c in cells for v in c.violated]
+        if not any(p in outcomes() for p in bad):
+            kept.append(r.name)
+            broken += [p for p in bad if p not in broken]
+    return (kept, broken) if kept and broken else None
 
 
 def _explain_claims(a: Answer) -> list[str]:

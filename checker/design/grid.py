@@ -31,9 +31,11 @@ if TYPE_CHECKING:  # the question types import this module to cross-check cells
 
 
 def cell_settings(q: "Question", r: "Variant", c: "Variant") -> dict:
-    """The merged settings of cell (r, c): question, row, column, row.cells[column]."""
+    """The merged settings of cell (r, c): question (with its `env_set` for the question's
+    environment), row, column, row.cells[column]."""
     layers = [r, c] + ([r.cells[c.name]] if c.name in r.cells else [])
-    out = {"set": dict(q.set), "instance": q.instance, "properties": q.properties,
+    out = {"set": {**q.set, **q.env_set.get(q.env, {})}, "instance": q.instance,
+           "properties": q.properties,
            "expect": "", "article": "", "not_modelled": "", "note": "", "changed": {}}
     for v in layers:
         out["set"].update(v.set)

@@ -96,6 +96,8 @@ class Question:
     row_header: str = ""
     column_legend: Mapping[str, str] = field(default_factory=dict)
     env: str = "ideal"      # the environment profile every cell starts from (`--env`)
+    env_set: Mapping[str, Mapping[str, str]] = field(default_factory=dict)   # per profile,
+    #                          settings over `set` when asked in it (`env_set`)
 
 
 def alias(assumption: str) -> str:

@@ -37,8 +37,8 @@ from .grid import cell_model, cell_settings
 from .question import (FAULT_ALIAS, GRAPH, PROPERTIES, Limits, Question, Variant, alias,
                        column_meaning, column_name)
 
-TOP_FIELDS = ("question", "title", "asks", "preset", "set", "instance", "scenario", "properties",
-              "rows", "columns", "limits", "notes", "row_header")
+TOP_FIELDS = ("question", "title", "asks", "preset", "set", "env_set", "instance", "scenario",
+              "properties", "rows", "columns", "limits", "notes", "row_header")
 VARIANT_FIELDS = ("name", "meaning", "set", "instance", "properties", "expect", "article",
                   "cells", "not_modelled", "show", "note")
 INSTANCE_FIELDS = ("name", "meaning", "proposals", "workers", "max_fence", "faults", "assumptions")
@@ -206,6 +206,19 @@ class _Validator:
             if val not in options:
                 self.fail(f"{where}.{k}", f"no option {val!r}; valid options: {', '.join(options)}")
         return dict(raw)
+
+    def env_settings(self, raw) -> dict:
+        """`env_set`: per environment profile, settings applied over the question's `set`
+        when the question is asked in that profile (`ask --env NAME`)."""
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            self.fail("env_set", "must be an object of environment -> settings")
+        from toolcommit.model.environment import names as env_names
+        for env in raw:
+            if env not in env_names():
+                self.fail(f"env_set.{env}", f"unknown environment; valid: {', '.join(env_names())}")
+        return {env: self.settings(v, f"env_set.{env}") for env, v in raw.items()}
 
     def props(self, raw, where: str, scenario: bool) -> Optional[tuple]:
         if raw is None:
@@ -390,7 +403,8 @@ class _Validator:
                      self.text(d.get("asks"), "asks"), self.source, pre,
                      self.settings(d.get("set"), "set"), self.inst(d.get("instance"), "instance"),
                      scenario, props, rows, columns, Limits().override(**lim), tuple(notes),
-                     self.text(d.get("row_header"), "row_header"), legend)
+                     self.text(d.get("row_header"), "row_header"), legend,
+                     env_set=self.env_settings(d.get("env_set")))
         self.cells(q)
         return q
 

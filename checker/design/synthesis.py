@@ -33,8 +33,22 @@ DEADLOCK, PROGRESS) are not monotone under more behaviour, so a failure through 
 nothing. Designs that contain a minimal design found earlier (its departures and more) are
 skipped as not minimal.
 
-Limits: `limits` bound each instance's search (a candidate judged UNKNOWN does not hold);
-`seconds` bounds the whole search, which then says it stopped early.
+Guarantees. Asked for no properties, the search runs once per guarantee of the spec
+(`guarantees`: exactly-once, then at-most-once with a visible give-up, then at-least-once),
+strongest first, and stops at the first that a design keeps; each level that no design
+keeps says why: the weakest environment promises that would make one hold, each marked
+when no provider of the profile's kind can make it (`Behaviour.inherent`); such a promise
+explains an impossibility and is never offered as the way out. Asked for properties, it
+runs once, for them.
+
+A design is one option per knob and the design's timing (`replay_window`): the window
+departs from naive like a knob, and turning it back to unbounded shows the counterexample
+that needs it.
+
+Limits: `limits` bound each instance's search and `seconds` the whole search. A candidate
+judged UNKNOWN holds nothing and refutes nothing: a search that met one, or ran out of
+time, never says "no design holds" and never reports a design it did not confirm on every
+instance; it says UNKNOWN with what it did confirm.
 """
 from __future__ import annotations
 
@@ -43,6 +57,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
+from toolcommit.model import timing
 from toolcommit.model.environment import configure, instance_in, profile
 from toolcommit.model.instance import Instance, instance
 from toolcommit.model.knobs import preset
@@ -63,20 +78,54 @@ DEFAULT_PROPS = outcomes()
 LAZY = ("default",)
 
 # knob -> {weaker option: options whose every run it also runs} (see the module docstring)
+# (an unbounded replay window runs every run of a bounded one: no send it forbids, no
+# pruning it orders)
 SUPERSETS = {
     "insert": {"check_then_insert": ("atomic",)},
     "dispatch_guard": {"memory": ("log_cas",)},
     "reaccept": {"overwrite": ("reject",)},
     "late_replay": {"replay_same_key": ("reject",), "compensate": ("reject",)},
+    "replay_window": {"unbounded": ("1h",)},
 }
+
+# the design's own timing params (spec `timing`, of: design): part of a design like a knob
+DESIGN_TIMING = tuple(n for n, p in timing.params().items() if p["of"] == "design")
 
 
 def knob_names() -> tuple[str, ...]:
-    return tuple(protocol().knobs)
+    """The knobs, then the design's timing params: what a design chooses."""
+    return tuple(protocol().knobs) + DESIGN_TIMING
 
 
 def preset_design(name: str) -> dict:
-    return dict(preset(name).knobs)
+    cfg = preset(name)
+    return {**cfg.knobs, **{t: timing.show(cfg.timing[t], t) for t in DESIGN_TIMING}}
+
+
+def options_of(k: str) -> tuple[str, ...]:
+    """A knob's options, or a timing param's values among the presets (naive's first)."""
+    if k in protocol().knobs:
+        return tuple(protocol().knobs[k].options)
+    return tuple(dict.fromkeys(preset_design(p)[k] for p in ("naive", "seed", "recommended")))
+
+
+def meaning_of(k: str, option: str) -> str:
+    """What choosing `option` for `k` means, in the spec's words."""
+    if k in protocol().knobs:
+        return protocol().knobs[k].options[option]
+    spec = timing.params()[k]
+    return f"{spec['symbol']} = {option}: {spec['meaning']}"
+
+
+def guarantees() -> list[tuple[str, tuple[str, ...]]]:
+    """(name, required properties) of every guarantee, strongest first."""
+    raw = protocol().raw["guarantees"]
+    return [(g, tuple(v["requires"])) for g, v in raw.items() if g != "about"]
+
+
+def guarantee_of(props) -> Optional[str]:
+    """The strongest guarantee whose properties `props` include (None if none)."""
+    return next((g for g, req in guarantees() if set(req) <= set(props)), None)
 
 
 def departures(design: dict) -> list[str]:
@@ -106,6 +155,8 @@ class Failure:
     status: Status
     counterexample: object = None
     reason: str = ""
+    cut: str = ""       # UNKNOWN because the model's own bound cut the graph ("fence bound"),
+    #                     not a limit the user set: open, whatever the limits
 
     @property
     def steps(self) -> int:
@@ -140,6 +191,8 @@ class Oracle:
         self.full = False     # quick mode leaves the LAZY instances to `confirm`
         self.failures: list[tuple[dict, Failure]] = []
         self.counts = counts if counts is not None else {"checked": 0, "pruned": 0}
+        self.counts.setdefault("unknown", 0)
+        self.counts.setdefault("open", 0)
 
     def config(self, design: dict):
         """naive plus the design's departures (so the label replays), in the environment."""
@@ -189,10 +242,13 @@ class Oracle:
                 self.progress(design, inst.name, time.perf_counter() - t0)
             if bad:
                 v = next((v for v in bad if v.status is Status.VIOLATED), bad[0])
-                failure = Failure(inst.name, v.property, v.status, v.counterexample, v.reason)
+                failure = Failure(inst.name, v.property, v.status, v.counterexample, v.reason,
+                                  v.extra.get("cut", ""))
                 self.cache[k] = failure
                 if v.status is Status.VIOLATED:
                     self.failures.append((dict(design), failure))
+                else:
+                    self.counts["open" if failure.cut else "unknown"] += 1
                 return failure
         self.cache[k] = None
         return None
@@ -200,7 +256,9 @@ class Oracle:
 
 @dataclass
 class Minimal:
-    """A design that holds, none of whose departures can be turned back to naive."""
+    """A design that holds on every instance, none of whose departures can be turned back
+    to naive: `needed` has, per departure, the failure with it turned back (an UNKNOWN one:
+    that departure's need is unconfirmed, the design kept it to be safe)."""
 
     design: dict
     needed: dict           # departed knob -> Failure with that knob turned back
@@ -209,40 +267,107 @@ class Minimal:
     def departures(self) -> list[str]:
         return departures(self.design)
 
+    @property
+    def unconfirmed(self) -> list[str]:
+        """Departures whose turn-back was UNKNOWN, not refuted."""
+        return [k for k, f in self.needed.items() if f is None or f.status is not Status.VIOLATED]
+
 
 @dataclass
 class Strengthening:
-    """Environment promises that make a design hold, and that design's failure without them."""
+    """Environment promises that make a design hold, and that design's failure without them;
+    `inherent` has, per promise no provider of the profile's kind can make, why not."""
 
     env: Environment
     promises: list          # [(name, value)]: assumption options / budgets set to 0
     design: Minimal         # minimal under the promises (`needed` empty if not minimized)
     without: Failure        # that design in the environment as documented
+    inherent: dict = field(default_factory=dict)
+
+    @property
+    def offered(self) -> bool:
+        """A way out a provider of this kind could take: no inherent promise in it."""
+        return not self.inherent
+
+
+@dataclass
+class Level:
+    """The search for one guarantee (or the properties asked for)."""
+
+    guarantee: Optional[str]
+    props: tuple
+    recommended: Optional[Failure] = None     # why recommended fails (None: it holds)
+    minimal: list = field(default_factory=list)
+    strengthening: list = field(default_factory=list)   # offered ways out, then the why
+    complete: bool = True
+    stop_reason: str = ""
+    unknown: int = 0          # designs judged UNKNOWN because a limit the user set cut them
+    open: int = 0             # designs judged UNKNOWN because the fence bound cut their graph
+    #                           (a retry loop: no bound settles it); neither held nor refuted
+
+    @property
+    def status(self) -> Status:
+        """HOLDS: a confirmed design; VIOLATED: the search was whole and no design was
+        confirmed (some may be `open`: cut by the fence bound, neither held nor refuted);
+        UNKNOWN: a limit the user set leaves it open."""
+        if self.minimal:
+            return Status.HOLDS
+        return Status.VIOLATED if self.complete and not self.unknown else Status.UNKNOWN
 
 
 @dataclass
 class Synthesis:
     env: str
-    props: tuple
     instances: list          # names judged
     skipped: list            # (instance, why)
-    minimal: list = field(default_factory=list)
-    strengthening: list = field(default_factory=list)
-    recommended: Optional[Failure] = None     # why recommended fails here (None: it holds)
+    levels: list = field(default_factory=list)
     checked: int = 0
     pruned: int = 0
     seconds: float = 0.0
-    complete: bool = True
-    stop_reason: str = ""
+
+    @property
+    def chosen(self) -> Optional[Level]:
+        """The first level a design keeps, or the last one searched."""
+        return next((lv for lv in self.levels if lv.minimal), self.levels[-1] if self.levels else None)
+
+    @property
+    def status(self) -> Status:
+        return self.chosen.status if self.chosen else Status.UNKNOWN
+
+    # the chosen level's fields, for readers of one level
+    @property
+    def props(self) -> tuple:
+        return self.chosen.props
+
+    @property
+    def minimal(self) -> list:
+        return self.chosen.minimal
+
+    @property
+    def strengthening(self) -> list:
+        return self.chosen.strengthening
+
+    @property
+    def recommended(self) -> Optional[Failure]:
+        return self.chosen.recommended
+
+    @property
+    def complete(self) -> bool:
+        return all(lv.complete for lv in self.levels)
+
+    @property
+    def stop_reason(self) -> str:
+        return next((lv.stop_reason for lv in self.levels if lv.stop_reason), "")
 
 
 def neighbours(design: dict) -> list[dict]:
     """Every design one knob-option away from `design`, in spec order, except the options
     the spec marks `not_searched` (see `unsearched`)."""
     out = []
-    for k, knob in protocol().knobs.items():
-        for option in knob.options:
-            if option != design[k] and option not in knob.not_searched:
+    for k in knob_names():
+        unsearched_ = protocol().knobs[k].not_searched if k in protocol().knobs else {}
+        for option in options_of(k):
+            if option != design[k] and option not in unsearched_:
                 out.append({**design, k: option})
     return out
 
@@ -286,10 +411,10 @@ def minimize(oracle: Oracle, design: dict, clock: _Clock) -> Optional[Minimal]:
     return Minimal(design, needed)
 
 
-def confirmed_minimal(oracle: Oracle, design: dict, clock: _Clock) -> Minimal:
-    """`design` minimized on the quick instances and confirmed on all; minimized judging
-    every instance if that confirmation fails; `design` itself (needed: unknown) if the
-    clock runs out first."""
+def confirmed_minimal(oracle: Oracle, design: dict, clock: _Clock) -> Optional[Minimal]:
+    """`design` (which holds on every instance) minimized on the quick instances and
+    confirmed on all; minimized judging every instance if that confirmation fails; None if
+    the clock runs out first (nothing unconfirmed is returned)."""
     m = minimize(oracle, design, clock)
     if m is not None and oracle.confirm(m.design) is None:
         return m
@@ -298,18 +423,19 @@ def confirmed_minimal(oracle: Oracle, design: dict, clock: _Clock) -> Minimal:
         m = minimize(oracle, design, clock)
     finally:
         oracle.full = full
-    return m if m is not None else Minimal(design, {})
+    return m
 
 
 def search_designs(oracle: Oracle, clock: _Clock, limit: int = 0) -> list[Minimal]:
     """Minimal designs reached from recommended and its neighbours (see module docstring):
     searched on the quick instances, each then confirmed on the LAZY ones; if one is not
-    confirmed, the search is run again judging every instance throughout."""
+    confirmed, the search is run again judging every instance throughout. Only designs
+    confirmed on every instance are returned."""
     found = _search(oracle, clock, limit)
-    if all(oracle.confirm(m.design) is None for m in found) or clock.out():
-        return found
-    oracle.full = True
-    return _search(oracle, clock, limit)
+    if not all(oracle.confirm(m.design) is None for m in found) and not clock.out():
+        oracle.full = True
+        found = _search(oracle, clock, limit)
+    return [m for m in found if oracle.confirm(m.design) is None]
 
 
 def _search(oracle: Oracle, clock: _Clock, limit: int = 0) -> list[Minimal]:
@@ -337,11 +463,16 @@ def environment_departures(env: str) -> list[tuple[str, object, object]]:
 
 
 def strengthen(env: str, instances, props, limits, clock: _Clock, max_size: int = 3,
-               progress=None, counts: Optional[dict] = None) -> list[Strengthening]:
+               progress=None, counts: Optional[dict] = None,
+               promisable: bool = True) -> list[Strengthening]:
     """The smallest sets of environment promises under which recommended or a neighbour
-    holds; empty if none up to `max_size` promises (or the clock ran out)."""
+    holds; empty if none up to `max_size` promises (or the clock ran out). With
+    `promisable`, only promises a provider of the profile's kind could make are tried (the
+    ways out); without, every departure (to say why a guarantee is out of reach), each set
+    marking its inherent promises."""
     base = Oracle(Environment(env), instances, props, limits, progress, counts)
-    options = environment_departures(env)
+    p = profile(env)
+    options = [o for o in environment_departures(env) if not (promisable and p.inherent(o[0]))]
     for size in range(1, min(max_size, len(options)) + 1):
         found = []
         for combo in itertools.combinations(options, size):
@@ -355,12 +486,35 @@ def strengthen(env: str, instances, props, limits, clock: _Clock, max_size: int 
                     break
                 if oracle.check(d) is None and oracle.confirm(d) is None:
                     m = confirmed_minimal(oracle, d, clock)
+                    if m is None:
+                        break
                     promises = [(n, ideal) for n, _, ideal in combo]
-                    found.append(Strengthening(e, promises, m, base.confirm(m.design)))
+                    inherent = {n: p.inherent(n) for n, _ in promises if p.inherent(n)}
+                    found.append(Strengthening(e, promises, m, base.confirm(m.design), inherent))
                     break
         if found:
             return found
     return []
+
+
+def search_level(env: str, insts, guarantee: Optional[str], props, limits, clock: _Clock,
+                 progress, counts: dict) -> Level:
+    """One level of the search: its minimal designs, or why there are none."""
+    oracle = Oracle(Environment(env), insts, props, limits, progress, counts)
+    unknown0, open0 = counts["unknown"], counts["open"]
+    level = Level(guarantee, tuple(props))
+    level.recommended = oracle.confirm(preset_design("recommended"))
+    level.minimal = search_designs(oracle, clock)
+    if not level.minimal and not clock.out() and counts["unknown"] == unknown0:
+        level.strengthening = strengthen(env, insts, props, limits, clock, progress=progress,
+                                         counts=counts)
+        if not level.strengthening and not clock.out():
+            level.strengthening = strengthen(env, insts, props, limits, clock, progress=progress,
+                                             counts=counts, promisable=False)
+    level.unknown, level.open = counts["unknown"] - unknown0, counts["open"] - open0
+    if clock.out():
+        level.complete, level.stop_reason = False, f"time limit {clock.seconds:g}s reached"
+    return level
 
 
 def applicable(env: Environment, insts: Sequence[Instance]) -> tuple[list[Instance], list]:
@@ -381,26 +535,26 @@ def applicable(env: Environment, insts: Sequence[Instance]) -> tuple[list[Instan
 
 def synthesize(env: str, instance_names: Sequence[str], props: Optional[Sequence[str]] = None,
                limits: Limits = Limits(), seconds: float = 0.0, progress=None) -> Synthesis:
-    """Minimal designs for environment `env` on the named instances, or the environment
-    promises that would make one hold."""
-    props = names(props or DEFAULT_PROPS)
-    for p in props:
-        if prop(p).kind in ("adversary", "hyper"):
-            from toolcommit.model.errors import UsageError
-            raise UsageError(f"design judges properties of one model at a time; {p} is "
-                             f"{prop(p).kind}: check a design it finds with toolcommit check")
+    """Minimal designs for environment `env` on the named instances: for `props`, or else
+    for the strongest guarantee a design keeps (module docstring), with why each stronger
+    one is out of reach."""
+    levels = [(guarantee_of(names(props)), names(props))] if props else guarantees()
+    for _, ps in levels:
+        for p in ps:
+            if prop(p).kind in ("adversary", "hyper"):
+                from toolcommit.model.errors import UsageError
+                raise UsageError(f"design judges properties of one model at a time; {p} is "
+                                 f"{prop(p).kind}: check a design it finds with toolcommit check")
     clock = _Clock(seconds)
     insts = [instance(n) for n in instance_names]
-    counts = {"checked": 0, "pruned": 0}
-    oracle = Oracle(Environment(env), insts, props, limits, progress, counts)
-    out = Synthesis(env, tuple(props), [i.name for i in oracle.instances], oracle.skipped)
-    out.recommended = oracle.confirm(preset_design("recommended"))
-    out.minimal = search_designs(oracle, clock)
-    if not out.minimal and not clock.out():
-        out.strengthening = strengthen(env, insts, props, limits, clock, progress=progress,
-                                       counts=counts)
+    counts = {"checked": 0, "pruned": 0, "unknown": 0}
+    kept, skipped = applicable(Environment(env), insts)
+    out = Synthesis(env, [i.name for i in kept], skipped)
+    for guarantee, ps in levels:
+        level = search_level(env, insts, guarantee, ps, limits, clock, progress, counts)
+        out.levels.append(level)
+        if level.status is not Status.VIOLATED:     # a design, or an open question: stop
+            break
     out.checked, out.pruned = counts["checked"], counts["pruned"]
     out.seconds = clock.elapsed()
-    if clock.out():
-        out.complete, out.stop_reason = False, f"time limit {seconds:g}s reached"
     return out

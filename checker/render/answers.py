@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Mapping
 
+from toolcommit.model import timing
+from toolcommit.model.semantics import build
 from toolcommit.model.values import ENV_FAULTS
 from toolcommit.checker.design.explain import explain, footnotes, ordering
 from toolcommit.checker.design.grid import Answer, Cell
@@ -101,7 +103,7 @@ def _scenario_lines(a: Answer) -> list[str]:
 
 def _base_lines(a: Answer) -> list[str]:
     q = a.question
-    base = q.preset + "".join(f"+{k}={v}" for k, v in q.set.items())
+    base = q.preset + "".join(f"+{k}={v}" for k, v in {**q.set, **q.env_set.get(q.env, {})}.items())
     insts = list(dict.fromkeys(c.instance.name for c in a.cells.values() if c.instance))
     props = list(dict.fromkeys(p for c in a.cells.values() if c.judged for p in c.properties))
     return [f"base: {base}; instance{'s' if len(insts) > 1 else ''}: {', '.join(insts)}",
@@ -123,8 +125,16 @@ def _environment_lines(a: Answer) -> list[str]:
     swept = [k for k, vs in values.items() if len(vs) > 1]
     fixed = [f"{k}={next(iter(vs))}" for k, vs in values.items() if len(vs) == 1]
     env = a.question.env
-    return [f"environment {env}: swept {', '.join(swept) or 'nothing'}; held fixed "
-            f"{', '.join(fixed)}"]
+    times = {}
+    for c in cells:
+        times.update({k: timing.show(c.config.timing[k], k) for k in timing.params()
+                      if c.config.timing[k] != timing.defaults(c.config.preset)[k]})
+    fixed += [f"{k}={v}" for k, v in times.items()]
+    out = [f"environment {env}: swept {', '.join(swept) or 'nothing'}; held fixed "
+           f"{', '.join(fixed)}"]
+    orders = list(dict.fromkeys(t["relation"] for c in cells
+                                for t in build(c.config, c.instance).meta.get("timing", ())))
+    return out + [f"assumes {o}" for o in orders]
 
 
 def _engines(a: Answer) -> str:

@@ -16,8 +16,8 @@ def change_lines(a: Answer, markdown: bool) -> list[str]:
         return []
     env, notes = a.question.env, footnotes(a)
     judged = sum(1 for c in a.cells.values() if c.judged)
-    if not a.changes:
-        return [f"Every one of the {judged} judged cells gives the same answer as the same cell under ideal."]
+    if not a.changes:      # nothing to name: the section is left out
+        return []
     out = [f"{len(a.changes)} of the {judged} judged cells differ from the same question "
            f"under ideal. Each cause below was found by replay: with that one setting put back "
            f"(or, for a cell that now holds, added), the deciding counterexample no longer "

@@ -1,18 +1,23 @@
 """Renderers of a `Synthesis` (`toolcommit design`): text and JSON.
 
-Each minimal design is listed by its departures from `naive`, each with the counterexample
-that appears when that departure is turned back; when no design holds, the weakest set of
-environment promises that makes one hold, with the counterexample without them.
+The text opens with the recommendation in one sentence: the guarantee a design keeps in the
+environment (or why none is known), then what it assumes. Then, per guarantee searched,
+strongest first: the minimal designs found, each with every knob's option (departures from
+naive marked) and, per departure, the counterexample that appears when it is turned back;
+or, when none holds, the weakest environment promises that make one hold, each promise no
+provider of the kind can make marked as such and never offered as the way out.
 """
 from __future__ import annotations
 
 import json
 
 from toolcommit.model.environment import held_fixed, profile
-from toolcommit.model.knobs import preset
 from toolcommit.spec import protocol
 
-from toolcommit.checker.design.synthesis import Failure, Synthesis, departures, unsearched
+from toolcommit.checker.design.file import assumes
+from toolcommit.checker.design.synthesis import (Failure, Level, Minimal, Synthesis, departures,
+                                                 knob_names, meaning_of, preset_design, unsearched)
+from toolcommit.checker.engines.verdict import Status
 
 
 def _steps(f: Failure) -> str:
@@ -21,7 +26,7 @@ def _steps(f: Failure) -> str:
     return " ; ".join(s.label() for s in f.counterexample.steps[1:])
 
 
-def _failure(f: Failure) -> str:
+def _failure(f) -> str:
     if f is None:
         return "holds"
     if f.counterexample is None:
@@ -33,53 +38,119 @@ def _n(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def _knob(k: str, option: str) -> str:
-    return f"{k}={option}: {protocol().knobs[k].options[option]}"
+def _guarantee(lv: Level) -> str:
+    return lv.guarantee or "the properties asked for"
+
+
+def _key_choices(d: dict) -> str:
+    """The choices a reader acts on first, in words from the spec."""
+    out = [f"on UNKNOWN: {d['on_unknown']}"]
+    if d["on_unknown"] == "replay_then_reconcile" or d["late_replay"] == "replay_same_key":
+        out.append(f"replay window {d['replay_window']}")
+    out += [f"status read by {d['status_via']}", f"SDK retries {d['sdk_retries']}",
+            f"idempotency key: {d['idempotency_key']}"]
+    return ", ".join(out)
+
+
+def recommendation(s: Synthesis) -> str:
+    """The one sentence the report opens with."""
+    lv = s.chosen
+    if lv is None:
+        return f"Recommendation for {s.env}: none (nothing was searched)."
+    if lv.status is Status.HOLDS:
+        d = lv.minimal[0]
+        stronger = [x for x in s.levels if x is not lv]
+        why = (f"; {', '.join(_guarantee(x) for x in stronger)} is out of reach here (below)"
+               if stronger else "")
+        return (f"Recommendation for {s.env}: {_guarantee(lv)} with design 1 below "
+                f"({_key_choices(d.design)}){why}.")
+    if lv.status is Status.UNKNOWN:
+        return (f"Recommendation for {s.env}: UNKNOWN: the search stopped before it could "
+                f"confirm a design for {_guarantee(lv)} ({lv.stop_reason or 'a candidate was judged UNKNOWN'}).")
+    return f"Recommendation for {s.env}: no design keeps any guarantee searched; see the promises below."
+
+
+def _design_lines(m: Minimal, explain: bool, indent: str = "     ") -> list[str]:
+    naive = preset_design("naive")
+    lines = [f"{indent}{'knob':<16} {'option':<22} naive"]
+    for k in knob_names():
+        mark = "*" if k in m.departures else " "
+        lines.append(f"{indent}{k:<16} {m.design[k] + ' ' + mark:<22} {naive[k]}")
+    lines.append(f"{indent}departures (* above), each with what breaks without it:")
+    for k in m.departures:
+        f = m.needed.get(k)
+        lines.append(f"{indent}  {k}={m.design[k]}: {meaning_of(k, m.design[k])}")
+        note = "" if f is None or f.status is Status.VIOLATED else " (its need is unconfirmed)"
+        lines.append(f"{indent}    back to {naive[k]}: {_failure(f)}{note}")
+        if explain and f is not None and f.counterexample is not None:
+            lines.append(f"{indent}      {_steps(f)}")
+    return lines
+
+
+def _promise(n: str, v, inherent: dict) -> str:
+    why = inherent.get(n)
+    return f"{n}={v}" + (f" [no provider of this kind can promise it: {why}]" if why else "")
+
+
+def _level_lines(s: Synthesis, lv: Level, explain: bool) -> list[str]:
+    head = f"{_guarantee(lv)} ({', '.join(lv.props)})"
+    lines = ["", f"{head}: {lv.status.value}", f"  recommended: {_failure(lv.recommended)}"]
+    if lv.minimal:
+        fewest = len(lv.minimal[0].departures)
+        lines.append(f"  Minimal designs ({len(lv.minimal)} found; none of their departures from "
+                     f"naive can be turned back; fewest: {fewest}):")
+        for i, m in enumerate(lv.minimal, 1):
+            lines.append(f"  {i}. {_n(len(m.departures), 'departure')} from naive"
+                         + (" (fewest)" if len(m.departures) == fewest else ""))
+            lines += _design_lines(m, explain)
+        return lines
+    if lv.status is Status.UNKNOWN:
+        lines.append(f"  UNKNOWN: {lv.stop_reason or 'a limit cut the search of a candidate'}; "
+                     f"{lv.unknown} candidate(s) judged UNKNOWN, no design confirmed on every "
+                     "instance. Raise --timeout or --max-states.")
+        return lines
+    offered = [st for st in lv.strengthening if st.offered]
+    lines.append(f"  No design holds in {s.env} (recommended and every design one knob away "
+                 "were judged)." + (f" {lv.open} candidate(s) were left open by the fence bound "
+                                    "(a retry loop is cut there, never judged): neither held nor "
+                                    "refuted." if lv.open else ""))
+    if offered:
+        lines.append("  Weakest environment promises under which one holds:")
+    elif lv.strengthening:
+        lines.append(f"  Impossible with a provider of this kind: every promise that would make "
+                     f"one hold is one no such provider can make:")
+    else:
+        lines.append("  No set of up to three environment promises makes one hold.")
+    for st in lv.strengthening:
+        lines.append("    - " + ", ".join(_promise(n, v, st.inherent) for n, v in st.promises))
+        lines.append(f"        then this design holds ({_n(len(st.design.departures), 'departure')} "
+                     "from naive): " + ", ".join(f"{k}={st.design.design[k]}" for k in st.design.departures))
+        lines.append(f"        without the promise: {_failure(st.without)}")
+        if explain and st.without is not None and st.without.counterexample is not None:
+            lines.append(f"          {_steps(st.without)}")
+    return lines
 
 
 def render_text(s: Synthesis, explain: bool = True) -> str:
-    naive = preset("naive").knobs
     fixed = ", ".join(f"{k}={v}" for k, v in held_fixed(s.env).items())
-    lines = [f"toolcommit design: environment {s.env}: {profile(s.env).meaning}",
-             f"holds fixed: {fixed}",
-             f"properties judged: {', '.join(s.props)}",
-             f"instances: {', '.join(s.instances)}"]
+    lines = [recommendation(s), "",
+             f"toolcommit design: environment {s.env}: {profile(s.env).meaning}",
+             f"holds fixed: {fixed}"]
+    lv = s.chosen
+    if lv is not None and lv.minimal:
+        a = assumes(s.env, lv.minimal[0].design, s.instances)
+        for t in a["timing"]:
+            lines.append(f"assumes: {t}")
+        for n in a["assumed"]:
+            lines.append(f"assumes {n}={held_fixed(s.env)[n]} without a document saying so "
+                         "(see: toolcommit spec --envs)")
+    lines.append(f"instances: {', '.join(s.instances)}")
     lines += [f"  not judged: {name} ({why})" for name, why in s.skipped]
     lines += [f"not proposed: {opt} ({why})" for opt, why in unsearched()]
     lines.append(f"searched: {s.checked} designs judged, {s.pruned} pruned by monotonicity, "
                  f"{s.seconds:.1f}s" + ("" if s.complete else f" (stopped: {s.stop_reason})"))
-    lines += ["", "recommended: " + _failure(s.recommended)]
-    if s.minimal:
-        fewest = len(s.minimal[0].departures)
-        lines += ["", f"Minimal designs ({len(s.minimal)} found; none of their departures from "
-                  f"naive can be turned back; fewest: {fewest}):"]
-        for i, m in enumerate(s.minimal, 1):
-            lines.append(f"  {i}. {_n(len(m.departures), 'departure')} from naive"
-                         + (" (fewest)" if len(m.departures) == fewest else ""))
-            for k in m.departures:
-                f = m.needed.get(k)
-                lines.append(f"     {_knob(k, m.design[k])}")
-                lines.append(f"        back to {naive[k]}: {_failure(f)}")
-                if explain and f is not None and f.counterexample is not None:
-                    lines.append(f"          {_steps(f)}")
-    elif s.strengthening:
-        lines += ["", f"No design holds in {s.env} (recommended and every design one knob away "
-                  "were judged).", "Weakest environment promises under which one holds:"]
-        for st in s.strengthening:
-            promise = ", ".join(f"{n}={v}" for n, v in st.promises)
-            d = st.design
-            lines.append(f"  - {promise}")
-            lines.append(f"      then this design holds ({_n(len(d.departures), 'departure')} from naive):")
-            for k in d.departures:
-                lines.append(f"        {_knob(k, d.design[k])}")
-                if k in d.needed:
-                    lines.append(f"          back to {naive[k]}: {_failure(d.needed[k])}")
-            lines.append(f"      without the promise: {_failure(st.without)}")
-            if explain and st.without is not None and st.without.counterexample is not None:
-                lines.append(f"        {_steps(st.without)}")
-    else:
-        lines += ["", f"No design holds in {s.env}, and no set of up to three environment "
-                  "promises found one" + ("" if s.complete else " before the time limit") + "."]
+    for level in s.levels:
+        lines += _level_lines(s, level, explain)
     return "\n".join(lines) + "\n"
 
 
@@ -95,16 +166,34 @@ def _failure_json(f):
     return out
 
 
+def _minimal_json(m: Minimal) -> dict:
+    return {"design": dict(m.design), "departures": {k: m.design[k] for k in m.departures},
+            "needed": {k: _failure_json(f) for k, f in m.needed.items()},
+            "unconfirmed": m.unconfirmed}
+
+
+def _level_json(lv: Level) -> dict:
+    return {"guarantee": lv.guarantee, "properties": list(lv.props), "status": lv.status.value,
+            "complete": lv.complete, "stop_reason": lv.stop_reason, "unknown": lv.unknown,
+            "open": lv.open,
+            "recommended": _failure_json(lv.recommended),
+            "minimal": [_minimal_json(m) for m in lv.minimal],
+            "strengthening": [{"promises": dict(st.promises), "inherent": st.inherent,
+                               "offered": st.offered,
+                               "design": {k: st.design.design[k] for k in departures(st.design.design)},
+                               "without": _failure_json(st.without)} for st in lv.strengthening]}
+
+
 def render_json(s: Synthesis) -> str:
-    doc = {"environment": s.env, "holds_fixed": held_fixed(s.env), "properties": list(s.props),
-           "instances": s.instances, "not_judged": [dict(zip(("instance", "why"), x)) for x in s.skipped],
+    lv = s.chosen
+    doc = {"environment": s.env, "holds_fixed": held_fixed(s.env),
+           "recommendation": recommendation(s), "status": s.status.value,
+           "guarantee": lv.guarantee if lv is not None and lv.minimal else None,
+           "instances": s.instances,
+           "not_judged": [dict(zip(("instance", "why"), x)) for x in s.skipped],
            "not_proposed": [dict(zip(("option", "why"), x)) for x in unsearched()],
            "checked": s.checked, "pruned": s.pruned, "complete": s.complete,
-           "recommended": _failure_json(s.recommended),
-           "minimal": [{"departures": {k: m.design[k] for k in m.departures},
-                        "needed": {k: _failure_json(f) for k, f in m.needed.items()}}
-                       for m in s.minimal],
-           "strengthening": [{"promises": dict(st.promises),
-                              "design": {k: st.design.design[k] for k in departures(st.design.design)},
-                              "without": _failure_json(st.without)} for st in s.strengthening]}
+           "levels": [_level_json(x) for x in s.levels]}
+    if lv is not None and lv.minimal:
+        doc["assumes"] = assumes(s.env, lv.minimal[0].design, s.instances)
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"

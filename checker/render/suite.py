@@ -160,12 +160,27 @@ def _headline(found):
 def _summary(suite: SuiteResult) -> str:
     vs = suite.verdicts()
     n = {s: sum(v.status is s for v in vs) for s in Status}
+    tail = "".join("\n" + line for line in _guarantee_lines(suite) + _assume_lines(suite))
     if suite.status is Status.HOLDS:
         how = "exhaustively" if suite.engine == "explicit" else "within the engine's bounds"
         head = f"HOLDS: all {len(vs)} verdicts hold {how} on {len(suite.results)} instance(s)"
-        return head + "".join("\n" + line for line in _reliance_lines(suite))
+        return head + "".join("\n" + line for line in _reliance_lines(suite)) + tail
     return (f"{suite.status.value}: {n[Status.VIOLATED]} violated, {n[Status.UNKNOWN]} unknown, "
-            f"{n[Status.HOLDS]} hold")
+            f"{n[Status.HOLDS]} hold") + tail
+
+
+def _guarantee_lines(suite: SuiteResult) -> list[str]:
+    """The guarantee the verdicts above give, named with its properties (none if the run
+    judged too few of them to name one)."""
+    g = suite.guarantee()
+    if g is None:
+        return []
+    req = protocol().raw["guarantees"][g]["requires"]
+    return [f"  guarantee: {g} ({', '.join(req)} hold on every instance)"]
+
+
+def _assume_lines(suite: SuiteResult) -> list[str]:
+    return [f"  assumes {a}" for a in suite.assumes]
 
 
 def _reliance_lines(suite: SuiteResult) -> list[str]:
@@ -203,6 +218,8 @@ def render_json(suite: SuiteResult) -> str:
                                  "verdicts": [verdict_json(v) for v in r.verdicts]})
     if suite.p5 is not None:
         doc["P5"] = verdict_json(suite.p5)
+    doc["guarantee"] = suite.guarantee()
+    doc["assumes"] = suite.assumes
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 

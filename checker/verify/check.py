@@ -20,6 +20,7 @@ from toolcommit.model.semantics import build
 
 from toolcommit.checker.engines.base import Engine, Limits, Progress
 from toolcommit.checker.engines.explicit.engine import Explicit
+from toolcommit.checker.engines.trace import assumes
 from toolcommit.checker.engines.verdict import Status, Verdict
 
 
@@ -34,6 +35,7 @@ class InstanceResult:
     coverage: dict = field(default_factory=dict)
     witnesses: dict = field(default_factory=dict)
     engine: str = "explicit"
+    assumes: tuple = ()        # the timing orders the model used (PROTOCOL.md, Time)
 
 
 def run_instance(config: Config, inst: Instance, limits: Limits = Limits(), wipe: bool = False,
@@ -49,14 +51,15 @@ def check_instance(config: Config, inst: Instance, props=None, limits: Limits = 
     adversaries = [p for p in props if prop(p).kind == "adversary"]
     direct = [p for p in props if engine.judges(p)]
     base = [p for p in names(None) if engine.judges(p)] if adversaries else direct
-    result = engine.run(build(config, inst), base, limits, progress)
+    system = build(config, inst)
+    result = engine.run(system, base, limits, progress)
     verdicts = list(result.verdicts)
     for p in adversaries:
         verdicts.append(check_adversary(p, config, inst, verdicts, engine, limits, progress))
     order = all_names()
     chosen = sorted((v for v in verdicts if v.property in props), key=lambda v: order.index(v.property))
     return InstanceResult(inst, config, chosen, result.stats, result.coverage, result.witnesses,
-                          result.engine)
+                          result.engine, assumes(system))
 
 
 def check_adversary(name: str, config: Config, inst: Instance, base: list, engine: Engine,

@@ -48,6 +48,24 @@ class SuiteResult:
         return out + ([self.p5] if self.p5 else [])
 
     @property
+    def assumes(self) -> list[str]:
+        """The timing orders any instance's model used, each once."""
+        return list(dict.fromkeys(a for r in self.results for a in getattr(r, "assumes", ())))
+
+    def guarantee(self) -> Optional[str]:
+        """The strongest guarantee (spec `guarantees`) whose properties were all judged and
+        hold on every instance; None if none."""
+        from toolcommit.spec import protocol
+        status = {}
+        for r in self.results:
+            for v in r.verdicts:
+                status[v.property] = status.get(v.property, True) and v.status is Status.HOLDS
+        for g, raw in protocol().raw["guarantees"].items():
+            if g != "about" and all(status.get(p) for p in raw["requires"]):
+                return g
+        return None
+
+    @property
     def status(self) -> Status:
         return overall(self.verdicts())
 

@@ -39,20 +39,33 @@ def test_minimal_designs_are_listed_fewest_departures_first(ideal):
     assert sizes == sorted(sizes)
 
 
-def test_no_design_survives_a_non_idempotent_email_transport_and_keys_are_the_promise():
-    s = synthesize("email", ["transport_retry", "ack_loss"])
-    assert not s.minimal and s.recommended is not None
-    assert s.recommended.property == "I1" and s.recommended.instance == "transport_retry"
-    promises = [dict(st.promises) for st in s.strengthening]
-    assert {"provider_idempotent": "yes"} in promises
-    st = next(st for st in s.strengthening if dict(st.promises) == {"provider_idempotent": "yes"})
-    assert st.without is not None and st.without.status is Status.VIOLATED
+@pytest.fixture(scope="module")
+def email():
+    return synthesize("email", ["transport_retry", "ack_loss", "give_up_retry"])
+
+
+def test_email_gets_at_most_once_and_exactly_once_needs_what_no_email_provider_offers(email):
+    """No key and no status read: a lost answer leaves the email in doubt, so exactly-once
+    is out of reach; the design the search offers gives up visibly, at most once."""
+    first, chosen = email.levels[0], email.chosen
+    assert first.guarantee == "exactly-once" and first.status is Status.VIOLATED
+    assert first.strengthening and not any(st.offered for st in first.strengthening)
+    assert all(st.inherent for st in first.strengthening)
+    assert chosen.guarantee == "at-most-once" and chosen.minimal
+    for m in chosen.minimal:
+        assert m.design["sdk_retries"] == "off"      # the SDK's retry is the duplicate
+
+
+def test_no_level_claims_exactly_once_for_email(email):
+    assert all(lv.guarantee != "exactly-once" or not lv.minimal for lv in email.levels)
 
 
 def test_a_failover_that_loses_the_accept_has_no_design_only_a_durable_log():
     s = synthesize("async-log", ["ack_loss"])
-    assert not s.minimal
-    assert [dict(st.promises) for st in s.strengthening] == [{"failovers": 0}]
+    first = s.levels[0]
+    assert not first.minimal
+    assert [dict(st.promises) for st in first.strengthening] == [{"failovers": 0}]
+    assert first.strengthening[0].offered       # synchronous replication is a promise one can make
 
 
 def test_an_instance_the_profile_contradicts_is_not_judged():
@@ -76,8 +89,8 @@ def test_a_design_pruned_by_monotonicity_really_fails_the_same_property(knob):
     insts = [instance("paraphrase"), instance("prompt_revision")]
     oracle = Oracle(Environment("ideal"), insts, ["I1"])
     base = {**preset_design("recommended"), "canonicalizer": "literal"}   # breaks I1
-    strong = {**base, knob: "atomic" if knob == "insert" else
-              "log_cas" if knob == "dispatch_guard" else "reject"}
+    strong = {**base, knob: {"insert": "atomic", "dispatch_guard": "log_cas",
+                             "replay_window": "1h"}.get(knob, "reject")}
     first = oracle.check(strong)
     assert first is not None and first.property == "I1"
     for weaker, stronger in SUPERSETS[knob].items():
@@ -92,6 +105,34 @@ def test_a_design_pruned_by_monotonicity_really_fails_the_same_property(knob):
 def test_a_time_limit_stops_the_search_and_says_so():
     s = synthesize("ideal", SMALL, seconds=0.01)
     assert not s.complete and "time limit" in s.stop_reason
+    assert s.status is Status.UNKNOWN and not s.minimal
+
+
+def test_a_design_stopped_by_a_limit_reports_nothing_unconfirmed(capsys):
+    """Issue 19: --timeout 3 printed an 11-departure design check showed broken; --max-states
+    50 printed "No design holds"; --timeout 0.001 printed both "holds" and "No design"."""
+    for args in (["--timeout", "0.001"], ["--max-states", "5"]):
+        code = main(["design", "--env", "ideal", "--instance", "cancel", "--instance",
+                     "ack_loss", "--explain", "none", *args])
+        out = capsys.readouterr().out
+        assert code == 3, args
+        assert "No design holds" not in out and "Minimal designs" not in out, args
+        assert "UNKNOWN" in out.splitlines()[0], args
+    assert main(["design", "--timeout", "-5"]) == 2
+    assert "--timeout -5" in capsys.readouterr().err
+
+
+def test_a_design_found_under_a_time_limit_holds_when_checked(capsys, tmp_path):
+    """Whatever a limited search reports, it confirmed: a design it writes re-checks clean."""
+    target = tmp_path / "d.json"
+    code = main(["design", "--env", "ideal", "--instance", "cancel", "--instance", "ack_loss",
+                 "--timeout", "20", "--explain", "none", "--write", str(target)])
+    capsys.readouterr()
+    if code == 0:
+        assert main(["check", "--design", str(target), "--instance", "cancel", "--instance",
+                     "ack_loss", "--property", "I1", "--property", "FULFIL", "--property", "P3"]) == 0
+    else:
+        assert code == 3 and not target.exists()
 
 
 def test_design_cli_prints_minimal_designs_and_why_each_departure(capsys):
@@ -109,7 +150,8 @@ def test_design_cli_rejects_an_unknown_environment(capsys):
 
 def test_departures_count_the_knobs_that_differ_from_naive():
     assert departures(preset_design("naive")) == []
-    assert len(departures(preset_design("recommended"))) == 14      # every knob, intent_id included
+    # every knob, intent_id included, the SDK retries, the list read, and the replay window
+    assert len(departures(preset_design("recommended"))) == 17
 
 
 def test_the_search_judges_the_sealed_saga_and_the_human_gate_as_neighbours_of_recommended():
@@ -122,6 +164,6 @@ def test_design_never_proposes_an_option_the_model_flatters_and_says_so():
     """lease=none is safe in the model only because it detects every crash at once."""
     from toolcommit.checker.design.synthesis import neighbours, unsearched
     from toolcommit.model.knobs import preset
-    rec = dict(preset("recommended").knobs)
+    rec = preset_design("recommended")
     assert all(d["lease"] == rec["lease"] for d in neighbours(rec))
     assert [o for o, _ in unsearched()] == ["lease=none"]

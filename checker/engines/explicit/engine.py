@@ -56,7 +56,8 @@ class Explicit:
 
     def run(self, system: System, props: Sequence[str], limits: Limits = Limits(),
             progress: Optional[Progress] = None) -> Result:
-        c, ex = self.explore(system, limits, progress=progress, props=props)
+        graph = any(prop(p).graph for p in props)    # edges only where a graph property reads them
+        c, ex = self.explore(system, limits, graph=graph, progress=progress, props=props)
         return Result(self.name, judge(c, ex, props), scope_of(ex), stats_of(ex), ex.fired,
                       {w: ex.depth_of(s) for w, s in ex.first_witness.items()})
 
@@ -117,7 +118,8 @@ def judge(c: Compiled, ex: Exploration, props: Sequence[str]) -> list[Verdict]:
             out.append(Verdict(name, Status.UNKNOWN,
                                reason=ex.stop_reason + f"; no violation up to depth {ex.depth - 1}"))
         elif p.graph and ex.truncated:
-            out.append(Verdict(name, Status.UNKNOWN, reason=cut_reason(c, ex)))
+            out.append(Verdict(name, Status.UNKNOWN, reason=cut_reason(c, ex),
+                               extra={"cut": "fence bound"}))
         else:
             out.append(Verdict(name, Status.HOLDS, scope_of(ex).text))
     return out

@@ -1,0 +1,108 @@
+"""The design file: a minimal design `toolcommit design --write FILE` found, as data a team
+checks in; `toolcommit check --design FILE` re-judges it and `toolcommit.runtime` follows it.
+
+Pure: `document` turns a found design into a dict, `config_of` a read dict back into the
+`Config` that re-judges it (every field checked, errors naming the field and what is
+valid). Reading and writing the file are the CLI's.
+
+The document holds every knob's option and the design's timing, the environment, the
+guarantee and its properties, the instances it was judged on, what it assumes (the
+profile's assumptions, budgets and timing, the orders time imposed, the numbers assumed
+without a document), and each departure from naive with the counterexample without it.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+from toolcommit.model import timing
+from toolcommit.model.environment import configure, held_fixed, names as env_names, profile
+from toolcommit.model.errors import UsageError
+from toolcommit.model.knobs import Config, preset
+from toolcommit.model.semantics import build
+from toolcommit.model.environment import instance_in
+from toolcommit.model.instance import instance
+from toolcommit.spec import protocol
+
+from .synthesis import DESIGN_TIMING, Failure, Level, Minimal, Synthesis, departures, knob_names, \
+    meaning_of, preset_design
+
+KIND = "toolcommit design"
+VERSION = 1
+
+
+def _failure(f: Failure) -> dict:
+    out = {"instance": f.instance, "property": f.property, "status": f.status.value}
+    if f.counterexample is not None:
+        out["steps"] = f.steps
+        out["trace"] = [s.label() for s in f.counterexample.steps[1:]]
+    elif f.reason:
+        out["reason"] = f.reason
+    return out
+
+
+def assumes(env: str, design: Mapping[str, str], instances) -> dict:
+    """What a design's verdicts in `env` rest on: the profile's fixed settings, the numbers
+    it assumes without a document, and the timing orders the model used on `instances`."""
+    cfg = config_for(design, env)
+    orders = []
+    for name in instances:
+        for t in build(cfg, instance_in(instance(name), env)).meta.get("timing", ()):
+            if t["relation"] not in orders:
+                orders.append(t["relation"])
+    return {"environment": held_fixed(env), "assumed": profile(env).assumed(), "timing": orders}
+
+
+def config_for(design: Mapping[str, str], env: str) -> Config:
+    """naive plus the design's departures, in `env` (so its label replays)."""
+    return configure(preset("naive"), env).with_knobs({k: design[k] for k in departures(design)})
+
+
+def document(s: Synthesis, level: Level, m: Minimal) -> dict:
+    """The design file's content for minimal design `m` of `level`."""
+    naive = preset_design("naive")
+    return {
+        "kind": KIND, "version": VERSION, "environment": s.env,
+        "guarantee": level.guarantee,
+        "guarantee_meaning": protocol().raw["guarantees"].get(level.guarantee, {}).get("meaning", ""),
+        "properties": list(level.props), "instances": list(s.instances),
+        "knobs": {k: m.design[k] for k in protocol().knobs},
+        "timing": {t: m.design[t] for t in DESIGN_TIMING},
+        "assumes": assumes(s.env, m.design, s.instances),
+        "departures": [{"knob": k, "option": m.design[k], "naive": naive[k],
+                        "meaning": meaning_of(k, m.design[k]),
+                        "without": _failure(m.needed[k]) if m.needed.get(k) else None}
+                       for k in m.departures],
+    }
+
+
+def _fail(where: str, what: str) -> None:
+    raise UsageError(f"design file: {where}: {what}")
+
+
+def design_of(doc: Mapping) -> tuple[dict, str]:
+    """(design: every knob and timing param, environment) of a read design file; UsageError
+    naming the field otherwise."""
+    if not isinstance(doc, Mapping) or doc.get("kind") != KIND:
+        _fail("kind", f"not a design file (expected \"kind\": \"{KIND}\"; write one with "
+                      "`toolcommit design --env NAME --write FILE`)")
+    if doc.get("version") != VERSION:
+        _fail("version", f"{doc.get('version')!r} is not {VERSION}")
+    env = doc.get("environment")
+    if env not in env_names():
+        _fail("environment", f"{env!r} is not one of {', '.join(env_names())}")
+    knobs, times = doc.get("knobs"), doc.get("timing", {})
+    if not isinstance(knobs, Mapping) or not isinstance(times, Mapping):
+        _fail("knobs", "must be an object of knob: option (and timing an object of param: duration)")
+    design = dict(preset_design("naive"))
+    for k, v in {**knobs, **times}.items():
+        if k not in knob_names():
+            _fail(f"knobs.{k}", f"no such knob or design timing param; valid: {', '.join(knob_names())}")
+        if k in protocol().knobs and v not in protocol().knobs[k].options:
+            _fail(f"knobs.{k}", f"{v!r} is not an option; valid: {', '.join(protocol().knobs[k].options)}")
+        if k in DESIGN_TIMING:
+            try:
+                timing.seconds(v)
+            except UsageError as e:
+                _fail(f"timing.{k}", str(e))
+        design[k] = v
+    return design, env
