@@ -34,7 +34,8 @@ def add_arguments(p) -> None:
                    help="tools whose calls change the world (default: every tool)")
     g.add_argument("--ledger", action="append", default=[], metavar="FILE",
                    help="provider-side effects to join (Stripe events JSON, Powertools "
-                   "idempotency records, or a JSONL/CSV ledger); repeatable")
+                   "idempotency records, or a JSONL/CSV ledger), to a trace's calls or, "
+                   "without --from, to an intent log's keys; repeatable")
     g.add_argument("--idempotency-key", metavar="PATH",
                    help="where a call's idempotency key is (a path such as args.key); "
                    "default: its call id")
@@ -75,6 +76,21 @@ def render(tr, fmt: str, code: int) -> str:
     return text + ("\n" if fmt == "text" else "") + "\n".join(out) + "\n"
 
 
+def with_ledger(text: str, fmt: str, ledgers, joined) -> str:
+    """An intent log's report `text` followed by what the ledgers joined (`joined`: a
+    `ledger.Joined`) and the notes on what they could not."""
+    n = len(joined.effects)
+    if fmt == "json":
+        data = json.loads(text)
+        data["ledger"] = {"files": list(ledgers), "effects_joined": n, "notes": joined.notes}
+        return json.dumps(data, indent=1) + "\n"
+    lead = "%% " if fmt == "mermaid" else ""
+    out = [f"{lead}Ledger: {n} effect(s) joined to the log's keys from "
+           f"{', '.join(ledgers)}"]
+    out += [f"{lead}  {note}" for note in joined.notes]
+    return text + ("\n" if fmt == "text" else "") + "\n".join(out) + "\n"
+
+
 def _plain(report, fmt: str, code: int) -> str:
     fn = RENDERERS[fmt]
     takes_code = len(inspect.signature(fn).parameters) > 1
@@ -83,10 +99,10 @@ def _plain(report, fmt: str, code: int) -> str:
 
 def refuse_without_source(args) -> None:
     """The trace options mean nothing for an intent log: say so (exit 2)."""
-    for opt in ("scope", "effectful", "idempotency_key", "emit", "ledger", "checkpoints"):
+    for opt in ("scope", "effectful", "idempotency_key", "emit", "checkpoints"):
         if getattr(args, opt):
-            raise UsageError(f"--{opt.replace('_', '-')} needs --from otel|langgraph "
-                             "(the LOG files are then traces)")
+            raise UsageError(f"--{opt.replace('_', '-')} needs --from SOURCE (the LOG files "
+                             f"are then traces; sources: {', '.join(sorted(READERS))})")
 
 
 def run(args) -> int:

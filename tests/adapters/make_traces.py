@@ -2,8 +2,9 @@
 
 ``python tests/adapters/make_traces.py [DIR]`` (default: tests/fixtures/traces) runs every
 scenario of `SCENARIOS` with Pydantic AI (FunctionModel) and LangGraph (a fake chat
-model) and writes what they exported. Exception stack traces are dropped from the spans
-(they name this machine's paths and say nothing the adapter reads). The pinned fixtures
+model), and the intent-log library itself, and writes what they exported. Exception
+stack traces are dropped from the spans (they name this machine's paths and say nothing
+the adapter reads). The pinned fixtures
 were made by this script; the framework tests run it again into a temporary directory and
 expect the same verdicts (`expected.json` beside the fixtures).
 """
@@ -71,11 +72,30 @@ def langgraph_scenarios(out):
     os.remove(db)
 
 
+def library_scenario(out):
+    """The intent-log library's own log for one refund, and the ledger of a provider that
+    applied its request twice (it ignored the idempotency key on a transport retry)."""
+    import tempfile
+    from toolcommit.runtime import IntentLog
+    with tempfile.TemporaryDirectory() as tmp:
+        log = IntentLog.sqlite(os.path.join(tmp, "intents.db"), writer="worker-1")
+        d = log.propose("call_1", "refund", {"order": "o-7", "amount": 20}, "user:42")
+        t = log.dispatch(d.key)
+        log.ack(t, {"id": "re_1"})
+        with open(os.path.join(out, "library-refund.jsonl"), "w") as f:
+            log.export(f)
+        log.close()
+    _write(os.path.join(out, "library-refund-ledger.jsonl"),
+           _jsonl([{"idempotency_key": t.idempotency_key, "effect_id": f"re_{n}"}
+                   for n in (1, 2)]))
+
+
 def main(out=FIXTURES):
     sys.path.insert(0, HERE)
     os.makedirs(out, exist_ok=True)
     pydantic_scenarios(out)
     langgraph_scenarios(out)
+    library_scenario(out)
 
 
 if __name__ == "__main__":

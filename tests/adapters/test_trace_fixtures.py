@@ -163,7 +163,7 @@ def test_unrecorded_arguments_make_canon_not_judgeable(tmp_path):
     (["--from", "otel", "{T}/pydantic-clean.console.json", "--key", "call_A"],
      "--key is for intent logs"),
     (["{T}/langgraph-clean.jsonl", "--ledger", "{T}/langgraph-clean-ledger.jsonl"],
-     "--ledger needs --from"),
+     "the file looks like what --from langgraph reads, not an intent log"),
     (["--from", "otel", "{T}/langgraph-clean.jsonl"], "no spans found"),
     (["--from", "langgraph", "{T}/pydantic-clean.console.json"], "no LangGraph stream events"),
     (["--from", "otel", "{T}/pydantic-clean.console.json", "--checkpoints",
