@@ -27,9 +27,12 @@ def add_arguments(p) -> None:
                    "GenAI execute_tool spans) or langgraph (astream_events v2, one file per "
                    "process run)")
     g.add_argument("--scope", metavar="RULE",
-                   help="what one user intent is: an attribute path into each call "
+                   help="what one user intent is: a path into each call's view "
                    "(attributes.gen_ai.conversation.id, metadata.thread_id, args.order) or "
-                   "MODULE:FUNCTION called with the call's view")
+                   "MODULE:FUNCTION (importable from the working directory) called with "
+                   "the view, a dict; default: the source's own, one that survives a resume "
+                   "(a thread, conversation or workflow id; each source's default and view "
+                   "are in spec/sources.json)")
     g.add_argument("--effectful", metavar="TOOL,...",
                    help="tools whose calls change the world (default: every tool)")
     g.add_argument("--ledger", action="append", default=[], metavar="FILE",

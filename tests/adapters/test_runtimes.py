@@ -1,12 +1,14 @@
-"""The library's own log against a ledger, the ledger join's explanations, and the hint
-for a trace read as a log. Needs no framework."""
+"""The library's own log against a ledger, the ledger join's explanations, default scopes
+and the hint for a trace read as a log. Needs no framework."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from test_trace_fixtures import T, run, verdict_of
+from toolcommit.checker.logs.adapters import check_trace
 
 
 # ----- the library's log against a ledger ------------------------------------------------
@@ -71,7 +73,23 @@ def test_a_ledger_with_an_intent_log_refuses_what_it_cannot_honour(tmp_path, lib
     assert code == 2 and needle in err
 
 
-# ----- hints ----------------------------------------------------------------------------
+# ----- scopes and hints ------------------------------------------------------------------
+def test_langsmith_spans_default_to_the_thread_id_which_survives_a_resume():
+    tr = check_trace("otel", [str(T / "langsmith-reissue.otlp.json")])
+    assert {p.event["scope"] for p in tr.events if p.event["type"] == "proposal"} == {"user-42"}
+
+
+def test_a_scope_function_is_imported_from_the_working_directory(tmp_path, monkeypatch):
+    (tmp_path / "my_rules_tc20.py").write_text(
+        "def by_order(view):\n    return view['args']['order']\n")
+    monkeypatch.chdir(tmp_path)
+    verdict, certain, *_ = verdict_of(["--from", "langgraph", str(T / "langgraph-reissue.jsonl"),
+                                       "--scope", "my_rules_tc20:by_order"])
+    assert verdict == "VIOLATES" and certain == ["CANON"]
+    import sys
+    assert str(tmp_path) not in sys.path
+
+
 @pytest.mark.parametrize("name,source", [
     ("langgraph-clean.jsonl", "langgraph"), ("pydantic-reissue.otlp.json", "otel"),
     ("pydantic-clean.console.json", "otel")])
@@ -79,3 +97,23 @@ def test_a_trace_read_as_an_intent_log_names_the_source_to_read_it_with(name, so
     code, out, err = run([str(T / name)], fmt=None)
     assert code == 2 and err.rstrip().endswith(f"add --from {source}")
     assert len(err.strip().splitlines()) == 1
+
+
+def test_every_source_documents_its_default_scope_and_view():
+    from toolcommit.checker.logs.adapters import READERS, capability
+    t = capability.table()
+    assert sorted(t["sources"]) == sorted(READERS)
+    for source in READERS:
+        assert t["sources"][source]["default_scope"] and t["sources"][source]["view"]
+
+
+def test_the_readme_scope_table_is_the_one_in_spec_sources():
+    from toolcommit.checker.logs.adapters import capability
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    table = readme.split("| `--from` | default scope | view |\n|---|---|---|\n", 1)[1]
+    rows = {}
+    for line in table.split("\n\n", 1)[0].splitlines():
+        source, scope, view = (c.strip() for c in line.strip("|").split(" | "))
+        rows[source.strip("`")] = (scope, view)
+    t = capability.table()["sources"]
+    assert rows == {s: (t[s]["default_scope"], t[s]["view"]) for s in t}
