@@ -147,8 +147,8 @@ def _check_focus(focus, keys) -> None:
 
 def run(args) -> int:
     if args.output:      # before reading: the report never replaces a file it reads
-        refuse_inputs(Path(args.output), [*args.logs, *args.ledger, *args.checkpoints],
-                      args.output)
+        refuse_inputs(Path(args.output), [*args.logs, *args.ledger, *args.checkpoints,
+                                          *args.run_items], args.output)
     if args.source:
         if args.engine != "local" or args.scheduler:
             raise UsageError("--engine dask checks intent logs; with --from, --emit the "

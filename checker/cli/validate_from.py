@@ -1,4 +1,4 @@
-"""`toolcommit validate --from otel|langgraph TRACE...`: check what a real runtime emitted.
+"""`toolcommit validate --from SOURCE TRACE...`: check what a real runtime emitted.
 
 The options the adapters add to `validate`, and their run: adapt, check, render the
 report followed by what the source let it judge, property by property, and notes.
@@ -24,8 +24,9 @@ def add_arguments(p) -> None:
     g = p.add_argument_group("traces from a runtime (LOG... are trace files)")
     g.add_argument("--from", dest="source", choices=sorted(READERS), metavar="SOURCE",
                    help="read LOG... as traces: otel (OTLP JSON or the SDK's console JSON: "
-                   "GenAI execute_tool spans) or langgraph (astream_events v2, one file per "
-                   "process run)")
+                   "GenAI execute_tool spans), langgraph (astream_events v2, one file per "
+                   "process run) or openai-agents (span.export() JSON lines from a "
+                   "TracingProcessor)")
     g.add_argument("--scope", metavar="RULE",
                    help="what one user intent is: a path into each call's view "
                    "(attributes.gen_ai.conversation.id, metadata.thread_id, args.order) or "
@@ -45,6 +46,9 @@ def add_arguments(p) -> None:
     g.add_argument("--checkpoints", action="append", default=[], metavar="FILE",
                    help="LangGraph checkpoint tuples dumped as JSON (names the calls the "
                    "model emitted); repeatable")
+    g.add_argument("--run-items", action="append", default=[], metavar="FILE",
+                   help="OpenAI Agents run items dumped as JSON (the function_call items of "
+                   "result.to_input_list()): the call ids the spans lack; repeatable")
     g.add_argument("--emit", metavar="FILE",
                    help="also write the derived intent log (JSON Lines, spec/log.schema.json)")
 
@@ -102,7 +106,7 @@ def _plain(report, fmt: str, code: int) -> str:
 
 def refuse_without_source(args) -> None:
     """The trace options mean nothing for an intent log: say so (exit 2)."""
-    for opt in ("scope", "effectful", "idempotency_key", "emit", "checkpoints"):
+    for opt in ("scope", "effectful", "idempotency_key", "emit", "checkpoints", "run_items"):
         if getattr(args, opt):
             raise UsageError(f"--{opt.replace('_', '-')} needs --from SOURCE (the LOG files "
                              f"are then traces; sources: {', '.join(sorted(READERS))})")
@@ -112,11 +116,12 @@ def run(args) -> int:
     if args.key:
         raise UsageError("--key is for intent logs; with --from, --emit the derived log "
                          "and validate it with --key")
-    inputs = [*args.logs, *args.ledger, *args.checkpoints]
+    inputs = [*args.logs, *args.ledger, *args.checkpoints, *args.run_items]
     if args.emit:        # before reading: never over a file it reads
         refuse_inputs(Path(args.emit), inputs, args.emit)
     rules = Rules(args.scope, _effectful(args.effectful), args.idempotency_key)
-    tr = check_trace(args.source, args.logs, rules, args.ledger, args.checkpoints)
+    tr = check_trace(args.source, args.logs, rules, args.ledger, args.checkpoints,
+                     args.run_items)
     if args.emit:
         write_atomic(args.emit, "".join(json.dumps(p.event, separators=(",", ":")) + "\n"
                                         for p in tr.events), inputs=inputs)

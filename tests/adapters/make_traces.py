@@ -1,8 +1,9 @@
 """Produce the trace fixtures with the real frameworks, offline.
 
 ``python tests/adapters/make_traces.py [DIR]`` (default: tests/fixtures/traces) runs every
-scenario of `SCENARIOS` with Pydantic AI (FunctionModel) and LangGraph (a fake chat
-model), and the intent-log library itself, and writes what they exported. Exception
+scenario with Pydantic AI (FunctionModel), LangGraph (a fake chat model) and the OpenAI
+Agents SDK (a custom Model), and the intent-log library itself, and writes what they
+exported. Exception
 stack traces are dropped from the spans (they name this machine's paths and say nothing
 the adapter reads). The pinned fixtures
 were made by this script; the framework tests run it again into a temporary directory and
@@ -72,6 +73,23 @@ def langgraph_scenarios(out):
     os.remove(db)
 
 
+def _fresh(out, name):
+    p = os.path.join(out, name)
+    if os.path.exists(p):
+        os.remove(p)
+    return p
+
+
+def openai_agents_scenarios(out):
+    import openai_agents_runs as o
+    for name, calls, fail in (("clean", o.CLEAN, False), ("reissue", o.REISSUED, True)):
+        ledger: list = []
+        items = o.run(calls, fail, _fresh(out, f"openai-agents-{name}.jsonl"), ledger)
+        _write(os.path.join(out, f"openai-agents-{name}-items.json"),
+               json.dumps(items, indent=1) + "\n")
+        _write(os.path.join(out, f"openai-agents-{name}-ledger.jsonl"), _jsonl(ledger))
+
+
 def library_scenario(out):
     """The intent-log library's own log for one refund, and the ledger of a provider that
     applied its request twice (it ignored the idempotency key on a transport retry)."""
@@ -95,6 +113,7 @@ def main(out=FIXTURES):
     os.makedirs(out, exist_ok=True)
     pydantic_scenarios(out)
     langgraph_scenarios(out)
+    openai_agents_scenarios(out)
     library_scenario(out)
 
 

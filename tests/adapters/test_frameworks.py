@@ -1,6 +1,7 @@
 """Traces produced now, offline, by the real frameworks (Pydantic AI with FunctionModel,
-LangGraph with a fake chat model, two processes and a SQLite checkpointer for the crash)
-give the verdicts pinned for the fixtures. Needs the ``frameworks`` extra; CI installs it."""
+LangGraph with a fake chat model, two processes and a SQLite checkpointer for the crash;
+the OpenAI Agents SDK with a custom Model) give the verdicts pinned for the fixtures.
+Needs the ``frameworks`` extra; CI installs it."""
 from __future__ import annotations
 
 import json
@@ -11,6 +12,8 @@ import pytest
 pytest.importorskip("pydantic_ai", reason="the frameworks extra is not installed "
                     "(pip install -e '.[frameworks]')")
 pytest.importorskip("langgraph.checkpoint.sqlite", reason="the frameworks extra is not installed")
+pytest.importorskip("agents", reason="the frameworks extra is not installed "
+                    "(pip install -e '.[frameworks]')")
 
 import make_traces  # noqa: E402
 from test_trace_fixtures import CASES, verdict_of  # noqa: E402
@@ -46,3 +49,13 @@ def test_langgraph_keeps_the_task_id_across_a_retry_and_a_resume(fresh):
                 for l in (fresh / name).read_text().splitlines()}
     assert len(tasks("langgraph-retry.jsonl")) == 1
     assert tasks("langgraph-crash-1.jsonl") == tasks("langgraph-crash-2.jsonl")
+
+
+def test_openai_agents_spans_carry_no_call_id_but_the_run_items_do(fresh):
+    text = (fresh / "openai-agents-reissue.jsonl").read_text()
+    spans = [json.loads(line) for line in text.splitlines()]
+    functions = [s for s in spans if (s.get("span_data") or {}).get("type") == "function"]
+    assert functions and not any("call_A" in json.dumps(s) for s in functions)
+    items = json.loads((fresh / "openai-agents-reissue-items.json").read_text())
+    assert [i["call_id"] for i in items if i.get("type") == "function_call"] \
+        == ["call_s", "call_A", "call_B"]

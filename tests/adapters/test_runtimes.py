@@ -1,5 +1,7 @@
-"""The library's own log against a ledger, the ledger join's explanations, default scopes
-and the hint for a trace read as a log. Needs no framework."""
+"""`validate --from openai-agents` on the pinned traces the SDK made (tests/fixtures/traces/,
+by make_traces.py), the library's own log against a ledger, the ledger join's
+explanations, default scopes and the hint for a trace read as a log. Needs no framework:
+changed traces are made from the pinned ones."""
 from __future__ import annotations
 
 import json
@@ -9,6 +11,98 @@ import pytest
 
 from test_trace_fixtures import T, run, verdict_of
 from toolcommit.checker.logs.adapters import check_trace
+from toolcommit.checker.logs.adapters.rules import Rules
+
+
+REFUND = Rules(effectful=frozenset({"refund"}))
+OA = T / "openai-agents-reissue.jsonl"
+ITEMS = T / "openai-agents-reissue-items.json"
+
+
+def keys(tr):
+    return [p.event["key"] for p in tr.events if p.event["type"] == "proposal"]
+
+
+def notes(tr, needle):
+    return [n for n in tr.notes if needle in n]
+
+
+# ----- OpenAI Agents ---------------------------------------------------------------------
+def test_openai_agents_call_ids_come_from_the_run_items():
+    tr = check_trace("openai-agents", [str(OA)], REFUND, run_items=[str(ITEMS)])
+    assert keys(tr) == ["call_A", "call_B"]
+    assert not notes(tr, "carry no call id")
+
+
+def test_openai_agents_without_run_items_each_span_is_its_own_call_and_says_so():
+    tr = check_trace("openai-agents", [str(OA)], REFUND)
+    assert all(k.startswith("span ") and k.endswith("(no call id)") for k in keys(tr))
+    assert notes(tr, "function spans carry no call id")
+    rows = {r.property: r.status for r in tr.judged}
+    assert rows["P2"] == "not judgeable" and rows["CANON"] == "partly"
+
+
+def test_openai_agents_spans_without_arguments_join_the_run_items_by_order(tmp_path):
+    docs = [json.loads(l) for l in OA.read_text().splitlines()]
+    for d in docs:
+        if (d.get("span_data") or {}).get("type") == "function":
+            d["span_data"]["input"] = None
+    trace = tmp_path / "no-input.jsonl"
+    trace.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    tr = check_trace("openai-agents", [str(trace)], REFUND, run_items=[str(ITEMS)])
+    assert keys(tr) == ["call_A", "call_B"]
+    assert notes(tr, "joined their run item by order alone")
+    assert all(p.event["args"]["order"] == "o-7" for p in tr.events
+               if p.event["type"] == "proposal")
+
+
+def test_openai_agents_a_span_exported_at_its_start_only_is_a_crash_inside_the_call(tmp_path):
+    lines = (T / "openai-agents-clean.jsonl").read_text().splitlines()
+    refund_end = next(i for i, l in enumerate(lines)
+                      if '"name": "refund"' in l and '"ended_at": null' not in l)
+    trace = tmp_path / "died.jsonl"
+    trace.write_text("\n".join(lines[:refund_end]) + "\n")
+    tr = check_trace("openai-agents", [str(trace)], REFUND)
+    assert [p.event["type"] for p in tr.events][-1] == "crash"
+    assert tr.report.verdict.value == "INCONCLUSIVE"
+
+
+def test_openai_agents_a_call_the_approval_flow_rejected_never_ran(tmp_path):
+    docs = [json.loads(l) for l in (T / "openai-agents-clean.jsonl").read_text().splitlines()]
+    for d in docs:
+        if (d.get("span_data") or {}).get("name") == "refund" and d.get("ended_at"):
+            d["error"] = {"message": "Tool execution rejected", "data": {
+                "tool_name": "refund",
+                "error": "Tool execution for call_A was manually rejected by user."}}
+    trace = tmp_path / "rejected.jsonl"
+    trace.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    tr = check_trace("openai-agents", [str(trace)], REFUND)
+    assert tr.stats["effectful_calls"] == 0 and notes(tr, "rejected by the approval flow")
+
+
+def test_openai_agents_default_scope_is_the_group_id_and_a_scope_can_read_the_trace():
+    tr = check_trace("openai-agents", [str(OA)], REFUND, run_items=[str(ITEMS)])
+    assert {p.event["scope"] for p in tr.events if p.event["type"] == "proposal"} == {"user-42"}
+    by_trace = check_trace("openai-agents", [str(OA)], Rules(scope="trace_id",
+                           effectful=frozenset({"refund"})), run_items=[str(ITEMS)])
+    assert {p.event["scope"] for p in by_trace.events if p.event["type"] == "proposal"} \
+        == {json.loads(OA.read_text().splitlines()[0])["id"]}
+
+
+def test_openai_agents_a_ledger_keyed_by_call_id_without_run_items_explains_why_it_joins_nothing():
+    tr = check_trace("openai-agents", [str(OA)], REFUND,
+                     ledgers=[str(T / "openai-agents-reissue-ledger.jsonl")])
+    why = notes(tr, "openai-agents-reissue-ledger.jsonl:1:")
+    assert why and "idempotency key call_A is no call's" in why[0] \
+        and "no call carries a key" in why[0]
+
+
+def test_run_items_without_function_calls_are_refused_with_their_file(tmp_path):
+    items = tmp_path / "items.json"
+    items.write_text('[{"role": "user", "content": "hi"}]\n')
+    code, out, err = run(["--from", "openai-agents", str(OA), "--run-items", str(items)],
+                         fmt=None)
+    assert code == 2 and f"{items}: no function_call items found" in err
 
 
 # ----- the library's log against a ledger ------------------------------------------------
@@ -91,6 +185,7 @@ def test_a_scope_function_is_imported_from_the_working_directory(tmp_path, monke
 
 
 @pytest.mark.parametrize("name,source", [
+    ("openai-agents-clean.jsonl", "openai-agents"),
     ("langgraph-clean.jsonl", "langgraph"), ("pydantic-reissue.otlp.json", "otel"),
     ("pydantic-clean.console.json", "otel")])
 def test_a_trace_read_as_an_intent_log_names_the_source_to_read_it_with(name, source):
