@@ -25,8 +25,9 @@ def add_arguments(p) -> None:
     g.add_argument("--from", dest="source", choices=sorted(READERS), metavar="SOURCE",
                    help="read LOG... as traces: otel (OTLP JSON or the SDK's console JSON: "
                    "GenAI execute_tool spans), langgraph (astream_events v2, one file per "
-                   "process run) or openai-agents (span.export() JSON lines from a "
-                   "TracingProcessor)")
+                   "process run), openai-agents (span.export() JSON lines from a "
+                   "TracingProcessor) or temporal (workflow histories: temporal workflow "
+                   "show --output json)")
     g.add_argument("--scope", metavar="RULE",
                    help="what one user intent is: a path into each call's view "
                    "(attributes.gen_ai.conversation.id, metadata.thread_id, args.order) or "

@@ -1,9 +1,10 @@
 """Produce the trace fixtures with the real frameworks, offline.
 
 ``python tests/adapters/make_traces.py [DIR]`` (default: tests/fixtures/traces) runs every
-scenario with Pydantic AI (FunctionModel), LangGraph (a fake chat model) and the OpenAI
-Agents SDK (a custom Model), and the intent-log library itself, and writes what they
-exported. Exception
+scenario with Pydantic AI (FunctionModel), LangGraph (a fake chat model), the OpenAI
+Agents SDK (a custom Model) and Temporal (histories built with the SDK's types and
+checked by its Replayer: no server runs here), and the intent-log library itself, and
+writes what they exported. Exception
 stack traces are dropped from the spans (they name this machine's paths and say nothing
 the adapter reads). The pinned fixtures
 were made by this script; the framework tests run it again into a temporary directory and
@@ -90,6 +91,14 @@ def openai_agents_scenarios(out):
         _write(os.path.join(out, f"openai-agents-{name}-ledger.jsonl"), _jsonl(ledger))
 
 
+def temporal_scenarios(out):
+    import temporal_runs as t
+    for name in ("clean", "retry", "resend"):
+        ledger: list = []
+        _write(os.path.join(out, f"temporal-{name}.json"), t.scenario(name, ledger) + "\n")
+        _write(os.path.join(out, f"temporal-{name}-ledger.jsonl"), _jsonl(ledger))
+
+
 def library_scenario(out):
     """The intent-log library's own log for one refund, and the ledger of a provider that
     applied its request twice (it ignored the idempotency key on a transport retry)."""
@@ -114,6 +123,7 @@ def main(out=FIXTURES):
     pydantic_scenarios(out)
     langgraph_scenarios(out)
     openai_agents_scenarios(out)
+    temporal_scenarios(out)
     library_scenario(out)
 
 

@@ -1,7 +1,8 @@
 """Traces produced now, offline, by the real frameworks (Pydantic AI with FunctionModel,
 LangGraph with a fake chat model, two processes and a SQLite checkpointer for the crash;
-the OpenAI Agents SDK with a custom Model) give the verdicts pinned for the fixtures.
-Needs the ``frameworks`` extra; CI installs it."""
+the OpenAI Agents SDK with a custom Model; Temporal histories built with the SDK's types,
+since no Temporal server runs here, and replayed by its Replayer) give the verdicts pinned
+for the fixtures. Needs the ``frameworks`` extra; CI installs it."""
 from __future__ import annotations
 
 import json
@@ -12,8 +13,9 @@ import pytest
 pytest.importorskip("pydantic_ai", reason="the frameworks extra is not installed "
                     "(pip install -e '.[frameworks]')")
 pytest.importorskip("langgraph.checkpoint.sqlite", reason="the frameworks extra is not installed")
-pytest.importorskip("agents", reason="the frameworks extra is not installed "
-                    "(pip install -e '.[frameworks]')")
+for _module in ("agents", "temporalio.worker"):
+    pytest.importorskip(_module, reason="the frameworks extra is not installed "
+                        "(pip install -e '.[frameworks]')")
 
 import make_traces  # noqa: E402
 from test_trace_fixtures import CASES, verdict_of  # noqa: E402
@@ -59,3 +61,31 @@ def test_openai_agents_spans_carry_no_call_id_but_the_run_items_do(fresh):
     items = json.loads((fresh / "openai-agents-reissue-items.json").read_text())
     assert [i["call_id"] for i in items if i.get("type") == "function_call"] \
         == ["call_s", "call_A", "call_B"]
+
+
+def test_temporal_replayer_rejects_a_history_the_workflow_would_not_produce(fresh):
+    """The check the built histories pass has teeth: drop the second scheduling of the
+    resend history and the SDK's Replayer refuses it."""
+    import temporal_runs
+    history = json.loads((fresh / "temporal-resend.json").read_text())
+    temporal_runs.replay(json.dumps(history))
+    history["events"] = [e for e in history["events"]
+                         if e.get("activityTaskScheduledEventAttributes", {}).get("activityId")
+                         != "2"]
+    with pytest.raises(Exception, match="out of order|[Nn]ondetermin"):
+        temporal_runs.replay(json.dumps(history))
+
+
+def test_temporal_snake_case_json_reads_as_the_camel_case_json(fresh):
+    """protobuf's other JSON spelling (preserving field names), made by protobuf's own
+    serializer from the SDK's history, gives the same report."""
+    from google.protobuf.json_format import MessageToJson
+    from temporalio.client import WorkflowHistory
+    from temporalio.api.history.v1 import History
+    text = (fresh / "temporal-retry.json").read_text()
+    h = WorkflowHistory.from_json("refund-o-7", text)
+    snake = fresh / "temporal-retry-snake.json"
+    snake.write_text(MessageToJson(History(events=h.events), preserving_proto_field_name=True))
+    assert '"event_type"' in snake.read_text()
+    assert verdict_of(["--from", "temporal", str(snake)])[:3] \
+        == verdict_of(["--from", "temporal", str(fresh / "temporal-retry.json")])[:3]

@@ -1,5 +1,5 @@
-"""`validate --from openai-agents` on the pinned traces the SDK made (tests/fixtures/traces/,
-by make_traces.py), the library's own log against a ledger, the ledger join's
+"""`validate --from openai-agents|temporal` on the pinned traces their SDKs made
+(tests/fixtures/traces/, by make_traces.py), the library's own log against a ledger, the ledger join's
 explanations, default scopes and the hint for a trace read as a log. Needs no framework:
 changed traces are made from the pinned ones."""
 from __future__ import annotations
@@ -105,6 +105,78 @@ def test_run_items_without_function_calls_are_refused_with_their_file(tmp_path):
     assert code == 2 and f"{items}: no function_call items found" in err
 
 
+# ----- Temporal --------------------------------------------------------------------------
+def test_temporal_attempts_are_retries_of_one_activity_key():
+    tr = check_trace("temporal", [str(T / "temporal-retry.json")])
+    moves = [(p.event.get("from"), p.event.get("to")) for p in tr.events
+             if p.event["type"] == "transition"]
+    assert ("DISPATCHED", "UNKNOWN") in moves and ("UNKNOWN", "DISPATCHED") in moves
+    assert tr.stats["call_ids"] == 1 and tr.stats["effectful_calls"] == 2
+    (key,) = set(keys(tr))
+    assert key.startswith("refund-o-7/") and key.endswith(":1")
+
+
+def test_temporal_a_timed_out_activity_is_unknown_and_a_resend_is_another_key():
+    tr = check_trace("temporal", [str(T / "temporal-resend.json")])
+    assert [k.rsplit(":", 1)[1] for k in keys(tr)] == ["1", "2"]
+    assert {p.event["args"]["args"][0] for p in tr.events if p.event["type"] == "proposal"} \
+        == {"o-7"}
+
+
+def _history(tmp_path, name, edit):
+    h = json.loads((T / f"temporal-{name}.json").read_text())
+    edit(h)
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(h))
+    return path
+
+
+def test_temporal_an_activity_of_a_running_workflow_is_pending_not_a_crash(tmp_path):
+    def cut(h):
+        i = next(i for i, e in enumerate(h["events"])
+                 if e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED")
+        h["events"] = h["events"][:i + 1]
+    tr = check_trace("temporal", [str(_history(tmp_path, "clean", cut))])
+    assert "crash" not in [p.event["type"] for p in tr.events]
+    assert [f.property for f in tr.report.findings] == ["UNSETTLED"]
+
+
+def test_temporal_pascal_case_event_types_read_like_the_sdk_enum_names(tmp_path):
+    def pascal(h):
+        for e in h["events"]:
+            e["eventType"] = "".join(w.capitalize() for w in
+                                     e["eventType"].removeprefix("EVENT_TYPE_").split("_"))
+    a = verdict_of(["--from", "temporal", str(_history(tmp_path, "retry", pascal))])
+    assert a[:3] == verdict_of(["--from", "temporal", str(T / "temporal-retry.json")])[:3]
+
+
+def test_temporal_a_reset_copy_of_an_activity_is_read_once(tmp_path):
+    text = (T / "temporal-clean.json").read_text()
+    twice = tmp_path / "twice.json"
+    twice.write_text(json.dumps(json.loads(text)) + "\n" + json.dumps(json.loads(text)) + "\n")
+    tr = check_trace("temporal", [str(twice)])
+    assert tr.report.verdict.value == "CONFORMS" and notes(tr, "read once")
+
+
+def test_temporal_undecodable_payloads_leave_the_arguments_unrecorded(tmp_path):
+    def codec(h):
+        for e in h["events"]:
+            a = e.get("activityTaskScheduledEventAttributes")
+            if a:
+                for p in a["input"]["payloads"]:
+                    p["metadata"]["encoding"] = "YmluYXJ5L2VuY3J5cHRlZA=="   # binary/encrypted
+    *_, d = verdict_of(["--from", "temporal", str(_history(tmp_path, "resend", codec))])
+    rows = {r["property"]: r["status"] for r in d["source"]["judged"]}
+    assert rows["CANON"] == "not judgeable"
+
+
+def test_a_file_without_a_history_is_refused(tmp_path):
+    f = tmp_path / "x.json"
+    f.write_text('{"workflowId": "w"}\n')
+    code, _, err = run(["--from", "temporal", str(f)], fmt=None)
+    assert code == 2 and "no workflow history found" in err
+
+
 # ----- the library's log against a ledger ------------------------------------------------
 @pytest.fixture
 def library_log(tmp_path):
@@ -185,7 +257,7 @@ def test_a_scope_function_is_imported_from_the_working_directory(tmp_path, monke
 
 
 @pytest.mark.parametrize("name,source", [
-    ("openai-agents-clean.jsonl", "openai-agents"),
+    ("openai-agents-clean.jsonl", "openai-agents"), ("temporal-clean.json", "temporal"),
     ("langgraph-clean.jsonl", "langgraph"), ("pydantic-reissue.otlp.json", "otel"),
     ("pydantic-clean.console.json", "otel")])
 def test_a_trace_read_as_an_intent_log_names_the_source_to_read_it_with(name, source):

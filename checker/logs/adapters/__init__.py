@@ -1,7 +1,8 @@
 """Adapters: real traces in, the log contract out, checked by the same conformance core.
 
 ``validate --from SOURCE`` runs `check_trace`: the source's reader turns trace files into
-`calls.Call`s (``otel.py``, ``langgraph.py``, ``openai_agents.py``), `rules.Rules` set each call's
+`calls.Call`s (``otel.py``, ``langgraph.py``, ``openai_agents.py``, ``temporal.py``),
+`rules.Rules` set each call's
 scope and idempotency key and keep the effectful tools, `calls.to_log` writes the log
 contract, `ledger.join` adds the provider's effects, and `Conformance` judges the result.
 The report says, property by property, what the source let it judge
@@ -15,12 +16,14 @@ from typing import Sequence
 from toolcommit.model.errors import InputError, UsageError
 
 from toolcommit.checker.logs.adapters import calls as _calls
-from toolcommit.checker.logs.adapters import capability, langgraph, ledger, openai_agents, otel
+from toolcommit.checker.logs.adapters import (capability, langgraph, ledger, openai_agents,
+                                              otel, temporal)
 from toolcommit.checker.logs.adapters.rules import Rules
 from toolcommit.checker.logs.conformance import Conformance, EventError
 from toolcommit.checker.logs.typed import from_dict
 
-READERS = {"otel": otel.read, "langgraph": langgraph.read, "openai-agents": openai_agents.read}
+READERS = {"otel": otel.read, "langgraph": langgraph.read, "openai-agents": openai_agents.read,
+           "temporal": temporal.read}
 
 
 @dataclass
