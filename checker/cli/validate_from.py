@@ -26,8 +26,9 @@ def add_arguments(p) -> None:
                    help="read LOG... as traces: otel (OTLP JSON or the SDK's console JSON: "
                    "GenAI execute_tool spans), langgraph (astream_events v2, one file per "
                    "process run), openai-agents (span.export() JSON lines from a "
-                   "TracingProcessor) or temporal (workflow histories: temporal workflow "
-                   "show --output json)")
+                   "TracingProcessor), dbos (the system database: SQLite file, "
+                   "postgresql:// URL, or its tables as JSON) or temporal (workflow "
+                   "histories: temporal workflow show --output json)")
     g.add_argument("--scope", metavar="RULE",
                    help="what one user intent is: a path into each call's view "
                    "(attributes.gen_ai.conversation.id, metadata.thread_id, args.order) or "

@@ -2,11 +2,11 @@
 
 ``python tests/adapters/make_traces.py [DIR]`` (default: tests/fixtures/traces) runs every
 scenario with Pydantic AI (FunctionModel), LangGraph (a fake chat model), the OpenAI
-Agents SDK (a custom Model) and Temporal (histories built with the SDK's types and
-checked by its Replayer: no server runs here), and the intent-log library itself, and
-writes what they exported. Exception
-stack traces are dropped from the spans (they name this machine's paths and say nothing
-the adapter reads). The pinned fixtures
+Agents SDK (a custom Model), DBOS (a SQLite system database, a real SIGKILL) and Temporal
+(histories built with the SDK's types and checked by its Replayer: no server runs here),
+and the intent-log library itself, and writes what they exported. Exception stack traces
+are dropped from the spans (they name this machine's paths and say nothing the adapter
+reads). The pinned fixtures
 were made by this script; the framework tests run it again into a temporary directory and
 expect the same verdicts (`expected.json` beside the fixtures).
 """
@@ -91,6 +91,16 @@ def openai_agents_scenarios(out):
         _write(os.path.join(out, f"openai-agents-{name}-ledger.jsonl"), _jsonl(ledger))
 
 
+def dbos_scenarios(out):
+    import dbos_runs as d
+    for name, crash in (("clean", False), ("crash", True)):
+        db = _fresh(out, f"dbos-{name}.sqlite")
+        d.run(db, _fresh(out, f"dbos-{name}-ledger.jsonl"), crash)
+        d.export_json(db, os.path.join(out, f"dbos-{name}.json"))
+        if not crash:
+            os.remove(db)
+
+
 def temporal_scenarios(out):
     import temporal_runs as t
     for name in ("clean", "retry", "resend"):
@@ -123,6 +133,7 @@ def main(out=FIXTURES):
     pydantic_scenarios(out)
     langgraph_scenarios(out)
     openai_agents_scenarios(out)
+    dbos_scenarios(out)
     temporal_scenarios(out)
     library_scenario(out)
 

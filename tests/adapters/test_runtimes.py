@@ -1,10 +1,11 @@
-"""`validate --from openai-agents|temporal` on the pinned traces their SDKs made
-(tests/fixtures/traces/, by make_traces.py), the library's own log against a ledger, the ledger join's
-explanations, default scopes and the hint for a trace read as a log. Needs no framework:
-changed traces are made from the pinned ones."""
+"""`validate --from openai-agents|dbos|temporal` on the pinned traces those runtimes made
+(tests/fixtures/traces/, by make_traces.py), the library's own log against a ledger, the
+ledger join's explanations, default scopes and the hint for a trace read as a log. Needs
+no framework: changed traces are made from the pinned ones."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,6 @@ import pytest
 from test_trace_fixtures import T, run, verdict_of
 from toolcommit.checker.logs.adapters import check_trace
 from toolcommit.checker.logs.adapters.rules import Rules
-
 
 REFUND = Rules(effectful=frozenset({"refund"}))
 OA = T / "openai-agents-reissue.jsonl"
@@ -103,6 +103,89 @@ def test_run_items_without_function_calls_are_refused_with_their_file(tmp_path):
     code, out, err = run(["--from", "openai-agents", str(OA), "--run-items", str(items)],
                          fmt=None)
     assert code == 2 and f"{items}: no function_call items found" in err
+
+
+# ----- DBOS ------------------------------------------------------------------------------
+def test_dbos_the_database_and_its_json_export_give_one_report():
+    db = check_trace("dbos", [str(T / "dbos-crash.sqlite")], REFUND)
+    js = check_trace("dbos", [str(T / "dbos-crash.json")], REFUND)
+    assert [f.to_json()["explanation"] for f in db.report.findings] \
+        == [f.to_json()["explanation"] for f in js.report.findings]
+    assert keys(db) == keys(js) == ["refund-o-7:2"]
+
+
+def test_dbos_a_recovered_workflow_makes_its_first_rerun_step_a_possible_double_effect():
+    tr = check_trace("dbos", [str(T / "dbos-crash.sqlite")])
+    (f,) = tr.report.findings
+    assert (f.property, f.key, f.certainty) == ("I1", "refund-o-7:2", "possible")
+    assert "dispatched 2 times" in f.explanation
+    writers = {p.event["key"]: p.event["writer"] for p in tr.events
+               if p.event["type"] == "proposal"}
+    assert writers == {"refund-o-7:1": "refund-o-7@1", "refund-o-7:2": "refund-o-7@2"}
+    assert notes(tr, "step 2 (refund) is the first its last dispatch ran")
+
+
+def test_dbos_a_workflow_never_recovered_names_no_suspect():
+    tr = check_trace("dbos", [str(T / "dbos-clean.json")])
+    assert tr.report.verdict.value == "CONFORMS" and not notes(tr, "dispatched")
+
+
+def _tables(tmp_path, edit):
+    data = json.loads((T / "dbos-crash.json").read_text())
+    edit(data)
+    path = tmp_path / "tables.json"
+    path.write_text(json.dumps(data, indent=1))
+    return path
+
+
+def test_dbos_without_start_times_the_suspect_is_a_note_only(tmp_path):
+    def drop(d):
+        for s in d["operation_outputs"]:
+            s["started_at_epoch_ms"] = None
+    tr = check_trace("dbos", [str(_tables(tmp_path, drop))], REFUND)
+    assert tr.report.verdict.value == "CONFORMS" and notes(tr, "keep no start times")
+
+
+def test_dbos_a_step_that_recorded_an_error_is_unsettled(tmp_path):
+    def fail(d):
+        d["operation_outputs"][1].update(output=None, error="gASVAAAA")
+        d["workflow_status"][0]["recovery_attempts"] = 1
+    verdict, certain, possible, *_ = verdict_of(["--from", "dbos", str(_tables(tmp_path, fail)),
+                                                 "--effectful", "refund"])
+    assert (verdict, possible) == ("INCONCLUSIVE", ["UNSETTLED"])
+
+
+def test_dbos_rows_of_dbos_operations_and_child_workflows_are_not_tool_calls(tmp_path):
+    def extra(d):
+        row = dict(d["operation_outputs"][0], function_id=3, function_name="DBOS.sleep")
+        child = dict(d["operation_outputs"][0], function_id=4, function_name="child",
+                     child_workflow_id="refund-o-7-child")
+        d["operation_outputs"] += [row, child]
+    tr = check_trace("dbos", [str(_tables(tmp_path, extra))])
+    assert tr.stats["tool_calls"] == 2 and notes(tr, "2 row(s) of child workflows or DBOS")
+
+
+@pytest.mark.parametrize("make,needle", [
+    (lambda p: p.write_text('[{"function_id": 1, "function_name": "refund"}]'),
+     ":1: a step row without its workflow_uuid"),
+    (lambda p: p.write_text('{"workflow_status": [], "operation_outputs": []}'),
+     "no DBOS step rows found"),
+    (lambda p: sqlite3.connect(p).execute("CREATE TABLE t (x)").connection.commit(),
+     "cannot read the DBOS tables of this SQLite database"),
+])
+def test_dbos_bad_sources_are_one_line_errors(tmp_path, make, needle):
+    src = tmp_path / "sys.db"
+    make(src)
+    code, out, err = run(["--from", "dbos", str(src)], fmt=None)
+    assert code == 2 and needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_dbos_an_unreachable_postgresql_url_is_a_one_line_error_without_its_password():
+    pytest.importorskip("psycopg", reason="the postgres extra is not installed")
+    code, out, err = run(["--from", "dbos",
+                          "postgresql://u:secret@/db?host=/nonexistent-toolcommit"], fmt=None)
+    assert code == 2 and "cannot read the DBOS tables" in err and "secret" not in err
+    assert len(err.strip().splitlines()) == 1
 
 
 # ----- Temporal --------------------------------------------------------------------------
@@ -257,7 +340,8 @@ def test_a_scope_function_is_imported_from_the_working_directory(tmp_path, monke
 
 
 @pytest.mark.parametrize("name,source", [
-    ("openai-agents-clean.jsonl", "openai-agents"), ("temporal-clean.json", "temporal"),
+    ("openai-agents-clean.jsonl", "openai-agents"), ("dbos-crash.sqlite", "dbos"),
+    ("dbos-crash.json", "dbos"), ("temporal-clean.json", "temporal"),
     ("langgraph-clean.jsonl", "langgraph"), ("pydantic-reissue.otlp.json", "otel"),
     ("pydantic-clean.console.json", "otel")])
 def test_a_trace_read_as_an_intent_log_names_the_source_to_read_it_with(name, source):

@@ -1,8 +1,8 @@
 """Adapters: real traces in, the log contract out, checked by the same conformance core.
 
-``validate --from SOURCE`` runs `check_trace`: the source's reader turns trace files into
-`calls.Call`s (``otel.py``, ``langgraph.py``, ``openai_agents.py``, ``temporal.py``),
-`rules.Rules` set each call's
+``validate --from SOURCE`` runs `check_trace`: the source's reader turns trace files (or a
+system database) into `calls.Call`s (``otel.py``, ``langgraph.py``, ``openai_agents.py``,
+``dbos.py``, ``temporal.py``), `rules.Rules` set each call's
 scope and idempotency key and keep the effectful tools, `calls.to_log` writes the log
 contract, `ledger.join` adds the provider's effects, and `Conformance` judges the result.
 The report says, property by property, what the source let it judge
@@ -16,14 +16,16 @@ from typing import Sequence
 from toolcommit.model.errors import InputError, UsageError
 
 from toolcommit.checker.logs.adapters import calls as _calls
-from toolcommit.checker.logs.adapters import (capability, langgraph, ledger, openai_agents,
-                                              otel, temporal)
+from toolcommit.checker.logs.adapters import (capability, dbos, langgraph, ledger,
+                                              openai_agents, otel, temporal)
 from toolcommit.checker.logs.adapters.rules import Rules
 from toolcommit.checker.logs.conformance import Conformance, EventError
+from toolcommit.checker.logs.findings import Citation, Finding
+from toolcommit.checker.logs.report import verdict_of
 from toolcommit.checker.logs.typed import from_dict
 
 READERS = {"otel": otel.read, "langgraph": langgraph.read, "openai-agents": openai_agents.read,
-           "temporal": temporal.read}
+           "dbos": dbos.read, "temporal": temporal.read}
 
 
 @dataclass
@@ -77,7 +79,8 @@ def check_trace(source: str, paths: Sequence[str], rules: Rules = Rules(),
         raise UsageError("--checkpoints is for --from langgraph")
     if run_items and source != "openai-agents":
         raise UsageError("--run-items is for --from openai-agents")
-    names = list(paths) + list(checkpoints) + list(run_items) + list(ledgers)
+    names = [dbos.display_name(p) for p in paths] + list(checkpoints) + list(run_items) \
+        + list(ledgers)
     if source == "langgraph":
         found, notes = langgraph.read(paths, 0, checkpoints)
     elif source == "openai-agents":
@@ -93,6 +96,8 @@ def check_trace(source: str, paths: Sequence[str], rules: Rules = Rules(),
         placed += joined.effects
         notes += joined.notes
     report = _conformance(placed, names)
+    if not ledgers:
+        report = _suspected(report, kept, names)
     args_recorded = all(c.args is not None for c in kept)
     call_ids = source != "openai-agents" or bool(run_items)
     stats = {"tool_calls": len(found), "effectful_calls": len(kept),
@@ -101,6 +106,28 @@ def check_trace(source: str, paths: Sequence[str], rules: Rules = Rules(),
     return TraceReport(source, report,
                        capability.judged(source, bool(ledgers), args_recorded, call_ids),
                        notes, placed, stats)
+
+
+def _suspected(report, kept: list[_calls.Call], names) -> object:
+    """`report` with a possible I1 for each call its source says may have run more often
+    than it shows (`Call.suspect`): without a ledger, nothing says how often it took
+    effect. A ledger decides instead (its effects are counted by the core)."""
+    extra = []
+    for c in kept:
+        if not c.suspect:
+            continue
+        where = (names[c.loc[0]], c.loc[1])
+        extra.append(Finding("I1", c.key, "possible", (c.writer,), (where,),
+                             (Citation("transition", c.writer, "dispatched", *where),),
+                             f"{c.suspect}; no effect records say how many took effect: "
+                             "possibly more than one"))
+    if not extra:
+        return report
+    findings = tuple(sorted(report.findings + tuple(extra),
+                            key=lambda f: (f.certainty != "certain", f.property, f.key)))
+    totals = dict(report.totals)
+    totals["possible"] = totals.get("possible", 0) + len(extra)
+    return replace(report, findings=findings, totals=totals, verdict=verdict_of(totals))
 
 
 def _conformance(placed, names):

@@ -35,7 +35,9 @@ class Call:
 
     `args` is None when the source did not record the arguments (an opt-in attribute that
     was off); `order` sorts attempts in the source's own order; `loc` and `end_loc` are
-    ``(file index, line)`` of the attempt's start and end; `view` is what rules read.
+    ``(file index, line)`` of the attempt's start and end; `view` is what rules read;
+    `suspect` says why the attempt may have run more often than the source shows (a DBOS
+    step a stopped dispatch may have been running), "" when nothing says so.
     """
 
     tool: str
@@ -52,6 +54,7 @@ class Call:
     scope: str = ""
     idempotency_key: Optional[str] = None
     notes: tuple = ()
+    suspect: str = ""
 
     @property
     def key(self) -> str:
