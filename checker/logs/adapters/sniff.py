@@ -19,8 +19,8 @@ _HEAD = 1 << 16
 
 def looks_like_value(v) -> Optional[str]:
     """The source whose export one decoded JSON value looks like, or None."""
-    if isinstance(v, list):
-        return looks_like_value(v[0]) if v else None
+    while isinstance(v, list) and v:
+        v = v[0]
     if not isinstance(v, dict):
         return None
     if v.get("object") in ("trace", "trace.span") or (
@@ -53,10 +53,10 @@ def looks_like(path: str) -> Optional[str]:
     text = head.decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
     try:
         value, _ = json.JSONDecoder().raw_decode(text)
-    except ValueError:
+    except (ValueError, RecursionError):     # json's decoder recurses on deep nesting
         try:
             value = json.loads(text.split("\n", 1)[0])
-        except ValueError:          # a document longer than the head: its first keys
+        except (ValueError, RecursionError):  # a document longer than the head: its keys
             return next((src for needle, src in _KEYS if needle in text[:4096]), None)
     return looks_like_value(value)
 
