@@ -7,8 +7,9 @@ come from its default payload converter, and the JSON is its own serializer
 attempt runs in the SDK's ``ActivityEnvironment`` with the attempt's ``activity.info()``
 and writes what it applies to a plain ledger, keyed by the idempotency key it sends
 (``WORKFLOW_ID/RUN_ID:ACTIVITY_ID``). Every history is then replayed by the SDK's
-``Replayer`` against the workflow below, which fails on any event the workflow's code
-would not have produced. Needs the ``frameworks`` extra.
+``Replayer`` against the workflow below, which fails when the events are not the commands
+the workflow's code issues, in order (this SDK version does not compare an activity's id
+or type with the command's, so those rest on the builder). Needs the ``frameworks`` extra.
 """
 from __future__ import annotations
 
