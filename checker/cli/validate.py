@@ -22,6 +22,7 @@ from toolcommit.checker.logs.conformance import Conformance, EventError
 from toolcommit.checker.logs.merge import focus_message
 from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES, check_paths, read_batches
 from toolcommit.checker.logs.report import LogVerdict, Report, count
+from toolcommit.checker.logs.typed import from_dict
 from toolcommit.checker.output import refuse_inputs, write_atomic
 from toolcommit.checker.render.findings import RENDERERS
 
@@ -63,12 +64,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdin=None,
              complete_effects: bool = False, jobs: int = 1, engine: str = "local",
-             scheduler=None) -> Report:
+             scheduler=None, joined=None) -> Report:
     """Read and check `paths`; raise `InputError` on unusable input. `complete_effects`:
     the effect lines are the provider's whole ledger (see `Conformance`). With `jobs` > 1
     and logs worth it (`pool.worth_sharding`), in `jobs` processes sharded by key; with
     `engine` "dask", in `jobs` shards on a Dask cluster (`scheduler`'s, or a local one):
-    the same report."""
+    the same report. `joined`: (ledger files, effect events as `calls.Placed`) to check
+    after the logs, in this process (`adapters.intentlog.join`)."""
     check_paths(paths, max_line_bytes)
     if jobs < 1:
         raise UsageError(f"--jobs {jobs}: use at least 1 (1 checks in this process)")
@@ -81,11 +83,12 @@ def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdi
         from toolcommit.checker.logs import cluster
         return cluster.check(paths, max_line_bytes, focus, jobs, scheduler,
                              complete_effects=complete_effects)
-    if pool.worth_sharding(paths, jobs):
+    if joined is None and pool.worth_sharding(paths, jobs):
         return pool.check(paths, max_line_bytes, focus, jobs, complete_effects)
     warnings: list[str] = []
-    checker = Conformance([("<stdin>" if p == "-" else p) for p in paths], focus,
-                          complete_effects=complete_effects)
+    ledgers, effects = joined or ((), ())
+    checker = Conformance([("<stdin>" if p == "-" else p) for p in paths] + list(ledgers),
+                          focus, complete_effects=complete_effects)
     feed_batch = checker.feed_batch
     collecting = gc.isenabled()
     gc.disable()   # the core builds no reference cycles; collection would only cost time
@@ -101,8 +104,38 @@ def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdi
     finally:
         if collecting:
             gc.enable()
+    for p in effects:
+        checker.feed(from_dict(p.event), p.file_index, p.line)
     _check_focus(focus, checker.keys)
     return checker.finish(warnings)
+
+
+def _hinted(e: InputError, logs) -> InputError:
+    """`e`, with a hint when the file it names looks like a trace (read it with --from)."""
+    from toolcommit.checker.logs.adapters.sniff import looks_like
+    source = looks_like(e.path) if e.path in logs else None
+    if source is None:
+        return e
+    hinted = InputError("", e.path, e.line)
+    hinted.args = (f"{e}; the file looks like what --from {source} reads, not an intent "
+                   f"log: add --from {source}",)
+    return hinted
+
+
+def _join_ledgers(args):
+    """The ledgers' effects joined to the log's keys, refusing what cannot honour them."""
+    from toolcommit.checker.logs.adapters import intentlog
+    if "-" in args.logs:
+        raise UsageError("--ledger reads the log twice (its keys, then the check): give "
+                         "the log as a file, not stdin ('-')")
+    if args.engine != "local" or args.scheduler:
+        raise UsageError("--ledger with an intent log is checked in this process, not on "
+                         "--engine dask")
+    if args.jobs not in (None, 1):
+        raise UsageError(f"--jobs {args.jobs}: with --ledger the log is checked in this "
+                         "process; drop --jobs (or --jobs 1)")
+    check_paths(args.logs, args.max_line_bytes)
+    return intentlog.join(args.logs, args.ledger, args.max_line_bytes)
 
 
 def _check_focus(focus, keys) -> None:
@@ -114,8 +147,8 @@ def _check_focus(focus, keys) -> None:
 
 def run(args) -> int:
     if args.output:      # before reading: the report never replaces a file it reads
-        refuse_inputs(Path(args.output), [*args.logs, *args.ledger, *args.checkpoints],
-                      args.output)
+        refuse_inputs(Path(args.output), [*args.logs, *args.ledger, *args.checkpoints,
+                                          *args.run_items], args.output)
     if args.source:
         if args.engine != "local" or args.scheduler:
             raise UsageError("--engine dask checks intent logs; with --from, --emit the "
@@ -127,8 +160,13 @@ def run(args) -> int:
         return validate_from.run(args)
     validate_from.refuse_without_source(args)
     jobs = pool.cores() if args.jobs is None else args.jobs
-    report = validate(args.logs, args.max_line_bytes, args.key, jobs=jobs,
-                      engine=args.engine, scheduler=args.scheduler)
+    try:
+        joined = _join_ledgers(args) if args.ledger else None
+        report = validate(args.logs, args.max_line_bytes, args.key, jobs=jobs,
+                          engine=args.engine, scheduler=args.scheduler,
+                          joined=(args.ledger, joined.effects) if joined else None)
+    except InputError as e:
+        raise _hinted(e, args.logs) from None
     if args.key:
         wanted = set(args.key)
         kept = tuple(f for f in report.findings
@@ -137,6 +175,8 @@ def run(args) -> int:
                         report.history, count(kept))
     code = EXIT_CODES[report.verdict]
     text = RENDERERS[args.format](report, code)
+    if joined is not None:
+        text = validate_from.with_ledger(text, args.format, args.ledger, joined)
     if args.output:
         write_atomic(args.output, text, inputs=args.logs)
     else:

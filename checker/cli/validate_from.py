@@ -1,4 +1,4 @@
-"""`toolcommit validate --from otel|langgraph TRACE...`: check what a real runtime emitted.
+"""`toolcommit validate --from SOURCE TRACE...`: check what a real runtime emitted.
 
 The options the adapters add to `validate`, and their run: adapt, check, render the
 report followed by what the source let it judge, property by property, and notes.
@@ -24,23 +24,33 @@ def add_arguments(p) -> None:
     g = p.add_argument_group("traces from a runtime (LOG... are trace files)")
     g.add_argument("--from", dest="source", choices=sorted(READERS), metavar="SOURCE",
                    help="read LOG... as traces: otel (OTLP JSON or the SDK's console JSON: "
-                   "GenAI execute_tool spans) or langgraph (astream_events v2, one file per "
-                   "process run)")
+                   "GenAI execute_tool spans), langgraph (astream_events v2, one file per "
+                   "process run), openai-agents (span.export() JSON lines from a "
+                   "TracingProcessor), dbos (the system database: SQLite file, "
+                   "postgresql:// URL, or its tables as JSON) or temporal (workflow "
+                   "histories: temporal workflow show --output json)")
     g.add_argument("--scope", metavar="RULE",
-                   help="what one user intent is: an attribute path into each call "
+                   help="what one user intent is: a path into each call's view "
                    "(attributes.gen_ai.conversation.id, metadata.thread_id, args.order) or "
-                   "MODULE:FUNCTION called with the call's view")
+                   "MODULE:FUNCTION (importable from the working directory) called with "
+                   "the view, a dict; default: the source's own, one that survives a resume "
+                   "(a thread, conversation or workflow id; each source's default and view "
+                   "are in spec/sources.json)")
     g.add_argument("--effectful", metavar="TOOL,...",
                    help="tools whose calls change the world (default: every tool)")
     g.add_argument("--ledger", action="append", default=[], metavar="FILE",
                    help="provider-side effects to join (Stripe events JSON, Powertools "
-                   "idempotency records, or a JSONL/CSV ledger); repeatable")
+                   "idempotency records, or a JSONL/CSV ledger), to a trace's calls or, "
+                   "without --from, to an intent log's keys; repeatable")
     g.add_argument("--idempotency-key", metavar="PATH",
                    help="where a call's idempotency key is (a path such as args.key); "
                    "default: its call id")
     g.add_argument("--checkpoints", action="append", default=[], metavar="FILE",
                    help="LangGraph checkpoint tuples dumped as JSON (names the calls the "
                    "model emitted); repeatable")
+    g.add_argument("--run-items", action="append", default=[], metavar="FILE",
+                   help="OpenAI Agents run items dumped as JSON (the function_call items of "
+                   "result.to_input_list()): the call ids the spans lack; repeatable")
     g.add_argument("--emit", metavar="FILE",
                    help="also write the derived intent log (JSON Lines, spec/log.schema.json)")
 
@@ -75,6 +85,21 @@ def render(tr, fmt: str, code: int) -> str:
     return text + ("\n" if fmt == "text" else "") + "\n".join(out) + "\n"
 
 
+def with_ledger(text: str, fmt: str, ledgers, joined) -> str:
+    """An intent log's report `text` followed by what the ledgers joined (`joined`: a
+    `ledger.Joined`) and the notes on what they could not."""
+    n = len(joined.effects)
+    if fmt == "json":
+        data = json.loads(text)
+        data["ledger"] = {"files": list(ledgers), "effects_joined": n, "notes": joined.notes}
+        return json.dumps(data, indent=1) + "\n"
+    lead = "%% " if fmt == "mermaid" else ""
+    out = [f"{lead}Ledger: {n} effect(s) joined to the log's keys from "
+           f"{', '.join(ledgers)}"]
+    out += [f"{lead}  {note}" for note in joined.notes]
+    return text + ("\n" if fmt == "text" else "") + "\n".join(out) + "\n"
+
+
 def _plain(report, fmt: str, code: int) -> str:
     fn = RENDERERS[fmt]
     takes_code = len(inspect.signature(fn).parameters) > 1
@@ -83,21 +108,22 @@ def _plain(report, fmt: str, code: int) -> str:
 
 def refuse_without_source(args) -> None:
     """The trace options mean nothing for an intent log: say so (exit 2)."""
-    for opt in ("scope", "effectful", "idempotency_key", "emit", "ledger", "checkpoints"):
+    for opt in ("scope", "effectful", "idempotency_key", "emit", "checkpoints", "run_items"):
         if getattr(args, opt):
-            raise UsageError(f"--{opt.replace('_', '-')} needs --from otel|langgraph "
-                             "(the LOG files are then traces)")
+            raise UsageError(f"--{opt.replace('_', '-')} needs --from SOURCE (the LOG files "
+                             f"are then traces; sources: {', '.join(sorted(READERS))})")
 
 
 def run(args) -> int:
     if args.key:
         raise UsageError("--key is for intent logs; with --from, --emit the derived log "
                          "and validate it with --key")
-    inputs = [*args.logs, *args.ledger, *args.checkpoints]
+    inputs = [*args.logs, *args.ledger, *args.checkpoints, *args.run_items]
     if args.emit:        # before reading: never over a file it reads
         refuse_inputs(Path(args.emit), inputs, args.emit)
     rules = Rules(args.scope, _effectful(args.effectful), args.idempotency_key)
-    tr = check_trace(args.source, args.logs, rules, args.ledger, args.checkpoints)
+    tr = check_trace(args.source, args.logs, rules, args.ledger, args.checkpoints,
+                     args.run_items)
     if args.emit:
         write_atomic(args.emit, "".join(json.dumps(p.event, separators=(",", ":")) + "\n"
                                         for p in tr.events), inputs=inputs)

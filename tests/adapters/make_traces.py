@@ -1,9 +1,12 @@
 """Produce the trace fixtures with the real frameworks, offline.
 
 ``python tests/adapters/make_traces.py [DIR]`` (default: tests/fixtures/traces) runs every
-scenario of `SCENARIOS` with Pydantic AI (FunctionModel) and LangGraph (a fake chat
-model) and writes what they exported. Exception stack traces are dropped from the spans
-(they name this machine's paths and say nothing the adapter reads). The pinned fixtures
+scenario with Pydantic AI (FunctionModel), LangGraph (a fake chat model), the OpenAI
+Agents SDK (a custom Model), DBOS (a SQLite system database, a real SIGKILL) and Temporal
+(histories built with the SDK's types and checked by its Replayer: no server runs here),
+and the intent-log library itself, and writes what they exported. Exception stack traces
+are dropped from the spans (they name this machine's paths and say nothing the adapter
+reads). The pinned fixtures
 were made by this script; the framework tests run it again into a temporary directory and
 expect the same verdicts (`expected.json` beside the fixtures).
 """
@@ -71,11 +74,68 @@ def langgraph_scenarios(out):
     os.remove(db)
 
 
+def _fresh(out, name):
+    p = os.path.join(out, name)
+    if os.path.exists(p):
+        os.remove(p)
+    return p
+
+
+def openai_agents_scenarios(out):
+    import openai_agents_runs as o
+    for name, calls, fail in (("clean", o.CLEAN, False), ("reissue", o.REISSUED, True)):
+        ledger: list = []
+        items = o.run(calls, fail, _fresh(out, f"openai-agents-{name}.jsonl"), ledger)
+        _write(os.path.join(out, f"openai-agents-{name}-items.json"),
+               json.dumps(items, indent=1) + "\n")
+        _write(os.path.join(out, f"openai-agents-{name}-ledger.jsonl"), _jsonl(ledger))
+
+
+def dbos_scenarios(out):
+    import dbos_runs as d
+    for name, crash in (("clean", False), ("crash", True)):
+        db = _fresh(out, f"dbos-{name}.sqlite")
+        d.run(db, _fresh(out, f"dbos-{name}-ledger.jsonl"), crash)
+        d.export_json(db, os.path.join(out, f"dbos-{name}.json"))
+        if not crash:
+            os.remove(db)
+
+
+def temporal_scenarios(out):
+    import temporal_runs as t
+    for name in ("clean", "retry", "resend"):
+        ledger: list = []
+        _write(os.path.join(out, f"temporal-{name}.json"), t.scenario(name, ledger) + "\n")
+        _write(os.path.join(out, f"temporal-{name}-ledger.jsonl"), _jsonl(ledger))
+
+
+def library_scenario(out):
+    """The intent-log library's own log for one refund, and the ledger of a provider that
+    applied its request twice (it ignored the idempotency key on a transport retry)."""
+    import tempfile
+    from toolcommit.runtime import IntentLog
+    with tempfile.TemporaryDirectory() as tmp:
+        log = IntentLog.sqlite(os.path.join(tmp, "intents.db"), writer="worker-1")
+        d = log.propose("call_1", "refund", {"order": "o-7", "amount": 20}, "user:42")
+        t = log.dispatch(d.key)
+        log.ack(t, {"id": "re_1"})
+        with open(os.path.join(out, "library-refund.jsonl"), "w") as f:
+            log.export(f)
+        log.close()
+    _write(os.path.join(out, "library-refund-ledger.jsonl"),
+           _jsonl([{"idempotency_key": t.idempotency_key, "effect_id": f"re_{n}"}
+                   for n in (1, 2)]))
+
+
 def main(out=FIXTURES):
     sys.path.insert(0, HERE)
     os.makedirs(out, exist_ok=True)
     pydantic_scenarios(out)
     langgraph_scenarios(out)
+    openai_agents_scenarios(out)
+    dbos_scenarios(out)
+    temporal_scenarios(out)
+    library_scenario(out)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ def test_readme_command_prints_what_the_readme_shows(cmd, expected):
         pytest.importorskip("dask.distributed", reason="the README marks this command as "
                             "needing the 'distributed' extra, which is not installed")
     result = run(cmd)
-    assert result.returncode in (0, 1), result.stderr
+    assert result.returncode in (0, 1, 3), result.stderr    # a verdict, not bad usage
     lines = [line.rstrip() for line in result.stdout.splitlines()]
     pos = 0
     for want in expected:

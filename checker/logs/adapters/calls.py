@@ -14,7 +14,9 @@ them, as the runtime would have had to log it:
   the key on from where it is: ``UNKNOWN -> DISPATCHED`` is a blind retry (P2), and a key
   left ``DISPATCHED`` by a stopped process first becomes ``UNKNOWN`` (the resumed process
   cannot know the outcome);
-- a process whose stream ends inside a call logs a ``crash``.
+- a process whose stream ends inside a call logs a ``crash``; a call still running when
+  its source was exported (``pending``: a Temporal activity of an open workflow) stays
+  ``DISPATCHED`` with no crash.
 
 Only calls of effectful tools enter the log. Every event carries the location of the
 trace line it came from, so findings cite the trace itself.
@@ -24,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-OK, ERROR, OPEN = "ok", "error", "open"
+OK, ERROR, OPEN, PENDING = "ok", "error", "open", "pending"
 
 
 @dataclass
@@ -33,13 +35,15 @@ class Call:
 
     `args` is None when the source did not record the arguments (an opt-in attribute that
     was off); `order` sorts attempts in the source's own order; `loc` and `end_loc` are
-    ``(file index, line)`` of the attempt's start and end; `view` is what rules read.
+    ``(file index, line)`` of the attempt's start and end; `view` is what rules read;
+    `suspect` says why the attempt may have run more often than the source shows (a DBOS
+    step a stopped dispatch may have been running), "" when nothing says so.
     """
 
     tool: str
     call_id: Optional[str]
     args: Optional[dict]
-    outcome: str                       # ok | error | open
+    outcome: str                       # ok | error | open | pending
     writer: str
     order: tuple
     loc: tuple
@@ -50,6 +54,7 @@ class Call:
     scope: str = ""
     idempotency_key: Optional[str] = None
     notes: tuple = ()
+    suspect: str = ""
 
     @property
     def key(self) -> str:
@@ -121,7 +126,7 @@ def to_log(calls: Iterable[Call]) -> list[Placed]:
         elif c.outcome == ERROR:
             move(c, "DISPATCHED", "UNKNOWN", end, c.error or "the call failed")
             open_writers.pop(c.writer, None)
-        else:
+        elif c.outcome == OPEN:
             open_writers[c.writer] = c.loc
     for writer, loc in open_writers.items():   # the stream ended inside a call
         put({"type": "crash", "writer": writer}, loc)

@@ -42,9 +42,11 @@ class Judged:
         return {"property": self.property, "status": self.status, "why": self.why}
 
 
-def judged(source: str, ledger: bool, args_recorded: bool) -> list[Judged]:
-    """The rows for `source` when a ledger was (not) joined and arguments were (not)
-    recorded on every effectful call."""
+def judged(source: str, ledger: bool, args_recorded: bool,
+           call_ids: bool = True) -> list[Judged]:
+    """The rows for `source` when a ledger was (not) joined, arguments were (not)
+    recorded on every effectful call, and the calls' ids were (not) known (an OpenAI
+    Agents trace without its run items)."""
     t = table()
     rows = []
     for prop in t["properties"]:
@@ -54,5 +56,7 @@ def judged(source: str, ledger: bool, args_recorded: bool) -> list[Judged]:
             pick = entry["with_ledger"]
         if not args_recorded and "no_args" in entry:
             pick = entry["no_args"]
+        if not call_ids and "no_call_ids" in entry:
+            pick = entry["no_call_ids"]
         rows.append(Judged(prop, pick["status"], pick["why"]))
     return rows

@@ -166,9 +166,11 @@ class Joined:
     notes: list
 
 
-def join(entries: list[Entry], calls: list[Call], names: list[str]) -> Joined:
+def join(entries: list[Entry], calls: list[Call], names: list[str],
+         source: str = "trace") -> Joined:
     """Attach each effect to a call (see the module docstring); `names` are display names
-    by file index. Pure.
+    by file index; `source` names what the calls came from in the notes, which explain
+    each effect left out (`why_unjoined`). Pure.
 
     An effect joined by canonical intent names the key of its intent's calls when they all
     share one (then a second effect is also a second effect for that key: P1); when the
@@ -187,7 +189,7 @@ def join(entries: list[Entry], calls: list[Call], names: list[str]) -> Joined:
             d0 = _digest(c.tool, c.args, "")
             if d0:
                 by_tool_args.setdefault(d0, set()).add(c.scope)
-    effects, notes, unjoined, pending = [], [], 0, []
+    effects, notes, unjoined, pending = [], [], [], []
     seq: dict[str, int] = {}
     for e in entries:
         if e.status == "INPROGRESS":
@@ -195,17 +197,61 @@ def join(entries: list[Entry], calls: list[Call], names: list[str]) -> Joined:
             continue
         ev = _joined(e, by_key, keys_of, by_tool_args, names)
         if ev is None:
-            unjoined += 1
+            unjoined.append(e)
             continue
         seq[ev["writer"]] = ev["seq"] = seq.get(ev["writer"], 0) + 1
         effects.append(Placed(ev, e.file_index, e.line))
     if unjoined:
-        notes.append(f"{unjoined} ledger effect(s) join no call of this trace (by "
-                     "idempotency key or canonical intent) and were left out")
+        notes.append(f"{len(unjoined)} ledger effect(s) join no call of this {source} (by "
+                     "idempotency key or canonical intent) and were left out:")
+        notes += [f"  {os.path.basename(names[e.file_index])}:{e.line}: "
+                  f"{why_unjoined(e, calls, source != 'log')}" for e in unjoined[:_EXPLAINED]]
+        if len(unjoined) > _EXPLAINED:
+            notes.append(f"  ... and {len(unjoined) - _EXPLAINED} more")
     if pending:
         notes.append(f"{len(pending)} idempotency record(s) still INPROGRESS (outcome not "
                      f"known): {', '.join(map(str, pending[:5]))}")
     return Joined(effects, notes)
+
+
+_EXPLAINED = 5
+
+
+def _listed(values, n: int = 3) -> str:
+    values = sorted(map(str, values))
+    more = f" and {len(values) - n} more" if len(values) > n else ""
+    return ", ".join(values[:n]) + more
+
+
+def why_unjoined(e: Entry, calls: list[Call], flags: bool = True) -> str:
+    """Why ledger entry `e` joins none of `calls`, and what would join it (`flags`: the
+    calls came from a trace, whose --scope and --idempotency-key rules can change). Pure."""
+    sent = {k for c in calls for k in (c.idempotency_key, c.call_id) if k}
+    if e.idempotency_key and not (e.tool and e.args is not None):
+        hint = (f"the calls sent {_listed(sent)}" if sent else
+                "no call carries a key (the source records none)")
+        fix = "; --idempotency-key PATH names where a call's key is" if flags else ""
+        return (f"its idempotency key {e.idempotency_key} is no call's idempotency key or "
+                f"call id ({hint}){fix}")
+    if not e.tool or e.args is None:
+        return "it names no idempotency key, tool or arguments to join by"
+    same_tool = [c for c in calls if c.tool == e.tool]
+    if not same_tool:
+        return (f"no effectful call of tool {e.tool} (calls of: "
+                f"{_listed({c.tool for c in calls}) or 'none'})")
+    d0 = _digest(e.tool, e.args, "")
+    scopes = {c.scope for c in same_tool if c.args is not None
+              and _digest(c.tool, c.args, "") == d0}
+    if not scopes:
+        if all(c.args is None for c in same_tool):
+            return f"the calls of {e.tool} did not record their arguments"
+        return f"no call of {e.tool} has these arguments in canonical form"
+    if e.scope is None:
+        return (f"calls of {e.tool} with these arguments ran in several scopes "
+                f"({_listed(scopes)}); give the ledger a scope column")
+    fix = "give --scope a rule that yields the ledger's scope, or " if flags else ""
+    return (f"its scope {e.scope!r} is not the scope of the calls of {e.tool} with these "
+            f"arguments ({_listed(scopes)}): {fix}leave scope out of the ledger")
 
 
 def _joined(e: Entry, by_key, keys_of, by_tool_args, names) -> Optional[dict]:

@@ -21,7 +21,9 @@ result                  ``gen_ai.tool.call.result``, ``tool_response``,
 outcome                 span status ERROR or an ``error.type`` attribute: failed (the
                         error is ``error.type``, else the exception event's type, else the
                         status description); otherwise succeeded
-scope (default)         ``gen_ai.conversation.id``, else the trace id
+scope (default)         ``gen_ai.conversation.id``, else LangSmith's thread
+                        (``langsmith.metadata.`` ``thread_id``, ``session_id`` or
+                        ``conversation_id``: a resumed thread keeps it), else the trace id
 writer                  the resource's ``service.name`` (and ``service.instance.id``)
 ======================  ==================================================================
 
@@ -45,6 +47,8 @@ from toolcommit.checker.logs.adapters.docs import Lines, documents, read_text
 TOOL_OPERATION = "execute_tool"
 ARG_NAMES = ("gen_ai.tool.call.arguments", "tool_arguments", "gen_ai.prompt")
 RESULT_NAMES = ("gen_ai.tool.call.result", "tool_response", "gen_ai.completion")
+SCOPE_NAMES = ("gen_ai.conversation.id", "langsmith.metadata.thread_id",
+               "langsmith.metadata.session_id", "langsmith.metadata.conversation_id")
 
 
 # ----- OTLP JSON values ------------------------------------------------------------------
@@ -247,7 +251,7 @@ def to_call(s: Span, fi: int, line: int, skipped: list) -> Optional[Call]:
     view = {"tool": tool, "call_id": cid, "args": args, "result": result, "name": s["name"],
             "trace_id": s["trace_id"], "span_id": s["span_id"], "attributes": a,
             "resource": s["resource"]}
-    default_scope = a.get("gen_ai.conversation.id") or f"trace:{s['trace_id']}"
+    default_scope = next((a[n] for n in SCOPE_NAMES if a.get(n)), f"trace:{s['trace_id']}")
     note = _retry_note(a)
     return Call(tool=tool, call_id=cid, args=args, outcome=ERROR if failed else OK,
                 writer=_writer(s["resource"]), order=(s["start"], s["trace_id"], line),

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import sys
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -59,13 +61,22 @@ def as_text(value) -> str:
 
 
 def _function(spec: str) -> Callable[[dict], object]:
+    """The function `spec` (``MODULE:FUNCTION``) names, importable from the working
+    directory too (the ``toolcommit`` script does not put it on the import path)."""
     module, _, name = spec.partition(":")
+    here = os.getcwd()
+    added = here not in sys.path
+    if added:
+        sys.path.insert(0, here)
     try:
         fn = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as e:
+    except Exception as e:  # noqa: BLE001 - any failure to load the user's module is usage
         raise UsageError(f"--scope {spec}: cannot load {name} from module {module} ({e}); "
                          "give MODULE:FUNCTION importable from here, or an attribute "
                          "path such as attributes.gen_ai.conversation.id") from None
+    finally:
+        if added:
+            sys.path.remove(here)
     if not callable(fn):
         raise UsageError(f"--scope {spec}: {name} is not a function")
     return fn
