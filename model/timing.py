@@ -67,6 +67,8 @@ def show(value: Optional[int], name: str = "") -> str:
     """A duration as written in the spec: the largest whole unit, or the param's endless word."""
     if value is None:
         return params()[name]["default"] if name in params() else "unbounded"
+    if value == 0:
+        return "0s"
     for unit, n in (("d", 86400), ("h", 3600), ("m", 60)):
         if value % n == 0 and (unit != "d" or value >= 2 * n):   # 24h, not 1d
             return f"{value // n}{unit}"
@@ -124,7 +126,9 @@ class Relations:
 
     def text(self) -> str:
         """The strongest relation that holds, with its numbers ('' if none)."""
-        nums = (f"replay_window={show(self.window, 'replay_window')}, "
+        window = ("0, each key sent once" if self.window == 0
+                  else show(self.window, "replay_window"))
+        nums = (f"replay_window={window}, "
                 f"delay_bound={show(self.delay, 'delay_bound')}, "
                 f"key_lifetime={show(self.lifetime, 'key_lifetime')}")
         if self.expiry_after_arrivals:

@@ -16,7 +16,7 @@ from toolcommit.model.instance import instance_names
 
 from toolcommit.checker.cli.check import add_env_option
 from toolcommit.checker.design.file import document
-from toolcommit.checker.design.synthesis import DEFAULT_PROPS, synthesize
+from toolcommit.checker.design.synthesis import DEFAULT_PROPS, preferred, synthesize
 from toolcommit.checker.engines.base import Limits
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.output import write_atomic
@@ -44,7 +44,8 @@ def add_parser(sub):
                    help="seconds for the whole search (default: %(default)s; 0: none)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--write", metavar="FILE",
-                   help="store the first minimal design (fewest departures) as a design file, "
+                   help="store the design to build first (the first minimal design that needs no human "
+                   "at the approval gate) as a design file, "
                    "for `toolcommit check --design FILE` and toolcommit.runtime")
     p.add_argument("--explain", choices=("all", "none"), default="all",
                    help="print each counterexample's steps (default) or only its length")
@@ -77,7 +78,7 @@ def run(args) -> int:
                    _Progress())
     if args.write and s.status is Status.HOLDS:
         lv = s.chosen
-        write_atomic(args.write, json.dumps(document(s, lv, lv.minimal[0]), indent=2) + "\n")
+        write_atomic(args.write, json.dumps(document(s, lv, preferred(lv)), indent=2) + "\n")
         print(f"wrote {args.write}", file=sys.stderr)
     elif args.write:
         print(f"toolcommit design: nothing written to {args.write}: no design was confirmed",

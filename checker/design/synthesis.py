@@ -315,6 +315,16 @@ class Level:
         return Status.VIOLATED if self.complete and not self.unknown else Status.UNKNOWN
 
 
+def preferred(level: "Level") -> Optional[Minimal]:
+    """The design to build first: the first minimal design (fewest departures) that needs
+    no human at the gate (the approval gate is a staffing choice, not a default), else the
+    first."""
+    for m in level.minimal:
+        if m.design.get("on_unknown") != "human_approval":
+            return m
+    return level.minimal[0] if level.minimal else None
+
+
 @dataclass
 class Synthesis:
     env: str
@@ -448,7 +458,12 @@ def _search(oracle: Oracle, clock: _Clock, limit: int = 0) -> list[Minimal]:
         m = minimize(oracle, d, clock)
         if m is not None and all(key(m.design) != key(f.design) for f in found):
             found.append(m)
-    return sorted(found, key=lambda m: (len(m.departures), key(m.design)))
+    rec = preset_design("recommended")
+    # fewest departures first; among equals, the one closest to recommended (a human gate
+    # or a blind retry is not preferred to reconcile for sorting first by name)
+    return sorted(found, key=lambda m: (len(m.departures),
+                                        sum(m.design[k] != rec[k] for k in knob_names()),
+                                        key(m.design)))
 
 
 def environment_departures(env: str) -> list[tuple[str, object, object]]:

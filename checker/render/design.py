@@ -16,7 +16,8 @@ from toolcommit.spec import protocol
 
 from toolcommit.checker.design.file import assumes
 from toolcommit.checker.design.synthesis import (Failure, Level, Minimal, Synthesis, departures,
-                                                 knob_names, meaning_of, preset_design, unsearched)
+                                                 knob_names, meaning_of, preferred, preset_design,
+                                                 unsearched)
 from toolcommit.checker.engines.verdict import Status
 
 
@@ -58,11 +59,12 @@ def recommendation(s: Synthesis) -> str:
     if lv is None:
         return f"Recommendation for {s.env}: none (nothing was searched)."
     if lv.status is Status.HOLDS:
-        d = lv.minimal[0]
+        d = preferred(lv)
+        n = lv.minimal.index(d) + 1
         stronger = [x for x in s.levels if x is not lv]
         why = (f"; {', '.join(_guarantee(x) for x in stronger)} is out of reach here (below)"
                if stronger else "")
-        return (f"Recommendation for {s.env}: {_guarantee(lv)} with design 1 below "
+        return (f"Recommendation for {s.env}: {_guarantee(lv)} with design {n} below "
                 f"({_key_choices(d.design)}){why}.")
     if lv.status is Status.UNKNOWN:
         return (f"Recommendation for {s.env}: UNKNOWN: the search stopped before it could "
@@ -138,7 +140,7 @@ def render_text(s: Synthesis, explain: bool = True) -> str:
              f"holds fixed: {fixed}"]
     lv = s.chosen
     if lv is not None and lv.minimal:
-        a = assumes(s.env, lv.minimal[0].design, s.instances)
+        a = assumes(s.env, preferred(lv).design, s.instances)
         for t in a["timing"]:
             lines.append(f"assumes: {t}")
         for n in a["assumed"]:
@@ -195,5 +197,6 @@ def render_json(s: Synthesis) -> str:
            "checked": s.checked, "pruned": s.pruned, "complete": s.complete,
            "levels": [_level_json(x) for x in s.levels]}
     if lv is not None and lv.minimal:
-        doc["assumes"] = assumes(s.env, lv.minimal[0].design, s.instances)
+        doc["assumes"] = assumes(s.env, preferred(lv).design, s.instances)
+        doc["preferred"] = lv.minimal.index(preferred(lv)) + 1
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"

@@ -11,6 +11,7 @@ import json
 import sys
 from importlib import resources
 
+from toolcommit.model.environment import configure, names
 from toolcommit.model.knobs import PRESETS, preset
 
 from toolcommit.checker.output import write_atomic
@@ -37,11 +38,47 @@ def entry(suite: SuiteResult) -> dict:
     return out
 
 
-def compute(suites: dict | None = None) -> dict:
-    """The manifest for every preset (pass precomputed suites to avoid rerunning)."""
+def compute(suites: dict | None = None, profiles: bool = True) -> dict:
+    """The manifest for every preset (pass precomputed suites to avoid rerunning) and, with
+    `profiles`, for every environment profile (`profile_entries`)."""
     suites = suites or {p: run_suite(preset(p), resolve_instances(None, {})) for p in PRESETS}
-    return {"about": "expected results of `toolcommit check --preset P` (generated; do not edit)",
-            "presets": {p: entry(s) for p, s in suites.items()}}
+    doc = {"about": ABOUT, "presets": {p: entry(s) for p, s in suites.items()}}
+    if profiles:
+        doc["profiles"] = profile_entries()
+    return doc
+
+
+ABOUT = ("expected results of `toolcommit check --preset P` (presets: the ideal environment) "
+         "and of `toolcommit check --env ENV` (profiles: each preset on every failure class; "
+         "recommended and the profile's shipped design, spec/designs/ENV.json, on the default "
+         "instance too, whose naive and seed searches are benchmarks, not manifest entries: "
+         "naive@stripe default has 45,795,061 states) (generated; do not edit)")
+
+
+def profile_configs(env: str) -> list[tuple]:
+    """(label, config, instances) recorded for environment `env`."""
+    from toolcommit.checker.design.file import config_for, design_of
+    from toolcommit.checker.verify.suite import suite_names
+    classes = [n for n in suite_names() if n != "default"]
+    out = [(p, configure(preset(p), env), classes if p != "recommended" else suite_names())
+           for p in PRESETS]
+    shipped = resources.files("toolcommit.spec").joinpath("designs", f"{env}.json")
+    if shipped.is_file():
+        design, denv = design_of(json.loads(shipped.read_text("utf-8")))
+        out.append((f"design:{env}", config_for(design, denv), suite_names()))
+    return out
+
+
+def profile_entries() -> dict:
+    out = {}
+    for env in names():
+        if env == "ideal":
+            continue
+        out[env] = {}
+        for label, cfg, insts in profile_configs(env):
+            suite = run_suite(cfg, resolve_instances(insts, {}, env))
+            out[env][label] = entry(suite)
+    return out
 
 
 def stored() -> dict:

@@ -193,7 +193,9 @@ def _write(tmp_path, doc, name="q.json"):
 
 
 def _good():
-    return json.loads((REPO / "spec" / "questions" / "late-replay.json").read_text("utf-8"))
+    doc = json.loads((REPO / "spec" / "questions" / "late-replay.json").read_text("utf-8"))
+    doc["rows"] = {"knob": "late_replay", "options": ["reject", "replay_same_key", "compensate"]}   # the knob form of rows
+    return doc
 
 
 @pytest.mark.parametrize("edit, field", [

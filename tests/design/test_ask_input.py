@@ -13,7 +13,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _good() -> dict:
-    return json.loads((REPO / "spec" / "questions" / "late-replay.json").read_text("utf-8"))
+    doc = json.loads((REPO / "spec" / "questions" / "late-replay.json").read_text("utf-8"))
+    doc["rows"] = {"knob": "late_replay", "options": ["reject", "replay_same_key", "compensate"]}   # the knob form of rows
+    return doc
 
 
 def _refused(capsys, path, *words) -> str:
@@ -51,9 +53,10 @@ def test_oversized_question_is_refused_before_reading(tmp_path, capsys):
 
 
 def test_a_utf8_bom_is_accepted_as_validate_accepts_it(tmp_path):
-    path = tmp_path / "bom.json"
+    path, plain = tmp_path / "bom.json", tmp_path / "plain.json"
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps(_good()).encode("utf-8"))
-    assert load_question(str(path)).rows == load_question("late-replay").rows
+    plain.write_bytes(json.dumps(_good()).encode("utf-8"))
+    assert load_question(str(path)).rows == load_question(str(plain)).rows
 
 
 @pytest.mark.parametrize("field, value, allowed", [

@@ -18,7 +18,7 @@ def _late_replay_cell(tmp_path, option="replay_same_key", **extra):
     LIMIT, its P4 run with wipes (3,512) does not."""
     doc = json.loads((REPO / "spec" / "questions" / "late-replay.json").read_text("utf-8"))
     doc.update(question="one-cell", **extra)
-    doc["rows"]["options"] = [option]
+    doc["rows"] = {"knob": "late_replay", "options": [option]}
     doc["columns"] = {"assumptions": {"provider_idempotent": ["yes"]}}
     doc["properties"] = [p for p in doc["properties"] if p != "FULFIL"]  # SMT judges invariants
     path = tmp_path / "one-cell.json"

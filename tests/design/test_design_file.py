@@ -1,0 +1,81 @@
+"""The design file: what `toolcommit design --write` stores, `check --design` re-judges and
+`toolcommit.runtime` follows. The shipped ones (spec/designs/) hold where they were proved,
+break one flag away once W or D outlives the key, and are what the search finds today."""
+import json
+from pathlib import Path
+
+import pytest
+
+from toolcommit.checker.cli import main
+from toolcommit.checker.design.file import config_for, design_of
+from toolcommit.checker.engines.verdict import Status
+from toolcommit.checker.verify.check import check_instance
+from toolcommit.model.environment import instance_in
+from toolcommit.model.instance import instance
+
+DESIGNS = Path(__file__).resolve().parents[2] / "spec" / "designs"
+SHIPPED = sorted(DESIGNS.glob("*.json"))
+
+
+def test_a_design_is_shipped_for_every_profile_a_guarantee_holds_in():
+    assert {p.stem for p in SHIPPED} == {"ideal", "stripe", "email", "fenced-store"}
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_a_shipped_design_holds_its_guarantee_on_every_instance_it_names(path):
+    doc = json.loads(path.read_text("utf-8"))
+    design, env = design_of(doc)
+    cfg = config_for(design, env)
+    for name in doc["instances"]:
+        r = check_instance(cfg, instance_in(instance(name), env), doc["properties"])
+        assert {v.status for v in r.verdicts} == {Status.HOLDS}, (path.stem, name)
+    assert doc["knobs"].keys() >= {"on_unknown", "sdk_retries", "status_via"}
+    assert all(d["without"] for d in doc["departures"]), "each departure carries why"
+
+
+def test_stripe_ships_exactly_once_and_email_at_most_once():
+    by = {p.stem: json.loads(p.read_text("utf-8")) for p in SHIPPED}
+    assert by["stripe"]["guarantee"] == "exactly-once"
+    assert by["stripe"]["knobs"]["on_unknown"] == "replay_then_reconcile"
+    assert by["stripe"]["knobs"]["status_via"] == "list"
+    assert "W + D < L" in " ".join(by["stripe"]["assumes"]["timing"])
+    assert "delay_bound" in by["stripe"]["assumes"]["assumed"]
+    assert by["email"]["guarantee"] == "at-most-once"
+    assert by["email"]["knobs"]["sdk_retries"] == "off"
+
+
+@pytest.mark.parametrize("setting", ["replay_window=48h", "delay_bound=48h"])
+def test_the_stripe_design_breaks_once_the_window_or_the_delay_outlives_the_key(setting, capsys):
+    code = main(["check", "--design", str(DESIGNS / "stripe.json"), "--set", setting,
+                 "--instance", "give_up_retry", "--instance", "ack_loss", "--property", "I1",
+                 "--explain", "none"])
+    out = capsys.readouterr().out
+    assert code == 1 and "expire_key" in out
+
+
+def test_a_design_file_round_trips_and_bad_ones_are_refused(tmp_path, capsys):
+    doc = json.loads((DESIGNS / "stripe.json").read_text("utf-8"))
+    design, env = design_of(doc)
+    assert env == "stripe" and design["replay_window"] == doc["timing"]["replay_window"]
+    bad = tmp_path / "bad.json"
+    for broken, what in (({**doc, "knobs": {**doc["knobs"], "on_unknown": "pray"}}, "knobs.on_unknown"),
+                         ({**doc, "kind": "x"}, "not a design file"),
+                         ({**doc, "timing": {"replay_window": "soon"}}, "timing.replay_window")):
+        bad.write_text(json.dumps(broken))
+        assert main(["check", "--design", str(bad), "--instance", "ack_loss"]) == 2
+        err = capsys.readouterr().err
+        assert str(bad) in err and what in err and "Traceback" not in err
+    bad.write_text("{")
+    assert main(["check", "--design", str(bad)]) == 2
+    assert main(["check", "--design", str(DESIGNS / "stripe.json"), "--preset", "naive"]) == 2
+    capsys.readouterr()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_a_shipped_design_is_what_the_search_finds_today(path, tmp_path, capsys):
+    target = tmp_path / path.name
+    assert main(["design", "--env", path.stem, "--explain", "none", "--write", str(target)]) == 0
+    capsys.readouterr()
+    assert target.read_text("utf-8") == path.read_text("utf-8"), \
+        f"regenerate: toolcommit design --env {path.stem} --write spec/designs/{path.name}"
