@@ -13,6 +13,7 @@ import time
 
 from toolcommit.model.errors import UsageError
 from toolcommit.model.instance import instance_names
+from toolcommit.model.knobs import parse_settings
 
 from toolcommit.checker.cli.check import add_env_option
 from toolcommit.checker.design.file import document
@@ -42,6 +43,9 @@ def add_parser(sub):
                    help="per instance and design: stop after N states (that design does not hold)")
     p.add_argument("--timeout", type=float, default=600.0,
                    help="seconds for the whole search (default: %(default)s; 0: none)")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="change an environment assumption or timing number of the profile "
+                   "(repeatable), e.g. delay_bound=48h: what if the delay outlived the key?")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--write", metavar="FILE",
                    help="store the design to build first (the first minimal design that needs no human "
@@ -75,7 +79,7 @@ def run(args) -> int:
         raise UsageError(f"--timeout {args.timeout:g}: give seconds, 0 for no limit")
     names = list(dict.fromkeys(args.instance or suite_names()))
     s = synthesize(args.env, names, args.property, Limits(args.max_states, 0.0), args.timeout,
-                   _Progress())
+                   _Progress(), parse_settings(args.set))
     if args.write and s.status is Status.HOLDS:
         lv = s.chosen
         write_atomic(args.write, json.dumps(document(s, lv, preferred(lv)), indent=2) + "\n")

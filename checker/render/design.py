@@ -134,13 +134,13 @@ def _level_lines(s: Synthesis, lv: Level, explain: bool) -> list[str]:
 
 
 def render_text(s: Synthesis, explain: bool = True) -> str:
-    fixed = ", ".join(f"{k}={v}" for k, v in held_fixed(s.env).items())
+    fixed = ", ".join(f"{k}={v}" for k, v in {**held_fixed(s.env), **s.given}.items())
     lines = [recommendation(s), "",
              f"toolcommit design: environment {s.env}: {profile(s.env).meaning}",
              f"holds fixed: {fixed}"]
     lv = s.chosen
     if lv is not None and lv.minimal:
-        a = assumes(s.env, preferred(lv).design, s.instances)
+        a = assumes(s.env, preferred(lv).design, s.instances, s.given)
         for t in a["timing"]:
             lines.append(f"assumes: {t}")
         for n in a["assumed"]:
@@ -188,7 +188,7 @@ def _level_json(lv: Level) -> dict:
 
 def render_json(s: Synthesis) -> str:
     lv = s.chosen
-    doc = {"environment": s.env, "holds_fixed": held_fixed(s.env),
+    doc = {"environment": s.env, "holds_fixed": {**held_fixed(s.env), **s.given},
            "recommendation": recommendation(s), "status": s.status.value,
            "guarantee": lv.guarantee if lv is not None and lv.minimal else None,
            "instances": s.instances,
@@ -197,6 +197,6 @@ def render_json(s: Synthesis) -> str:
            "checked": s.checked, "pruned": s.pruned, "complete": s.complete,
            "levels": [_level_json(x) for x in s.levels]}
     if lv is not None and lv.minimal:
-        doc["assumes"] = assumes(s.env, preferred(lv).design, s.instances)
+        doc["assumes"] = assumes(s.env, preferred(lv).design, s.instances, s.given)
         doc["preferred"] = lv.minimal.index(preferred(lv)) + 1
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
