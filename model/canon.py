@@ -18,7 +18,8 @@ A canonical form is the compact JSON array ``[tool, scope, args]`` after these r
 3. Numbers: a float with an integral value within +-2**53 becomes that integer (``20.0`` ->
    ``20``, ``-0.0`` -> ``0``); an integer beyond +-2**53 becomes a float, because JSON
    decoders disagree about such integers; other floats keep Python's shortest round-trip
-   form (``repr``). NaN and infinities are an error. Booleans stay booleans (``true`` is
+   form (``repr``). NaN and infinities are an error, and so is an integer beyond the
+   float range (about +-1.8e308), which no float holds. Booleans stay booleans (``true`` is
    not ``1``). Numbers inside strings are strings: ``"20.00"`` is not ``20``.
 4. Arrays keep their order. ``null`` stays ``null``.
 5. Values nested deeper than `MAX_DEPTH` are an error (hostile input).
@@ -85,7 +86,11 @@ def _number(v) -> str:
     if type(v) is int:
         if -_EXACT <= v <= _EXACT:
             return str(v)
-        v = float(v)
+        try:
+            v = float(v)
+        except OverflowError:
+            raise _Fail("an integer beyond the float range (about 1.8e308) has no canonical "
+                        "form") from None
     if not math.isfinite(v):
         raise _Fail("NaN or infinity has no canonical form")
     if v.is_integer() and -_EXACT <= v <= _EXACT:
