@@ -39,8 +39,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="log files (plain or gzip; '-' reads stdin); one writer may span files")
     p.add_argument("--format", choices=sorted(RENDERERS), default="text",
                    help="text (explanations), json, or mermaid (sequence diagrams)")
-    p.add_argument("--max-line-bytes", type=int, default=DEFAULT_MAX_LINE_BYTES, metavar="N",
-                   help=f"reject longer lines (default {DEFAULT_MAX_LINE_BYTES})")
+    p.add_argument("--max-line-bytes", type=int, default=None, metavar="N",
+                   help=f"reject longer lines (default {DEFAULT_MAX_LINE_BYTES}; with --from, "
+                   "no limit unless given)")
     p.add_argument("--key", action="append", default=[], metavar="K",
                    help="focus on key K: only its findings, and its full history in mermaid "
                    "(repeatable)")
@@ -127,7 +128,8 @@ def run(args) -> int:
         return validate_from.run(args)
     validate_from.refuse_without_source(args)
     jobs = pool.cores() if args.jobs is None else args.jobs
-    report = validate(args.logs, args.max_line_bytes, args.key, jobs=jobs,
+    limit = DEFAULT_MAX_LINE_BYTES if args.max_line_bytes is None else args.max_line_bytes
+    report = validate(args.logs, limit, args.key, jobs=jobs,
                       engine=args.engine, scheduler=args.scheduler)
     if args.key:
         wanted = set(args.key)

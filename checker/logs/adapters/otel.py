@@ -28,7 +28,9 @@ writer                  the resource's ``service.name`` (and ``service.instance.
 Pydantic AI spans whose call never ran (``pydantic_ai.tool.failure_stage = validation``,
 or a deferral) are not dispatches and are left out, with a note; its
 ``pydantic_ai.tool.retry.*`` attributes are kept as notes. Attempts are ordered by span
-start time, which is one process's clock.
+start time, which is one process's clock. A span exported twice (the same trace and span
+id) counts once; a span without a trace or span id is never taken for another: it is read
+as a span of its own, with a note.
 """
 from __future__ import annotations
 
@@ -233,8 +235,9 @@ def _retry_note(a: dict) -> str:
             "the call it re-issues has a new call id")
 
 
-def to_call(s: Span, fi: int, line: int, skipped: list) -> Optional[Call]:
-    """The `Call` of one tool span, or None (left out: the reason goes to `skipped`)."""
+def to_call(s: Span, fi: int, line: int, skipped: list, where: str = "") -> Optional[Call]:
+    """The `Call` of one tool span, or None (left out: the reason goes to `skipped`);
+    `where` (file:line and a count) names a span that has no span id."""
     a = s["attributes"]
     tool, cid = _tool(s), _call_id(a)
     why = _skip_reason(a)
@@ -247,12 +250,15 @@ def to_call(s: Span, fi: int, line: int, skipped: list) -> Optional[Call]:
     view = {"tool": tool, "call_id": cid, "args": args, "result": result, "name": s["name"],
             "trace_id": s["trace_id"], "span_id": s["span_id"], "attributes": a,
             "resource": s["resource"]}
-    default_scope = a.get("gen_ai.conversation.id") or f"trace:{s['trace_id']}"
+    ident = f"span {s['span_id']}" if s["span_id"] else f"span at {where}"
+    default_scope = a.get("gen_ai.conversation.id") or (
+        f"trace:{s['trace_id']}" if s["trace_id"] else f"trace of the {ident}")
     note = _retry_note(a)
     return Call(tool=tool, call_id=cid, args=args, outcome=ERROR if failed else OK,
-                writer=_writer(s["resource"]), order=(s["start"], s["trace_id"], line),
+                writer=_writer(s["resource"]),
+                order=(s["start"], str(s["trace_id"]), str(s["span_id"]), line),
                 loc=(fi, line), error=_error(s) if failed else "",
-                ident=f"span {s['span_id']}", view=view, scope=str(default_scope),
+                ident=ident, view=view, scope=str(default_scope),
                 notes=(note,) if note else ())
 
 
@@ -264,7 +270,7 @@ def read(paths, first_index: int = 0) -> tuple[list[Call], list[str]]:
     calls: list[Call] = []
     skipped: list[str] = []
     seen: set = set()
-    repeats = 0
+    repeats = unnamed = 0
     for fi, path in enumerate(paths, first_index):
         text = read_text(path)
         lines = Lines(text)
@@ -278,12 +284,15 @@ def read(paths, first_index: int = 0) -> tuple[list[Call], list[str]]:
             for s in got:
                 found += 1
                 ident = (s["trace_id"], s["span_id"])
-                if ident in seen:
+                if not (s["trace_id"] and s["span_id"]):
+                    unnamed += 1       # no id to tell a repeat by: a span of its own
+                elif ident in seen:
                     repeats += 1
                     continue
                 seen.add(ident)
                 if is_tool_span(s):
-                    c = to_call(s, fi, lines.of(str(s["span_id"]), at), skipped)
+                    line = lines.of(str(s["span_id"]), at) if s["span_id"] else lines.at(at)
+                    c = to_call(s, fi, line, skipped, f"{path}:{line} (#{unnamed})")
                     if c is not None:
                         calls.append(c)
         if not found:
@@ -292,4 +301,7 @@ def read(paths, first_index: int = 0) -> tuple[list[Call], list[str]]:
     notes = [f"left out: {n}" for n in skipped]
     if repeats:
         notes.append(f"{repeats} span(s) exported more than once were read once")
+    if unnamed:
+        notes.append(f"{unnamed} span(s) without a trace id or span id were each read as a "
+                     "span of its own (a repeated export of one cannot be told)")
     return calls, notes
