@@ -58,6 +58,23 @@ try:  # optional: a C fast path for calls whose v1 form is their plain sorted JS
 except ImportError:  # pragma: no cover - depends on the machine
     _dumps, _SORT = None, 0
 
+
+def memory_limited() -> bool:
+    """True when this process runs under an address-space or data limit (``ulimit -v`` /
+    ``-d``). Only such a limit makes an allocation fail rather than the kernel's OOM killer
+    end the process, and orjson (3.x) crashes with SIGSEGV when one fails, where the
+    standard library raises MemoryError: under a limit, orjson is not used."""
+    try:
+        import resource
+        return any(resource.getrlimit(r)[0] != resource.RLIM_INFINITY
+                   for r in (resource.RLIMIT_AS, resource.RLIMIT_DATA))
+    except (ImportError, AttributeError, OSError, ValueError):  # pragma: no cover - not Unix
+        return False
+
+
+if memory_limited():   # then the full canonicalizer runs, as without orjson: same digests
+    _dumps = None
+
 MAX_DEPTH = 64
 _EXACT = 2 ** 53
 

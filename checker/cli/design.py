@@ -60,6 +60,7 @@ class _Progress:
 
 def run(args) -> int:
     names = list(dict.fromkeys(args.instance or suite_names()))
+    Limits(args.max_states, args.timeout)    # both range-checked before any search
     s = synthesize(args.env, names, args.property, Limits(args.max_states, 0.0), args.timeout,
                    _Progress())
     out = render_json(s) if args.format == "json" else render_text(s, args.explain == "all")

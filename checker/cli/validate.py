@@ -4,7 +4,8 @@ Reads JSON Lines logs (files, ``-`` for stdin, plain or gzip), streams them thro
 conformance core and prints the verdict with its findings. Large files are checked by
 ``--jobs`` processes sharded by key (`toolcommit.checker.logs.pool`), or on a Dask
 cluster with ``--engine dask`` (`toolcommit.checker.logs.cluster`): the same report. Exit codes: 0 CONFORMS,
-1 VIOLATES, 3 INCONCLUSIVE, 2 unusable input or usage (one line on stderr).
+1 VIOLATES, 3 INCONCLUSIVE, 2 unusable input or usage, 5 out of memory or a lost Dask worker
+(one line on stderr).
 """
 from __future__ import annotations
 
@@ -46,9 +47,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="focus on key K: only its findings, and its full history in mermaid "
                    "(repeatable)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report here (atomically)")
+    least = pool.DEFAULT_SHARD_MIN_BYTES if pool.SHARD_MIN_BYTES is None else pool.SHARD_MIN_BYTES
     p.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="check large logs (regular files of at least "
-                   f"{pool.SHARD_MIN_BYTES >> 20} MiB) in N processes, sharded by key; 1 "
+                   f"{least >> 20} MiB) in N processes, sharded by key; 1 "
                    f"checks in this one (default: the cores available, {pool.cores()}); the "
                    "report is the same")
     p.add_argument("--engine", choices=("local", "dask"), default="local",
@@ -71,8 +73,8 @@ def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdi
     `engine` "dask", in `jobs` shards on a Dask cluster (`scheduler`'s, or a local one):
     the same report."""
     check_paths(paths, max_line_bytes)
-    if jobs < 1:
-        raise UsageError(f"--jobs {jobs}: use at least 1 (1 checks in this process)")
+    if not 1 <= jobs <= pool.MAX_JOBS:
+        raise UsageError(f"--jobs {jobs}: use 1 to {pool.MAX_JOBS} (1 checks in this process)")
     if scheduler and engine != "dask":
         raise UsageError("--scheduler is for --engine dask")
     if engine == "dask":

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import math
 import os
 import platform
 import sys
@@ -40,6 +41,7 @@ ENGINES = ("auto", "native", "python")
 FLAGS = ("-O1", "-shared", "-fPIC", "-w")   # -O2 runs no faster and compiles 2x slower
 ABI = 3
 QUICK_STATES = 10_000     # 'auto': instances this small stay with the Python engine
+MAX_STATES = (1 << 64) - 1   # tc_explore's max_states is a uint64_t
 _STOPS = {3: "interrupted", 5: "native engine capacity (2^32 states or edges) reached", 6: EARLY}
 STOP_EARLY = 6
 _loaded: dict[str, tuple] = {}    # cache key -> (library or None, why not)
@@ -145,6 +147,21 @@ def _build_and_load(key: str, source: str, cc: list[str]) -> tuple[Optional[ctyp
 
 
 # ----- running ----------------------------------------------------------------------------
+def check_limits(max_states, timeout) -> None:
+    """Refuse a limit the C engine's arguments cannot hold (a UsageError naming the range),
+    before any search: a uint64_t would wrap 2**64 + 1000 states to 1,000.
+
+    >>> check_limits(2 ** 64 + 1000, 0.0)
+    Traceback (most recent call last):
+    ...
+    toolcommit.model.errors.UsageError: --max-states 18446744073709552616: use 0 (no limit) to 18446744073709551615
+    """
+    if type(max_states) is not int or not 0 <= max_states <= MAX_STATES:
+        raise UsageError(f"--max-states {max_states}: use 0 (no limit) to {MAX_STATES}")
+    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout >= 0):
+        raise UsageError(f"--timeout {timeout}: use a number of seconds >= 0 (0: no limit)")
+
+
 def explore_native(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool = True,
                    progress: Optional[Callable[[dict], None]] = None, measure_memory: bool = False,
                    lib: Optional[ctypes.CDLL] = None, stop: Optional[StopWhen] = None
@@ -155,6 +172,7 @@ def explore_native(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph
     when the search runs out of memory, and re-raises an exception (KeyboardInterrupt)
     raised while it ran.
     """
+    check_limits(max_states, timeout)
     if lib is None:
         lib, why = library(c)
         if lib is None:
@@ -273,6 +291,7 @@ def explore_any(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: b
     engine goes on and the result's `engine_note` says why.
     """
     want = engine_choice(engine)
+    check_limits(max_states, timeout)     # the same range for either engine
     if want == "python":
         return explore(c, max_states, timeout, graph=graph, progress=progress, stop=stop)
     if want == "auto":
