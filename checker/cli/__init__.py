@@ -50,7 +50,9 @@ def main(argv=None) -> int:
         args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         with guarded_stdout():   # a failed write to stdout is an OutputError: exit 2, one line
-            return args.run(args)
+            code = args.run(args)
+        _build_notes()
+        return code
     except InternalError as e:
         print(f"toolcommit: internal error (a bug in toolcommit, please report): {e}", file=sys.stderr)
         return 4
@@ -67,6 +69,13 @@ def main(argv=None) -> int:
 
 
 EXIT_RESOURCE = 5
+
+
+def _build_notes() -> None:
+    """Say on stderr why compiled code was not taken from its cache (`cbuild.NOTES`)."""
+    from toolcommit.checker import cbuild
+    for note in cbuild.NOTES:
+        print(f"toolcommit: note: {note}", file=sys.stderr)
 
 
 def _out_of(e: BaseException) -> int:

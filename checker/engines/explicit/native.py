@@ -6,7 +6,8 @@ every shipped instance and compares them field by field). The C source comes fro
 `native_c`; it is compiled with the machine's C compiler (`$CC`, else `cc`, `gcc` or
 `clang`) on first use into a cache directory keyed by the hash of the source and the
 compiler, written atomically (a temporary file renamed into place), so two processes
-can race. No new Python dependency: ctypes loads the library.
+can race, and loaded only once checked (`toolcommit.checker.cbuild`: owner, mode and
+hash). No new Python dependency: ctypes loads the library.
 
 `explore_any` is the one entry point callers use. By default ('auto') an instance past
 `QUICK_STATES` states is explored natively, a smaller one by the Python engine (it is done
@@ -30,7 +31,7 @@ from typing import Callable, Optional
 
 from toolcommit.model.errors import UsageError
 
-from toolcommit.checker.cbuild import cache_dir, compile_atomic, compiler, touch
+from toolcommit.checker.cbuild import cache_dir, compiler, verified
 
 from toolcommit.checker.engines.explicit.codegen import Compiled
 from toolcommit.checker.engines.explicit.explore import (EARLY, Exploration, StopWhen,
@@ -125,24 +126,24 @@ def library(c: Compiled) -> tuple[Optional[ctypes.CDLL], str]:
 
 
 def _build_and_load(key: str, source: str, cc: list[str]) -> tuple[Optional[ctypes.CDLL], str]:
-    folder = cache_dir()
-    target = folder / f"engine-{key}.so"
-    if not target.exists():
-        why = compile_atomic(folder, target, source, cc, FLAGS)
-        if why:
+    """Load the engine from the cache (`cbuild.verified`: only a checked file of this user,
+    built again when absent or refused)."""
+    target = cache_dir() / f"engine-{key}.so"
+    with verified(target, source, cc, FLAGS) as (path, why):
+        if path is None:
             return None, why
-    try:
-        lib = ctypes.CDLL(str(target))
-        touch(target)
-        if lib.tc_abi() != ABI:
-            return None, f"{target} is from another version of the engine"
-    except (OSError, AttributeError) as e:
-        return None, f"cannot load {target}: {e}"
-    lib.tc_explore.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_double,
-                               ctypes.c_int, _TICK, ctypes.POINTER(_Stop), ctypes.POINTER(_Out)]
-    lib.tc_explore.restype = ctypes.c_int
-    lib.tc_free.argtypes = [ctypes.c_void_p]
-    lib.tc_free.restype = None
+        try:
+            lib = ctypes.CDLL(path)
+            if lib.tc_abi() != ABI:
+                return None, f"{target} is from another version of the engine"
+            lib.tc_explore.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
+                                       ctypes.c_double, ctypes.c_int, _TICK,
+                                       ctypes.POINTER(_Stop), ctypes.POINTER(_Out)]
+            lib.tc_explore.restype = ctypes.c_int
+            lib.tc_free.argtypes = [ctypes.c_void_p]
+            lib.tc_free.restype = None
+        except (OSError, AttributeError) as e:     # a symbol missing is not the engine
+            return None, f"cannot load {target}: {e}"
     return lib, ""
 
 
