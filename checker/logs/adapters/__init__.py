@@ -26,6 +26,7 @@ from toolcommit.checker.logs.adapters import capability, langgraph, ledger, otel
 from toolcommit.checker.logs.adapters.docs import long_line, names as unique_names
 from toolcommit.checker.logs.adapters.rules import Rules
 from toolcommit.checker.logs.conformance import Conformance, EventError
+from toolcommit.checker.logs.events import problem
 from toolcommit.checker.logs.report import LogVerdict
 from toolcommit.checker.logs.typed import from_dict
 
@@ -168,8 +169,15 @@ def _no_calls(found) -> str:
 
 
 def _conformance(placed, names):
+    """The core's report on the derived events; an event the log contract refuses (a
+    trace value of the wrong type: a call id that is a number, say) is an `InputError` at
+    the trace line it came from."""
     checker = Conformance(names)
     for p in placed:
+        why = problem(p.event)
+        if why:
+            raise InputError(f"this call does not fit the log contract ({why}); the trace "
+                             "holds a value of the wrong type here", names[p.file_index], p.line)
         try:
             checker.feed(from_dict(p.event), p.file_index, p.line)
         except EventError as e:

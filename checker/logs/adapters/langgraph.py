@@ -117,13 +117,25 @@ def uuid7(run_id) -> Optional[int]:
     return u.int if u.version == 7 else None
 
 
+def _cid(v) -> Optional[str]:
+    """A tool call id: a string (a number is written as one), None when absent;
+    `ValueError` for any other value (the caller adds file:line)."""
+    if v is None or v == "":
+        return None
+    if isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool)):
+        return str(v)
+    raise ValueError(f"a tool_call_id must be a string, not {type(v).__name__}")
+
+
 class _Run:
     def __init__(self, ev: dict, fi: int, line: int, writer: str, rid: str):
         data = ev.get("data") or {}
         self.rid, self.time = rid, uuid7(rid) if rid else None
-        self.args, self.call_id = _input(data)
+        self.args, cid = _input(data)
         meta = ev.get("metadata") or {}
-        self.call_id = self.call_id or meta.get("tool_call_id")
+        if not isinstance(meta, dict):
+            raise TypeError("metadata must be an object")
+        self.call_id = _cid(cid) or _cid(meta.get("tool_call_id"))
         self.ev, self.meta, self.fi, self.line, self.writer = ev, meta, fi, line, writer
         self.outcome, self.error, self.end_line, self.result = OPEN, "", 0, None
 
@@ -133,11 +145,11 @@ class _Run:
         if ev["event"] == "on_tool_error":
             self.outcome = ERROR
             self.error = _error_text(data.get("error"))
-            self.call_id = data.get("tool_call_id") or self.call_id
+            self.call_id = _cid(data.get("tool_call_id")) or self.call_id
         else:
             out = data.get("output")
             self.result = out
-            self.call_id = _message_field(out, "tool_call_id") or self.call_id
+            self.call_id = _cid(_message_field(out, "tool_call_id")) or self.call_id
             failed = _message_field(out, "status") == "error"
             self.outcome = ERROR if failed else OK
             self.error = "the tool returned an error message" if failed else ""
@@ -242,7 +254,8 @@ def emitted_calls(path: str) -> list[dict]:
             tcs = v.get("tool_calls")
             if isinstance(tcs, list):
                 for tc in tcs:
-                    if isinstance(tc, dict) and tc.get("id") and tc["id"] not in seen:
+                    if isinstance(tc, dict) and isinstance(tc.get("id"), str) \
+                            and tc["id"] and tc["id"] not in seen:    # other ids match nothing
                         seen[tc["id"]] = tc
             for x in v.values():
                 walk(x, depth + 1)
@@ -305,7 +318,8 @@ def read(paths, first_index: int = 0, checkpoints=(),
 
 def _call(r: _Run) -> Call:
     meta, ev = r.meta, r.ev
-    parents = ev.get("parent_ids") or []
+    parents = ev.get("parent_ids")
+    parents = [str(x) for x in parents] if isinstance(parents, list) else []
     ident = f"run {r.rid}" if r.rid else f"run at {r.writer}:{r.line}"
     root = parents[0] if parents else (r.rid or ident)
     view = {"tool": ev.get("name", ""), "call_id": r.call_id, "args": r.args,

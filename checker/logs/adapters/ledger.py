@@ -105,37 +105,52 @@ def _items(value, pages: list):
             yield value
 
 
+def _name(v, field: str) -> Optional[str]:
+    """An id or name field as text (a string, or a number written as one); None when
+    absent; `ValueError` naming the field for any other value."""
+    if v is None or v == "":
+        return None
+    if isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool)):
+        return str(v)
+    raise ValueError(f"{field} must be a string, not {json.dumps(v)[:40]}")
+
+
 def _entry(rec: dict, fi: int, line: int, path: str) -> Optional[Entry]:
+    """The effect of one record; `ValueError` (the caller adds file:line) on a field of the
+    wrong type."""
     if rec.get("object") == "event":
         req = rec.get("request") or {}
         if not isinstance(req, dict) or not req.get("id"):
             return None                    # raised by Stripe itself, not by a request
-        obj = (rec.get("data") or {}).get("object") or {}
-        return Entry("stripe", req.get("idempotency_key"), effect_id=req["id"],
+        data = rec.get("data")
+        obj = data.get("object") if isinstance(data, dict) else None
+        return Entry("stripe", _name(req.get("idempotency_key"), "request.idempotency_key"),
+                     effect_id=_name(req["id"], "request.id"),
                      args=obj if isinstance(obj, dict) else None, file_index=fi, line=line)
     rec = {k: _dynamo(v) for k, v in rec.items()}
     if rec.get("status") in POWERTOOLS and "id" in rec:
-        return Entry("powertools", str(rec["id"]), effect_id=str(rec["id"]),
-                     status=rec["status"], file_index=fi, line=line)
+        rid = _name(rec["id"], "id") or ""
+        return Entry("powertools", rid, effect_id=rid, status=rec["status"], file_index=fi,
+                     line=line)
     args = rec.get("args")
     if isinstance(args, str):
         try:
             args = json.loads(args)
         except (ValueError, RecursionError):
-            raise InputError("args is not a JSON object", path, line) from None
+            raise ValueError("args is not a JSON object") from None
         if not shallow(args):
-            raise InputError("args nest too deep", path, line)
+            raise ValueError("args nest too deep")
     if args is not None and not isinstance(args, dict):
-        raise InputError("args must be a JSON object", path, line)
+        raise ValueError("args must be a JSON object")
     kind = rec.get("kind") or "apply"
     if kind not in ("apply", "compensate"):
-        raise InputError(f"kind {kind!r}: use apply or compensate", path, line)
-    idem = rec.get("idempotency_key")
-    if not idem and not (rec.get("tool") and args is not None):
-        raise InputError("a ledger line needs an idempotency_key, or a tool and its args "
-                         "(to join by canonical intent)", path, line)
-    return Entry("plain", str(idem) if idem else None, tool=rec.get("tool"), args=args,
-                 scope=rec.get("scope"), effect_id=rec.get("effect_id"), kind=kind,
+        raise ValueError(f"kind {json.dumps(kind)[:40]}: use apply or compensate")
+    idem, tool = _name(rec.get("idempotency_key"), "idempotency_key"), _name(rec.get("tool"), "tool")
+    if not idem and not (tool and args is not None):
+        raise ValueError("a ledger line needs an idempotency_key, or a tool and its args "
+                         "(to join by canonical intent)")
+    return Entry("plain", idem, tool=tool, args=args, scope=_name(rec.get("scope"), "scope"),
+                 effect_id=_name(rec.get("effect_id"), "effect_id"), kind=kind,
                  file_index=fi, line=line)
 
 
@@ -149,7 +164,10 @@ def _line(lines: Lines, rec, at: int) -> int:
     document's first line."""
     rid = rec.get("id") if isinstance(rec, dict) else None
     if isinstance(rid, dict):                # a DynamoDB descriptor
-        rid = _dynamo(rid)
+        try:
+            rid = _dynamo(rid)
+        except ValueError:                   # `read` says so, at the document's line
+            rid = None
     return lines.of(json.dumps(rid), at) if isinstance(rid, str) else lines.at(at)
 
 

@@ -91,6 +91,13 @@ class Span(dict):
 _ERROR_CODES = (2, "2", "STATUS_CODE_ERROR", "ERROR", "StatusCode.ERROR")
 
 
+def _ident(v, field: str) -> str:
+    """A trace or span id: a string (absent is ''); `ValueError` for any other value."""
+    if v is None or isinstance(v, str):
+        return v or ""
+    raise ValueError(f"{field} must be a string")
+
+
 def _otlp_spans(doc: dict) -> Iterator[Span]:
     for rs in _g(doc, "resourceSpans", "resource_spans", []) or []:
         resource = kv_list((rs.get("resource") or {}).get("attributes"))
@@ -99,8 +106,9 @@ def _otlp_spans(doc: dict) -> Iterator[Span]:
         for ss in scopes:
             for s in ss.get("spans") or []:
                 status = s.get("status") or {}
-                yield Span(name=s.get("name", ""), trace_id=_g(s, "traceId", "trace_id", ""),
-                           span_id=_g(s, "spanId", "span_id", ""),
+                yield Span(name=s.get("name", ""),
+                           trace_id=_ident(_g(s, "traceId", "trace_id", ""), "traceId"),
+                           span_id=_ident(_g(s, "spanId", "span_id", ""), "spanId"),
                            start=int(_g(s, "startTimeUnixNano", "start_time_unix_nano", 0)),
                            attributes=kv_list(s.get("attributes")),
                            events=[(e.get("name"), kv_list(e.get("attributes")))
@@ -119,8 +127,8 @@ def _iso_ns(text) -> int:
 def _console_span(doc: dict) -> Span:
     ctx = doc.get("context") or {}
     status = doc.get("status") or {}
-    return Span(name=doc.get("name", ""), trace_id=ctx.get("trace_id", ""),
-                span_id=ctx.get("span_id", ""), start=_iso_ns(doc.get("start_time")),
+    return Span(name=doc.get("name", ""), trace_id=_ident(ctx.get("trace_id"), "trace_id"),
+                span_id=_ident(ctx.get("span_id"), "span_id"), start=_iso_ns(doc.get("start_time")),
                 attributes=dict(doc.get("attributes") or {}),
                 events=[(e.get("name"), dict(e.get("attributes") or {}))
                         for e in doc.get("events") or ()],
@@ -278,7 +286,7 @@ def read(paths, first_index: int = 0) -> tuple[list[Call], list[str]]:
         for value, at in documents(text, path):
             try:
                 got = list(spans(value))
-            except (ValueError, TypeError, AttributeError, KeyError) as e:
+            except (ValueError, TypeError, AttributeError, KeyError, OverflowError) as e:
                 raise InputError(f"not an OpenTelemetry span export ({type(e).__name__}: "
                                  f"{e})", path, lines.at(at)) from None
             for s in got:
