@@ -64,3 +64,12 @@ def test_a_full_disk_is_a_store_error_and_the_decision_is_not_written(tmp_path):
     events = log.store._db.execute("SELECT count(*) FROM tc_events").fetchone()[0]
     assert events == 2 * len(written)          # each decision whole (proposal + RECORDED) or not
     log.close()
+
+
+def test_a_400_digit_integer_in_a_proposal_is_a_one_line_error_not_an_overflow(tmp_path):
+    from toolcommit.runtime import IntentLogError
+    log = IntentLog.sqlite(str(tmp_path / "intents.db"), "w1")
+    with pytest.raises(IntentLogError, match="args.amount: an integer beyond the float range"):
+        log.propose("c1", "refund", {"amount": 10 ** 400}, "u1")
+    assert log.events() == []                # nothing decided, nothing written
+    log.close()
