@@ -74,8 +74,8 @@ EXIT_RESOURCE = 5
 def _build_notes() -> None:
     """Say on stderr why compiled code was not taken from its cache (`cbuild.NOTES`)."""
     from toolcommit.checker import cbuild
-    for note in cbuild.NOTES:
-        print(f"toolcommit: note: {note}", file=sys.stderr)
+    while cbuild.NOTES:        # said once: a later command in this process has its own
+        print(f"toolcommit: note: {cbuild.NOTES.pop(0)}", file=sys.stderr)
 
 
 def _out_of(e: BaseException) -> int:

@@ -63,6 +63,12 @@ SOURCE = "int tc_answer(void) { return 42; }\n"
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 
 
+@pytest.fixture(autouse=True)
+def own_notes(monkeypatch):
+    """Each test's notes are its own (they would be printed by a later command)."""
+    monkeypatch.setattr(cbuild, "NOTES", [])
+
+
 def load(target):
     with cbuild.verified(target, SOURCE, cbuild.compiler(), ["-shared", "-fPIC"]) as (p, why):
         assert p is not None, why
