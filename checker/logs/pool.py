@@ -21,8 +21,8 @@ from typing import Sequence
 
 from toolcommit.model.errors import InternalError, ResourceError, ToolcommitError, UsageError
 
-from toolcommit.checker.logs.children import child_start, held_signals
 from toolcommit.checker.logs import lane
+from toolcommit.checker.logs.children import child_start, held_signals
 from toolcommit.checker.logs.merge import merge
 from toolcommit.checker.logs.report import Report
 from toolcommit.checker.logs.shards import Part, Shard, changed, coordinate

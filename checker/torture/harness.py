@@ -337,7 +337,7 @@ class Run:
             os.close(self.w_ctl)
         except (OSError, AttributeError):
             pass
-        pids = [self.pgid] + [w.pid for w in self.workers.values() if w.pid]
+        pids = [p for p in [self.pgid] + [w.pid for w in self.workers.values()] if p]
         for pid in pids:
             try:
                 os.waitpid(pid, 0)

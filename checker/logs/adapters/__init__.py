@@ -144,21 +144,26 @@ def check_trace(source: str, paths: Sequence[str], rules: Rules = Rules(),
         placed += joined.effects
         notes += joined.notes
         partial = got.partial
-        if kept and not joined.effects:
-            missing.append(f"no effect of the ledger joins a call of this trace ({len(got.entries)} "
-                           "read; by idempotency key or canonical intent): what the provider "
-                           "applied was not counted")
-        missing += partial
+        missing += _ledger_missing(kept, joined, got)
     report = _conformance(placed, names)
-    if missing and report.verdict is LogVerdict.CONFORMS:
+    if missing and report.verdict is LogVerdict.CONFORMS:   # a violation found stands
         report = replace(report, verdict=LogVerdict.INCONCLUSIVE)
-    args_recorded = all(c.args is not None for c in kept)
     effects = sum(p.event["type"] == "effect" for p in placed)
     stats = {"tool_calls": len(found), "effectful_calls": len(kept),
              "call_ids": len({c.key for c in kept}), "effects_joined": effects}
-    judged = capability.judged(source, effects > 0, args_recorded, calls=len(kept),
-                               partial_ledger=bool(partial))
+    judged = capability.judged(source, effects > 0, all(c.args is not None for c in kept),
+                               calls=len(kept), partial_ledger=bool(partial))
     return TraceReport(source, report, judged, notes, placed, stats, missing)
+
+
+def _ledger_missing(kept, joined, got) -> list[str]:
+    """What the ledger left unjudged: no effect joined a call, or pages not given."""
+    out = []
+    if kept and not joined.effects:
+        out.append(f"no effect of the ledger joins a call of this trace ({len(got.entries)} "
+                   "read; by idempotency key or canonical intent): what the provider applied "
+                   "was not counted")
+    return out + got.partial
 
 
 def _no_calls(found) -> str:
