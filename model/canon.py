@@ -18,7 +18,8 @@ A canonical form is the compact JSON array ``[tool, scope, args]`` after these r
 3. Numbers: a float with an integral value within +-2**53 becomes that integer (``20.0`` ->
    ``20``, ``-0.0`` -> ``0``); an integer beyond +-2**53 becomes a float, because JSON
    decoders disagree about such integers; other floats keep Python's shortest round-trip
-   form (``repr``). NaN and infinities are an error. Booleans stay booleans (``true`` is
+   form (``repr``). NaN and infinities are an error, and so is an integer beyond the
+   float range (about +-1.8e308), which no float holds. Booleans stay booleans (``true`` is
    not ``1``). Numbers inside strings are strings: ``"20.00"`` is not ``20``.
 4. Arrays keep their order. ``null`` stays ``null``.
 5. Values nested deeper than `MAX_DEPTH` are an error (hostile input).
@@ -57,6 +58,23 @@ try:  # optional: a C fast path for calls whose v1 form is their plain sorted JS
 except ImportError:  # pragma: no cover - depends on the machine
     _dumps, _SORT = None, 0
 
+
+def memory_limited() -> bool:
+    """True when this process runs under an address-space or data limit (``ulimit -v`` /
+    ``-d``). Only such a limit makes an allocation fail rather than the kernel's OOM killer
+    end the process, and orjson (3.x) crashes with SIGSEGV when one fails, where the
+    standard library raises MemoryError: under a limit, orjson is not used."""
+    try:
+        import resource
+        return any(resource.getrlimit(r)[0] != resource.RLIM_INFINITY
+                   for r in (resource.RLIMIT_AS, resource.RLIMIT_DATA))
+    except (ImportError, AttributeError, OSError, ValueError):  # pragma: no cover - not Unix
+        return False
+
+
+if memory_limited():   # then the full canonicalizer runs, as without orjson: same digests
+    _dumps = None
+
 MAX_DEPTH = 64
 _EXACT = 2 ** 53
 
@@ -85,7 +103,11 @@ def _number(v) -> str:
     if type(v) is int:
         if -_EXACT <= v <= _EXACT:
             return str(v)
-        v = float(v)
+        try:
+            v = float(v)
+        except OverflowError:
+            raise _Fail("an integer beyond the float range (about 1.8e308) has no canonical "
+                        "form") from None
     if not math.isfinite(v):
         raise _Fail("NaN or infinity has no canonical form")
     if v.is_integer() and -_EXACT <= v <= _EXACT:

@@ -2,7 +2,8 @@
 
 Every error the user can cause is a `ToolcommitError`; the CLI prints its message on one
 line and exits 2. An `InternalError` is a bug in toolcommit (for example, two engines that
-disagree) and is never shown as a verification result.
+disagree) and is never shown as a verification result. A `ResourceError` (and Python's
+`MemoryError`) is a run the machine could not finish: exit 5, never a verdict.
 """
 
 
@@ -25,6 +26,11 @@ class InputError(ToolcommitError):
 
 class InternalError(ToolcommitError):
     """A bug in toolcommit, such as a counterexample that does not replay."""
+
+
+class ResourceError(ToolcommitError):
+    """The run could not finish for want of a resource (memory, a cluster worker that was
+    lost): says which and what to do. Nothing was judged."""
 
 
 class OutputError(ToolcommitError):

@@ -2,7 +2,8 @@
 
 Each subcommand lives in `cli/<name>.py` with `add_parser(subparsers)` and `run(args) -> int`.
 Exit codes: 0 holds / conforms, 1 violated, 3 unknown / inconclusive, 2 bad usage or input,
-or output that cannot be written (one line on stderr, never a traceback).
+or output that cannot be written, 4 an internal error (a bug), 5 out of memory or a lost
+cluster worker (nothing was judged); each error is one line on stderr, never a traceback.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from toolcommit.model.errors import InternalError, ToolcommitError
+from toolcommit.model.errors import InternalError, ResourceError, ToolcommitError
 from toolcommit.checker.output import guarded_stdout
 
 COMMANDS = ("spec", "check", "prove", "validate", "ask", "design", "torture")
@@ -49,10 +50,14 @@ def main(argv=None) -> int:
         args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         with guarded_stdout():   # a failed write to stdout is an OutputError: exit 2, one line
-            return args.run(args)
+            code = args.run(args)
+        _build_notes()
+        return code
     except InternalError as e:
         print(f"toolcommit: internal error (a bug in toolcommit, please report): {e}", file=sys.stderr)
         return 4
+    except (ResourceError, MemoryError) as e:
+        return _out_of(e)
     except ToolcommitError as e:
         print(f"toolcommit: {e}", file=sys.stderr)
         return 2
@@ -61,5 +66,26 @@ def main(argv=None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+
+
+EXIT_RESOURCE = 5
+
+
+def _build_notes() -> None:
+    """Say on stderr why compiled code was not taken from its cache (`cbuild.NOTES`)."""
+    from toolcommit.checker import cbuild
+    while cbuild.NOTES:        # said once: a later command in this process has its own
+        print(f"toolcommit: note: {cbuild.NOTES.pop(0)}", file=sys.stderr)
+
+
+def _out_of(e: BaseException) -> int:
+    """One line for a run the machine could not finish (exit 5: nothing was judged)."""
+    if isinstance(e, MemoryError):
+        why = f": {e}" if str(e) else ""
+        e = f"out of memory{why}; nothing was judged: give the command more memory, or " \
+            "bound it (check: --max-states or smaller --bounds; validate: --engine dask spreads " \
+            "the intents over more machines)"
+    print(f"toolcommit: {e}", file=sys.stderr)
+    return EXIT_RESOURCE
 
 

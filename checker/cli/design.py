@@ -76,8 +76,9 @@ def run(args) -> int:
     if args.max_states < 0:
         raise UsageError(f"--max-states {args.max_states}: give 0 (no limit) or a positive number")
     if not args.timeout >= 0 or args.timeout == float("inf"):
-        raise UsageError(f"--timeout {args.timeout:g}: give seconds, 0 for no limit")
+        raise UsageError(f"--timeout must be a number of seconds >= 0 (0: no limit), not {args.timeout:g}")
     names = list(dict.fromkeys(args.instance or suite_names()))
+    Limits(args.max_states, args.timeout)    # both range-checked before any search
     s = synthesize(args.env, names, args.property, Limits(args.max_states, 0.0), args.timeout,
                    _Progress(), parse_settings(args.set))
     if args.write and s.status is Status.HOLDS:

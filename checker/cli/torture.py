@@ -1,7 +1,9 @@
 """`toolcommit torture`: seeded runs of a runtime under real crashes and network faults.
 
 Exit codes: 0 every run's log CONFORMS, 1 a run VIOLATES, 3 a run was inconclusive, stuck
-or failed, 2 bad usage (one line on stderr).
+or failed, 2 bad usage (one line on stderr). SIGINT and SIGTERM stop the campaign after
+its processes are ended and its run folders removed (130 for Ctrl-C; SIGTERM ends it by
+that signal).
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import sys
 
 from toolcommit.model.errors import UsageError
 
+from toolcommit.checker.interrupts import Interrupts
 from toolcommit.checker.torture.provider import PROFILES
 
 MAX_RUNS = 100_000
@@ -85,13 +88,15 @@ def run(args) -> int:
         if not args.quiet:
             sys.stderr.write("." if r.clean else "x")
             sys.stderr.flush()
-    if args.itf:
-        from toolcommit.checker.torture.itf import replay
-        campaign = replay(args.itf, args.runtime, args.profile, args.store, args.dsn, args.keep)
-    else:
-        campaign = torture(args.runs, args.seed, args.runtime, args.profile or "fenced",
-                           args.store,
-                           args.dsn, args.workers, args.jobs, args.keep, args.keep_going, dot)
+    with Interrupts():     # a signal unwinds the runs' cleanups, then takes its effect
+        if args.itf:
+            from toolcommit.checker.torture.itf import replay
+            campaign = replay(args.itf, args.runtime, args.profile, args.store, args.dsn,
+                              args.keep)
+        else:
+            campaign = torture(args.runs, args.seed, args.runtime, args.profile or "fenced",
+                               args.store, args.dsn, args.workers, args.jobs, args.keep,
+                               args.keep_going, dot)
     if not args.quiet:
         sys.stderr.write("\n")
     sys.stdout.write(render(campaign))

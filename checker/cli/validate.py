@@ -4,7 +4,8 @@ Reads JSON Lines logs (files, ``-`` for stdin, plain or gzip), streams them thro
 conformance core and prints the verdict with its findings. Large files are checked by
 ``--jobs`` processes sharded by key (`toolcommit.checker.logs.pool`), or on a Dask
 cluster with ``--engine dask`` (`toolcommit.checker.logs.cluster`): the same report. Exit codes: 0 CONFORMS,
-1 VIOLATES, 3 INCONCLUSIVE, 2 unusable input or usage (one line on stderr).
+1 VIOLATES, 3 INCONCLUSIVE, 2 unusable input or usage, 5 out of memory or a lost Dask worker
+(one line on stderr).
 """
 from __future__ import annotations
 
@@ -40,15 +41,17 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="log files (plain or gzip; '-' reads stdin); one writer may span files")
     p.add_argument("--format", choices=sorted(RENDERERS), default="text",
                    help="text (explanations), json, or mermaid (sequence diagrams)")
-    p.add_argument("--max-line-bytes", type=int, default=DEFAULT_MAX_LINE_BYTES, metavar="N",
-                   help=f"reject longer lines (default {DEFAULT_MAX_LINE_BYTES})")
+    p.add_argument("--max-line-bytes", type=int, default=None, metavar="N",
+                   help=f"reject longer lines (default {DEFAULT_MAX_LINE_BYTES}; with --from, "
+                   "no limit unless given)")
     p.add_argument("--key", action="append", default=[], metavar="K",
                    help="focus on key K: only its findings, and its full history in mermaid "
                    "(repeatable)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report here (atomically)")
+    least = pool.DEFAULT_SHARD_MIN_BYTES if pool.SHARD_MIN_BYTES is None else pool.SHARD_MIN_BYTES
     p.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="check large logs (regular files of at least "
-                   f"{pool.SHARD_MIN_BYTES >> 20} MiB) in N processes, sharded by key; 1 "
+                   f"{least >> 20} MiB) in N processes, sharded by key; 1 "
                    f"checks in this one (default: the cores available, {pool.cores()}); the "
                    "report is the same")
     p.add_argument("--engine", choices=("local", "dask"), default="local",
@@ -72,8 +75,8 @@ def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdi
     the same report. `joined`: (ledger files, effect events as `calls.Placed`) to check
     after the logs, in this process (`adapters.intentlog.join`)."""
     check_paths(paths, max_line_bytes)
-    if jobs < 1:
-        raise UsageError(f"--jobs {jobs}: use at least 1 (1 checks in this process)")
+    if not 1 <= jobs <= pool.MAX_JOBS:
+        raise UsageError(f"--jobs {jobs}: use 1 to {pool.MAX_JOBS} (1 checks in this process)")
     if scheduler and engine != "dask":
         raise UsageError("--scheduler is for --engine dask")
     if engine == "dask":
@@ -134,8 +137,9 @@ def _join_ledgers(args):
     if args.jobs not in (None, 1):
         raise UsageError(f"--jobs {args.jobs}: with --ledger the log is checked in this "
                          "process; drop --jobs (or --jobs 1)")
-    check_paths(args.logs, args.max_line_bytes)
-    return intentlog.join(args.logs, args.ledger, args.max_line_bytes)
+    limit = DEFAULT_MAX_LINE_BYTES if args.max_line_bytes is None else args.max_line_bytes
+    check_paths(args.logs, limit)
+    return intentlog.join(args.logs, args.ledger, limit)
 
 
 def _check_focus(focus, keys) -> None:
@@ -160,9 +164,10 @@ def run(args) -> int:
         return validate_from.run(args)
     validate_from.refuse_without_source(args)
     jobs = pool.cores() if args.jobs is None else args.jobs
+    limit = DEFAULT_MAX_LINE_BYTES if args.max_line_bytes is None else args.max_line_bytes
     try:
         joined = _join_ledgers(args) if args.ledger else None
-        report = validate(args.logs, args.max_line_bytes, args.key, jobs=jobs,
+        report = validate(args.logs, limit, args.key, jobs=jobs,
                           engine=args.engine, scheduler=args.scheduler,
                           joined=(args.ledger, joined.effects) if joined else None)
     except InputError as e:

@@ -14,6 +14,7 @@ from toolcommit.model.errors import UsageError
 
 from toolcommit.checker.logs.adapters import READERS, check_trace
 from toolcommit.checker.logs.adapters.rules import Rules
+from toolcommit.checker.logs.read import check_paths
 from toolcommit.checker.output import refuse_inputs, write_atomic
 from toolcommit.checker.render.findings import RENDERERS
 
@@ -70,7 +71,8 @@ def render(tr, fmt: str, code: int) -> str:
     if fmt == "json":
         data = json.loads(_plain(report, "json", code))
         data["source"] = {"name": tr.source, "stats": tr.stats,
-                          "judged": [r.to_json() for r in tr.judged], "notes": tr.notes}
+                          "judged": [r.to_json() for r in tr.judged], "missing": tr.missing,
+                          "notes": tr.notes}
         return json.dumps(data, indent=1) + "\n"
     text = _plain(report, fmt, code)
     lead = "%% " if fmt == "mermaid" else ""
@@ -79,6 +81,9 @@ def render(tr, fmt: str, code: int) -> str:
            f"calls, {s['effectful_calls']} effectful under {s['call_ids']} call ids, "
            f"{s['effects_joined']} ledger effects joined):"]
     out += [f"{lead}  {r.line()}" for r in tr.judged]
+    if tr.missing:
+        out.append(f"{lead}Missing, so this run cannot conform:")
+        out += [f"{lead}  {m}" for m in tr.missing]
     if tr.notes:
         out.append(f"{lead}Notes:")
         out += [f"{lead}  {n}" for n in tr.notes]
@@ -119,11 +124,16 @@ def run(args) -> int:
         raise UsageError("--key is for intent logs; with --from, --emit the derived log "
                          "and validate it with --key")
     inputs = [*args.logs, *args.ledger, *args.checkpoints, *args.run_items]
+    if args.emit == "-":
+        raise UsageError("--emit -: give a file name for the derived log (stdout is where "
+                         "the report goes)")
     if args.emit:        # before reading: never over a file it reads
         refuse_inputs(Path(args.emit), inputs, args.emit)
+    if args.max_line_bytes is not None:
+        check_paths(inputs, args.max_line_bytes)
     rules = Rules(args.scope, _effectful(args.effectful), args.idempotency_key)
     tr = check_trace(args.source, args.logs, rules, args.ledger, args.checkpoints,
-                     args.run_items)
+                     args.run_items, args.max_line_bytes)
     if args.emit:
         write_atomic(args.emit, "".join(json.dumps(p.event, separators=(",", ":")) + "\n"
                                         for p in tr.events), inputs=inputs)

@@ -392,10 +392,11 @@ class _Validator:
         for k, val in lim.items():
             counted = k in ("max_states", "bmc_depth")
             if isinstance(val, bool) or not isinstance(val, int if counted else (int, float)) \
-                    or not math.isfinite(val) or val < 0:
-                self.fail(f"limits.{k}", ("must be a whole number >= 0" if counted else
-                                          "must be a finite number of seconds >= 0")
-                          + ", 0 = no limit" + (f", got {val!r}" if isinstance(val, (int, float)) else ""))
+                    or (isinstance(val, float) and not math.isfinite(val)) or val < 0 \
+                    or val > 10 ** 12:
+                self.fail(f"limits.{k}", ("must be a whole number from 0 to 10^12" if counted
+                                          else "must be a finite number of seconds, 0 to 10^12")
+                          + ", 0 = no limit" + (f", got {str(val)[:30]}" if isinstance(val, (int, float)) else ""))
         notes = d.get("notes", [])
         if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
             self.fail("notes", "must be a list of strings")

@@ -10,19 +10,29 @@ given (the same mount on every machine), and have toolcommit installed.
 Without a scheduler address a `LocalCluster` on the loopback interface is started for the
 run (one single-threaded worker process per shard) and closed after it. Needs the
 ``distributed`` extra: ``pip install 'toolcommit[distributed]'``.
+
+Every wait has an end: connecting to a scheduler, its handshake included, gives up after
+`CONNECT_S` (something else listening on that port never answers Dask's handshake); while
+the shards run, the workers that hold them are looked at every `POLL_S`, and a worker
+that left the cluster (killed, lost) ends the run with a `ResourceError` (exit 5) instead
+of a wait for an answer that cannot come.
 """
 from __future__ import annotations
 
+import asyncio
+import threading
 from contextlib import contextmanager
 from typing import Iterator, Optional, Sequence
 
-from toolcommit.model.errors import InternalError, UsageError
+from toolcommit.model.errors import InternalError, ResourceError, UsageError
 
 from toolcommit.checker.logs.merge import merge
 from toolcommit.checker.logs.report import Report
 from toolcommit.checker.logs.shards import Part, Shard, changed, coordinate
 
 EXTRA = "pip install 'toolcommit[distributed]'"
+CONNECT_S = 20.0     # seconds to connect to a scheduler, handshake included
+POLL_S = 1.0         # seconds between looks at the workers that hold the shards
 
 
 def _dask():
@@ -40,18 +50,47 @@ def client(scheduler: Optional[str], workers: int) -> Iterator:
     `workers` single-threaded processes (closed on exit)."""
     distributed = _dask()
     if scheduler:
-        try:
-            c = distributed.Client(scheduler, timeout="20s")
-        except (OSError, TimeoutError) as e:
-            raise UsageError(f"--scheduler {scheduler}: cannot connect ({e}); start one "
-                             "with `dask scheduler` or leave --scheduler out") from None
-        with c:
+        with _connect(distributed, scheduler) as c:
             yield c
         return
     with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                   host="127.0.0.1", dashboard_address=None,
                                   silence_logs=40) as cluster, \
             distributed.Client(cluster) as c:
+        yield c
+
+
+@contextmanager
+def _connect(distributed, scheduler: str) -> Iterator:
+    """A client of the scheduler at `scheduler`, connected within `CONNECT_S` seconds or
+    a `UsageError`: distributed's own timeout covers the TCP connect, not the handshake
+    after it, so the connection is made on a thread that is abandoned if it hangs."""
+    try:
+        from distributed.comm import resolve_address
+        resolve_address(scheduler)
+    except Exception as e:  # noqa: BLE001 - distributed's parsers raise several kinds
+        raise UsageError(f"--scheduler {scheduler}: not a scheduler address ({e}); give one "
+                         "such as tcp://10.0.0.5:8786") from None
+    box: dict = {}
+
+    def connect() -> None:     # the client must be the default one: actors find it so
+        try:
+            box["client"] = distributed.Client(scheduler, timeout=f"{CONNECT_S}s")
+        except BaseException as e:  # noqa: BLE001 - handed to the caller below
+            box["error"] = e
+    t = threading.Thread(target=connect, name="toolcommit-dask-connect", daemon=True)
+    t.start()
+    t.join(CONNECT_S + 5)
+    e = box.get("error")
+    if t.is_alive() or isinstance(e, (OSError, TimeoutError, asyncio.TimeoutError)):
+        why = f"cannot connect ({e})" if e else (f"no Dask scheduler answered within "
+                                                f"{CONNECT_S + 5:g} s (something else may "
+                                                "listen there)")
+        raise UsageError(f"--scheduler {scheduler}: {why}; start one with `dask scheduler` "
+                         "or leave --scheduler out")
+    if e is not None:
+        raise e
+    with box["client"] as c:
         yield c
 
 
@@ -77,21 +116,54 @@ def _check(c, paths, max_line_bytes, focus, shards, complete_effects) -> Report:
                         complete_effects, actor=True, workers=[where[i % len(where)]],
                         pure=False)
 
-    every = [f.result() for f in [actor(i) for i in range(shards)]]
+    holders = [where[i % len(where)] for i in range(shards)]
+    every = _results(c, [actor(i) for i in range(shards)], holders)
 
     def call(method: str, args: list) -> list:
-        futures = [getattr(a, method)(*x) for a, x in zip(every, args)]
-        try:
-            return [f.result() for f in futures]
-        except Exception as e:  # noqa: BLE001 - a bug in a shard, or a lost worker
-            raise InternalError(f"a shard of validate failed on the Dask cluster: "
-                                f"{type(e).__name__}: {e}") from None
+        return _results(c, [getattr(a, method)(*x) for a, x in zip(every, args)], holders)
 
     def fixup(keys: set) -> Part:
-        a = actor(0, keys).result()
-        if a.run().result()[0] is not None:   # an error no shard met: the logs changed
+        a = _results(c, [actor(0, keys)], holders[:1])[0]
+        if _results(c, [a.run()], holders[:1])[0][0] is not None:   # the logs changed
             raise changed()
-        return a.finish().result()
+        return _results(c, [a.finish()], holders[:1])[0]
 
     parts, fix = coordinate(call, shards, fixup)
     return merge(parts, fix, focus)
+
+
+def _results(c, futures: list, holders: list) -> list:
+    """The results of `futures` (shard i's on worker ``holders[i]``), in order. Every
+    `POLL_S` without all of them the workers are looked at: one that left the cluster is a
+    `ResourceError`; a shard's own failure is an `InternalError` (a bug)."""
+    out: dict = {}
+    while len(out) < len(futures):
+        for i, f in enumerate(futures):
+            if i in out:
+                continue
+            try:
+                out[i] = f.result(timeout=POLL_S)
+            except (TimeoutError, asyncio.TimeoutError):   # one class since Python 3.11
+                continue
+            except Exception as e:  # noqa: BLE001 - a bug in a shard, or a lost worker
+                _lost(c, holders, i, e)
+                raise InternalError(f"a shard of validate failed on the Dask cluster: "
+                                    f"{type(e).__name__}: {e}") from None
+        if len(out) < len(futures):
+            _lost(c, holders, None, None)
+    return [out[i] for i in range(len(futures))]
+
+
+def _lost(c, holders: list, i, error) -> None:
+    """`ResourceError` if a worker that holds a shard has left the cluster."""
+    try:
+        alive = set(c.scheduler_info()["workers"])
+    except Exception as e:  # noqa: BLE001 - the scheduler itself is gone
+        raise ResourceError(f"the Dask scheduler stopped answering ({type(e).__name__}: "
+                            f"{e}); nothing was judged: run again") from None
+    gone = sorted({w for w in holders if w not in alive})
+    if gone:
+        why = f" ({type(error).__name__}: {error})" if error is not None else ""
+        raise ResourceError(f"the Dask worker {', '.join(gone)} holding a shard left the "
+                            f"cluster (killed or lost){why}; nothing was judged: run again, "
+                            "on workers with enough memory") from None

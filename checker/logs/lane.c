@@ -164,6 +164,21 @@ static PyObject *lane_setup(PyObject *self, PyObject *cfg)
     PyObject *names = cfg_obj(cfg, "types", &err);         /* tuple of 5 type names */
     PyObject *nexts = cfg_obj(cfg, "next", &err);          /* tuple of masks */
     if (err) return NULL;
+    if (!PyTuple_Check(evs) || PyTuple_GET_SIZE(evs) != NEV || !PyTuple_Check(stages)
+        || PyTuple_GET_SIZE(stages) != NEV || !PyTuple_Check(names)
+        || PyTuple_GET_SIZE(names) != NEV || !PyTuple_Check(nexts)) {
+        PyErr_SetString(PyExc_TypeError, "setup: events, stages and types are tuples of 5, "
+                        "next a tuple");
+        return NULL;
+    }
+    for (int t = 0; t < NEV; t++)
+        if (!PyType_Check(PyTuple_GET_ITEM(evs, t))
+            || !PyCallable_Check(PyTuple_GET_ITEM(stages, t))
+            || !PyUnicode_Check(PyTuple_GET_ITEM(names, t))) {
+            PyErr_SetString(PyExc_TypeError, "setup: events are classes, stages callables, "
+                            "types strings");
+            return NULL;
+        }
     for (int t = 0; t < NEV; t++) {
         ev_type[t] = (PyTypeObject *)PyTuple_GetItem(evs, t);
         stage[t] = PyTuple_GetItem(stages, t);
@@ -179,7 +194,10 @@ static PyObject *lane_setup(PyObject *self, PyObject *cfg)
     }
     nstates = PyTuple_Size(nexts);
     if (nstates < 1 || nstates > 16) { PyErr_SetString(PyExc_ValueError, "1 to 16 states"); return NULL; }
-    for (long s = 0; s < nstates; s++) next_mask[s] = PyLong_AsLong(PyTuple_GetItem(nexts, s));
+    for (long s = 0; s < nstates; s++) {
+        next_mask[s] = PyLong_AsLong(PyTuple_GetItem(nexts, s));
+        if (PyErr_Occurred()) return NULL;
+    }
     key_type = (PyTypeObject *)cfg_obj(cfg, "Key", &err);
     intent_type = (PyTypeObject *)cfg_obj(cfg, "Intent", &err);
     writer_type = (PyTypeObject *)cfg_obj(cfg, "Writer", &err);
@@ -212,6 +230,14 @@ static PyObject *lane_setup(PyObject *self, PyObject *cfg)
     PyObject *pack_format = cfg_obj(cfg, "pack_format", &err),
         *edge_format = cfg_obj(cfg, "edge_format", &err);
     if (err) return NULL;
+    /* used as types (tp_alloc) and as a dict (PyDict_GetItemWithError) without checks */
+    if (!PyType_Check(key_type) || !PyType_Check(intent_type) || !PyType_Check(writer_type)
+        || !PyDict_CheckExact(code) || Py_TYPE(key_template) != key_type
+        || Py_TYPE(intent_template) != intent_type) {
+        PyErr_SetString(PyExc_TypeError, "setup: Key, Intent and Writer are classes, the "
+                        "templates their instances, code a dict");
+        return NULL;
+    }
     /* pack() writes Store.pack's record field by field into a buffer sized for this layout */
     int same_layout = PyUnicode_Check(pack_format) && PyUnicode_Check(edge_format)
         && PyUnicode_CompareWithASCIIString(pack_format, "<BBBIIII4Q3qq16s") == 0
@@ -839,8 +865,12 @@ static PyObject *feed(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         if (!PyArg_ParseTuple(args[5], "llOppOO", &route.me, &route.shards, &route.owned,
                               &route.stable, &route.lead, &route.one, &route.skip))
             return NULL;
-        if (route.shards < 1 || (route.owned != Py_None && !PyAnySet_Check(route.owned))) {
-            PyErr_SetString(PyExc_ValueError, "route: shards >= 1, owned a set or None");
+        /* crc32 % (uint32_t)shards and h % shards assume 0 <= me < shards < 2^31 */
+        if (route.shards < 1 || route.shards > 0x7fffffffL || route.me < 0
+            || route.me >= route.shards
+            || (route.owned != Py_None && !PyAnySet_Check(route.owned))) {
+            PyErr_SetString(PyExc_ValueError,
+                            "route: 0 <= me < shards < 2^31, owned a set or None");
             return NULL;
         }
         rt = &route;
@@ -855,6 +885,12 @@ static PyObject *feed(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     long long n_of[NEV] = {0};
     PyObject *result = NULL;
     if (err) goto done;
+    /* the PyDict_* calls below (no type checks of their own) assume the core's tables */
+    if (!PyDict_CheckExact(s.writers) || !PyDict_CheckExact(s.keys)
+        || !PyDict_CheckExact(s.intents) || !PyDict_CheckExact(s.memo)) {
+        PyErr_SetString(PyExc_TypeError, "feed: writers, keys, intents and memo must be dicts");
+        goto done;
+    }
     s.packing = PyObject_IsTrue(packing);
     int within = fi >= 0 && fi < (1LL << 23) && first >= 0
         && first + PyList_GET_SIZE(events) < (1LL << LINE_BITS);

@@ -12,6 +12,7 @@ checks the log alone, only slower.
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -19,7 +20,7 @@ import sysconfig
 from pathlib import Path
 from typing import Optional
 
-from toolcommit.checker.cbuild import cache_dir, compile_atomic, compiler, touch
+from toolcommit.checker.cbuild import cache_dir, compiler, verified
 
 SOURCE = Path(__file__).with_name("lane.c")
 FLAGS = ("-O2", "-shared", "-fPIC", "-w")
@@ -56,23 +57,21 @@ def _build() -> tuple[Optional[object], str]:
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     key = hashlib.sha256("\0".join([source, *cc, *flags, sys.version, suffix]).encode()
                          ).hexdigest()[:32]
-    folder = cache_dir()
-    target = folder / f"lane-{key}{suffix}"
-    if not target.exists():
-        why = compile_atomic(folder, target, source, cc, flags, prefix=".lane-")
-        if why:
+    target = cache_dir() / f"lane-{key}{suffix}"
+    with verified(target, source, cc, flags, prefix=".lane-") as (path, why):
+        if path is None:
             return None, why
-    try:
-        touch(target)
-        spec = importlib.util.spec_from_file_location("tc_lane", target)
-        mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        spec.loader.exec_module(mod)  # type: ignore[union-attr]
-        mod.setup(config())
-        probe = b"toolcommit/canon/v1\n" * 7
-        if mod.sha_check(probe) not in (None, hashlib.sha256(probe).digest()):
-            mod.sha_off()
-    except (ImportError, OSError, TypeError, ValueError, KeyError, AttributeError) as e:
-        return None, f"cannot load {target}: {e}"
+        try:
+            loader = importlib.machinery.ExtensionFileLoader("tc_lane", path)
+            spec = importlib.util.spec_from_file_location("tc_lane", path, loader=loader)
+            mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+            loader.exec_module(mod)
+            mod.setup(config())
+            probe = b"toolcommit/canon/v1\n" * 7
+            if mod.sha_check(probe) not in (None, hashlib.sha256(probe).digest()):
+                mod.sha_off()
+        except (ImportError, OSError, TypeError, ValueError, KeyError, AttributeError) as e:
+            return None, f"cannot load {target}: {e}"
     return mod, ""
 
 

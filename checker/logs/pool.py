@@ -5,6 +5,11 @@ process. The report is the single process's (`toolcommit.checker.logs.merge`).
 Sharding pays only on large logs (each shard reads every line): `validate` uses it for
 regular files of at least `SHARD_MIN_BYTES` in total when it may use more than one core
 (``--jobs``; environment ``TOOLCOMMIT_SHARD_MIN_BYTES`` moves the threshold).
+
+A shard holds only its own end of its own pipe (it closes the parent's ends it inherited
+at the fork) and is killed by the kernel when the calling process dies
+(`toolcommit.checker.logs.children`), so no shard outlives a stopped run. A shard that
+runs out of memory, or is killed, ends the run with exit 5, not as a bug.
 """
 from __future__ import annotations
 
@@ -14,14 +19,29 @@ import stat
 import traceback
 from typing import Sequence
 
-from toolcommit.model.errors import InternalError
+from toolcommit.model.errors import InternalError, ResourceError, ToolcommitError, UsageError
 
 from toolcommit.checker.logs import lane
+from toolcommit.checker.logs.children import child_start, held_signals
 from toolcommit.checker.logs.merge import merge
 from toolcommit.checker.logs.report import Report
 from toolcommit.checker.logs.shards import Part, Shard, changed, coordinate
 
-SHARD_MIN_BYTES = int(os.environ.get("TOOLCOMMIT_SHARD_MIN_BYTES", 32 << 20))
+DEFAULT_SHARD_MIN_BYTES = 32 << 20
+MAX_JOBS = 1024      # shards of one run, on this machine or a cluster
+
+
+def _min_bytes(text: str):
+    """TOOLCOMMIT_SHARD_MIN_BYTES as a whole number of bytes, or None if it is not one."""
+    try:
+        n = int(text)
+    except ValueError:
+        return None
+    return n if n >= 0 else None
+
+
+SHARD_MIN_BYTES = _min_bytes(os.environ.get("TOOLCOMMIT_SHARD_MIN_BYTES",
+                                            str(DEFAULT_SHARD_MIN_BYTES)))
 
 
 def cores() -> int:
@@ -37,6 +57,10 @@ def worth_sharding(paths: Sequence[str], jobs: int) -> bool:
     and a way to fork."""
     if jobs < 2 or "-" in paths or "fork" not in multiprocessing.get_all_start_methods():
         return False
+    if SHARD_MIN_BYTES is None:
+        raise UsageError(f"TOOLCOMMIT_SHARD_MIN_BYTES="
+                         f"{os.environ.get('TOOLCOMMIT_SHARD_MIN_BYTES')}: give a whole number "
+                         f"of bytes (default {DEFAULT_SHARD_MIN_BYTES}), or unset it")
     total = 0
     for p in paths:
         try:
@@ -49,9 +73,20 @@ def worth_sharding(paths: Sequence[str], jobs: int) -> bool:
     return total >= SHARD_MIN_BYTES
 
 
-def _serve(conn, args) -> None:
-    """A shard process: answer calls ``(method, args)`` until ``None``."""
-    shard = Shard(*args)
+OUT_OF_MEMORY = "out of memory"
+
+
+def _serve(conn, args, parent: int, inherited) -> None:
+    """A shard process: answer calls ``(method, args)`` until ``None``. `inherited` are the
+    parent's pipe ends this fork copied: closed, so that only the parent holds them."""
+    child_start(parent)          # a Ctrl-C is the parent's to handle: it ends the shards
+    for c in inherited:
+        c.close()
+    try:
+        shard = Shard(*args)
+    except MemoryError:
+        conn.send((None, OUT_OF_MEMORY))
+        return
     while True:
         msg = conn.recv()
         if msg is None:
@@ -59,6 +94,10 @@ def _serve(conn, args) -> None:
         method, call_args = msg
         try:
             conn.send((True, getattr(shard, method)(*call_args)))
+        except MemoryError:
+            shard = None           # what it held goes, so that the answer can be sent
+            conn.send((None, OUT_OF_MEMORY))
+            return
         except BaseException:  # noqa: BLE001 - a bug in a shard: the parent reports it
             conn.send((False, traceback.format_exc()))
             return
@@ -76,8 +115,9 @@ def check(paths: Sequence[str], max_line_bytes: int, focus: Sequence[str], jobs:
             here, there = ctx.Pipe()
             p = ctx.Process(target=_serve, daemon=True,
                             args=(there, (paths, max_line_bytes, focus, i, jobs, None, False,
-                                          complete_effects)))
-            p.start()
+                                          complete_effects), os.getpid(), [*conns, here]))
+            with held_signals():
+                p.start()
             there.close()
             procs.append(p)
             conns.append(here)
@@ -90,8 +130,9 @@ def check(paths: Sequence[str], max_line_bytes: int, focus: Sequence[str], jobs:
                 try:
                     ok, value = conn.recv()
                 except EOFError:
-                    raise InternalError(f"shard {i} of validate died (exit code "
-                                        f"{procs[i].exitcode}); run with --jobs 1") from None
+                    raise _died(i, procs[i]) from None
+                if ok is None:
+                    raise MemoryError(f"shard {i} of {jobs} ran out of memory")
                 if not ok:
                     raise InternalError(f"shard {i} of validate failed:\n{value}")
                 out.append(value)
@@ -107,12 +148,31 @@ def check(paths: Sequence[str], max_line_bytes: int, focus: Sequence[str], jobs:
         parts, fix = coordinate(call, jobs, fixup)
         return merge(parts, fix, focus)
     finally:
+        _stop(conns, procs)
+
+
+def _died(i: int, proc) -> ToolcommitError:
+    """The error of a shard that ended without answering: killed by a signal (the kernel's
+    OOM killer, most often) is the machine's limit; an exit of its own is a bug."""
+    proc.join(timeout=5)
+    code = proc.exitcode
+    if code is not None and code < 0:
+        return ResourceError(f"shard {i} of validate was killed by signal {-code} (the "
+                             "kernel's out-of-memory killer, or another process); nothing was "
+                             "judged: give it more memory, or run with --jobs 1")
+    return InternalError(f"shard {i} of validate died (exit code {code}); run with --jobs 1")
+
+
+def _stop(conns, procs) -> None:
+    """Tell every shard to stop, and end those that do not within 5 s."""
+    try:
         for conn in conns:
             try:
                 conn.send(None)
             except OSError:
                 pass
             conn.close()
+    finally:
         for p in procs:
             p.join(timeout=5)
             if p.is_alive():

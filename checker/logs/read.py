@@ -37,6 +37,7 @@ import sys
 import zlib
 from typing import BinaryIO, Callable, Iterator, Optional, Sequence
 
+from toolcommit.model.canon import memory_limited
 from toolcommit.model.errors import InputError
 
 from toolcommit.checker.logs import typed
@@ -46,6 +47,8 @@ from toolcommit.checker.logs.typed import from_dict
 try:  # optional: the fastest decoder available
     import orjson as _orjson
 except ImportError:  # pragma: no cover - depends on the machine
+    _orjson = None
+if memory_limited():   # orjson crashes when an allocation fails (`memory_limited`)
     _orjson = None
 
 DEFAULT_MAX_LINE_BYTES = 1 << 20

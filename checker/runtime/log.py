@@ -113,15 +113,18 @@ class IntentLog:
         self._open_writer()
 
     @classmethod
-    def sqlite(cls, path: str, writer: str, synchronous: str = "FULL", **kw) -> "IntentLog":
-        """An intent log in the SQLite file `path` (WAL)."""
-        return cls(SqliteStore(path, synchronous), writer, **kw)
+    def sqlite(cls, path: str, writer: str, synchronous: str = "FULL", adopt: bool = False,
+               **kw) -> "IntentLog":
+        """An intent log in the SQLite file `path` (WAL): a new file, or one holding an
+        intent log; a database holding other tables only with `adopt` (see `SqliteStore`)."""
+        return cls(SqliteStore(path, synchronous, adopt=adopt), writer, **kw)
 
     @classmethod
     def postgres(cls, conninfo: str, writer: str, schema: Optional[str] = None,
-                 **kw) -> "IntentLog":
-        """An intent log in a PostgreSQL database (psycopg 3)."""
-        return cls(PostgresStore(conninfo, schema), writer, **kw)
+                 adopt: bool = False, **kw) -> "IntentLog":
+        """An intent log in a PostgreSQL database (psycopg 3); a schema holding other
+        tables only with `adopt` (see `PostgresStore`)."""
+        return cls(PostgresStore(conninfo, schema, adopt=adopt), writer, **kw)
 
     # ----- the transaction of one decision -------------------------------------------------
     def _decide(self, fn):

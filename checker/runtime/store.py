@@ -126,12 +126,20 @@ class SqliteStore(Store):
         process crash, the last ones may be lost on power loss; faster).
     busy_timeout : float
         Seconds a writer waits for another process's transaction.
+    adopt : bool
+        Put the log into a database that already holds other tables (switching it to WAL
+        for good and adding the ``tc_`` tables). Without it, such a database is refused
+        (`StoreError`) and left as it was: the log changes only a database it created.
+
+    A failed statement or commit (a full disk, an I/O error) is a `StoreError` naming the
+    file; its transaction was rolled back, so the decision was not written.
     """
 
     dialect = "sqlite"
     now_sql = "((julianday('now') - 2440587.5) * 86400.0)"
 
-    def __init__(self, path: str, synchronous: str = "FULL", busy_timeout: float = 30.0):
+    def __init__(self, path: str, synchronous: str = "FULL", busy_timeout: float = 30.0,
+                 adopt: bool = False):
         super().__init__()
         if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise StoreError(f"synchronous={synchronous!r}: use FULL, NORMAL or EXTRA")
@@ -139,9 +147,25 @@ class SqliteStore(Store):
         try:
             self._db = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None,
                                        check_same_thread=False)
+            if not adopt:
+                self._refuse_foreign()
             self._init(synchronous.upper(), busy_timeout)
-        except sqlite3.Error as e:
+        except (sqlite3.Error, StoreError) as e:
+            if hasattr(self, "_db"):
+                self._db.close()
+            if isinstance(e, StoreError):
+                raise
             raise StoreError(f"{self.path}: cannot open the SQLite intent log: {e}") from None
+
+    def _refuse_foreign(self) -> None:
+        """`StoreError` if the database holds tables and none is the log's."""
+        names = [r[0] for r in self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        if names and "tc_writers" not in names:
+            raise StoreError(f"{self.path} is another application's database (tables "
+                             f"{', '.join(names[:5])}{', ...' if len(names) > 5 else ''}) and "
+                             "holds no intent log; the log would switch it to WAL and add its "
+                             "tables: give a new file, or pass adopt=True to put the log there")
 
     def _init(self, synchronous: str, busy_timeout: float) -> None:
         """WAL mode and the schema. Switching to WAL, and the recovery after a process died
@@ -153,7 +177,7 @@ class SqliteStore(Store):
                 if self._db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                     self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute(f"PRAGMA synchronous={synchronous}")
-                with self.tx() as tx:
+                with self._tx() as tx:
                     for stmt in _TABLES.format(real="REAL", bigint="INTEGER",
                                                serial="INTEGER PRIMARY KEY AUTOINCREMENT"
                                                ).split(";"):
@@ -167,14 +191,15 @@ class SqliteStore(Store):
                 pause = min(pause * 2, 0.1)
 
     @contextmanager
-    def tx(self) -> Iterator[Tx]:
+    def _tx(self) -> Iterator[Tx]:
         with self._lock:
             cur = self._db.cursor()
             cur.execute("BEGIN IMMEDIATE")
             try:
                 yield Tx(cur, False)
             except BaseException:
-                cur.execute("ROLLBACK")
+                if self._db.in_transaction:      # SQLite may have rolled it back itself
+                    cur.execute("ROLLBACK")
                 raise
             else:
                 cur.execute("COMMIT")
@@ -182,19 +207,39 @@ class SqliteStore(Store):
                 cur.close()
 
     @contextmanager
+    def tx(self) -> Iterator[Tx]:
+        try:
+            with self._tx() as tx:
+                yield tx
+        except sqlite3.Error as e:
+            raise StoreError(_failed(self.path, e)) from None
+
+    @contextmanager
     def read(self) -> Iterator[Tx]:
         with self._lock:
-            cur = self._db.cursor()
-            cur.execute("BEGIN")
             try:
-                yield Tx(cur, False)
-            finally:
-                cur.execute("COMMIT")
-                cur.close()
+                cur = self._db.cursor()
+                cur.execute("BEGIN")
+                try:
+                    yield Tx(cur, False)
+                finally:
+                    if self._db.in_transaction:
+                        cur.execute("COMMIT")
+                    cur.close()
+            except sqlite3.Error as e:
+                raise StoreError(_failed(self.path, e)) from None
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _failed(path: str, e: Exception) -> str:
+    """The one-line message of a failed SQLite statement or commit."""
+    full = "full" in str(e).lower()
+    return (f"{path}: the SQLite intent log could not write ({e}); the transaction was rolled "
+            "back, so this decision was not written: "
+            + ("free some space, then retry" if full else "check the file and the disk"))
 
 
 class PostgresStore(Store):
@@ -206,13 +251,16 @@ class PostgresStore(Store):
         A libpq connection string or URI (``host=/tmp/pg port=5432 dbname=toolcommit``).
     schema : str, optional
         Keep the tables in this schema (created if absent); default ``public``.
+    adopt : bool
+        Put the log into a schema that already holds other tables; without it such a
+        schema is refused (`StoreError`) and left as it was.
     """
 
     dialect = "postgres"
     now_sql = "extract(epoch from clock_timestamp())"
     lock_sql = " FOR UPDATE"
 
-    def __init__(self, conninfo: str, schema: Optional[str] = None):
+    def __init__(self, conninfo: str, schema: Optional[str] = None, adopt: bool = False):
         super().__init__()
         try:
             import psycopg
@@ -229,12 +277,24 @@ class PostgresStore(Store):
                         raise StoreError(f"schema {schema!r}: use letters, digits and _")
                     tx.run(f"CREATE SCHEMA IF NOT EXISTS {schema}")
                     tx.run(f"SET search_path TO {schema}")
+                names = [r[0] for r in tx.all(
+                    "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+                    "current_schema() ORDER BY table_name")]
+                if names and "tc_writers" not in names and not adopt:
+                    raise StoreError(f"schema {schema or 'public'} holds another "
+                                     f"application's tables ({', '.join(names[:5])}) and no "
+                                     "intent log; give a schema of its own (schema=...), or "
+                                     "pass adopt=True to put the log there")
                 for stmt in _TABLES.format(real="DOUBLE PRECISION", bigint="BIGINT",
                                            serial="BIGSERIAL PRIMARY KEY").split(";"):
                     tx.run(stmt)
             if schema:
                 self._db.execute(f"SET search_path TO {schema}")
-        except psycopg.Error as e:
+        except (psycopg.Error, StoreError) as e:
+            if hasattr(self, "_db"):
+                self._db.close()
+            if isinstance(e, StoreError):
+                raise
             raise StoreError("cannot open the PostgreSQL intent log: " + " ".join(str(e).split())
                              + "; check the connection string") from None
 

@@ -4,6 +4,11 @@
 optionally in `jobs` forked processes, and by default stops at the first run that is not
 clean. `render` prints what was run and injected (runs, crashes, pauses, cancels, drops,
 delays, duplicated requests, intents, effects) beside the verdicts.
+
+It first removes the run folders that killed campaigns left (`harness.sweep`). A job
+process dies with the campaign (`toolcommit.checker.logs.children`) and ignores SIGINT: the
+campaign stops its jobs (SIGTERM, then SIGKILL after `GRACE` seconds), reaps them and
+removes what they left, whatever stopped it.
 """
 from __future__ import annotations
 
@@ -15,10 +20,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Optional
 
-from toolcommit.checker.torture.harness import RunResult, run_once
+from toolcommit.checker.logs.children import fork, held_signals
+from toolcommit.checker.torture.harness import RunResult, run_once, sweep
 from toolcommit.checker.torture.plan import Timing, random_plan
 
 VERDICTS = ("CONFORMS", "VIOLATES", "INCONCLUSIVE", "STUCK", "ERROR")
+GRACE = 10.0    # seconds a job process has to clean up after SIGTERM before SIGKILL
 
 
 @dataclass
@@ -71,6 +78,7 @@ def torture(runs: int, seed: int = 1, runtime: str = "library", profile: str = "
          "workers": workers, "keep": keep, "seed": seed, "runs": runs, "jobs": jobs,
          "timing": timing}
     c = Campaign({k: v for k, v in o.items() if k != "timing"})
+    sweep()                   # what campaigns killed before left behind
     start = time.monotonic()
     seeds = list(range(seed, seed + runs))
     if jobs <= 1:
@@ -91,28 +99,20 @@ def torture(runs: int, seed: int = 1, runtime: str = "library", profile: str = "
 def _parallel(seeds, o, jobs, c: Campaign, progress, keep_going) -> bool:
     """Seeds over `jobs` forked processes (job j takes every jobs-th seed); results come
     back as JSON lines. Returns True if it stopped early at a failing run."""
-    procs = {}
+    procs: dict = {}
     sel = selectors.DefaultSelector()
-    for j in range(jobs):
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            code = 0
-            try:
-                os.close(r)
-                signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(SystemExit(1)))
-                for s in seeds[j::jobs]:
-                    res = _one(s, o)
-                    os.write(w, (json.dumps(asdict(res)) + "\n").encode())
-            except BaseException:
-                code = 1
-            finally:
-                os._exit(code)
-        os.close(w)
-        procs[pid] = r
-        sel.register(r, selectors.EVENT_READ, [b""])
-    stopped, open_fds = False, set(procs.values())
+    stopped = False
     try:
+        for j in range(jobs):
+            r, w = os.pipe()
+            with held_signals():     # a job is on record before a stop can land
+                pid = fork()         # the job ignores Ctrl-C: the campaign stops it
+                if pid == 0:
+                    _job(seeds[j::jobs], o, r, w, list(procs.values()))
+                os.close(w)
+                procs[pid] = r
+                sel.register(r, selectors.EVENT_READ, [b""])
+        open_fds = set(procs.values())
         while open_fds and not stopped:
             for key, _ in sel.select():
                 chunk = os.read(key.fd, 65536)
@@ -131,17 +131,53 @@ def _parallel(seeds, o, jobs, c: Campaign, progress, keep_going) -> bool:
                     if not res.clean and not keep_going:
                         stopped = len(c.results) < len(seeds)
     finally:
-        for pid in procs:
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for pid, fd in procs.items():
-            os.waitpid(pid, 0)
-            os.close(fd)
+        with held_signals():
+            _end_jobs(procs)
         sel.close()
     c.results.sort(key=lambda r: r.seed)
     return stopped
+
+
+def _job(seeds, o: dict, r: int, w: int, others: list) -> None:
+    """A job process: run `seeds`, one JSON line per result on `w`; never returns. SIGTERM
+    unwinds the run in progress (its cleanup runs) and ends the job."""
+    code = 0
+    try:
+        os.close(r)
+        for fd in others:      # the other jobs' pipes are the campaign's
+            os.close(fd)
+        signal.signal(signal.SIGTERM, _stop_job)
+        for s in seeds:
+            res = _one(s, o)
+            os.write(w, (json.dumps(asdict(res)) + "\n").encode())
+    except BaseException:
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _stop_job(signum, frame) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _end_jobs(procs: dict) -> None:
+    """SIGTERM every job, give them `GRACE` seconds to clean up, SIGKILL the rest, reap
+    them all and remove the run folders any of them left."""
+    for pid in procs:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + GRACE
+    for pid, fd in procs.items():
+        while os.waitpid(pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                break
+            time.sleep(0.05)
+        os.close(fd)
+        sweep(owner=pid)
 
 
 def _rerun(o: dict, seed: int) -> str:

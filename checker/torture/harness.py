@@ -7,12 +7,20 @@ restarts killed workers (same writer name, next incarnation); and at the end flu
 delayed requests, reads the provider's ledger and validates the run's exported log plus
 the ledger (as ``effect`` lines) with the code of ``toolcommit validate``. The process
 group is killed in ``finally``: nothing outlives a run, and every process also stops on
-its own when the supervisor's pipes close.
+its own when the supervisor's pipes close, and is killed by the kernel when the
+supervisor dies (`toolcommit.checker.logs.children`).
+
+A run's temporary folder is ``toolcommit-torture-<supervisor pid>-<seed>-*`` in the
+temporary directory. It goes in ``finally`` (SIGINT and SIGTERM wait for that cleanup:
+the caller turns them into exceptions, `toolcommit.checker.interrupts`); a SIGKILL leaves
+it, and `sweep` removes the folders of supervisors that are no longer alive (`torture`
+runs it first).
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -29,6 +37,7 @@ from toolcommit.runtime.log import expire_leases, read_lines
 from toolcommit.runtime.store import PostgresStore, SqliteStore
 
 from toolcommit.checker.cli.validate import validate
+from toolcommit.checker.logs.children import fork, held_signals
 from toolcommit.checker.torture import provider as P
 from toolcommit.checker.torture.plan import Plan
 from toolcommit.checker.torture.worker import worker_main
@@ -62,15 +71,59 @@ def _close_fds(keep: set) -> None:
                 pass
 
 
+TEMP_PREFIX = "toolcommit-torture-"
+_TEMP = re.compile(r"^toolcommit-torture-(\d+)-\d+-")
+
+
+def sweep(owner: Optional[int] = None) -> int:
+    """Remove the run folders (`TEMP_PREFIX`) this user's dead supervisors left (SIGKILL),
+    or with `owner`, those of that one (reaped) process. Returns how many went."""
+    base, gone = tempfile.gettempdir(), 0
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return 0
+    for e in entries:
+        m = _TEMP.match(e.name)
+        if not m or not e.is_dir(follow_symlinks=False):
+            continue
+        pid = int(m.group(1))
+        try:
+            if e.stat(follow_symlinks=False).st_uid != os.getuid():
+                continue
+        except OSError:
+            continue
+        if owner is None and _alive(pid) or owner is not None and pid != owner:
+            continue
+        shutil.rmtree(e.path, ignore_errors=True)
+        gone += 1
+    return gone
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie no one reaped does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
 def _fork(pgid: int, keep: set, body) -> int:
-    """Fork a child in process group `pgid` (0: a new group led by the child) that closes
-    every other descriptor, runs ``body()`` and exits with its return code."""
-    pid = os.fork()
+    """Fork a child in process group `pgid` (0: a new group led by the child) that dies with
+    this process, closes every other descriptor, runs ``body()`` and exits with its return
+    code."""
+    pid = fork()
     if pid == 0:
         code = 70
         try:
             os.setpgid(0, pgid)
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
             _close_fds(keep)
             code = body() or 0
         except BaseException:
@@ -284,7 +337,7 @@ class Run:
             os.close(self.w_ctl)
         except (OSError, AttributeError):
             pass
-        pids = [self.pgid] + [w.pid for w in self.workers.values() if w.pid]
+        pids = [p for p in [self.pgid] + [w.pid for w in self.workers.values()] if p]
         for pid in pids:
             try:
                 os.waitpid(pid, 0)
@@ -325,13 +378,15 @@ def run_once(plan: Plan, runtime: str = "library", profile: str = "fenced",
     """Run `plan` once with real processes and return its `RunResult` (the run's log is
     kept in `keep` when it is not clean). Never leaves a process or a temporary file."""
     start = time.monotonic()
-    tmp = tempfile.mkdtemp(prefix=f"toolcommit-torture-{plan.seed}-")
     schema = f"tc_run_{os.getpid()}_{plan.seed}"
-    conf = {"runtime": runtime, "profile": profile, "store": store, "dsn": dsn,
-            "schema": schema, "dir": tmp, "db": os.path.join(tmp, "intents.db"), "lease": lease}
-    run = Run(plan, conf)
     result = RunResult(plan.seed, "ERROR")
+    run = tmp = None
     try:
+        tmp = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-{plan.seed}-")
+        conf = {"runtime": runtime, "profile": profile, "store": store, "dsn": dsn,
+                "schema": schema, "dir": tmp, "db": os.path.join(tmp, "intents.db"),
+                "lease": lease}
+        run = Run(plan, conf)
         with _store(conf):            # the schema, once, before any worker (then closed:
             pass                      # no SQLite connection may live across a fork)
         run.start_provider()
@@ -358,10 +413,13 @@ def run_once(plan: Plan, runtime: str = "library", profile: str = "fenced",
     except WorkerFailed as e:
         result.error = str(e)
     finally:
-        run.stop()
-        if store == "postgres":
-            _drop_schema(dsn, schema)
-        shutil.rmtree(tmp, ignore_errors=True)
+        with held_signals():       # an interrupt waits until nothing is left
+            if run is not None:
+                run.stop()
+            if store == "postgres" and run is not None:
+                _drop_schema(dsn, schema)
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
     result.elapsed = time.monotonic() - start
     return result
 

@@ -55,21 +55,51 @@ UNREPLAYABLE = ("revise_prompt", "new_intent", "fail_before_apply", "fail_after_
                 "expire_key", "expire_request", "lose_seal", "stale_read", "failover")
 
 
+_USE = "use a counterexamples/<preset>/<instance>/<P>.itf.json file as toolcommit wrote it"
+
+
 def _load(path: str) -> dict:
+    """The ITF document at `path`, its shape checked: `InputError` (one line) otherwise."""
     try:
-        doc = json.loads(Path(path).read_text("utf-8"))
-        doc["#meta"]["instance"], doc["states"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise InputError(f"not an ITF counterexample of toolcommit ({e.__class__.__name__}: "
-                         f"{e}); use a counterexamples/<preset>/<instance>/<P>.itf.json file",
+        doc = json.loads(Path(path).read_text("utf-8-sig"))
+        meta, states = doc["#meta"], doc["states"]
+        if not isinstance(meta, dict) or not isinstance(meta["instance"], str):
+            raise TypeError("#meta.instance must be an instance name")
+        if not isinstance(meta.get("assumptions", {}), dict):
+            raise TypeError("#meta.assumptions must be an object")
+        if not isinstance(states, list) or len(states) < 2 \
+                or not all(isinstance(st, dict) for st in states):
+            raise TypeError("states must be a list of at least two objects")
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as e:
+        what = "nested too deep" if isinstance(e, RecursionError) else \
+            f"{e.__class__.__name__}: {e}"
+        raise InputError(f"not an ITF counterexample of toolcommit ({what}); {_USE}",
                          path) from None
     return doc
 
 
 def plan_from_itf(path: str, timing: Timing = Timing()) -> Plan:
-    """The harness schedule of the ITF trace at `path` (see the module docstring)."""
+    """The harness schedule of the ITF trace at `path` (see the module docstring).
+    `InputError` (one line, naming the step) for a trace toolcommit did not write as it
+    stands: an unknown instance, worker, proposal, key or fence, a field of the wrong type,
+    or no call to run."""
     doc = _load(path)
-    inst = instance(doc["#meta"]["instance"])
+    try:
+        return _plan(doc, path, timing)
+    except UsageError:
+        raise
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError) as e:
+        step = getattr(e, "step", None)
+        where = f"step {step}: " if step is not None else ""
+        raise InputError(f"{where}not a trace toolcommit wrote ({e.__class__.__name__}: {e}); "
+                         f"{_USE}", path) from None
+
+
+def _plan(doc: dict, path: str, timing: Timing) -> Plan:
+    try:
+        inst = instance(doc["#meta"]["instance"])
+    except UsageError as e:
+        raise InputError(f"#meta.instance: {e}", path) from None
     intent, args_of = forms()
     form_names = list(args_of)
     props = {p.name: p for p in inst.proposals}
@@ -92,8 +122,10 @@ def plan_from_itf(path: str, timing: Timing = Timing()) -> Plan:
         emitted.add(proposal)
         hits[(w, "proposed")] += 1
 
-    for i, st in enumerate(doc["states"][1:], start=1):
+    def step(i: int, st: dict) -> None:
         a, q = st.get("mbt::actionTaken"), st.get("mbt::nondetPicks", {})
+        if not isinstance(a, str) or not isinstance(q, dict):
+            raise TypeError("mbt::actionTaken must be a name and mbt::nondetPicks an object")
         w = q.get("worker")
         if a in _EMIT:
             if q["proposal"] not in emitted:
@@ -128,8 +160,17 @@ def plan_from_itf(path: str, timing: Timing = Timing()) -> Plan:
         elif a not in _IGNORED:
             raise UsageError(f"{path}: step {i} ({a}) has no harness event; replayable "
                              f"faults: {', '.join((*_NET, *_FAULTS))}")
+
+    for i, st in enumerate(doc["states"][1:], start=1):
+        try:
+            step(i, st)
+        except (KeyError, TypeError, AttributeError, ValueError, IndexError) as e:
+            e.step = i
+            raise
     forms_args = tuple(args_of[f] for f in form_names)
     used = [w for w in workers if script[w]]
+    if not used:
+        raise InputError(f"the trace has no call of the model to replay; {_USE}", path)
     sessions = tuple(Session(intent["scope"], intent["tool"], forms_args,
                              retries=len(script[w]) - 1, calls=tuple(script[w]))
                      for w in used)

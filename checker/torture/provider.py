@@ -263,9 +263,21 @@ async def _serve(profile: Profile, plan, timing, ready_fd: int, control_fd: int)
             pass
         writer.close()
 
-    srv = await asyncio.start_server(on_provider, "127.0.0.1", 0)
+    tasks: set = set()
+
+    def spawn(handler):
+        """A connection callback running `handler` as a task of ours, so that at the end
+        every one is cancelled and awaited here (a callback that returns a coroutine has
+        asyncio log each cancelled one as an error)."""
+        def on_connect(reader, writer):
+            t = asyncio.ensure_future(handler(reader, writer))
+            tasks.add(t)
+            t.add_done_callback(tasks.discard)
+        return on_connect
+
+    srv = await asyncio.start_server(spawn(on_provider), "127.0.0.1", 0)
     proxy = Proxy(plan, srv.sockets[0].getsockname()[1], timing)
-    psrv = await asyncio.start_server(proxy.handle, "127.0.0.1", 0)
+    psrv = await asyncio.start_server(spawn(proxy.handle), "127.0.0.1", 0)
     ports = f"{srv.sockets[0].getsockname()[1]} {psrv.sockets[0].getsockname()[1]}\n"
     os.write(ready_fd, ports.encode())
     os.close(ready_fd)
@@ -274,6 +286,10 @@ async def _serve(profile: Profile, plan, timing, ready_fd: int, control_fd: int)
     await stop.wait()
     srv.close()
     psrv.close()
+    pending = list(tasks)
+    for t in pending:
+        t.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
 
 
 def serve(profile: Profile, plan, timing, ready_fd: int, control_fd: int) -> None:

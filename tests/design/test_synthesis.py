@@ -119,7 +119,7 @@ def test_a_design_stopped_by_a_limit_reports_nothing_unconfirmed(capsys):
         assert "No design holds" not in out and "Minimal designs" not in out, args
         assert "UNKNOWN" in out.splitlines()[0], args
     assert main(["design", "--timeout", "-5"]) == 2
-    assert "--timeout -5" in capsys.readouterr().err
+    assert "--timeout must be a number of seconds >= 0" in capsys.readouterr().err
 
 
 def test_a_design_found_under_a_time_limit_holds_when_checked(capsys, tmp_path):

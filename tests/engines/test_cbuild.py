@@ -47,3 +47,147 @@ def test_an_interrupted_build_leaves_nothing_behind(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         cbuild.compile_atomic(tmp_path, tmp_path / "engine-x.so", "int x;", ["cc"], ["-c"])
     assert list(tmp_path.iterdir()) == []
+
+
+# ----- what is loaded: only a checked file of this user (the reliability issue) ---------------
+import ctypes
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+needs_cc = pytest.mark.skipif(cbuild.compiler() is None, reason="no C compiler")
+SOURCE = "int tc_answer(void) { return 42; }\n"
+LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
+
+
+@pytest.fixture(autouse=True)
+def own_notes(monkeypatch):
+    """Each test's notes are its own (they would be printed by a later command)."""
+    monkeypatch.setattr(cbuild, "NOTES", [])
+
+
+def load(target):
+    with cbuild.verified(target, SOURCE, cbuild.compiler(), ["-shared", "-fPIC"]) as (p, why):
+        assert p is not None, why
+        return ctypes.CDLL(p).tc_answer()
+
+
+def plant(path: Path, marker: Path) -> None:
+    """A library that, once loaded, leaves `marker` (the attack: code run as this user)."""
+    c = path.with_suffix(".planted.c")
+    c.write_text('#include <stdio.h>\n__attribute__((constructor)) static void planted(void)'
+                 f' {{ FILE *f = fopen("{marker}", "w"); if (f) fclose(f); }}\n')
+    subprocess.run([*cbuild.compiler(), "-shared", "-fPIC", "-o", str(path), str(c)], check=True)
+    c.unlink()
+    path.chmod(0o700)
+
+
+@needs_cc
+def test_the_cache_folders_are_created_private_whatever_the_umask(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(cbuild, "NOTES", [])
+    old = os.umask(0)
+    try:
+        target = cbuild.cache_dir() / "engine-t.so"
+        assert load(target) == 42
+    finally:
+        os.umask(old)
+    for d in (target.parent, target.parent.parent, tmp_path / "cache"):
+        assert stat_mode(d) == 0o700, d
+    assert stat_mode(target) & 0o077 == 0 and cbuild.manifest_of(target).read_text().endswith(
+        "  engine-t.so\n") and cbuild.NOTES == []
+
+
+def stat_mode(p) -> int:
+    return os.stat(p).st_mode & 0o777
+
+
+@needs_cc
+def test_a_planted_library_of_the_expected_name_is_never_loaded_but_rebuilt(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(cbuild, "NOTES", [])
+    target = cbuild.cache_dir() / "engine-t.so"
+    assert load(target) == 42
+    marker = tmp_path / "planted-code-ran"
+    plant(target, marker)                            # same name, this user's, mode 0700
+    assert load(target) == 42 and not marker.exists()
+    assert any("does not match its manifest entry: built again" in n for n in cbuild.NOTES)
+
+
+@needs_cc
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a file to another user")
+def test_a_cached_library_of_another_user_is_rebuilt(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    target = cbuild.cache_dir() / "engine-t.so"
+    load(target)
+    os.chown(target, 65534, -1)
+    assert load(target) == 42 and os.stat(target).st_uid == 0
+
+
+@needs_cc
+@pytest.mark.parametrize("how", ["writable by others", "another user's"])
+def test_a_cache_folder_others_can_write_is_refused_and_the_build_is_private(
+        how, tmp_path, monkeypatch):
+    if how == "another user's" and os.geteuid() != 0:
+        pytest.skip("needs root to give a folder to another user")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(cbuild, "NOTES", [])
+    folder = cbuild.cache_dir()
+    folder.mkdir(parents=True)
+    if how == "writable by others":
+        folder.chmod(0o777)
+    else:
+        os.chown(folder.parent, 65534, -1)
+    assert load(folder / "engine-t.so") == 42
+    assert list(folder.iterdir()) == []                        # nothing written there
+    assert len(cbuild.NOTES) == 1 and "private temporary folder" in cbuild.NOTES[0]
+
+
+def test_an_own_cache_folder_readable_by_others_is_tightened(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    folder = cbuild.cache_dir()
+    folder.mkdir(parents=True, mode=0o755)
+    folder.chmod(0o755)
+    assert cbuild.private(folder) == "" and stat_mode(folder) == 0o700
+
+
+def test_a_relative_xdg_cache_home_is_ignored(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert cbuild.cache_dir() == tmp_path / ".cache" / "toolcommit" / "native"
+
+
+@needs_cc
+def test_a_cached_engine_without_its_symbols_is_not_the_engine(tmp_path, monkeypatch):
+    from toolcommit.checker.engines.explicit import native
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    lib, why = native._build_and_load("t", f"int tc_abi(void) {{ return {native.ABI}; }}\n",
+                                      cbuild.compiler())
+    assert lib is None and "cannot load" in why and "tc_explore" in why
+
+
+@needs_cc
+def test_validate_never_runs_a_planted_lane_and_says_so(tmp_path):
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    argv = [sys.executable, "-m", "toolcommit.checker.cli", "validate", str(LOGS / "i1-ok.jsonl")]
+    first = subprocess.run(argv, env=env, capture_output=True, text=True)
+    lane = next((tmp_path / "toolcommit" / "native").glob("lane-*.so"))
+    marker = tmp_path / "planted-code-ran"
+    plant(lane, marker)
+    again = subprocess.run(argv, env=env, capture_output=True, text=True)
+    assert again.stdout == first.stdout and again.returncode == first.returncode == 0
+    assert not marker.exists() and "does not match its manifest entry" in again.stderr
+
+
+@needs_cc
+def test_two_libraries_loaded_one_after_the_other_are_each_themselves(tmp_path):
+    answers = []
+    for n in (42, 7):
+        src = f"int tc_answer(void) {{ return {n}; }}\n"
+        with cbuild.verified(tmp_path / f"d{n}" / "engine-t.so", src, cbuild.compiler(),
+                             ["-shared", "-fPIC"]) as (p, why):
+            answers.append(ctypes.CDLL(p).tc_answer())
+    assert answers == [42, 7]

@@ -213,7 +213,7 @@ def test_compiled_engine_is_cached_by_source_hash_and_reused(fresh, monkeypatch)
     lib, why = native.library(c)
     assert lib is not None and why == ""
     built = sorted(fresh.rglob("engine-*"))
-    assert [p.suffix for p in built] == [".c", ".so"]
+    assert [p.suffix for p in built] == [".c", ".so", ".sha256"]   # source, library, manifest
     inode = built[1].stat().st_ino     # a rebuild renames a new file into place
     monkeypatch.setattr(native, "_loaded", {})
     assert native.library(compile_system(build(preset("recommended"), instance("ack_loss"))))[0]

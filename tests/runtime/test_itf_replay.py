@@ -62,3 +62,22 @@ def test_every_action_of_the_spec_is_scheduled_ignored_or_refused_by_name():
     assert set(protocol().actions) == set(known)
     assert not set(itf.UNREPLAYABLE) & set(itf._IGNORED)
     assert all(protocol().actions[a]["fault"] for a in itf.UNREPLAYABLE)
+
+
+@pytest.mark.parametrize("edit,says", [
+    (lambda d: next(s for s in d["states"][1:] if s.get("mbt::nondetPicks", {}).get("worker"))
+     ["mbt::nondetPicks"].update(worker="w7"), "step 1: not a trace toolcommit wrote"),
+    (lambda d: d.update(states="x"), "states must be a list"),
+    (lambda d: d["#meta"].update(instance="nope"), "#meta.instance"),
+    (lambda d: d.update(states=d["states"][:1] + [{"mbt::actionTaken": "insert"}]),
+     "no call of the model to replay")])
+def test_a_hand_edited_itf_file_is_refused_in_one_line_naming_what_is_wrong(
+        edit, says, tmp_path, capsys):
+    import json
+    doc = json.loads((ROOT / "counterexamples" / "naive" / "ack_loss" / "I1.itf.json").read_text())
+    edit(doc)
+    p = tmp_path / "edited.itf.json"
+    p.write_text(json.dumps(doc))
+    assert main(["torture", "--itf", str(p), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert says in err and str(p) in err and err.count("\n") == 1, err

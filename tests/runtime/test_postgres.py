@@ -75,3 +75,19 @@ def test_harness_with_two_orchestrators_on_postgres_is_clean_on_40_seeds(pg):
     c = torture(40, seed=100, store="postgres", dsn=pg.dsn, workers=2, jobs=2,
                 keep_going=True)
     assert c.verdicts()["CONFORMS"] == 40, render(c)
+
+
+def test_a_schema_of_another_application_is_refused_unless_adopted(pg):
+    import psycopg
+
+    from toolcommit.runtime import StoreError
+    with psycopg.connect(pg.dsn, autocommit=True) as c:
+        c.execute("CREATE SCHEMA shop")
+        c.execute("CREATE TABLE shop.orders (id int)")
+    with pytest.raises(StoreError, match="another application's tables \\(orders\\).*adopt"):
+        IntentLog.postgres(pg.dsn, "w1", schema="shop")
+    with psycopg.connect(pg.dsn, autocommit=True) as c:
+        assert [r[0] for r in c.execute("SELECT table_name FROM information_schema.tables "
+                                        "WHERE table_schema = 'shop'")] == ["orders"]
+    IntentLog.postgres(pg.dsn, "w1", schema="shop", adopt=True).close()
+    IntentLog.postgres(pg.dsn, "w2", schema="shop").close()       # a log is there now

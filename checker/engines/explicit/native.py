@@ -6,7 +6,8 @@ every shipped instance and compares them field by field). The C source comes fro
 `native_c`; it is compiled with the machine's C compiler (`$CC`, else `cc`, `gcc` or
 `clang`) on first use into a cache directory keyed by the hash of the source and the
 compiler, written atomically (a temporary file renamed into place), so two processes
-can race. No new Python dependency: ctypes loads the library.
+can race, and loaded only once checked (`toolcommit.checker.cbuild`: owner, mode and
+hash). No new Python dependency: ctypes loads the library.
 
 `explore_any` is the one entry point callers use. By default ('auto') an instance past
 `QUICK_STATES` states is explored natively, a smaller one by the Python engine (it is done
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import math
 import os
 import platform
 import sys
@@ -29,7 +31,7 @@ from typing import Callable, Optional
 
 from toolcommit.model.errors import UsageError
 
-from toolcommit.checker.cbuild import cache_dir, compile_atomic, compiler, touch
+from toolcommit.checker.cbuild import cache_dir, compiler, verified
 
 from toolcommit.checker.engines.explicit.codegen import Compiled
 from toolcommit.checker.engines.explicit.explore import (EARLY, Exploration, StopWhen,
@@ -40,6 +42,7 @@ ENGINES = ("auto", "native", "python")
 FLAGS = ("-O1", "-shared", "-fPIC", "-w")   # -O2 runs no faster and compiles 2x slower
 ABI = 3
 QUICK_STATES = 10_000     # 'auto': instances this small stay with the Python engine
+MAX_STATES = (1 << 64) - 1   # tc_explore's max_states is a uint64_t
 _STOPS = {3: "interrupted", 5: "native engine capacity (2^32 states or edges) reached", 6: EARLY}
 STOP_EARLY = 6
 _loaded: dict[str, tuple] = {}    # cache key -> (library or None, why not)
@@ -123,28 +126,43 @@ def library(c: Compiled) -> tuple[Optional[ctypes.CDLL], str]:
 
 
 def _build_and_load(key: str, source: str, cc: list[str]) -> tuple[Optional[ctypes.CDLL], str]:
-    folder = cache_dir()
-    target = folder / f"engine-{key}.so"
-    if not target.exists():
-        why = compile_atomic(folder, target, source, cc, FLAGS)
-        if why:
+    """Load the engine from the cache (`cbuild.verified`: only a checked file of this user,
+    built again when absent or refused)."""
+    target = cache_dir() / f"engine-{key}.so"
+    with verified(target, source, cc, FLAGS) as (path, why):
+        if path is None:
             return None, why
-    try:
-        lib = ctypes.CDLL(str(target))
-        touch(target)
-        if lib.tc_abi() != ABI:
-            return None, f"{target} is from another version of the engine"
-    except (OSError, AttributeError) as e:
-        return None, f"cannot load {target}: {e}"
-    lib.tc_explore.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_double,
-                               ctypes.c_int, _TICK, ctypes.POINTER(_Stop), ctypes.POINTER(_Out)]
-    lib.tc_explore.restype = ctypes.c_int
-    lib.tc_free.argtypes = [ctypes.c_void_p]
-    lib.tc_free.restype = None
+        try:
+            lib = ctypes.CDLL(path)
+            if lib.tc_abi() != ABI:
+                return None, f"{target} is from another version of the engine"
+            lib.tc_explore.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
+                                       ctypes.c_double, ctypes.c_int, _TICK,
+                                       ctypes.POINTER(_Stop), ctypes.POINTER(_Out)]
+            lib.tc_explore.restype = ctypes.c_int
+            lib.tc_free.argtypes = [ctypes.c_void_p]
+            lib.tc_free.restype = None
+        except (OSError, AttributeError) as e:     # a symbol missing is not the engine
+            return None, f"cannot load {target}: {e}"
     return lib, ""
 
 
 # ----- running ----------------------------------------------------------------------------
+def check_limits(max_states, timeout) -> None:
+    """Refuse a limit the C engine's arguments cannot hold (a UsageError naming the range),
+    before any search: a uint64_t would wrap 2**64 + 1000 states to 1,000.
+
+    >>> check_limits(2 ** 64 + 1000, 0.0)
+    Traceback (most recent call last):
+    ...
+    toolcommit.model.errors.UsageError: --max-states 18446744073709552616: use 0 (no limit) to 18446744073709551615
+    """
+    if type(max_states) is not int or not 0 <= max_states <= MAX_STATES:
+        raise UsageError(f"--max-states {max_states}: use 0 (no limit) to {MAX_STATES}")
+    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout >= 0):
+        raise UsageError(f"--timeout {timeout}: use a number of seconds >= 0 (0: no limit)")
+
+
 def explore_native(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool = True,
                    progress: Optional[Callable[[dict], None]] = None, measure_memory: bool = False,
                    lib: Optional[ctypes.CDLL] = None, stop: Optional[StopWhen] = None
@@ -155,6 +173,7 @@ def explore_native(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph
     when the search runs out of memory, and re-raises an exception (KeyboardInterrupt)
     raised while it ran.
     """
+    check_limits(max_states, timeout)
     if lib is None:
         lib, why = library(c)
         if lib is None:
@@ -273,6 +292,7 @@ def explore_any(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: b
     engine goes on and the result's `engine_note` says why.
     """
     want = engine_choice(engine)
+    check_limits(max_states, timeout)     # the same range for either engine
     if want == "python":
         return explore(c, max_states, timeout, graph=graph, progress=progress, stop=stop)
     if want == "auto":

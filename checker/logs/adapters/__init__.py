@@ -7,21 +7,31 @@ scope and idempotency key and keep the effectful tools, `calls.to_log` writes th
 contract, `ledger.join` adds the provider's effects, and `Conformance` judges the result.
 The report says, property by property, what the source let it judge
 (`capability.judged`, data in ``spec/sources.json``).
+
+Nothing passes for want of looking: a run with no effectful call to judge, a ledger that
+joins no call, or a ledger given only in part (`ledger.Ledger.partial`) cannot conform: a
+report that found nothing is then INCONCLUSIVE, and `TraceReport.missing` says what was
+missing (a violation found anyway stands). `--effectful` naming no tool of the trace is a
+usage error that lists the tools the trace has.
 """
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field, replace
-from typing import Sequence
+from typing import Optional, Sequence
 
 from toolcommit.model.errors import InputError, UsageError
 
 from toolcommit.checker.logs.adapters import calls as _calls
 from toolcommit.checker.logs.adapters import (capability, dbos, langgraph, ledger,
                                               openai_agents, otel, temporal)
+from toolcommit.checker.logs.adapters.docs import long_line, names as unique_names
 from toolcommit.checker.logs.adapters.rules import Rules
 from toolcommit.checker.logs.conformance import Conformance, EventError
+from toolcommit.checker.logs.events import problem
 from toolcommit.checker.logs.findings import Citation, Finding
-from toolcommit.checker.logs.report import verdict_of
+from toolcommit.checker.logs.report import LogVerdict, verdict_of
 from toolcommit.checker.logs.typed import from_dict
 
 READERS = {"otel": otel.read, "langgraph": langgraph.read, "openai-agents": openai_agents.read,
@@ -30,7 +40,9 @@ READERS = {"otel": otel.read, "langgraph": langgraph.read, "openai-agents": open
 
 @dataclass
 class TraceReport:
-    """The conformance `report` of a trace, what the source let it judge, and notes."""
+    """The conformance `report` of a trace, what the source let it judge, what it was
+    missing to judge more (each reason a sentence; then a report without findings is
+    INCONCLUSIVE), and notes."""
 
     source: str
     report: object
@@ -38,10 +50,18 @@ class TraceReport:
     notes: list = field(default_factory=list)
     events: list = field(default_factory=list)    # the log contract, as `calls.Placed`
     stats: dict = field(default_factory=dict)
+    missing: list = field(default_factory=list)
 
 
-def _apply(rules: Rules, found: list[_calls.Call]) -> tuple[list[_calls.Call], list[str]]:
-    scope_of = rules.scope_of()
+def _left_out_tools(notes) -> set:
+    """Tools a reader saw but left out, by its notes' convention ("left out: TOOL ..."): a
+    call the approval flow rejected, say. They are in the trace, so naming one is no typo."""
+    return {m.group(1) for n in notes for m in [re.match(r"left out: (\S+) ", n)] if m}
+
+
+def _apply(rules: Rules, found: list[_calls.Call], seen=frozenset()) -> tuple[list[_calls.Call], list[str]]:
+    fell_back: list = []
+    scope_of = rules.scope_of(fell_back)
     kept, other = [], {}
     for c in found:
         if not rules.is_effectful(c.tool):
@@ -50,21 +70,58 @@ def _apply(rules: Rules, found: list[_calls.Call]) -> tuple[list[_calls.Call], l
         kept.append(replace(c, scope=scope_of(c.view, c.scope),
                             idempotency_key=rules.idempotency_key_of(c.view)))
     notes = []
+    if fell_back:
+        notes.append(f"--scope {rules.scope} returned None for {len(fell_back)} call(s), which "
+                     "kept the source's default scope: " + ", ".join(map(str, fell_back[:5])))
     if rules.effectful is None:
         notes.append("every tool was read as effectful (--effectful not given)")
     elif other:
         notes.append("left out as not effectful: " + ", ".join(
             f"{t} ({n} call{'s' if n > 1 else ''})" for t, n in sorted(other.items())))
-    missing = sorted(set(rules.effectful or ()) - {c.tool for c in found})
+    tools = {c.tool for c in found} | set(seen)
+    missing = sorted(set(rules.effectful or ()) - tools)
+    if missing and len(missing) == len(rules.effectful):
+        raise UsageError(f"--effectful {','.join(sorted(rules.effectful))}: no call of "
+                         f"{'that tool' if len(missing) == 1 else 'those tools'} in the trace; "
+                         "its tools are: " + (", ".join(f"{t} ({n} call{'s' if n > 1 else ''})"
+                                                         for t, n in sorted(_counts(found).items()))
+                                              or "none (it holds no tool call)"))
     if missing:
         notes.append(f"--effectful names tools with no call in the trace: {', '.join(missing)}")
     return kept, notes
 
 
+def _counts(found) -> dict:
+    out: dict = {}
+    for c in found:
+        out[c.tool] = out.get(c.tool, 0) + 1
+    return out
+
+
+def _once(paths: Sequence[str], notes: list) -> list[str]:
+    """`paths` with a file given twice (under any name) kept once, said in `notes`: read
+    twice, its calls or effects would count twice."""
+    out, seen = [], {}
+    for p in paths:
+        try:
+            st = os.stat(p)
+            ident = (st.st_dev, st.st_ino)
+        except OSError:
+            ident = p                       # the reader words the error
+        if ident in seen:
+            notes.append(f"{p} is given twice (also as {seen[ident]}) and was read once")
+            continue
+        seen[ident] = p
+        out.append(p)
+    return out
+
+
 def check_trace(source: str, paths: Sequence[str], rules: Rules = Rules(),
                 ledgers: Sequence[str] = (), checkpoints: Sequence[str] = (),
-                run_items: Sequence[str] = ()) -> TraceReport:
-    """Adapt and check trace files `paths` of `source` (a key of `READERS`).
+                run_items: Sequence[str] = (),
+                max_line_bytes: Optional[int] = None) -> TraceReport:
+    """Adapt and check trace files `paths` of `source` (a key of `READERS`); with
+    `max_line_bytes`, every line of every file given is at most that long.
 
     Raises
     ------
@@ -79,33 +136,64 @@ def check_trace(source: str, paths: Sequence[str], rules: Rules = Rules(),
         raise UsageError("--checkpoints is for --from langgraph")
     if run_items and source != "openai-agents":
         raise UsageError("--run-items is for --from openai-agents")
+    twice: list = []
+    paths, checkpoints, run_items, ledgers = (_once(x, twice)
+                                              for x in (paths, checkpoints, run_items, ledgers))
     names = [dbos.display_name(p) for p in paths] + list(checkpoints) + list(run_items) \
         + list(ledgers)
+    if max_line_bytes is not None:
+        for p in [*paths, *checkpoints, *run_items, *ledgers]:
+            if os.path.isfile(p):          # a database URL (dbos) has no lines
+                long_line(p, max_line_bytes)
+    shown = unique_names(names)           # writers are named after their files
     if source == "langgraph":
-        found, notes = langgraph.read(paths, 0, checkpoints)
+        found, notes = langgraph.read(paths, 0, checkpoints, shown[:len(paths)])
     elif source == "openai-agents":
         found, notes = openai_agents.read(paths, 0, run_items)
     else:
         found, notes = READERS[source](paths, 0)
-    kept, rule_notes = _apply(rules, found)
-    notes = rule_notes + [n for c in kept for n in c.notes] + notes
+    kept, rule_notes = _apply(rules, found, _left_out_tools(notes))
+    notes = twice + rule_notes + [n for c in kept for n in c.notes] + notes
     placed = _calls.to_log(kept)
+    missing = [] if kept else [_no_calls(found)]
+    partial = []
     if ledgers:
-        first = len(paths) + len(checkpoints) + len(run_items)
-        joined = ledger.join(ledger.read(ledgers, first), kept, names)
+        got = ledger.read(ledgers, len(paths) + len(checkpoints) + len(run_items))
+        joined = ledger.join(got.entries, kept, shown)
         placed += joined.effects
         notes += joined.notes
+        partial = got.partial
+        missing += _ledger_missing(kept, joined, got)
     report = _conformance(placed, names)
     if not ledgers:
         report = _suspected(report, kept, names)
-    args_recorded = all(c.args is not None for c in kept)
-    call_ids = source != "openai-agents" or bool(run_items)
+    if missing and report.verdict is LogVerdict.CONFORMS:   # a violation found stands
+        report = replace(report, verdict=LogVerdict.INCONCLUSIVE)
+    effects = sum(p.event["type"] == "effect" for p in placed)
     stats = {"tool_calls": len(found), "effectful_calls": len(kept),
-             "call_ids": len({c.key for c in kept}),
-             "effects_joined": sum(p.event["type"] == "effect" for p in placed)}
-    return TraceReport(source, report,
-                       capability.judged(source, bool(ledgers), args_recorded, call_ids),
-                       notes, placed, stats)
+             "call_ids": len({c.key for c in kept}), "effects_joined": effects}
+    call_ids = source != "openai-agents" or bool(run_items)
+    judged = capability.judged(source, effects > 0, all(c.args is not None for c in kept),
+                               call_ids=call_ids, calls=len(kept),
+                               partial_ledger=bool(partial))
+    return TraceReport(source, report, judged, notes, placed, stats, missing)
+
+
+def _ledger_missing(kept, joined, got) -> list[str]:
+    """What the ledger left unjudged: no effect joined a call, or pages not given."""
+    out = []
+    if kept and not joined.effects:
+        out.append(f"no effect of the ledger joins a call of this trace ({len(got.entries)} "
+                   "read; by idempotency key or canonical intent): what the provider applied "
+                   "was not counted")
+    return out + got.partial
+
+
+def _no_calls(found) -> str:
+    if not found:
+        return "the trace holds no tool call: nothing was judged"
+    return ("no call of an effectful tool: nothing was judged (tools in the trace: "
+            + ", ".join(sorted(_counts(found))) + ")")
 
 
 def _suspected(report, kept: list[_calls.Call], names) -> object:
@@ -131,8 +219,15 @@ def _suspected(report, kept: list[_calls.Call], names) -> object:
 
 
 def _conformance(placed, names):
+    """The core's report on the derived events; an event the log contract refuses (a
+    trace value of the wrong type: a call id that is a number, say) is an `InputError` at
+    the trace line it came from."""
     checker = Conformance(names)
     for p in placed:
+        why = problem(p.event)
+        if why:
+            raise InputError(f"this call does not fit the log contract ({why}); the trace "
+                             "holds a value of the wrong type here", names[p.file_index], p.line)
         try:
             checker.feed(from_dict(p.event), p.file_index, p.line)
         except EventError as e:

@@ -7,6 +7,8 @@ Examples
 'FENCE: not judgeable: no fence in this source'
 >>> [r.status for r in judged("otel", ledger=True, args_recorded=True) if r.property == "I1"]
 ['judged']
+>>> judged("otel", ledger=True, args_recorded=True, calls=0)[0].line()
+'I1: not judged: no effectful tool call in this trace'
 """
 from __future__ import annotations
 
@@ -42,11 +44,13 @@ class Judged:
         return {"property": self.property, "status": self.status, "why": self.why}
 
 
-def judged(source: str, ledger: bool, args_recorded: bool,
-           call_ids: bool = True) -> list[Judged]:
-    """The rows for `source` when a ledger was (not) joined, arguments were (not)
-    recorded on every effectful call, and the calls' ids were (not) known (an OpenAI
-    Agents trace without its run items)."""
+def judged(source: str, ledger: bool, args_recorded: bool, call_ids: bool = True,
+           calls: int = 1, partial_ledger: bool = False) -> list[Judged]:
+    """The rows for `source` when a ledger's effects were (not) joined to calls, arguments
+    were (not) recorded on every effectful call, the calls' ids were (not) known (an OpenAI
+    Agents trace without its run items), and `calls` effectful calls were read: none judges
+    nothing. What a ledger makes judgeable is only partly judged when the ledger is
+    `partial_ledger` (some of its pages are missing)."""
     t = table()
     rows = []
     for prop in t["properties"]:
@@ -54,9 +58,14 @@ def judged(source: str, ledger: bool, args_recorded: bool,
         pick = entry
         if ledger and "with_ledger" in entry:
             pick = entry["with_ledger"]
+            if partial_ledger:
+                pick = {"status": "partly", "why": pick["why"] + "; but only the pages of the "
+                        "ledger that were given"}
         if not args_recorded and "no_args" in entry:
             pick = entry["no_args"]
         if not call_ids and "no_call_ids" in entry:
             pick = entry["no_call_ids"]
+        if not calls:
+            pick = {"status": "not judged", "why": "no effectful tool call in this trace"}
         rows.append(Judged(prop, pick["status"], pick["why"]))
     return rows

@@ -3,18 +3,25 @@
 A trace file may be one JSON document (an OTLP export, a JSON array), JSON Lines (the
 OpenTelemetry Collector's file exporter, a dumped event stream) or pretty-printed
 documents one after another (the Python SDK's ConsoleSpanExporter). `documents` reads
-all three; `Lines` turns a character offset into a line number.
+all three; `Lines` turns a character offset into a line number; `names` gives each file a
+name no other file of the run has (a writer's name comes from its file).
+
+A byte-order mark at the start of a file is read as nothing (as plain `validate` does), and
+a value nested deeper than `MAX_DEPTH` is refused where it starts: no export nests that
+deep, and the readers walk values recursively.
 """
 from __future__ import annotations
 
 import bisect
 import gzip
 import json
-from typing import Iterator
+import os
+from typing import Iterator, Sequence
 
 from toolcommit.model.errors import InputError
 
 _DECODER = json.JSONDecoder()
+MAX_DEPTH = 200
 
 
 def read_text(path: str) -> str:
@@ -24,12 +31,20 @@ def read_text(path: str) -> str:
             raw = f.read()
         if raw[:2] == b"\x1f\x8b":
             raw = gzip.decompress(raw)
-        return raw.decode("utf-8")
+        return raw.decode("utf-8-sig")    # a byte-order mark is no part of the text
     except FileNotFoundError:
         raise InputError("no such file; give the path of an exported trace", path) from None
     except (OSError, UnicodeDecodeError, EOFError) as e:
         raise InputError(f"cannot read this file ({e}); it must be UTF-8 JSON, plain or "
                          "gzip", path) from None
+
+
+def long_line(path: str, limit: int) -> None:
+    """`InputError` at the first line of `path` longer than `limit` bytes (UTF-8)."""
+    for n, line in enumerate(read_text(path).encode("utf-8").split(b"\n"), 1):
+        if len(line) > limit:
+            raise InputError(f"line longer than {limit} bytes; raise --max-line-bytes if it "
+                             "is legitimate", path, n)
 
 
 class Lines:
@@ -64,5 +79,55 @@ def documents(text: str, path: str) -> Iterator[tuple[object, int]]:
             lines = lines or Lines(text)
             raise InputError(f"not JSON ({e.msg}); a trace file holds JSON documents, one "
                              "after another or one per line", path, lines.at(e.pos)) from None
+        except (RecursionError, ValueError) as e:   # nested too deep; a 4,301-digit number
+            lines = lines or Lines(text)
+            why = (f"a value nested deeper than {MAX_DEPTH} levels"
+                   if isinstance(e, RecursionError) else str(e).split(";")[0])
+            raise InputError(f"not readable JSON ({why}); fix or cut the document that "
+                             "starts here", path, lines.at(i)) from None
+        if not shallow(value):
+            lines = lines or Lines(text)
+            raise InputError(f"a value nested deeper than {MAX_DEPTH} levels; no trace or "
+                             "ledger nests that deep: fix or cut the document that starts "
+                             "here", path, lines.at(i))
         yield value, i
         i = end
+
+
+def shallow(value, limit: int = MAX_DEPTH) -> bool:
+    """True if `value` (decoded JSON) nests at most `limit` containers deep (no recursion).
+
+    >>> shallow([[[1]]], 3), shallow([[[1]]], 2)
+    (True, False)
+    """
+    todo = [(value, 1)]
+    while todo:
+        v, d = todo.pop()
+        if isinstance(v, dict):
+            v = v.values()
+        elif not isinstance(v, list):
+            continue
+        if d > limit:
+            return False
+        todo.extend((x, d + 1) for x in v if isinstance(x, (dict, list)))
+    return True
+
+
+def names(paths: Sequence[str]) -> list[str]:
+    """A display name for each of `paths`: its base name, or as many of its last folders as
+    make it differ from every other path's (files of one name in two folders are two
+    writers, never one). The same path given twice keeps one name.
+
+    >>> names(["a/run.jsonl", "b/run.jsonl", "c/x.jsonl"])
+    ['a/run.jsonl', 'b/run.jsonl', 'x.jsonl']
+    >>> names(["logs/run.jsonl", "./run.jsonl", "run.jsonl"])
+    ['logs/run.jsonl', 'run.jsonl', 'run.jsonl']
+    """
+    parts = [os.path.normpath(p).split(os.sep) for p in paths]
+    out = []
+    for i, mine in enumerate(parts):
+        n = 1
+        while n < len(mine) and any(o != mine and o[-n:] == mine[-n:] for o in parts):
+            n += 1
+        out.append("/".join(mine[-n:]))
+    return out

@@ -37,6 +37,7 @@ def calls(paths: Sequence[str], entries: list, max_line_bytes: int) -> list[Call
 def join(paths: Sequence[str], ledgers: Sequence[str], max_line_bytes: int) -> ledger.Joined:
     """The effect events of `ledgers` joined to the keys of logs `paths` (file indexes:
     the logs first, then the ledgers), with notes on what joined nothing."""
-    entries = ledger.read(ledgers, len(paths))
-    found = calls(paths, entries, max_line_bytes)
-    return ledger.join(entries, found, list(paths) + list(ledgers), source="log")
+    got = ledger.read(ledgers, len(paths))
+    found = calls(paths, got.entries, max_line_bytes)
+    joined = ledger.join(got.entries, found, list(paths) + list(ledgers), source="log")
+    return ledger.Joined(joined.effects, joined.notes + list(got.partial))

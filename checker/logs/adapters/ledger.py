@@ -3,16 +3,20 @@
 Formats, told apart by content (CSV by the ``.csv`` name):
 
 - **Stripe events** (``GET /v1/events`` output, a JSON array, or one event per line):
-  every API request that caused events is one effect (``request.id``), with its
-  ``request.idempotency_key``; events Stripe raised by itself (no request) are not.
+  every API request that caused events is one effect (``request.id``, counted once over
+  every file), with its ``request.idempotency_key``; events Stripe raised by itself (no
+  request) are not. A list page with ``has_more: true`` is part of a longer list: unless a
+  last page of that list (``has_more: false``, same ``url``) is given too, the ledger is
+  *partial* (`Ledger.partial`), and a report that found nothing is inconclusive.
 - **Powertools idempotency records** (one per line, a list, or a DynamoDB scan with
   ``Items`` and type descriptors): ``COMPLETED`` and ``EXPIRED`` records are one effect
-  each under their ``id``; an ``INPROGRESS`` one is an outcome not known yet (a note).
+  each under their ``id``; an ``INPROGRESS`` one is an outcome not known yet (a note). A
+  scan page with ``LastEvaluatedKey`` is partial unless a last page (without one) is given.
 - **A plain ledger**, JSON Lines or CSV: ``idempotency_key``, ``tool``, ``args`` (an
   object; in CSV a JSON cell), ``scope``, ``effect_id``, ``kind`` (``apply`` by default, or
   ``compensate``); each line one effect.
 
-`join` attaches each effect to a call: by idempotency key (the key the call sent: see
+`read` gives a `Ledger`; `join` attaches each effect to a call: by idempotency key (the key the call sent: see
 `Rules.idempotency_key`; for Powertools also the hash after ``#``), else by canonical intent
 (canonicalizer v1 over tool, args and scope; a ledger line without a scope joins the one
 scope where a call of that tool and arguments ran). Effects that join no call are left
@@ -24,14 +28,15 @@ import csv
 import io
 import json
 import os
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from typing import Optional
 
 from toolcommit.model.canon import CanonError, canonical_intent
 from toolcommit.model.errors import InputError
 
 from toolcommit.checker.logs.adapters.calls import Call, Placed, log_args
-from toolcommit.checker.logs.adapters.docs import Lines, documents, read_text
+from toolcommit.checker.logs.adapters.docs import Lines, documents, read_text, shallow
 
 POWERTOOLS = ("INPROGRESS", "COMPLETED", "EXPIRED")
 
@@ -52,12 +57,28 @@ class Entry:
     line: int = 0
 
 
+_INTEGER = re.compile(r"[+-]?[0-9]{1,38}")    # DynamoDB numbers have 38 digits at most
+
+
+def _number(x) -> object:
+    """A DynamoDB ``N`` value (a decimal string, exponent allowed) as an int or a float;
+    `ValueError` naming it otherwise."""
+    text = str(x).strip()
+    if _INTEGER.fullmatch(text):
+        return int(text)
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{{\"N\": {json.dumps(x)}}} is not a DynamoDB number") from None
+
+
 def _dynamo(v):
-    """Unwrap DynamoDB type descriptors ({"S": "x"} -> "x")."""
+    """Unwrap DynamoDB type descriptors ({"S": "x"} -> "x"); `ValueError` on a number that
+    is none."""
     if isinstance(v, dict) and len(v) == 1:
         (t, x), = v.items()
         if t in ("S", "N", "BOOL", "NULL"):
-            return (float(x) if "." in x else int(x)) if t == "N" else x
+            return _number(x) if t == "N" else x
         if t == "M":
             return {k: _dynamo(y) for k, y in x.items()}
         if t == "L":
@@ -65,51 +86,72 @@ def _dynamo(v):
     return v
 
 
-def _items(value):
-    """The records in one decoded document: unwrap lists, Stripe lists, scans."""
+def _items(value, pages: list):
+    """The records in one decoded document: unwrap lists, Stripe lists, scans; each list
+    page's (list name, whether more pages follow) goes to `pages`."""
     if isinstance(value, list):
         for v in value:
-            yield from _items(v)
+            yield from _items(v, pages)
     elif isinstance(value, dict):
         if value.get("object") == "list" and isinstance(value.get("data"), list):
-            yield from _items(value["data"])
+            pages.append((f"Stripe list {value.get('url') or ''}".strip(),
+                          value.get("has_more") is True))
+            yield from _items(value["data"], pages)
         elif isinstance(value.get("Items"), list):
-            yield from _items(value["Items"])
+            pages.append(("DynamoDB scan", bool(value.get("LastEvaluatedKey"))))
+            yield from _items(value["Items"], pages)
         elif isinstance(value.get("Item"), dict):
             yield value["Item"]
         else:
             yield value
 
 
+def _name(v, field: str) -> Optional[str]:
+    """An id or name field as text (a string, or a number written as one); None when
+    absent; `ValueError` naming the field for any other value."""
+    if v is None or v == "":
+        return None
+    if isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool)):
+        return str(v)
+    raise ValueError(f"{field} must be a string, not {json.dumps(v)[:40]}")
+
+
 def _entry(rec: dict, fi: int, line: int, path: str) -> Optional[Entry]:
+    """The effect of one record; `ValueError` (the caller adds file:line) on a field of the
+    wrong type."""
     if rec.get("object") == "event":
         req = rec.get("request") or {}
         if not isinstance(req, dict) or not req.get("id"):
             return None                    # raised by Stripe itself, not by a request
-        obj = (rec.get("data") or {}).get("object") or {}
-        return Entry("stripe", req.get("idempotency_key"), effect_id=req["id"],
+        data = rec.get("data")
+        obj = data.get("object") if isinstance(data, dict) else None
+        return Entry("stripe", _name(req.get("idempotency_key"), "request.idempotency_key"),
+                     effect_id=_name(req["id"], "request.id"),
                      args=obj if isinstance(obj, dict) else None, file_index=fi, line=line)
     rec = {k: _dynamo(v) for k, v in rec.items()}
     if rec.get("status") in POWERTOOLS and "id" in rec:
-        return Entry("powertools", str(rec["id"]), effect_id=str(rec["id"]),
-                     status=rec["status"], file_index=fi, line=line)
+        rid = _name(rec["id"], "id") or ""
+        return Entry("powertools", rid, effect_id=rid, status=rec["status"], file_index=fi,
+                     line=line)
     args = rec.get("args")
     if isinstance(args, str):
         try:
             args = json.loads(args)
-        except ValueError:
-            raise InputError("args is not a JSON object", path, line) from None
+        except (ValueError, RecursionError):
+            raise ValueError("args is not a JSON object") from None
+        if not shallow(args):
+            raise ValueError("args nest too deep")
     if args is not None and not isinstance(args, dict):
-        raise InputError("args must be a JSON object", path, line)
+        raise ValueError("args must be a JSON object")
     kind = rec.get("kind") or "apply"
     if kind not in ("apply", "compensate"):
-        raise InputError(f"kind {kind!r}: use apply or compensate", path, line)
-    idem = rec.get("idempotency_key")
-    if not idem and not (rec.get("tool") and args is not None):
-        raise InputError("a ledger line needs an idempotency_key, or a tool and its args "
-                         "(to join by canonical intent)", path, line)
-    return Entry("plain", str(idem) if idem else None, tool=rec.get("tool"), args=args,
-                 scope=rec.get("scope"), effect_id=rec.get("effect_id"), kind=kind,
+        raise ValueError(f"kind {json.dumps(kind)[:40]}: use apply or compensate")
+    idem, tool = _name(rec.get("idempotency_key"), "idempotency_key"), _name(rec.get("tool"), "tool")
+    if not idem and not (tool and args is not None):
+        raise ValueError("a ledger line needs an idempotency_key, or a tool and its args "
+                         "(to join by canonical intent)")
+    return Entry("plain", idem, tool=tool, args=args, scope=_name(rec.get("scope"), "scope"),
+                 effect_id=_name(rec.get("effect_id"), "effect_id"), kind=kind,
                  file_index=fi, line=line)
 
 
@@ -123,31 +165,64 @@ def _line(lines: Lines, rec, at: int) -> int:
     document's first line."""
     rid = rec.get("id") if isinstance(rec, dict) else None
     if isinstance(rid, dict):                # a DynamoDB descriptor
-        rid = _dynamo(rid)
+        try:
+            rid = _dynamo(rid)
+        except ValueError:                   # `read` says so, at the document's line
+            rid = None
     return lines.of(json.dumps(rid), at) if isinstance(rid, str) else lines.at(at)
 
 
-def read(paths, first_index: int = 0) -> list[Entry]:
+@dataclass
+class Ledger:
+    """The effects read from ledger files, and why the ledger is partial (one reason per
+    list given only in part: empty when every list is whole)."""
+
+    entries: list
+    partial: list = field(default_factory=list)
+
+
+def read(paths, first_index: int = 0) -> Ledger:
     """The effects in ledger files `paths` (file indexes from `first_index`), one per API
-    request (Stripe) or record; `InputError` on an unusable line."""
+    request (Stripe, over every file) or record; `InputError` on an unusable line."""
     out: list[Entry] = []
+    pages: list = []
+    seen_requests: set = set()
     for fi, path in enumerate(paths, first_index):
         text = read_text(path)
+        here: list = []
         if path.endswith(".csv"):
             recs = [(r, n) for n, r in enumerate(_csv_rows(text), 2)]
         else:
             lines = Lines(text)
             recs = [(r, _line(lines, r, at)) for v, at in documents(text, path)
-                    for r in _items(v)]
-        seen_requests: set = set()
+                    for r in _items(v, here)]
+        pages += [(name, more, path) for name, more in here]
         for rec, line in recs:
             if not isinstance(rec, dict):
                 raise InputError("a ledger record must be a JSON object", path, line)
-            e = _entry(rec, fi, line, path)
+            try:
+                e = _entry(rec, fi, line, path)
+            except ValueError as err:
+                raise InputError(str(err), path, line) from None
             if e is None or (e.source == "stripe" and e.effect_id in seen_requests):
                 continue
             seen_requests.add(e.effect_id)
             out.append(e)
+    return Ledger(out, _partial(pages))
+
+
+def _partial(pages) -> list[str]:
+    """Why the ledger is partial: each list of which a page says more follow, and no last
+    page was given."""
+    last = {name for name, more, _ in pages if not more}
+    out = []
+    for name in dict.fromkeys(name for name, more, _ in pages if more):
+        if name not in last:
+            files = sorted({p for n, more, p in pages if n == name and more})
+            flag = "LastEvaluatedKey" if name == "DynamoDB scan" else "has_more: true"
+            out.append(f"{', '.join(files)} is a page of a longer {name} ({flag}) and its "
+                       "last page is not given: effects on the other pages are not counted; "
+                       "give every page (--ledger once per page)")
     return out
 
 
@@ -169,8 +244,9 @@ class Joined:
 def join(entries: list[Entry], calls: list[Call], names: list[str],
          source: str = "trace") -> Joined:
     """Attach each effect to a call (see the module docstring); `names` are display names
-    by file index; `source` names what the calls came from in the notes, which explain
-    each effect left out (`why_unjoined`). Pure.
+    by file index, unique among the run's files (a ledger's writer is ``ledger:NAME``);
+    `source` names what the calls came from in the notes, which explain each effect left
+    out (`why_unjoined`). Pure.
 
     An effect joined by canonical intent names the key of its intent's calls when they all
     share one (then a second effect is also a second effect for that key: P1); when the
@@ -259,7 +335,7 @@ def _joined(e: Entry, by_key, keys_of, by_tool_args, names) -> Optional[dict]:
     c = by_key.get(e.idempotency_key or "")
     if c is None and e.source == "powertools" and "#" in (e.idempotency_key or ""):
         c = by_key.get(e.idempotency_key.rsplit("#", 1)[1])
-    name = os.path.basename(names[e.file_index])
+    name = names[e.file_index]
     ev = {"type": "effect", "writer": "ledger:" + name, "kind": e.kind}
     if c is not None:
         ev.update(key=c.key, tool=c.tool, args=log_args(c), scope=c.scope)

@@ -30,7 +30,9 @@ writer                  the resource's ``service.name`` (and ``service.instance.
 Pydantic AI spans whose call never ran (``pydantic_ai.tool.failure_stage = validation``,
 or a deferral) are not dispatches and are left out, with a note; its
 ``pydantic_ai.tool.retry.*`` attributes are kept as notes. Attempts are ordered by span
-start time, which is one process's clock.
+start time, which is one process's clock. A span exported twice (the same trace and span
+id) counts once; a span without a trace or span id is never taken for another: it is read
+as a span of its own, with a note.
 """
 from __future__ import annotations
 
@@ -93,6 +95,13 @@ class Span(dict):
 _ERROR_CODES = (2, "2", "STATUS_CODE_ERROR", "ERROR", "StatusCode.ERROR")
 
 
+def _ident(v, field: str) -> str:
+    """A trace or span id: a string (absent is ''); `ValueError` for any other value."""
+    if v is None or isinstance(v, str):
+        return v or ""
+    raise ValueError(f"{field} must be a string")
+
+
 def _otlp_spans(doc: dict) -> Iterator[Span]:
     for rs in _g(doc, "resourceSpans", "resource_spans", []) or []:
         resource = kv_list((rs.get("resource") or {}).get("attributes"))
@@ -101,8 +110,9 @@ def _otlp_spans(doc: dict) -> Iterator[Span]:
         for ss in scopes:
             for s in ss.get("spans") or []:
                 status = s.get("status") or {}
-                yield Span(name=s.get("name", ""), trace_id=_g(s, "traceId", "trace_id", ""),
-                           span_id=_g(s, "spanId", "span_id", ""),
+                yield Span(name=s.get("name", ""),
+                           trace_id=_ident(_g(s, "traceId", "trace_id", ""), "traceId"),
+                           span_id=_ident(_g(s, "spanId", "span_id", ""), "spanId"),
                            start=int(_g(s, "startTimeUnixNano", "start_time_unix_nano", 0)),
                            attributes=kv_list(s.get("attributes")),
                            events=[(e.get("name"), kv_list(e.get("attributes")))
@@ -121,8 +131,8 @@ def _iso_ns(text) -> int:
 def _console_span(doc: dict) -> Span:
     ctx = doc.get("context") or {}
     status = doc.get("status") or {}
-    return Span(name=doc.get("name", ""), trace_id=ctx.get("trace_id", ""),
-                span_id=ctx.get("span_id", ""), start=_iso_ns(doc.get("start_time")),
+    return Span(name=doc.get("name", ""), trace_id=_ident(ctx.get("trace_id"), "trace_id"),
+                span_id=_ident(ctx.get("span_id"), "span_id"), start=_iso_ns(doc.get("start_time")),
                 attributes=dict(doc.get("attributes") or {}),
                 events=[(e.get("name"), dict(e.get("attributes") or {}))
                         for e in doc.get("events") or ()],
@@ -237,8 +247,9 @@ def _retry_note(a: dict) -> str:
             "the call it re-issues has a new call id")
 
 
-def to_call(s: Span, fi: int, line: int, skipped: list) -> Optional[Call]:
-    """The `Call` of one tool span, or None (left out: the reason goes to `skipped`)."""
+def to_call(s: Span, fi: int, line: int, skipped: list, where: str = "") -> Optional[Call]:
+    """The `Call` of one tool span, or None (left out: the reason goes to `skipped`);
+    `where` (file:line and a count) names a span that has no span id."""
     a = s["attributes"]
     tool, cid = _tool(s), _call_id(a)
     why = _skip_reason(a)
@@ -251,12 +262,15 @@ def to_call(s: Span, fi: int, line: int, skipped: list) -> Optional[Call]:
     view = {"tool": tool, "call_id": cid, "args": args, "result": result, "name": s["name"],
             "trace_id": s["trace_id"], "span_id": s["span_id"], "attributes": a,
             "resource": s["resource"]}
-    default_scope = next((a[n] for n in SCOPE_NAMES if a.get(n)), f"trace:{s['trace_id']}")
+    ident = f"span {s['span_id']}" if s["span_id"] else f"span at {where}"
+    default_scope = next((a[n] for n in SCOPE_NAMES if a.get(n)), None) or (
+        f"trace:{s['trace_id']}" if s["trace_id"] else f"trace of the {ident}")
     note = _retry_note(a)
     return Call(tool=tool, call_id=cid, args=args, outcome=ERROR if failed else OK,
-                writer=_writer(s["resource"]), order=(s["start"], s["trace_id"], line),
+                writer=_writer(s["resource"]),
+                order=(s["start"], str(s["trace_id"]), str(s["span_id"]), line),
                 loc=(fi, line), error=_error(s) if failed else "",
-                ident=f"span {s['span_id']}", view=view, scope=str(default_scope),
+                ident=ident, view=view, scope=str(default_scope),
                 notes=(note,) if note else ())
 
 
@@ -268,7 +282,7 @@ def read(paths, first_index: int = 0) -> tuple[list[Call], list[str]]:
     calls: list[Call] = []
     skipped: list[str] = []
     seen: set = set()
-    repeats = 0
+    repeats = unnamed = 0
     for fi, path in enumerate(paths, first_index):
         text = read_text(path)
         lines = Lines(text)
@@ -276,18 +290,21 @@ def read(paths, first_index: int = 0) -> tuple[list[Call], list[str]]:
         for value, at in documents(text, path):
             try:
                 got = list(spans(value))
-            except (ValueError, TypeError, AttributeError, KeyError) as e:
+            except (ValueError, TypeError, AttributeError, KeyError, OverflowError) as e:
                 raise InputError(f"not an OpenTelemetry span export ({type(e).__name__}: "
                                  f"{e})", path, lines.at(at)) from None
             for s in got:
                 found += 1
                 ident = (s["trace_id"], s["span_id"])
-                if ident in seen:
+                if not (s["trace_id"] and s["span_id"]):
+                    unnamed += 1       # no id to tell a repeat by: a span of its own
+                elif ident in seen:
                     repeats += 1
                     continue
                 seen.add(ident)
                 if is_tool_span(s):
-                    c = to_call(s, fi, lines.of(str(s["span_id"]), at), skipped)
+                    line = lines.of(str(s["span_id"]), at) if s["span_id"] else lines.at(at)
+                    c = to_call(s, fi, line, skipped, f"{path}:{line} (#{unnamed})")
                     if c is not None:
                         calls.append(c)
         if not found:
@@ -296,4 +313,7 @@ def read(paths, first_index: int = 0) -> tuple[list[Call], list[str]]:
     notes = [f"left out: {n}" for n in skipped]
     if repeats:
         notes.append(f"{repeats} span(s) exported more than once were read once")
+    if unnamed:
+        notes.append(f"{unnamed} span(s) without a trace id or span id were each read as a "
+                     "span of its own (a repeated export of one cannot be told)")
     return calls, notes

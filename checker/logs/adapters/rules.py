@@ -61,25 +61,41 @@ def as_text(value) -> str:
 
 
 def _function(spec: str) -> Callable[[dict], object]:
-    """The function `spec` (``MODULE:FUNCTION``) names, importable from the working
-    directory too (the ``toolcommit`` script does not put it on the import path)."""
+    """The function `spec` (``MODULE:FUNCTION``) names: imported as Python would, and
+    else from the working directory (``mymod.py`` there), as ``python -m`` would find it."""
     module, _, name = spec.partition(":")
-    here = os.getcwd()
-    added = here not in sys.path
-    if added:
-        sys.path.insert(0, here)
+    if not all(part.isidentifier() for part in module.split(".")) or not name.isidentifier():
+        raise UsageError(f"--scope {spec}: give MODULE:FUNCTION (both Python names, such as "
+                         "mymod:scope_of), or an attribute path such as "
+                         "attributes.gen_ai.conversation.id")
     try:
-        fn = getattr(importlib.import_module(module), name)
-    except Exception as e:  # noqa: BLE001 - any failure to load the user's module is usage
-        raise UsageError(f"--scope {spec}: cannot load {name} from module {module} ({e}); "
-                         "give MODULE:FUNCTION importable from here, or an attribute "
-                         "path such as attributes.gen_ai.conversation.id") from None
-    finally:
-        if added:
-            sys.path.remove(here)
+        mod = _import(module)
+        fn = getattr(mod, name)
+    except Exception as e:  # noqa: BLE001 - the user's module may raise anything on import
+        raise UsageError(f"--scope {spec}: cannot load {name} from module {module} "
+                         f"({type(e).__name__}: {e}); give MODULE:FUNCTION importable from "
+                         "here or from the working directory, or an attribute path such as "
+                         "attributes.gen_ai.conversation.id") from None
     if not callable(fn):
         raise UsageError(f"--scope {spec}: {name} is not a function")
     return fn
+
+
+def _import(module: str):
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        top = module.split(".")[0]
+        here = os.getcwd()
+        if e.name != top or here in sys.path or not (
+                os.path.exists(os.path.join(here, top + ".py"))
+                or os.path.isdir(os.path.join(here, top))):
+            raise
+    sys.path.insert(0, here)
+    try:
+        return importlib.import_module(module)
+    finally:
+        sys.path.remove(here)
 
 
 @dataclass(frozen=True)
@@ -102,9 +118,11 @@ class Rules:
     effectful: Optional[frozenset] = None
     idempotency_key: Optional[str] = None
 
-    def scope_of(self) -> Callable[[dict, str], str]:
+    def scope_of(self, fell_back: Optional[list] = None) -> Callable[[dict, str], str]:
         """A function (view, default) -> scope text; raises `UsageError` when the rule's
-        path names nothing in a view (the message names the call)."""
+        path names nothing in a view (the message names the call). A function rule that
+        returns None keeps the source's default scope, and the call's id goes to
+        `fell_back` (to say so)."""
         if self.scope is None:
             return lambda view, default: default
         if ":" in self.scope:
@@ -117,7 +135,11 @@ class Rules:
                     raise UsageError(f"--scope {self.scope}: the function raised {e!r} on the "
                                      f"call {view.get('call_id')} of tool {view.get('tool')}; "
                                      "it is called with the call's view (a dict)") from None
-                return default if got is None else as_text(got)
+                if got is None:
+                    if fell_back is not None:
+                        fell_back.append(view.get("call_id"))
+                    return default
+                return as_text(got)
             return by_function
         path = self.scope
 

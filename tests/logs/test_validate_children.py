@@ -1,0 +1,58 @@
+"""validate's shard processes never outlive the process that started them: killed or
+terminated mid-run, the parent takes its shards with it (before, each shard kept its own
+pipe's other end open and waited on it forever). Real processes and signals; the test
+waits for events (the shards existing, then ending), never for a time."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+LOG = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "ack_loss-bad.jsonl"
+BOUND = 60.0
+
+# the shards are started, then the parent stops before it calls them (deterministic: the
+# shards are alive, waiting for their first call, when the parent is stopped)
+SCRIPT = """
+import multiprocessing, sys, time
+from toolcommit.checker.logs import pool
+def stalled(call, shards, fixup):
+    print(" ".join(str(p.pid) for p in multiprocessing.active_children()), flush=True)
+    time.sleep(3600)
+pool.coordinate = stalled
+pool.check([sys.argv[1]], 1 << 20, (), 2)
+"""
+
+
+def running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_the_shards_end_with_a_validate_that_is_killed_or_terminated(sig):
+    p = subprocess.Popen([sys.executable, "-c", SCRIPT, str(LOG)], stdout=subprocess.PIPE,
+                         text=True)
+    try:
+        shards = [int(x) for x in p.stdout.readline().split()]
+        assert len(shards) == 2 and all(map(running, shards))
+        p.send_signal(sig)
+        assert p.wait(BOUND) == -sig
+        end = time.monotonic() + BOUND
+        while any(map(running, shards)) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert not any(map(running, shards)), "a shard outlived its parent"
+    finally:
+        for pid in shards if "shards" in locals() else ():
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+        p.kill()
+        p.wait()
