@@ -40,7 +40,7 @@ from toolcommit.checker.cli.validate import validate
 from toolcommit.checker.logs.children import fork, held_signals
 from toolcommit.checker.torture import provider as P
 from toolcommit.checker.torture.plan import Plan
-from toolcommit.checker.torture.worker import worker_main
+from toolcommit.checker.torture.worker import LIBRARY_DESIGN, worker_main
 
 
 @dataclass
@@ -368,8 +368,10 @@ class _store:
 
 def _open_log(conf: dict, writer: str) -> IntentLog:
     if conf["store"] == "postgres":
-        return IntentLog.postgres(conf["dsn"], writer, schema=conf["schema"], lease=conf["lease"])
-    return IntentLog.sqlite(conf["db"], writer, synchronous="NORMAL", lease=conf["lease"])
+        return IntentLog.postgres(conf["dsn"], writer, schema=conf["schema"], lease=conf["lease"],
+                            provider=LIBRARY_DESIGN)
+    return IntentLog.sqlite(conf["db"], writer, synchronous="NORMAL", lease=conf["lease"],
+                            provider=LIBRARY_DESIGN)
 
 
 def run_once(plan: Plan, runtime: str = "library", profile: str = "fenced",

@@ -26,7 +26,16 @@ import os
 import time
 from typing import Optional
 
+from dataclasses import replace
+
 from toolcommit.runtime import IntentLog, JsonlSink
+from toolcommit.runtime.design import load as load_design
+
+# the design torture has measured the library under: ideal's, with the semantic key sent
+# too (the recommended preset), as before issue 18; `torture --env` (issue 18b) follows
+# each profile's shipped design instead
+LIBRARY_DESIGN = replace(load_design("ideal"), source="torture (ideal, keyed)",
+                         knobs={**load_design("ideal").knobs, "idempotency_key": "semantic_key"})
 from toolcommit.runtime import lines as L
 from toolcommit.runtime.store import OPEN_STATES
 
@@ -212,9 +221,11 @@ def open_runtime(conf: dict, plan: Plan, name: str, inc: int, hook: Hook):
         return ChatRuntime(f"{name}.{inc}", os.path.join(conf["dir"], f"chat-{name}.{inc}.jsonl"),
                            net, hook)
     if conf["store"] == "postgres":
-        log = IntentLog.postgres(conf["dsn"], name, schema=conf["schema"], lease=conf["lease"])
+        log = IntentLog.postgres(conf["dsn"], name, schema=conf["schema"], lease=conf["lease"],
+                                  provider=LIBRARY_DESIGN)
     else:
-        log = IntentLog.sqlite(conf["db"], name, synchronous="NORMAL", lease=conf["lease"])
+        log = IntentLog.sqlite(conf["db"], name, synchronous="NORMAL", lease=conf["lease"],
+                                  provider=LIBRARY_DESIGN)
     return LibraryRuntime(log, net, hook, plan.timing)
 
 

@@ -22,7 +22,7 @@ def test_pydantic_ai_reissued_refund_after_lost_ack_applies_once(tmp_path):
     from toolcommit.runtime.frameworks import pydantic_ai_tool
 
     bank = Bank(lose_first_ack=True)
-    log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="agent")
+    log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="agent", provider="ideal")
     script = iter([[ToolCallPart("refund", {"amount": 20}, tool_call_id="t1")],
                    [ToolCallPart("refund", {"amount": 20.0}, tool_call_id="t2")],
                    [TextPart("refunded")]])
@@ -53,7 +53,7 @@ def test_langgraph_tool_node_retry_under_new_id_applies_once(tmp_path):
     from toolcommit.runtime.frameworks import langgraph_tool_node
 
     bank = Bank(lose_first_ack=True)
-    log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="graph")
+    log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="graph", provider="ideal")
 
     @lc_tool
     def refund(amount: float) -> str:
