@@ -43,7 +43,7 @@ def merge(parts: Sequence[Part], fixup: Optional[Part], focus: Sequence[str]) ->
 
 def check_focus(focus: Sequence[str], parts: Sequence[Part]) -> None:
     """Refuse a --key the log does not name, listing the first keys it does (by the line
-    that named them first): `toolcommit.checker.cli.validate`'s message."""
+    that named them first): `toolcommit.checker.logs.validate`'s message."""
     has = {k for p in parts for k in p.focus}
     missing = [k for k in dict.fromkeys(focus) if k not in has]
     if not missing:

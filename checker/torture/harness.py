@@ -28,7 +28,7 @@ from toolcommit.runtime import lines as L
 from toolcommit.runtime.log import expire_leases, read_lines
 from toolcommit.runtime.store import PostgresStore, SqliteStore
 
-from toolcommit.checker.cli.validate import validate
+from toolcommit.checker.logs.validate import validate
 from toolcommit.checker.torture import provider as P
 from toolcommit.checker.torture.plan import Plan
 from toolcommit.checker.torture.worker import worker_main
