@@ -86,6 +86,7 @@ def test_the_graph_sees_the_houses_modules_and_their_lazy_imports():
     g = graph()
     assert g.has_edge("toolcommit.checker.cli.check", "toolcommit.checker.verify.suite")
     assert g.has_edge("toolcommit.checker.engines.trace", "toolcommit.model.semantics")  # in a function
+    assert g.has_edge("toolcommit.runtime", "toolcommit.checker.runtime")
 
 
 def test_no_module_imports_itself_through_others():
