@@ -16,20 +16,14 @@ from typing import Sequence
 
 from toolcommit.model.errors import InternalError
 
+from toolcommit.checker.machine import cores  # noqa: F401 - validate's default --jobs
+
 from toolcommit.checker.logs import lane
 from toolcommit.checker.logs.merge import merge
 from toolcommit.checker.logs.report import Report
 from toolcommit.checker.logs.shards import Part, Shard, changed, coordinate
 
 SHARD_MIN_BYTES = int(os.environ.get("TOOLCOMMIT_SHARD_MIN_BYTES", 32 << 20))
-
-
-def cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
 
 
 def worth_sharding(paths: Sequence[str], jobs: int) -> bool:
