@@ -3,8 +3,9 @@
 Each run is a fresh subprocess, so peak memory is that run's own: peak RSS minus the RSS
 after building the model and loading the compiled engine (the interpreter, z3 and the
 model excluded; the compile is measured separately, in an empty cache). Where Spin is
-installed (`apt-get install spin`), the same model goes through it too (`promela.py`:
-the same variables and guarded commands, no symmetry reduction, Spin's BFS).
+installed (`apt-get install spin`), the same model goes through it too (`spin.py` on the
+Promela of `toolcommit export --format promela`: the same variables and guarded commands,
+no symmetry reduction, Spin's BFS).
 
     python benchmarks/bench_native.py                 # the table in RESULTS-native.md
     python benchmarks/bench_native.py naive default workers=3
@@ -90,7 +91,7 @@ def main(argv) -> int:
         print(json.dumps(compile_child(*argv[1:4])))
         return 0
     if argv and argv[0] == "--spin":
-        from promela import spin_run
+        from spin import spin_run
         print(json.dumps(spin_run(_compiled(*argv[1:4]).system)))
         return 0
     runs = [tuple(argv[:2]) + (argv[2] if len(argv) > 2 else "",)] if argv else RUNS
