@@ -128,9 +128,9 @@ def _parts_peak(module) -> list:
     seen: list = []
     real = module.merge
 
-    def spy(parts, fixup, focus):
+    def spy(parts, fixup, focus, index=None):
         seen.extend((p.peak_kib, p.cpu_s) for p in [*parts, *([fixup] if fixup else [])])
-        return real(parts, fixup, focus)
+        return real(parts, fixup, focus, index)
 
     module.merge = spy
     return seen

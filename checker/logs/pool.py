@@ -2,9 +2,11 @@
 `toolcommit.checker.logs.shards.Shard` calls over a pipe, the fixup shard in the calling
 process. The report is the single process's (`toolcommit.checker.logs.merge`).
 
-Sharding pays only on large logs (each shard reads every line): `validate` uses it for
-regular files of at least `SHARD_MIN_BYTES` in total when it may use more than one core
-(``--jobs``; environment ``TOOLCOMMIT_SHARD_MIN_BYTES`` moves the threshold).
+This process runs the line index (`toolcommit.checker.logs.index`) while the shards read,
+so they decode only their own lines. Sharding pays only on large logs (each shard still
+reads every line's bytes): `validate` uses it for regular files of at least
+`SHARD_MIN_BYTES` in total when it may use more than one core (``--jobs``; environment
+``TOOLCOMMIT_SHARD_MIN_BYTES`` moves the threshold).
 """
 from __future__ import annotations
 
@@ -18,10 +20,10 @@ from toolcommit.model.errors import InternalError
 
 from toolcommit.checker.machine import cores  # noqa: F401 - validate's default --jobs
 
-from toolcommit.checker.logs import lane
+from toolcommit.checker.logs import index, lane
 from toolcommit.checker.logs.merge import merge
 from toolcommit.checker.logs.report import Report
-from toolcommit.checker.logs.shards import Part, Shard, changed, coordinate
+from toolcommit.checker.logs.shards import IndexGaveUp, Part, Shard, changed, coordinate
 
 SHARD_MIN_BYTES = int(os.environ.get("TOOLCOMMIT_SHARD_MIN_BYTES", 32 << 20))
 
@@ -59,26 +61,41 @@ def _serve(conn, args) -> None:
 
 
 def check(paths: Sequence[str], max_line_bytes: int, focus: Sequence[str], jobs: int,
-          complete_effects: bool = False) -> Report:
+          complete_effects: bool = False, indexed: bool = True) -> Report:
     """Check `paths` with `jobs` shard processes; the single process's report, or its
-    `InputError` / `UsageError`."""
+    `InputError` / `UsageError`. With `indexed` and where it can serve (`index.usable`),
+    this process runs the line index while the shards read (they decode only their own
+    lines and hold no writers); when it gives up, the shards run again without it."""
+    mod = lane.load()[0]   # built and loaded once, here: the forked shards inherit it
+    if indexed and index.usable(paths, focus, mod):
+        try:
+            return _check(paths, max_line_bytes, focus, jobs, complete_effects,
+                          index.Shared(paths))
+        except IndexGaveUp:
+            pass
+    return _check(paths, max_line_bytes, focus, jobs, complete_effects, None)
+
+
+def _check(paths, max_line_bytes, focus, jobs, complete_effects, shared) -> Report:
     ctx = multiprocessing.get_context("fork")
-    lane.load()       # built and loaded once, here: the forked shards inherit it
     procs, conns = [], []
+    ix = None if shared is None else index.Index(paths, max_line_bytes, shared, lane.load()[0])
     try:
         for i in range(jobs):
             here, there = ctx.Pipe()
             p = ctx.Process(target=_serve, daemon=True,
                             args=(there, (paths, max_line_bytes, focus, i, jobs, None, False,
-                                          complete_effects)))
+                                          complete_effects, shared)))
             p.start()
             there.close()
             procs.append(p)
             conns.append(here)
 
-        def call(method: str, args: list) -> list:
+        def call(method: str, args: list, meanwhile=None) -> list:
             for conn, a in zip(conns, args):
                 conn.send((method, a))
+            if meanwhile is not None:
+                meanwhile()
             out = []
             for i, conn in enumerate(conns):
                 try:
@@ -93,13 +110,13 @@ def check(paths: Sequence[str], max_line_bytes: int, focus: Sequence[str], jobs:
 
         def fixup(keys: set) -> Part:
             shard = Shard(paths, max_line_bytes, focus, 0, jobs, owned=keys,
-                          complete_effects=complete_effects)
+                          complete_effects=complete_effects, shared=shared)
             if shard.run()[0] is not None:    # an error no shard met: the logs changed
                 raise changed()
             return shard.finish()
 
-        parts, fix = coordinate(call, jobs, fixup)
-        return merge(parts, fix, focus)
+        parts, fix = coordinate(call, jobs, fixup, ix)
+        return merge(parts, fix, focus, ix)
     finally:
         for conn in conns:
             try:
@@ -112,3 +129,5 @@ def check(paths: Sequence[str], max_line_bytes: int, focus: Sequence[str], jobs:
             if p.is_alive():
                 p.kill()
                 p.join()
+        if shared is not None:
+            shared.close()
