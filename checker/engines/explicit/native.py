@@ -56,7 +56,8 @@ class _Out(ctypes.Structure):
                 + [(n, ctypes.c_void_p) for n in ("state", "parent", "via", "level_ends", "settled",
                                                   "truncated", "eoff", "edst", "fired")]
                 + [("first_violation", ctypes.c_int64 * 64), ("first_witness", ctypes.c_int64 * 64),
-                   ("first_bad_end", ctypes.c_int64 * 64), ("phase_seconds", ctypes.c_double * 6)])
+                   ("first_bad_end", ctypes.c_int64 * 64), ("cpu_seconds", ctypes.c_double),
+                   ("phase_seconds", ctypes.c_double * 6)])
 
 
 class _Stop(ctypes.Structure):
@@ -116,6 +117,7 @@ class NativeExploration(Exploration):
     # expand, dedupe, ids, edges and store, the one-thread numbering, PROGRESS (what the
     # search would take on idle cores, for benchmarks on a shared machine)
     phase_seconds: tuple = ()
+    search_cpu: float = 0.0    # the process's CPU seconds in the search (all threads)
 
 
 # ----- building ---------------------------------------------------------------------------
@@ -255,7 +257,7 @@ def _result(c: Compiled, lib, out: _Out, max_states: int, timeout: float, graph:
     ex.deadlock = None if out.deadlock < 0 else out.deadlock
     ex.transitions, ex.seconds, ex.memo_entries = out.transitions, seconds, out.memo_entries
     ex.graph_seconds, ex.jobs = out.graph_seconds, out.jobs
-    ex.phase_seconds = tuple(out.phase_seconds)
+    ex.phase_seconds, ex.search_cpu = tuple(out.phase_seconds), out.cpu_seconds
     ex.early = out.stop == STOP_EARLY
     if measure_memory:
         ex.peak_bytes = out.peak_bytes

@@ -34,8 +34,8 @@
  * A chunk where a stop may fall (the state limit, every asked property violated, no id
  * left) is numbered instead by one thread in the sequential loop's order (`number`), so the
  * stop falls after the same parent. PROGRESS's reverse graph is built and searched on the
- * threads too (each owns a range of targets; the backward search marks states level by
- * level).
+ * threads too (each takes the edges of a range of sources; the backward search marks
+ * states level by level).
  *
  * Memory: a state is sizeof(st) bytes, its parent and via 8, its visited-table slot 8 to 16
  * and its edges 4 bytes each when the graph is kept; a chunk's buffers are per thread. */
@@ -71,6 +71,7 @@ struct tc_out {
     uint32_t *level_ends, *settled, *truncated, *eoff, *edst;
     uint64_t *fired;
     int64_t first_violation[64], first_witness[64], first_bad_end[64];
+    double cpu_seconds;             /* the process's CPU seconds during the search */
     double phase_seconds[6];        /* parallel, per step the CPU seconds of its busiest
                                      * thread, summed: expand, dedupe, ids, edges and store,
                                      * the sequential numbering, PROGRESS */
@@ -180,6 +181,15 @@ static void memo_drop(struct acct *r, struct memo *m) {
  * table grows by moving slots, without reading states (up to 2^32 slots a part). The part
  * of a state is given by the low 32 bits. */
 struct table { uint64_t *slot; uint64_t cap, mask, count; int shift; };
+
+/* Store id `id` of a state (hash `h`) known not to be in `t` yet, at the first empty slot
+ * from `from` (its home, or where a lookup since which nothing left `t` ended). */
+static inline void place_from(struct table *t, uint64_t h, uint64_t id, uint64_t from) {
+    uint64_t j;
+    for (j = from; t->slot[j]; j = (j + 1) & t->mask) ;
+    t->slot[j] = (h & TAGS) | (id + 1);
+    t->count++;
+}
 
 static inline uint32_t part_of(uint64_t h, uint32_t parts) {
     return (uint32_t)(((h & 0xFFFFFFFFULL) * (uint64_t)parts) >> 32);
@@ -567,8 +577,10 @@ done:
 
 /* ----- the parallel search --------------------------------------------------------------- */
 /* A candidate: a successor that no lookup found, the first of its thread's slice of the
- * chunk to reach that state; `first` is the ref of the chunk's first candidate of it. */
-struct cand { st s; uint64_t h; uint32_t first, id, parent, act; uint64_t vm, wm; };
+ * chunk to reach that state; `first` is the ref of the chunk's first candidate of it,
+ * `where` the empty slot its lookup ended at (where storing it can start, while the part
+ * has not grown: no slot empties, so none between its home and there). */
+struct cand { st s; uint64_t h, where; uint32_t first, id, parent, act; uint64_t vm, wm; };
 
 #define CAND_NEW (1ULL << 63)   /* a recorded successor that made candidate ref */
 #define CAND_DUP (1ULL << 62)   /* one that reached candidate ref again */
@@ -582,7 +594,7 @@ struct wk {                    /* one thread: its slice of a chunk, its part, it
     pthread_t th;
     uint64_t lo, hi;           /* parents [lo, hi) of the chunk */
     struct vec nsucc, pflag, pend, target, act, cand, firsts, local, seen, settled, trunc,
-               front, next;
+               next;
     uint64_t *pcount;          /* expand: my candidates per part */
     uint64_t *owned;           /* dedupe (part k): the new states of part k by slice */
     uint64_t *fired;           /* my slice's fired counts */
@@ -592,7 +604,7 @@ struct wk {                    /* one thread: its slice of a chunk, its part, it
     int seen_shift;
     struct memo memo;
     struct batch batch;
-    uint64_t tlo, thi;         /* PROGRESS: the targets this thread owns */
+    uint64_t tlo, thi;         /* PROGRESS: the sources whose edges this thread takes */
     double cpu;                /* CPU seconds of its last task */
 };
 
@@ -612,7 +624,8 @@ struct par {
     /* PROGRESS */
     uint64_t n, m;
     const uint32_t *eoff, *edst;
-    uint32_t *pos, *pred;
+    uint32_t *pos, *pred, *front;        /* front: a level of the backward search */
+    uint64_t nfront;
     uint8_t *good;
 };
 
@@ -758,7 +771,8 @@ static void task_expand(struct wk *w) {
                 ((uint64_t *)w->target.p)[m] = (uint64_t)id;
             } else {
                 struct cand *c = (struct cand *)w->cand.p + w->cand.n;
-                c->s = x->t[i]; c->h = h; c->parent = (uint32_t)head; c->act = x->act[i];
+                c->s = x->t[i]; c->h = h; c->where = where; c->parent = (uint32_t)head;
+                c->act = x->act[i];
                 w->pcount[part_of(h, P->T)]++;
                 seen[j] = tag | (w->cand.n + 1);
                 ((uint64_t *)w->target.p)[m] = CAND_NEW | (uint64_t)w->id << REF_BITS | w->cand.n++;
@@ -871,16 +885,21 @@ static void task_edges_store(struct wk *w) {
         if (eoff) eoff[k] = (uint32_t)(w->e0 + m);
     }
     w->moves = m;
+    int grown = 0;
     if (4 * (tab->count + w->firsts.n) > 3 * tab->cap) {
-        int grown = table_grow(&b->r, tab, (const st *)b->states.p, b->states.n + P->pending,
-                               tab->count + w->firsts.n, w->id, P->T);
+        grown = table_grow(&b->r, tab, (const st *)b->states.p, b->states.n + P->pending,
+                           tab->count + w->firsts.n, w->id, P->T);
         if (!grown) { set_fail(P); return; }
         if (grown == 2) return;         /* filled from the states: the new ones are in */
     }
+    const uint32_t *firsts = w->firsts.p;
     for (i = 0; i < w->firsts.n; i++) {
-        struct cand *c = cand_of(P, ((uint32_t *)w->firsts.p)[i]);
-        if (i + PF_SLOT < w->firsts.n) pf_slot(tab, cand_of(P, ((uint32_t *)w->firsts.p)[i + PF_SLOT])->h);
-        place(tab, c->h, c->id);
+        struct cand *c = cand_of(P, firsts[i]);
+        if (i + PF_SLOT < w->firsts.n) {
+            struct cand *d = cand_of(P, firsts[i + PF_SLOT]);
+            __builtin_prefetch(&tab->slot[grown ? home(tab, d->h) : d->where]);
+        }
+        place_from(tab, c->h, c->id, grown ? home(tab, c->h) : c->where);
     }
 }
 
@@ -1044,28 +1063,28 @@ static int chunk_step(struct par *P, uint64_t lo, uint64_t hi, uint64_t per) {
 }
 
 /* PROGRESS on the threads: count predecessors, fill them, search back from the goals */
+/* Each thread takes the edges of a range of sources; the counts and the fill are atomic
+ * (the order of a target's predecessors then varies, the states that reach a goal do not) */
 static void task_count(struct wk *w) {
     struct par *P = w->P;
-    for (uint64_t e = 0; e < P->m; e++) {
-        uint32_t t = P->edst[e];
-        if (t >= w->tlo && t < w->thi) P->pos[t]++;
-    }
+    for (uint64_t e = P->eoff[w->tlo]; e < P->eoff[w->thi]; e++)
+        __atomic_fetch_add(&P->pos[P->edst[e]], 1, __ATOMIC_RELAXED);
 }
 
 static void task_fill(struct wk *w) {
     struct par *P = w->P;
-    for (uint64_t s = 0; s < P->n; s++)
-        for (uint64_t e = P->eoff[s]; e < P->eoff[s + 1]; e++) {
-            uint32_t t = P->edst[e];
-            if (t >= w->tlo && t < w->thi) P->pred[--P->pos[t]] = (uint32_t)s;
-        }
+    for (uint64_t s = w->tlo; s < w->thi; s++)
+        for (uint64_t e = P->eoff[s]; e < P->eoff[s + 1]; e++)
+            P->pred[__atomic_sub_fetch(&P->pos[P->edst[e]], 1, __ATOMIC_RELAXED)] = (uint32_t)s;
 }
 
 static void task_back(struct wk *w) {      /* one level of the backward search */
     struct par *P = w->P;
+    const uint32_t *front = P->front;
+    uint64_t lo = P->nfront * w->id / P->T, hi = P->nfront * (w->id + 1) / P->T;
     w->next.n = 0;
-    for (uint64_t f = 0; f < w->front.n; f++) {
-        uint32_t t = ((uint32_t *)w->front.p)[f];
+    for (uint64_t f = lo; f < hi; f++) {
+        uint32_t t = front[f];
         for (uint64_t i = P->pos[t]; i < P->pos[t + 1]; i++) {
             uint32_t s = P->pred[i];
             if (!P->good[s] && !__atomic_exchange_n(&P->good[s], 1, __ATOMIC_RELAXED)) {
@@ -1078,7 +1097,7 @@ static void task_back(struct wk *w) {      /* one level of the backward search *
 
 static void graph_phase_par(struct par *P) {
     struct bfs *b = P->b;
-    uint64_t n = b->states.n, i, g = 0;
+    uint64_t n = b->states.n, i;
     double t0 = now_s();
     const uint32_t *goals[2] = {b->settled_ids.p, b->truncated.p};
     uint64_t ngoals[2] = {b->settled_ids.n, b->truncated.n};
@@ -1090,7 +1109,6 @@ static void graph_phase_par(struct par *P) {
     for (uint32_t t = 0; t < P->T; t++) {
         P->w[t].tlo = n * t / P->T;
         P->w[t].thi = n * (t + 1) / P->T;
-        P->w[t].front.n = 0;
     }
     /* as first_stuck: pos[t] counts t's predecessors, then (prefix sums) ends their list,
      * and filling moves it down to the list's start */
@@ -1101,26 +1119,23 @@ static void graph_phase_par(struct par *P) {
     ps[5] += cpu_s() - c0;
     ps[5] += run_all(P, task_fill);
     if (P->fail) goto done;
+    /* level by level; each level's states split evenly among the threads */
+    P->front = grab(&b->r, NULL, 0, (n + 1) * 4, 0);
+    if (P->front == NULL) goto done;
+    P->nfront = 0;
     for (int k = 0; k < 2; k++)
         for (i = 0; i < ngoals[k]; i++) {
             uint32_t s = goals[k][i];
-            if (P->good[s]) continue;
-            P->good[s] = 1;
-            struct wk *w = &P->w[g++ % P->T];
-            if (!room(w, &w->front, w->front.n + 1)) goto done;
-            ((uint32_t *)w->front.p)[w->front.n++] = s;
+            if (!P->good[s]) { P->good[s] = 1; P->front[P->nfront++] = s; }
         }
-    for (;;) {
-        uint64_t more = 0;
+    while (P->nfront) {
         ps[5] += run_all(P, task_back);
         if (P->fail) goto done;
+        P->nfront = 0;
         for (uint32_t t = 0; t < P->T; t++) {
-            struct vec x = P->w[t].front;
-            P->w[t].front = P->w[t].next;
-            P->w[t].next = x;
-            more += P->w[t].front.n;
+            memcpy(P->front + P->nfront, P->w[t].next.p, P->w[t].next.n * 4);
+            P->nfront += P->w[t].next.n;
         }
-        if (!more) break;
     }
     b->out->stuck = -1;
     for (i = 0; i < n; i++)
@@ -1128,7 +1143,8 @@ static void graph_phase_par(struct par *P) {
 done:
     if (P->fail || !P->pos || !P->pred || !P->good) { b->out->stuck = -1; b->r.oom = 1; }
     drop(&b->r, P->pos, (n + 1) * 4); drop(&b->r, P->pred, P->m * 4 + 4); drop(&b->r, P->good, n + 1);
-    P->pos = P->pred = NULL; P->good = NULL;
+    drop(&b->r, P->front, (n + 1) * 4);
+    P->pos = P->pred = P->front = NULL; P->good = NULL;
     b->out->graph_seconds = now_s() - t0;
 }
 
@@ -1154,7 +1170,7 @@ static int explore_par(struct bfs *b, st init, uint32_t T, uint64_t chunk) {
     }
     for (t = 0; t < T; t++) {
         struct wk *x = &w[t];
-        x->nsucc.item = x->act.item = x->firsts.item = x->front.item = x->next.item = 4;
+        x->nsucc.item = x->act.item = x->firsts.item = x->next.item = 4;
         x->local.item = x->settled.item = x->trunc.item = 4;
         x->pflag.item = 1;
         x->pend.item = x->target.item = x->seen.item = 8;
@@ -1198,7 +1214,7 @@ done:
     for (t = 0; t < T; t++) {
         struct vec *vs[] = {&w[t].nsucc, &w[t].pflag, &w[t].pend, &w[t].target, &w[t].act,
                             &w[t].cand, &w[t].firsts, &w[t].local, &w[t].seen, &w[t].settled,
-                            &w[t].trunc, &w[t].front, &w[t].next};
+                            &w[t].trunc, &w[t].next};
         for (unsigned k = 0; k < sizeof vs / sizeof vs[0]; k++) vec_drop(&b->r, vs[k]);
         b->out->memo_entries += w[t].memo.count;
         memo_drop(&b->r, &w[t].memo);
@@ -1217,10 +1233,17 @@ void tc_free(void *p) { free(p); }
 
 /* The BFS of explore.py, on `jobs` threads; 0 on success (a stop by limit is success with
  * complete = 0). `chunk`: parents per parallel step (0: the default). */
+static double process_cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 int tc_explore(const uint64_t *init_words, uint64_t max_states, double timeout, int graph,
                int jobs, uint64_t chunk, tc_tick tick, const struct tc_stop *stop,
                struct tc_out *out) {
     struct bfs b;
+    double c0 = process_cpu_s();
     st init = st_from_words(init_words);
     int rc;
     if (jobs > MAX_JOBS) jobs = MAX_JOBS;
@@ -1230,9 +1253,10 @@ int tc_explore(const uint64_t *init_words, uint64_t max_states, double timeout, 
     } else if (jobs <= 1) {
         rc = explore_seq(&b, init);
     } else {
-        rc = explore_par(&b, init, (uint32_t)jobs, chunk ? chunk : 1 << 15);
+        rc = explore_par(&b, init, (uint32_t)jobs, chunk ? chunk : 1 << 14);
     }
     out->jobs = jobs < 1 ? 1 : (uint64_t)jobs;
     bfs_out(&b);
+    out->cpu_seconds = process_cpu_s() - c0;
     return rc || b.r.oom ? 1 : 0;
 }
