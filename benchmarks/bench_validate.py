@@ -29,7 +29,7 @@ once). A ratio of validate's speed to the bare parse's closes the report.
 Usage::
 
     python benchmarks/bench_validate.py --lines 1000000 [--keep FILE] [--only MODE ...]
-        [--repeat 3] [--jobs N]
+        [--repeat 3] [--jobs N] [--distinct-writers]
 """
 from __future__ import annotations
 
@@ -46,8 +46,11 @@ import time
 MODES = ("parse", "parse-orjson", "typed", "read", "validate-1", "validate-N", "dask-N")
 
 
-def generate(path: str, lines: int, seed: int = 7, window: int = 64) -> int:
-    """Write a conforming log of about `lines` lines; return the number written."""
+def generate(path: str, lines: int, seed: int = 7, window: int = 64,
+             writers: bool = False) -> int:
+    """Write a conforming log of about `lines` lines; return the number written. With
+    `writers`, every intent is written by a writer of its own (the log's writers then
+    number about a fifth of its lines: what holding writers costs)."""
     rng = random.Random(seed)
     seq: dict[str, int] = {}
     out = open(path, "w", buffering=1 << 20)
@@ -65,7 +68,7 @@ def generate(path: str, lines: int, seed: int = 7, window: int = 64) -> int:
 
     # each intent is a small script of events; `window` intents progress interleaved
     def script(i: int):
-        w = rng.choice(workers)
+        w = f"worker-{i}" if writers else rng.choice(workers)
         key = "k-%016x" % rng.getrandbits(64)
         args = {"amount": rng.randint(1, 10 ** 6), "currency": rng.choice(("USD", "EUR")),
                 "order": f"o-{i}"}
@@ -80,7 +83,7 @@ def generate(path: str, lines: int, seed: int = 7, window: int = 64) -> int:
                "effect_id": f"e{i}", **base}
         r = rng.random()
         if r < 0.1:   # ack lost: reconcile, possibly by another worker
-            w2 = rng.choice(workers)
+            w2 = f"worker-{i}-2" if writers else rng.choice(workers)
             yield {"type": "transition", "writer": w, "key": key, "from": "DISPATCHED", "to": "UNKNOWN"}
             yield {"type": "proposal", "writer": w, "call_id": f"t{i}r", "key": key,
                    "decision": "duplicate", **base}
@@ -208,6 +211,8 @@ def main() -> None:
     ap.add_argument("--keep", help="write the generated log here (and reuse it if present)")
     ap.add_argument("--only", nargs="+", choices=MODES, help="these modes only")
     ap.add_argument("--repeat", type=int, default=1, help="runs per mode; the fastest counts")
+    ap.add_argument("--distinct-writers", action="store_true",
+                    help="every intent written by a writer of its own (memory per writer)")
     ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)),
                     help="processes for validate-N and dask-N (default: the cores)")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
@@ -218,7 +223,7 @@ def main() -> None:
     path = a.keep or os.path.join(tempfile.mkdtemp(), "bench.jsonl")
     if not os.path.exists(path):
         t = time.perf_counter()
-        n = generate(path, a.lines)
+        n = generate(path, a.lines, writers=a.distinct_writers)
         print(f"generated {n} lines ({os.path.getsize(path) / 2**20:.0f} MiB) "
               f"in {time.perf_counter() - t:.0f}s: {path}", file=sys.stderr)
     modes = [m for m in MODES if (not a.only or m in a.only)
@@ -252,8 +257,9 @@ def main() -> None:
         for mode in ("validate-1", "validate-N", "dask-N"):
             if mode in results:
                 ratio = results[mode]["lines"] / results[mode]["seconds"] / base
+                goal = "80%" if mode == "validate-N" else "50%"
                 print(f"{mode.replace('-N', f'-{a.jobs}')} runs at {ratio:.0%} of a bare "
-                      "msgspec parse's speed, wall clock (goal: at least 50%)")
+                      f"msgspec parse's speed, wall clock (goal: at least {goal})")
     if not a.keep:
         os.unlink(path)
 
