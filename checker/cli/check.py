@@ -14,6 +14,7 @@ from toolcommit.model.properties import all_names
 from toolcommit.checker.engines.base import Limits
 from toolcommit.checker.engines.portfolio import for_check
 from toolcommit.checker.cli.exits import EXIT
+from toolcommit.checker.machine import cores
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.render.suite import render_json, render_programs, render_suite_text
 from toolcommit.checker.verify.suite import reliance, resolve_instances, run_suite
@@ -37,6 +38,10 @@ def add_parser(sub):
                    "violated (same shortest counterexamples; the state counts are then of the "
                    "part searched, and the output says it stopped early; PROGRESS, which needs "
                    "the whole graph, keeps the search going)")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="explicit: search on N threads where the native engine answers (default: "
+                   f"the cores available, {cores()}); the states, counts, depths, verdicts and "
+                   "counterexamples are those of --jobs 1")
     p.add_argument("--engine", choices=("explicit", "smt", "random"), default="explicit",
                    help="explicit: exhaustive BFS (all properties); smt: bounded model checking "
                    "with z3 to --depth; random: seeded simulation (invariants only for smt and random)")
@@ -146,7 +151,10 @@ class Progress:
 
 def run(args) -> int:
     config = config_from(args)
-    engine = for_check(args.engine, args.depth, args.runs, args.seed, args.max_steps)
+    if args.jobs is not None and args.engine != "explicit":
+        raise UsageError(f"--jobs is for --engine explicit (the {args.engine} engine runs on one core)")
+    jobs = cores() if args.jobs is None else args.jobs
+    engine = for_check(args.engine, args.depth, args.runs, args.seed, args.max_steps, jobs)
     limits = Limits(args.max_states, args.timeout, args.first)
     insts = resolve_instances(args.instance, bounds_from(args), config.env)
     progress = Progress()
@@ -158,7 +166,7 @@ def run(args) -> int:
         print(f"wrote {where}", file=sys.stderr)
     if suite.status is Status.HOLDS and args.engine == "explicit" and not args.max_states \
             and not args.timeout:
-        suite = replace(suite, reliance=reliance(config, insts, suite.props))
+        suite = replace(suite, reliance=reliance(config, insts, suite.props, engine))
     out = {"json": render_json, "python": render_programs}.get(
         args.format, lambda s: render_suite_text(s, args.explain))(suite)
     if config.label() == "seed" and args.format in ("text", "json") and args.engine == "explicit":

@@ -95,7 +95,7 @@ def run_suite(config: Config, instances: list[Instance], props=None, limits: Lim
     p5 = None
     if "P5" in props and isinstance(engine, Explicit):
         tick = (lambda t: progress(replace(t, phase="P5"))) if progress else None
-        p5 = check_p5(config, limits, tick)
+        p5 = check_p5(config, limits, tick, engine=engine)
     return SuiteResult(config, results, p5, tuple(props), engine=engine.name)
 
 
@@ -105,8 +105,10 @@ def resolve_instances(names_: Optional[list[str]], bounds: dict, env: str = "ide
             for n in dict.fromkeys(names_ or suite_names())]
 
 
-def reliance(config: Config, instances: list[Instance], props=None) -> dict[str, Optional[Breach]]:
-    """For each environment assumption: the first violation seen when it is weakened.
+def reliance(config: Config, instances: list[Instance], props=None,
+             engine: Engine = Explicit()) -> dict[str, Optional[Breach]]:
+    """For each environment assumption: the first violation seen when it is weakened
+    (checked by `engine`).
 
     Returns {assumption: None | Breach}: None means the verdicts do not depend on it (on
     these instances); otherwise the counterexample that shows why the design relies on it.
@@ -126,7 +128,7 @@ def reliance(config: Config, instances: list[Instance], props=None) -> dict[str,
             for inst in instances:
                 if name in inst.assumptions:
                     continue
-                r = check_instance(weaker, inst, props)
+                r = check_instance(weaker, inst, props, engine=engine)
                 bad = [v for v in r.verdicts if v.status is Status.VIOLATED]
                 if bad:
                     found = Breach(inst.name, bad[0].property, bad[0].counterexample.length)
