@@ -59,4 +59,4 @@ def test_readme_install_and_test_commands_are_what_ci_runs():
     assert "pip install -e '.[test]'" in install and \
         "pip install --quiet -e '.[test,distributed]'" in ci
     assert "python3 -m venv .venv" in install and "python3 -m venv .venv" in ci
-    assert test == "python -m pytest -q" and ci.rstrip().endswith(test)
+    assert test == "python -m pytest -q -n 2" and ci.rstrip().endswith(test)
