@@ -28,7 +28,9 @@ from toolcommit.checker.design.question import Limits
 from toolcommit.checker.design.schema import builtin_names, load_question
 from toolcommit.checker.render.answers import (counterexample_files, render_answer_json, render_answer_markdown,
                          render_answer_text)
-from toolcommit.checker.cli.check import Progress, add_env_option
+from toolcommit.checker.cli.check import add_env_option
+from toolcommit.checker.cli.terminal import Progress, width
+from toolcommit.checker.render.fit import fit
 from toolcommit.checker.cli.exits import EXIT
 from toolcommit.checker.output import write_atomic
 from toolcommit.checker.render.catalogue import write_question
@@ -100,11 +102,14 @@ def run(args) -> int:
                      inputs=(args.question,))
         print(f"wrote {target}", file=sys.stderr)
     links = {s: (folder / f"{s}.txt").as_posix() for s in stems}
-    render = {"text": render_answer_text, "markdown": render_answer_markdown,
-              "json": render_answer_json}[args.format]
-    sys.stdout.write(render(a, links))
-    if stems and not args.write and args.format == "text":
-        print(f"(counterexample files not written; add --write to store them under {folder})")
+    if args.format == "text":
+        out = render_answer_text(a, links, width())
+        if stems and not args.write:
+            out += fit(f"(counterexample files not written; add --write to store them under "
+                       f"{folder.as_posix()})\n", width())
+    else:
+        out = {"markdown": render_answer_markdown, "json": render_answer_json}[args.format](a, links)
+    sys.stdout.write(out)
     return EXIT[a.status]   # HOLDS once answered (VIOLATED cells are part of the answer)
 
 

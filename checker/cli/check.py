@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from dataclasses import replace
 
 from toolcommit.model.environment import configure, names as env_names
@@ -14,6 +13,8 @@ from toolcommit.model.properties import all_names
 from toolcommit.checker.engines.base import Limits
 from toolcommit.checker.engines.portfolio import for_check
 from toolcommit.checker.cli.exits import EXIT
+from toolcommit.checker.cli.terminal import Progress, width
+from toolcommit.checker.render.fit import fit
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.render.suite import render_json, render_programs, render_suite_text
 from toolcommit.checker.verify.suite import reliance, resolve_instances, run_suite
@@ -118,32 +119,6 @@ def design_config(args):
     return config_for(design, env).with_knobs(parse_settings(args.set))
 
 
-class Progress:
-    """A progress line on stderr for runs longer than two seconds."""
-
-    def __init__(self, stream=sys.stderr):
-        self.stream, self.t0, self.shown = stream, time.perf_counter(), False
-
-    def __call__(self, tick, info=None) -> None:
-        if time.perf_counter() - self.t0 < 2:
-            return
-        if info is None:   # a Tick; (name, info dict) is the design runner's older shape
-            name, info = tick.phase, {"states": tick.states, "depth": tick.depth,
-                                      "seconds": tick.seconds}
-        else:
-            name = tick
-        rate = info["states"] / max(info["seconds"], 1e-9)
-        end = "\r" if self.stream.isatty() else "\n"
-        self.stream.write(f"  [{name}] {info['states']:,} states, depth {info['depth']}, "
-                          f"{rate:,.0f} states/s, {info['seconds']:.0f}s{end}")
-        self.stream.flush()
-        self.shown = True
-
-    def close(self) -> None:
-        if self.shown and self.stream.isatty():
-            self.stream.write("\n")
-
-
 def run(args) -> int:
     config = config_from(args)
     engine = for_check(args.engine, args.depth, args.runs, args.seed, args.max_steps)
@@ -151,20 +126,30 @@ def run(args) -> int:
     insts = resolve_instances(args.instance, bounds_from(args), config.env)
     progress = Progress()
     suite = run_suite(config, insts, args.property, limits, progress, engine)
-    progress.close()
     if args.write:
         from toolcommit.checker.render.catalogue import write_catalogue
         where = write_catalogue(args.out, suite)
         print(f"wrote {where}", file=sys.stderr)
     if suite.status is Status.HOLDS and args.engine == "explicit" and not args.max_states \
             and not args.timeout:
+        progress.show("  [reliance] judging the verdicts without each environment assumption")
         suite = replace(suite, reliance=reliance(config, insts, suite.props))
-    out = {"json": render_json, "python": render_programs}.get(
-        args.format, lambda s: render_suite_text(s, args.explain))(suite)
-    if config.label() == "seed" and args.format in ("text", "json") and args.engine == "explicit":
-        out = _with_fixture(out, args.format)
-    sys.stdout.write(out)
+    progress.close()
+    sys.stdout.write(_render(suite, args, config.label() == "seed" and args.engine == "explicit"))
     return EXIT[suite.status]
+
+
+def _render(suite, args, fixture: bool) -> str:
+    """The report in --format (text fitted to the terminal's width); the seed preset's
+    with the article's fixture itself."""
+    if args.format == "python":
+        return render_programs(suite)
+    if args.format == "json":
+        out = render_json(suite)
+        return _with_fixture(out, "json") if fixture else out
+    w = width()
+    out = render_suite_text(suite, args.explain, w)
+    return fit(_with_fixture(out, "text"), w) if fixture else out
 
 
 def _with_fixture(out: str, fmt: str) -> str:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
 from toolcommit.model.errors import UsageError
 from toolcommit.model.instance import instance_names
 
 from toolcommit.checker.cli.check import add_env_option
+from toolcommit.checker.cli.terminal import Progress, width
 from toolcommit.checker.design.file import document
 from toolcommit.checker.design.synthesis import DEFAULT_PROPS, preferred, synthesize
 from toolcommit.checker.engines.base import Limits
@@ -52,30 +52,16 @@ def add_parser(sub):
     return p
 
 
-class _Progress:
-    """One line on stderr every few seconds once the search has run for two."""
-
-    def __init__(self):
-        self.t0 = self.last = time.perf_counter()
-        self.n = 0
-
-    def __call__(self, design, instance, seconds) -> None:
-        self.n += 1
-        now = time.perf_counter()
-        if now - self.t0 >= 2 and now - self.last >= 3:
-            self.last = now
-            sys.stderr.write(f"  [design] {self.n} instance checks, {now - self.t0:.0f}s\n")
-            sys.stderr.flush()
-
-
 def run(args) -> int:
     if args.max_states < 0:
         raise UsageError(f"--max-states {args.max_states}: give 0 (no limit) or a positive number")
     if not args.timeout >= 0 or args.timeout == float("inf"):
         raise UsageError(f"--timeout {args.timeout:g}: give seconds, 0 for no limit")
     names = list(dict.fromkeys(args.instance or suite_names()))
+    progress = Progress()
     s = synthesize(args.env, names, args.property, Limits(args.max_states, 0.0), args.timeout,
-                   _Progress())
+                   progress.design)
+    progress.close()
     if args.write and s.status is Status.HOLDS:
         lv = s.chosen
         write_atomic(args.write, json.dumps(document(s, lv, preferred(lv)), indent=2) + "\n")
@@ -83,6 +69,7 @@ def run(args) -> int:
     elif args.write:
         print(f"toolcommit design: nothing written to {args.write}: no design was confirmed",
               file=sys.stderr)
-    out = render_json(s) if args.format == "json" else render_text(s, args.explain == "all")
+    out = render_text(s, args.explain == "all", width()) if args.format == "text" \
+        else render_json(s)
     sys.stdout.write(out)
     return {Status.HOLDS: 0, Status.VIOLATED: 1, Status.UNKNOWN: 3}[s.status]

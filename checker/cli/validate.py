@@ -177,6 +177,7 @@ def run(args) -> int:
     text = RENDERERS[args.format](report, code)
     if joined is not None:
         text = validate_from.with_ledger(text, args.format, args.ledger, joined)
+    text = validate_from.finish(text, args)
     if args.output:
         write_atomic(args.output, text, inputs=args.logs)
     else:

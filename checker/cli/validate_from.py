@@ -85,6 +85,16 @@ def render(tr, fmt: str, code: int) -> str:
     return text + ("\n" if fmt == "text" else "") + "\n".join(out) + "\n"
 
 
+def finish(text: str, args) -> str:
+    """The rendered report as it is written: text fitted to the terminal's width (to
+    `fit.DEFAULT` in a file)."""
+    if args.format == "text":
+        from toolcommit.checker.cli.terminal import width
+        from toolcommit.checker.render.fit import DEFAULT, fit
+        return fit(text, DEFAULT if args.output else width())
+    return text
+
+
 def with_ledger(text: str, fmt: str, ledgers, joined) -> str:
     """An intent log's report `text` followed by what the ledgers joined (`joined`: a
     `ledger.Joined`) and the notes on what they could not."""
@@ -128,7 +138,7 @@ def run(args) -> int:
         write_atomic(args.emit, "".join(json.dumps(p.event, separators=(",", ":")) + "\n"
                                         for p in tr.events), inputs=inputs)
     code = EXIT[tr.report.verdict.value]
-    text = render(tr, args.format, code)
+    text = finish(render(tr, args.format, code), args)
     if args.output:
         write_atomic(args.output, text, inputs=inputs)
     else:
