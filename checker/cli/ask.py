@@ -45,7 +45,9 @@ def add_parser(sub):
     p.add_argument("question", nargs="?", metavar="QUESTION",
                    help="a built-in question (see --list) or a path to a question JSON file")
     p.add_argument("--list", action="store_true", help="list the built-in questions and exit")
-    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.add_argument("--format", choices=("text", "markdown", "json", "html"), default="text",
+                   help="html: one self-contained page, the grid as a coloured matrix whose "
+                   "cells link to their counterexamples, drawn as sequence diagrams")
     p.add_argument("--write", action="store_true",
                    help="store the counterexamples under --out/questions/<question>/")
     p.add_argument("--out", default="counterexamples", help="folder for --write (default: %(default)s)")
@@ -107,6 +109,9 @@ def run(args) -> int:
         if stems and not args.write:
             out += fit(f"(counterexample files not written; add --write to store them under "
                        f"{folder.as_posix()})\n", width())
+    elif args.format == "html":
+        from toolcommit.checker.render.html.ask import render_ask_html
+        out = render_ask_html(a, render_answer_json(a, links))
     else:
         out = {"markdown": render_answer_markdown, "json": render_answer_json}[args.format](a, links)
     sys.stdout.write(out)

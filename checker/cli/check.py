@@ -14,7 +14,7 @@ from toolcommit.checker.engines.base import Limits
 from toolcommit.checker.engines.portfolio import for_check
 from toolcommit.checker.cli.exits import EXIT
 from toolcommit.checker.cli.terminal import Progress, width
-from toolcommit.checker.render.fit import fit
+from toolcommit.checker.render.fit import DEFAULT, fit
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.render.suite import render_json, render_programs, render_suite_text
 from toolcommit.checker.verify.suite import reliance, resolve_instances, run_suite
@@ -45,8 +45,9 @@ def add_parser(sub):
     p.add_argument("--runs", type=int, default=1000, help="random: number of runs (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="random: seed (default: %(default)s)")
     p.add_argument("--max-steps", type=int, default=60, help="random: steps per run (default: %(default)s)")
-    p.add_argument("--format", choices=("text", "json", "python"), default="text",
-                   help="python: each counterexample as a pytest test that replays it")
+    p.add_argument("--format", choices=("text", "json", "python", "html"), default="text",
+                   help="python: each counterexample as a pytest test that replays it; html: one "
+                   "self-contained page, each counterexample a sequence diagram")
     p.add_argument("--explain", choices=("first", "all", "none"), default="first",
                    help="which counterexamples to explain in full (text format)")
     p.add_argument("--write", action="store_true",
@@ -141,14 +142,21 @@ def run(args) -> int:
 
 def _render(suite, args, fixture: bool) -> str:
     """The report in --format (text fitted to the terminal's width); the seed preset's
-    with the article's fixture itself."""
+    with the article's fixture itself. HTML embeds the JSON report whole."""
     if args.format == "python":
         return render_programs(suite)
-    if args.format == "json":
+    if args.format in ("json", "html"):
         out = render_json(suite)
-        return _with_fixture(out, "json") if fixture else out
-    w = width()
-    out = render_suite_text(suite, args.explain, w)
+        out = _with_fixture(out, "json") if fixture else out
+        if args.format == "html":
+            from toolcommit.checker.render.html.check import render_check_html
+            return render_check_html(suite, out, _text(suite, "none", DEFAULT, fixture))
+        return out
+    return _text(suite, args.explain, width(), fixture)
+
+
+def _text(suite, explain: str, w: int, fixture: bool) -> str:
+    out = render_suite_text(suite, explain, w)
     return fit(_with_fixture(out, "text"), w) if fixture else out
 
 

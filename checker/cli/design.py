@@ -42,7 +42,9 @@ def add_parser(sub):
                    help="per instance and design: stop after N states (that design does not hold)")
     p.add_argument("--timeout", type=float, default=600.0,
                    help="seconds for the whole search (default: %(default)s; 0: none)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--format", choices=("text", "json", "html"), default="text",
+                   help="html: one self-contained page, the design table with each "
+                   "departure's counterexample as a sequence diagram")
     p.add_argument("--write", metavar="FILE",
                    help="store the design to build first (the first minimal design that needs no human "
                    "at the approval gate) as a design file, "
@@ -69,7 +71,12 @@ def run(args) -> int:
     elif args.write:
         print(f"toolcommit design: nothing written to {args.write}: no design was confirmed",
               file=sys.stderr)
-    out = render_text(s, args.explain == "all", width()) if args.format == "text" \
-        else render_json(s)
+    if args.format == "text":
+        out = render_text(s, args.explain == "all", width())
+    else:
+        out = render_json(s)
+        if args.format == "html":
+            from toolcommit.checker.render.html.design import render_design_html
+            out = render_design_html(s, out)
     sys.stdout.write(out)
     return {Status.HOLDS: 0, Status.VIOLATED: 1, Status.UNKNOWN: 3}[s.status]

@@ -85,9 +85,17 @@ def render(tr, fmt: str, code: int) -> str:
     return text + ("\n" if fmt == "text" else "") + "\n".join(out) + "\n"
 
 
-def finish(text: str, args) -> str:
+def base_format(fmt: str) -> str:
+    """The format the report is rendered in first: html is built from the JSON report."""
+    return "json" if fmt == "html" else fmt
+
+
+def finish(report, text: str, args) -> str:
     """The rendered report as it is written: text fitted to the terminal's width (to
-    `fit.DEFAULT` in a file)."""
+    `fit.DEFAULT` in a file), or the HTML page around the JSON report `text`."""
+    if args.format == "html":
+        from toolcommit.checker.render.html.validate import render_validate_html
+        return render_validate_html(text)
     if args.format == "text":
         from toolcommit.checker.cli.terminal import width
         from toolcommit.checker.render.fit import DEFAULT, fit
@@ -138,7 +146,7 @@ def run(args) -> int:
         write_atomic(args.emit, "".join(json.dumps(p.event, separators=(",", ":")) + "\n"
                                         for p in tr.events), inputs=inputs)
     code = EXIT[tr.report.verdict.value]
-    text = finish(render(tr, args.format, code), args)
+    text = finish(tr.report, render(tr, base_format(args.format), code), args)
     if args.output:
         write_atomic(args.output, text, inputs=inputs)
     else:
