@@ -71,7 +71,13 @@ class Intents:
 
     # ----- groups -------------------------------------------------------------------
     def groups(self) -> tuple[Group, ...]:
-        """Intents joined when a key serves proposals of both (union-find over keys)."""
+        """Intents joined when a key serves proposals of both (union-find over keys);
+        computed once per builder (the keys are derived before any action is built)."""
+        if getattr(self, "_groups", None) is None:
+            self._groups = self._find_groups()
+        return self._groups
+
+    def _find_groups(self) -> tuple[Group, ...]:
         root = {i: i for i in self.inst.intents()}
 
         def find(i):

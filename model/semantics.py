@@ -16,6 +16,7 @@ Abstractions (see spec/PROTOCOL.md, "Choices"):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from toolcommit.spec import protocol
 
@@ -47,6 +48,11 @@ class Key:
 
     def label(self) -> str:
         return "/".join(str(p) for p in self.ident)
+
+
+@lru_cache(maxsize=1)
+def _legal_edges() -> tuple:
+    return tuple((e.source, e.target) for e in protocol().record.edges)
 
 
 class _Builder(Planner, Provider, LogFaults, Intents, Resolution, Recovery, Clock):
@@ -203,8 +209,8 @@ class _Builder(Planner, Provider, LogFaults, Intents, Resolution, Recovery, Cloc
 
     def _monitor(self, updates: dict) -> dict:
         """Add LEGAL and P2 monitor updates for every record variable the action writes."""
-        legal = [(e.source, e.target) for e in protocol().record.edges]   # spec order: the
-        # generated code must not depend on the process's string hashing (a set's order)
+        legal = _legal_edges()   # spec order: the generated code must not depend on the
+        #                          process's string hashing (a set's order)
         bad_legal, bad_p2 = [], []
         for i, rec in enumerate(self.rec):
             if rec.name not in updates:

@@ -12,6 +12,7 @@ import sys
 
 from toolcommit.model.errors import UsageError
 from toolcommit.model.instance import instance_names
+from toolcommit.model.knobs import parse_settings
 
 from toolcommit.checker.cli.check import add_env_option
 from toolcommit.checker.cli.terminal import Progress, width
@@ -42,6 +43,9 @@ def add_parser(sub):
                    help="per instance and design: stop after N states (that design does not hold)")
     p.add_argument("--timeout", type=float, default=600.0,
                    help="seconds for the whole search (default: %(default)s; 0: none)")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="change an environment assumption or timing number of the profile "
+                   "(repeatable), e.g. delay_bound=48h: what if the delay outlived the key?")
     p.add_argument("--format", choices=("text", "json", "html"), default="text",
                    help="html: one self-contained page, the design table with each "
                    "departure's counterexample as a sequence diagram")
@@ -62,7 +66,7 @@ def run(args) -> int:
     names = list(dict.fromkeys(args.instance or suite_names()))
     progress = Progress()
     s = synthesize(args.env, names, args.property, Limits(args.max_states, 0.0), args.timeout,
-                   progress.design)
+                   progress.design, parse_settings(args.set))
     progress.close()
     if args.write and s.status is Status.HOLDS:
         lv = s.chosen

@@ -27,8 +27,8 @@ def act(knob: str, option: str) -> str:
     return protocol().raw["knobs"].get(knob, {}).get("act", {}).get(option, "")
 
 
-def _words(design: dict, env: str) -> dict:
-    fixed = held_fixed(env)
+def _words(design: dict, env: str, given: dict) -> dict:
+    fixed = {**held_fixed(env), **given}
     window = design.get("replay_window") or timing.params()["replay_window"]["default"]
     lifetime = fixed.get("key_lifetime", timing.params()["key_lifetime"]["default"])
     read = protocol().raw["assumptions"]["status_read"]["act"][fixed.get("status_read", "yes")]
@@ -37,10 +37,11 @@ def _words(design: dict, env: str) -> dict:
             "settle": read.format(via=via, absent=absent)}
 
 
-def advice(design: dict, env: str) -> str:
+def advice(design: dict, env: str, given: dict | None = None) -> str:
     """The design's instructions: what each request carries, then what meets an unknown
-    outcome (with the window, the key's lifetime, the status read and the give-up)."""
-    words = _words(design, env)
+    outcome (with the window, the key's lifetime, the status read and the give-up), in
+    environment `env` with the settings `given` changed (`design --set`)."""
+    words = _words(design, env, dict(given or {}))
     first = ", ".join(x for x in (act(k, design[k]) for k in FIRST) if x)
     then = act(OUTCOME, design[OUTCOME]).format(**words)
     return "; ".join(x for x in (first, then) if x)

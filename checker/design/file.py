@@ -40,16 +40,19 @@ def _failure(f: Failure) -> dict:
     return out
 
 
-def assumes(env: str, design: Mapping[str, str], instances) -> dict:
-    """What a design's verdicts in `env` rest on: the profile's fixed settings, the numbers
-    it assumes without a document, and the timing orders the model used on `instances`."""
-    cfg = config_for(design, env)
+def assumes(env: str, design: Mapping[str, str], instances, given: Mapping = None) -> dict:
+    """What a design's verdicts in `env` rest on: the profile's fixed settings (with the
+    settings `given` changed), the numbers it assumes without a document, and the timing
+    orders the model used on `instances`."""
+    cfg = config_for(design, env).with_knobs(dict(given or {}))
     orders = []
     for name in instances:
         for t in build(cfg, instance_in(instance(name), env)).meta.get("timing", ()):
             if t["relation"] not in orders:
                 orders.append(t["relation"])
-    return {"environment": held_fixed(env), "assumed": profile(env).assumed(), "timing": orders}
+    fixed = {**held_fixed(env), **dict(given or {})}
+    return {"environment": fixed, "assumed": [a for a in profile(env).assumed() if a not in (given or {})],
+            "timing": orders}
 
 
 def config_for(design: Mapping[str, str], env: str) -> Config:
@@ -67,7 +70,7 @@ def document(s: Synthesis, level: Level, m: Minimal) -> dict:
         "properties": list(level.props), "instances": list(s.instances),
         "knobs": {k: m.design[k] for k in protocol().knobs},
         "timing": {t: m.design[t] for t in DESIGN_TIMING},
-        "assumes": assumes(s.env, m.design, s.instances),
+        "assumes": assumes(s.env, m.design, s.instances, s.given),
         "departures": [{"knob": k, "option": m.design[k], "naive": naive[k],
                         "meaning": meaning_of(k, m.design[k]),
                         "without": _failure(m.needed[k]) if m.needed.get(k) else None}

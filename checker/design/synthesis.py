@@ -334,6 +334,7 @@ class Synthesis:
     checked: int = 0
     pruned: int = 0
     seconds: float = 0.0
+    given: dict = field(default_factory=dict)    # the environment settings --set changed
 
     @property
     def chosen(self) -> Optional[Level]:
@@ -479,13 +480,14 @@ def environment_departures(env: str) -> list[tuple[str, object, object]]:
 
 def strengthen(env: str, instances, props, limits, clock: _Clock, max_size: int = 3,
                progress=None, counts: Optional[dict] = None,
-               promisable: bool = True) -> list[Strengthening]:
+               promisable: bool = True, given: Optional[dict] = None) -> list[Strengthening]:
     """The smallest sets of environment promises under which recommended or a neighbour
     holds; empty if none up to `max_size` promises (or the clock ran out). With
     `promisable`, only promises a provider of the profile's kind could make are tried (the
     ways out); without, every departure (to say why a guarantee is out of reach), each set
     marking its inherent promises."""
-    base = Oracle(Environment(env), instances, props, limits, progress, counts)
+    given = dict(given or {})
+    base = Oracle(Environment(env, given), instances, props, limits, progress, counts)
     p = profile(env)
     options = [o for o in environment_departures(env) if not (promisable and p.inherent(o[0]))]
     for size in range(1, min(max_size, len(options)) + 1):
@@ -493,7 +495,7 @@ def strengthen(env: str, instances, props, limits, clock: _Clock, max_size: int 
         for combo in itertools.combinations(options, size):
             if clock.out():
                 return found
-            e = Environment(env, {n: ideal for n, _, ideal in combo if n not in ENV_FAULTS},
+            e = Environment(env, {**given, **{n: ideal for n, _, ideal in combo if n not in ENV_FAULTS}},
                             tuple(n for n, _, _ in combo if n in ENV_FAULTS))
             oracle = Oracle(e, instances, props, limits, progress, counts)
             for d in [preset_design("recommended")] + neighbours(preset_design("recommended")):
@@ -513,19 +515,19 @@ def strengthen(env: str, instances, props, limits, clock: _Clock, max_size: int 
 
 
 def search_level(env: str, insts, guarantee: Optional[str], props, limits, clock: _Clock,
-                 progress, counts: dict) -> Level:
+                 progress, counts: dict, given: Optional[dict] = None) -> Level:
     """One level of the search: its minimal designs, or why there are none."""
-    oracle = Oracle(Environment(env), insts, props, limits, progress, counts)
+    oracle = Oracle(Environment(env, dict(given or {})), insts, props, limits, progress, counts)
     unknown0, open0 = counts["unknown"], counts["open"]
     level = Level(guarantee, tuple(props))
     level.recommended = oracle.confirm(preset_design("recommended"))
     level.minimal = search_designs(oracle, clock)
     if not level.minimal and not clock.out() and counts["unknown"] == unknown0:
         level.strengthening = strengthen(env, insts, props, limits, clock, progress=progress,
-                                         counts=counts)
+                                         counts=counts, given=given)
         if not level.strengthening and not clock.out():
             level.strengthening = strengthen(env, insts, props, limits, clock, progress=progress,
-                                             counts=counts, promisable=False)
+                                             counts=counts, promisable=False, given=given)
     level.unknown, level.open = counts["unknown"] - unknown0, counts["open"] - open0
     if clock.out():
         level.complete, level.stop_reason = False, f"time limit {clock.seconds:g}s reached"
@@ -549,10 +551,20 @@ def applicable(env: Environment, insts: Sequence[Instance]) -> tuple[list[Instan
 
 
 def synthesize(env: str, instance_names: Sequence[str], props: Optional[Sequence[str]] = None,
-               limits: Limits = Limits(), seconds: float = 0.0, progress=None) -> Synthesis:
+               limits: Limits = Limits(), seconds: float = 0.0, progress=None,
+               given: Optional[dict] = None) -> Synthesis:
     """Minimal designs for environment `env` on the named instances: for `props`, or else
     for the strongest guarantee a design keeps (module docstring), with why each stronger
-    one is out of reach."""
+    one is out of reach. `given` changes environment assumptions or timing (`--set`: what
+    if the delay bound outlived the key?), never a knob: the knobs are what is searched."""
+    given = dict(given or {})
+    for k in given:
+        if k in protocol().knobs or k in DESIGN_TIMING:
+            from toolcommit.model.errors import UsageError
+            raise UsageError(f"design --set {k}: {k} is the design's to choose, not the "
+                             "environment's; --set takes assumptions and environment timing "
+                             f"({', '.join(list(protocol().assumptions) + [t for t in timing.params() if t not in DESIGN_TIMING])})")
+    configure(preset("naive"), env).with_knobs(given)      # names and values checked here
     levels = [(guarantee_of(names(props)), names(props))] if props else guarantees()
     for _, ps in levels:
         for p in ps:
@@ -563,10 +575,10 @@ def synthesize(env: str, instance_names: Sequence[str], props: Optional[Sequence
     clock = _Clock(seconds)
     insts = [instance(n) for n in instance_names]
     counts = {"checked": 0, "pruned": 0, "unknown": 0}
-    kept, skipped = applicable(Environment(env), insts)
-    out = Synthesis(env, [i.name for i in kept], skipped)
+    kept, skipped = applicable(Environment(env, given), insts)
+    out = Synthesis(env, [i.name for i in kept], skipped, given=given)
     for guarantee, ps in levels:
-        level = search_level(env, insts, guarantee, ps, limits, clock, progress, counts)
+        level = search_level(env, insts, guarantee, ps, limits, clock, progress, counts, given)
         out.levels.append(level)
         if level.status is not Status.VIOLATED:     # a design, or an open question: stop
             break

@@ -59,7 +59,7 @@ def recommendation(s: Synthesis) -> str:
         why = (f"; {', '.join(_guarantee(x) for x in stronger)} is out of reach here (below)"
                if stronger else "")
         return (f"Recommendation for {s.env}: {_guarantee(lv)} (design {n} below): "
-                f"{advice(d.design, s.env)}{why}.")
+                f"{advice(d.design, s.env, s.given)}{why}.")
     if lv.status is Status.UNKNOWN:
         return (f"Recommendation for {s.env}: UNKNOWN: the search stopped before it could "
                 f"confirm a design for {_guarantee(lv)} ({lv.stop_reason or 'a candidate was judged UNKNOWN'}).")
@@ -128,13 +128,13 @@ def _level_lines(s: Synthesis, lv: Level, explain: bool, width: int) -> list[str
 
 def render_text(s: Synthesis, explain: bool = True, width: int = DEFAULT) -> str:
     """The recommendation, then the evidence per guarantee; no line wider than `width`."""
-    fixed = ", ".join(f"{k}={v}" for k, v in held_fixed(s.env).items())
+    fixed = ", ".join(f"{k}={v}" for k, v in {**held_fixed(s.env), **s.given}.items())
     lines = [recommendation(s), "",
              f"toolcommit design: environment {s.env}: {profile(s.env).meaning}",
              f"holds fixed: {fixed}"]
     lv = s.chosen
     if lv is not None and lv.minimal:
-        a = assumes(s.env, preferred(lv).design, s.instances)
+        a = assumes(s.env, preferred(lv).design, s.instances, s.given)
         for t in a["timing"]:
             lines.append(f"assumes: {t}")
         for n in a["assumed"]:
@@ -182,7 +182,7 @@ def _level_json(lv: Level) -> dict:
 
 def render_json(s: Synthesis) -> str:
     lv = s.chosen
-    doc = {"environment": s.env, "holds_fixed": held_fixed(s.env),
+    doc = {"environment": s.env, "holds_fixed": {**held_fixed(s.env), **s.given},
            "recommendation": recommendation(s), "status": s.status.value,
            "guarantee": lv.guarantee if lv is not None and lv.minimal else None,
            "instances": s.instances,
@@ -191,6 +191,6 @@ def render_json(s: Synthesis) -> str:
            "checked": s.checked, "pruned": s.pruned, "complete": s.complete,
            "levels": [_level_json(x) for x in s.levels]}
     if lv is not None and lv.minimal:
-        doc["assumes"] = assumes(s.env, preferred(lv).design, s.instances)
+        doc["assumes"] = assumes(s.env, preferred(lv).design, s.instances, s.given)
         doc["preferred"] = lv.minimal.index(preferred(lv)) + 1
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"

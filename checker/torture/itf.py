@@ -14,6 +14,8 @@ How model actions become harness events
 ``lose_ack``             the proxy drops the answer to that request (the n-th apply
                          request of the intent, in the trace's dispatch order)
 ``delay`` / ``redeliver`` the proxy holds that request past the timeout / sends it twice
+                         (an SDK's retry: dropped when the library is replayed, whose
+                         client sends each request once, as its design's sdk_retries=off)
 ``crash`` / ``wipe``     SIGKILL at the worker's hook just after its last step: after an
                          emission its ``proposed`` hook, after a dispatch its ``sent`` hook
 ``expire_lease``         a zombie pause (leases expired) at that same hook
@@ -145,6 +147,10 @@ def replay(path: str, runtime: str = "library", profile=None, store: str = "sqli
     from toolcommit.checker.torture.harness import run_once
     from toolcommit.checker.torture.provider import profile_for
     plan = plan_from_itf(path)
+    if runtime == "library":   # its client sends each request once (sdk_retries=off): an SDK
+        #                        retry of the trace has no client to come from
+        from dataclasses import replace as _replace
+        plan = _replace(plan, net=tuple(e for e in plan.net if e[1] != "dup"))
     profile = profile or profile_for(_load(path)["#meta"].get("assumptions", {}))
     start = time.monotonic()
     r = run_once(plan, runtime, profile, store, dsn, keep)

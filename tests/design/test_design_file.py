@@ -71,11 +71,44 @@ def test_a_design_file_round_trips_and_bad_ones_are_refused(tmp_path, capsys):
     capsys.readouterr()
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_every_departure_of_a_shipped_design_is_needed(path):
+    """Minimal: each departure turned back to naive breaks what its entry says (or is left
+    open by the fence bound, as the entry says), on that instance."""
+    from toolcommit.checker.design.synthesis import preset_design
+    doc = json.loads(path.read_text("utf-8"))
+    design, env = design_of(doc)
+    naive = preset_design("naive")
+    for d in doc["departures"]:
+        back = config_for({**design, d["knob"]: naive[d["knob"]]}, env)
+        w = d["without"]
+        v = check_instance(back, instance_in(instance(w["instance"]), env), [w["property"]]).verdicts[0]
+        assert v.status.value == w["status"], (path.stem, d["knob"])
+        if v.status is Status.VIOLATED:
+            assert v.counterexample.length == w["steps"], (path.stem, d["knob"])
+
+
+# The email search takes minutes (the why of its exactly-once: every set of up to two of its
+# seven documented behaviours); its file is re-judged and its minimality checked above.
+REGENERATED = [p for p in SHIPPED if p.stem != "email"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", REGENERATED, ids=[p.stem for p in REGENERATED])
 def test_a_shipped_design_is_what_the_search_finds_today(path, tmp_path, capsys):
     target = tmp_path / path.name
     assert main(["design", "--env", path.stem, "--explain", "none", "--write", str(target)]) == 0
     capsys.readouterr()
     assert target.read_text("utf-8") == path.read_text("utf-8"), \
         f"regenerate: toolcommit design --env {path.stem} --write spec/designs/{path.name}"
+
+
+def test_design_under_a_delay_that_outlives_the_key_finds_no_exactly_once_on_stripe(capsys):
+    """design --set delay_bound=48h: D >= L, a late request can land after its key was
+    pruned; what is left is at-most-once, and the profile's own numbers are shown changed."""
+    from toolcommit.checker.design.synthesis import synthesize
+    s = synthesize("stripe", ["ack_loss", "give_up_retry"], given={"delay_bound": "48h"})
+    assert s.levels[0].guarantee == "exactly-once" and not s.levels[0].minimal
+    assert s.chosen.guarantee == "at-most-once"
+    assert main(["design", "--env", "stripe", "--set", "on_unknown=reconcile"]) == 2
+    assert "the design's to choose" in capsys.readouterr().err
