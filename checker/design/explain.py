@@ -120,8 +120,12 @@ def _explain_sweep(a: Answer) -> list[str]:
             inside = [c for c in bad if c.column in cols]
             cite = next((c for c in inside if c.headline.property in props), inside[0])
             where = "" if len(groups) == 1 else f" {describe(q, list(cols))}"   # said once
+            n = notes[(cite.row, cite.column)]
+            # a cell's stored trace is of its headline property: never cite it for another
+            ref = f"[{n}]" if cite.headline.property in props else \
+                f"(in cell [{n}], whose trace shows {cite.headline.property})"
             parts.append(f"{', '.join(props)} {'break' if len(props) > 1 else 'breaks'}"
-                         f"{where} [{notes[(cite.row, cite.column)]}]")
+                         f"{where} {ref}")
         text = ""
         if bad:
             text = f"{r.name} is VIOLATED {describe(q, [c.column for c in bad])}: " + "; ".join(parts) + "."

@@ -31,7 +31,8 @@ def _steps(f: Failure, indent: str, width: int) -> list[str]:
                     len(indent) + 2)
 
 
-def _failure(f) -> str:
+def failure_text(f) -> str:
+    """What turning a departure back (or dropping a promise) does, in words."""
     if f is None:
         return "holds"
     if f.counterexample is None:
@@ -76,7 +77,7 @@ def _design_lines(m: Minimal, explain: bool, width: int, indent: str = "     ") 
         f = m.needed.get(k)
         lines.append(f"{indent}  {k}={m.design[k]}: {meaning_of(k, m.design[k])}")
         note = "" if f is None or f.status is Status.VIOLATED else " (its need is unconfirmed)"
-        lines.append(f"{indent}    back to {naive[k]}: {_failure(f)}{note}")
+        lines.append(f"{indent}    back to {naive[k]}: {failure_text(f)}{note}")
         if explain and f is not None and f.counterexample is not None:
             lines += _steps(f, f"{indent}      ", width)
     return lines
@@ -89,7 +90,7 @@ def _promise(n: str, v, inherent: dict) -> str:
 
 def _level_lines(s: Synthesis, lv: Level, explain: bool, width: int) -> list[str]:
     head = f"{_guarantee(lv)} ({', '.join(lv.props)})"
-    lines = ["", f"{head}: {lv.status.value}", f"  recommended: {_failure(lv.recommended)}"]
+    lines = ["", f"{head}: {lv.status.value}", f"  recommended: {failure_text(lv.recommended)}"]
     if lv.minimal:
         fewest = len(lv.minimal[0].departures)
         lines.append(f"  Minimal designs ({len(lv.minimal)} found; none of their departures from "
@@ -120,7 +121,7 @@ def _level_lines(s: Synthesis, lv: Level, explain: bool, width: int) -> list[str
         lines.append("    - " + ", ".join(_promise(n, v, st.inherent) for n, v in st.promises))
         lines.append(f"        then this design holds ({_n(len(st.design.departures), 'departure')} "
                      "from naive): " + ", ".join(f"{k}={st.design.design[k]}" for k in st.design.departures))
-        lines.append(f"        without the promise: {_failure(st.without)}")
+        lines.append(f"        without the promise: {failure_text(st.without)}")
         if explain and st.without is not None and st.without.counterexample is not None:
             lines += _steps(st.without, "          ", width)
     return lines

@@ -9,17 +9,9 @@ from toolcommit.model.environment import profile
 from toolcommit.checker.design.synthesis import (Synthesis, knob_names, meaning_of,
                                                  preferred, preset_design)
 from toolcommit.checker.engines.verdict import Status
-from toolcommit.checker.render.design import recommendation
+from toolcommit.checker.render.design import failure_text, recommendation
 from toolcommit.checker.render.html.page import esc, page, table, verdict
 from toolcommit.checker.render.html.sequence import counterexample_section
-
-
-def _failure(f) -> str:
-    if f is None:
-        return "holds"
-    if f.counterexample is None:
-        return f"{f.instance}: {f.property} {f.status.value} ({f.reason})"
-    return f"{f.instance} violates {f.property} in {f.steps} steps"
 
 
 def _design(m, prefix: str, title: str, open_: bool) -> list[str]:
@@ -31,11 +23,11 @@ def _design(m, prefix: str, title: str, open_: bool) -> list[str]:
         f = m.needed.get(k) if k in m.departures else None
         pid = f"{prefix}-{k}"
         if f is not None and f.counterexample is not None:
-            why = f'<a href="#{pid}">{esc(_failure(f))}</a>'
+            why = f'<a href="#{pid}">{esc(failure_text(f))}</a>'
             sections.append(counterexample_section(f.counterexample, pid,
-                                                   f"{k} back to {naive[k]}: {_failure(f)}"))
+                                                   f"{k} back to {naive[k]}: {failure_text(f)}"))
         else:
-            why = esc(_failure(f)) if k in m.departures else ""
+            why = esc(failure_text(f)) if k in m.departures else ""
         mark = k in m.departures
         rows.append([esc(k), (f'<span class="depart">{esc(m.design[k])} *</span>' if mark
                               else esc(m.design[k]), "departure" if mark else ""),
@@ -58,7 +50,7 @@ def render_design_html(s: Synthesis, data: str) -> str:
     for li, lv in enumerate(s.levels, 1):
         body.append(f"<h2>{esc(lv.guarantee or 'the properties asked for')} "
                     f"({esc(', '.join(lv.props))}): {verdict(lv.status.value)}</h2>")
-        body.append(f"<p>recommended: {esc(_failure(lv.recommended))}</p>")
+        body.append(f"<p>recommended: {esc(failure_text(lv.recommended))}</p>")
         first = preferred(lv) if lv.minimal else None
         for mi, m in enumerate(lv.minimal, 1):
             body += _design(m, f"cx-{li}-{mi}", f"design {mi}: {len(m.departures)} departures "
@@ -69,7 +61,7 @@ def render_design_html(s: Synthesis, data: str) -> str:
                 "<li>" + esc(", ".join(f"{n}={v}" + (" [no provider of this kind can promise it]"
                                                     if n in st.inherent else "")
                                        for n, v in st.promises))
-                + f"; without: {esc(_failure(st.without))}</li>" for st in lv.strengthening)
+                + f"; without: {esc(failure_text(st.without))}</li>" for st in lv.strengthening)
                 + "</ul>")
         elif not lv.minimal and lv.status is not Status.HOLDS:
             body.append(f"<p>No design holds in {esc(s.env)}.</p>")
