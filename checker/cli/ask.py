@@ -30,7 +30,7 @@ from toolcommit.checker.render.answers import (counterexample_files, render_answ
                          render_answer_text)
 from toolcommit.checker.cli.check import add_env_option
 from toolcommit.checker.cli.terminal import Progress, width
-from toolcommit.checker.render.fit import fit
+from toolcommit.checker.render.fit import fit, wrap_line
 from toolcommit.checker.cli.exits import EXIT
 from toolcommit.checker.output import write_atomic
 from toolcommit.checker.render.catalogue import write_question
@@ -70,9 +70,8 @@ def add_parser(sub):
 
 def run(args) -> int:
     if args.list:
-        for name in builtin_names():
-            q = load_question(name)
-            print(f"{name:<20} {q.title}")
+        for name in builtin_names():       # each title wrapped under itself
+            print("\n".join(wrap_line(f"{name:<20} {load_question(name).title}", width(), 21)))
         return 0
     if not args.question:
         raise UsageError("ask needs a QUESTION: one of " + ", ".join(builtin_names())

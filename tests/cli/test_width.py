@@ -22,6 +22,7 @@ COMMANDS = [
     ["spec"],
     ["spec", "--envs"],
     ["ask", "multi-orchestrator"],
+    ["ask", "--list"],
     ["design", "--env", "ideal", "--instance", "ack_loss"],
     ["torture", "--runtime", "chat", "--itf", "counterexamples/naive/ack_loss/I1.itf.json", "-q"],
 ]
