@@ -35,8 +35,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "never trusted. Exit 0 CONFORMS, 1 VIOLATES, 3 INCONCLUSIVE, 2 bad input.")
     p.add_argument("logs", nargs="+", metavar="LOG",
                    help="log files (plain or gzip; '-' reads stdin); one writer may span files")
-    p.add_argument("--format", choices=sorted(RENDERERS), default="text",
-                   help="text (explanations), json, or mermaid (sequence diagrams)")
+    p.add_argument("--format", choices=sorted([*RENDERERS, "html"]), default="text",
+                   help="text (explanations), json, mermaid (sequence diagrams), or html (one "
+                   "self-contained page: a timeline per writer, each event with its file:line)")
     p.add_argument("--max-line-bytes", type=int, default=None, metavar="N",
                    help=f"reject longer lines (default {DEFAULT_MAX_LINE_BYTES}; with --from, "
                    "no limit unless given)")
@@ -120,9 +121,11 @@ def run(args) -> int:
         report = Report(report.verdict, kept, report.warnings, report.stats, 0,
                         report.history, count(kept))
     code = EXIT_CODES[report.verdict]
-    text = RENDERERS[args.format](report, code)
+    fmt = validate_from.base_format(args.format)
+    text = RENDERERS[fmt](report, code)
     if joined is not None:
-        text = validate_from.with_ledger(text, args.format, args.ledger, joined)
+        text = validate_from.with_ledger(text, fmt, args.ledger, joined)
+    text = validate_from.finish(report, text, args)
     if args.output:
         write_atomic(args.output, text, inputs=args.logs)
     else:

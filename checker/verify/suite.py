@@ -13,7 +13,7 @@ from toolcommit.model.knobs import Config
 from toolcommit.model.properties import all_names, default_names, names, prop
 from toolcommit.spec import protocol
 
-from toolcommit.checker.engines.base import Engine, Limits, state_predicates_only
+from toolcommit.checker.engines.base import Engine, Limits, Tick, state_predicates_only
 from toolcommit.checker.engines.explicit.engine import Explicit
 from toolcommit.checker.engines.verdict import Status, Verdict, overall
 from toolcommit.checker.verify.check import InstanceResult, check_instance
@@ -89,14 +89,22 @@ def run_suite(config: Config, instances: list[Instance], props=None, limits: Lim
     they compare models rather than judge one (explicit engine only)."""
     props = engine_props(engine, props)
     results: list[InstanceResult] = []
-    for inst in instances:
+    for i, inst in enumerate(instances, 1):
         tick = (lambda t, name=inst.name: progress(replace(t, phase=name))) if progress else None
         results.append(check_instance(config, inst, props, limits, tick, engine))
+        if progress:      # an instance done: a suite of quick instances shows progress too
+            s = results[-1].stats
+            progress(Tick(f"{inst.name}, {i} of {len(instances)} done", _int(s.get("states")),
+                          _int(s.get("depth")), float(s.get("seconds") or 0.0)))
     p5 = None
     if "P5" in props and isinstance(engine, Explicit):
         tick = (lambda t: progress(replace(t, phase="P5"))) if progress else None
         p5 = check_p5(config, limits, tick, engine=engine)
     return SuiteResult(config, results, p5, tuple(props), engine=engine.name)
+
+
+def _int(value) -> int:
+    return value if isinstance(value, int) else 0
 
 
 def resolve_instances(names_: Optional[list[str]], bounds: dict, env: str = "ideal") -> list[Instance]:
