@@ -28,16 +28,16 @@ from typing import Optional
 
 from dataclasses import replace
 
-from toolcommit.runtime import IntentLog, JsonlSink
-from toolcommit.runtime.design import load as load_design
+from toolcommit.checker.runtime import IntentLog, JsonlSink
+from toolcommit.checker.runtime.design import load as load_design
 
 # the design torture has measured the library under: ideal's, with the semantic key sent
 # too (the recommended preset), as before issue 18; `torture --env` (issue 18b) follows
 # each profile's shipped design instead
 LIBRARY_DESIGN = replace(load_design("ideal"), source="torture (ideal, keyed)",
                          knobs={**load_design("ideal").knobs, "idempotency_key": "semantic_key"})
-from toolcommit.runtime import lines as L
-from toolcommit.runtime.store import OPEN_STATES
+from toolcommit.checker.runtime import lines as L
+from toolcommit.checker.runtime.store import OPEN_STATES
 
 from toolcommit.checker.torture.plan import Plan, Session, Timing
 
