@@ -1,6 +1,6 @@
 """The import graph of the house: no module imports itself through others (no circle), and
-the layers run one way (cli -> render -> design/torture -> verify/logs/runtime -> engines ->
-support (C builds, files, cores, signals) -> model -> spec): a module imports its own part or a lower layer, never a higher
+the layers run one way (cli -> render -> torture -> runtime -> design -> verify/logs ->
+engines -> support (C builds, files, cores, signals) -> model -> spec): a module imports its own part or a lower layer, never a higher
 one nor a neighbour on its own layer. Imports inside functions count: a lazy import is an
 import."""
 import ast
@@ -21,11 +21,13 @@ LAYERS = {
     "checker.interrupts": 2,
     "checker.cbuild": 3, "checker.output": 3, "checker.machine": 3,    # support: C, files, cores
     "checker.engines": 4,
-    "checker.verify": 5, "checker.logs": 5, "checker.runtime": 5,
-    "checker.design": 6, "checker.torture": 6,
-    "checker.render": 7,
-    "checker.cli": 8, "runtime": 8,      # the command line, and the library's public name
-    "checker": 9,                        # the package itself
+    "checker.verify": 5, "checker.logs": 5,
+    "checker.design": 6,
+    "checker.runtime": 7,                # the library follows a design file (design/file.py)
+    "checker.torture": 8,                # the harness drives the library
+    "checker.render": 9,
+    "checker.cli": 10, "runtime": 10,    # the command line, and the library's public name
+    "checker": 11,                       # the package itself
 }
 # modules that stand on another part's layer than their folder's: the manifest writer runs
 # the suites and reads the shipped designs (design/file.py) to write spec/expected.json
