@@ -42,6 +42,8 @@ async def serve_session(read, write, effectful: Effectful, command: list[str],
             async for item in read:
                 if isinstance(item, SessionMessage):
                     await s.from_client(item.message, tg)
+        except (anyio.ClosedResourceError, anyio.EndOfStream):
+            pass                                       # the client ended the session
         finally:
             await s.down.stop()
             tg.cancel_scope.cancel()
@@ -100,7 +102,10 @@ class _Session:
             await self.to_client(JSONRPCResponse(jsonrpc="2.0", id=msg.id, result=result))
 
     async def _down_request(self, method: str, params: dict):
-        return await self.down.request(method, params)
+        # shielded: a dispatched call runs to its answer (or the server's death) whatever
+        # the client cancels; the log records that answer for the intent's next call
+        with anyio.CancelScope(shield=True):
+            return await self.down.request(method, params)
 
 
 __all__ = ["serve_session", "DownstreamGone"]

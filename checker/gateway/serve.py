@@ -72,6 +72,9 @@ class HttpGateway:
                 task_status.started()
                 await serve_session(read, write, self.effectful, self.command, sid,
                                     errlog=sys.stderr)
+        except Exception as e:      # noqa: BLE001 - one session's end never stops the others
+            print(f"toolcommit gateway: session {sid} ended: {type(e).__name__}: {e}",
+                  file=sys.stderr)
         finally:
             self.sessions.pop(sid, None)
 
