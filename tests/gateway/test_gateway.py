@@ -7,6 +7,8 @@ gateway starts the server (a group of its own); `gateway_env` kills any server s
 at the end. Everything listens on 127.0.0.1. Needs the ``gateway`` extra."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import signal
@@ -21,6 +23,7 @@ pytest.importorskip("mcp")
 from mcp import Client                                       # noqa: E402
 from mcp.client.stdio import StdioServerParameters           # noqa: E402
 
+from toolcommit.checker.cli import main                       # noqa: E402
 from toolcommit.runtime import IntentLog                      # noqa: E402
 
 SERVER = Path(__file__).with_name("refund_server.py")
@@ -81,6 +84,13 @@ async def until(predicate):
         await anyio.sleep(0.01)
 
 
+def cli(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
 def text(result):
     return result.content[0].text
 
@@ -102,6 +112,11 @@ def test_a_refund_called_twice_with_the_same_arguments_is_applied_once(gateway_e
     assert sorted(r.state for r in e.records()) == ["ACKED", "ACKED"]
     assert e.applied("o-7")[0]["idempotency_key"] == \
         next(r.key for r in e.records() if r.args["order"] == "o-7")
+    # the gateway's log, exported, against what the server applied: it conforms
+    assert cli("export", str(e.db), "-o", str(e.tmp / "log.jsonl"))[0] == 0
+    code, out, _ = cli("validate", str(e.tmp / "log.jsonl"), "--ledger", str(e.ledger))
+    assert code == 0 and out.startswith("CONFORMS")
+    assert "Ledger: 2 effect(s) joined to the log's keys" in out
 
 
 def test_a_server_killed_after_applying_is_restarted_and_the_refund_is_applied_once(
