@@ -11,6 +11,8 @@ import contextlib
 import io
 import json
 import os
+import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -33,6 +35,7 @@ LIMIT = 30          # seconds a scenario may take before it is stopped (never as
 class Env:
     def __init__(self, tmp: Path):
         self.tmp, self.ledger, self.db = tmp, tmp / "ledger.jsonl", tmp / "intents.db"
+        self.env = {**os.environ, "REFUND_LEDGER": str(self.ledger)}
 
     def argv(self, *extra):
         return ["-m", "toolcommit.checker.cli", "gateway", "--effectful", "refund",
@@ -214,3 +217,40 @@ def test_bad_usage_is_one_line_and_exit_2(tmp_path, argv, needle):
                        cwd=tmp_path, capture_output=True, text=True, timeout=LIMIT)
     assert p.returncode == 2 and needle in p.stderr and len(p.stderr.splitlines()) == 1
     assert not (tmp_path / "x.db").exists()
+
+
+def readme_commands():
+    """The sh block of the README's gateway section, one command a line."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+    block = re.search(r"### MCP: `toolcommit gateway`.*?```sh\n(.*?)```", readme, re.S)
+    return [shlex.split(line) for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_the_readme_commands_run_as_shown(gateway_env):
+    """The README's gateway line, driven by the SDK's client (python is this Python, the
+    files live in a temporary directory), then its export and validate lines."""
+    e = gateway_env
+    gateway, export, validate = readme_commands()
+    assert gateway[:2] == ["toolcommit", "gateway"] and gateway[gateway.index("--") + 1] == "python"
+    root = Path(__file__).resolve().parents[2]
+    argv = [sys.executable if a == "python" else str(root / a) if a.startswith("tests/") else a
+            for a in gateway[1:]]
+    env = {**os.environ, "REFUND_LEDGER": str(e.tmp / "ledger.jsonl")}
+
+    async def scenario():
+        params = StdioServerParameters(command=sys.executable,
+                                       args=["-m", "toolcommit.checker.cli", *argv],
+                                       env=env, cwd=str(e.tmp))
+        async with Client(params) as c:
+            for _ in range(2):
+                await c.call_tool("refund", {"order": "o-7", "amount": 20})
+    run(scenario)
+    assert len(e.applied("o-7")) == 1
+    here = os.getcwd()
+    os.chdir(e.tmp)
+    try:
+        assert cli(*export[1:])[0] == 0
+        code, out, _ = cli(*validate[1:])
+    finally:
+        os.chdir(here)
+    assert code == 0 and out.startswith("CONFORMS")
