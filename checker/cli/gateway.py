@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 
 from toolcommit.model.errors import UsageError
@@ -48,6 +49,9 @@ def _command(args) -> list[str]:
     if not cmd:
         raise UsageError("gateway: give the downstream server's command after --, such as "
                          "'toolcommit gateway --effectful refund --db intents.db -- python server.py'")
+    if shutil.which(cmd[0]) is None:
+        raise UsageError(f"gateway: the server command {cmd[0]!r} is not an executable here "
+                         "(nor on PATH); give the downstream MCP server's command after --")
     return cmd
 
 

@@ -211,6 +211,7 @@ def test_over_http_a_scope_rule_makes_a_retry_in_a_new_session_apply_once(gatewa
     (["--effectful", "refund", "--db", "no/such/dir/x.db", "--", "true"], "no directory"),
     (["--effectful", "refund", "--db", "x.db", "--scope", "bad:", "--", "true"],
      "give MODULE:FUNCTION"),
+    (["--effectful", "refund", "--db", "x.db", "--", "/no/such/server"], "is not an executable"),
 ])
 def test_bad_usage_is_one_line_and_exit_2(tmp_path, argv, needle):
     p = subprocess.run([sys.executable, "-m", "toolcommit.checker.cli", "gateway", *argv],
