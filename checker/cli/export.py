@@ -1,10 +1,12 @@
 """`toolcommit export`: write what toolcommit knows in another tool's format.
 
-`toolcommit export DB` writes the library's intent log (the SQLite file of
-`toolcommit.runtime`, or of `toolcommit gateway --db`) as the JSON Lines log contract, for
-``toolcommit validate``; a positional DB selects it (``--format log``, the default when a
-DB is given). The text goes to stdout, or atomically to ``-o FILE`` (a temporary file
-beside it, then a rename); the DB is only read.
+`--format` names what is written and from what. A format of the model (`promela`: the
+instance's `System` as a Promela program for Spin) takes the model options (--preset, --set,
+--instance, --bounds, --env); a format that converts a file takes it as SOURCE, and says so
+in `FORMATS` (`Format.source`): `log`, the library's intent log (`toolcommit export DB`:
+its SQLite file, only read, as the JSON Lines log contract for ``toolcommit validate``),
+is what a SOURCE without --format selects. The text goes to stdout, or atomically to
+`-o FILE` (a temporary file beside it, then a rename), never over the SOURCE.
 """
 from __future__ import annotations
 
@@ -13,8 +15,11 @@ from dataclasses import dataclass
 from typing import Callable
 
 from toolcommit.model.errors import UsageError
+from toolcommit.model.semantics import build
 
+from toolcommit.checker.cli.check import add_model_options, bounds_from, config_from
 from toolcommit.checker.output import write_atomic
+from toolcommit.checker.verify.suite import resolve_instances
 
 
 @dataclass(frozen=True)
@@ -27,42 +32,64 @@ class Format:
     write: Callable[..., str]
 
 
+def _promela(args) -> str:
+    from toolcommit.checker.render.promela import promela
+    if args.instance and len(args.instance) > 1:
+        raise UsageError("--format promela writes one instance; give --instance once")
+    inst = resolve_instances(args.instance or ["default"], bounds_from(args), args.env)[0]
+    system = build(config_from(args), inst)
+    if args.property and args.property not in system.invariants:
+        raise UsageError(f"--property {args.property}: not an invariant of the model; valid: "
+                         f"{', '.join(system.invariants)}")
+    return promela(system, args.property or "")
+
+
 def _log(args) -> str:
     from toolcommit.checker.cli.export_log import log_text
     return log_text(args.source)
 
 
 FORMATS = {
-    "log": Format("the library's intent log (SOURCE: its SQLite file) as the JSON Lines log "
-                  "contract, for toolcommit validate", "the intent log's SQLite file "
-                  "(toolcommit gateway --db, or IntentLog.sqlite's path)", _log),
+    "log": Format("the library's intent log (SOURCE: its SQLite file, e.g. toolcommit "
+                  "gateway's --db) as the JSON Lines log contract, for toolcommit validate",
+                  "the intent log's SQLite file (toolcommit gateway --db, or "
+                  "IntentLog.sqlite's path)", _log),
+    "promela": Format("the instance's model as a Promela program for Spin (no symmetry "
+                      "reduction; --property P adds a monitor asserting invariant P)", "",
+                      _promela),
 }
-SOURCE_DEFAULT = "log"       # the format a SOURCE without --format selects
 
 
 def add_parser(sub):
-    p = sub.add_parser("export", help="write the intent log (DB) for validate",
+    p = sub.add_parser("export", help="write a model in another tool's format (Promela), or "
+                       "the intent log DB for validate",
                        description="Write what toolcommit knows in another tool's format: "
                        + "; ".join(f"{n}: {f.help}" for n, f in FORMATS.items()) + ".")
-    p.add_argument("source", nargs="?", metavar="DB",
-                   help="the file a format converts (the intent log's SQLite file: --format "
-                   "log, the default when given)")
-    p.add_argument("--format", choices=sorted(FORMATS), default=None, help="what to write")
+    p.add_argument("source", nargs="?", metavar="SOURCE",
+                   help="the file a format converts: the intent log's SQLite file (DB) for "
+                   "--format log, the default when SOURCE is given")
+    p.add_argument("--format", choices=sorted(FORMATS), default=None,
+                   help="what to write (default: log with a SOURCE; give promela for the model)")
+    add_model_options(p)
+    p.add_argument("--property", metavar="P", help="promela: the invariant to assert")
     p.add_argument("-o", "--output", metavar="FILE", help="write here (atomically), not stdout")
     return p
 
 
+SOURCE_DEFAULT = "log"       # the format a SOURCE without --format selects
+
+
 def run(args) -> int:
-    name = args.format or (SOURCE_DEFAULT if args.source else None)
-    if name is None:
+    if args.format is None and not args.source:
         raise UsageError("export: give a DB (the intent log's SQLite file) or --format "
                          f"{'/'.join(sorted(FORMATS))}")
-    fmt = FORMATS[name]
+    args.format = args.format or SOURCE_DEFAULT
+    fmt = FORMATS[args.format]
     if args.source and not fmt.source:
-        raise UsageError(f"--format {name} writes the model given by --preset, --set, "
+        raise UsageError(f"--format {args.format} writes the model given by --preset, --set, "
                          f"--instance and --bounds, and reads no SOURCE ({args.source!r})")
     if fmt.source and not args.source:
-        raise UsageError(f"--format {name} needs SOURCE: {fmt.source}")
+        raise UsageError(f"--format {args.format} needs SOURCE: {fmt.source}")
     text = fmt.write(args)
     if args.output:
         write_atomic(args.output, text, inputs=[args.source] if args.source else ())

@@ -73,7 +73,7 @@ def run(args) -> int:
     except ModuleNotFoundError as e:
         raise UsageError(f"gateway needs the mcp SDK ({e.name} is missing): "
                          "pip install 'toolcommit[gateway]'") from None
-    from toolcommit.runtime import IntentLog
+    from toolcommit.checker.runtime import IntentLog
     if args.scope is not None:
         from toolcommit.checker.logs.adapters.rules import Rules
         Rules(scope=args.scope).scope_of()            # a bad rule is refused now, not per call

@@ -28,8 +28,8 @@ from mcp_types import JSONRPCError, JSONRPCResponse
 
 from toolcommit.model.canon import CanonError, canonical_intent
 from toolcommit.model.errors import UsageError
-from toolcommit.runtime import IntentLog, IntentLogError
-from toolcommit.runtime.shims import GaveUp, InDoubt, guard
+from toolcommit.checker.runtime import IntentLog, IntentLogError
+from toolcommit.checker.runtime.shims import GaveUp, InDoubt, guard
 from toolcommit.checker.logs.adapters.rules import Rules
 
 META_KEY, META_FENCE, META_NEW = ("toolcommit/idempotency_key", "toolcommit/fence",

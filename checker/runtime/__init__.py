@@ -1,4 +1,6 @@
-"""toolcommit.runtime: the intent log as a library a runtime imports.
+"""toolcommit.checker.runtime: the intent log as a library a runtime imports, by its public
+name `toolcommit.runtime` (the package `runtime/`, which re-exports this one: the same
+objects, one copy).
 
 The model proposes; the log decides. `IntentLog` is the recommended design of
 `spec/PROTOCOL.md` on embedded SQLite (default) or PostgreSQL (several orchestrators), and
@@ -6,15 +8,10 @@ it writes the log contract that ``toolcommit validate`` checks as it goes. `effe
 one effectful function in the whole protocol; `toolcommit.runtime.frameworks` has the
 Pydantic AI and LangGraph wrappers (optional extra ``frameworks``).
 """
-if __name__ != "toolcommit.runtime":
-    # checker/runtime/ is installed as toolcommit.runtime (pyproject's package-dir); under
-    # its other path it would load a second copy whose classes differ from the first
-    raise ImportError(f"import toolcommit.runtime, not {__name__} (the same files, one name)")
-
-from toolcommit.runtime.lines import JsonlSink
-from toolcommit.runtime.log import (Decision, IntentLog, IntentLogError, Record, Superseded,
-                                    Ticket, semantic_key)
-from toolcommit.runtime.store import PostgresStore, SqliteStore, StoreError
+from toolcommit.checker.runtime.lines import JsonlSink
+from toolcommit.checker.runtime.log import (Decision, IntentLog, IntentLogError, Record,
+                                            Superseded, Ticket, semantic_key)
+from toolcommit.checker.runtime.store import PostgresStore, SqliteStore, StoreError
 
 __all__ = ["IntentLog", "Decision", "Ticket", "Record", "IntentLogError", "Superseded",
            "JsonlSink", "SqliteStore", "PostgresStore", "StoreError", "semantic_key"]

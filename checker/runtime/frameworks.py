@@ -19,8 +19,8 @@ import inspect
 import json
 from typing import Any, Callable, Iterable, Optional, Union
 
-from toolcommit.runtime.log import IntentLog
-from toolcommit.runtime.shims import EffectError, guard
+from toolcommit.checker.runtime.log import IntentLog
+from toolcommit.checker.runtime.shims import EffectError, guard
 
 
 def _failure(e: EffectError) -> dict:

@@ -31,7 +31,7 @@ import inspect
 import uuid
 from typing import Any, Callable, Optional, Union
 
-from toolcommit.runtime.log import Decision, IntentLog, IntentLogError, Record, Ticket
+from toolcommit.checker.runtime.log import Decision, IntentLog, IntentLogError, Record, Ticket
 
 _TICKET: contextvars.ContextVar[Optional[Ticket]] = contextvars.ContextVar(
     "toolcommit_ticket", default=None)
@@ -73,7 +73,7 @@ def _status(result) -> tuple[bool, Any]:
 
 def _json_result(value) -> Any:
     try:
-        from toolcommit.runtime.lines import dumps
+        from toolcommit.checker.runtime.lines import dumps
         dumps(value)
         return value
     except (TypeError, ValueError):

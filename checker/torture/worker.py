@@ -26,9 +26,9 @@ import os
 import time
 from typing import Optional
 
-from toolcommit.runtime import IntentLog, JsonlSink
-from toolcommit.runtime import lines as L
-from toolcommit.runtime.store import OPEN_STATES
+from toolcommit.checker.runtime import IntentLog, JsonlSink
+from toolcommit.checker.runtime import lines as L
+from toolcommit.checker.runtime.store import OPEN_STATES
 
 from toolcommit.checker.torture.plan import Plan, Session, Timing
 
