@@ -25,6 +25,7 @@ LAYERS = {
     "checker.design": 6,
     "checker.runtime": 7,                # the library follows a design file (design/file.py)
     "checker.torture": 8,                # the harness drives the library
+    "checker.gateway": 8,                # an MCP front on the library
     "checker.render": 9,
     "checker.cli": 10, "runtime": 10,    # the command line, and the library's public name
     "checker": 11,                       # the package itself

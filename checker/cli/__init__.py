@@ -14,7 +14,8 @@ import sys
 from toolcommit.model.errors import InternalError, ResourceError, ToolcommitError
 from toolcommit.checker.output import guarded_stdout
 
-COMMANDS = ("spec", "check", "prove", "validate", "ask", "design", "torture", "export", "recover")
+COMMANDS = ("spec", "check", "prove", "validate", "ask", "design", "torture", "export", "recover",
+            "gateway")
 
 
 class _Parser(argparse.ArgumentParser):

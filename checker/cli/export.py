@@ -3,7 +3,10 @@
 `--format` names what is written and from what. A format of the model (`promela`: the
 instance's `System` as a Promela program for Spin) takes the model options (--preset, --set,
 --instance, --bounds, --env); a format that converts a file takes it as SOURCE, and says so
-in `FORMATS` (`Format.source`). The text goes to stdout, or atomically to `-o FILE`.
+in `FORMATS` (`Format.source`): `log`, the library's intent log (`toolcommit export DB`:
+its SQLite file, only read, as the JSON Lines log contract for ``toolcommit validate``),
+is what a SOURCE without --format selects. The text goes to stdout, or atomically to
+`-o FILE` (a temporary file beside it, then a rename), never over the SOURCE.
 """
 from __future__ import annotations
 
@@ -41,7 +44,16 @@ def _promela(args) -> str:
     return promela(system, args.property or "")
 
 
+def _log(args) -> str:
+    from toolcommit.checker.cli.export_log import log_text
+    return log_text(args.source)
+
+
 FORMATS = {
+    "log": Format("the library's intent log (SOURCE: its SQLite file, e.g. toolcommit "
+                  "gateway's --db) as the JSON Lines log contract, for toolcommit validate",
+                  "the intent log's SQLite file (toolcommit gateway --db, or "
+                  "IntentLog.sqlite's path)", _log),
     "promela": Format("the instance's model as a Promela program for Spin (no symmetry "
                       "reduction; --property P adds a monitor asserting invariant P)", "",
                       _promela),
@@ -49,19 +61,29 @@ FORMATS = {
 
 
 def add_parser(sub):
-    p = sub.add_parser("export", help="write a model in another tool's format (Promela)",
+    p = sub.add_parser("export", help="write a model in another tool's format (Promela), or "
+                       "the intent log DB for validate",
                        description="Write what toolcommit knows in another tool's format: "
                        + "; ".join(f"{n}: {f.help}" for n, f in FORMATS.items()) + ".")
     p.add_argument("source", nargs="?", metavar="SOURCE",
-                   help="the file a format converts (none of the formats so far reads one)")
-    p.add_argument("--format", required=True, choices=sorted(FORMATS), help="what to write")
+                   help="the file a format converts: the intent log's SQLite file (DB) for "
+                   "--format log, the default when SOURCE is given")
+    p.add_argument("--format", choices=sorted(FORMATS), default=None,
+                   help="what to write (default: log with a SOURCE; give promela for the model)")
     add_model_options(p)
     p.add_argument("--property", metavar="P", help="promela: the invariant to assert")
     p.add_argument("-o", "--output", metavar="FILE", help="write here (atomically), not stdout")
     return p
 
 
+SOURCE_DEFAULT = "log"       # the format a SOURCE without --format selects
+
+
 def run(args) -> int:
+    if args.format is None and not args.source:
+        raise UsageError("export: give a DB (the intent log's SQLite file) or --format "
+                         f"{'/'.join(sorted(FORMATS))}")
+    args.format = args.format or SOURCE_DEFAULT
     fmt = FORMATS[args.format]
     if args.source and not fmt.source:
         raise UsageError(f"--format {args.format} writes the model given by --preset, --set, "
@@ -70,7 +92,7 @@ def run(args) -> int:
         raise UsageError(f"--format {args.format} needs SOURCE: {fmt.source}")
     text = fmt.write(args)
     if args.output:
-        write_atomic(args.output, text)
+        write_atomic(args.output, text, inputs=[args.source] if args.source else ())
     else:
         sys.stdout.write(text)
     return 0

@@ -263,16 +263,18 @@ def test_a_file_without_a_history_is_refused(tmp_path):
 # ----- the library's log against a ledger ------------------------------------------------
 @pytest.fixture
 def library_log(tmp_path):
-    """A log the intent-log library wrote for one refund, and the key it sent."""
+    """A log the intent-log library wrote for one refund (exported by `toolcommit export
+    DB`, the way a user gets it), and the key it sent."""
+    from toolcommit.checker.cli import main
     from toolcommit.runtime import IntentLog
-    log = IntentLog.sqlite(str(tmp_path / "intents.db"), writer="worker-1", provider="stripe")
+    db = tmp_path / "intents.db"
+    log = IntentLog.sqlite(str(db), writer="worker-1", provider="stripe")
     d = log.propose("call_1", "refund", {"order": "o-7", "amount": 20}, "user:42")
     t = log.dispatch(d.key)
     log.ack(t, {"id": "re_1"})
-    path = tmp_path / "intents.jsonl"
-    with open(path, "w") as f:
-        log.export(f)
     log.close()
+    path = tmp_path / "intents.jsonl"
+    assert main(["export", str(db), "-o", str(path)]) == 0
     return path, t.idempotency_key
 
 

@@ -1,0 +1,61 @@
+"""The library's intent log, read from its SQLite file for `toolcommit export DB`.
+
+The file is opened read-only (``mode=ro``): exporting changes nothing in it, not even the
+writer table an `IntentLog` would open, and works while a gateway or a runtime writes it
+(WAL). The lines come out in the order they were written (`toolcommit.runtime`'s
+`read_lines`), as ``IntentLog.export`` writes them: the log contract of
+`spec/log.schema.json`, for ``toolcommit validate``.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+from contextlib import contextmanager
+from pathlib import Path
+
+from toolcommit.model.errors import InputError, UsageError
+from toolcommit.checker.runtime.log import read_lines
+from toolcommit.checker.runtime.store import Tx
+
+WHAT = "the intent log's SQLite file (toolcommit gateway --db, or IntentLog.sqlite's path)"
+
+
+class _ReadOnly:
+    """A read-only view of an SQLite intent log, enough for `read_lines`."""
+
+    def __init__(self, path: str):
+        uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
+        self._db = sqlite3.connect(uri, uri=True, isolation_level=None)
+
+    @contextmanager
+    def read(self):
+        cur = self._db.cursor()
+        cur.execute("BEGIN")
+        try:
+            yield Tx(cur, False)
+        finally:
+            cur.execute("COMMIT")
+            cur.close()
+
+    def close(self):
+        self._db.close()
+
+
+def log_text(db: str) -> str:
+    """The whole log in `db` as JSON Lines text. Raises `UsageError` (no such file) or
+    `InputError` (not an intent log), each one line naming the file."""
+    if not os.path.isfile(db):
+        raise UsageError(f"{db}: no such file; give {WHAT}")
+    try:
+        store = _ReadOnly(db)
+        try:
+            with store.read() as tx:
+                if tx.one("SELECT name FROM sqlite_master WHERE type = 'table' "
+                          "AND name = 'tc_events'") is None:
+                    raise InputError(f"{db}:1: an SQLite database without an intent log (no "
+                                     f"tc_events table); give {WHAT}")
+            return "".join(line + "\n" for line in read_lines(store))
+        finally:
+            store.close()
+    except sqlite3.DatabaseError as e:
+        raise InputError(f"{db}:1: not an SQLite intent log ({e}); give {WHAT}") from None

@@ -1,0 +1,7 @@
+"""toolcommit gateway: an MCP server in front of another, at most one effect per intent.
+
+`proxy` passes one session's messages through, `calls` sends each effectful ``tools/call``
+through the library's intent log (`toolcommit.runtime`), `downstream` runs the server
+behind (restarted when it dies), `serve` has the transports (stdio; streamable HTTP on
+loopback). Needs the ``gateway`` extra (the official `mcp` SDK).
+"""

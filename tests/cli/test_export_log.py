@@ -1,0 +1,89 @@
+"""`toolcommit export DB`: the library's intent log as the log contract, read-only and
+atomically written; bad input is one line and exit 2."""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import sqlite3
+
+import pytest
+
+from toolcommit.checker.cli import main
+from toolcommit.runtime import IntentLog
+
+
+def cli(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def db(tmp_path):
+    path = tmp_path / "intents.db"
+    log = IntentLog.sqlite(str(path), writer="w1")
+    d = log.propose("c1", "refund", {"order": "o-7", "amount": 20}, "user:42")
+    log.ack(log.dispatch(d.key), {"id": "re_1"})
+    log.propose("c2", "refund", {"order": "o-7", "amount": 20.0}, "user:42")
+    expected = io.StringIO()
+    log.export(expected)
+    log.close()
+    return path, expected.getvalue()
+
+
+def digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_export_writes_what_the_library_exports_and_changes_nothing_in_the_db(db):
+    path, expected = db
+    before = digest(path)
+    code, out, err = cli("export", str(path))
+    assert (code, out, err) == (0, expected, "")
+    assert digest(path) == before
+
+
+def test_export_to_a_file_is_atomic_and_leaves_no_temporary_file(db, tmp_path):
+    path, expected = db
+    target = tmp_path / "out" / "log.jsonl"
+    target.parent.mkdir()
+    target.write_text("old\n")
+    assert cli("export", str(path), "-o", str(target))[0] == 0
+    assert target.read_text() == expected
+    assert [p.name for p in target.parent.iterdir()] == ["log.jsonl"]
+
+
+def test_the_exported_log_validates(db, tmp_path):
+    path, _ = db
+    target = tmp_path / "log.jsonl"
+    cli("export", str(path), "-o", str(target))
+    code, out, _ = cli("validate", str(target))
+    assert code == 0 and out.startswith("CONFORMS")
+
+
+@pytest.mark.parametrize("make,needle", [
+    (lambda p: None, "no such file"),
+    (lambda p: p.write_text("not a database at all, but long enough to be read" * 40),
+     ":1: not an SQLite intent log"),
+    (lambda p: sqlite3.connect(p).execute("CREATE TABLE t (x)").connection.commit(),
+     ":1: an SQLite database without an intent log"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, make, needle):
+    p = tmp_path / "x.db"
+    make(p)
+    code, out, err = cli("export", str(p))
+    assert code == 2 and out == "" and needle in err and len(err.splitlines()) == 1
+
+
+def test_export_never_writes_over_its_db(db):
+    path, _ = db
+    before = digest(path)
+    code, _, err = cli("export", str(path), "-o", str(path))
+    assert code == 2 and "never over an input" in err and digest(path) == before
+
+
+def test_export_without_a_db_or_format_says_what_to_give():
+    code, _, err = cli("export")
+    assert code == 2 and "give a DB" in err
