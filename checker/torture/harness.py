@@ -124,6 +124,9 @@ def _fork(pgid: int, keep: set, body) -> int:
         code = 70
         try:
             os.setpgid(0, pgid)
+        except PermissionError:   # the group's leader is gone: the run is being stopped
+            os._exit(code)
+        try:
             _close_fds(keep)
             code = body() or 0
         except BaseException:
