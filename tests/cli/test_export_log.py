@@ -23,7 +23,7 @@ def cli(*argv):
 @pytest.fixture
 def db(tmp_path):
     path = tmp_path / "intents.db"
-    log = IntentLog.sqlite(str(path), writer="w1")
+    log = IntentLog.sqlite(str(path), writer="w1", provider="stripe")
     d = log.propose("c1", "refund", {"order": "o-7", "amount": 20}, "user:42")
     log.ack(log.dispatch(d.key), {"id": "re_1"})
     log.propose("c2", "refund", {"order": "o-7", "amount": 20.0}, "user:42")
