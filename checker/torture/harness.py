@@ -43,6 +43,11 @@ from toolcommit.checker.torture.plan import Plan
 from toolcommit.checker.torture.worker import worker_main
 
 
+# what the provider counts of its own rules and faults (`provider.Provider.counts`)
+PROVIDER_COUNTS = ("slow", "errors_before", "errors_after", "in_flight", "mismatched", "pruned",
+                   "expired", "beyond_bound", "stale")
+
+
 @dataclass
 class RunResult:
     """One run: its verdict (CONFORMS / VIOLATES / INCONCLUSIVE, or STUCK / ERROR), the
@@ -220,7 +225,7 @@ class Run:
             return
         if fault == "pause":
             self.counts["pauses"] += 1
-            if self.conf["runtime"] == "library":
+            if self.conf["runtime"] != "chat":
                 with _store(self.conf) as store:
                     expire_leases(store, w.name)
             w.resume_at = time.monotonic() + self.plan.timing.pause
@@ -231,7 +236,7 @@ class Run:
         os.write(w.wr, b"c")
 
     def _cancel(self, key: str) -> None:
-        if self.conf["runtime"] == "library":
+        if self.conf["runtime"] != "chat":
             # opened and closed here: an SQLite connection must never live across a fork
             log = _open_log(self.conf, "user")
             try:
@@ -314,7 +319,7 @@ class Run:
         return n
 
     def _log_lines(self):
-        if self.conf["runtime"] == "library":
+        if self.conf["runtime"] != "chat":
             with _store(self.conf) as store:
                 yield from read_lines(store)
             return
@@ -405,7 +410,8 @@ def run_once(plan: Plan, runtime: str = "library", profile: str = "fenced",
                          "dups": net["dup"], "requests": net["requests"],
                          "effects": len(ledger["effects"]),
                          "fenced_out": ledger["provider"]["fenced_out"],
-                         "replayed": ledger["provider"]["replayed"], **counts}
+                         "replayed": ledger["provider"]["replayed"], "late": net.get("late", 0),
+                         **{k: ledger["provider"].get(k, 0) for k in PROVIDER_COUNTS}, **counts}
         if keep and not result.clean:
             os.makedirs(keep, exist_ok=True)
             result.log = os.path.join(keep, f"{runtime}-seed{plan.seed}.jsonl")

@@ -31,6 +31,7 @@ from toolcommit.runtime import lines as L
 from toolcommit.runtime.store import OPEN_STATES
 
 from toolcommit.checker.torture.plan import Plan, Session, Timing
+from toolcommit.checker.torture.profiles import PROFILES, design
 
 
 class Hook:
@@ -52,15 +53,23 @@ class Net:
         self.port, self.timing = port, timing
 
     def _request(self, method: str, path: str, body: Optional[dict], headers: dict):
+        """(answer, document): ``ok``; ``in_flight`` (409, another request under the key
+        executes); ``fenced`` (409, a newer fence seen); ``exists`` (412, a create-once key
+        already used: the effect is there); ``error`` (any other answer); ``lost`` (no
+        answer within the timeout)."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timing.timeout)
         try:
             data = None if body is None else json.dumps(body).encode()
-            conn.request(method, path, body=data, headers=headers)
+            conn.request(method, path, body=data,
+                         headers={**headers, "X-Sent": repr(time.monotonic())})
             resp = conn.getresponse()
             doc = json.loads(resp.read() or b"{}")
             if resp.status == 200:
                 return "ok", doc
-            return ("fenced" if resp.status == 409 else "error"), doc
+            if resp.status == 409:
+                return ("in_flight" if doc.get("error") == "idempotency_key_in_use"
+                        else "fenced"), doc
+            return ("exists" if resp.status == 412 else "error"), doc
         except (OSError, http.client.HTTPException, ValueError):
             return "lost", None                   # timeout, reset, or no answer at all
         finally:
@@ -78,12 +87,19 @@ class Net:
         return self._request("POST", "/effect", {"tool": tool, "args": args, "scope": scope},
                              headers)
 
-    def status(self, key: str, fence: int):
-        return self._request("GET", f"/status?key={key}&fence={fence}", None, {})
+    def status(self, key: str, fence: Optional[int], via: str = "list"):
+        """The status read by `via` (``list`` or ``search``), sealing at `fence` if given."""
+        seal = "" if fence is None else f"&fence={fence}"
+        return self._request("GET", f"/{via}?key={key}{seal}", None, {})
 
 
 class LibraryRuntime:
-    """Tool calls through the intent log (see the module docstring)."""
+    """Tool calls through the intent log, the recommended design as the library shipped it
+    before it followed a provider's design: an unknown outcome is sealed and read once,
+    and an absent read parks the record (DEAD_LETTER). The runtime ``park`` on any
+    profile, and ``library`` on the harness's own profiles."""
+
+    via = "list"
 
     def __init__(self, log: IntentLog, net: Net, hook: Hook, timing: Timing):
         self.log, self.net, self.hook, self.timing = log, net, hook, timing
@@ -127,7 +143,9 @@ class LibraryRuntime:
             if t is None:
                 continue
             self.hook("reconciling", key)
-            status, doc = self.net.status(t.idempotency_key, t.fence)
+            status, doc = self.net.status(t.idempotency_key, t.fence, self.via)
+            if status == "error" and str(doc.get("error", "")).startswith("no status read"):
+                status, doc = "ok", {"applied": False}   # what a user's status= finds there
             if status != "ok":
                 return "doubt"
             self.log.settle(t, bool(doc["applied"]), {"id": doc["id"]} if doc["applied"] else None)
@@ -145,6 +163,117 @@ class LibraryRuntime:
 
     def close(self) -> None:
         self.log.close()
+
+
+class DesignRuntime(LibraryRuntime):
+    """Tool calls through the intent log, following the design the checker proves for the
+    provider (`profiles.design`: ``spec/designs/<env>.json``), until the library itself
+    takes the design (then this class is its call site):
+
+    - ``idempotency_key``, ``fencing``: what goes with each request;
+    - ``on_unknown=replay_then_reconcile``: within the replay window of the key's first send
+      (known to this process only for what it sent itself), re-send under the same key
+      until an answer: 200 or 412 (the effect is there: ACKED), a saved error (500: ends
+      the replay); 409 in flight, 429 and a lost answer are no answer;
+    - then the status read by ``status_via``, once no request of the key can still arrive:
+      the window closed and the delay bound waited out after this process's first sight
+      of the key and its last send (a zombie sends only inside its window);
+      absent: ``on_absent`` (DEAD_LETTER);
+    - a provider without a status read: the record is given up at once, visibly (the model
+      hears it may have happened), never re-sent: at-most-once;
+    - ``epoch=none``: a user's re-ask is the same key (refused once given up).
+    """
+
+    def __init__(self, log: IntentLog, net: Net, hook: Hook, timing: Timing, design,
+                 profile):
+        super().__init__(log, net, hook, timing)
+        self.design, self.profile = design, profile
+        self.via = design["status_via"]
+        self.first: dict[str, float] = {}       # key -> when this process first sent it
+        self.seen: dict[str, float] = {}        # key -> when this process first held it
+        self.last: dict[str, float] = {}        # key -> this process's last send
+
+    def call(self, session: Session, call_id: str, args: dict, new_attempt: bool) -> str:
+        again = new_attempt and self.design["epoch"] != "none"
+        return super().call(session, call_id, args, again)
+
+    def _send(self, t) -> tuple:
+        key = t.idempotency_key if self.design["idempotency_key"] != "none" else None
+        fence = t.fence if self.design["fencing"] == "on" else None
+        now = time.monotonic()
+        self.first.setdefault(t.key, now)
+        self.seen.setdefault(t.key, now)
+        self.last[t.key] = now
+        return self.net.apply(t.key, key, fence, t.tool, t.args, t.scope)
+
+    def _in_window(self, key: str) -> bool:
+        """Whether this process may still send `key` (an unbounded window: always)."""
+        if self.design.window == float("inf"):
+            return True
+        first = self.first.get(key)
+        return first is not None and time.monotonic() < first + self.design.window
+
+    def drive(self, key: str) -> str:
+        while True:
+            r = self.log.record(key)
+            if r.settled:
+                return {"ACKED": "done", "REJECTED_CONFLICT": "rejected"}.get(r.state, "gave_up")
+            if not self._mine(r):
+                if not any(t.key == key for t in self.log.recover()):
+                    time.sleep(self.timing.poll)
+                continue
+            self.seen.setdefault(key, time.monotonic())
+            if r.state == "RECORDED":
+                t = self.log.dispatch(key)
+                if t is None:
+                    continue
+                self.first.setdefault(key, time.monotonic())
+                self.hook("dispatched", key)
+                if not self._in_window(key):     # a zombie woken too late sends nothing
+                    self.log.timeout(t, "the replay window closed before the send")
+                    return "doubt"
+                status, doc = self._send(t)
+                self.hook("sent", key)
+                if status in ("ok", "exists"):
+                    self.log.ack(t, {"id": doc.get("id")})
+                    return "done"
+                self.log.timeout(t, f"{status}: {doc.get('error', 'no answer') if doc else 'no answer'}")
+                return "doubt"
+            t = self.log.reconcile(key)
+            if t is None:
+                continue
+            self.hook("reconciling", key)
+            return self._resolve(t)
+
+    def _resolve(self, t) -> str:
+        """Replay, then read (see the class docstring): the model's answer."""
+        key = t.key
+        if not self.profile.reads:
+            self.log.dead_letter(key, "no status read at this provider: it may have happened")
+            return "gave_up"
+        if self.design["on_unknown"] == "replay_then_reconcile" \
+                and self.design["idempotency_key"] != "none":
+            while self._in_window(key):
+                status, doc = self._send(t)
+                if status in ("ok", "exists"):
+                    return "done" if self.log.settle(t, True, {"id": doc.get("id")}) else "doubt"
+                if status == "error" and doc and doc.get("error") == "api_error":
+                    break                       # a saved error: an answer, never re-sent
+                if status in ("in_flight", "error"):
+                    time.sleep(4 * self.timing.poll)
+        w = self.design.window
+        quiet = max(self.seen[key] + w if w != float("inf") else 0.0,
+                    self.last.get(key, 0.0)) + self.profile.delay_bound
+        while time.monotonic() < quiet:
+            time.sleep(min(self.timing.poll * 4, quiet - time.monotonic() + 1e-3))
+        fence = t.fence if self.design["fencing"] == "on" else None
+        status, doc = self.net.status(t.idempotency_key, fence, self.via)
+        if status != "ok":
+            return "doubt"
+        present = bool(doc["applied"])
+        if not self.log.settle(t, present, {"id": doc["id"]} if present else None):
+            return "doubt"
+        return "done" if present else "gave_up"
 
 
 class ChatRuntime:
@@ -215,6 +344,9 @@ def open_runtime(conf: dict, plan: Plan, name: str, inc: int, hook: Hook):
         log = IntentLog.postgres(conf["dsn"], name, schema=conf["schema"], lease=conf["lease"])
     else:
         log = IntentLog.sqlite(conf["db"], name, synchronous="NORMAL", lease=conf["lease"])
+    profile = PROFILES[conf["profile"]]
+    if conf["runtime"] == "library" and profile.env:
+        return DesignRuntime(log, net, hook, plan.timing, design(profile.env), profile)
     return LibraryRuntime(log, net, hook, plan.timing)
 
 
