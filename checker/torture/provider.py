@@ -131,6 +131,8 @@ class Provider:
                     self.counts["in_flight"] += 1
                     return 409, {"error": "idempotency_key_in_use"}, {}
                 await self.executing[key].wait()
+            if fault == "expire_key" and self.saved.pop(key, None) is not None:
+                self.counts["pruned"] += 1          # pruned early: a trace's expire_key
             self._prune(key, self.clock())
             if key in self.saved:
                 return self._repeat(key, params)
