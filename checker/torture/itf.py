@@ -107,7 +107,9 @@ def _plan(doc: dict, path: str, timing: Timing) -> Plan:
     try:
         inst = instance(doc["#meta"]["instance"])
     except UsageError as e:
-        raise InputError(f"#meta.instance: {e}", path) from None
+        raise InputError(f"#meta.instance: {doc['#meta']['instance']!r} is not one of "
+                         f"spec/instances.json (a question's own instance, or an edit: {e}); "
+                         "the harness replays the catalogue's instances only", path) from None
     intent, args_of = forms()
     form_names = list(args_of)
     props = {p.name: p for p in inst.proposals}
