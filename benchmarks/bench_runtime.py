@@ -36,8 +36,8 @@ from toolcommit.runtime import IntentLog
 
 def _open(store: str, where: str, writer: str) -> IntentLog:
     if store == "postgres":
-        return IntentLog.postgres(where, writer, schema="bench")
-    return IntentLog.sqlite(where, writer, synchronous=store.split("-")[1].upper())
+        return IntentLog.postgres(where, writer, schema="bench", provider="ideal")
+    return IntentLog.sqlite(where, writer, synchronous=store.split("-")[1].upper(), provider="ideal")
 
 
 def _work(store: str, where: str, writer: str, n: int, go_fd: int, ready_fd: int,

@@ -1,17 +1,21 @@
 """Framework wrappers (optional extra ``frameworks``): Pydantic AI tools and LangGraph's
-ToolNode, each call going through `toolcommit.runtime.shims.guard`.
+ToolNode, each call going through `toolcommit.runtime.shims.guard` (or `aguard` for an
+``async def`` tool, awaited inside the guard).
 
 The model's tool-call id (Pydantic AI's ``ctx.tool_call_id``, LangGraph's
 ``tool_call["id"]``) is passed as evidence, never as identity: the log keys the call by its
 canonical intent, so a call re-issued under a new id, or paraphrased, meets the first
-record. Inside the tool, `toolcommit.runtime.shims.current_ticket()` gives the idempotency
-key and fence to send.
+record. Inside the tool, `toolcommit.runtime.current_ticket()` gives the idempotency key and
+fence to send. `new_request` (a function of the run context, or of LangGraph's request)
+says the user asked again, so an intent given up gets a new attempt. A call that did not
+take effect through this call returns what `toolcommit.runtime.shims.tell` says, in plain
+words: the effect may not have happened.
 
 Limitations
 -----------
-Both wrappers run the log's decisions synchronously (a few milliseconds on SQLite) and wrap
-synchronous tools: Pydantic AI runs a sync tool in a thread; for LangGraph, the wrapper is
-``wrap_tool_call`` (``graph.invoke``), not the async ``awrap_tool_call``.
+The log's decisions are synchronous (a few milliseconds on SQLite), also inside an async
+tool. LangGraph: a sync tool runs through ``wrap_tool_call`` (``graph.invoke``), an async
+one through ``awrap_tool_call`` (``graph.ainvoke``).
 """
 from __future__ import annotations
 
@@ -20,24 +24,18 @@ import json
 from typing import Any, Callable, Iterable, Optional, Union
 
 from toolcommit.runtime.log import IntentLog
-from toolcommit.runtime.shims import EffectError, guard
-
-
-def _failure(e: EffectError) -> dict:
-    """What the model is told when a call did not take effect through it."""
-    rec = e.record
-    return {"toolcommit": type(e).__name__, "detail": str(e),
-            "intent": rec.key if rec else None, "state": rec.state if rec else None}
+from toolcommit.runtime.shims import EffectError, aguard, guard, tell
 
 
 def pydantic_ai_tool(log: IntentLog, fn: Callable, *, scope: Union[str, Callable],
-                     name: Optional[str] = None, status=None, compensate=None, **tool_kw):
-    """A ``pydantic_ai.Tool`` running `fn` through the intent log.
+                     name: Optional[str] = None, status=None,
+                     new_request: Optional[Callable] = None, **tool_kw):
+    """A ``pydantic_ai.Tool`` running `fn` (sync or ``async def``) through the intent log.
 
     `fn` performs the effect (its first parameter may be the ``RunContext``); `scope` is a
-    string or ``scope(ctx, args) -> str``. A call that does not take effect through this
-    call (a conflict, a given-up or in-doubt intent) returns a small dict saying so, for
-    the model to read, instead of raising.
+    string or ``scope(ctx, args) -> str``; ``new_request(ctx) -> bool`` marks the user's
+    new request. A call that does not take effect through this call (a conflict, a given-up
+    or in-doubt intent) returns `tell`'s dict for the model to read, instead of raising.
     """
     from pydantic_ai import RunContext, Tool
 
@@ -46,16 +44,27 @@ def pydantic_ai_tool(log: IntentLog, fn: Callable, *, scope: Union[str, Callable
     takes_ctx = bool(params) and (params[0].name == "ctx" or params[0].annotation is RunContext)
     tool = name or fn.__name__
 
-    def wrapper(ctx, *a, **kw):
+    def prepare(ctx, a, kw):
         bound = (sig.bind(ctx, *a, **kw) if takes_ctx else sig.bind(*a, **kw))
         bound.apply_defaults()
         args = {k: v for k, v in bound.arguments.items() if not (takes_ctx and v is ctx)}
         where = scope(ctx, args) if callable(scope) else scope
-        try:
-            return guard(log, ctx.tool_call_id, tool, args, where,
-                         lambda t: fn(*bound.args, **bound.kwargs), status, compensate)
-        except EffectError as e:
-            return _failure(e)
+        again = bool(new_request(ctx)) if new_request is not None else False
+        return (log, ctx.tool_call_id, tool, args, where,
+                lambda t: fn(*bound.args, **bound.kwargs), status, again)
+
+    if inspect.iscoroutinefunction(fn):
+        async def wrapper(ctx, *a, **kw):
+            try:
+                return await aguard(*prepare(ctx, a, kw))
+            except EffectError as e:
+                return tell(e)
+    else:
+        def wrapper(ctx, *a, **kw):
+            try:
+                return guard(*prepare(ctx, a, kw))
+            except EffectError as e:
+                return tell(e)
 
     wrapper.__name__, wrapper.__doc__ = fn.__name__, fn.__doc__
     wrapper.__annotations__ = {**getattr(fn, "__annotations__", {}), "ctx": RunContext}
@@ -70,15 +79,19 @@ def pydantic_ai_tool(log: IntentLog, fn: Callable, *, scope: Union[str, Callable
 
 
 def langgraph_tool_node(log: IntentLog, tools: Iterable, *, scope: Union[str, Callable],
-                        effectful: Optional[Iterable[str]] = None, status=None, compensate=None,
-                        **node_kw):
-    """A ``langgraph.prebuilt.ToolNode`` whose effectful tools run through the intent log.
+                        effectful: Optional[Iterable[str]] = None, status=None,
+                        new_request: Optional[Callable] = None, **node_kw):
+    """A ``langgraph.prebuilt.ToolNode`` whose effectful tools run through the intent log,
+    sync (``graph.invoke``) or async (``graph.ainvoke``, the tools' coroutines awaited inside
+    the guard).
 
     `effectful` names the tools that change the world (all, if None); others run as
     usual. `scope` is a string or ``scope(request) -> str`` (the ``ToolCallRequest``: its
-    ``state`` holds the graph's state). An error ``ToolMessage`` from the tool (ToolNode
-    turns exceptions into those) is an unknown outcome: reconciled, never re-run. A call
-    that does not take effect through this call returns an error ``ToolMessage`` saying why.
+    ``state`` holds the graph's state); ``new_request(request) -> bool`` marks the user's new
+    request. An error ``ToolMessage`` from the tool (ToolNode turns exceptions into those) is
+    an unknown outcome: resolved as the log's design says, never re-run blindly. A call that
+    does not take effect through this call returns an error ``ToolMessage`` saying, in plain
+    words, that the effect may not have happened.
     """
     from langchain_core.messages import ToolMessage
     from langgraph.prebuilt import ToolNode
@@ -88,28 +101,56 @@ def langgraph_tool_node(log: IntentLog, tools: Iterable, *, scope: Union[str, Ca
     class _Failed(Exception):
         pass
 
-    def wrap(request, execute):
-        call = request.tool_call
-        if only is not None and call["name"] not in only:
-            return execute(request)
-        where = scope(request) if callable(scope) else scope
+    def checked(out):
+        if isinstance(out, ToolMessage) and out.status == "error":
+            raise _Failed(str(out.content))
+        return out
 
-        def run(_ticket):
-            out = execute(request)
-            if isinstance(out, ToolMessage) and out.status == "error":
-                raise _Failed(str(out.content))
-            return out
-        try:
-            out = guard(log, call["id"], call["name"], dict(call["args"]), where, run, status,
-                        compensate, saved=lambda m: {"content": m.content}
-                        if isinstance(m, ToolMessage) else m)
-        except EffectError as e:
-            return ToolMessage(content=json.dumps(_failure(e)), tool_call_id=call["id"],
-                               name=call["name"], status="error")
+    def saved(m):
+        return {"content": m.content} if isinstance(m, ToolMessage) else m
+
+    def message(call, out):
         if isinstance(out, ToolMessage):
             return out
         content: Any = out.get("content", out) if isinstance(out, dict) else out
         return ToolMessage(content=content if isinstance(content, str) else json.dumps(content),
                            tool_call_id=call["id"], name=call["name"])
 
-    return ToolNode(list(tools), wrap_tool_call=wrap, **node_kw)
+    def failed(call, e):
+        return ToolMessage(content=json.dumps(tell(e)), tool_call_id=call["id"],
+                           name=call["name"], status="error")
+
+    def params(request):
+        call = request.tool_call
+        where = scope(request) if callable(scope) else scope
+        again = bool(new_request(request)) if new_request is not None else False
+        return call, where, again
+
+    def wrap(request, execute):
+        call = request.tool_call
+        if only is not None and call["name"] not in only:
+            return execute(request)
+        call, where, again = params(request)
+        try:
+            out = guard(log, call["id"], call["name"], dict(call["args"]), where,
+                        lambda _t: checked(execute(request)), status, again, saved)
+        except EffectError as e:
+            return failed(call, e)
+        return message(call, out)
+
+    async def awrap(request, execute):
+        call = request.tool_call
+        if only is not None and call["name"] not in only:
+            return await execute(request)
+        call, where, again = params(request)
+
+        async def run(_t):
+            return checked(await execute(request))
+        try:
+            out = await aguard(log, call["id"], call["name"], dict(call["args"]), where, run,
+                               status, again, saved)
+        except EffectError as e:
+            return failed(call, e)
+        return message(call, out)
+
+    return ToolNode(list(tools), wrap_tool_call=wrap, awrap_tool_call=awrap, **node_kw)

@@ -1,24 +1,26 @@
 """The intent log: the model proposes, the log decides, one transaction per decision.
 
-This is the recommended design of `spec/PROTOCOL.md` as a library (the `recommended`
-preset's knobs): semantic key from the checker's own canonicalizer (`model/canon.py`, v1)
-plus an attempt epoch only the log advances; atomic insert under a uniqueness constraint;
-compare-and-set dispatch under a lease with a fresh fence; reconcile-or-dead-letter, with
-the fence bumped before the status read; recovery from the log after a restart.
+The log follows the design proven for its provider (`provider=`: a shipped profile or a
+design file; `toolcommit.runtime.design`): semantic key from the checker's own canonicalizer
+(`model/canon.py`, v1) plus an attempt epoch only the log advances; atomic insert under a
+uniqueness constraint; compare-and-set dispatch under a lease with a fresh generation (sent
+as the fence where the design fences); an unknown outcome resolved as the design says (a
+replay under the same key within the replay window, a sealed status read, a give-up), never
+by a blind re-send; recovery from the log after a restart.
 
-A runtime's loop for one effectful tool call::
+A runtime's loop for one effectful tool call (`toolcommit.runtime.shims.guard` is this loop,
+written once)::
 
-    d = log.propose(call_id, "refund", {"amount": 20}, "user:42:checkout:7")
+    d = log.propose(call_id, "refund", {"amount": 20}, "user:42:request:7")
     if d.decision == "accepted":
-        t = log.dispatch(d.key)              # RECORDED -> DISPATCHED, fence + 1
+        t = log.dispatch(d.key)              # RECORDED -> DISPATCHED
         try:
             result = provider.refund(..., idempotency_key=t.idempotency_key, fence=t.fence)
         except Timeout:
             log.timeout(t)                   # DISPATCHED -> UNKNOWN: never re-sent blindly
-            r = log.reconcile(d.key)         # UNKNOWN -> RECONCILING, fence + 1 (the seal)
-            log.settle(r, provider.status(r.idempotency_key, fence=r.fence))
-        else:
-            log.ack(t, result)               # DISPATCHED -> ACKED
+            r = log.reconcile(d.key)         # UNKNOWN -> RECONCILING: a replay or status ticket
+            ...                              # replay: log.ack / log.timeout; status, once
+            log.settle(r, found is not None, found)   # log.read_wait(d.key) == 0
 
 Every decision writes its lines of `spec/log.schema.json` in the same transaction
 (`toolcommit.runtime.lines`), so ``toolcommit validate`` can check any run from `export`.
@@ -30,21 +32,23 @@ Contracts
   new incarnation takes over the records the dead one held (``DISPATCHED`` becomes
   ``UNKNOWN``: the new holder cannot know the outcome).
 - Every write but `cancel` is a compare-and-set on the record's state, its lease holder
-  (writer and incarnation) and, after dispatch, its fence: a zombie (a paused process whose
-  lease was taken over) can never write, whatever it remembers. What it already sent is
-  stopped by the provider's fence check, which the seal in `reconcile` arms.
-- Leases run on the store's clock. A lease only says who may take a record over
-  (`recover`); each write renews it. A call longer than the lease needs `renew`.
+  (writer and incarnation) and, after dispatch, its generation: a zombie (a paused process
+  whose lease was taken over) can never write, whatever it remembers. What it already sent
+  is stopped by the provider's fence check where the design fences, and otherwise by the
+  delay bound the design waits out before it trusts an "absent" read.
+- Leases and send times run on the store's clock. A lease only says who may take a record
+  over (`take`, `recover`); each write renews it. A call longer than the lease needs `renew`.
 
 Examples
 --------
 >>> import tempfile, os
->>> log = IntentLog.sqlite(os.path.join(tempfile.mkdtemp(), "intents.db"), writer="w1")
->>> d = log.propose("t1", "refund", {"amount": 20}, "user:42:checkout:7")
->>> d.decision, log.propose("t2", "refund", {"amount": 20.0}, "user:42:checkout:7").decision
+>>> log = IntentLog.sqlite(os.path.join(tempfile.mkdtemp(), "intents.db"), writer="w1",
+...                        provider="stripe")
+>>> d = log.propose("t1", "refund", {"amount": 20}, "user:42:request:7")
+>>> d.decision, log.propose("t2", "refund", {"amount": 20.0}, "user:42:request:7").decision
 ('accepted', 'duplicate')
->>> t = log.dispatch(d.key); t.fence, t.idempotency_key == d.key
-(1, True)
+>>> t = log.dispatch(d.key); t.fence, t.idempotency_key == d.key, t.via
+(None, True, 'list')
 >>> log.ack(t, {"id": "re_1"}), log.record(d.key).state
 (True, 'ACKED')
 >>> [(e["type"], e.get("to") or e.get("decision")) for e in log.events()]
@@ -54,12 +58,14 @@ Examples
 from __future__ import annotations
 
 import json
+import os
 import threading
 from typing import IO, Callable, Iterable, Iterator, Optional, Sequence
 
 from toolcommit.model.canon import CanonError, canonical_intent
 from toolcommit.model.errors import ToolcommitError
 
+from toolcommit.runtime import design as D
 from toolcommit.runtime import lines as L
 from toolcommit.runtime import telemetry
 from toolcommit.runtime.records import Decision, Record, Ticket, record_of, semantic_key
@@ -70,7 +76,7 @@ __all__ = ["IntentLog", "IntentLogError", "Superseded", "Decision", "Record", "T
            "semantic_key", "read_lines", "expire_leases"]
 
 _COLS = ("key, intent, epoch, tool, scope, args, call_id, state, fence, owner, owner_inc, "
-         "lease_until, slot, result")
+         "lease_until, slot, result, first_sent, sent_at")
 _OPEN = "('RECORDED', 'DISPATCHED', 'UNKNOWN', 'RECONCILING')"   # = store.OPEN_STATES
 
 
@@ -89,8 +95,15 @@ class IntentLog:
     ----------
     store : Store
         `SqliteStore` or `PostgresStore` (or use `IntentLog.sqlite` / `IntentLog.postgres`).
-    writer : str
-        This process's name in the log (``writer`` of every line it writes).
+    writer : str, optional
+        This process's name in the log (``writer`` of every line it writes); one live process
+        at a time. A restart under the same name takes over what the dead incarnation held,
+        so give a name that survives a restart (a StatefulSet's pod name). None: the
+        environment variable ``TOOLCOMMIT_WRITER``.
+    provider : str, os.PathLike or Design
+        The provider the log talks to, which decides the design it follows: a shipped
+        profile (``ideal``, ``stripe``, ``email``, ``fenced-store``: ``spec/designs/NAME.json``)
+        or a design file from ``toolcommit design --write``. Required (see `design.load`).
     lease : float
         Seconds a record's lease lasts after each write.
     sinks : sequence of callables
@@ -98,13 +111,27 @@ class IntentLog:
     exclusive_tools : iterable of str
         Tools of which a scope may hold one live intent: a proposal with other arguments
         is then ``conflict`` (the article's "conflict instead of merge").
+    wait : float, optional
+        Seconds a call meeting a record another writer holds waits for it to settle or for
+        its lease to expire (then takes it over), and waits for a status read the design
+        defers; default: the lease.
     """
 
-    def __init__(self, store: Store, writer: str, lease: float = 30.0,
-                 sinks: Sequence[Callable[[dict], None]] = (), exclusive_tools: Iterable[str] = ()):
+    def __init__(self, store: Store, writer: Optional[str] = None, lease: float = 30.0,
+                 sinks: Sequence[Callable[[dict], None]] = (), exclusive_tools: Iterable[str] = (),
+                 *, provider=None, wait: Optional[float] = None):
+        try:
+            self.design = D.load(provider)
+        except D.DesignError:
+            store.close()
+            raise
+        writer = os.environ.get("TOOLCOMMIT_WRITER") if writer is None else writer
         if not writer or not isinstance(writer, str):
-            raise IntentLogError("writer must be a non-empty string")
+            store.close()
+            raise IntentLogError("writer must be a non-empty string (or set TOOLCOMMIT_WRITER "
+                                 "to a name that survives a restart, such as the pod's name)")
         self.store, self.writer, self.lease = store, writer, float(lease)
+        self.wait = self.lease if wait is None else float(wait)
         self.sinks = list(sinks)
         self.exclusive_tools = frozenset(exclusive_tools)
         self._lock = threading.RLock()
@@ -113,14 +140,14 @@ class IntentLog:
         self._open_writer()
 
     @classmethod
-    def sqlite(cls, path: str, writer: str, synchronous: str = "FULL", adopt: bool = False,
-               **kw) -> "IntentLog":
+    def sqlite(cls, path: str, writer: Optional[str] = None, synchronous: str = "FULL",
+               adopt: bool = False, **kw) -> "IntentLog":
         """An intent log in the SQLite file `path` (WAL): a new file, or one holding an
         intent log; a database holding other tables only with `adopt` (see `SqliteStore`)."""
         return cls(SqliteStore(path, synchronous, adopt=adopt), writer, **kw)
 
     @classmethod
-    def postgres(cls, conninfo: str, writer: str, schema: Optional[str] = None,
+    def postgres(cls, conninfo: str, writer: Optional[str] = None, schema: Optional[str] = None,
                  adopt: bool = False, **kw) -> "IntentLog":
         """An intent log in a PostgreSQL database (psycopg 3); a schema holding other
         tables only with `adopt` (see `PostgresStore`)."""
@@ -204,8 +231,9 @@ class IntentLog:
         only while its lease is still expired if `expired`; the transition line, or None if
         there is nothing to write or the write lost."""
         to = "UNKNOWN" if r.state == "DISPATCHED" else r.state
+        sent = "" if r.state == "RECORDED" else f", sent_at = {self.store.now_sql}"
         n = tx.run(f"UPDATE tc_records SET owner = ?, owner_inc = ?, state = ?, "
-                   f"lease_until = {self._lease_sql()} WHERE key = ? AND state = ? "
+                   f"lease_until = {self._lease_sql()}{sent} WHERE key = ? AND state = ? "
                    f"AND owner = ? AND owner_inc = ?"
                    + (f" AND lease_until < {self.store.now_sql}" if expired else ""),
                    (*self._mine(), to, r.key, r.state, r.owner, r.owner_inc))
@@ -280,9 +308,11 @@ class IntentLog:
     # ----- dispatch and its outcomes ---------------------------------------------------------
     def _cas(self, key: str, frm: Sequence[str], to: str, *, fence: Optional[int] = None,
              bump: bool = False, release: bool = False, result=None, reason=None,
-             mine: bool = True):
+             mine: bool = True, sent: bool = False, first: bool = False, when=None):
         """One compare-and-set from a state in `frm` to `to` (see the module contracts);
-        returns the record after it, or None if the log refused (state, lease or fence)."""
+        returns the record after it, or None if the log refused (state, lease or fence).
+        `sent` stamps ``sent_at`` (and `first` ``first_sent``) with the store's clock;
+        `when(record, now)`, if given, must hold of the locked record for the write."""
         def fn(tx):
             sets = ["state = ?"]
             params: list = [to]
@@ -297,6 +327,10 @@ class IntentLog:
                 sets.append("lease_until = 0")
             elif mine:
                 sets.append(f"lease_until = {self._lease_sql()}")
+            if sent:
+                sets.append(f"sent_at = {self.store.now_sql}")
+            if first:
+                sets.append(f"first_sent = {self.store.now_sql}")
             where = ["key = ?", f"state IN ({', '.join('?' * len(frm))})"]
             params += [key, *frm]
             if mine:
@@ -306,35 +340,77 @@ class IntentLog:
                 where.append("fence = ?")
                 params.append(fence)
             before = self._get(tx, key, lock=True)
-            if before is None or tx.run(f"UPDATE tc_records SET {', '.join(sets)} "
-                                        f"WHERE {' AND '.join(where)}", params) != 1:
+            if before is None or (when is not None and not when(before, self._now(tx))):
+                return None, [], None
+            if tx.run(f"UPDATE tc_records SET {', '.join(sets)} "
+                      f"WHERE {' AND '.join(where)}", params) != 1:
                 return None, [], None
             after = self._get(tx, key)
+            if before.state == to:    # no move (a replay's missed answer): no line
+                return after, [], after.intent
             return after, [L.transition(key, before.state, to, after.fence, reason)], after.intent
         return self._decide(fn)
+
+    def _now(self, tx) -> float:
+        return float(tx.one(f"SELECT {self.store.now_sql}")[0])
 
     def dispatch(self, key: str) -> Optional[Ticket]:
         """Compare-and-set RECORDED -> DISPATCHED with a new fence, if this writer holds the
         lease; the `Ticket` says what to send. None: not ours, or not RECORDED."""
-        r = self._cas(key, ("RECORDED",), "DISPATCHED", bump=True)
+        r = self._cas(key, ("RECORDED",), "DISPATCHED", bump=True, sent=True, first=True)
         return None if r is None else self._ticket(r, "apply")
 
     def ack(self, ticket: Ticket, result=None) -> bool:
-        """DISPATCHED at the ticket's fence -> ACKED, saving the provider's `result`."""
-        return self._cas(ticket.key, ("DISPATCHED",), "ACKED", fence=ticket.fence,
-                         result=result, release=True) is not None
+        """The provider answered `ticket`'s request: DISPATCHED (an ``apply``) or
+        RECONCILING (a ``replay``) at the ticket's generation -> ACKED, saving `result`."""
+        frm = "RECONCILING" if ticket.purpose == "replay" else "DISPATCHED"
+        return self._cas(ticket.key, (frm,), "ACKED", fence=ticket.generation, result=result,
+                         release=True, reason="replay answered" if frm == "RECONCILING"
+                         else None) is not None
 
     def timeout(self, ticket: Ticket, reason: str = "timeout") -> bool:
-        """DISPATCHED at the ticket's fence -> UNKNOWN: the outcome is in doubt. Never
-        re-send: `reconcile`, `dead_letter` or `compensated` settle it."""
-        return self._cas(ticket.key, ("DISPATCHED",), "UNKNOWN", fence=ticket.fence,
-                         reason=reason) is not None
+        """No answer to `ticket`'s request (a timeout, an error, a cancelled task): an
+        ``apply``'s DISPATCHED -> UNKNOWN (the outcome is in doubt; never re-sent blindly);
+        a ``replay``'s record stays RECONCILING. Either way the send is stamped as the last
+        one, from which the delay bound runs."""
+        frm = "RECONCILING" if ticket.purpose == "replay" else "DISPATCHED"
+        to = "RECONCILING" if frm == "RECONCILING" else "UNKNOWN"
+        return self._cas(ticket.key, (frm,), to, fence=ticket.generation, reason=reason,
+                         sent=True) is not None
+
+    def window_open(self, r: Record, now: float) -> bool:
+        """Whether a re-send of `r` falls inside the design's replay window (store clock;
+        a record whose first send is unknown: closed)."""
+        w = self.design.replay_window
+        return r.first_sent is not None and (w is None or now < r.first_sent + w)
+
+    def read_wait(self, key: str) -> float:
+        """Seconds before the design lets a status read of `key` settle it (0: now): where
+        the design replays, the delay bound D after the key's last send."""
+        with self._lock, self.store.read() as tx:
+            r, now = self._get(tx, key), self._now(tx)
+        return 0.0 if r is None else self._read_wait(r, now)
+
+    def _read_wait(self, r: Record, now: float) -> float:
+        d = self.design.delay_bound
+        left = 0.0 if d is None or r.sent_at is None else r.sent_at + d - now
+        return 0.0 if D.may_read(self.design, left <= 0) else left
 
     def reconcile(self, key: str) -> Optional[Ticket]:
-        """UNKNOWN -> RECONCILING with the fence bumped: send the returned ticket's fence
-        with the status read *before* reading, so the provider rejects every older request
-        from then on (the seal). A record already RECONCILING under this writer gives its
-        current ticket again (a status read may be repeated). None: not ours."""
+        """UNKNOWN -> RECONCILING with the generation bumped, as the design resolves it
+        (`design.unknown_action`): a ``replay`` ticket (send the record's request again under
+        the same key; `ack` its answer, `timeout` its silence) while the replay window is
+        open, else a ``status`` ticket: send its fence, where the design has one, with the
+        status read *before* reading, so a fencing provider rejects every older request from
+        then on (the seal). A record already RECONCILING under this writer gives its status
+        ticket again (a status read may be repeated). None: not ours, or the design parks
+        unknown outcomes (`dead_letter`)."""
+        if D.unknown_action(self.design, True) == "park":
+            return None
+        r = self._cas(key, ("UNKNOWN",), "RECONCILING", bump=True, sent=True,
+                      when=lambda r, now: self._replays(r, now), reason="replay under the same key")
+        if r is not None:
+            return self._ticket(r, "replay")
         r = self._cas(key, ("UNKNOWN",), "RECONCILING", bump=True)
         if r is None:
             with self._lock, self.store.read() as tx:
@@ -343,14 +419,25 @@ class IntentLog:
                 return None
         return self._ticket(r, "status")
 
+    def _replays(self, r: Record, now: float) -> bool:
+        return D.unknown_action(self.design, self.window_open(r, now)) == "replay"
+
     def settle(self, ticket: Ticket, present: bool, result=None) -> bool:
-        """RECONCILING at the ticket's fence -> ACKED (the status read shows the effect) or
-        DEAD_LETTER (it shows none: final for this key; a new attempt is a new epoch)."""
-        if present:
-            return self._cas(ticket.key, ("RECONCILING",), "ACKED", fence=ticket.fence,
+        """RECONCILING at the ticket's generation -> ACKED (the status read shows the effect)
+        or DEAD_LETTER (it shows none: final for this key; a new attempt is a new epoch).
+        An "absent" the design does not trust yet (`read_wait` > 0: a request may still
+        land) is refused: False, and the record stays RECONCILING."""
+        to = D.after_read(self.design, present)
+        if to == "ACKED":
+            return self._cas(ticket.key, ("RECONCILING",), "ACKED", fence=ticket.generation,
                              result=result, release=True, reason="status present") is not None
-        return self._cas(ticket.key, ("RECONCILING",), "DEAD_LETTER", fence=ticket.fence,
-                         release=True, reason="status absent") is not None
+        if to != "DEAD_LETTER":
+            raise IntentLogError(f"design {self.design.source}: a status read leads to {to}, "
+                                 "which the log contract has no edge to")
+        return self._cas(ticket.key, ("RECONCILING",), "DEAD_LETTER", fence=ticket.generation,
+                         release=True, reason="status absent" if self.design.status_read
+                         else "no status read: given up, the effect may have happened",
+                         when=lambda r, now: self._read_wait(r, now) <= 0) is not None
 
     def dead_letter(self, key: str, reason: str = "parked for a human") -> bool:
         """UNKNOWN or RECONCILING -> DEAD_LETTER (no safe status read exists)."""
@@ -377,35 +464,56 @@ class IntentLog:
                           (key, *self._mine())) == 1
 
     def _ticket(self, r: Record, purpose: str) -> Ticket:
-        return Ticket(r.key, r.key, r.fence, purpose, r.tool, r.args, r.scope, r.epoch)
+        d = self.design
+        return Ticket(r.key, r.key if d.sends_key else None, r.fence if d.sends_fence else None,
+                      purpose, r.tool, r.args, r.scope, r.epoch, generation=r.fence,
+                      via=d.knobs["status_via"], sdk_retries=d.knobs["sdk_retries"] == "on")
+
+    def ticket(self, key: str, purpose: str = "status") -> Optional[Ticket]:
+        """The current ticket of `key` for `purpose` (None: no such record)."""
+        r = self.record(key)
+        return None if r is None else self._ticket(r, purpose)
 
     # ----- recovery ----------------------------------------------------------------------------
+    def _takeable_sql(self) -> str:
+        return (f"state IN {_OPEN} AND (lease_until < {self.store.now_sql} "
+                f"OR (owner = ? AND owner_inc < ?)) AND NOT (owner = ? AND owner_inc = ?)")
+
     def recover(self, limit: int = 100) -> list[Record]:
         """Take over unsettled records whose lease expired (and those of this writer's dead
         incarnations); a DISPATCHED one becomes UNKNOWN. Returns the records this writer now
-        holds and must settle (`dispatch` a RECORDED one, `reconcile` the others)."""
+        holds and must settle (`dispatch` a RECORDED one, `reconcile` the others; or let
+        `recover_settle` in `toolcommit.runtime.shims` do it through the registered tools)."""
         with self._lock, self.store.read() as tx:
-            rows = [record_of(x) for x in tx.all(
-                f"SELECT {_COLS} FROM tc_records WHERE state IN {_OPEN} "
-                f"AND (lease_until < {self.store.now_sql} OR (owner = ? AND owner_inc < ?)) "
-                f"AND NOT (owner = ? AND owner_inc = ?) ORDER BY key LIMIT ?",
+            keys = [x[0] for x in tx.all(
+                f"SELECT key FROM tc_records WHERE {self._takeable_sql()} ORDER BY key LIMIT ?",
                 (self.writer, self.incarnation, *self._mine(), int(limit)))]
-        taken = []
-        for r in rows:
-            def fn(tx, r=r):
-                cur = self._get(tx, r.key, lock=True)
-                if cur is None or cur.state != r.state or cur.owner != r.owner \
-                        or cur.owner_inc != r.owner_inc:
-                    return None, [], None
-                dead = r.owner == self.writer and r.owner_inc < self.incarnation
-                body = self._take(tx, r, f"lease of {r.owner}#{r.owner_inc} expired",
-                                  expired=not dead)
-                mine = self._get(tx, r.key)
-                return mine, [] if body is None else [body], r.intent
-            got = self._decide(fn)
-            if got is not None and (got.owner, got.owner_inc) == self._mine():
-                taken.append(got)
-        return taken
+        return [r for r in map(self.take, keys) if r is not None]
+
+    def take(self, key: str) -> Optional[Record]:
+        """Take over `key` if its lease expired or a dead incarnation of this writer held it
+        (a DISPATCHED record becomes UNKNOWN, and its last send counts as now: the dead
+        holder may have been sending); the record now held, or None (not takeable, or lost
+        the race)."""
+        def fn(tx):
+            cur = self._get(tx, key, lock=True)
+            if cur is None or tx.one(f"SELECT key FROM tc_records WHERE key = ? AND "
+                                     f"{self._takeable_sql()}",
+                                     (key, self.writer, self.incarnation, *self._mine())) is None:
+                return None, [], None
+            dead = cur.owner == self.writer and cur.owner_inc < self.incarnation
+            body = self._take(tx, cur, f"lease of {cur.owner}#{cur.owner_inc} expired",
+                              expired=not dead)
+            return self._get(tx, key), [] if body is None else [body], cur.intent
+        got = self._decide(fn)
+        return got if got is not None and (got.owner, got.owner_inc) == self._mine() else None
+
+    def lease_left(self, key: str) -> float:
+        """Seconds until `key`'s lease expires (store clock; 0 if it has)."""
+        with self._lock, self.store.read() as tx:
+            row = tx.one(f"SELECT lease_until - {self.store.now_sql} FROM tc_records "
+                         "WHERE key = ?", (key,))
+        return 0.0 if row is None else max(0.0, float(row[0]))
 
     def expire_leases(self, writer: Optional[str] = None) -> int:
         """See `expire_leases` (the module function)."""

@@ -25,6 +25,8 @@ class Record:
     owner_inc: int
     lease_until: float
     result: Optional[object] = None
+    first_sent: Optional[float] = None   # store clock: the first send (the replay window)
+    sent_at: Optional[float] = None      # store clock: the last send ended (the delay bound)
 
     @property
     def settled(self) -> bool:
@@ -48,17 +50,24 @@ class Decision:
 
 @dataclass(frozen=True)
 class Ticket:
-    """What to send: the `idempotency_key` and `fence` of one request (`purpose` ``apply``
-    for a dispatch, ``status`` for a reconcile's status read), with the call's content."""
+    """What to send with one request: the `idempotency_key` and `fence` (None where the
+    design sends none), its `purpose` (``apply`` a dispatch, ``replay`` the same request again
+    under the same key, ``status`` a status read), the call's content, `via` (where a status
+    read must look: ``list`` or ``search``) and `sdk_retries` (whether the client library may
+    re-send by itself; turn its retries off when False). `generation` is the log's own
+    fence counter, the compare-and-set token of `ack` and `timeout`."""
 
     key: str
-    idempotency_key: str
-    fence: int
+    idempotency_key: Optional[str]
+    fence: Optional[int]
     purpose: str
     tool: str
     args: dict
     scope: str
     epoch: int
+    generation: int = 0
+    via: str = "search"
+    sdk_retries: bool = False
 
 
 def semantic_key(digest: str, epoch: int) -> str:
@@ -68,7 +77,9 @@ def semantic_key(digest: str, epoch: int) -> str:
 
 def record_of(row) -> Record:
     (key, intent, epoch, tool, scope, args, call_id, state, fence, owner, owner_inc,
-     lease_until, _slot, result) = row
+     lease_until, _slot, result, first_sent, sent_at) = row
     return Record(key, intent, int(epoch), tool, scope, json.loads(args), call_id, state,
                   int(fence), owner, int(owner_inc), float(lease_until),
-                  None if result is None else json.loads(result))
+                  None if result is None else json.loads(result),
+                  None if first_sent is None else float(first_sent),
+                  None if sent_at is None else float(sent_at))

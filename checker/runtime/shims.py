@@ -1,74 +1,102 @@
-"""Thin shims: one effectful call through the whole protocol, as a decorator or a function.
+"""Thin shims: one effectful call through the whole protocol, as a decorator or a function,
+sync or async.
 
-`guard` is the core every shim shares: propose (the log decides), then, for a record this
-writer holds, dispatch and run the effect with the ticket's idempotency key and fence, ack
-or settle an unknown outcome by reconcile (a `status` read), dead-letter or compensation,
-never by running the effect again. A duplicate proposal whose record is ``ACKED`` gets the
-saved result back without touching the provider.
+`guard` (sync) and `aguard` (async) share one core, `_steps`: a generator that makes the
+log's decisions and yields the I/O it needs (send the request, read the status, sleep) to a
+driver, so the protocol is written once. Propose (the log decides); for a record this writer
+holds, dispatch and run the effect under its ticket; ack only with the effect's (awaited)
+result; resolve an unknown outcome as the log's design says (a replay under the same key
+within the replay window, a status read once the design trusts one, a visible give-up),
+never by a blind re-send. A duplicate proposal whose record is ``ACKED`` gets the saved
+result back without touching the provider; one whose record another writer holds waits for
+it (at most the log's `wait`) and takes it over once its lease expired.
 
-While the effect runs, `current_ticket()` returns its `Ticket` (a context variable), so a
-tool written for a framework can read the idempotency key and fence it must send without
-new parameters in its schema.
+While the effect runs, `current_ticket()` returns its `Ticket` (a context variable): the one
+way to the idempotency key and fence to send, in a plain function and a framework tool alike.
+An exception from the effect, and a cancelled task (or KeyboardInterrupt), is an unknown
+outcome: the record goes UNKNOWN; a cancellation is then re-raised.
 
 Examples
 --------
 >>> import tempfile, os
 >>> from toolcommit.runtime import IntentLog
->>> log = IntentLog.sqlite(os.path.join(tempfile.mkdtemp(), "i.db"), writer="w1")
+>>> log = IntentLog.sqlite(os.path.join(tempfile.mkdtemp(), "i.db"), writer="w1",
+...                        provider="stripe")
 >>> sent = []
->>> @effectful(log, tool="refund", scope=lambda order, amount: f"order:{order}")
-... def refund(order, amount, *, idempotency_key, fence):
-...     sent.append((idempotency_key[:4], fence))
+>>> @effectful(log, tool="refund", scope=lambda order, amount: f"order:{order}",
+...            status=lambda t: None)
+... def refund(order, amount):
+...     sent.append(current_ticket().idempotency_key[:4])
 ...     return {"refund": "re_1"}
 >>> refund("o7", 20, call_id="t1"), refund("o7", 20.0, call_id="t2"), sent
-({'refund': 're_1'}, {'refund': 're_1'}, [('tc1-', 1)])
+({'refund': 're_1'}, {'refund': 're_1'}, ['tc1-'])
 """
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import functools
 import inspect
+import time
 import uuid
 from typing import Any, Callable, Optional, Union
 
+from toolcommit.runtime import design as D
 from toolcommit.runtime.log import Decision, IntentLog, IntentLogError, Record, Ticket
+from toolcommit.runtime.store import GAVE_UP
 
 _TICKET: contextvars.ContextVar[Optional[Ticket]] = contextvars.ContextVar(
     "toolcommit_ticket", default=None)
-_RESERVED = ("call_id", "idempotency_key", "fence")
+_RESERVED = ("call_id", "new_request")
+_POLL = 0.05      # seconds between looks at a record another writer holds
 
 
 class EffectError(IntentLogError):
-    """The call did not take effect through this call site; `record` says where it stands."""
+    """The call did not take effect through this call site; `record` says where it stands
+    and `happened` whether the effect happened: ``"no"``, ``"unknown"``."""
 
-    def __init__(self, message: str, record: Optional[Record] = None):
+    happened = "unknown"
+
+    def __init__(self, message: str, record: Optional[Record] = None,
+                 happened: Optional[str] = None):
         super().__init__(message)
         self.record = record
+        if happened is not None:
+            self.happened = happened
+
+    def tell(self) -> str:
+        """What the model is told (a sentence it can pass on to the user)."""
+        return str(self)
 
 
 class Conflict(EffectError):
-    """An exclusive tool's scope already holds another live intent."""
+    """An exclusive tool's scope already holds another live intent: nothing was sent."""
+
+    happened = "no"
 
 
 class GaveUp(EffectError):
-    """The intent's record is settled without an effect (DEAD_LETTER, COMPENSATED or
-    cancelled): a new attempt is the user's, with ``new_attempt=True``."""
+    """The intent's record is settled without an effect this log can show (DEAD_LETTER,
+    COMPENSATED or cancelled). `happened` is ``"no"`` after a status read the design trusts
+    (or a cancel before dispatch), ``"unknown"`` where nothing can be read (at-most-once: an
+    email may have been sent). A new attempt is the user's: ``new_request=True``."""
 
 
 class InDoubt(EffectError):
-    """The outcome is unknown and stays so for now (no status read, a failed read, or
+    """The outcome is unknown for now (a status read failed or the design defers it, or
     another live writer holds the record). Never retry by hand: the log settles it."""
 
 
 def current_ticket() -> Optional[Ticket]:
-    """The ticket of the effect running now (inside a `guard`), else None."""
+    """The ticket of the effect (or status read) running now, inside a guard; else None."""
     return _TICKET.get()
 
 
-def _status(result) -> tuple[bool, Any]:
-    if isinstance(result, tuple):
-        return bool(result[0]), result[1]
-    return bool(result), None
+def tell(e: EffectError) -> dict:
+    """What a framework wrapper returns to the model for `e`: plain words first."""
+    rec = e.record
+    return {"toolcommit": type(e).__name__, "happened": e.happened, "message": str(e),
+            "intent": rec.key if rec else None, "state": rec.state if rec else None}
 
 
 def _json_result(value) -> Any:
@@ -80,29 +108,213 @@ def _json_result(value) -> Any:
         return {"repr": repr(value)}
 
 
-def _settled(rec: Record):
-    if rec.state == "ACKED":
-        return rec.result
-    if rec.state in ("DEAD_LETTER", "COMPENSATED", "REJECTED_CONFLICT"):
-        raise GaveUp(f"intent {rec.key} was given up ({rec.state})", rec)
-    raise InDoubt(f"intent {rec.key} is {rec.state}, held by {rec.owner}", rec)
+# ----- what the model is told ------------------------------------------------------------------
+def _gave_up(log: IntentLog, rec: Record) -> GaveUp:
+    d = log.design
+    if rec.state == "REJECTED_CONFLICT":
+        return GaveUp(f"The {rec.tool} was not done: it was cancelled before it was sent "
+                      f"(intent {rec.key}).", rec, "no")
+    if rec.state == "COMPENSATED":
+        return GaveUp(f"The {rec.tool} was reversed or never took effect (intent {rec.key}): "
+                      "do not tell the user it was done.", rec, "no")
+    if d.status_read and d.knobs["on_unknown"] != "dead_letter":
+        return GaveUp(f"The {rec.tool} did not happen: the provider shows no effect, and no "
+                      f"request of it can still arrive (intent {rec.key}). Tell the user it "
+                      "was not done; they may ask again.", rec, "no")
+    return GaveUp(f"The {rec.tool} may or may not have happened: its answer was lost and the "
+                  f"provider cannot be asked (intent {rec.key}). Do not tell the user it was "
+                  "done; tell them it may have happened, and that asking again may do it twice.",
+                  rec, "unknown")
+
+
+def _in_doubt(rec: Record, why: str) -> InDoubt:
+    return InDoubt(f"The {rec.tool} may or may not have happened: {why} (intent {rec.key}). "
+                   "Do not tell the user it was done, and do not retry it: the intent log "
+                   "settles it.", rec, "unknown")
+
+
+# ----- the core: the log's decisions, yielding the I/O they need ----------------------------
+def _mine(log: IntentLog, rec: Record) -> bool:
+    return (rec.owner, rec.owner_inc) == (log.writer, log.incarnation)
+
+
+def _steps(log: IntentLog, key: str, saved: Callable[[Any], Any]):
+    """Drive `key`'s record to a settled state; yields ``("send", ticket)`` and ``("read",
+    ticket)`` (answered with ``(ok, value)``) and ``("sleep", seconds)``; returns the
+    effect's result (the live one when this call sent it, else the saved one)."""
+    deadline = time.monotonic() + log.wait
+    while True:
+        rec = log.record(key)
+        if rec.state == "ACKED":
+            return rec.result
+        if rec.state in GAVE_UP:
+            raise _gave_up(log, rec)
+        if not _mine(log, rec) or rec.state == "DISPATCHED":
+            left = log.lease_left(key) if not _mine(log, rec) else _POLL
+            if left <= 0 and log.take(key) is not None:
+                continue
+            if time.monotonic() + min(left, _POLL) > deadline:
+                raise _in_doubt(rec, f"writer {rec.owner} holds it ({rec.state}) and its lease "
+                                     f"has {left:.1f} s left")
+            yield "sleep", min(max(left, 0.001), _POLL)
+            continue
+        if rec.state == "RECORDED":
+            t = log.dispatch(key)
+            if t is not None:
+                got = yield from _send(log, t, saved)
+                if got is not None:
+                    return got[0]
+            continue
+        if rec.state == "UNKNOWN":
+            if D.unknown_action(log.design, True) == "park":
+                log.dead_letter(key, "the design parks unknown outcomes")
+                continue
+            t = log.reconcile(key)
+            if t is not None and t.purpose == "replay":
+                got = yield from _send(log, t, saved)
+                if got is not None:
+                    return got[0]
+            continue
+        got = yield from _read(log, rec, deadline, saved)   # RECONCILING, ours
+        if got is not None:
+            return got[0]
+
+
+def _send(log: IntentLog, t: Ticket, saved):
+    ok, value = yield "send", t
+    if ok:
+        log.ack(t, _json_result(saved(value)))
+        rec = log.record(t.key)
+        if rec.state == "ACKED":
+            return (value,)
+        return None
+    log.timeout(t, f"no answer: {type(value).__name__}")
+    return None
+
+
+def _read(log: IntentLog, rec: Record, deadline: float, saved):
+    """A status read of a RECONCILING record this writer holds, once the design trusts it."""
+    t = log.ticket(rec.key)
+    if not log.design.status_read:
+        log.settle(t, False)
+        return None
+    wait = log.read_wait(rec.key)
+    if wait > 0:
+        if time.monotonic() + wait > deadline:
+            raise _in_doubt(rec, f"a request of it may still reach the provider for "
+                                 f"{wait:.0f} s, and only then does a status read tell")
+        yield "sleep", wait
+        return None
+    ok, value = yield "read", t
+    if not ok:
+        raise _in_doubt(rec, f"the status read failed ({type(value).__name__})") from value
+    present = value is not None
+    log.settle(t, present, _json_result(saved(value)) if present else None)
+    return None
+
+
+# ----- drivers -----------------------------------------------------------------------------
+def _propose(log, call_id, tool, args, scope, new_request) -> Decision:
+    d = log.propose(call_id, tool, args, scope, new_attempt=new_request)
+    if d.decision == "conflict":
+        raise Conflict(f"The {tool} was not done: scope {scope} already holds another "
+                       f"{tool} ({d.record.key}).", d.record)
+    return d
+
+
+def _refuse_coroutine(fn, what: str) -> None:
+    if fn is not None and (inspect.iscoroutinefunction(fn)
+                           or inspect.iscoroutinefunction(getattr(fn, "__call__", None))):
+        raise IntentLogError(f"{what} {getattr(fn, '__name__', fn)!r} is async: use the async "
+                             "form (aguard, or @effectful on the async def itself)")
+
+
+def _needs_status(log: IntentLog, status) -> None:
+    d = log.design
+    if status is None and d.status_read and d.knobs["on_unknown"] != "dead_letter":
+        raise IntentLogError(f"design {d.source} settles an unknown outcome by a status read "
+                             "(status_via=" + d.knobs["status_via"] + "): pass status=")
+
+
+def _drive_sync(log: IntentLog, gen, execute, status):
+    reply = None
+    while True:
+        try:
+            op, arg = gen.send(reply)
+        except StopIteration as stop:
+            return stop.value
+        if op == "sleep":
+            time.sleep(arg)
+            reply = None
+            continue
+        fn = execute if op == "send" else status
+        token = _TICKET.set(arg)
+        try:
+            value = fn(arg)
+            if inspect.isawaitable(value):
+                getattr(value, "close", lambda: None)()
+                raise IntentLogError(f"{getattr(fn, '__name__', 'the effect')} returned an "
+                                     "awaitable to a sync guard: use aguard")
+            reply = (True, value)
+        except IntentLogError:
+            if op == "send":
+                log.timeout(arg, "the effect returned an awaitable")
+            raise
+        except Exception as e:
+            reply = (False, e)
+        except BaseException:
+            if op == "send":
+                log.timeout(arg, "interrupted")
+            raise
+        finally:
+            _TICKET.reset(token)
+
+
+async def _drive_async(log: IntentLog, gen, execute, status):
+    reply = None
+    while True:
+        try:
+            op, arg = gen.send(reply)
+        except StopIteration as stop:
+            return stop.value
+        if op == "sleep":
+            await asyncio.sleep(arg)
+            reply = None
+            continue
+        fn = execute if op == "send" else status
+        token = _TICKET.set(arg)
+        try:
+            value = fn(arg)
+            if inspect.isawaitable(value):
+                value = await value
+            reply = (True, value)
+        except Exception as e:
+            reply = (False, e)
+        except BaseException:        # the task was cancelled: an unknown outcome
+            if op == "send":
+                log.timeout(arg, "task cancelled")
+            raise
+        finally:
+            _TICKET.reset(token)
 
 
 def guard(log: IntentLog, call_id: str, tool: str, args: dict, scope: str,
           execute: Callable[[Ticket], Any], status: Optional[Callable[[Ticket], Any]] = None,
-          compensate: Optional[Callable[[Ticket], Any]] = None,
-          new_attempt: bool = False, saved: Callable[[Any], Any] = lambda r: r) -> Any:
+          new_request: bool = False, saved: Callable[[Any], Any] = lambda r: r) -> Any:
     """Run one effectful call through the log (see the module docstring).
 
     Parameters
     ----------
     execute : callable(Ticket) -> result
-        Performs the effect, sending ``ticket.idempotency_key`` and ``ticket.fence``. Any
-        exception means the outcome is unknown.
-    status : callable(Ticket) -> bool or (bool, result), optional
-        The provider's status read under the ticket's key, sending its (sealing) fence.
-    compensate : callable(Ticket), optional
-        Issues a reversal (idempotently) when there is no status read.
+        Performs the effect (``ticket.purpose`` ``apply``, or ``replay``: the same request
+        under the same key), sending ``ticket.idempotency_key`` and ``ticket.fence`` (also
+        `current_ticket()`). Any exception means no answer: the outcome is unknown.
+    status : callable(Ticket) -> result or None, optional
+        The provider's status read where ``ticket.via`` says (``list`` or ``search``),
+        sending the ticket's fence: the effect's result if present, None if absent; an
+        exception if it cannot tell. Required where the design reads status.
+    new_request : bool
+        The user asked again: an intent given up gets a new attempt (the next epoch).
     saved : callable(result) -> JSON value
         What the log keeps of a result (a duplicate gets it back); the result itself if it
         is JSON, else its repr.
@@ -114,88 +326,103 @@ def guard(log: IntentLog, call_id: str, tool: str, args: dict, scope: str,
     Raises
     ------
     Conflict, GaveUp, InDoubt
-        See each; the log stays consistent whichever is raised.
+        See each; the log stays consistent whichever is raised. IntentLogError for an
+        async `execute` or `status` (use `aguard`), or a missing `status` the design needs.
     """
-    d = log.propose(call_id, tool, args, scope, new_attempt=new_attempt)
-    if d.decision == "conflict":
-        raise Conflict(f"call {call_id}: scope {scope} already holds intent {d.record.key}",
-                       d.record)
-    return _drive(log, d, execute, status, compensate, saved)
+    _refuse_coroutine(execute, "execute")
+    _refuse_coroutine(status, "status")
+    _needs_status(log, status)
+    d = _propose(log, call_id, tool, args, scope, new_request)
+    return _drive_sync(log, _steps(log, d.key, saved), execute, status)
 
 
-def _drive(log: IntentLog, d: Decision, execute, status, compensate, saved):
-    rec = d.record
-    mine = (rec.owner, rec.owner_inc) == (log.writer, log.incarnation)
-    if rec.settled or not mine:
-        return _settled(log.record(d.key) or rec)
-    if rec.state == "RECORDED":
-        t = log.dispatch(d.key)
-        if t is None:
-            return _settled(log.record(d.key))
-        token = _TICKET.set(t)
+async def aguard(log: IntentLog, call_id: str, tool: str, args: dict, scope: str,
+                 execute: Callable[[Ticket], Any], status: Optional[Callable[[Ticket], Any]] = None,
+                 new_request: bool = False, saved: Callable[[Any], Any] = lambda r: r) -> Any:
+    """`guard` for async code: `execute` and `status` may be ``async def`` (or return an
+    awaitable), and are awaited inside the guard; ACKED only with the awaited result. A
+    cancellation while the effect runs makes the record UNKNOWN, then is re-raised. The
+    log's own decisions are synchronous (milliseconds on SQLite)."""
+    _needs_status(log, status)
+    d = _propose(log, call_id, tool, args, scope, new_request)
+    return await _drive_async(log, _steps(log, d.key, saved), execute, status)
+
+
+# ----- recovery through registered tools -------------------------------------------------------
+_TOOLS: dict[str, tuple[Callable[[dict], Any], Optional[Callable[[Ticket], Any]]]] = {}
+
+
+def register(tool: str, run: Callable[[dict], Any], status=None) -> None:
+    """Let `recover_settle` settle `tool`'s records: ``run(args)`` performs the effect (under
+    `current_ticket()`), `status` reads it. `effectful` registers what it decorates."""
+    _TOOLS[tool] = (run, status)
+
+
+def recover_settle(log: IntentLog, limit: int = 100) -> dict[str, str]:
+    """Take over the records of dead writers (expired leases, this writer's dead
+    incarnations) and settle each through the design, with the registered tool: a replay
+    under the same key, a status read, a give-up. Returns {key: state after}; a record whose
+    tool is not registered, or whose read the design defers, stays held (UNKNOWN or
+    RECONCILING) for the next call. Async tools run in a fresh event loop (call this from
+    sync code)."""
+    out = {}
+    for rec in log.recover(limit):
+        run, status = _TOOLS.get(rec.tool, (None, None))
+        if run is None and (log.design.status_read or rec.state == "RECORDED"):
+            out[rec.key] = rec.state      # needs the tool: left for the next call
+            continue
+        gen = _steps(log, rec.key, lambda r: r)
+        execute = (lambda t, run=run: run(t.args))
         try:
-            result = execute(t)
-        except Exception as e:
-            log.timeout(t, f"no answer: {type(e).__name__}")
-            return _unknown(log, d.key, status, compensate, e)
-        finally:
-            _TICKET.reset(token)
-        log.ack(t, _json_result(saved(result)))
-        return result
-    return _unknown(log, d.key, status, compensate, None)
-
-
-def _unknown(log: IntentLog, key: str, status, compensate, cause):
-    """Settle an UNKNOWN (or RECONCILING) record this writer holds, without re-sending."""
-    if status is not None:
-        t = log.reconcile(key)
-        if t is None:
-            return _settled(log.record(key))
-        try:
-            present, result = _status(status(t))
-        except Exception as e:
-            raise InDoubt(f"intent {key}: the status read failed ({type(e).__name__}); "
-                          "the log keeps it RECONCILING for recovery", log.record(key)) from e
-        log.settle(t, present, _json_result(result) if present else None)
-        return _settled(log.record(key))
-    if compensate is not None:
-        rec = log.record(key)
-        compensate(Ticket(key, key, rec.fence, "compensate", rec.tool, rec.args, rec.scope,
-                          rec.epoch))
-        log.compensated(key)
-        return _settled(log.record(key))
-    log.dead_letter(key, "no status read: parked for a human")
-    raise InDoubt(f"intent {key}: outcome unknown and no status read; dead-lettered",
-                  log.record(key)) from cause
+            asyncio.run(_drive_async(log, gen, execute, status))
+        except EffectError:
+            pass
+        out[rec.key] = log.record(rec.key).state
+    return out
 
 
 def effectful(log: Union[IntentLog, Callable[[], IntentLog]], tool: str,
-              scope: Union[str, Callable[..., str]], *, status=None, compensate=None):
-    """Decorate a function that performs one effect: calls go through `guard`.
+              scope: Union[str, Callable[..., str]], *, status=None):
+    """Decorate a function (sync or ``async def``) that performs one effect: its calls go
+    through `guard` (or `aguard`, awaited, for an async function).
 
-    The function takes keyword-only ``idempotency_key`` and ``fence`` (sent to the
-    provider); callers pass ``call_id=`` (the model's tool-call id, evidence only; a
-    fresh one if omitted) and optionally ``new_attempt=True``. Its other arguments, bound
-    by name with defaults applied, are the intent's arguments (they must be JSON); `scope`
-    is a string or a function of those arguments. `log` may be a function returning the
-    log (opened lazily).
+    The function reads the key and fence to send from `current_ticket()`. Callers pass
+    ``call_id=`` (the model's tool-call id, evidence only; a fresh one if omitted) and
+    optionally ``new_request=True`` (the user asked again). Its other arguments, bound by
+    name with defaults applied, are the intent's arguments (they must be JSON); `scope` is a
+    string or a function of those arguments: name the user's request in it
+    (``user:42:request:7``), so two real requests are two intents. `log` may be a function
+    returning the log (opened lazily). The tool is registered for `recover_settle`.
     """
     def wrap(fn):
         sig = inspect.signature(fn)
         params = [p for n, p in sig.parameters.items() if n not in _RESERVED]
         public = sig.replace(parameters=params)
+        is_async = inspect.iscoroutinefunction(fn)
+        if not is_async:
+            _refuse_coroutine(status, "status of a sync tool")
 
-        @functools.wraps(fn)
-        def call(*a, call_id: Optional[str] = None, new_attempt: bool = False, **kw):
+        def prepare(a, kw):
             bound = public.bind(*a, **kw)
             bound.apply_defaults()
             args = dict(bound.arguments)
             where = scope(**args) if callable(scope) else scope
             the_log = log() if callable(log) and not isinstance(log, IntentLog) else log
-            return guard(the_log, call_id or f"call-{uuid.uuid4().hex[:12]}", tool, args,
-                         where, lambda t: fn(*bound.args, **bound.kwargs,
-                                             idempotency_key=t.idempotency_key, fence=t.fence),
-                         status, compensate, new_attempt)
+            return the_log, args, where, lambda _t: fn(*bound.args, **bound.kwargs)
+
+        if is_async:
+            @functools.wraps(fn)
+            async def call(*a, call_id: Optional[str] = None, new_request: bool = False, **kw):
+                the_log, args, where, run = prepare(a, kw)
+                return await aguard(the_log, call_id or f"call-{uuid.uuid4().hex[:12]}", tool,
+                                    args, where, run, status, new_request)
+        else:
+            @functools.wraps(fn)
+            def call(*a, call_id: Optional[str] = None, new_request: bool = False, **kw):
+                the_log, args, where, run = prepare(a, kw)
+                return guard(the_log, call_id or f"call-{uuid.uuid4().hex[:12]}", tool, args,
+                             where, run, status, new_request)
         call.__signature__ = public
+        register(tool, lambda args: fn(**args), status)
         return call
     return wrap

@@ -12,8 +12,9 @@ The log needs three things of its store, and both engines give them:
 Tables
 ------
 ``tc_records``  one row per semantic key: the record state, fence, lease (owner,
-                owner_inc, lease_until on the store's clock), the accepting call and the
-                provider's saved result.
+                owner_inc, lease_until on the store's clock), the accepting call, the
+                provider's saved result, and when its request was first and last sent
+                (``first_sent``, ``sent_at``: the replay window and the delay bound).
 ``tc_events``   the log contract (spec/log.schema.json), one JSON line per row, in insert
                 order (``id``); ``(writer, seq)`` is unique.
 ``tc_writers``  one row per writer name: its incarnation, whether a process claims it
@@ -42,6 +43,7 @@ from toolcommit.model.errors import ToolcommitError
 OPEN_STATES = ("RECORDED", "DISPATCHED", "UNKNOWN", "RECONCILING")
 _OPEN_SQL = "('RECORDED', 'DISPATCHED', 'UNKNOWN', 'RECONCILING')"
 GAVE_UP = ("DEAD_LETTER", "COMPENSATED", "REJECTED_CONFLICT")
+_ADDED = ("first_sent", "sent_at")   # store-clock times of a key's first and last send
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS tc_records (
@@ -49,7 +51,7 @@ CREATE TABLE IF NOT EXISTS tc_records (
   tool TEXT NOT NULL, scope TEXT NOT NULL, args TEXT NOT NULL, call_id TEXT NOT NULL,
   state TEXT NOT NULL, fence INTEGER NOT NULL DEFAULT 0,
   owner TEXT, owner_inc INTEGER NOT NULL DEFAULT 0, lease_until {real} NOT NULL DEFAULT 0,
-  slot TEXT, result TEXT);
+  slot TEXT, result TEXT, first_sent {real}, sent_at {real});
 CREATE UNIQUE INDEX IF NOT EXISTS tc_records_slot ON tc_records (slot);
 CREATE INDEX IF NOT EXISTS tc_records_intent ON tc_records (intent, epoch);
 CREATE INDEX IF NOT EXISTS tc_records_open ON tc_records (state)
@@ -182,6 +184,10 @@ class SqliteStore(Store):
                                                serial="INTEGER PRIMARY KEY AUTOINCREMENT"
                                                ).split(";"):
                         tx.run(stmt)
+                    have = {r[1] for r in tx.all("PRAGMA table_info(tc_records)")}
+                    for col in _ADDED:
+                        if col not in have:    # a log written before these columns existed
+                            tx.run(f"ALTER TABLE tc_records ADD COLUMN {col} REAL")
                 return
             except sqlite3.OperationalError as e:
                 if "locked" not in str(e) and "busy" not in str(e) \
@@ -288,6 +294,12 @@ class PostgresStore(Store):
                 for stmt in _TABLES.format(real="DOUBLE PRECISION", bigint="BIGINT",
                                            serial="BIGSERIAL PRIMARY KEY").split(";"):
                     tx.run(stmt)
+                have = {r[0] for r in tx.all(
+                    "SELECT column_name FROM information_schema.columns WHERE table_schema = "
+                    "current_schema() AND table_name = 'tc_records'")}
+                for col in _ADDED:
+                    if col not in have:    # a log written before these columns existed
+                        tx.run(f"ALTER TABLE tc_records ADD COLUMN {col} DOUBLE PRECISION")
             if schema:
                 self._db.execute(f"SET search_path TO {schema}")
         except (psycopg.Error, StoreError) as e:

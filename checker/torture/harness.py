@@ -40,7 +40,7 @@ from toolcommit.checker.cli.validate import validate
 from toolcommit.checker.logs.children import fork, held_signals
 from toolcommit.checker.torture import provider as P
 from toolcommit.checker.torture.plan import Plan
-from toolcommit.checker.torture.worker import worker_main
+from toolcommit.checker.torture.worker import LIBRARY_DESIGN, env_design, worker_main
 
 
 # what the provider counts of its own rules and faults (`provider.Provider.counts`)
@@ -372,9 +372,14 @@ class _store:
 
 
 def _open_log(conf: dict, writer: str) -> IntentLog:
+    """The log as the run's workers open it (the same design: `worker.open_runtime`)."""
+    env = conf["runtime"] == "library" and P.PROFILES[conf["profile"]].env
+    design = env_design(env) if env else LIBRARY_DESIGN
     if conf["store"] == "postgres":
-        return IntentLog.postgres(conf["dsn"], writer, schema=conf["schema"], lease=conf["lease"])
-    return IntentLog.sqlite(conf["db"], writer, synchronous="NORMAL", lease=conf["lease"])
+        return IntentLog.postgres(conf["dsn"], writer, schema=conf["schema"], lease=conf["lease"],
+                                  provider=design)
+    return IntentLog.sqlite(conf["db"], writer, synchronous="NORMAL", lease=conf["lease"],
+                            provider=design)
 
 
 def run_once(plan: Plan, runtime: str = "library", profile: str = "fenced",

@@ -8,9 +8,12 @@ history), as real agents do.
 
 Runtimes
 --------
-``library``  `toolcommit.runtime.IntentLog`: the log decides; an unknown outcome is
-             reconciled through the log (fence bumped, then status read), never re-sent;
-             after its sessions the worker settles every record it holds or can take over.
+``library``  on a profile of spec/environments.json (``--env``): `toolcommit.runtime.guard`
+             with the design the library ships for it (`DesignRuntime`); on the harness's
+             own profiles: the intent log driven step by step under the design torture has
+             always measured (`LIBRARY_DESIGN`: reconcile, then park on absent).
+``park``     that step-by-step driver on any profile, settling its doubt before the model
+             hears: the library as it shipped before it followed a provider's design.
 ``chat``     trusts the model's call id as the record key, re-sends on every re-ask with
              no idempotency key and no fence (the ``naive`` preset), keeps its memory in the
              process only, and writes the lines it takes (JSON Lines).
@@ -26,12 +29,31 @@ import os
 import time
 from typing import Optional
 
-from toolcommit.runtime import IntentLog, JsonlSink
+from dataclasses import replace
+
+from toolcommit.runtime import Conflict, GaveUp, InDoubt, IntentLog, JsonlSink, guard
 from toolcommit.runtime import lines as L
+from toolcommit.runtime.design import load as load_design
 from toolcommit.runtime.store import OPEN_STATES
 
 from toolcommit.checker.torture.plan import Plan, Session, Timing
-from toolcommit.checker.torture.profiles import PROFILES, design
+from toolcommit.checker.torture.profiles import PROFILES, compress
+
+# the design torture has measured the library under on the harness's own profiles (and the
+# runtime park everywhere): ideal's, with the semantic key sent too (the recommended
+# preset), as before issue 18; `torture --env` follows each profile's shipped design
+LIBRARY_DESIGN = replace(load_design("ideal"), source="torture (ideal, keyed)",
+                         knobs={**load_design("ideal").knobs, "idempotency_key": "semantic_key"})
+
+
+def env_design(env: str):
+    """The design the library ships for `env` (``spec/designs/<env>.json``), its timing
+    compressed as the fake's is (`profiles.HOUR`)."""
+    d = load_design(env)
+    squeeze = {k: None if v is None else compress(v) for k, v in
+               (("delay_bound", d.delay_bound), ("replay_window", d.replay_window),
+                ("key_lifetime", d.key_lifetime))}
+    return d.with_timing(**squeeze)
 
 
 class Hook:
@@ -172,115 +194,80 @@ class LibraryRuntime:
         self.log.close()
 
 
-class DesignRuntime(LibraryRuntime):
-    """Tool calls through the intent log, following the design the checker proves for the
-    provider (`profiles.design`: ``spec/designs/<env>.json``), until the library itself
-    takes the design (then this class is its call site):
+class NoAnswer(Exception):
+    """The provider's answer was not one (lost, 409 in flight, an error): in doubt."""
 
-    - ``idempotency_key``, ``fencing``: what goes with each request;
-    - ``on_unknown=replay_then_reconcile``: within the replay window of the key's first send
-      (known to this process only for what it sent itself), re-send under the same key
-      until an answer: 200 or 412 (the effect is there: ACKED), a saved error (500: ends
-      the replay); 409 in flight, 429 and a lost answer are no answer;
-    - then the status read by ``status_via``, once no request of the key can still arrive:
-      the window closed and the delay bound waited out after this process's first sight
-      of the key and its last send (a zombie sends only inside its window);
-      absent: ``on_absent`` (DEAD_LETTER);
-    - a provider without a status read: the record is given up at once, visibly (the model
-      hears it may have happened), never re-sent: at-most-once;
-    - ``epoch=none``: a user's re-ask is the same key (refused once given up).
-    """
 
-    def __init__(self, log: IntentLog, net: Net, hook: Hook, timing: Timing, design,
-                 profile):
-        super().__init__(log, net, hook, timing, resolve=True)
-        self.design, self.profile = design, profile
-        self.via = design["status_via"]
-        self.first: dict[str, float] = {}       # key -> when this process first sent it
-        self.seen: dict[str, float] = {}        # key -> when this process first held it
-        self.last: dict[str, float] = {}        # key -> this process's last send
+class DesignRuntime:
+    """Tool calls through `toolcommit.runtime.guard`: the library itself, following the
+    design it ships for the provider (`env_design`); the harness only performs the
+    requests it asks for (``execute`` a dispatch or a replay, ``status`` a read) and
+    reports its hook points around them. The model hears done, in doubt (InDoubt), given up
+    (GaveUp) or rejected (Conflict).
+
+    A send the harness held (a zombie pause at ``dispatched``) goes out only while the
+    design's replay window of its first send is open, as a client must check (no fence
+    stops it at a provider without fences)."""
+
+    def __init__(self, log: IntentLog, net: Net, hook: Hook, timing: Timing, profile):
+        self.log, self.net, self.hook, self.timing, self.profile = log, net, hook, timing, profile
+        self.first: dict[str, float] = {}
 
     def call(self, session: Session, call_id: str, args: dict, new_attempt: bool) -> str:
-        again = new_attempt and self.design["epoch"] != "none"
-        return super().call(session, call_id, args, again)
+        # epoch=none (email): the user's re-ask is the same key, refused once given up; the
+        # log's propose bumps the epoch whatever the design, so the call site holds it back
+        new_attempt = new_attempt and self.log.design.knobs["epoch"] != "none"
+        d = self.log.propose(call_id, session.tool, args, session.scope,
+                             new_attempt=new_attempt)
+        self.hook("proposed", d.key)       # (a proposal of its own: guard has no hook here)
+        if d.decision == "conflict":
+            return "rejected"
+        return self._guard(call_id, session.tool, args, session.scope, new_attempt)
 
-    def _send(self, t) -> tuple:
-        key = t.idempotency_key if self.design["idempotency_key"] != "none" else None
-        fence = t.fence if self.design["fencing"] == "on" else None
-        now = time.monotonic()
-        self.first.setdefault(t.key, now)
-        self.seen.setdefault(t.key, now)
-        self.last[t.key] = now
-        return self.net.apply(t.key, key, fence, t.tool, t.args, t.scope)
-
-    def _in_window(self, key: str) -> bool:
-        """Whether this process may still send `key` (an unbounded window: always)."""
-        if self.design.window == float("inf"):
-            return True
-        first = self.first.get(key)
-        return first is not None and time.monotonic() < first + self.design.window
-
-    def drive(self, key: str) -> str:
-        while True:
-            r = self.log.record(key)
-            if r.settled:
-                return {"ACKED": "done", "REJECTED_CONFLICT": "rejected"}.get(r.state, "gave_up")
-            if not self._mine(r):
-                if not any(t.key == key for t in self.log.recover()):
-                    time.sleep(self.timing.poll)
-                continue
-            self.seen.setdefault(key, time.monotonic())
-            if r.state == "RECORDED":
-                t = self.log.dispatch(key)
-                if t is None:
-                    continue
-                self.first.setdefault(key, time.monotonic())
-                self.hook("dispatched", key)
-                if not self._in_window(key):     # a zombie woken too late sends nothing
-                    self.log.timeout(t, "the replay window closed before the send")
-                    return "doubt"
-                status, doc = self._send(t)
-                self.hook("sent", key)
-                if status in ("ok", "exists"):
-                    self.log.ack(t, {"id": doc.get("id")})
-                    return "done"
-                self.log.timeout(t, f"{status}: {doc.get('error', 'no answer') if doc else 'no answer'}")
-                continue                # the runtime settles its doubt before answering
-            t = self.log.reconcile(key)
-            if t is None:
-                continue
-            self.hook("reconciling", key)
-            return self._resolve(t)
-
-    def _resolve(self, t) -> str:
-        """Replay, then read (see the class docstring): the model's answer."""
-        key = t.key
-        if not self.profile.reads:
-            self.log.dead_letter(key, "no status read at this provider: it may have happened")
+    def _guard(self, call_id, tool, args, scope, new_attempt) -> str:
+        try:
+            guard(self.log, call_id, tool, args, scope, self._execute, self._status,
+                  new_request=new_attempt)
+        except GaveUp:
             return "gave_up"
-        if self.design["on_unknown"] == "replay_then_reconcile" \
-                and self.design["idempotency_key"] != "none":
-            while self._in_window(key):
-                status, doc = self._send(t)
-                if status in ("ok", "exists"):
-                    return "done" if self.log.settle(t, True, {"id": doc.get("id")}) else "doubt"
-                if status == "error" and doc and doc.get("error") == "api_error":
-                    break                       # a saved error: an answer, never re-sent
-                if status in ("in_flight", "error"):
-                    time.sleep(4 * self.timing.poll)
-        w = self.design.window
-        quiet = max(self.seen[key] + w if w != float("inf") else 0.0,
-                    self.last.get(key, 0.0)) + self.profile.delay_bound
-        while time.monotonic() < quiet:
-            time.sleep(min(self.timing.poll * 4, quiet - time.monotonic() + 1e-3))
-        fence = t.fence if self.design["fencing"] == "on" else None
-        status, doc = self.net.status(t.idempotency_key, fence, self.via)
+        except InDoubt:
+            return "doubt"
+        except Conflict:
+            return "rejected"
+        return "done"
+
+    def _execute(self, t):
+        point = "dispatched" if t.purpose == "apply" else "reconciling"
+        self.first.setdefault(t.key, time.monotonic())
+        self.hook(point, t.key)
+        w = self.log.design.replay_window
+        if w is not None and time.monotonic() > self.first[t.key] + w:
+            raise NoAnswer("the replay window closed before the send")
+        status, doc = self.net.apply(t.key, t.idempotency_key, t.fence, t.tool, t.args, t.scope)
+        self.hook("sent", t.key)
+        if status in ("ok", "exists"):
+            return {"id": doc.get("id")}
+        raise NoAnswer(f"{status}: {(doc or {}).get('error', 'no answer')}")
+
+    def _status(self, t):
+        status, doc = self.net.status(t.idempotency_key or t.key, t.fence, t.via)
         if status != "ok":
-            return "doubt"
-        present = bool(doc["applied"])
-        if not self.log.settle(t, present, {"id": doc["id"]} if present else None):
-            return "doubt"
-        return "done" if present else "gave_up"
+            raise NoAnswer(f"status read: {status}")
+        return {"id": doc["id"]} if doc["applied"] else None
+
+    def finish(self) -> None:
+        """Settle every record this worker holds or can take over, until none is open."""
+        while True:
+            self.log.recover()
+            for r in self.log.records(OPEN_STATES):
+                if (r.owner, r.owner_inc) == (self.log.writer, self.log.incarnation):
+                    self._guard(r.call_id, r.tool, r.args, r.scope, False)
+            if self.log.unsettled() == 0:
+                return
+            time.sleep(self.timing.poll)
+
+    def close(self) -> None:
+        self.log.close()
 
 
 class ChatRuntime:
@@ -347,13 +334,17 @@ def open_runtime(conf: dict, plan: Plan, name: str, inc: int, hook: Hook):
     if conf["runtime"] == "chat":
         return ChatRuntime(f"{name}.{inc}", os.path.join(conf["dir"], f"chat-{name}.{inc}.jsonl"),
                            net, hook)
-    if conf["store"] == "postgres":
-        log = IntentLog.postgres(conf["dsn"], name, schema=conf["schema"], lease=conf["lease"])
-    else:
-        log = IntentLog.sqlite(conf["db"], name, synchronous="NORMAL", lease=conf["lease"])
     profile = PROFILES[conf["profile"]]
-    if conf["runtime"] == "library" and profile.env:
-        return DesignRuntime(log, net, hook, plan.timing, design(profile.env), profile)
+    env = conf["runtime"] == "library" and profile.env
+    provider = env_design(profile.env) if env else LIBRARY_DESIGN
+    if conf["store"] == "postgres":
+        log = IntentLog.postgres(conf["dsn"], name, schema=conf["schema"], lease=conf["lease"],
+                                 provider=provider)
+    else:
+        log = IntentLog.sqlite(conf["db"], name, synchronous="NORMAL", lease=conf["lease"],
+                               provider=provider)
+    if env:
+        return DesignRuntime(log, net, hook, plan.timing, profile)
     return LibraryRuntime(log, net, hook, plan.timing, resolve=conf["runtime"] == "park")
 
 

@@ -115,7 +115,8 @@ def library_scenario(out):
     import tempfile
     from toolcommit.runtime import IntentLog
     with tempfile.TemporaryDirectory() as tmp:
-        log = IntentLog.sqlite(os.path.join(tmp, "intents.db"), writer="worker-1")
+        log = IntentLog.sqlite(os.path.join(tmp, "intents.db"), writer="worker-1",
+                               provider="stripe")
         d = log.propose("call_1", "refund", {"order": "o-7", "amount": 20}, "user:42")
         t = log.dispatch(d.key)
         log.ack(t, {"id": "re_1"})

@@ -265,7 +265,7 @@ def test_a_file_without_a_history_is_refused(tmp_path):
 def library_log(tmp_path):
     """A log the intent-log library wrote for one refund, and the key it sent."""
     from toolcommit.runtime import IntentLog
-    log = IntentLog.sqlite(str(tmp_path / "intents.db"), writer="worker-1")
+    log = IntentLog.sqlite(str(tmp_path / "intents.db"), writer="worker-1", provider="stripe")
     d = log.propose("call_1", "refund", {"order": "o-7", "amount": 20}, "user:42")
     t = log.dispatch(d.key)
     log.ack(t, {"id": "re_1"})

@@ -7,41 +7,54 @@ from toolcommit.runtime.shims import current_ticket
 
 
 class Bank:
-    """Applies refunds once per idempotency key, rejects stale fences, and can lose the
-    first answer after applying (an ack lost on the way back)."""
+    """A provider as the profiles describe one: a request with an idempotency key is applied
+    once per key (a repeat gets the saved answer), one without a key is applied each time;
+    a fence older than the newest seen is refused; the status read finds an effect by the
+    intent's key in its metadata. It can lose the first answer after applying (an ack lost
+    on the way back). `requests` is what reached it: (purpose, idempotency key, fence)."""
 
     def __init__(self, lose_first_ack: bool = False):
         self.ledger: list[dict] = []
         self.by_key: dict[str, dict] = {}
         self.fence: dict[str, int] = {}
+        self.requests: list[tuple] = []
         self.lose = lose_first_ack
 
     def refund(self, ticket, args: dict) -> dict:
-        key, fence = ticket.idempotency_key, ticket.fence
-        if fence < self.fence.get(key, 0):
-            raise PermissionError("fenced out")
-        self.fence[key] = fence
-        if key not in self.by_key:
-            self.by_key[key] = {"id": f"e{len(self.ledger) + 1}"}
-            self.ledger.append({"type": "effect", "key": key, "idempotency_key": key,
+        key, idem, fence = ticket.key, ticket.idempotency_key, ticket.fence
+        self.requests.append((ticket.purpose, idem, fence))
+        if fence is not None:
+            if fence < self.fence.get(key, 0):
+                raise PermissionError("fenced out")
+            self.fence[key] = fence
+        if idem is None or idem not in self.by_key:
+            answer = {"id": f"e{len(self.ledger) + 1}"}
+            if idem is not None:
+                self.by_key[idem] = answer
+            self.ledger.append({"type": "effect", "key": key, "idempotency_key": idem or key,
                                 "tool": ticket.tool, "args": args, "scope": ticket.scope,
-                                "kind": "apply", "fence": fence,
-                                "effect_id": self.by_key[key]["id"]})
+                                "kind": "apply", "fence": fence or 0,
+                                "effect_id": answer["id"]})
+        else:
+            answer = self.by_key[idem]
         if self.lose:
             self.lose = False
             raise TimeoutError("the answer was lost")
-        return self.by_key[key]
+        return answer
 
     def refund_current(self, args: dict) -> dict:
         """The effect as a tool performs it: the ticket comes from the running guard."""
         return self.refund(current_ticket(), args)
 
     def status(self, ticket):
-        """The status read: seal at the ticket's fence, then look."""
-        self.fence[ticket.idempotency_key] = max(ticket.fence,
-                                                 self.fence.get(ticket.idempotency_key, 0))
-        saved = self.by_key.get(ticket.idempotency_key)
-        return saved is not None, saved
+        """The status read: seal at the ticket's fence (if any), then look by the intent's
+        key: the effect's answer, or None."""
+        if ticket.fence is not None:
+            self.fence[ticket.key] = max(ticket.fence, self.fence.get(ticket.key, 0))
+        for e in self.ledger:
+            if e["key"] == ticket.key:
+                return {"id": e["effect_id"]}
+        return None
 
 
 def conforms(log, bank: Bank, tmp_path) -> bool:

@@ -22,7 +22,7 @@ def test_pydantic_ai_reissued_refund_after_lost_ack_applies_once(tmp_path):
     from toolcommit.runtime.frameworks import pydantic_ai_tool
 
     bank = Bank(lose_first_ack=True)
-    log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="agent")
+    log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="agent", provider="ideal")
     script = iter([[ToolCallPart("refund", {"amount": 20}, tool_call_id="t1")],
                    [ToolCallPart("refund", {"amount": 20.0}, tool_call_id="t2")],
                    [TextPart("refunded")]])
@@ -53,7 +53,7 @@ def test_langgraph_tool_node_retry_under_new_id_applies_once(tmp_path):
     from toolcommit.runtime.frameworks import langgraph_tool_node
 
     bank = Bank(lose_first_ack=True)
-    log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="graph")
+    log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="graph", provider="ideal")
 
     @lc_tool
     def refund(amount: float) -> str:
@@ -77,3 +77,61 @@ def test_langgraph_tool_node_retry_under_new_id_applies_once(tmp_path):
     assert second["messages"][-1].tool_call_id == "t2"
     assert json.loads(second["messages"][-1].content) == {"id": "e1"}
     assert conforms(log, bank, tmp_path)
+
+
+def test_pydantic_ai_async_tool_runs_inside_the_guard_with_its_key(tmp_path):
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from toolcommit.runtime.frameworks import pydantic_ai_tool
+
+    bank = Bank(lose_first_ack=True)
+    log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="agent", provider="stripe")
+    script = iter([[ToolCallPart("refund", {"amount": 20}, tool_call_id="t1")],
+                   [ToolCallPart("refund", {"amount": 20.0}, tool_call_id="t2")],
+                   [TextPart("refunded")]])
+
+    async def refund(amount: float) -> dict:
+        """Refund the order."""
+        return bank.refund_current({"amount": amount})
+
+    tool = pydantic_ai_tool(log, refund, scope="user:42:request:7", status=bank.status)
+    agent = Agent(FunctionModel(lambda m, i: ModelResponse(parts=next(script))), tools=[tool])
+    assert agent.run_sync("refund my order").output == "refunded"
+    assert [p for p, _, _ in bank.requests] == ["apply", "replay"] and len(bank.ledger) == 1
+    rec, = log.records()
+    assert rec.state == "ACKED" and rec.result == {"id": "e1"}
+    assert conforms(log, bank, tmp_path)
+
+
+def test_langgraph_async_tool_node_awaits_the_tool_inside_the_guard(tmp_path):
+    pytest.importorskip("langgraph", reason="the 'frameworks' extra is not installed")
+    import asyncio
+
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool as lc_tool
+
+    from toolcommit.runtime.frameworks import langgraph_tool_node
+
+    bank = Bank()
+    log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="graph", provider="stripe")
+
+    @lc_tool
+    async def refund(amount: float) -> str:
+        """Refund the order."""
+        return json.dumps(bank.refund_current({"amount": amount}))
+
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    g = StateGraph(MessagesState)
+    g.add_node("tools", langgraph_tool_node(log, [refund], scope="user:42:request:7",
+                                            status=bank.status))
+    g.add_edge(START, "tools")
+    g.add_edge("tools", END)
+    graph = g.compile()
+    for i in ("t1", "t2"):
+        out = asyncio.run(graph.ainvoke({"messages": [AIMessage("", tool_calls=[
+            {"name": "refund", "args": {"amount": 20}, "id": i}])]}))
+        assert json.loads(out["messages"][-1].content) == {"id": "e1"}
+    assert len(bank.requests) == 1
+    assert log.records()[0].state == "ACKED"

@@ -19,7 +19,7 @@ def db(tmp_path):
 
 
 def test_paraphrased_call_under_a_new_id_is_a_duplicate_of_the_first_record(db):
-    log = IntentLog.sqlite(db, "w1")
+    log = IntentLog.sqlite(db, "w1", provider="ideal")
     first = log.propose("t1", "refund", {"amount": 20, "reason": "damaged item"}, SCOPE)
     again = log.propose("t2", "refund", {"reason": " damaged  item ", "amount": 20.0}, SCOPE)
     other = log.propose("t3", "refund", {"amount": 25, "reason": "damaged item"}, SCOPE)
@@ -30,16 +30,16 @@ def test_paraphrased_call_under_a_new_id_is_a_duplicate_of_the_first_record(db):
 
 
 def test_only_the_lease_holder_dispatches_and_only_once(db):
-    w1, w2 = IntentLog.sqlite(db, "w1"), IntentLog.sqlite(db, "w2")
+    w1, w2 = IntentLog.sqlite(db, "w1", provider="ideal"), IntentLog.sqlite(db, "w2", provider="ideal")
     d = w1.propose("t1", "refund", {"amount": 20}, SCOPE)
     assert w2.dispatch(d.key) is None
     t = w1.dispatch(d.key)
-    assert (t.fence, t.idempotency_key, t.purpose) == (1, d.key, "apply")
+    assert (t.fence, t.idempotency_key, t.purpose) == (1, None, "apply")   # ideal: fences, no key
     assert w1.dispatch(d.key) is None
 
 
 def test_unknown_is_reconciled_with_a_sealing_fence_never_redispatched(db):
-    log = IntentLog.sqlite(db, "w1")
+    log = IntentLog.sqlite(db, "w1", provider="ideal")
     d = log.propose("t1", "refund", {"amount": 20}, SCOPE)
     t = log.dispatch(d.key)
     assert log.timeout(t)
@@ -52,7 +52,7 @@ def test_unknown_is_reconciled_with_a_sealing_fence_never_redispatched(db):
 
 
 def test_status_absent_dead_letters_and_the_users_new_attempt_takes_the_next_epoch(db):
-    log = IntentLog.sqlite(db, "w1")
+    log = IntentLog.sqlite(db, "w1", provider="ideal")
     d = log.propose("t1", "refund", {"amount": 20}, SCOPE)
     log.timeout(log.dispatch(d.key))
     log.settle(log.reconcile(d.key), False)
@@ -65,7 +65,7 @@ def test_status_absent_dead_letters_and_the_users_new_attempt_takes_the_next_epo
 
 
 def test_a_zombie_cannot_write_after_its_lease_was_taken_over(db):
-    w1, w2 = IntentLog.sqlite(db, "w1"), IntentLog.sqlite(db, "w2")
+    w1, w2 = IntentLog.sqlite(db, "w1", provider="ideal"), IntentLog.sqlite(db, "w2", provider="ideal")
     d = w1.propose("t1", "refund", {"amount": 20}, SCOPE)
     t = w1.dispatch(d.key)
     assert w1.expire_leases("w1") == 1
@@ -77,16 +77,16 @@ def test_a_zombie_cannot_write_after_its_lease_was_taken_over(db):
 
 
 def test_a_live_lease_is_not_taken_over(db):
-    w1, w2 = IntentLog.sqlite(db, "w1"), IntentLog.sqlite(db, "w2")
+    w1, w2 = IntentLog.sqlite(db, "w1", provider="ideal"), IntentLog.sqlite(db, "w2", provider="ideal")
     w1.propose("t1", "refund", {"amount": 20}, SCOPE)
     assert w2.recover() == []
 
 
 def test_reopening_a_crashed_writer_logs_the_crash_and_takes_its_records_over(db):
-    old = IntentLog.sqlite(db, "w1")
+    old = IntentLog.sqlite(db, "w1", provider="ideal")
     d = old.propose("t1", "refund", {"amount": 20}, SCOPE)
     t = old.dispatch(d.key)
-    new = IntentLog.sqlite(db, "w1")          # the old process never closed: it crashed
+    new = IntentLog.sqlite(db, "w1", provider="ideal")          # the old process never closed: it crashed
     assert new.crashed and new.incarnation == 2
     assert new.record(d.key).state == "UNKNOWN" and new.record(d.key).owner_inc == 2
     kinds = [(e["type"], e.get("to")) for e in new.events() if e["writer"] == "w1"][-3:]
@@ -97,17 +97,17 @@ def test_reopening_a_crashed_writer_logs_the_crash_and_takes_its_records_over(db
 
 
 def test_a_clean_close_is_no_crash_and_frees_the_leases(db):
-    w1 = IntentLog.sqlite(db, "w1")
+    w1 = IntentLog.sqlite(db, "w1", provider="ideal")
     d = w1.propose("t1", "refund", {"amount": 20}, SCOPE)
     w1.close()
-    assert [r.key for r in IntentLog.sqlite(db, "w2").recover()] == [d.key]
-    again = IntentLog.sqlite(db, "w1")
+    assert [r.key for r in IntentLog.sqlite(db, "w2", provider="ideal").recover()] == [d.key]
+    again = IntentLog.sqlite(db, "w1", provider="ideal")
     assert not again.crashed and again.incarnation == 2
     assert "crash" not in [e["type"] for e in again.events()]
 
 
 def test_cancel_before_dispatch_keeps_the_call_from_the_provider(db):
-    log, user = IntentLog.sqlite(db, "w1"), IntentLog.sqlite(db, "user")
+    log, user = IntentLog.sqlite(db, "w1", provider="ideal"), IntentLog.sqlite(db, "user", provider="ideal")
     d = log.propose("t1", "refund", {"amount": 20}, SCOPE)
     assert user.cancel(d.key)
     assert log.dispatch(d.key) is None
@@ -118,7 +118,7 @@ def test_cancel_before_dispatch_keeps_the_call_from_the_provider(db):
 
 
 def test_an_exclusive_tool_conflicts_with_another_live_intent_of_its_scope(db):
-    log = IntentLog.sqlite(db, "w1", exclusive_tools=["refund"])
+    log = IntentLog.sqlite(db, "w1", exclusive_tools=["refund"], provider="ideal")
     d = log.propose("t1", "refund", {"amount": 20}, SCOPE)
     c = log.propose("t2", "refund", {"amount": 25}, SCOPE)
     assert c.decision == "conflict" and c.record.key == d.key
@@ -129,7 +129,7 @@ def test_an_exclusive_tool_conflicts_with_another_live_intent_of_its_scope(db):
 
 
 def test_compensation_and_dead_letter_settle_an_unknown_record(db):
-    log = IntentLog.sqlite(db, "w1")
+    log = IntentLog.sqlite(db, "w1", provider="ideal")
     a = log.propose("t1", "refund", {"amount": 20}, SCOPE)
     b = log.propose("t2", "email", {"to": "a@b"}, SCOPE)
     log.timeout(log.dispatch(a.key))
@@ -140,7 +140,7 @@ def test_compensation_and_dead_letter_settle_an_unknown_record(db):
 
 
 def test_calls_without_a_canonical_form_are_refused_with_one_line(db):
-    log = IntentLog.sqlite(db, "w1")
+    log = IntentLog.sqlite(db, "w1", provider="ideal")
     with pytest.raises(IntentLogError, match="args must be a JSON object"):
         log.propose("t1", "refund", [20], SCOPE)
     with pytest.raises(IntentLogError, match="no canonical form.*NaN"):
@@ -151,7 +151,7 @@ def test_calls_without_a_canonical_form_are_refused_with_one_line(db):
 def test_every_line_is_the_log_contract_and_sinks_see_each_committed_line(db, tmp_path):
     seen = []
     log = IntentLog.sqlite(db, "w1", sinks=[JsonlSink(str(tmp_path / "sink.jsonl")),
-                                              seen.append])
+                                              seen.append], provider="ideal")
     d = log.propose("t1", "refund", {"amount": 20}, SCOPE)
     log.ack(log.dispatch(d.key), {"id": "e1"})
     log.propose("t2", "refund", {"amount": 20.0}, SCOPE)
@@ -165,7 +165,7 @@ def test_every_line_is_the_log_contract_and_sinks_see_each_committed_line(db, tm
 
 def test_a_run_with_a_lost_ack_a_crash_and_a_zombie_validates(db, tmp_path):
     bank = Bank(lose_first_ack=True)
-    w1 = IntentLog.sqlite(db, "w1")
+    w1 = IntentLog.sqlite(db, "w1", provider="ideal")
     d = w1.propose("t1", "refund", {"amount": 20}, SCOPE)
     t = w1.dispatch(d.key)
     with pytest.raises(TimeoutError):
@@ -173,13 +173,14 @@ def test_a_run_with_a_lost_ack_a_crash_and_a_zombie_validates(db, tmp_path):
     w1.timeout(t)
     w1.propose("t2", "refund", {"amount": 20.0}, SCOPE)           # the model re-asks
     r = w1.reconcile(d.key)
-    w1.settle(r, *bank.status(r))
+    found = bank.status(r)
+    w1.settle(r, found is not None, found)
     e = w1.propose("t3", "email", {"to": "a@b"}, SCOPE)
     stale = w1.dispatch(e.key)
-    w1 = IntentLog.sqlite(db, "w1")                               # crash and restart
-    w2 = IntentLog.sqlite(db, "w2")
+    w1 = IntentLog.sqlite(db, "w1", provider="ideal")                               # crash and restart
+    w2 = IntentLog.sqlite(db, "w2", provider="ideal")
     r = w1.reconcile(e.key)
-    present, _ = bank.status(r)                                   # seals at fence 2
+    present = bank.status(r) is not None                          # seals at fence 2
     with pytest.raises(PermissionError):                          # the stale request lands
         bank.refund(stale, {"to": "a@b"})
     w1.settle(r, present)
@@ -189,14 +190,14 @@ def test_a_run_with_a_lost_ack_a_crash_and_a_zombie_validates(db, tmp_path):
 
 
 def test_concurrent_processes_proposing_one_intent_accept_exactly_one(db):
-    IntentLog.sqlite(db, "setup").close()
+    IntentLog.sqlite(db, "setup", provider="ideal").close()
     pids = []
     r, w = os.pipe()
     for i in range(6):
         pid = os.fork()
         if pid == 0:
             try:
-                log = IntentLog.sqlite(db, f"p{i}")
+                log = IntentLog.sqlite(db, f"p{i}", provider="ideal")
                 d = log.propose(f"t{i}", "refund", {"amount": 20 + 0.0 * i}, SCOPE)
                 os.write(w, d.decision[0].encode())
             finally:

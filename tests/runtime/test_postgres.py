@@ -27,8 +27,8 @@ def pg():
 
 
 def test_postgres_log_decides_duplicates_and_fences_like_sqlite(pg):
-    w1 = IntentLog.postgres(pg.dsn, "w1", schema="t_basic")
-    w2 = IntentLog.postgres(pg.dsn, "w2", schema="t_basic")
+    w1 = IntentLog.postgres(pg.dsn, "w1", schema="t_basic", provider="ideal")
+    w2 = IntentLog.postgres(pg.dsn, "w2", schema="t_basic", provider="ideal")
     d = w1.propose("t1", "refund", {"amount": 20}, SCOPE)
     assert w2.propose("t2", "refund", {"amount": 20.0}, SCOPE).decision == "duplicate"
     t = w1.dispatch(d.key)
@@ -43,14 +43,14 @@ def test_postgres_log_decides_duplicates_and_fences_like_sqlite(pg):
 
 
 def test_concurrent_orchestrators_on_postgres_accept_one_record(pg):
-    IntentLog.postgres(pg.dsn, "setup", schema="t_race").close()
+    IntentLog.postgres(pg.dsn, "setup", schema="t_race", provider="ideal").close()
     r, w = os.pipe()
     pids = []
     for i in range(6):
         pid = os.fork()
         if pid == 0:
             try:
-                log = IntentLog.postgres(pg.dsn, f"o{i}", schema="t_race")
+                log = IntentLog.postgres(pg.dsn, f"o{i}", schema="t_race", provider="ideal")
                 os.write(w, log.propose(f"t{i}", "refund", {"amount": 20}, SCOPE).decision[:1]
                          .encode())
             finally:
@@ -85,9 +85,9 @@ def test_a_schema_of_another_application_is_refused_unless_adopted(pg):
         c.execute("CREATE SCHEMA shop")
         c.execute("CREATE TABLE shop.orders (id int)")
     with pytest.raises(StoreError, match="another application's tables \\(orders\\).*adopt"):
-        IntentLog.postgres(pg.dsn, "w1", schema="shop")
+        IntentLog.postgres(pg.dsn, "w1", schema="shop", provider="ideal")
     with psycopg.connect(pg.dsn, autocommit=True) as c:
         assert [r[0] for r in c.execute("SELECT table_name FROM information_schema.tables "
                                         "WHERE table_schema = 'shop'")] == ["orders"]
-    IntentLog.postgres(pg.dsn, "w1", schema="shop", adopt=True).close()
-    IntentLog.postgres(pg.dsn, "w2", schema="shop").close()       # a log is there now
+    IntentLog.postgres(pg.dsn, "w1", schema="shop", adopt=True, provider="ideal").close()
+    IntentLog.postgres(pg.dsn, "w2", schema="shop", provider="ideal").close()       # a log is there now

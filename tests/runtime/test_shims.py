@@ -1,45 +1,203 @@
-"""The decorator and the OpenTelemetry attributes."""
+"""The decorator and guard: each shipped design's behaviour on an unknown outcome, async
+tools, cancellation, what the model is told, and the OpenTelemetry attributes."""
+import asyncio
+
 import pytest
 
-from toolcommit.runtime import IntentLog
-from toolcommit.runtime.shims import GaveUp, InDoubt, effectful
+from toolcommit.runtime import (Conflict, GaveUp, InDoubt, IntentLog, IntentLogError,
+                                current_ticket, effectful, guard, tell)
+from toolcommit.runtime.design import load
 
 from .ledger import Bank, conforms
 
-SCOPE = "user:42:checkout:7"
+SCOPE = "user:42:request:7"
 
 
-def test_decorated_refund_after_lost_ack_is_reconciled_not_resent(tmp_path):
+def _log(tmp_path, provider, **kw):
+    return IntentLog.sqlite(str(tmp_path / "i.db"), "w1", provider=provider, **kw)
+
+
+def _states(log):
+    return [e.get("to") for e in log.events() if e["type"] == "transition"]
+
+
+def test_ideal_reconciles_a_lost_ack_by_a_sealed_read_never_resends(tmp_path):
     bank = Bank(lose_first_ack=True)
-    log = IntentLog.sqlite(str(tmp_path / "i.db"), "w1")
+    log = _log(tmp_path, "ideal")
 
     @effectful(log, tool="refund", scope=SCOPE, status=bank.status)
-    def refund(amount, *, idempotency_key, fence):
-        from toolcommit.runtime.shims import current_ticket
+    def refund(amount):
         return bank.refund(current_ticket(), {"amount": amount})
 
     assert refund(20, call_id="t1") == {"id": "e1"}
     assert refund(20.0, call_id="t2") == {"id": "e1"}
-    assert len(bank.ledger) == 1
-    assert [e.get("to") for e in log.events() if e["type"] == "transition"] == \
-        ["RECORDED", "DISPATCHED", "UNKNOWN", "RECONCILING", "ACKED"]
+    assert bank.requests == [("apply", None, 1)]           # ideal: a fence, no key
+    assert _states(log) == ["RECORDED", "DISPATCHED", "UNKNOWN", "RECONCILING", "ACKED"]
     assert conforms(log, bank, tmp_path)
 
 
-def test_without_a_status_read_an_unknown_outcome_is_dead_lettered_not_retried(tmp_path):
-    log = IntentLog.sqlite(str(tmp_path / "i.db"), "w1")
+def test_async_tool_retried_under_a_new_call_id_sends_one_keyed_request(tmp_path):
+    bank = Bank()
+    log = _log(tmp_path, "stripe")
+
+    @effectful(log, tool="refund", scope=SCOPE, status=bank.status)
+    async def refund(amount):
+        await asyncio.sleep(0)
+        return bank.refund(current_ticket(), {"amount": amount})
+
+    async def agent():
+        return await refund(20, call_id="t1"), await refund(20.0, call_id="t2")
+
+    first, again = asyncio.run(agent())
+    assert first == again == {"id": "e1"}
+    (purpose, key, fence), = bank.requests
+    assert (purpose, fence) == ("apply", None) and key.startswith("tc1-")
+    rec, = log.records()
+    assert (rec.state, rec.result, rec.key) == ("ACKED", {"id": "e1"}, key)
+    assert conforms(log, bank, tmp_path)
+
+
+def test_stripe_replays_a_lost_ack_under_the_same_key_and_the_saved_answer_settles(tmp_path):
+    bank = Bank(lose_first_ack=True)
+    log = _log(tmp_path, "stripe")
+
+    @effectful(log, tool="refund", scope=SCOPE, status=bank.status)
+    def refund(amount):
+        return bank.refund(current_ticket(), {"amount": amount})
+
+    assert refund(20, call_id="t1") == {"id": "e1"}
+    (p1, k1, _), (p2, k2, _) = bank.requests
+    assert (p1, p2, k1 == k2, len(bank.ledger)) == ("apply", "replay", True, 1)
+    assert _states(log) == ["RECORDED", "DISPATCHED", "UNKNOWN", "RECONCILING", "ACKED"]
+    assert conforms(log, bank, tmp_path)
+
+
+def test_stripe_never_parks_on_absent_while_a_request_may_still_land(tmp_path):
+    design = load("stripe").with_timing(delay_bound=0.3)
+    log = _log(tmp_path, design, wait=0)
+    reads = []
+
+    def status(t):
+        reads.append(t.via)
+        return None
+
+    @effectful(log, tool="refund", scope=SCOPE, status=status)
+    def refund(amount):
+        raise TimeoutError("no answer; a 409 idempotency_key_in_use on the replay")
+
+    with pytest.raises(InDoubt) as e:
+        refund(20, call_id="t1")
+    assert reads == [] and "may or may not have happened" in str(e.value)
+    rec, = log.records()
+    assert rec.state == "RECONCILING"
+    assert log.settle(log.ticket(rec.key), False) is False       # the log refuses it too
+    assert log.read_wait(rec.key) > 0
+    waiting = IntentLog.sqlite(str(tmp_path / "i.db"), "w1", provider=design, wait=5)
+    with pytest.raises(GaveUp) as e:                              # a restart; waits out D
+        guard(waiting, "t2", "refund", {"amount": 20}, SCOPE, lambda t: 1 / 0, status)
+    assert reads == ["list"] and e.value.happened == "no"
+    assert "did not happen" in str(e.value)
+
+
+def test_email_is_at_most_once_and_tells_the_user_it_may_have_been_sent(tmp_path):
+    log = _log(tmp_path, "email")
     sent = []
 
-    @effectful(log, tool="email", scope=lambda to: f"mailbox:{to}")
-    def email(to, *, idempotency_key, fence):
-        sent.append(to)
+    @effectful(log, tool="email", scope=lambda to: f"mailbox:{to}:request:1")
+    def email(to):
+        t = current_ticket()
+        sent.append((to, t.idempotency_key, t.sdk_retries))
         raise ConnectionResetError("no answer")
 
-    with pytest.raises(InDoubt):
-        email("a@b", call_id="t1")
+    for call in ("t1", "t2"):
+        with pytest.raises(GaveUp) as e:
+            email("a@b", call_id=call)
+        assert e.value.happened == "unknown" and "may or may not have happened" in str(e.value)
+    assert sent == [("a@b", None, False)]
+    assert tell(e.value)["happened"] == "unknown"
+
+
+def test_a_cancelled_task_is_an_unknown_outcome_not_a_success(tmp_path):
+    log = _log(tmp_path, "stripe")
+    started = []
+
+    @effectful(log, tool="refund", scope=SCOPE, status=lambda t: None)
+    async def refund(amount):
+        started.append(current_ticket().purpose)
+        await asyncio.sleep(30)
+
+    async def agent():
+        task = asyncio.ensure_future(refund(20, call_id="t1"))
+        while not started:
+            await asyncio.sleep(0.001)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(agent())
+    rec, = log.records()
+    assert rec.state == "UNKNOWN" and rec.result is None
+
+
+def test_a_sync_guard_refuses_async_effects_at_once(tmp_path):
+    log = _log(tmp_path, "stripe")
+
+    async def refund(t):
+        return 1
+
+    with pytest.raises(IntentLogError, match="async"):
+        guard(log, "t1", "refund", {"amount": 1}, SCOPE, refund, lambda t: None)
+    with pytest.raises(IntentLogError, match="async"):
+        effectful(log, tool="refund", scope=SCOPE, status=refund)(lambda amount: 1)
+    assert log.records() == []
+
+
+def test_a_design_that_reads_status_needs_a_status_function(tmp_path):
+    log = _log(tmp_path, "stripe")
+    with pytest.raises(IntentLogError, match="pass status="):
+        guard(log, "t1", "refund", {"amount": 1}, SCOPE, lambda t: 1)
+
+
+def test_new_request_after_a_give_up_is_a_new_attempt_and_scopes_separate_requests(tmp_path):
+    log = _log(tmp_path, "ideal", exclusive_tools=["refund"])
+    fail = [True]
+
+    @effectful(log, tool="refund", scope=lambda amount, request: f"user:42:request:{request}",
+               status=lambda t: None)
+    def refund(amount, request):
+        if fail[0]:
+            raise TimeoutError("lost before it reached the provider")
+        return {"ok": request}
+
     with pytest.raises(GaveUp):
-        email("a@b", call_id="t2")
-    assert sent == ["a@b"]
+        refund(20, 7, call_id="t1")
+    fail[0] = False
+    with pytest.raises(GaveUp):
+        refund(20, 7, call_id="t2")                      # a model retry: still given up
+    assert refund(20, 7, call_id="t3", new_request=True) == {"ok": 7}
+    assert refund(20, 8, call_id="t4") == {"ok": 8}      # another real request
+
+
+def test_an_exclusive_scope_holding_a_live_intent_is_a_conflict_nothing_sent(tmp_path):
+    log = _log(tmp_path, "ideal", exclusive_tools=["refund"])
+    log.propose("t1", "refund", {"amount": 20}, SCOPE)
+    with pytest.raises(Conflict) as e:
+        guard(log, "t2", "refund", {"amount": 30}, SCOPE, lambda t: 1 / 0, lambda t: None)
+    assert e.value.happened == "no" and "was not done" in str(e.value)
+
+
+def test_a_call_waits_for_a_live_holder_and_gets_its_answer(tmp_path):
+    bank = Bank()
+    holder = _log(tmp_path, "stripe")
+    d = holder.propose("t1", "refund", {"amount": 20}, SCOPE)
+    t = holder.dispatch(d.key)
+    other = IntentLog.sqlite(str(tmp_path / "i.db"), "w2", provider="stripe", wait=0)
+    with pytest.raises(InDoubt, match="w1 holds it"):
+        guard(other, "t2", "refund", {"amount": 20}, SCOPE, bank.refund_current, bank.status)
+    holder.ack(t, bank.refund(t, {"amount": 20}))
+    assert guard(other, "t3", "refund", {"amount": 20}, SCOPE, bank.refund_current,
+                 bank.status) == {"id": "e1"}
+    assert len(bank.requests) == 1
 
 
 def test_a_recording_span_gets_the_lines_as_toolcommit_attributes(tmp_path):
@@ -52,7 +210,7 @@ def test_a_recording_span_gets_the_lines_as_toolcommit_attributes(tmp_path):
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("test")
-    log = IntentLog.sqlite(str(tmp_path / "i.db"), "w1")
+    log = _log(tmp_path, "ideal")
     with tracer.start_as_current_span("execute_tool refund"):
         d = log.propose("t1", "refund", {"amount": 20}, SCOPE)
         log.ack(log.dispatch(d.key), {"id": "e1"})

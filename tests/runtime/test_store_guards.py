@@ -34,7 +34,7 @@ def test_another_applications_database_is_refused_and_left_as_it_was(tmp_path):
     path = tmp_path / "shop.db"
     before = other_app(path)
     with pytest.raises(StoreError, match="another application's database.*adopt=True"):
-        IntentLog.sqlite(str(path), "w1")
+        IntentLog.sqlite(str(path), "w1", provider="ideal")
     assert path.read_bytes() == before and shape(path) == ("delete", ["orders"])
     assert not (tmp_path / "shop.db-wal").exists()
 
@@ -42,18 +42,18 @@ def test_another_applications_database_is_refused_and_left_as_it_was(tmp_path):
 def test_adopt_puts_the_log_into_another_applications_database(tmp_path):
     path = tmp_path / "shop.db"
     other_app(path)
-    log = IntentLog.sqlite(str(path), "w1", adopt=True)
+    log = IntentLog.sqlite(str(path), "w1", adopt=True, provider="ideal")
     assert log.propose("c1", "refund", {"amount": 20}, "u1").accepted
     log.close()
     mode, tables = shape(path)
     assert mode == "wal" and {"orders", "tc_records", "tc_events", "tc_writers"} <= set(tables)
-    again = IntentLog.sqlite(str(path), "w2")          # holds a log now: no adopt needed
+    again = IntentLog.sqlite(str(path), "w2", provider="ideal")          # holds a log now: no adopt needed
     again.close()
 
 
 def test_a_full_disk_is_a_store_error_and_the_decision_is_not_written(tmp_path):
     path = tmp_path / "intents.db"
-    log = IntentLog.sqlite(str(path), "w1")
+    log = IntentLog.sqlite(str(path), "w1", provider="ideal")
     pages = log.store._db.execute("PRAGMA page_count").fetchone()[0]
     log.store._db.execute(f"PRAGMA max_page_count = {pages}")   # the disk is now full
     with pytest.raises(StoreError, match="could not write.*free some space") as e:
@@ -68,7 +68,7 @@ def test_a_full_disk_is_a_store_error_and_the_decision_is_not_written(tmp_path):
 
 def test_a_400_digit_integer_in_a_proposal_is_a_one_line_error_not_an_overflow(tmp_path):
     from toolcommit.runtime import IntentLogError
-    log = IntentLog.sqlite(str(tmp_path / "intents.db"), "w1")
+    log = IntentLog.sqlite(str(tmp_path / "intents.db"), "w1", provider="ideal")
     with pytest.raises(IntentLogError, match="args.amount: an integer beyond the float range"):
         log.propose("c1", "refund", {"amount": 10 ** 400}, "u1")
     assert log.events() == []                # nothing decided, nothing written

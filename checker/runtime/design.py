@@ -1,0 +1,186 @@
+"""The design the intent log follows: a shipped profile's design or a design file, and the
+library's decisions as pure functions of it.
+
+`load(provider)` reads ``spec/designs/NAME.json`` (a profile name) or a file written by
+``toolcommit design --write FILE`` through `toolcommit.checker.design.file` (one reader for
+both) and refuses a design whose knobs the library does not implement, naming the knob.
+The decisions below are the only places the library reads a knob; the test
+``tests/runtime/test_design_decisions.py`` compares each with the model's own moves for the
+same design, in every reachable state of the shipped instances, so the two cannot drift.
+
+Decisions
+---------
+``unknown_action(d, window_open)``  what an UNKNOWN record this writer holds leads to:
+    ``replay`` (re-send under the same key: `on_unknown=replay_then_reconcile` while the
+    replay window is open), ``seal`` (to RECONCILING, fence bumped where fencing is on;
+    then a status read), ``park`` (`on_unknown=dead_letter`).
+``may_read(d, arrivals_over)``  whether a RECONCILING record may be read now: where the
+    design replays, only once no request of the key can still arrive (the delay bound D
+    since its last send), so a record is never parked on an "absent" read a late request
+    could still contradict.
+``after_read(d, present)``  the state a status read leads to (``ACKED`` / ``DEAD_LETTER``);
+    without a status read (`status_read=no`) ``DEAD_LETTER`` whatever happened.
+``after_replay(d, answered)``  ``ACKED`` on an answer, else still ``RECONCILING`` (an error,
+    a 409 in use, a timeout: no answer, never re-sent).
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from typing import Mapping, Optional, Union
+
+from toolcommit.model.errors import ToolcommitError
+
+SHIPPED = ("ideal", "stripe", "email", "fenced-store")
+
+# the options the library implements, per knob (a knob absent here: any option)
+IMPLEMENTS = {
+    "dedupe_by": ("semantic_key",), "canonicalizer": ("normalizing",), "insert": ("atomic",),
+    "idempotency_key": ("semantic_key", "none"), "fencing": ("on", "off"),
+    "on_unknown": ("reconcile", "replay_then_reconcile", "dead_letter"),
+    "on_absent": ("dead_letter", "rerecord"), "on_restart": ("reload_log",),
+    "dispatch_guard": ("log_cas",), "late_replay": ("reject",), "on_ack": ("record",),
+    "cancel_api": ("log",), "lease": ("expiring",), "epoch": ("per_intent", "none"),
+    "sdk_retries": ("on", "off"), "status_via": ("search", "list"), "reaccept": ("reject",),
+}
+
+
+class DesignError(ToolcommitError):
+    """A provider= that names no shipped design, an unreadable design file, or a design the
+    library does not implement."""
+
+
+@dataclass(frozen=True)
+class Design:
+    """One design: its source, environment, guarantee, knobs, and the timing it assumes
+    (seconds; None = unbounded): `replay_window` (W, the design's), `delay_bound` (D) and
+    `key_lifetime` (L, the environment's), and the provider's assumptions."""
+
+    source: str
+    environment: str
+    guarantee: str
+    knobs: Mapping[str, str]
+    replay_window: Optional[float]
+    delay_bound: Optional[float]
+    key_lifetime: Optional[float]
+    provider: Mapping[str, str] = field(default_factory=dict)
+
+    def with_timing(self, **seconds: Optional[float]) -> "Design":
+        """This design with `delay_bound`, `replay_window` or `key_lifetime` (seconds) set:
+        the numbers measured on your network; the file's verdict assumed its own."""
+        bad = sorted(set(seconds) - {"delay_bound", "replay_window", "key_lifetime"})
+        if bad:
+            raise DesignError(f"with_timing: {bad[0]!r} is not delay_bound, replay_window "
+                              "or key_lifetime")
+        return replace(self, **{k: None if v is None else float(v) for k, v in seconds.items()})
+
+    @property
+    def sends_key(self) -> bool:
+        return self.knobs["idempotency_key"] == "semantic_key"
+
+    @property
+    def sends_fence(self) -> bool:
+        return self.knobs["fencing"] == "on"
+
+    @property
+    def status_read(self) -> bool:
+        return self.provider.get("status_read", "yes") == "yes"
+
+    @property
+    def replays(self) -> bool:
+        return self.knobs["on_unknown"] == "replay_then_reconcile"
+
+    @property
+    def at_most_once(self) -> bool:
+        return self.guarantee == "at-most-once"
+
+
+def unknown_action(d: Design, window_open: bool) -> str:
+    """``replay``, ``seal`` or ``park`` for an UNKNOWN record (module docstring)."""
+    policy = d.knobs["on_unknown"]
+    if policy == "dead_letter":
+        return "park"
+    if policy == "replay_then_reconcile" and window_open:
+        return "replay"
+    return "seal"
+
+
+def may_read(d: Design, arrivals_over: bool) -> bool:
+    """Whether a RECONCILING record may be read now (module docstring). Where D is unbounded
+    waiting cannot help and the read is made at once, as the model's is."""
+    if d.replays and d.delay_bound is not None:
+        return arrivals_over
+    return True
+
+
+def after_read(d: Design, present: bool) -> str:
+    if not d.status_read:
+        return "DEAD_LETTER"
+    if present:
+        return "ACKED"
+    return "RECORDED" if d.knobs["on_absent"] == "rerecord" else "DEAD_LETTER"
+
+
+def after_replay(d: Design, answered: bool) -> str:
+    return "ACKED" if answered else "RECONCILING"
+
+
+# ----- loading -------------------------------------------------------------------------------
+def _read_doc(provider: str) -> tuple[dict, str]:
+    if provider in SHIPPED:
+        text = resources.files("toolcommit.spec").joinpath(f"designs/{provider}.json") \
+            .read_text("utf-8")
+        return json.loads(text), provider
+    if os.path.exists(provider):
+        try:
+            with open(provider, encoding="utf-8") as f:
+                return json.load(f), provider
+        except (OSError, ValueError) as e:
+            raise DesignError(f"{provider}: cannot read the design file: {e}") from None
+    raise DesignError(f"provider={provider!r} is neither a shipped design ({', '.join(SHIPPED)}) "
+                      "nor a design file; write one with `toolcommit design --env NAME --write FILE`")
+
+
+def load(provider: Union[str, os.PathLike, Design, None]) -> Design:
+    """The `Design` of `provider` (a shipped profile's name, a design file's path, or a
+    `Design`); DesignError naming the choices for None or an unknown name."""
+    if isinstance(provider, Design):
+        return provider
+    if provider is None:
+        raise DesignError("the intent log needs provider=: the provider it talks to decides "
+                          f"the design; one of {', '.join(SHIPPED)}, or the path of a design file "
+                          "(`toolcommit design --env NAME --write FILE`)")
+    from toolcommit.checker.design.file import design_of
+    from toolcommit.model import timing
+    from toolcommit.model.environment import profile
+    from toolcommit.model.errors import UsageError
+
+    doc, source = _read_doc(os.fspath(provider))
+    try:
+        design, env = design_of(doc)
+    except UsageError as e:
+        raise DesignError(f"{source}: {e}") from None
+    for knob, options in IMPLEMENTS.items():
+        if design[knob] not in options:
+            raise DesignError(f"{source}: {knob}={design[knob]} is a design the library does not "
+                              f"implement (it implements {knob}={' or '.join(options)})")
+    assumptions = {**profile(env).assumptions, **{k: v for k, v in
+                   doc.get("assumes", {}).get("environment", {}).items() if isinstance(v, str)}}
+    if design["on_absent"] == "rerecord" and assumptions.get("status_read", "yes") == "yes":
+        raise DesignError(f"{source}: on_absent=rerecord needs an edge RECONCILING -> RECORDED "
+                          "the log contract does not have; the library implements dead_letter")
+    env_time = {**profile(env).timing}
+    for k, v in doc.get("assumes", {}).get("environment", {}).items():
+        if k in ("delay_bound", "key_lifetime"):
+            env_time[k] = timing.seconds(v)
+    w = timing.seconds(design.get("replay_window", "unbounded"))
+    return Design(source, env, str(doc.get("guarantee", "")),
+                  {k: design[k] for k in design if k in IMPLEMENTS or k in doc.get("knobs", {})},
+                  None if w is None else float(w), _f(env_time.get("delay_bound")),
+                  _f(env_time.get("key_lifetime")), assumptions)
+
+
+def _f(v) -> Optional[float]:
+    return None if v is None else float(v)
