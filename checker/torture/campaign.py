@@ -240,6 +240,7 @@ def render(c: Campaign) -> str:
     what = f"schedule of {o['itf']}" if o.get("itf") else f"seeds {o['seed']}..{last}"
     lines = [f"toolcommit torture: runtime {o['runtime']}, store {o['store']}, "
              f"profile {o['profile']}, workers {o['workers']}, {what}",
+             *([f"  trace:   found on {o['found_on']}"] if o.get("found_on") else []),
              f"  runs:    {n} of {o['runs']}: " + ", ".join(f"{v[k]} {k}" for k in VERDICTS
                                                         if v[k] or k in VERDICTS[:3]),
              f"  faults:  {t('crashes')} crashes (SIGKILL), {t('pauses')} zombie pauses "

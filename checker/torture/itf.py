@@ -244,7 +244,10 @@ def replay(path: str, runtime: str = "library", profile=None, store: str = "sqli
         plan = _replace(plan, net=tuple(e for e in plan.net if e[1] != "dup"))
     start = time.monotonic()
     r = run_once(plan, runtime, profile, store, dsn, keep)
+    weak, why = weak_runtime(meta)
+    found_on = (f"{meta.get('config', '?')}: {meta.get('property', '?')} in the model; "
+                + (f"the runtime {weak} stands for that design" if weak else why))
     c = Campaign({"runtime": runtime, "profile": profile, "store": store,
-                  "workers": len(plan.workers), "seed": 0, "runs": 1, "itf": str(path)},
-                 [r], time.monotonic() - start)
+                  "workers": len(plan.workers), "seed": 0, "runs": 1, "itf": str(path),
+                  "found_on": found_on}, [r], time.monotonic() - start)
     return c
