@@ -164,6 +164,10 @@ class Provider:
                 sent = float(headers.get("x-sent", self.clock()))
                 left = sent + self.profile.delay_bound - self.clock()
                 await asyncio.sleep(max(0.0, min(float(headers.get("x-hold", 0)), 0.8 * left)))
+            if self.profile.fences and key is not None and fence is not None \
+                    and fence < self.fence.get(key, 0):
+                self.counts["fenced_out"] += 1   # a conditional write checks at its commit
+                return 409, {"error": "fenced", "seen": self.fence[key]}, {}
             eid = f"e{len(self.ledger) + 1}"
             entry = {"effect_id": eid, **call, "kind": "apply"}
             if headers.get("x-record-key"):
