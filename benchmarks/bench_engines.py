@@ -1,7 +1,8 @@
 """Engines on growing instances: time to the first I1 counterexample (naive) and to a proof
 or clean pass of I1 and FENCE (recommended), per engine, in one run: the explicit search
 by the native (C) engine and by the Python engine (its oracle), Spin on the same model
-where `spin` is on PATH (`promela.py`), bounded SMT, k-induction, PDR and simulation.
+where `spin` is on PATH (`spin.py`: the Promela of `toolcommit export --format promela`),
+bounded SMT, k-induction, PDR and simulation.
 Not a test: timings depend on the machine. Writes benchmarks/RESULTS-engines.md.
 
     python benchmarks/bench_engines.py            # every size (about 10 minutes)
@@ -35,7 +36,7 @@ from toolcommit.model.knobs import preset
 from toolcommit.model.semantics import build
 
 sys.path.insert(0, str(Path(__file__).parent))
-from promela import spin_run  # noqa: E402
+from spin import spin_run  # noqa: E402
 
 SIZES = [
     ("S1 default", {}),

@@ -31,7 +31,7 @@ from toolcommit.spec import environments, protocol
 from .errors import UsageError
 from .instance import Instance
 from . import timing
-from .knobs import Config
+from .knobs import Config, parse_settings, preset
 from .values import ENV_FAULTS
 
 IDEAL = "ideal"
@@ -120,6 +120,18 @@ def configure(config: Config, name: str) -> Config:
     times = {**config.timing, **{k: v for k, v in p.timing.items() if k not in config.changed}}
     return replace(config, assumptions={**config.assumptions, **p.assumptions}, env=name,
                    timing=times)
+
+
+def from_label(label: str) -> Config:
+    """The config a `Config.label()` names, e.g. `naive+on_unknown=reconcile@stripe`: the
+    preset, in the environment after the `@`, with the `+` changes.
+
+    >>> from_label("naive+on_unknown=reconcile@stripe").label()
+    'naive+on_unknown=reconcile@stripe'
+    """
+    label, _, env = label.partition("@")
+    name, *changes = label.split("+")
+    return configure(preset(name), env or "ideal").with_knobs(parse_settings(changes))
 
 
 def instance_in(inst: Instance, name: str) -> Instance:

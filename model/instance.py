@@ -149,6 +149,28 @@ def instance(name: str) -> Instance:
                     i.get("class", ""))
 
 
+def personalities() -> tuple[str, dict]:
+    """P5's base instance and its model personalities (name -> proposal names), from
+    `spec/instances.json`."""
+    raw = instances()["personalities"]
+    return raw["base"], raw["variants"]
+
+
+def personality(name: str) -> Instance:
+    """P5's base instance with the proposals of personality `name` (named
+    `<base>/<personality>`; `environment.instance_in` puts it in an environment).
+
+    >>> base, variants = personalities()
+    >>> personality(next(iter(variants))).name.startswith(base + "/")
+    True
+    """
+    base, variants = personalities()
+    if name not in variants:
+        raise UsageError(f"unknown personality {name!r}; valid: {', '.join(variants)}")
+    return replace(instance(base), name=f"{base}/{name}",
+                   proposals=tuple(proposal(p) for p in variants[name]))
+
+
 def parse_bounds(text: str | None) -> dict[str, int]:
     """Parse `--bounds workers=3,crashes=2`; names and values are checked (`check_bound`)."""
     out: dict[str, int] = {}

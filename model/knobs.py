@@ -180,11 +180,3 @@ def parse_settings(items) -> dict[str, str]:
             raise UsageError(f"--set takes knob=option, got {item!r}")
         out[name.strip()] = value.strip()
     return out
-
-
-def from_label(label: str) -> Config:
-    """The config a `Config.label()` names, e.g. `naive+on_unknown=reconcile@stripe`."""
-    from .environment import configure
-    label, _, env = label.partition("@")
-    name, *changes = label.split("+")
-    return configure(preset(name), env or "ideal").with_knobs(parse_settings(changes))

@@ -28,7 +28,9 @@ from toolcommit.checker.design.question import Limits
 from toolcommit.checker.design.schema import builtin_names, load_question
 from toolcommit.checker.render.answers import (counterexample_files, render_answer_json, render_answer_markdown,
                          render_answer_text)
-from toolcommit.checker.cli.check import Progress, add_env_option
+from toolcommit.checker.cli.check import add_env_option
+from toolcommit.checker.cli.terminal import Progress, width
+from toolcommit.checker.render.fit import fit, wrap_line
 from toolcommit.checker.cli.exits import EXIT
 from toolcommit.checker.output import write_atomic
 from toolcommit.checker.render.catalogue import write_question
@@ -43,7 +45,9 @@ def add_parser(sub):
     p.add_argument("question", nargs="?", metavar="QUESTION",
                    help="a built-in question (see --list) or a path to a question JSON file")
     p.add_argument("--list", action="store_true", help="list the built-in questions and exit")
-    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.add_argument("--format", choices=("text", "markdown", "json", "html"), default="text",
+                   help="html: one self-contained page, the grid as a coloured matrix whose "
+                   "cells link to their counterexamples, drawn as sequence diagrams")
     p.add_argument("--write", action="store_true",
                    help="store the counterexamples under --out/questions/<question>/")
     p.add_argument("--out", default="counterexamples", help="folder for --write (default: %(default)s)")
@@ -66,9 +70,8 @@ def add_parser(sub):
 
 def run(args) -> int:
     if args.list:
-        for name in builtin_names():
-            q = load_question(name)
-            print(f"{name:<20} {q.title}")
+        for name in builtin_names():       # each title wrapped under itself
+            print("\n".join(wrap_line(f"{name:<20} {load_question(name).title}", width(), 21)))
         return 0
     if not args.question:
         raise UsageError("ask needs a QUESTION: one of " + ", ".join(builtin_names())
@@ -100,11 +103,17 @@ def run(args) -> int:
                      inputs=(args.question,))
         print(f"wrote {target}", file=sys.stderr)
     links = {s: (folder / f"{s}.txt").as_posix() for s in stems}
-    render = {"text": render_answer_text, "markdown": render_answer_markdown,
-              "json": render_answer_json}[args.format]
-    sys.stdout.write(render(a, links))
-    if stems and not args.write and args.format == "text":
-        print(f"(counterexample files not written; add --write to store them under {folder})")
+    if args.format == "text":
+        out = render_answer_text(a, links, width())
+        if stems and not args.write:
+            out += fit(f"(counterexample files not written; add --write to store them under "
+                       f"{folder.as_posix()})\n", width())
+    elif args.format == "html":
+        from toolcommit.checker.render.html.ask import render_ask_html
+        out = render_ask_html(a, render_answer_json(a, links))
+    else:
+        out = {"markdown": render_answer_markdown, "json": render_answer_json}[args.format](a, links)
+    sys.stdout.write(out)
     return EXIT[a.status]   # HOLDS once answered (VIOLATED cells are part of the answer)
 
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from dataclasses import replace
 
 from toolcommit.model.environment import configure, names as env_names
@@ -14,6 +13,9 @@ from toolcommit.model.properties import all_names
 from toolcommit.checker.engines.base import Limits
 from toolcommit.checker.engines.portfolio import for_check
 from toolcommit.checker.cli.exits import EXIT
+from toolcommit.checker.cli.terminal import Progress, width
+from toolcommit.checker.machine import cores
+from toolcommit.checker.render.fit import DEFAULT, fit
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.render.suite import render_json, render_programs, render_suite_text
 from toolcommit.checker.verify.suite import reliance, resolve_instances, run_suite
@@ -37,6 +39,10 @@ def add_parser(sub):
                    "violated (same shortest counterexamples; the state counts are then of the "
                    "part searched, and the output says it stopped early; PROGRESS, which needs "
                    "the whole graph, keeps the search going)")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="explicit: search on N threads where the native engine answers (default: "
+                   f"the cores available, {cores()}); the states, counts, depths, verdicts and "
+                   "counterexamples are those of --jobs 1")
     p.add_argument("--engine", choices=("explicit", "smt", "random"), default="explicit",
                    help="explicit: exhaustive BFS (all properties); smt: bounded model checking "
                    "with z3 to --depth; random: seeded simulation (invariants only for smt and random)")
@@ -44,8 +50,9 @@ def add_parser(sub):
     p.add_argument("--runs", type=int, default=1000, help="random: number of runs (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="random: seed (default: %(default)s)")
     p.add_argument("--max-steps", type=int, default=60, help="random: steps per run (default: %(default)s)")
-    p.add_argument("--format", choices=("text", "json", "python"), default="text",
-                   help="python: each counterexample as a pytest test that replays it")
+    p.add_argument("--format", choices=("text", "json", "python", "html"), default="text",
+                   help="python: each counterexample as a pytest test that replays it; html: one "
+                   "self-contained page, each counterexample a sequence diagram")
     p.add_argument("--explain", choices=("first", "all", "none"), default="first",
                    help="which counterexamples to explain in full (text format)")
     p.add_argument("--write", action="store_true",
@@ -118,53 +125,47 @@ def design_config(args):
     return config_for(design, env).with_knobs(parse_settings(args.set))
 
 
-class Progress:
-    """A progress line on stderr for runs longer than two seconds."""
-
-    def __init__(self, stream=sys.stderr):
-        self.stream, self.t0, self.shown = stream, time.perf_counter(), False
-
-    def __call__(self, tick, info=None) -> None:
-        if time.perf_counter() - self.t0 < 2:
-            return
-        if info is None:   # a Tick; (name, info dict) is the design runner's older shape
-            name, info = tick.phase, {"states": tick.states, "depth": tick.depth,
-                                      "seconds": tick.seconds}
-        else:
-            name = tick
-        rate = info["states"] / max(info["seconds"], 1e-9)
-        end = "\r" if self.stream.isatty() else "\n"
-        self.stream.write(f"  [{name}] {info['states']:,} states, depth {info['depth']}, "
-                          f"{rate:,.0f} states/s, {info['seconds']:.0f}s{end}")
-        self.stream.flush()
-        self.shown = True
-
-    def close(self) -> None:
-        if self.shown and self.stream.isatty():
-            self.stream.write("\n")
-
-
 def run(args) -> int:
     config = config_from(args)
-    engine = for_check(args.engine, args.depth, args.runs, args.seed, args.max_steps)
+    if args.jobs is not None and args.engine != "explicit":
+        raise UsageError(f"--jobs is for --engine explicit (the {args.engine} engine runs on one core)")
+    jobs = cores() if args.jobs is None else args.jobs
+    engine = for_check(args.engine, args.depth, args.runs, args.seed, args.max_steps, jobs)
     limits = Limits(args.max_states, args.timeout, args.first)
     insts = resolve_instances(args.instance, bounds_from(args), config.env)
     progress = Progress()
     suite = run_suite(config, insts, args.property, limits, progress, engine)
-    progress.close()
     if args.write:
         from toolcommit.checker.render.catalogue import write_catalogue
         where = write_catalogue(args.out, suite)
         print(f"wrote {where}", file=sys.stderr)
     if suite.status is Status.HOLDS and args.engine == "explicit" and not args.max_states \
             and not args.timeout:
-        suite = replace(suite, reliance=reliance(config, insts, suite.props))
-    out = {"json": render_json, "python": render_programs}.get(
-        args.format, lambda s: render_suite_text(s, args.explain))(suite)
-    if config.label() == "seed" and args.format in ("text", "json") and args.engine == "explicit":
-        out = _with_fixture(out, args.format)
-    sys.stdout.write(out)
+        progress.show("  [reliance] judging the verdicts without each environment assumption")
+        suite = replace(suite, reliance=reliance(config, insts, suite.props, engine))
+    progress.close()
+    sys.stdout.write(_render(suite, args, config.label() == "seed" and args.engine == "explicit"))
     return EXIT[suite.status]
+
+
+def _render(suite, args, fixture: bool) -> str:
+    """The report in --format (text fitted to the terminal's width); the seed preset's
+    with the article's fixture itself. HTML embeds the JSON report whole."""
+    if args.format == "python":
+        return render_programs(suite)
+    if args.format in ("json", "html"):
+        out = render_json(suite)
+        out = _with_fixture(out, "json") if fixture else out
+        if args.format == "html":
+            from toolcommit.checker.render.html.check import render_check_html
+            return render_check_html(suite, out, _text(suite, "none", DEFAULT, fixture))
+        return out
+    return _text(suite, args.explain, width(), fixture)
+
+
+def _text(suite, explain: str, w: int, fixture: bool) -> str:
+    out = render_suite_text(suite, explain, w)
+    return fit(_with_fixture(out, "text"), w) if fixture else out
 
 
 def _with_fixture(out: str, fmt: str) -> str:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
 from toolcommit.model.errors import UsageError
 from toolcommit.model.instance import instance_names
 from toolcommit.model.knobs import parse_settings
 
 from toolcommit.checker.cli.check import add_env_option
+from toolcommit.checker.cli.terminal import Progress, width
 from toolcommit.checker.design.file import document
 from toolcommit.checker.design.synthesis import DEFAULT_PROPS, preferred, synthesize
 from toolcommit.checker.engines.base import Limits
@@ -46,7 +46,9 @@ def add_parser(sub):
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="change an environment assumption or timing number of the profile "
                    "(repeatable), e.g. delay_bound=48h: what if the delay outlived the key?")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--format", choices=("text", "json", "html"), default="text",
+                   help="html: one self-contained page, the design table with each "
+                   "departure's counterexample as a sequence diagram")
     p.add_argument("--write", metavar="FILE",
                    help="store the design to build first (the first minimal design that needs no human "
                    "at the approval gate) as a design file, "
@@ -56,22 +58,6 @@ def add_parser(sub):
     return p
 
 
-class _Progress:
-    """One line on stderr every few seconds once the search has run for two."""
-
-    def __init__(self):
-        self.t0 = self.last = time.perf_counter()
-        self.n = 0
-
-    def __call__(self, design, instance, seconds) -> None:
-        self.n += 1
-        now = time.perf_counter()
-        if now - self.t0 >= 2 and now - self.last >= 3:
-            self.last = now
-            sys.stderr.write(f"  [design] {self.n} instance checks, {now - self.t0:.0f}s\n")
-            sys.stderr.flush()
-
-
 def run(args) -> int:
     if args.max_states < 0:
         raise UsageError(f"--max-states {args.max_states}: give 0 (no limit) or a positive number")
@@ -79,8 +65,10 @@ def run(args) -> int:
         raise UsageError(f"--timeout must be a number of seconds >= 0 (0: no limit), not {args.timeout:g}")
     names = list(dict.fromkeys(args.instance or suite_names()))
     Limits(args.max_states, args.timeout)    # both range-checked before any search
+    progress = Progress()
     s = synthesize(args.env, names, args.property, Limits(args.max_states, 0.0), args.timeout,
-                   _Progress(), parse_settings(args.set))
+                   progress.design, parse_settings(args.set))
+    progress.close()
     if args.write and s.status is Status.HOLDS:
         lv = s.chosen
         write_atomic(args.write, json.dumps(document(s, lv, preferred(lv)), indent=2) + "\n")
@@ -88,6 +76,12 @@ def run(args) -> int:
     elif args.write:
         print(f"toolcommit design: nothing written to {args.write}: no design was confirmed",
               file=sys.stderr)
-    out = render_json(s) if args.format == "json" else render_text(s, args.explain == "all")
+    if args.format == "text":
+        out = render_text(s, args.explain == "all", width())
+    else:
+        out = render_json(s)
+        if args.format == "html":
+            from toolcommit.checker.render.html.design import render_design_html
+            out = render_design_html(s, out)
     sys.stdout.write(out)
     return {Status.HOLDS: 0, Status.VIOLATED: 1, Status.UNKNOWN: 3}[s.status]

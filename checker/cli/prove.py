@@ -17,6 +17,7 @@ from toolcommit.model.errors import UsageError
 from toolcommit.model.properties import state_predicates
 from toolcommit.checker.cli.check import bounds_from
 from toolcommit.checker.cli.exits import EXIT
+from toolcommit.checker.cli.terminal import Progress, width
 from toolcommit.checker.engines.base import Limits, Tick
 from toolcommit.checker.engines.portfolio import for_prove
 from toolcommit.checker.engines.smt.induction import METHODS
@@ -54,19 +55,6 @@ def add_parser(sub):
     return p
 
 
-class _Progress:
-    """One line per step on stderr once a run has taken more than two seconds."""
-
-    def __init__(self, stream=None):
-        self.stream, self.t0 = stream, time.perf_counter()
-
-    def __call__(self, tick: Tick) -> None:
-        if time.perf_counter() - self.t0 >= 2:
-            stream = self.stream or sys.stderr  # looked up now: tests swap sys.stderr
-            stream.write(f"  [{tick.phase}] step {tick.depth}, {tick.seconds:.1f}s\n")
-            stream.flush()
-
-
 def run(args) -> int:
     props = list(dict.fromkeys(args.property or INVARIANTS))
     bad = [p for p in props if p not in INVARIANTS]
@@ -81,10 +69,19 @@ def run(args) -> int:
     inst = instance_in(instance(names_[0]), config.env).with_bounds(bounds_from(args))
     system = build(config, inst)
     t0 = time.perf_counter()
-    verdicts = engine.run(system, props, limits, _Progress()).verdicts
+    progress = Progress()
+    verdicts = engine.run(system, props, limits, _steps(progress)).verdicts
+    progress.close()
     seconds = time.perf_counter() - t0
     if args.format == "json":
         sys.stdout.write(render_proof_json(config, inst, args.method, args.max_k, verdicts, seconds))
     else:
-        sys.stdout.write(render_proof_text(config, inst, args.method, verdicts, seconds))
+        sys.stdout.write(render_proof_text(config, inst, args.method, verdicts, seconds, width()))
     return EXIT[overall(verdicts)]
+
+
+def _steps(progress: Progress):
+    """The prover's ticks (a phase and the step it reached) as progress lines."""
+    def tick(t: Tick) -> None:
+        progress.show(f"  [{t.phase}] step {t.depth}, {progress.elapsed():.0f}s")
+    return tick

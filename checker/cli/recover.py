@@ -32,9 +32,9 @@ def add_parser(sub):
 
 
 def _open(args):
-    from toolcommit.runtime import IntentLog
-    from toolcommit.runtime.design import load
-    from toolcommit.runtime.store import SqliteStore
+    from toolcommit.checker.runtime import IntentLog
+    from toolcommit.checker.runtime.design import load
+    from toolcommit.checker.runtime.store import SqliteStore
 
     if not os.path.isfile(args.db):
         raise UsageError(f"{args.db}: no such file; give the intent log's SQLite file")
@@ -48,8 +48,8 @@ def _open(args):
 
 
 def run(args) -> int:
-    from toolcommit.runtime import recover_settle
-    from toolcommit.runtime.store import OPEN_STATES
+    from toolcommit.checker.runtime import recover_settle
+    from toolcommit.checker.runtime.store import OPEN_STATES
 
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())

@@ -5,7 +5,8 @@ import sys
 
 from toolcommit.spec import protocol
 
-from toolcommit.checker.render.spec import RENDER, render_envs
+from toolcommit.checker.cli.terminal import width
+from toolcommit.checker.render.spec import RENDER, render_envs, render_text
 
 
 def add_parser(sub):
@@ -27,7 +28,9 @@ def _lifecycles(which: str):
 
 def run(args) -> int:
     if args.envs:
-        sys.stdout.write(render_envs("json" if args.format == "json" else "text"))
+        sys.stdout.write(render_envs("json" if args.format == "json" else "text", width()))
         return 0
-    sys.stdout.write(RENDER[args.format](_lifecycles(args.lifecycle)))
+    lifecycles = _lifecycles(args.lifecycle)
+    sys.stdout.write(render_text(lifecycles, width()) if args.format == "text"
+                     else RENDER[args.format](lifecycles))
     return 0

@@ -13,7 +13,9 @@ import sys
 
 from toolcommit.model.errors import UsageError
 
+from toolcommit.checker.cli.terminal import Progress, width
 from toolcommit.checker.interrupts import Interrupts
+from toolcommit.checker.render.fit import fit
 from toolcommit.checker.torture.profiles import ENVIRONMENTS, PROFILES
 
 MAX_RUNS = 100_000
@@ -61,7 +63,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--keep", metavar="DIR", help="keep the log of every run that is not clean")
     p.add_argument("--keep-going", action="store_true",
                    help="run every seed instead of stopping at the first run that is not clean")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress dots on stderr")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress line on stderr (there is one only when stderr is a "
+                   "terminal and the campaign has run two seconds)")
     return p
 
 
@@ -87,7 +91,7 @@ def _check(args) -> None:
             raise UsageError(f"--keep {args.keep}: {e.strerror}; choose a folder you can "
                              "write") from None
     if args.store == "postgres":
-        from toolcommit.runtime.store import PostgresStore
+        from toolcommit.checker.runtime.store import PostgresStore
         PostgresStore(args.dsn, "tc_probe").close()   # fails here, in one line, if unusable
 
 
@@ -95,10 +99,8 @@ def run(args) -> int:
     _check(args)
     from toolcommit.checker.torture.campaign import render, torture
 
-    def dot(r) -> None:
-        if not args.quiet:
-            sys.stderr.write("." if r.clean else "x")
-            sys.stderr.flush()
+    progress = Progress()
+    dot = (lambda r: None) if args.quiet else progress.run
     with Interrupts():     # a signal unwinds the runs' cleanups, then takes its effect
         if args.itf:
             from toolcommit.checker.torture.itf import replay
@@ -109,7 +111,6 @@ def run(args) -> int:
                                args.env or args.profile or "fenced",
                                args.store, args.dsn, args.workers, args.jobs, args.keep,
                                args.keep_going, dot)
-    if not args.quiet:
-        sys.stderr.write("\n")
-    sys.stdout.write(render(campaign))
+    progress.close()
+    sys.stdout.write(fit(render(campaign), width()))
     return campaign.exit_code

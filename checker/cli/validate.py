@@ -10,20 +10,16 @@ cluster with ``--engine dask`` (`toolcommit.checker.logs.cluster`): the same rep
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
-from itertools import islice
 from pathlib import Path
 
 from toolcommit.model.errors import InputError, UsageError
 
 from toolcommit.checker.cli import validate_from
 from toolcommit.checker.logs import lane, pool
-from toolcommit.checker.logs.conformance import Conformance, EventError
-from toolcommit.checker.logs.merge import focus_message
-from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES, check_paths, read_batches
+from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES, check_paths
 from toolcommit.checker.logs.report import LogVerdict, Report, count
-from toolcommit.checker.logs.typed import from_dict
+from toolcommit.checker.logs.validate import validate
 from toolcommit.checker.output import refuse_inputs, write_atomic
 from toolcommit.checker.render.findings import RENDERERS
 
@@ -39,8 +35,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "never trusted. Exit 0 CONFORMS, 1 VIOLATES, 3 INCONCLUSIVE, 2 bad input.")
     p.add_argument("logs", nargs="+", metavar="LOG",
                    help="log files (plain or gzip; '-' reads stdin); one writer may span files")
-    p.add_argument("--format", choices=sorted(RENDERERS), default="text",
-                   help="text (explanations), json, or mermaid (sequence diagrams)")
+    p.add_argument("--format", choices=sorted([*RENDERERS, "html"]), default="text",
+                   help="text (explanations), json, mermaid (sequence diagrams), or html (one "
+                   "self-contained page: a timeline per writer, each event with its file:line)")
     p.add_argument("--max-line-bytes", type=int, default=None, metavar="N",
                    help=f"reject longer lines (default {DEFAULT_MAX_LINE_BYTES}; with --from, "
                    "no limit unless given)")
@@ -63,54 +60,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    "default: a cluster on this machine's loopback for the run")
     validate_from.add_arguments(p)
     return p
-
-
-def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdin=None,
-             complete_effects: bool = False, jobs: int = 1, engine: str = "local",
-             scheduler=None, joined=None) -> Report:
-    """Read and check `paths`; raise `InputError` on unusable input. `complete_effects`:
-    the effect lines are the provider's whole ledger (see `Conformance`). With `jobs` > 1
-    and logs worth it (`pool.worth_sharding`), in `jobs` processes sharded by key; with
-    `engine` "dask", in `jobs` shards on a Dask cluster (`scheduler`'s, or a local one):
-    the same report. `joined`: (ledger files, effect events as `calls.Placed`) to check
-    after the logs, in this process (`adapters.intentlog.join`)."""
-    check_paths(paths, max_line_bytes)
-    if not 1 <= jobs <= pool.MAX_JOBS:
-        raise UsageError(f"--jobs {jobs}: use 1 to {pool.MAX_JOBS} (1 checks in this process)")
-    if scheduler and engine != "dask":
-        raise UsageError("--scheduler is for --engine dask")
-    if engine == "dask":
-        if "-" in paths:
-            raise UsageError("--engine dask reads files, not stdin ('-'); save the log to a "
-                             "file every worker can open")
-        from toolcommit.checker.logs import cluster
-        return cluster.check(paths, max_line_bytes, focus, jobs, scheduler,
-                             complete_effects=complete_effects)
-    if joined is None and pool.worth_sharding(paths, jobs):
-        return pool.check(paths, max_line_bytes, focus, jobs, complete_effects)
-    warnings: list[str] = []
-    ledgers, effects = joined or ((), ())
-    checker = Conformance([("<stdin>" if p == "-" else p) for p in paths] + list(ledgers),
-                          focus, complete_effects=complete_effects)
-    feed_batch = checker.feed_batch
-    collecting = gc.isenabled()
-    gc.disable()   # the core builds no reference cycles; collection would only cost time
-    try:
-        for fi, path in enumerate(paths):   # one generator per file: the hot loop is here
-            try:
-                for numbers, events in read_batches(
-                        path, max_line_bytes, stdin, warnings.append,
-                        on_cut=lambda line, fi=fi: checker.cut_off(fi, line)):
-                    feed_batch(numbers, events, fi)
-            except EventError as e:
-                raise InputError(str(e), path, e.line) from None
-    finally:
-        if collecting:
-            gc.enable()
-    for p in effects:
-        checker.feed(from_dict(p.event), p.file_index, p.line)
-    _check_focus(focus, checker.keys)
-    return checker.finish(warnings)
 
 
 def _hinted(e: InputError, logs) -> InputError:
@@ -140,13 +89,6 @@ def _join_ledgers(args):
     limit = DEFAULT_MAX_LINE_BYTES if args.max_line_bytes is None else args.max_line_bytes
     check_paths(args.logs, limit)
     return intentlog.join(args.logs, args.ledger, limit)
-
-
-def _check_focus(focus, keys) -> None:
-    """Refuse a --key the log does not name, listing some it does."""
-    missing = [k for k in dict.fromkeys(focus) if k not in keys]
-    if missing:
-        raise UsageError(focus_message(missing, list(islice(keys, 5)), len(keys)))
 
 
 def run(args) -> int:
@@ -179,9 +121,11 @@ def run(args) -> int:
         report = Report(report.verdict, kept, report.warnings, report.stats, 0,
                         report.history, count(kept))
     code = EXIT_CODES[report.verdict]
-    text = RENDERERS[args.format](report, code)
+    fmt = validate_from.base_format(args.format)
+    text = RENDERERS[fmt](report, code)
     if joined is not None:
-        text = validate_from.with_ledger(text, args.format, args.ledger, joined)
+        text = validate_from.with_ledger(text, fmt, args.ledger, joined)
+    text = validate_from.finish(report, text, args)
     if args.output:
         write_atomic(args.output, text, inputs=args.logs)
     else:

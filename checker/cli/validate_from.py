@@ -90,6 +90,24 @@ def render(tr, fmt: str, code: int) -> str:
     return text + ("\n" if fmt == "text" else "") + "\n".join(out) + "\n"
 
 
+def base_format(fmt: str) -> str:
+    """The format the report is rendered in first: html is built from the JSON report."""
+    return "json" if fmt == "html" else fmt
+
+
+def finish(report, text: str, args) -> str:
+    """The rendered report as it is written: text fitted to the terminal's width (to
+    `fit.DEFAULT` in a file), or the HTML page around the JSON report `text`."""
+    if args.format == "html":
+        from toolcommit.checker.render.html.validate import render_validate_html
+        return render_validate_html(text)
+    if args.format == "text":
+        from toolcommit.checker.cli.terminal import width
+        from toolcommit.checker.render.fit import DEFAULT, fit
+        return fit(text, DEFAULT if args.output else width())
+    return text
+
+
 def with_ledger(text: str, fmt: str, ledgers, joined) -> str:
     """An intent log's report `text` followed by what the ledgers joined (`joined`: a
     `ledger.Joined`) and the notes on what they could not."""
@@ -138,7 +156,7 @@ def run(args) -> int:
         write_atomic(args.emit, "".join(json.dumps(p.event, separators=(",", ":")) + "\n"
                                         for p in tr.events), inputs=inputs)
     code = EXIT[tr.report.verdict.value]
-    text = render(tr, args.format, code)
+    text = finish(tr.report, render(tr, base_format(args.format), code), args)
     if args.output:
         write_atomic(args.output, text, inputs=inputs)
     else:

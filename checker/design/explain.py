@@ -1,10 +1,12 @@
 """A question's answer in words: findings as paragraphs that cite counterexamples as [n].
 
 `footnotes` numbers the VIOLATED cells, `ordering` puts a counterexample on one line,
-`describe` names a set of columns ("when provider_idempotent=no"), and `explain` writes
-the answer: per row for a sweep (which option holds where), per claim when the question
-records what an article claims (`expect`). Pure: it reads an `Answer` and returns text
-as data (a list of paragraphs) for the renderers in `toolcommit.checker.render.answers`.
+`describe` names a set of columns ("when provider_idempotent=no"), `recommendation` is the
+one sentence an answer opens with (the option to choose, as an instruction, and where it
+holds), and `explain` writes the answer: per row for a sweep (which option holds where),
+per claim when the question records what an article claims (`expect`). The paragraphs
+cite counterexamples by number; their steps are the renderers' (`ordering`). Pure: it
+reads an `Answer` and returns text as data for `toolcommit.checker.render.answers`.
 """
 from __future__ import annotations
 
@@ -16,8 +18,9 @@ from toolcommit.model.scenario import SCENARIO
 from toolcommit.checker.engines.trace import Counterexample
 from toolcommit.checker.engines.verdict import Status
 
+from .advice import act
 from .grid import Answer, Cell
-from .question import Question
+from .question import Question, Variant
 
 
 def footnotes(a: Answer) -> dict:
@@ -25,14 +28,20 @@ def footnotes(a: Answer) -> dict:
     return {(c.row, c.column): i for i, c in enumerate(a.violated_cells(), start=1)}
 
 
-def ordering(cx: Counterexample) -> str:
-    """A counterexample's steps on one line (scenario markers and call ids left out)."""
+def ordering_steps(cx: Counterexample) -> list[str]:
+    """A counterexample's steps as `action(param=value, ...)` (scenario markers and call ids
+    left out)."""
     out = []
     for st in cx.steps[1:]:
         params = {k: v for k, v in st.params.items() if k != SCENARIO
                   and not (k == "call" and "proposal" in st.params)}
         out.append(f"{st.action}({', '.join(f'{k}={v}' for k, v in params.items())})")
-    return " -> ".join(out)
+    return out
+
+
+def ordering(cx: Counterexample) -> str:
+    """A counterexample's steps on one line (see `ordering_steps`)."""
+    return " -> ".join(ordering_steps(cx))
 
 
 def _assumption_columns(q: Question) -> bool:
@@ -106,20 +115,20 @@ def _explain_sweep(a: Answer) -> list[str]:
         for p in dict.fromkeys(v.property for c in bad for v in c.violated):
             cols = tuple(c.column for c in bad if any(v.property == p for v in c.violated))
             groups.setdefault(cols, []).append(p)
-        parts, cited = [], []
+        parts = []
         for cols, props in groups.items():
             inside = [c for c in bad if c.column in cols]
             cite = next((c for c in inside if c.headline.property in props), inside[0])
-            parts.append(f"{', '.join(props)} {'break' if len(props) > 1 else 'breaks'} "
-                         f"{describe(q, list(cols))} [{notes[(cite.row, cite.column)]}]")
-            if all(cite is not x for x in cited):
-                cited.append(cite)
+            where = "" if len(groups) == 1 else f" {describe(q, list(cols))}"   # said once
+            n = notes[(cite.row, cite.column)]
+            # a cell's stored trace is of its headline property: never cite it for another
+            ref = f"[{n}]" if cite.headline.property in props else \
+                f"(in cell [{n}], whose trace shows {cite.headline.property})"
+            parts.append(f"{', '.join(props)} {'break' if len(props) > 1 else 'breaks'}"
+                         f"{where} {ref}")
         text = ""
         if bad:
             text = f"{r.name} is VIOLATED {describe(q, [c.column for c in bad])}: " + "; ".join(parts) + "."
-        for c in cited:
-            text += (f" [{notes[(c.row, c.column)]}] {c.headline.property} in "
-                     f"{c.headline.counterexample.length} steps: {ordering(c.headline.counterexample)}.")
         if unknown:
             text += (" UNKNOWN " if text else f"{r.name} is UNKNOWN ") + \
                 f"{describe(q, [c.column for c in unknown])}: {_unknown_reason(unknown[0])}."
@@ -224,9 +233,7 @@ def _explain_claims(a: Answer) -> list[str]:
                 if not c.agrees:
                     disagree.append(f"{r.name} / {col.name}")
             text = f"{head}: article: {claim}; engines: {got}{verdict}."
-            if c.agrees is False and c.status is Status.VIOLATED:
-                text += f" The ordering: {ordering(c.headline.counterexample)}."
-            elif c.agrees is False and c.status is Status.HOLDS:
+            if c.agrees is False and c.status is Status.HOLDS:
                 text += (f" No interleaving of instance {c.instance.name} (bounds: "
                          f"{', '.join(f'{k}={v}' for k, v in c.instance.bounds().items() if v)}) breaks "
                          f"any of {', '.join(c.properties)}.")
@@ -241,3 +248,85 @@ def _explain_claims(a: Answer) -> list[str]:
     summary = f"The engines agree with the article on {agree} of {total} judged claims"
     summary += (". They disagree on: " + "; ".join(disagree) + ".") if disagree else "."
     return paras + [summary]
+
+
+# ----- the one sentence ---------------------------------------------------------------------
+def _do(r: Variant) -> str:
+    """A row as an instruction: the `act` words of the knobs it sets, with the settings;
+    else its name, with its meaning."""
+    words = " and ".join(x for x in (act(k, v) for k, v in r.set.items()) if x)
+    if words:
+        return f"{words} ({', '.join(f'{k}={v}' for k, v in r.set.items())})"
+    return f"{r.name} ({r.meaning})" if r.meaning else r.name
+
+
+def _judged(a: Answer, r: Variant) -> list[Cell]:
+    return [a.cell(r.name, c.name) for c in a.question.columns if a.cell(r.name, c.name).judged]
+
+
+def recommendation(a: Answer) -> str:
+    """The sentence an answer opens with: what to choose in the question's environment, and
+    where it holds (or that nothing does), from the same verdicts as `explain`."""
+    q = a.question
+    head = f"Recommendation for {q.env}: "
+    tail = " (UNKNOWN cells leave it open)." if a.status is Status.UNKNOWN else "."
+    if any(c.expect for c in a.cells.values()):
+        return head + _claims_choice(a) + tail
+    every = describe(q, [c.name for c in q.columns])
+    rows = [r for r in q.rows if _judged(a, r)]
+    right = [r for r in rows if all(c.status is Status.HOLDS for c in _judged(a, r))]
+    if right:
+        return head + " or ".join(_do(r) for r in right) + \
+            f": {'it holds' if len(right) == 1 else 'each holds'} {every}" + tail
+    kept = _outcome_right(a)
+    if kept:
+        best = min((r for r in rows if r.name in kept[0]), key=lambda r: len(_broken(a, r)))
+        outs = ", ".join(p for p in outcomes() if p in q.properties)
+        return (head + f"{_do(best)}: it keeps the outcome ({outs}) {every}; what breaks is the "
+                f"mechanism ({', '.join(_broken(a, best))}), not the effect" + tail)
+    held = [(r, [c.column for c in _judged(a, r) if c.status is Status.HOLDS]) for r in rows]
+    held = [(r, cols) for r, cols in held if cols]
+    if held:
+        r, cols = max(held, key=lambda x: len(x[1]))
+        return (head + f"{_do(r)}, which holds only {describe(q, cols)}; no option holds in "
+                "the other cells (their counterexamples below show why)" + tail)
+    return head + ("none of the options holds; each cell's counterexample below shows why"
+                   + _see(q)) + tail
+
+
+def _broken(a: Answer, r: Variant) -> list[str]:
+    return list(dict.fromkeys(v.property for c in _judged(a, r) for v in c.violated))
+
+
+def _claims_choice(a: Answer) -> str:
+    """For a question of an article's claims: the design that holds throughout (a column
+    when the rows are situations, each with its instance; else a row judged in more than one
+    cell), and how many claims the engines confirm."""
+    q = a.question
+    claims = [c for c in a.cells.values() if c.judged and c.agrees is not None]
+    agree = f"the engines agree with the article on {sum(c.agrees for c in claims)} of " \
+            f"{len(claims)} judged claims"
+    if all(r.instance is not None for r in q.rows):
+        def holding(col):
+            cells = [a.cell(r.name, col.name) for r in q.rows if a.cell(r.name, col.name).judged]
+            return sum(c.status is Status.HOLDS for c in cells), len(cells)
+        col = max(q.columns, key=lambda c: holding(c)[0])
+        k, n = holding(col)
+        name = f'"{col.name}"' + (f" ({col.meaning})" if col.meaning else "")
+        if n and k == n:
+            return f"build what {name} describes: it holds in every row; {agree}"
+        if k:
+            return f"no column holds in every row: {name} holds in {k} of {n}; {agree}{_see(q)}"
+        return f"no column holds in any row; {agree}{_see(q)}"
+    rows = [r for r in q.rows if len(_judged(a, r)) > 1
+            and all(c.status is Status.HOLDS for c in _judged(a, r))]
+    if rows:
+        return " or ".join(_do(r) for r in rows) + \
+            f": {'it holds' if len(rows) == 1 else 'each holds'} in every situation judged; {agree}"
+    return f"no design in the table holds in every situation judged; {agree}{_see(q)}"
+
+
+def _see(q: Question) -> str:
+    """Where to look when nothing in the question holds in its environment."""
+    return "" if q.env == "ideal" else \
+        f" (`toolcommit design --env {q.env}` searches for what does)"

@@ -61,7 +61,15 @@ def in_profile(q: Question) -> Question:
 
 
 def _cells(q: Question, progress: Optional[Callable]) -> dict:
-    return {(r.name, c.name): run_cell(q, r, c, progress) for r in q.rows for c in q.columns}
+    """Every cell judged; `progress` also hears of each cell done (as "k of n cells")."""
+    out, n = {}, len(q.rows) * len(q.columns)
+    for r in q.rows:
+        for c in q.columns:
+            cell = out[(r.name, c.name)] = run_cell(q, r, c, progress)
+            if progress:
+                progress(f"{q.name}: {len(out)} of {n} cells", {"states": cell.states,
+                                                                 "depth": 0, "seconds": 0.0})
+    return out
 
 
 def run_cell(q: Question, r: Variant, c: Variant, progress: Optional[Callable] = None) -> Cell:

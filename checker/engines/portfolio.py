@@ -89,10 +89,13 @@ class Portfolio:
 
 
 def for_check(engine: str = "explicit", depth: int = 15, runs: int = 1000, seed: int = 0,
-              max_steps: int = 60) -> Engine:
-    """The engine `check --engine NAME` uses (no fallback: the user chose it)."""
+              max_steps: int = 60, jobs: int = 1) -> Engine:
+    """The engine `check --engine NAME` uses (no fallback: the user chose it); the explicit
+    one searches on `jobs` threads."""
+    if not isinstance(jobs, int) or jobs < 1:
+        raise UsageError(f"--jobs {jobs}: use at least 1 (1 searches on one core)")
     if engine == "explicit":
-        return Explicit()
+        return Explicit(jobs=jobs)
     if engine == "smt":
         from .smt.bmc import Bmc
         return Bmc(depth)

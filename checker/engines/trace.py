@@ -176,14 +176,12 @@ def replay_program(config_label: str, instance_name: str, steps, wipe: bool = Fa
     instance in the label's environment, with `bounds` when given) and return the final
     state; raises InternalError if a step is not enabled. This is what a counterexample
     printed with `--format python` calls."""
-    from toolcommit.model.environment import instance_in
-    from toolcommit.model.instance import instance
-    from toolcommit.model.knobs import from_label
+    from toolcommit.model.environment import from_label, instance_in
+    from toolcommit.model.instance import instance, personality
     from toolcommit.model.semantics import build
     config = from_label(config_label)
     if "/" in instance_name:   # a model personality of P5: "<base>/<personality>"
-        from toolcommit.checker.verify.hyper import personality_instance
-        inst = personality_instance(instance_name.split("/", 1)[1], config.env)
+        inst = instance_in(personality(instance_name.split("/", 1)[1]), config.env)
     else:
         inst = instance_in(instance(instance_name), config.env)
     if bounds is not None:

@@ -60,24 +60,13 @@ from toolcommit.checker.logs import chains, intents, lane
 from toolcommit.checker.logs.findings import LINE_BITS, describe
 from toolcommit.checker.logs.intents import EventError
 from toolcommit.checker.logs.report import LogVerdict, Report, verdict_of
+from toolcommit.checker.logs.stages import STAGE
 from toolcommit.checker.logs.store import (CANCELLED, CODE, DEAD_LETTER, DISPATCHED, F_CANCELLED,
                                            F_RECORD, F_SEALED, F_TRANSITIONS, NEXT,
                                            RECONCILING, RECORDED, TERMINAL, Key, Store)
-from toolcommit.checker.logs.writers import Writer, note_crash, note_seq, report_gaps
+from toolcommit.checker.logs.writers import note_crash, note_seq, report_gaps
 
 __all__ = ["Conformance", "EventError", "LogVerdict", "Report", "check"]
-
-
-def _crash(st: Store, ev, w: Writer, loc: int) -> None:
-    note_crash(w, ev.seq, loc)
-
-
-def _restart(st: Store, ev, w: Writer, loc: int) -> None:
-    pass          # counted only: a restarted writer must read the log (P4 judges its moves)
-
-
-_STAGE = {"proposal": intents.proposal, "transition": chains.transition,
-          "effect": intents.effect, "crash": _crash, "restart": _restart}
 
 
 class Conformance(Store):
@@ -172,7 +161,7 @@ class Conformance(Store):
                     if to in TERMINAL:
                         chains.close(self, name, k)
                     return
-        _STAGE[t](self, ev, w, loc)
+        STAGE[t](self, ev, w, loc)
 
     def feed_batch(self, numbers: Sequence[int], events: list, file_index: int = 0) -> None:
         """`feed` each of `events` as line `numbers[i]`, by the native lane when it is

@@ -38,8 +38,8 @@ enum { I_KEY, I_EPOCH, I_LOC, I_SEQ, I_MORE, I_EKEYS, I_HINT, I_APPLIES, I_APPLY
        I_COMP, I_RECORDED, NI };
 static const char *INTENT_NAMES[NI] = {"key", "epoch", "loc", "seq", "more", "effect_keys",
     "hint", "applies", "apply_locs", "compensates", "recorded"};
-enum { W_BASE, W_NXT, W_HI_LOC, NW };
-static const char *WRITER_NAMES[NW] = {"base", "nxt", "hi_loc"};
+enum { W_BASE, W_NXT, W_HI_LOC, W_IDX, NW };
+static const char *WRITER_NAMES[NW] = {"base", "nxt", "hi_loc", "idx"};
 
 static PyTypeObject *ev_type[NEV], *key_type, *intent_type, *writer_type;
 static Py_ssize_t ev_off[NEV][NF];         /* -1: the event type has no such field */
@@ -977,6 +977,466 @@ done:
     return result;
 }
 
+/* ----- the line index: validate's pre-pass, and the shards' pick and feed (logs/index.py) ---
+ * scan_line finds, without decoding, a line's type, writer, seq and the name it is routed
+ * by (key, else an effect's idempotency_key), when they are plain: the line one JSON object,
+ * those fields once each, their strings without escapes (so their bytes are the decoded
+ * str's UTF-8), seq a plain integer. Anything else is not taken here: the Python side
+ * decodes that line (it may still be a fine line). Other fields are only skipped: the
+ * shard that owns the line decodes it in full, so a line this scan misreads is still
+ * refused, and that error, the log's first, is the report. */
+enum { SC_TYPE, SC_WRITER, SC_SEQ, SC_KEY, SC_IDEM };
+typedef struct {
+    const char *writer, *name;
+    Py_ssize_t wlen, nlen;
+    long long seq;
+    int type;
+} Scan;
+
+static inline const char *skip_ws(const char *p, const char *e)
+{
+    while (p < e && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')) p++;
+    return p;
+}
+
+/* the string at p (p[0] == '"') if plain: its content, and the position after it */
+static const char *plain_string(const char *p, const char *e, const char **s, Py_ssize_t *n)
+{
+    const char *q = ++p;
+    while (q < e && *q != '"') {
+        if (*q == '\\' || (unsigned char)*q < 0x20) return NULL;
+        q++;
+    }
+    if (q >= e) return NULL;
+    *s = p;
+    *n = q - p;
+    return q + 1;
+}
+
+static const char *skip_string(const char *p, const char *e)
+{
+    for (p++; p < e; p++) {
+        if (*p == '\\') { p++; continue; }
+        if (*p == '"') return p + 1;
+    }
+    return NULL;
+}
+
+/* past the JSON value at p (a string, number, literal, or a nested object or array) */
+static const char *skip_value(const char *p, const char *e)
+{
+    if (p >= e) return NULL;
+    if (*p == '"') return skip_string(p, e);
+    if (*p == '{' || *p == '[') {
+        int depth = 0;
+        while (p < e) {
+            char c = *p;
+            if (c == '"') {
+                p = skip_string(p, e);
+                if (p == NULL) return NULL;
+                continue;
+            }
+            if (c == '{' || c == '[') depth++;
+            else if ((c == '}' || c == ']') && --depth == 0) return p + 1;
+            p++;
+        }
+        return NULL;
+    }
+    const char *q = p;
+    while (q < e && *q != ',' && *q != '}' && *q != ' ' && *q != '\t' && *q != '\r') q++;
+    return q > p ? q : NULL;
+}
+
+static int field_of(const char *s, Py_ssize_t n)
+{
+    if (n == 4 && !memcmp(s, "type", 4)) return SC_TYPE;
+    if (n == 6 && !memcmp(s, "writer", 6)) return SC_WRITER;
+    if (n == 3 && !memcmp(s, "seq", 3)) return SC_SEQ;
+    if (n == 3 && !memcmp(s, "key", 3)) return SC_KEY;
+    if (n == 15 && !memcmp(s, "idempotency_key", 15)) return SC_IDEM;
+    return -1;
+}
+
+static int type_of(const char *s, Py_ssize_t n)
+{
+    static const char *names[NEV] = {"proposal", "transition", "effect", "crash", "restart"};
+    for (int t = 0; t < NEV; t++)
+        if ((Py_ssize_t)strlen(names[t]) == n && !memcmp(s, names[t], (size_t)n)) return t;
+    return -1;
+}
+
+/* 1 and *o filled when the line is plain (see above), else 0 */
+static int scan_line(const char *p, Py_ssize_t len, Scan *o)
+{
+    const char *e = p + len, *s, *key = NULL, *idem = NULL;
+    Py_ssize_t n, klen = 0, ilen = 0;
+    int have = 0;
+    o->type = -1;
+    p = skip_ws(p, e);
+    if (p >= e || *p != '{') return 0;
+    p = skip_ws(p + 1, e);
+    for (;;) {
+        if (p >= e || *p != '"' || (p = plain_string(p, e, &s, &n)) == NULL) return 0;
+        p = skip_ws(p, e);
+        if (p >= e || *p != ':') return 0;
+        p = skip_ws(p + 1, e);
+        int f = field_of(s, n);
+        if (f >= 0) {
+            if (have & (1 << f)) return 0;      /* twice: the decoder decides which */
+            have |= 1 << f;
+        }
+        if (f == SC_SEQ) {
+            long long v = 0;
+            const char *q = p;
+            while (q < e && *q >= '0' && *q <= '9' && q - p < 18) v = v * 10 + (*q++ - '0');
+            if (q == p || (*p == '0' && q - p > 1) || (q < e && ((*q >= '0' && *q <= '9')
+                || *q == '.' || *q == 'e' || *q == 'E'))) return 0;
+            o->seq = v;
+            p = q;
+        } else if (f >= 0) {
+            if (p < e && *p == 'n' && e - p >= 4 && !memcmp(p, "null", 4)
+                && (f == SC_KEY || f == SC_IDEM)) {
+                p += 4;                           /* a null name: as left out */
+            } else {
+                if (p >= e || *p != '"' || (p = plain_string(p, e, &s, &n)) == NULL) return 0;
+                if (f == SC_TYPE && (o->type = type_of(s, n)) < 0) return 0;
+                if (f == SC_WRITER) { o->writer = s; o->wlen = n; }
+                if (f == SC_KEY) { key = s; klen = n; }
+                if (f == SC_IDEM) { idem = s; ilen = n; }
+            }
+        } else if ((p = skip_value(p, e)) == NULL) {
+            return 0;
+        }
+        p = skip_ws(p, e);
+        if (p < e && *p == ',') { p = skip_ws(p + 1, e); continue; }
+        if (p < e && *p == '}') { p = skip_ws(p + 1, e); break; }
+        return 0;
+    }
+    if (p != e || !(have & (1 << SC_TYPE)) || !(have & (1 << SC_WRITER)) || !(have & (1 << SC_SEQ)))
+        return 0;
+    o->name = NULL;
+    o->nlen = 0;
+    if (o->type == EV_C || o->type == EV_R) return 1;
+    if (key != NULL) { o->name = key; o->nlen = klen; }
+    else if (o->type == EV_E && idem != NULL) { o->name = idem; o->nlen = ilen; }
+    return o->name != NULL;
+}
+
+/* kinds of an indexed line */
+enum { IX_NONE, IX_KEYED, IX_ALL };
+
+/* A few writers' names and Writer objects, looked at before the dict (most logs have few
+ * writers, which take turns); a miss goes to the dict. Reset by index(..., by_bytes) when
+ * the dict is another one. */
+#define WCACHE 64
+static struct { PyObject *name, *w; } wcache[WCACHE];
+static PyObject *wcache_dict;
+
+static void wcache_reset(PyObject *d)
+{
+    for (int i = 0; i < WCACHE; i++) { Py_CLEAR(wcache[i].name); Py_CLEAR(wcache[i].w); }
+    Py_XDECREF(wcache_dict);
+    Py_INCREF(d);
+    wcache_dict = d;
+}
+
+/* the Writer of name p[0:n] (a new reference), made by new_writer when new; NULL on error */
+static PyObject *writer_of_bytes(PyObject *by_bytes, PyObject *new_writer, const char *p,
+                                 Py_ssize_t n)
+{
+    uint32_t h = crc32_of((const unsigned char *)p, n) % WCACHE;
+    PyObject *c = wcache[h].name;
+    if (c != NULL && PyBytes_GET_SIZE(c) == n && !memcmp(PyBytes_AS_STRING(c), p, (size_t)n)) {
+        Py_INCREF(wcache[h].w);
+        return wcache[h].w;
+    }
+    PyObject *key = PyBytes_FromStringAndSize(p, n);
+    if (key == NULL) return NULL;
+    PyObject *w = PyDict_GetItemWithError(by_bytes, key);
+    if (w != NULL) Py_INCREF(w);
+    else if (!PyErr_Occurred()) w = PyObject_CallOneArg(new_writer, key);
+    if (w != NULL) {
+        Py_XSETREF(wcache[h].name, key);
+        Py_INCREF(w);
+        Py_XSETREF(wcache[h].w, w);
+    } else {
+        Py_DECREF(key);
+    }
+    return w;
+}
+
+/* index(buf, pos, first, fi, limit, by_bytes, new_writer, found, kind, widx, crc): the
+ * pre-pass over the complete lines of buf from byte pos (each ends with a newline), the
+ * first being number `first` of file fi: the writer stage once, for every shard (the
+ * writer's next seq, else `writers.note_seq` with `found`; its number, from the Writer
+ * objects `by_bytes` maps its name's bytes to, `new_writer(bytes)` making one), and per
+ * line its kind, its writer's index + 1 (0: a line to ignore) and its routing name's
+ * CRC-32, written at the line's number into the buffers. Returns (bytes taken, lines
+ * taken): it stops at a line it cannot take (not plain, too long, past the buffers, a
+ * location past 64 bits), which the Python side then takes. */
+static PyObject *py_index(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 11) { PyErr_SetString(PyExc_TypeError, "index(buf, pos, first, fi, limit, by_bytes, new_writer, found, kind, widx, crc)"); return NULL; }
+    PyObject *by_bytes = args[5], *new_writer = args[6], *found = args[7];
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    long long first = PyLong_AsLongLong(args[2]), fi = PyLong_AsLongLong(args[3]);
+    Py_ssize_t limit = PyLong_AsSsize_t(args[4]);
+    if (PyErr_Occurred()) return NULL;
+    if (!configured || !PyBytes_CheckExact(args[0]) || !PyDict_CheckExact(by_bytes)) {
+        PyErr_SetString(PyExc_TypeError, "index: after setup, buf bytes, by_bytes a dict");
+        return NULL;
+    }
+    if (wcache_dict != by_bytes) wcache_reset(by_bytes);
+    Py_buffer kb, wb, cb;
+    if (PyObject_GetBuffer(args[8], &kb, PyBUF_WRITABLE) < 0) return NULL;
+    if (PyObject_GetBuffer(args[9], &wb, PyBUF_WRITABLE) < 0) { PyBuffer_Release(&kb); return NULL; }
+    if (PyObject_GetBuffer(args[10], &cb, PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&kb); PyBuffer_Release(&wb); return NULL;
+    }
+    uint8_t *kind = kb.buf;
+    uint32_t *widx = wb.buf, *crc = cb.buf;
+    Py_ssize_t cap = kb.len;
+    if (wb.len / 4 < cap) cap = wb.len / 4;
+    if (cb.len / 4 < cap) cap = cb.len / 4;
+    const char *base_p = PyBytes_AS_STRING(args[0]), *end = base_p + PyBytes_GET_SIZE(args[0]);
+    const char *p = base_p + pos;
+    long long no = first;
+    int err = 0;
+    while (p < end) {
+        const char *q = memchr(p, '\n', (size_t)(end - p));
+        if (q == NULL) break;                   /* not a complete line: the caller's */
+        Py_ssize_t len = q - p, j;
+        if (no < 0 || no >= cap || fi < 0 || fi >= (1LL << 23) || no >= (1LL << LINE_BITS)
+            || len > limit) break;
+        for (j = 0; j < len && (p[j] == ' ' || (p[j] >= '\t' && p[j] <= '\r')); j++) ;
+        if (j == len) {                         /* blank (bytes.isspace): no event */
+            kind[no] = IX_NONE; widx[no] = 0; crc[no] = 0;
+            p = q + 1; no++;
+            continue;
+        }
+        Scan sc;
+        if (!scan_line(p, len, &sc)) break;
+        PyObject *w = writer_of_bytes(by_bytes, new_writer, sc.writer, sc.wlen);
+        if (w == NULL) { err = 1; break; }
+        uint64_t base;
+        int ok = 1, keep = 1;
+        long idx = Py_TYPE(w) == writer_type ? small(SLOT(w, w_off[W_IDX]), &ok) : (ok = 0);
+        long nxt = ok ? small(SLOT(w, w_off[W_NXT]), &ok) : -1;
+        if (!ok || idx < 0 || idx >= 0xFFFFFFFEL || !fits(SLOT(w, w_off[W_BASE]), U64, &base)) {
+            Py_DECREF(w);
+            break;                              /* unusual: Python's */
+        }
+        uint64_t loc = base | (uint64_t)fi << LINE_BITS | (uint64_t)no;
+        PyObject *lo = PyLong_FromUnsignedLongLong(loc);
+        if (lo == NULL) { Py_DECREF(w); err = 1; break; }
+        if (nxt == sc.seq) {                     /* the writer's next line */
+            PyObject *nx = PyLong_FromLongLong(sc.seq + 1);
+            if (nx == NULL) { Py_DECREF(lo); Py_DECREF(w); err = 1; break; }
+            put(w, w_off[W_NXT], nx);
+            put(w, w_off[W_HI_LOC], lo);
+        } else {                                 /* writers.note_seq decides */
+            PyObject *seq = PyLong_FromLongLong(sc.seq);
+            PyObject *r = seq ? call4(note_seq, w, seq, found, lo) : NULL;
+            keep = r ? PyObject_IsTrue(r) : -1;
+            Py_XDECREF(r); Py_XDECREF(seq); Py_DECREF(lo);
+        }
+        Py_DECREF(w);
+        if (keep < 0) { err = 1; break; }
+        kind[no] = sc.name ? IX_KEYED : IX_ALL;
+        widx[no] = keep ? (uint32_t)(idx + 1) : 0;
+        crc[no] = sc.name ? crc32_of((const unsigned char *)sc.name, sc.nlen) : 0;
+        p = q + 1;
+        no++;
+    }
+    PyBuffer_Release(&kb); PyBuffer_Release(&wb); PyBuffer_Release(&cb);
+    if (err) return NULL;
+    return Py_BuildValue("(nL)", (Py_ssize_t)(p - base_p) - pos, no - first);
+}
+
+static PyObject *py_index_done(PyObject *self, PyObject *unused)
+{
+    wcache_reset(Py_None);      /* let the writers go */
+    Py_CLEAR(wcache_dict);
+    Py_RETURN_NONE;
+}
+
+/* pick(buf, pos, end, first, lines, kind, crc, me, shards, owned): of the lines of buf
+ * from byte pos (each ends with a newline, but one ending at `end`, the end of the file's
+ * last line), at most `lines`, the first being number `first`, those a shard decodes: its
+ * keyed lines (CRC-32 modulo the shards is `me`, or, for the fixup, in the set `owned` of
+ * CRC-32s) and every crash or restart line. Returns (their bytes, their numbers, bytes
+ * taken, lines taken). */
+static PyObject *py_pick(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 10) { PyErr_SetString(PyExc_TypeError, "pick(buf, pos, end, first, lines, kind, crc, me, shards, owned)"); return NULL; }
+    if (!PyBytes_CheckExact(args[0])) { PyErr_SetString(PyExc_TypeError, "pick: buf bytes"); return NULL; }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]), stop = PyLong_AsSsize_t(args[2]);
+    long long first = PyLong_AsLongLong(args[3]), lines = PyLong_AsLongLong(args[4]);
+    long me = PyLong_AsLong(args[7]), shards = PyLong_AsLong(args[8]);
+    PyObject *owned = args[9];
+    if (PyErr_Occurred()) return NULL;
+    if (shards < 1 || (owned != Py_None && !PyAnySet_Check(owned))
+        || pos < 0 || stop > PyBytes_GET_SIZE(args[0])) {
+        PyErr_SetString(PyExc_ValueError, "pick: shards >= 1, owned a set or None, pos and end in buf");
+        return NULL;
+    }
+    Py_buffer kb, cb;
+    if (PyObject_GetBuffer(args[5], &kb, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(args[6], &cb, PyBUF_SIMPLE) < 0) { PyBuffer_Release(&kb); return NULL; }
+    const uint8_t *kind = kb.buf;
+    const uint32_t *crc = cb.buf;
+    const char *b0 = PyBytes_AS_STRING(args[0]), *p = b0 + pos, *end = b0 + PyBytes_GET_SIZE(args[0]);
+    PyObject *raw = PyList_New(0), *nums = PyList_New(0), *out = NULL;
+    long long no = first;
+    if (raw == NULL || nums == NULL) goto done;
+    while (no < first + lines && p < end) {
+        const char *q = memchr(p, '\n', (size_t)(end - p));
+        if (q == NULL) {
+            if (p - b0 >= stop) break;           /* an unfinished line: the next buffer's */
+            q = end;
+        }
+        if (no < 0 || no >= kb.len || no >= cb.len / 4) break;
+        int take = kind[no] == IX_ALL;
+        if (kind[no] == IX_KEYED) {
+            if (owned == Py_None) {
+                take = (long)(crc[no] % (uint32_t)shards) == me;
+            } else {
+                PyObject *c = PyLong_FromUnsignedLong(crc[no]);
+                take = c ? PySet_Contains(owned, c) : -1;
+                Py_XDECREF(c);
+                if (take < 0) goto done;
+            }
+        }
+        if (take) {
+            PyObject *b = PyBytes_FromStringAndSize(p, q - p), *x = PyLong_FromLongLong(no);
+            int bad = b == NULL || x == NULL || PyList_Append(raw, b) < 0 || PyList_Append(nums, x) < 0;
+            Py_XDECREF(b); Py_XDECREF(x);
+            if (bad) goto done;
+        }
+        p = q < end ? q + 1 : end;
+        no++;
+    }
+    out = Py_BuildValue("(OOnL)", raw, nums, (Py_ssize_t)(p - b0) - pos, no - first);
+done:
+    Py_XDECREF(raw); Py_XDECREF(nums);
+    PyBuffer_Release(&kb); PyBuffer_Release(&cb);
+    return out;
+}
+
+/* feed_at(st, events, numbers, fi, widx, shift, lead, fallback, crash): `Conformance.feed`
+ * with the writer stage done by the index: events[i] is line numbers[i] of file fi, its
+ * writer's index + 1 widx[numbers[i]] (0: a repeated seq, ignored; `shift`: the writer's
+ * place in a location). Crash and restart lines are counted by the lead only; a crash is
+ * noted by `crash(ev, loc, widx)` in every shard. What the common cases do not take goes
+ * to `fallback(ev, loc)`. */
+static PyObject *feed_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (!configured) { PyErr_SetString(PyExc_RuntimeError, "lane not set up"); return NULL; }
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "feed_at(st, events, numbers, fi, widx, shift, lead, fallback, crash)");
+        return NULL;
+    }
+    PyObject *st = args[0], *events = args[1], *numbers = args[2], *fallback = args[7], *crash_fn = args[8];
+    long long fi = PyLong_AsLongLong(args[3]);
+    long shift = PyLong_AsLong(args[5]);
+    int lead = PyObject_IsTrue(args[6]);
+    if (PyErr_Occurred() || lead < 0) return NULL;
+    if (!PyList_CheckExact(events) || !PyList_CheckExact(numbers)
+        || PyList_GET_SIZE(events) != PyList_GET_SIZE(numbers)) {
+        PyErr_SetString(PyExc_TypeError, "events, numbers: lists of one length");
+        return NULL;
+    }
+    Py_buffer wb;
+    if (PyObject_GetBuffer(args[4], &wb, PyBUF_SIMPLE) < 0) return NULL;
+    const uint32_t *widx = wb.buf;
+    Py_ssize_t cap = wb.len / 4;
+    int err = 0;
+    Store s = {st, get(st, "writers", &err), get(st, "keys", &err), get(st, "intents", &err),
+               get(st, "memo", &err), get(st, "seq_found", &err), 0};
+    PyObject *packing = get(st, "packing", &err), *counts = get(st, "counts", &err);
+    long long n_of[NEV] = {0};
+    PyObject *result = NULL;
+    if (err) goto done;
+    s.packing = PyObject_IsTrue(packing);
+    if (fi < 0 || fi >= (1LL << 23) || shift < LINE_BITS || shift > 63) {
+        PyErr_SetString(PyExc_ValueError, "feed_at: file index or shift out of range");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
+        PyObject *ev = PyList_GET_ITEM(events, i);
+        long long line = PyLong_AsLongLong(PyList_GET_ITEM(numbers, i));
+        if (line == -1 && PyErr_Occurred()) goto done;
+        failed = line;
+        if (line < 0 || line >= cap || line >= (1LL << LINE_BITS)) {
+            PyErr_SetString(PyExc_ValueError, "feed_at: a line past the index");
+            goto done;
+        }
+        uint32_t wi = widx[line];
+        if (wi == 0) continue;                 /* a repeated seq: every shard ignores it */
+        int t;
+        for (t = 0; t < NEV && Py_TYPE(ev) != ev_type[t]; t++) ;
+        if (t == NEV) { PyErr_SetString(PyExc_TypeError, "feed_at: not an event"); goto done; }
+        PyObject *loc;
+        if (((uint64_t)wi >> (64 - shift)) != 0) {      /* past 64 bits: Python's int */
+            PyObject *a = PyLong_FromUnsignedLong(wi), *sh = a ? PyLong_FromLong(shift) : NULL;
+            PyObject *hi = sh ? PyNumber_Lshift(a, sh) : NULL;
+            PyObject *rest = PyLong_FromUnsignedLongLong((uint64_t)fi << LINE_BITS | (uint64_t)line);
+            loc = hi && rest ? PyNumber_Or(hi, rest) : NULL;
+            Py_XDECREF(a); Py_XDECREF(sh); Py_XDECREF(hi); Py_XDECREF(rest);
+        } else {
+            loc = PyLong_FromUnsignedLongLong((uint64_t)wi << shift | (uint64_t)fi << LINE_BITS
+                                              | (uint64_t)line);
+        }
+        if (loc == NULL) goto done;
+        int done_ = 0;
+        if (t == EV_C || t == EV_R) {
+            if (lead) n_of[t]++;
+            if (t == EV_C) {
+                PyObject *wio = PyLong_FromUnsignedLong(wi);
+                PyObject *r = wio ? call3(crash_fn, ev, loc, wio) : NULL;
+                Py_XDECREF(wio);
+                if (r == NULL) done_ = -1;
+                Py_XDECREF(r);
+            }
+            Py_DECREF(loc);
+            if (done_ < 0) goto done;
+            continue;
+        }
+        n_of[t]++;
+        if (t == EV_T) done_ = transition(&s, ev, SLOT(ev, ev_off[t][F_WRITER]), SLOT(ev, ev_off[t][F_SEQ]), loc);
+        else if (t == EV_P) done_ = proposal(&s, ev, SLOT(ev, ev_off[t][F_SEQ]), loc);
+        else done_ = effect(&s, ev, loc);
+        if (done_ == 0) {
+            PyObject *r = PyObject_CallFunctionObjArgs(fallback, ev, loc, NULL);
+            if (r == NULL) done_ = -1;
+            Py_XDECREF(r);
+        }
+        Py_DECREF(loc);
+        if (done_ < 0) goto done;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&wb);
+    if (counts != NULL && PyDict_Check(counts)) {
+        PyObject *exc_t, *exc_v, *exc_tb;
+        PyErr_Fetch(&exc_t, &exc_v, &exc_tb);
+        for (int t = 0; t < NEV; t++) {
+            if (!n_of[t]) continue;
+            PyObject *was = PyDict_GetItem(counts, type_names[t]);
+            PyObject *add = PyLong_FromLongLong(n_of[t]);
+            PyObject *now = add && was ? PyNumber_Add(was, add) : add;
+            if (now != add) Py_XDECREF(add);
+            if (now) { PyDict_SetItem(counts, type_names[t], now); Py_DECREF(now); }
+            else PyErr_Clear();
+        }
+        PyErr_Restore(exc_t, exc_v, exc_tb);
+    }
+    Py_XDECREF(s.writers); Py_XDECREF(s.keys); Py_XDECREF(s.intents); Py_XDECREF(s.memo);
+    Py_XDECREF(s.seq_found); Py_XDECREF(packing); Py_XDECREF(counts);
+    return result;
+}
+
 /* iter_objects(d, t): the items of d whose value is not of type t, as
  * ((k, v) for k, v in d.items() if type(v) is not t) yields them: lazily, in order, each
  * value's type looked at when the iteration reaches it, and an error if d changes size */
@@ -1090,6 +1550,13 @@ static PyMethodDef methods[] = {
     {"setup", lane_setup, METH_O, "setup(config): the classes, slots and constants of the core"},
     {"feed", (PyCFunction)(void (*)(void))feed, METH_FASTCALL,
      "feed(checker, events, file_index, first_line, fallback[, route])"},
+    {"index", (PyCFunction)(void (*)(void))py_index, METH_FASTCALL,
+     "index(buf, pos, first, fi, limit, by_bytes, new_writer, found, kind, widx, crc)"},
+    {"index_done", py_index_done, METH_NOARGS, "forget the writers index() looked up"},
+    {"pick", (PyCFunction)(void (*)(void))py_pick, METH_FASTCALL,
+     "pick(buf, pos, end, first, lines, kind, crc, me, shards, owned): the lines a shard decodes"},
+    {"feed_at", (PyCFunction)(void (*)(void))feed_at, METH_FASTCALL,
+     "feed_at(st, events, numbers, fi, widx, shift, lead, fallback, crash)"},
     {"failed_line", failed_line, METH_NOARGS, "the line of the last feed's exception"},
     {"sha_check", sha_check, METH_O, "sha_check(data): OpenSSL's SHA-256 of data, or None"},
     {"sha_off", sha_off, METH_NOARGS, "use hashlib from now on"},

@@ -109,7 +109,8 @@ def config() -> dict:
     """The core's classes, stage functions and constants, from their one home each."""
     from toolcommit.model.canon import _PREFIX_V1, _sha256
 
-    from toolcommit.checker.logs import chains, conformance, intents, store, typed
+    from toolcommit.checker.logs import chains, intents, store, typed
+    from toolcommit.checker.logs.stages import STAGE
     from toolcommit.checker.logs.findings import LINE_BITS
     from toolcommit.checker.logs.writers import Writer, note_seq
 
@@ -119,10 +120,9 @@ def config() -> dict:
             if not _immutable(getattr(obj, name)):
                 raise TypeError(f"{type(obj).__name__}.{name}'s default is mutable")
     order = ("proposal", "transition", "effect", "crash", "restart")
-    stages = conformance._STAGE
     return {
         "events": tuple(typed.CLASSES[t] for t in order), "types": order,
-        "stages": tuple(stages[t] for t in order), "next": store.NEXT,
+        "stages": tuple(STAGE[t] for t in order), "next": store.NEXT,
         "Key": store.Key, "Intent": store.Intent, "Writer": Writer,
         "key_template": key, "intent_template": ent, "code": store.CODE,
         "note_seq": note_seq, "close": chains.close, "pack": store.Store.pack,

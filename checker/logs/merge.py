@@ -18,12 +18,20 @@ from toolcommit.checker.logs.report import Report, verdict_of
 from toolcommit.checker.logs.shards import Part
 
 
-def merge(parts: Sequence[Part], fixup: Optional[Part], focus: Sequence[str]) -> Report:
+def merge(parts: Sequence[Part], fixup: Optional[Part], focus: Sequence[str],
+          index=None) -> Report:
     """The report of `parts` (shard order) and the `fixup` part; refuses a focus key no
-    shard has (the single process's `UsageError`, word for word)."""
+    shard has (the single process's `UsageError`, word for word). With the line `index`
+    (`logs.index.Index`), what writers did (findings, warnings, their number) is the
+    index's, and it names the writers."""
     check_focus(focus, parts)
-    found = parts[0].found
-    for p in [*parts[1:], *([fixup] if fixup is not None else [])]:
+    if index is None:
+        found, rest, warnings, writers = parts[0].found, parts[1:], parts[0].warnings, \
+            len(parts[0].writers)
+    else:
+        found, rest = index.store.found, parts
+        warnings, writers = index.warnings, len(index.store.wnames)
+    for p in [*rest, *([fixup] if fixup is not None else [])]:
         found.merge(p.found)
     findings = found.freeze()
     counts = dict(parts[0].counts)
@@ -32,18 +40,18 @@ def merge(parts: Sequence[Part], fixup: Optional[Part], focus: Sequence[str]) ->
             counts[t] += n
     judged = [*parts, *([fixup] if fixup is not None else [])]
     stats = dict(counts, keys=sum(p.keys for p in judged), intents=sum(p.intents for p in judged),
-                 writers=len(parts[0].writers), findings=len(findings))
+                 writers=writers, findings=len(findings))
     stories = {}
     for p in judged:         # the fixup's last: it judged the keys it took over
         stories.update(p.history)
     history = {k: tuple(found.citation(s) for s in stories[k]) for k in dict.fromkeys(focus)}
-    return Report(verdict_of(found.totals()), tuple(findings), tuple(parts[0].warnings), stats,
+    return Report(verdict_of(found.totals()), tuple(findings), tuple(warnings), stats,
                   found.dropped, history, found.totals())
 
 
 def check_focus(focus: Sequence[str], parts: Sequence[Part]) -> None:
     """Refuse a --key the log does not name, listing the first keys it does (by the line
-    that named them first): `toolcommit.checker.cli.validate`'s message."""
+    that named them first): `toolcommit.checker.logs.validate`'s message."""
     has = {k for p in parts for k in p.focus}
     missing = [k for k in dict.fromkeys(focus) if k not in has]
     if not missing:

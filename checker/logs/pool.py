@@ -2,9 +2,11 @@
 `toolcommit.checker.logs.shards.Shard` calls over a pipe, the fixup shard in the calling
 process. The report is the single process's (`toolcommit.checker.logs.merge`).
 
-Sharding pays only on large logs (each shard reads every line): `validate` uses it for
-regular files of at least `SHARD_MIN_BYTES` in total when it may use more than one core
-(``--jobs``; environment ``TOOLCOMMIT_SHARD_MIN_BYTES`` moves the threshold).
+This process runs the line index (`toolcommit.checker.logs.index`) while the shards read,
+so they decode only their own lines. Sharding pays only on large logs (each shard still
+reads every line's bytes): `validate` uses it for regular files of at least
+`SHARD_MIN_BYTES` in total when it may use more than one core (``--jobs``; environment
+``TOOLCOMMIT_SHARD_MIN_BYTES`` moves the threshold).
 
 A shard holds only its own end of its own pipe (it closes the parent's ends it inherited
 at the fork) and is killed by the kernel when the calling process dies
@@ -21,11 +23,13 @@ from typing import Sequence
 
 from toolcommit.model.errors import InternalError, ResourceError, ToolcommitError, UsageError
 
-from toolcommit.checker.logs import lane
+from toolcommit.checker.machine import cores  # noqa: F401 - validate's default --jobs
+
+from toolcommit.checker.logs import index, lane
 from toolcommit.checker.logs.children import child_start, held_signals
 from toolcommit.checker.logs.merge import merge
 from toolcommit.checker.logs.report import Report
-from toolcommit.checker.logs.shards import Part, Shard, changed, coordinate
+from toolcommit.checker.logs.shards import IndexGaveUp, Part, Shard, changed, coordinate
 
 DEFAULT_SHARD_MIN_BYTES = 32 << 20
 MAX_JOBS = 1024      # shards of one run, on this machine or a cluster
@@ -42,14 +46,6 @@ def _min_bytes(text: str):
 
 SHARD_MIN_BYTES = _min_bytes(os.environ.get("TOOLCOMMIT_SHARD_MIN_BYTES",
                                             str(DEFAULT_SHARD_MIN_BYTES)))
-
-
-def cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
 
 
 def worth_sharding(paths: Sequence[str], jobs: int) -> bool:
@@ -104,27 +100,43 @@ def _serve(conn, args, parent: int, inherited) -> None:
 
 
 def check(paths: Sequence[str], max_line_bytes: int, focus: Sequence[str], jobs: int,
-          complete_effects: bool = False) -> Report:
+          complete_effects: bool = False, indexed: bool = True) -> Report:
     """Check `paths` with `jobs` shard processes; the single process's report, or its
-    `InputError` / `UsageError`."""
+    `InputError` / `UsageError`. With `indexed` and where it can serve (`index.usable`),
+    this process runs the line index while the shards read (they decode only their own
+    lines and hold no writers); when it gives up, the shards run again without it."""
+    mod = lane.load()[0]   # built and loaded once, here: the forked shards inherit it
+    if indexed and index.usable(paths, focus, mod):
+        try:
+            return _check(paths, max_line_bytes, focus, jobs, complete_effects,
+                          index.Shared(paths))
+        except IndexGaveUp:
+            pass
+    return _check(paths, max_line_bytes, focus, jobs, complete_effects, None)
+
+
+def _check(paths, max_line_bytes, focus, jobs, complete_effects, shared) -> Report:
     ctx = multiprocessing.get_context("fork")
-    lane.load()       # built and loaded once, here: the forked shards inherit it
     procs, conns = [], []
+    ix = None if shared is None else index.Index(paths, max_line_bytes, shared, lane.load()[0])
     try:
         for i in range(jobs):
             here, there = ctx.Pipe()
             p = ctx.Process(target=_serve, daemon=True,
                             args=(there, (paths, max_line_bytes, focus, i, jobs, None, False,
-                                          complete_effects), os.getpid(), [*conns, here]))
+                                          complete_effects, shared), os.getpid(),
+                                    [*conns, here]))
             with held_signals():
                 p.start()
             there.close()
             procs.append(p)
             conns.append(here)
 
-        def call(method: str, args: list) -> list:
+        def call(method: str, args: list, meanwhile=None) -> list:
             for conn, a in zip(conns, args):
                 conn.send((method, a))
+            if meanwhile is not None:
+                meanwhile()
             out = []
             for i, conn in enumerate(conns):
                 try:
@@ -140,15 +152,15 @@ def check(paths: Sequence[str], max_line_bytes: int, focus: Sequence[str], jobs:
 
         def fixup(keys: set) -> Part:
             shard = Shard(paths, max_line_bytes, focus, 0, jobs, owned=keys,
-                          complete_effects=complete_effects)
+                          complete_effects=complete_effects, shared=shared)
             if shard.run()[0] is not None:    # an error no shard met: the logs changed
                 raise changed()
             return shard.finish()
 
-        parts, fix = coordinate(call, jobs, fixup)
-        return merge(parts, fix, focus)
+        parts, fix = coordinate(call, jobs, fixup, ix)
+        return merge(parts, fix, focus, ix)
     finally:
-        _stop(conns, procs)
+        _stop(conns, procs, shared)
 
 
 def _died(i: int, proc) -> ToolcommitError:
@@ -163,8 +175,8 @@ def _died(i: int, proc) -> ToolcommitError:
     return InternalError(f"shard {i} of validate died (exit code {code}); run with --jobs 1")
 
 
-def _stop(conns, procs) -> None:
-    """Tell every shard to stop, and end those that do not within 5 s."""
+def _stop(conns, procs, shared) -> None:
+    """Tell every shard to stop, end those that do not within 5 s, and free `shared`."""
     try:
         for conn in conns:
             try:
@@ -178,3 +190,5 @@ def _stop(conns, procs) -> None:
             if p.is_alive():
                 p.kill()
                 p.join()
+        if shared is not None:
+            shared.close()

@@ -4,10 +4,15 @@ protocol that makes their merged report the single-process report, byte for byte
 Every shard reads every line (the logs are files every shard can open) and runs the same
 stage code as the single process, but only on the lines it owns: a line of key K (an
 effect without ``key``: its ``idempotency_key``) belongs to shard ``shard_of(K)`` (a
-hash of K modulo the shards); crash and restart lines belong to shard 0. On the lines it does not own a shard only
-follows the writer (`Conformance.skip`): each writer's order is global, so every shard
-follows every writer, ignores the same repeated seq numbers, knows every crash (P4) and
-numbers writers alike; shard 0 alone reports SEQ_GAP, SEQ_DUP and CUT_OFF.
+hash of K modulo the shards); crash and restart lines belong to shard 0. Each writer's
+order is global, so every shard must ignore the same repeated seq numbers, know every
+crash (P4) and number writers alike. With the line index (`toolcommit.checker.logs.index`,
+the processes of `pool` on regular files), the coordinator runs that writer stage once
+and tells the shards, per line, its writer's number and whether to ignore it: a shard
+then decodes only its own lines (and every crash), and holds no writers but those that
+crashed. Without it (a Dask cluster, focus keys, gzip) a shard decodes every line and on
+the lines it does not own only follows the writer (`Conformance.skip`); shard 0 then
+reports SEQ_GAP, SEQ_DUP and CUT_OFF.
 
 Keys are independent except through intents: keys of one canonical intent (CANON, I1
 across keys, an effect named by another key) must be judged together. So, after reading
@@ -30,12 +35,17 @@ from typing import Callable, Optional, Sequence
 
 from toolcommit.model.errors import InputError, ToolcommitError
 
+from toolcommit.checker.logs import typed
 from toolcommit.checker.logs.conformance import Conformance
+from toolcommit.checker.logs.events import problem
 from toolcommit.checker.logs.findings import LINE_BITS, Findings
 from toolcommit.checker.logs.intents import EventError
-from toolcommit.checker.logs.read import read_batches
+from toolcommit.checker.logs.read import _BATCH, decode, read_batches
+from toolcommit.checker.logs.stages import STAGE
+from toolcommit.checker.logs.writers import Writer, note_crash
 
 WRITER_PROPS = frozenset(("SEQ_GAP", "SEQ_DUP", "CUT_OFF"))   # keyed by writer or file
+ABANDONED_READ = ("abandoned",)        # what a shard read when the line index gave up
 BITMAP_BITS = 24                       # digest prefix bits in a shard's bitmap (2 MiB)
 
 
@@ -91,18 +101,29 @@ class Shard:
         one process).
     complete_effects : bool
         The effect lines are the provider's whole ledger (see `Conformance`).
+    shared : logs.index.Shared, optional
+        The line index: the shard decodes only the lines it owns, with the writer numbers
+        the index gives them, and holds no writer but those that crashed (see
+        `toolcommit.checker.logs.index`; the coordinator runs the index and reports what
+        writers did).
     """
 
     def __init__(self, paths: Sequence[str], max_line_bytes: int, focus: Sequence[str],
                  index: int, shards: int, owned: Optional[set] = None, stable: bool = True,
-                 complete_effects: bool = False):
+                 complete_effects: bool = False, shared=None):
         self.paths, self.max_line_bytes = list(paths), max_line_bytes
         self.index, self.shards, self.owned, self.stable = index, shards, owned, stable
         self.focus = list(focus)
         self.checker = c = Conformance([display(p) for p in paths], focus,
                                         complete_effects=complete_effects)
         self.lead = index == 0 and owned is None      # reports what writers did
-        if not self.lead:
+        self.shared = shared
+        if shared is not None:       # the index numbers writers and reports what they did
+            from toolcommit.checker.logs.index import SharedNames
+            c.wnames = c.found.writers = SharedNames(shared)
+            c.seq_found = Findings(c.files, c.wnames)
+            self.abandoned = False
+        elif not self.lead:
             c.seq_found = Findings(c.files, c.wnames)  # scratch: shard 0 reports them
         self.warnings: list[str] = []
         self.first_keys: list = []
@@ -117,12 +138,17 @@ class Shard:
         collecting = gc.isenabled()
         gc.disable()   # the core builds no reference cycles; collection would only cost time
         try:
-            self._read()
+            if self.shared is not None:
+                self._read_indexed()
+            else:
+                self._read()
         except ToolcommitError as e:
             return (self._where, str(e)), None, self.read
         finally:
             if collecting:
                 gc.enable()
+        if self.shared is not None and self.abandoned:
+            return None, None, ABANDONED_READ
         bits = bytearray(1 << (BITMAP_BITS - 3))
         for d in self.checker.intents:
             i = int.from_bytes(d[:3], "little")
@@ -159,6 +185,91 @@ class Shard:
                 self._where = (fi, e.line)
                 raise
             self.last_lines.append(n)
+
+    def _read_indexed(self) -> None:
+        """`_read` with the line index: the lines split as the index splits them, waiting for
+        it where this shard catches it up, decoding only the lines `lane.pick` gives (this
+        shard's, and every crash or restart) and feeding them with the index's writer
+        numbers (`lane.feed_at`), a batch at a time. Stops where the index stopped, or
+        gave up."""
+        from toolcommit.checker.logs.index import ABANDONED, STOPPED, chunks
+        s, lane = self.shared, self.checker.lane
+        owned = None if self.owned is None else \
+            {zlib.crc32(k.encode("utf-8", "surrogatepass")) for k in self.owned}
+        state = None
+        for fi, path in enumerate(self.paths):
+            self._where = (fi, 0)
+            n = 0
+            with open(path, "rb") as f:
+                for data, complete in chunks(f):
+                    # `end`: where a line without a newline ends (the file's last), else -1
+                    end, pos = (len(data) if complete < 0 else -1), 0
+                    while pos < len(data) and (complete < 0 or pos < complete):
+                        state, upto = s.wait(fi, n + 1)
+                        if state == ABANDONED:
+                            self.abandoned = True
+                            return
+                        if upto <= n:       # where the index stopped, or the log grew
+                            n += 0 if state == STOPPED else 1
+                            break
+                        raw, numbers, took, lines = lane.pick(data, pos, end, n + 1, upto - n,
+                                                              s.kind[fi], s.crc[fi], self.index,
+                                                              self.shards, owned)
+                        for i in range(0, len(raw), _BATCH):
+                            self._feed_picked(raw[i:i + _BATCH], numbers[i:i + _BATCH], fi, path)
+                        pos += took
+                        n += lines
+                    else:
+                        continue
+                    break
+            self.last_lines.append(n)
+            if state == STOPPED:
+                return
+
+    def _feed_picked(self, lines: list, numbers: list, fi: int, path: str) -> None:
+        c, s = self.checker, self.shared
+        try:
+            events = list(map(typed.decode_raw, lines))
+        except typed.INVALID:
+            events = [self._decode_one(line, n, fi, path) for line, n in zip(lines, numbers)]
+        if self.owned is not None:        # the fixup: its keys only (a CRC-32 can collide)
+            keep = [j for j, ev in enumerate(events) if ev.type in ("crash", "restart")
+                    or (ev.key if ev.key is not None else ev.idempotency_key) in self.owned]
+            events, numbers = [events[j] for j in keep], [numbers[j] for j in keep]
+        try:
+            c.lane.feed_at(c, events, numbers, fi, s.widx[fi], c.found._writer_shift,
+                           bool(self.lead), self._stage, self._crash)
+        except EventError as e:
+            self._where = (fi, c.lane.failed_line())
+            raise InputError(str(e), path, self._where[1]) from None
+
+    def _decode_one(self, line: bytes, n: int, fi: int, path: str):
+        """One line the typed decoder refused, by the reader's thorough path."""
+        ev = typed.decode(line) if typed.decode is not None else None
+        if ev is not None:
+            return ev
+        self._where = (fi, n)
+        try:
+            obj = decode(line)
+        except ValueError as e:
+            raise InputError(str(e), path, n) from None
+        why = problem(obj)
+        if why:
+            raise InputError(why, path, n)
+        return typed.from_dict(obj)
+
+    def _stage(self, ev, loc: int) -> None:
+        """`lane.feed_at`'s fallback: the event's stage (its writer only by name)."""
+        STAGE[ev.type](self.checker, ev, _Named(ev.writer), loc)
+
+    def _crash(self, ev, loc: int, widx: int) -> None:
+        """A crash, which P4 reads: noted on the writer (the only writers a shard holds)."""
+        c = self.checker
+        w = c.writers.get(ev.writer)
+        if w is None:
+            w = c.writers[ev.writer] = Writer(ev.writer, widx - 1)
+            w.base = c.found.writer_base(widx - 1)
+        note_crash(w, ev.seq, loc)
 
     def _one(self, ev, fi: int, n: int) -> None:
         """`_route` for one line (the native lane's unusual ones)."""
@@ -266,6 +377,15 @@ class Shard:
                     self.first_keys, all_keys, self.read, _usage()[0], _usage()[1] - self.cpu0)
 
 
+class _Named:
+    """A writer known by name only: what a stage reads of it (`w.name`)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+
 def _usage() -> tuple[int, float]:
     """This process's peak RSS (KiB) and CPU seconds, for benchmarks."""
     try:
@@ -283,19 +403,32 @@ def _names(e) -> list[str]:
 
 
 # ----- the protocol, over any way of calling shards -----------------------------------------
-def coordinate(call: Callable[[str, list], list], shards: int,
-               fixup: Callable[[set], Part]) -> tuple[list[Part], Optional[Part]]:
+class IndexGaveUp(Exception):
+    """The line index could not cover the log: run the shards without it."""
+
+
+def coordinate(call: Callable[..., list], shards: int, fixup: Callable[[set], Part],
+               index=None) -> tuple[list[Part], Optional[Part]]:
     """Run the shards through the protocol; returns their parts and the fixup's (or None).
 
     `call(method, args)` calls `method` on every shard, shard i with the arguments
     ``args[i]`` (a tuple), and returns their answers in shard order; `fixup(keys)` runs a
-    shard owning exactly `keys` to its `Part`. Raises the `InputError` of the first bad
-    line (by file, then line) any shard met."""
-    ran = call("run", [()] * shards)
+    shard owning exactly `keys` to its `Part`. With the line `index` (`logs.index.Index`,
+    shards made with its memory), `call` runs it while the shards read (``meanwhile``), and
+    its error counts with theirs. Raises the `InputError` of the first bad line (by file,
+    then line) any shard (or the index) met, and `IndexGaveUp` when the index gave up."""
+    if index is None:
+        ran = call("run", [()] * shards)
+    else:
+        ran = call("run", [()] * shards, meanwhile=index.run)
+        if index.abandoned or any(r[2] == ABANDONED_READ for r in ran):
+            raise IndexGaveUp()
     errors = [r[0] for r in ran if r[0] is not None]
+    if index is not None and index.error is not None:
+        errors.append(index.error)
     if errors:            # each shard stops at its first: the least is the log's first
         raise InputError(min(errors)[1])
-    _same_logs(r[2] for r in ran)
+    _same_logs([r[2] for r in ran] + ([index.read] if index is not None else []))
     seen = multi = 0
     for _, bits, _ in ran:
         b = int.from_bytes(bits, "little")

@@ -8,16 +8,19 @@ byte with a regeneration. `links` maps a cell's stem to the path a reader should
 from __future__ import annotations
 
 import json
+import posixpath
 from typing import Mapping
 
 from toolcommit.model import timing
 from toolcommit.model.semantics import build
 from toolcommit.model.values import ENV_FAULTS
-from toolcommit.checker.design.explain import explain, footnotes, ordering
+from toolcommit.checker.design.explain import (explain, footnotes, ordering, ordering_steps,
+                                              recommendation)
 from toolcommit.checker.design.grid import Answer, Cell
 from toolcommit.checker.render.changes import change_lines
 from toolcommit.checker.render.counterexample import itf_json, render_mermaid, render_text
 from toolcommit.checker.engines.verdict import Status
+from toolcommit.checker.render.fit import DEFAULT, fit, paragraph, sequence, table
 
 
 def counterexample_files(a: Answer) -> dict[str, str]:
@@ -38,7 +41,8 @@ def counterexample_files(a: Answer) -> dict[str, str]:
     return files
 
 
-def _cell_text(c: Cell, n: int | None, link: str | None = None) -> str:
+def cell_text(c: Cell, n: int | None, link: str | None = None) -> str:
+    """A cell of the grid in words: its verdict, headline property and footnote."""
     if c.outside:
         return c.outside.split(":")[0]          # "not in stripe"
     if not c.judged:
@@ -75,7 +79,7 @@ def _grid(a: Answer, links: Mapping[str, str] | None, markdown: bool) -> list[li
             c = a.cell(r.name, col.name)
             n = notes.get((c.row, c.column))
             link = links.get(c.stem) if (markdown and links and n) else None
-            line.append(_cell_text(c, n, link))
+            line.append(cell_text(c, n, link))
         rows.append(line)
     return rows
 
@@ -151,7 +155,8 @@ def _engines(a: Answer) -> str:
     return line
 
 
-def _footnote_lines(a: Answer, links: Mapping[str, str] | None, markdown: bool) -> list[str]:
+def _footnote_lines(a: Answer, links: Mapping[str, str] | None) -> list[str]:
+    """The counterexamples as markdown list items, each with its link and steps."""
     notes = footnotes(a)
     out = []
     for c in a.violated_cells():
@@ -159,58 +164,64 @@ def _footnote_lines(a: Answer, links: Mapping[str, str] | None, markdown: bool) 
         where = (links or {}).get(c.stem, "")
         others = [x.property for x in c.violated[1:]]
         also = f"; also violated: {', '.join(others)}" if others else ""
-        if markdown:
-            link = f" ([{where}]({where}))" if where else ""
-            out.append(f"{n}. **{c.row} / {c.column}**: {v.property} in {v.counterexample.length} "
-                       f"steps{also}{link}  \n   `{ordering(v.counterexample)}`")
-        else:
-            out.append(f"  [{n}] {c.row} / {c.column}: {v.property} in {v.counterexample.length} "
-                       f"steps{also}" + (f"\n      {where}" if where else ""))
-            out.append(f"      {ordering(v.counterexample)}")
+        link = f" ([{where}]({where}))" if where else ""
+        out.append(f"{n}. **{c.row} / {c.column}**: {v.property} in {v.counterexample.length} "
+                   f"steps{also}{link}  \n   `{ordering(v.counterexample)}`")
     return out
 
 
-def _widths(rows) -> list[int]:
-    return [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-
-
-def render_answer_text(a: Answer, links: Mapping[str, str] | None = None) -> str:
-    """The table and the answer in words, for a terminal."""
+def render_answer_text(a: Answer, links: Mapping[str, str] | None = None,
+                       width: int = DEFAULT) -> str:
+    """The recommendation, the grid and the answer in words, for a terminal: no line wider
+    than `width` (a grid too wide is turned, options as columns, or written one block per
+    option; each counterexample's steps are broken between steps)."""
     q = a.question
-    lines = [f"toolcommit ask {q.name}: {q.title}", ""]
+    lines = [recommendation(a), "", f"toolcommit ask {q.name}: {q.title}", ""]
     if q.asks:
-        lines += [_wrap(q.asks, ""), ""]
+        lines += [q.asks, ""]
     lines += _scenario_lines(a) + _base_lines(a) + _legend(a) + [""]
-    grid = _grid(a, None, False)
-    w = _widths(grid)
-    for i, row in enumerate(grid):
-        lines.append("  ".join(cell.ljust(w[j]) for j, cell in enumerate(row)).rstrip())
-        if i == 0:
-            lines.append("  ".join("-" * x for x in w))
+    lines += table(_grid(a, None, False), width, turn=True)
     lines += ["", _engines(a), "", "Answer:"]
     for p in explain(a):
-        lines += [_wrap(p, "  "), ""]
+        lines += paragraph(p, width, "  ") + [""]
     changed = change_lines(a, False)
     if changed:
         lines += [f"What {a.question.env} changed, and why:"]
-        lines += [_wrap(p, "  ", hang="    " if p.startswith("- ") else "  ") for p in changed] + [""]
-    fn = _footnote_lines(a, links, False)
-    if fn:
-        lines += ["Counterexamples (each replayed through the model):"] + fn
-    return "\n".join(lines).rstrip() + "\n"
+        lines += [x for p in changed
+                  for x in paragraph(p, width, "  ", "    " if p.startswith("- ") else "  ")] + [""]
+    lines += _footnote_text(a, links, width)
+    return fit("\n".join(lines).rstrip() + "\n", width)
 
 
-def _wrap(text: str, indent: str, width: int = 100, hang: str | None = None) -> str:
-    import textwrap
-    return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=hang or indent,
-                         break_on_hyphens=False, break_long_words=False)
+def _footnote_text(a: Answer, links: Mapping[str, str] | None, width: int) -> list[str]:
+    """The counterexamples, each with its file (the folder named once) and its steps."""
+    notes = footnotes(a)
+    cells = a.violated_cells()
+    if not cells:
+        return []
+    where = {c.stem: (links or {}).get(c.stem, "") for c in cells}
+    folders = {posixpath.dirname(w) for w in where.values() if w}
+    folder = folders.pop() if len(folders) == 1 else None
+    out = ["Counterexamples (each replayed through the model"
+           + (f"; files in {folder}/):" if folder else "):")]
+    for c in cells:
+        n, v = notes[(c.row, c.column)], c.headline
+        others = [x.property for x in c.violated[1:]]
+        also = f"; also violated: {', '.join(others)}" if others else ""
+        out.append(f"  [{n}] {c.row} / {c.column}: {v.property} in {v.counterexample.length} "
+                   f"steps{also}")
+        if where[c.stem]:
+            out.append("      " + (posixpath.basename(where[c.stem]) if folder else where[c.stem]))
+        out += sequence("      ", ordering_steps(v.counterexample), " ->", width, 8)
+    return out
 
 
 def render_answer_markdown(a: Answer, links: Mapping[str, str] | None = None) -> str:
     """The table and the answer in words as markdown (the stored `*.answer.md`)."""
     q = a.question
     lines = [f"# `toolcommit ask {q.name}`: {q.title}", "",
-             "<!-- generated by toolcommit ask; regenerate, do not edit -->", ""]
+             "<!-- generated by toolcommit ask; regenerate, do not edit -->", "",
+             f"**{recommendation(a)}**", ""]
     if q.asks:
         lines += [f"> {q.asks}", ""]
     sc = _scenario_lines(a)
@@ -231,7 +242,7 @@ def render_answer_markdown(a: Answer, links: Mapping[str, str] | None = None) ->
         for p in changed:
             lines += ([""] if not p.startswith("- ") and lines[-1] else []) + [p]
         lines += [""]
-    fn = _footnote_lines(a, links, True)
+    fn = _footnote_lines(a, links)
     if fn:
         lines += ["## Counterexamples", "", "Each is a shortest run, replayed through the model "
                   "before it is shown; the `.txt` explains it step by step, `.itf.json` is the "
@@ -266,7 +277,8 @@ def render_answer_json(a: Answer, links: Mapping[str, str] | None = None) -> str
     doc = {"question": q.name, "title": q.title, "asks": q.asks, "status": a.status.value,
            "scenario": [p.label() for p in q.scenario],
            "rows": [r.name for r in q.rows], "columns": [c.name for c in q.columns],
-           "column_legend": dict(q.column_legend), "cells": [], "answer": explain(a)}
+           "column_legend": dict(q.column_legend), "cells": [], "answer": explain(a),
+           "recommendation": recommendation(a)}
     if a.changes is not None:
         doc["environment"] = q.env
         doc["changes"] = [_change(ch) for ch in a.changes]

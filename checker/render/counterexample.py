@@ -9,6 +9,7 @@ back into a `Counterexample`, so stored counterexamples can be replayed.
 from __future__ import annotations
 
 import json
+import re
 from typing import Optional
 
 from toolcommit.model.errors import InputError
@@ -18,6 +19,7 @@ from toolcommit.model.system import System
 from toolcommit.spec import protocol
 
 from toolcommit.checker.engines.trace import Counterexample, Step, context
+from toolcommit.checker.render.fit import DEFAULT, fit
 
 ITF_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 
@@ -49,8 +51,9 @@ def sentence(step: Step) -> str:
     return text + (" [fault]" if step.fault else "")
 
 
-def render_text(cx: Counterexample) -> str:
-    """An explanation: the property, who the actors are, the steps, where it breaks."""
+def render_text(cx: Counterexample, width: int = DEFAULT) -> str:
+    """An explanation: the property, who the actors are, the steps (each wrapped under its
+    number), where it breaks; no line wider than `width`."""
     meaning = protocol().properties.get(cx.property, {}).get("meaning", "")
     bounds = ", ".join(f"{k}={v}" for k, v in cx.bounds.items() if v)
     lines = [f"{cx.property} VIOLATED on instance {cx.instance} under {cx.config}",
@@ -68,7 +71,7 @@ def render_text(cx: Counterexample) -> str:
         for c in changes(cx, cx.steps[i - 1].state, step.state):
             lines.append(f"        {c}")
     lines += ["", "However:", f"  {_however(cx)}"]
-    return "\n".join(lines) + "\n"
+    return fit("\n".join(lines) + "\n", width)
 
 
 def _however(cx: Counterexample) -> str:
@@ -198,18 +201,43 @@ def parse_itf(doc: dict, system: System, path: str = "") -> Counterexample:
 # ----- Mermaid ------------------------------------------------------------------------------
 HUMAN = ("review", "approve")     # the approval gate's actions: a participant of their own
 
+def participants(cx: Counterexample) -> list[tuple[str, str]]:
+    """(id, name) of the diagram's actors, left to right: the article's participants, one
+    executor per worker, the human approver where the gate acts."""
+    out = [("U", "UserIntentScope"), ("M", "Model/Planner"), ("L", "IntentLog")]
+    out += [(w.upper(), f"Executor {w}") for w in cx.workers]
+    if any(s.action in HUMAN for s in cx.steps):
+        out.append(("H", "HumanApprover"))
+    return out + [("E", "ExternalAPI")]
+
+
 def render_mermaid(cx: Counterexample) -> str:
     """A Mermaid sequence diagram with the article's participants."""
-    lines = ["sequenceDiagram", "  participant U as UserIntentScope", "  participant M as Model/Planner",
-             "  participant L as IntentLog"]
-    lines += [f"  participant {w.upper()} as Executor {w}" for w in cx.workers]
-    if any(s.action in HUMAN for s in cx.steps):
-        lines += ["  participant H as HumanApprover"]
-    lines += ["  participant E as ExternalAPI"]
+    lines = ["sequenceDiagram"] + [f"  participant {i} as {n}" for i, n in participants(cx)]
     for step in cx.steps[1:]:
         lines += [f"  {line}" for line in _arrows(cx, step)]
     lines.append(f"  Note over L,E: {cx.property} violated after step {cx.length}")
     return "\n".join(lines) + "\n"
+
+
+_MESSAGE = re.compile(r"^(\w+)(-->>|->>)(\w+): (.*)$")
+_NOTE = re.compile(r"^Note over (\w+)(?:,(\w+))?: (.*)$")
+
+
+def messages(cx: Counterexample, step: Step) -> list[tuple[str, str, str, str]]:
+    """The step as (kind, from, to, text): kind "call" (a request, a write), "reply" (an
+    answer coming back) or "note" (over the actors from..to); the same the Mermaid diagram
+    draws, for renderers that draw their own (HTML)."""
+    out = []
+    for line in _arrows(cx, step):
+        m = _MESSAGE.match(line)
+        if m:
+            out.append(("reply" if m.group(2) == "-->>" else "call", m.group(1), m.group(3),
+                        m.group(4)))
+            continue
+        n = _NOTE.match(line)
+        out.append(("note", n.group(1), n.group(2) or n.group(1), n.group(3)))
+    return out
 
 
 def _arrows(cx: Counterexample, step: Step) -> list[str]:

@@ -14,20 +14,25 @@ import json
 from toolcommit.model.environment import held_fixed, profile
 from toolcommit.spec import protocol
 
+from toolcommit.checker.design.advice import advice
 from toolcommit.checker.design.file import assumes
 from toolcommit.checker.design.synthesis import (Failure, Level, Minimal, Synthesis, departures,
                                                  knob_names, meaning_of, preferred, preset_design,
                                                  unsearched)
 from toolcommit.checker.engines.verdict import Status
+from toolcommit.checker.render.fit import DEFAULT, fit, sequence, table
 
 
-def _steps(f: Failure) -> str:
+def _steps(f: Failure, indent: str, width: int) -> list[str]:
+    """The failure's steps, broken between steps (or its reason)."""
     if f.counterexample is None:
-        return f.reason
-    return " ; ".join(s.label() for s in f.counterexample.steps[1:])
+        return [indent + f.reason]
+    return sequence(indent, [s.label() for s in f.counterexample.steps[1:]], " ;", width,
+                    len(indent) + 2)
 
 
-def _failure(f) -> str:
+def failure_text(f) -> str:
+    """What turning a departure back (or dropping a promise) does, in words."""
     if f is None:
         return "holds"
     if f.counterexample is None:
@@ -43,16 +48,6 @@ def _guarantee(lv: Level) -> str:
     return lv.guarantee or "the properties asked for"
 
 
-def _key_choices(d: dict) -> str:
-    """The choices a reader acts on first, in words from the spec."""
-    out = [f"on UNKNOWN: {d['on_unknown']}"]
-    if d["on_unknown"] == "replay_then_reconcile" or d["late_replay"] == "replay_same_key":
-        out.append(f"replay window {d['replay_window']}")
-    out += [f"status read by {d['status_via']}", f"SDK retries {d['sdk_retries']}",
-            f"idempotency key: {d['idempotency_key']}"]
-    return ", ".join(out)
-
-
 def recommendation(s: Synthesis) -> str:
     """The one sentence the report opens with."""
     lv = s.chosen
@@ -64,28 +59,27 @@ def recommendation(s: Synthesis) -> str:
         stronger = [x for x in s.levels if x is not lv]
         why = (f"; {', '.join(_guarantee(x) for x in stronger)} is out of reach here (below)"
                if stronger else "")
-        return (f"Recommendation for {s.env}: {_guarantee(lv)} with design {n} below "
-                f"({_key_choices(d.design)}){why}.")
+        return (f"Recommendation for {s.env}: {_guarantee(lv)} (design {n} below): "
+                f"{advice(d.design, s.env, s.given)}{why}.")
     if lv.status is Status.UNKNOWN:
         return (f"Recommendation for {s.env}: UNKNOWN: the search stopped before it could "
                 f"confirm a design for {_guarantee(lv)} ({lv.stop_reason or 'a candidate was judged UNKNOWN'}).")
     return f"Recommendation for {s.env}: no design keeps any guarantee searched; see the promises below."
 
 
-def _design_lines(m: Minimal, explain: bool, indent: str = "     ") -> list[str]:
+def _design_lines(m: Minimal, explain: bool, width: int, indent: str = "     ") -> list[str]:
     naive = preset_design("naive")
-    lines = [f"{indent}{'knob':<16} {'option':<22} naive"]
-    for k in knob_names():
-        mark = "*" if k in m.departures else " "
-        lines.append(f"{indent}{k:<16} {m.design[k] + ' ' + mark:<22} {naive[k]}")
+    rows = [["knob", "option", "naive"]] + [
+        [k, m.design[k] + (" *" if k in m.departures else ""), naive[k]] for k in knob_names()]
+    lines = [indent + line for line in table(rows, width - len(indent), rule=False)]
     lines.append(f"{indent}departures (* above), each with what breaks without it:")
     for k in m.departures:
         f = m.needed.get(k)
         lines.append(f"{indent}  {k}={m.design[k]}: {meaning_of(k, m.design[k])}")
         note = "" if f is None or f.status is Status.VIOLATED else " (its need is unconfirmed)"
-        lines.append(f"{indent}    back to {naive[k]}: {_failure(f)}{note}")
+        lines.append(f"{indent}    back to {naive[k]}: {failure_text(f)}{note}")
         if explain and f is not None and f.counterexample is not None:
-            lines.append(f"{indent}      {_steps(f)}")
+            lines += _steps(f, f"{indent}      ", width)
     return lines
 
 
@@ -94,9 +88,9 @@ def _promise(n: str, v, inherent: dict) -> str:
     return f"{n}={v}" + (f" [no provider of this kind can promise it: {why}]" if why else "")
 
 
-def _level_lines(s: Synthesis, lv: Level, explain: bool) -> list[str]:
+def _level_lines(s: Synthesis, lv: Level, explain: bool, width: int) -> list[str]:
     head = f"{_guarantee(lv)} ({', '.join(lv.props)})"
-    lines = ["", f"{head}: {lv.status.value}", f"  recommended: {_failure(lv.recommended)}"]
+    lines = ["", f"{head}: {lv.status.value}", f"  recommended: {failure_text(lv.recommended)}"]
     if lv.minimal:
         fewest = len(lv.minimal[0].departures)
         lines.append(f"  Minimal designs ({len(lv.minimal)} found; none of their departures from "
@@ -104,7 +98,7 @@ def _level_lines(s: Synthesis, lv: Level, explain: bool) -> list[str]:
         for i, m in enumerate(lv.minimal, 1):
             lines.append(f"  {i}. {_n(len(m.departures), 'departure')} from naive"
                          + (" (fewest)" if len(m.departures) == fewest else ""))
-            lines += _design_lines(m, explain)
+            lines += _design_lines(m, explain, width)
         return lines
     if lv.status is Status.UNKNOWN:
         lines.append(f"  UNKNOWN: {lv.stop_reason or 'a limit cut the search of a candidate'}; "
@@ -127,13 +121,14 @@ def _level_lines(s: Synthesis, lv: Level, explain: bool) -> list[str]:
         lines.append("    - " + ", ".join(_promise(n, v, st.inherent) for n, v in st.promises))
         lines.append(f"        then this design holds ({_n(len(st.design.departures), 'departure')} "
                      "from naive): " + ", ".join(f"{k}={st.design.design[k]}" for k in st.design.departures))
-        lines.append(f"        without the promise: {_failure(st.without)}")
+        lines.append(f"        without the promise: {failure_text(st.without)}")
         if explain and st.without is not None and st.without.counterexample is not None:
-            lines.append(f"          {_steps(st.without)}")
+            lines += _steps(st.without, "          ", width)
     return lines
 
 
-def render_text(s: Synthesis, explain: bool = True) -> str:
+def render_text(s: Synthesis, explain: bool = True, width: int = DEFAULT) -> str:
+    """The recommendation, then the evidence per guarantee; no line wider than `width`."""
     fixed = ", ".join(f"{k}={v}" for k, v in {**held_fixed(s.env), **s.given}.items())
     lines = [recommendation(s), "",
              f"toolcommit design: environment {s.env}: {profile(s.env).meaning}",
@@ -152,8 +147,8 @@ def render_text(s: Synthesis, explain: bool = True) -> str:
     lines.append(f"searched: {s.checked} designs judged, {s.pruned} pruned by monotonicity, "
                  f"{s.seconds:.1f}s" + ("" if s.complete else f" (stopped: {s.stop_reason})"))
     for level in s.levels:
-        lines += _level_lines(s, level, explain)
-    return "\n".join(lines) + "\n"
+        lines += _level_lines(s, level, explain, width)
+    return fit("\n".join(lines) + "\n", width)
 
 
 def _failure_json(f):

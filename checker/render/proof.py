@@ -7,11 +7,13 @@ import json
 
 from toolcommit.checker.engines.verdict import Status, overall
 from toolcommit.checker.render.counterexample import render_itf, render_text
+from toolcommit.checker.render.fit import DEFAULT, fit
 
 
-def render_proof_text(config, inst, method: str, verdicts, seconds: float) -> str:
+def render_proof_text(config, inst, method: str, verdicts, seconds: float,
+                      width: int = DEFAULT) -> str:
     """One line per verdict, the lemmas used, each violation explained, the overall status
-    and the wall time."""
+    and the wall time; no line wider than `width`."""
     lines = [f"toolcommit prove: {config.label()} on {inst.name} "
              f"({', '.join(f'{k}={v}' for k, v in inst.bounds().items())}), method {method}",
              "assumptions: " + ", ".join(f"{k}={v}" for k, v in config.assumptions.items()),
@@ -24,9 +26,9 @@ def render_proof_text(config, inst, method: str, verdicts, seconds: float) -> st
         lines += ["", "lemmas used (each proved inductive with the others): " + ", ".join(lemmas)]
     for v in verdicts:
         if v.status is Status.VIOLATED:
-            lines += ["", render_text(v.counterexample).rstrip()]
+            lines += ["", render_text(v.counterexample, width).rstrip()]
     lines += ["", f"{overall(verdicts).value} in {seconds:.2f}s"]
-    return "\n".join(lines) + "\n"
+    return fit("\n".join(lines) + "\n", width)
 
 
 def render_proof_json(config, inst, method: str, max_k: int, verdicts, seconds: float) -> str:

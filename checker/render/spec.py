@@ -9,9 +9,12 @@ import networkx as nx
 
 from toolcommit.spec import protocol
 
+from toolcommit.checker.render.fit import DEFAULT, fit
 
-def render_text(lifecycles) -> str:
-    """Each lifecycle's states and edges with their meanings, then the properties."""
+
+def render_text(lifecycles, width: int = DEFAULT) -> str:
+    """Each lifecycle's states and edges with their meanings, then the properties; no line
+    wider than `width`."""
     p = protocol()
     out = []
     for life in lifecycles:
@@ -25,7 +28,7 @@ def render_text(lifecycles) -> str:
         out.append("")
     out.append("properties:")
     out += [f"  {name}: {prop['meaning']}" for name, prop in p.properties.items()]
-    return "\n".join(out) + "\n"
+    return fit("\n".join(out) + "\n", width)
 
 
 def render_mermaid(lifecycles) -> str:
@@ -78,8 +81,9 @@ RENDER = {"text": render_text, "mermaid": render_mermaid, "dot": render_dot, "js
           "knobs": render_knobs}
 
 
-def render_envs(fmt: str = "text") -> str:
-    """Every environment profile: its meaning, what it sets, and each behaviour's source."""
+def render_envs(fmt: str = "text", width: int = DEFAULT) -> str:
+    """Every environment profile: its meaning, what it sets, and each behaviour's source
+    (text: no line wider than `width`)."""
     from toolcommit.model.environment import held_fixed, names, profile
     if fmt == "json":
         doc = {n: {"meaning": profile(n).meaning, "holds_fixed": held_fixed(n),
@@ -101,4 +105,4 @@ def render_envs(fmt: str = "text") -> str:
             else:
                 out.append(f"      no source: {b.rests_on}")
         out.append("")
-    return "\n".join(out)
+    return fit("\n".join(out), width)

@@ -14,6 +14,7 @@ from toolcommit.model.properties import all_names, of_kind
 
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.render.counterexample import render_itf, render_python, render_text
+from toolcommit.checker.render.fit import DEFAULT, fit, sequence, table
 from toolcommit.checker.verify.suite import SuiteResult
 
 
@@ -32,29 +33,30 @@ def _knobs(suite: SuiteResult) -> dict:
     return bearing(suite.config.knobs, [r.instance for r in suite.results])
 
 
-def render_suite_text(suite: SuiteResult, explain: str = "first") -> str:
+def render_suite_text(suite: SuiteResult, explain: str = "first", width: int = DEFAULT) -> str:
     """The verdict table, coverage, unknowns, shortest counterexamples (explained per
-    `explain`: "first", "all" or "none") and the summary line."""
+    `explain`: "first", "all" or "none") and the summary line; no line wider than `width`
+    (a table too wide is split into groups of properties, each beside the instances)."""
     cfg = suite.config
     cols = [p for p in all_names() if p in suite.props and p not in of_kind("hyper")]  # hyper: apart
     lines = [f"toolcommit check: {cfg.label()}",
              "knobs: " + ", ".join(f"{k}={v}" for k, v in _knobs(suite).items()),
              "assumptions: " + ", ".join(f"{k}={v}" for k, v in cfg.assumptions.items()),
              "", _legend(suite), ""]
-    width = {c: max(len(c), 3) for c in cols}
-    lines.append(f"{'instance':<24}{'states':>9}{'depth':>6}  " + " ".join(f"{c:>{width[c]}}" for c in cols))
+    rows = [["instance", "states", "depth"] + cols]
     for r in suite.results:
         by = {v.property: v for v in r.verdicts}
         states = f"{r.stats['states']}" + ("+" if r.stats.get("early") else "")
-        lines.append(f"{r.instance.name:<24}{states:>9}{r.stats['depth']:>6}  "
-                     + " ".join(f"{_cell(by.get(c)):>{width[c]}}" for c in cols))
+        rows.append([r.instance.name, states, str(r.stats["depth"])]
+                    + [_cell(by.get(c)) for c in cols])
+    lines += table(rows, width, align="lrr" + "r" * len(cols), gap=1, keep=1, rule=False)
     lines += _coverage(suite) + _early(suite) + _denominator(suite)
     if suite.p5 is not None:
         lines += ["", f"P5 (model personalities): {suite.p5.line()}"
                   + (f" -- {suite.p5.reason}" if suite.p5.status is Status.HOLDS and suite.p5.reason else "")]
-    lines += _unknowns(suite) + _violations(suite, explain)
+    lines += _unknowns(suite) + _violations(suite, explain, width)
     lines += ["", _summary(suite)]
-    return "\n".join(lines) + "\n"
+    return fit("\n".join(lines) + "\n", width)
 
 
 def _legend(suite: SuiteResult) -> str:
@@ -131,7 +133,7 @@ def _unknowns(suite: SuiteResult) -> list[str]:
     return ["", "Unknown:"] + out if out else []
 
 
-def _violations(suite: SuiteResult, explain: str) -> list[str]:
+def _violations(suite: SuiteResult, explain: str, width: int) -> list[str]:
     found = [(r.instance.name, v) for r in suite.results for v in r.verdicts
              if v.status is Status.VIOLATED]
     if suite.p5 is not None and suite.p5.status is Status.VIOLATED:
@@ -140,13 +142,13 @@ def _violations(suite: SuiteResult, explain: str) -> list[str]:
         return []
     out = ["", "Shortest counterexamples:"]
     for name, v in found:
-        steps = " ; ".join(s.label() for s in v.counterexample.steps[1:])
-        out.append(f"  {name} {v.property} ({v.counterexample.length} steps): {steps}")
+        out += sequence(f"  {name} {v.property} ({v.counterexample.length} steps): ",
+                        [s.label() for s in v.counterexample.steps[1:]], " ;", width, 4)
     if explain == "none":
         return out
     chosen = found if explain == "all" else [_headline(found)]
     for _, v in chosen:
-        out += ["", render_text(v.counterexample).rstrip()]
+        out += ["", render_text(v.counterexample, width).rstrip()]
     return out
 
 

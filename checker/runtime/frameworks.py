@@ -23,8 +23,8 @@ import inspect
 import json
 from typing import Any, Callable, Iterable, Optional, Union
 
-from toolcommit.runtime.log import IntentLog
-from toolcommit.runtime.shims import EffectError, aguard, guard, tell
+from toolcommit.checker.runtime.log import IntentLog
+from toolcommit.checker.runtime.shims import EffectError, aguard, guard, tell
 
 
 def pydantic_ai_tool(log: IntentLog, fn: Callable, *, scope: Union[str, Callable],

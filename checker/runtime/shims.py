@@ -41,9 +41,9 @@ import time
 import uuid
 from typing import Any, Callable, Optional, Union
 
-from toolcommit.runtime import design as D
-from toolcommit.runtime.log import Decision, IntentLog, IntentLogError, Record, Ticket
-from toolcommit.runtime.store import GAVE_UP
+from toolcommit.checker.runtime import design as D
+from toolcommit.checker.runtime.log import Decision, IntentLog, IntentLogError, Record, Ticket
+from toolcommit.checker.runtime.store import GAVE_UP
 
 _TICKET: contextvars.ContextVar[Optional[Ticket]] = contextvars.ContextVar(
     "toolcommit_ticket", default=None)
@@ -101,7 +101,7 @@ def tell(e: EffectError) -> dict:
 
 def _json_result(value) -> Any:
     try:
-        from toolcommit.runtime.lines import dumps
+        from toolcommit.checker.runtime.lines import dumps
         dumps(value)
         return value
     except (TypeError, ValueError):

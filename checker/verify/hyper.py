@@ -8,17 +8,15 @@ key names left out).
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Optional
 
 from toolcommit.model.errors import InternalError
 from toolcommit.model.environment import instance_in
-from toolcommit.model.instance import Instance, instance, proposal
+from toolcommit.model.instance import Instance, personalities, personality
 from toolcommit.model.knobs import Config
 from toolcommit.model.properties import effects
 from toolcommit.model.semantics import build
 from toolcommit.model.system import System
-from toolcommit.spec import instances
 
 from toolcommit.checker.engines.base import Limits, Progress
 from toolcommit.checker.engines.explicit.engine import Explicit, concretize
@@ -37,26 +35,20 @@ def outcome(system: System, state: dict) -> tuple:
             "decisions=" + ",".join(shown["prop"]))
 
 
-def personalities() -> tuple[str, dict]:
-    raw = instances()["personalities"]
-    return raw["base"], raw["variants"]
-
-
 def personality_instance(name: str, env: str = "ideal") -> Instance:
     """The P5 base instance, in environment `env`, with the proposals of personality `name`."""
-    base_name, variants = personalities()
-    return replace(instance_in(instance(base_name), env), name=f"{base_name}/{name}",
-                   proposals=tuple(proposal(p) for p in variants[name]))
+    return instance_in(personality(name), env)
 
 
 def check_p5(config: Config, limits: Limits = Limits(), progress: Optional[Progress] = None,
-             name: str = "P5") -> Verdict:
-    """Every model personality reaches the same set of settled outcomes."""
+             name: str = "P5", engine: Explicit = Explicit()) -> Verdict:
+    """Every model personality reaches the same set of settled outcomes (each explored by
+    `engine`)."""
     _, variants = personalities()
     seen: dict[str, dict] = {}
     runs = {}
     for who in variants:
-        c, ex = Explicit().explore(build(config, personality_instance(who, config.env)), limits, False, progress)
+        c, ex = engine.explore(build(config, personality_instance(who, config.env)), limits, False, progress)
         if not ex.complete:
             return Verdict(name, Status.UNKNOWN, reason=f"{who}: {ex.stop_reason}")
         outs: dict = {}

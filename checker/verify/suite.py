@@ -13,7 +13,7 @@ from toolcommit.model.knobs import Config
 from toolcommit.model.properties import all_names, default_names, names, prop
 from toolcommit.spec import protocol
 
-from toolcommit.checker.engines.base import Engine, Limits, state_predicates_only
+from toolcommit.checker.engines.base import Engine, Limits, Tick, state_predicates_only
 from toolcommit.checker.engines.explicit.engine import Explicit
 from toolcommit.checker.engines.verdict import Status, Verdict, overall
 from toolcommit.checker.verify.check import InstanceResult, check_instance
@@ -89,14 +89,22 @@ def run_suite(config: Config, instances: list[Instance], props=None, limits: Lim
     they compare models rather than judge one (explicit engine only)."""
     props = engine_props(engine, props)
     results: list[InstanceResult] = []
-    for inst in instances:
+    for i, inst in enumerate(instances, 1):
         tick = (lambda t, name=inst.name: progress(replace(t, phase=name))) if progress else None
         results.append(check_instance(config, inst, props, limits, tick, engine))
+        if progress:      # an instance done: a suite of quick instances shows progress too
+            s = results[-1].stats
+            progress(Tick(f"{inst.name}, {i} of {len(instances)} done", _int(s.get("states")),
+                          _int(s.get("depth")), float(s.get("seconds") or 0.0)))
     p5 = None
     if "P5" in props and isinstance(engine, Explicit):
         tick = (lambda t: progress(replace(t, phase="P5"))) if progress else None
-        p5 = check_p5(config, limits, tick)
+        p5 = check_p5(config, limits, tick, engine=engine)
     return SuiteResult(config, results, p5, tuple(props), engine=engine.name)
+
+
+def _int(value) -> int:
+    return value if isinstance(value, int) else 0
 
 
 def resolve_instances(names_: Optional[list[str]], bounds: dict, env: str = "ideal") -> list[Instance]:
@@ -105,8 +113,10 @@ def resolve_instances(names_: Optional[list[str]], bounds: dict, env: str = "ide
             for n in dict.fromkeys(names_ or suite_names())]
 
 
-def reliance(config: Config, instances: list[Instance], props=None) -> dict[str, Optional[Breach]]:
-    """For each environment assumption: the first violation seen when it is weakened.
+def reliance(config: Config, instances: list[Instance], props=None,
+             engine: Engine = Explicit()) -> dict[str, Optional[Breach]]:
+    """For each environment assumption: the first violation seen when it is weakened
+    (checked by `engine`).
 
     Returns {assumption: None | Breach}: None means the verdicts do not depend on it (on
     these instances); otherwise the counterexample that shows why the design relies on it.
@@ -126,7 +136,7 @@ def reliance(config: Config, instances: list[Instance], props=None) -> dict[str,
             for inst in instances:
                 if name in inst.assumptions:
                     continue
-                r = check_instance(weaker, inst, props)
+                r = check_instance(weaker, inst, props, engine=engine)
                 bad = [v for v in r.verdicts if v.status is Status.VIOLATED]
                 if bad:
                     found = Breach(inst.name, bad[0].property, bad[0].counterexample.length)

@@ -1,4 +1,5 @@
 """The command line: exit codes, one-line errors naming what is valid, JSON as data."""
+import io
 import json
 import subprocess
 import sys
@@ -65,14 +66,32 @@ def test_spec_prints_the_graph_in_every_format(capsys, fmt, marker):
     assert marker in capsys.readouterr().out
 
 
-def test_progress_line_is_on_stderr_not_stdout(capsys):
-    from toolcommit.checker.cli.check import Progress
-    import io
-    err = io.StringIO()
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_line_is_on_a_terminal_stderr_and_erased_at_the_end():
+    from toolcommit.checker.cli.terminal import Progress
+    err = _Terminal()
     p = Progress(err)
     p.t0 -= 10
     p("default", {"states": 5000, "depth": 7, "seconds": 2.0, "explored": 4000})
     assert "[default] 5,000 states, depth 7" in err.getvalue()
+    p.close()
+    assert err.getvalue().endswith("\r\x1b[K")       # the report starts on a clean line
+
+
+def test_progress_writes_nothing_when_stderr_is_piped_or_the_run_is_short():
+    from toolcommit.checker.cli.terminal import Progress
+    piped, quick = io.StringIO(), _Terminal()
+    slow = Progress(piped)
+    slow.t0 -= 10
+    for p in (slow, Progress(quick)):
+        p("default", {"states": 5000, "depth": 7, "seconds": 2.0})
+        p.design({"on_unknown": "reconcile"}, "ack_loss", 0.1)
+        p.close()
+    assert piped.getvalue() == "" and quick.getvalue() == ""
 
 
 @pytest.mark.parametrize("engine", ["smt", "random"])

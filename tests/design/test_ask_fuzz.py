@@ -3,7 +3,7 @@ mutated question text are either a valid question or a `ToolcommitError` the CLI
 one line with exit 2, never another exception (a traceback) or an `InternalError` (exit 4).
 A sample of the valid mutants is also answered and rendered, one cell each.
 
-Run with `--hypothesis-show-statistics` for the number of cases; `-m slow` runs ten times
+Run with `--hypothesis-show-statistics` for the number of cases; `-m slow` runs four times
 more; TOOLCOMMIT_FUZZ_EXAMPLES=N sets the count and TOOLCOMMIT_FUZZ_RANDOM=1 draws new cases
 (by default the cases are the same on every run).
 """
@@ -37,7 +37,7 @@ NAMES = sorted(set(protocol().knobs) | set(protocol().assumptions) | set(protoco
 N = int(os.environ.get("TOOLCOMMIT_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(max_examples=N, deadline=None, derandomize="TOOLCOMMIT_FUZZ_RANDOM" not in os.environ,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-DEEP = settings(FUZZ, max_examples=10 * N)
+DEEP = settings(FUZZ, max_examples=4 * N)
 
 scalars = (st.none() | st.booleans() | st.integers(-2, 12) | st.integers()
            | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=12)

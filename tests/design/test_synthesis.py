@@ -7,9 +7,8 @@ from toolcommit.checker.design.synthesis import (SUPERSETS, Environment, Oracle,
                                                  preset_design, simulates, synthesize)
 from toolcommit.checker.engines.trace import breaks, replay
 from toolcommit.checker.engines.verdict import Status
-from toolcommit.model.environment import instance_in
+from toolcommit.model.environment import from_label, instance_in
 from toolcommit.model.instance import instance
-from toolcommit.model.knobs import from_label
 from toolcommit.model.semantics import build
 
 SMALL = ["ack_loss", "cancel", "paraphrase", "transport_retry", "give_up_retry"]

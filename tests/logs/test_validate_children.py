@@ -21,7 +21,7 @@ BOUND = 60.0
 SCRIPT = """
 import multiprocessing, sys, time
 from toolcommit.checker.logs import pool
-def stalled(call, shards, fixup):
+def stalled(call, shards, fixup, index=None):
     print(" ".join(str(p.pid) for p in multiprocessing.active_children()), flush=True)
     time.sleep(3600)
 pool.coordinate = stalled

@@ -5,10 +5,10 @@ from functools import lru_cache
 
 from toolcommit.checker.engines.base import Limits
 from toolcommit.checker.verify.check import run_instance
-from toolcommit.model.environment import configure, instance_in
+from toolcommit.model.environment import configure, from_label, instance_in
 from toolcommit.model.expr import evaluate
 from toolcommit.model.instance import instance
-from toolcommit.model.knobs import from_label, preset
+from toolcommit.model.knobs import preset
 
 
 @lru_cache(maxsize=None)

@@ -15,8 +15,9 @@ from toolcommit.checker.engines.trace import find_action
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.verify.check import check_instance, run_instance
 from toolcommit.checker.verify.suite import suite_names
+from toolcommit.model.environment import from_label
 from toolcommit.model.instance import instance
-from toolcommit.model.knobs import from_label, preset
+from toolcommit.model.knobs import preset
 from toolcommit.model.semantics import build
 
 SEED = preset("seed")

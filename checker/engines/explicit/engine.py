@@ -28,10 +28,12 @@ from .native import explore_any
 
 @dataclass(frozen=True)
 class Explicit:
-    """Exhaustive breadth-first search; `graph=False` skips the edge list (and the graph
-    properties) when only state predicates are asked for."""
+    """Exhaustive breadth-first search, natively on `jobs` threads where the native engine
+    answers (the same states, ids and verdicts for any `jobs`); the edge list (and the graph
+    properties) only when a property asked for needs it."""
 
     name: str = "explicit"
+    jobs: int = 1
 
     def judges(self, name: str) -> bool:
         p = prop(name)
@@ -52,7 +54,8 @@ class Explicit:
         if progress is not None:
             def tick(info):
                 progress(Tick("bfs", info["states"], info["depth"], info["seconds"]))
-        return c, explore_any(c, limits.max_states, limits.timeout, graph, tick, stop=stop)
+        return c, explore_any(c, limits.max_states, limits.timeout, graph, tick, stop=stop,
+                              jobs=self.jobs)
 
     def run(self, system: System, props: Sequence[str], limits: Limits = Limits(),
             progress: Optional[Progress] = None) -> Result:

@@ -1,8 +1,9 @@
 """The native explicit engine: the model compiled to C, built once, run through ctypes.
 
 `explore_native` takes the same inputs as `explore` and returns a `NativeExploration`, an
-`Exploration` with the same fields and the same state ids (a test runs both engines on
-every shipped instance and compares them field by field). The C source comes from
+`Exploration` with the same fields and the same state ids, on one thread or several
+(`jobs`; a test runs both engines on every shipped instance and compares them field by
+field). The C source comes from
 `native_c`; it is compiled with the machine's C compiler (`$CC`, else `cc`, `gcc` or
 `clang`) on first use into a cache directory keyed by the hash of the source and the
 compiler, written atomically (a temporary file renamed into place), so two processes
@@ -39,8 +40,8 @@ from toolcommit.checker.engines.explicit.explore import (EARLY, Exploration, Sto
 from toolcommit.checker.engines.explicit.native_c import c_source, refusal
 
 ENGINES = ("auto", "native", "python")
-FLAGS = ("-O1", "-shared", "-fPIC", "-w")   # -O2 runs no faster and compiles 2x slower
-ABI = 3
+FLAGS = ("-O1", "-shared", "-fPIC", "-pthread", "-w")   # -O2: no faster, compiles 2x slower
+ABI = 4
 QUICK_STATES = 10_000     # 'auto': instances this small stay with the Python engine
 MAX_STATES = (1 << 64) - 1   # tc_explore's max_states is a uint64_t
 _STOPS = {3: "interrupted", 5: "native engine capacity (2^32 states or edges) reached", 6: EARLY}
@@ -52,12 +53,14 @@ class _Out(ctypes.Structure):
     _fields_ = ([(n, ctypes.c_uint64) for n in ("states", "explored", "transitions", "peak_bytes",
                                                "memo_entries")]
                 + [(n, ctypes.c_int64) for n in ("deadlock", "stuck", "complete", "stop")]
-                + [("seconds", ctypes.c_double)]
-                + [(n, ctypes.c_uint64) for n in ("nlevels", "nsettled", "ntruncated", "nedges")]
+                + [(n, ctypes.c_double) for n in ("seconds", "graph_seconds")]
+                + [(n, ctypes.c_uint64) for n in ("nlevels", "nsettled", "ntruncated", "nedges",
+                                                  "jobs")]
                 + [(n, ctypes.c_void_p) for n in ("state", "parent", "via", "level_ends", "settled",
                                                   "truncated", "eoff", "edst", "fired")]
                 + [("first_violation", ctypes.c_int64 * 64), ("first_witness", ctypes.c_int64 * 64),
-                   ("first_bad_end", ctypes.c_int64 * 64)])
+                   ("first_bad_end", ctypes.c_int64 * 64), ("cpu_seconds", ctypes.c_double),
+                   ("phase_seconds", ctypes.c_double * 6)])
 
 
 class _Stop(ctypes.Structure):
@@ -69,31 +72,37 @@ _TICK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64, ctypes.
 
 
 class PackedStates:
-    """The explored states, 16 bytes each in BFS order: a read-only sequence of ints.
+    """The explored states, `itemsize` bytes each in BFS order (the native state: 16 bytes
+    up to 128 bits, else 8 a word, word 0 first): a read-only sequence of ints.
 
     >>> s = PackedStates(b"".join(v.to_bytes(16, sys.byteorder) for v in (5, 1 << 100)))
     >>> len(s), s[0], s[-1] == 1 << 100, list(s) == [5, 1 << 100]
     (2, 5, True, True)
+    >>> PackedStates((1 << 150).to_bytes(24, "little"), 24)[0] == 1 << 150
+    True
     """
 
-    def __init__(self, raw: bytes):
-        self._raw = memoryview(raw)
+    def __init__(self, raw: bytes, itemsize: int = 16):
+        self._raw, self.itemsize = memoryview(raw), itemsize
+        # a 128-bit integer is stored in the machine's byte order; wider states are
+        # little-endian words (native_c refuses them on a big-endian machine)
+        self._order = sys.byteorder if itemsize == 16 else "little"
 
     def __len__(self) -> int:
-        return len(self._raw) // 16
+        return len(self._raw) // self.itemsize
 
     def __getitem__(self, i: int) -> int:
-        n = len(self)
+        n, z = len(self), self.itemsize
         if i < 0:
             i += n
         if not 0 <= i < n:
             raise IndexError("state id out of range")
-        return int.from_bytes(self._raw[16 * i:16 * i + 16], sys.byteorder)
+        return int.from_bytes(self._raw[z * i:z * i + z], self._order)
 
     def __iter__(self):
-        raw = self._raw
-        for i in range(0, len(raw), 16):
-            yield int.from_bytes(raw[i:i + 16], sys.byteorder)
+        raw, z, order = self._raw, self.itemsize, self._order
+        for i in range(0, len(raw), z):
+            yield int.from_bytes(raw[i:i + z], order)
 
     def tobytes(self) -> bytes:
         return self._raw.tobytes()
@@ -104,7 +113,14 @@ class NativeExploration(Exploration):
     """An `Exploration` made by the native engine; `states` is a `PackedStates`."""
 
     engine: str = "native"
-    memo_entries: int = 0      # distinct s & U seen by the symmetry memo
+    memo_entries: int = 0      # entries of the symmetry memos (one a thread)
+    graph_seconds: float = 0.0  # of `seconds`: PROGRESS's backward search
+    jobs: int = 1              # the threads that searched
+    # with jobs > 1, per step of native_bfs.c the CPU seconds of its busiest thread, summed:
+    # expand, dedupe, ids, edges and store, the one-thread numbering, PROGRESS (what the
+    # search would take on idle cores, for benchmarks on a shared machine)
+    phase_seconds: tuple = ()
+    search_cpu: float = 0.0    # the process's CPU seconds in the search (all threads)
 
 
 # ----- building ---------------------------------------------------------------------------
@@ -136,10 +152,11 @@ def _build_and_load(key: str, source: str, cc: list[str]) -> tuple[Optional[ctyp
             lib = ctypes.CDLL(path)
             if lib.tc_abi() != ABI:
                 return None, f"{target} is from another version of the engine"
-            lib.tc_explore.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
-                                       ctypes.c_double, ctypes.c_int, _TICK,
+            lib.tc_explore.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_double,
+                                       ctypes.c_int, ctypes.c_int, ctypes.c_uint64, _TICK,
                                        ctypes.POINTER(_Stop), ctypes.POINTER(_Out)]
             lib.tc_explore.restype = ctypes.c_int
+            lib.tc_state_bytes.restype = ctypes.c_int
             lib.tc_free.argtypes = [ctypes.c_void_p]
             lib.tc_free.restype = None
         except (OSError, AttributeError) as e:     # a symbol missing is not the engine
@@ -165,9 +182,13 @@ def check_limits(max_states, timeout) -> None:
 
 def explore_native(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool = True,
                    progress: Optional[Callable[[dict], None]] = None, measure_memory: bool = False,
-                   lib: Optional[ctypes.CDLL] = None, stop: Optional[StopWhen] = None
-                   ) -> NativeExploration:
+                   lib: Optional[ctypes.CDLL] = None, stop: Optional[StopWhen] = None,
+                   jobs: int = 1, chunk: int = 0) -> NativeExploration:
     """`explore` run natively; the same result, state for state.
+
+    `jobs` threads search (the same states under the same ids, so the same result, see
+    `native_bfs.c`); `chunk` is how many parents they expand per step (0: the default;
+    tests make it small to cross many chunk boundaries).
 
     Raises UsageError when the native engine is unavailable (see `library`), MemoryError
     when the search runs out of memory, and re-raises an exception (KeyboardInterrupt)
@@ -189,20 +210,24 @@ def explore_native(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph
             return 1
         return 0
 
+    if not isinstance(jobs, int) or jobs < 1:
+        raise UsageError(f"--jobs must be a whole number >= 1, not {jobs}")
     out = _Out()
     t0 = time.perf_counter()
-    mask = (1 << 64) - 1
+    size = lib.tc_state_bytes()
+    words = (ctypes.c_uint64 * (size // 8))(*[(c.init >> (64 * i)) & ((1 << 64) - 1)
+                                              for i in range(size // 8)])
     when = _Stop(0, 0, 0, 0, 0) if stop is None else \
         _Stop(1, stop.invariants, stop.witnesses, stop.ends, int(stop.deadlock))
-    rc = lib.tc_explore(c.init & mask, c.init >> 64, max_states, float(timeout), int(graph),
-                        _TICK(tick), ctypes.byref(when), ctypes.byref(out))
+    rc = lib.tc_explore(ctypes.cast(words, ctypes.c_void_p), max_states, float(timeout),
+                        int(graph), jobs, chunk, _TICK(tick), ctypes.byref(when), ctypes.byref(out))
     try:
         if raised:
             raise raised[0]
         if rc != 0:
             raise MemoryError(f"native engine ran out of memory after {out.states:,} states")
         return _result(c, lib, out, max_states, timeout, graph, measure_memory,
-                       time.perf_counter() - t0)
+                       time.perf_counter() - t0, size)
     finally:
         for name in ("state", "parent", "via", "level_ends", "settled", "truncated", "eoff",
                      "edst", "fired"):
@@ -227,14 +252,14 @@ def _release(lib, out: _Out, name: str) -> None:
 
 
 def _result(c: Compiled, lib, out: _Out, max_states: int, timeout: float, graph: bool,
-            measure_memory: bool, seconds: float) -> NativeExploration:
+            measure_memory: bool, seconds: float, size: int) -> NativeExploration:
     n = out.states
-    raw = ctypes.string_at(out.state, 16 * n) if n else b""
+    raw = ctypes.string_at(out.state, size * n) if n else b""
     _release(lib, out, "state")
     parent, via = _take(lib, out, "parent", n, "I"), _take(lib, out, "via", n, "i")
     levels = list(_take(lib, out, "level_ends", out.nlevels, "I"))
     complete = bool(out.complete)
-    ex = NativeExploration(c, PackedStates(raw), parent, via, levels, complete,
+    ex = NativeExploration(c, PackedStates(raw, size), parent, via, levels, complete,
                            "" if complete else _stop_reason(out.stop, max_states, timeout))
     ex.settled_ids = _take(lib, out, "settled", out.nsettled, "I")     # arrays, not lists:
     truncated = _take(lib, out, "truncated", out.ntruncated, "I")      # 4 bytes an id
@@ -249,6 +274,8 @@ def _result(c: Compiled, lib, out: _Out, max_states: int, timeout: float, graph:
     ex.first_bad_end = _firsts(out.first_bad_end, c.end_names)
     ex.deadlock = None if out.deadlock < 0 else out.deadlock
     ex.transitions, ex.seconds, ex.memo_entries = out.transitions, seconds, out.memo_entries
+    ex.graph_seconds, ex.jobs = out.graph_seconds, out.jobs
+    ex.phase_seconds, ex.search_cpu = tuple(out.phase_seconds), out.cpu_seconds
     ex.early = out.stop == STOP_EARLY
     if measure_memory:
         ex.peak_bytes = out.peak_bytes
@@ -281,15 +308,17 @@ def engine_choice(engine: Optional[str] = None) -> str:
 
 def explore_any(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool = True,
                 progress: Optional[Callable[[dict], None]] = None,
-                engine: Optional[str] = None, stop: Optional[StopWhen] = None) -> Exploration:
+                engine: Optional[str] = None, stop: Optional[StopWhen] = None,
+                jobs: int = 1) -> Exploration:
     """Explore `c` with the engine chosen by `engine_choice`; the same result either way.
 
     'native' runs the native engine (UsageError when it cannot be built); 'python' the
     Python engine. 'auto' (the default) lets the Python engine try first with a budget of
     `QUICK_STATES` states: most instances (every failure class) finish within it in
     milliseconds, less than generating, compiling or even loading C would take. A larger
-    instance starts over natively (`stop` is passed to either engine, which stop alike); when the native engine cannot be built, the Python
-    engine goes on and the result's `engine_note` says why.
+    instance starts over natively (`stop` is passed to either engine, which stop alike), on
+    `jobs` threads; when the native engine cannot be built, the Python engine goes on (on
+    one core: it is the oracle, kept simple) and the result's `engine_note` says why.
     """
     want = engine_choice(engine)
     check_limits(max_states, timeout)     # the same range for either engine
@@ -303,7 +332,8 @@ def explore_any(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: b
         timeout = max(timeout - ex.seconds, 1e-3) if timeout else 0.0
     lib, why = library(c)
     if lib is not None:
-        return explore_native(c, max_states, timeout, graph, progress, lib=lib, stop=stop)
+        return explore_native(c, max_states, timeout, graph, progress, lib=lib, stop=stop,
+                              jobs=jobs)
     if want == "native":
         raise UsageError(f"native engine unavailable: {why}; unset TOOLCOMMIT_ENGINE "
                          "to use the Python engine")

@@ -1,29 +1,41 @@
-"""The model as Promela, and a Spin BFS of it: the benchmark's outside reference.
+"""The model as Promela, for Spin: the same `System` both our engines compile, written as a
+Promela program (`toolcommit export --format promela`).
 
-The same `System` both our engines compile: one global per variable (same domains and
-initial values), one `d_step` option per ground action (the guard, then the updates,
-which are simultaneous: ordered so none reads a variable already assigned, or else
-through temporaries), in one process's `do` loop marked as a valid end state. Spin has no
-symmetry reduction, so it stores every state our engines fold together; invariants are
-not asserted (Spin would stop at the first violation), so Spin explores the whole graph,
-as our engines do; `spin_run(system, stop_at="I1")` asserts one (a monitor process that
-fails when it breaks), and Spin's BFS stops at the first violation, like `check --first`.
+One global per variable (the same domains and initial values), one `d_step` option per
+ground action (the guard, then the updates, which are simultaneous: ordered so none reads a
+variable already assigned, or else through temporaries), in one process's `do` loop marked
+as a valid end state. Spin has no symmetry reduction, so it stores every state our engines
+fold together (on a `System` without symmetries its state count and depth are ours: a slow
+test checks). Invariants are not asserted unless one is named: `promela(system, "I1")`
+adds a monitor process that fails when I1 breaks, so Spin's BFS stops at the first
+violation, like `check --first`.
+
+Examples
+--------
+>>> from toolcommit.model.system import System, VarDecl, Action
+>>> from toolcommit.model.expr import Var, Const
+>>> x = Var("x")
+>>> s = System((VarDecl("x", 3),), {"x": 0}, (Action("inc", {}, x < 2, {"x": x + 1}),), {}, {}, Const(1))
+>>> print(promela(s))
+byte x_x = 0;
+<BLANKLINE>
+active proctype model() {
+int t0 = 0;
+end: do
+  :: d_step { ((x_x < 2)); x_x = (x_x + 1) }
+od
+}
+<BLANKLINE>
 """
 from __future__ import annotations
 
-import os
 import re
-import resource
-import subprocess
-import tempfile
-import time
 
 from toolcommit.model.expr import Const, Expr, Var, variables
 from toolcommit.model.system import System
+
 from toolcommit.checker.engines.explicit.native_c import is_boolean
 
-MEMORY_MB = 4096      # pan's memory bound (-DMEMLIM)
-TIME_LIMIT = 300.0    # seconds per pan run; past it pan is stopped and the run is incomplete
 _OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "add": "+", "sub": "-"}
 
 
@@ -95,44 +107,3 @@ def _assignments(updates, flags) -> list[str]:
     names = list(updates)
     return ([f"t{i} = {to_promela(updates[n], flags)}" for i, n in enumerate(names)]
             + [f"{_name(n)} = t{i}" for i, n in enumerate(names)] + [f"t{i} = 0" for i in range(len(names))])
-
-
-def spin_run(system: System, stop_at: str = "") -> dict:
-    """Generate, compile (-DBFS -DSAFETY) and run pan on `system`; its own statistics.
-
-    pan runs twice: first to count the states, then with a hash table of about twice that
-    many slots (-w), which is the run reported.
-    """
-    with tempfile.TemporaryDirectory() as tmp:
-        with open(os.path.join(tmp, "model.pml"), "w") as f:
-            f.write(promela(system, stop_at))
-        subprocess.run(["spin", "-a", "model.pml"], cwd=tmp, check=True, capture_output=True)
-        subprocess.run(["cc", "-O2", "-DBFS", "-DSAFETY", "-DNOBOUNDCHECK", f"-DMEMLIM={MEMORY_MB}",
-                        "-o", "pan", "pan.c"], cwd=tmp, check=True, capture_output=True)
-        first = _pan(tmp, 18)
-        if not first["complete"] or stop_at:
-            return first
-        return _pan(tmp, max(18, first["states"].bit_length() + 1))
-
-
-def _pan(folder: str, w: int) -> dict:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    try:
-        out = subprocess.run(["./pan", f"-w{w}"], cwd=folder, capture_output=True, text=True,
-                             timeout=TIME_LIMIT).stdout
-    except subprocess.TimeoutExpired:
-        return {"error": f"spin: no result within {TIME_LIMIT:g} s", "complete": False}
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-
-    def num(pattern: str) -> float:
-        return float(re.search(pattern, out).group(1))
-
-    states = int(num(r"(\d+) states, stored"))
-    return {"states": states, "transitions": int(num(r"(\d+) transitions")),
-            "depth": int(num(r"depth reached (\d+)")), "wall_s": wall,
-            "complete": "MEMLIM" not in out and "out of memory" not in out,
-            "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
-            "bytes_per_state": num(r"([\d.]+)\s+total actual memory usage") * 1048576 / states,
-            "errors": int(num(r"errors: (\d+)")), "w": w}

@@ -1,0 +1,76 @@
+"""`toolcommit export`: write what toolcommit knows in another tool's format.
+
+`--format` names what is written and from what. A format of the model (`promela`: the
+instance's `System` as a Promela program for Spin) takes the model options (--preset, --set,
+--instance, --bounds, --env); a format that converts a file takes it as SOURCE, and says so
+in `FORMATS` (`Format.source`). The text goes to stdout, or atomically to `-o FILE`.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Callable
+
+from toolcommit.model.errors import UsageError
+from toolcommit.model.semantics import build
+
+from toolcommit.checker.cli.check import add_model_options, bounds_from, config_from
+from toolcommit.checker.output import write_atomic
+from toolcommit.checker.verify.suite import resolve_instances
+
+
+@dataclass(frozen=True)
+class Format:
+    """One export format: its help line, what SOURCE it reads ("" for none: the model
+    options say what), and `write(args) -> text`."""
+
+    help: str
+    source: str
+    write: Callable[..., str]
+
+
+def _promela(args) -> str:
+    from toolcommit.checker.render.promela import promela
+    if args.instance and len(args.instance) > 1:
+        raise UsageError("--format promela writes one instance; give --instance once")
+    inst = resolve_instances(args.instance or ["default"], bounds_from(args), args.env)[0]
+    system = build(config_from(args), inst)
+    if args.property and args.property not in system.invariants:
+        raise UsageError(f"--property {args.property}: not an invariant of the model; valid: "
+                         f"{', '.join(system.invariants)}")
+    return promela(system, args.property or "")
+
+
+FORMATS = {
+    "promela": Format("the instance's model as a Promela program for Spin (no symmetry "
+                      "reduction; --property P adds a monitor asserting invariant P)", "",
+                      _promela),
+}
+
+
+def add_parser(sub):
+    p = sub.add_parser("export", help="write a model in another tool's format (Promela)",
+                       description="Write what toolcommit knows in another tool's format: "
+                       + "; ".join(f"{n}: {f.help}" for n, f in FORMATS.items()) + ".")
+    p.add_argument("source", nargs="?", metavar="SOURCE",
+                   help="the file a format converts (none of the formats so far reads one)")
+    p.add_argument("--format", required=True, choices=sorted(FORMATS), help="what to write")
+    add_model_options(p)
+    p.add_argument("--property", metavar="P", help="promela: the invariant to assert")
+    p.add_argument("-o", "--output", metavar="FILE", help="write here (atomically), not stdout")
+    return p
+
+
+def run(args) -> int:
+    fmt = FORMATS[args.format]
+    if args.source and not fmt.source:
+        raise UsageError(f"--format {args.format} writes the model given by --preset, --set, "
+                         f"--instance and --bounds, and reads no SOURCE ({args.source!r})")
+    if fmt.source and not args.source:
+        raise UsageError(f"--format {args.format} needs SOURCE: {fmt.source}")
+    text = fmt.write(args)
+    if args.output:
+        write_atomic(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,71 @@
+"""Read and check intent logs: the one entry `toolcommit validate`, the fault harness and
+library users call, whichever way the lines are checked (this process, shard processes
+sharded by key, or a Dask cluster): the same `Report`."""
+from __future__ import annotations
+
+import gc
+from itertools import islice
+
+from toolcommit.model.errors import InputError, UsageError
+
+from toolcommit.checker.logs import pool
+from toolcommit.checker.logs.conformance import Conformance, EventError
+from toolcommit.checker.logs.merge import focus_message
+from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES, check_paths, read_batches
+from toolcommit.checker.logs.report import Report
+from toolcommit.checker.logs.typed import from_dict
+
+
+def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdin=None,
+             complete_effects: bool = False, jobs: int = 1, engine: str = "local",
+             scheduler=None, joined=None) -> Report:
+    """Read and check `paths`; raise `InputError` on unusable input. `complete_effects`:
+    the effect lines are the provider's whole ledger (see `Conformance`). With `jobs` > 1
+    and logs worth it (`pool.worth_sharding`), in `jobs` processes sharded by key; with
+    `engine` "dask", in `jobs` shards on a Dask cluster (`scheduler`'s, or a local one):
+    the same report. `joined`: (ledger files, effect events as `calls.Placed`) to check
+    after the logs, in this process (`adapters.intentlog.join`)."""
+    check_paths(paths, max_line_bytes)
+    if not 1 <= jobs <= pool.MAX_JOBS:
+        raise UsageError(f"--jobs {jobs}: use 1 to {pool.MAX_JOBS} (1 checks in this process)")
+    if scheduler and engine != "dask":
+        raise UsageError("--scheduler is for --engine dask")
+    if engine == "dask":
+        if "-" in paths:
+            raise UsageError("--engine dask reads files, not stdin ('-'); save the log to a "
+                             "file every worker can open")
+        from toolcommit.checker.logs import cluster
+        return cluster.check(paths, max_line_bytes, focus, jobs, scheduler,
+                             complete_effects=complete_effects)
+    if joined is None and pool.worth_sharding(paths, jobs):
+        return pool.check(paths, max_line_bytes, focus, jobs, complete_effects)
+    warnings: list[str] = []
+    ledgers, effects = joined or ((), ())
+    checker = Conformance([("<stdin>" if p == "-" else p) for p in paths] + list(ledgers),
+                          focus, complete_effects=complete_effects)
+    feed_batch = checker.feed_batch
+    collecting = gc.isenabled()
+    gc.disable()   # the core builds no reference cycles; collection would only cost time
+    try:
+        for fi, path in enumerate(paths):   # one generator per file: the hot loop is here
+            try:
+                for numbers, events in read_batches(
+                        path, max_line_bytes, stdin, warnings.append,
+                        on_cut=lambda line, fi=fi: checker.cut_off(fi, line)):
+                    feed_batch(numbers, events, fi)
+            except EventError as e:
+                raise InputError(str(e), path, e.line) from None
+    finally:
+        if collecting:
+            gc.enable()
+    for p in effects:
+        checker.feed(from_dict(p.event), p.file_index, p.line)
+    _check_focus(focus, checker.keys)
+    return checker.finish(warnings)
+
+
+def _check_focus(focus, keys) -> None:
+    """Refuse a --key the log does not name, listing some it does."""
+    missing = [k for k in dict.fromkeys(focus) if k not in keys]
+    if missing:
+        raise UsageError(focus_message(missing, list(islice(keys, 5)), len(keys)))

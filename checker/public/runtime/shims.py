@@ -1,0 +1,8 @@
+"""toolcommit.runtime.shims: `effectful` and its errors, by their public name (the module is
+`toolcommit.checker.runtime.shims`; these are its objects)."""
+from toolcommit.checker.runtime.shims import (Conflict, EffectError, GaveUp, InDoubt, aguard,
+                                              current_ticket, effectful, guard, recover_settle,
+                                              tell)
+
+__all__ = ["effectful", "guard", "aguard", "current_ticket", "recover_settle", "tell",
+           "EffectError", "Conflict", "GaveUp", "InDoubt"]
