@@ -14,7 +14,7 @@ import sys
 from toolcommit.model.errors import InternalError, ResourceError, ToolcommitError
 from toolcommit.checker.output import guarded_stdout
 
-COMMANDS = ("spec", "check", "prove", "validate", "ask", "design", "torture", "recover", "export")
+COMMANDS = ("spec", "check", "prove", "validate", "ask", "design", "torture", "export", "recover")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,6 +1,6 @@
 """toolcommit.checker.runtime: the intent log as a library a runtime imports, by its public
-name `toolcommit.runtime` (the package `runtime/`, which re-exports this one: the same
-objects, one copy).
+name `toolcommit.runtime` (the package `checker/public/runtime/`, which re-exports this one:
+the same objects, one copy).
 
 The model proposes; the log decides. `IntentLog` follows the design proven for its provider
 (``provider=``: ``ideal``, ``stripe``, ``email``, ``fenced-store`` or a design file) on

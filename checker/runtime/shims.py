@@ -19,7 +19,7 @@ outcome: the record goes UNKNOWN; a cancellation is then re-raised.
 Examples
 --------
 >>> import tempfile, os
->>> from toolcommit.runtime import IntentLog
+>>> from toolcommit.checker.runtime import IntentLog
 >>> log = IntentLog.sqlite(os.path.join(tempfile.mkdtemp(), "i.db"), writer="w1",
 ...                        provider="stripe")
 >>> sent = []

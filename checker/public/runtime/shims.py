@@ -2,7 +2,7 @@
 `toolcommit.checker.runtime.shims`; these are its objects)."""
 from toolcommit.checker.runtime.shims import (Conflict, EffectError, GaveUp, InDoubt, aguard,
                                               current_ticket, effectful, guard, recover_settle,
-                                              tell)
+                                              register, tell)
 
-__all__ = ["effectful", "guard", "aguard", "current_ticket", "recover_settle", "tell",
-           "EffectError", "Conflict", "GaveUp", "InDoubt"]
+__all__ = ["effectful", "guard", "aguard", "current_ticket", "EffectError", "Conflict",
+           "GaveUp", "InDoubt", "recover_settle", "register", "tell"]
