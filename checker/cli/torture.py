@@ -16,7 +16,7 @@ from toolcommit.model.errors import UsageError
 from toolcommit.checker.cli.terminal import Progress, width
 from toolcommit.checker.interrupts import Interrupts
 from toolcommit.checker.render.fit import fit
-from toolcommit.checker.torture.provider import PROFILES
+from toolcommit.checker.torture.profiles import ENVIRONMENTS, PROFILES
 
 MAX_RUNS = 100_000
 
@@ -30,18 +30,27 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "expired and cancels intents. Every run's log (plus the provider's ledger) is "
         "checked by the code of 'toolcommit validate'. The same seed is the same schedule. "
         "Exit 0 all clean, 1 a violation, 3 inconclusive, stuck or failed, 2 bad usage.")
-    p.add_argument("--runtime", choices=("library", "chat"), default="library",
-                   help="library: toolcommit.runtime's intent log; chat: trust the call id "
-                   "and retry blindly (default library)")
+    p.add_argument("--runtime", choices=("library", "park", "chat"), default="library",
+                   help="library: toolcommit.runtime's intent log, following the design "
+                   "proved for the provider (spec/designs/<env>.json) with --env; park: the "
+                   "intent log as it shipped before (one status read, park the record on "
+                   "absent); chat: trust the call id and retry blindly (default library)")
     p.add_argument("--runs", type=int, default=30, metavar="N", help="runs (default 30)")
     p.add_argument("--seed", type=int, default=1, metavar="S",
                    help="first seed; run i uses seed S+i (default 1)")
     p.add_argument("--workers", type=int, default=2, metavar="W",
                    help="worker processes per run (default 2)")
-    p.add_argument("--profile", choices=list(PROFILES), default=None,
-                   help="the provider's environment profile (default fenced: idempotency "
-                   "keys with a TTL, saved responses, fences; with --itf, the one matching "
-                   "the trace's assumptions)")
+    p.add_argument("--env", choices=list(ENVIRONMENTS), default=None,
+                   help="a provider that behaves as the profile of spec/environments.json "
+                   "documents (stripe: saved responses per key, 500s included, 409 while a "
+                   "key is in flight, keys pruned after their lifetime, no fences, a "
+                   "consistent list and a lagging search; email: no keys, no status read; "
+                   "fenced-store: fences and create-once keys), time compressed (1 h = 1 s)")
+    p.add_argument("--profile", choices=[n for n in PROFILES if n not in ENVIRONMENTS],
+                   default=None,
+                   help="one of the harness's own profiles instead, each one promise on or "
+                   "off (default fenced: idempotency keys with a TTL, saved responses, "
+                   "fences; with --itf, the one matching the trace's assumptions)")
     p.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite",
                    help="the library's store (default sqlite)")
     p.add_argument("--dsn", default="", metavar="CONNINFO",
@@ -67,6 +76,8 @@ def _check(args) -> None:
         raise UsageError(f"--workers {args.workers}: use 1 to 8")
     if not 1 <= args.jobs <= 16:
         raise UsageError(f"--jobs {args.jobs}: use 1 to 16")
+    if args.env and args.profile:
+        raise UsageError(f"--env {args.env} and --profile {args.profile}: give one provider")
     if args.seed < 0:
         raise UsageError(f"--seed {args.seed}: use 0 or more")
     if args.store == "postgres" and not args.dsn:
@@ -93,10 +104,11 @@ def run(args) -> int:
     with Interrupts():     # a signal unwinds the runs' cleanups, then takes its effect
         if args.itf:
             from toolcommit.checker.torture.itf import replay
-            campaign = replay(args.itf, args.runtime, args.profile, args.store, args.dsn,
-                              args.keep)
+            campaign = replay(args.itf, args.runtime, args.env or args.profile, args.store,
+                              args.dsn, args.keep)
         else:
-            campaign = torture(args.runs, args.seed, args.runtime, args.profile or "fenced",
+            campaign = torture(args.runs, args.seed, args.runtime,
+                               args.env or args.profile or "fenced",
                                args.store, args.dsn, args.workers, args.jobs, args.keep,
                                args.keep_going, dot)
     progress.close()

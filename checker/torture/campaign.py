@@ -17,12 +17,15 @@ import os
 import selectors
 import signal
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Optional
+
+from toolcommit.model.knobs import preset
 
 from toolcommit.checker.logs.children import fork, held_signals
 from toolcommit.checker.torture.harness import RunResult, run_once, sweep
-from toolcommit.checker.torture.plan import Timing, random_plan
+from toolcommit.checker.torture.plan import Plan, Timing, random_plan
+from toolcommit.checker.torture.profiles import PROFILES, design
 
 VERDICTS = ("CONFORMS", "VIOLATES", "INCONCLUSIVE", "STUCK", "ERROR")
 GRACE = 10.0    # seconds a job process has to clean up after SIGTERM before SIGKILL
@@ -63,9 +66,40 @@ class Campaign:
         return 0 if v["CONFORMS"] == len(self.results) and self.results else 3
 
 
+RUNTIMES = {"library": "the intent log, following the design proved for the provider "
+                       "(spec/designs/<env>.json) on --env profiles; on the harness's own "
+                       "profiles, the recommended design",
+            "park": "the intent log as it shipped before it followed a provider's design: "
+                    "an unknown outcome sealed and read once, an absent read parks the "
+                    "record (DEAD_LETTER) and the model hears it given up",
+            "chat": "trust the model's call id, retry blindly, no idempotency key"}
+_PRESET_OF = {"park": "recommended", "chat": "naive"}
+
+
+def sdk_retries(runtime: str, profile: str) -> bool:
+    """Whether the runtime's client re-sends a request whose answer it missed (the knob
+    ``sdk_retries`` of its design): only then may the network deliver a request twice."""
+    env = PROFILES[profile].env
+    if runtime == "library" and env:
+        return design(env)["sdk_retries"] == "on"
+    return preset(_PRESET_OF.get(runtime, "recommended")).knobs["sdk_retries"] == "on"
+
+
+def plan_for(seed: int, o: dict) -> Plan:
+    """The schedule of seed `seed` under the campaign's options `o`: the provider's faults
+    of its profile, its timing within the profile's delay bound, and no duplicated request
+    for a client that does not retry (on a profile of spec/environments.json)."""
+    prof = PROFILES[o["profile"]]
+    plan = random_plan(seed, o["workers"], o.get("timing") or Timing().within(prof.delay_bound),
+                       prof.faults)
+    if prof.env and not sdk_retries(o["runtime"], o["profile"]):
+        plan = replace(plan, rates=plan.rates[:2] + (0.0,))
+    return plan
+
+
 def _one(seed: int, o: dict) -> RunResult:
-    plan = random_plan(seed, o["workers"], o.get("timing") or Timing())
-    return run_once(plan, o["runtime"], o["profile"], o["store"], o["dsn"], o["keep"])
+    return run_once(plan_for(seed, o), o["runtime"], o["profile"], o["store"], o["dsn"],
+                    o["keep"])
 
 
 def torture(runs: int, seed: int = 1, runtime: str = "library", profile: str = "fenced",
@@ -189,7 +223,9 @@ def _rerun(o: dict, seed: int) -> str:
         args += [f"--seed {seed}", "--runs 1"]
         if o["workers"] != 2:
             args.append(f"--workers {o['workers']}")
-    if o["profile"] != "fenced":
+    if PROFILES[o["profile"]].env:
+        args.append(f"--env {o['profile']}")
+    elif o["profile"] != "fenced":
         args.append(f"--profile {o['profile']}")
     if o["store"] != "sqlite":
         args.append(f"--store {o['store']} --dsn ...")
@@ -204,11 +240,19 @@ def render(c: Campaign) -> str:
     what = f"schedule of {o['itf']}" if o.get("itf") else f"seeds {o['seed']}..{last}"
     lines = [f"toolcommit torture: runtime {o['runtime']}, store {o['store']}, "
              f"profile {o['profile']}, workers {o['workers']}, {what}",
+             *([f"  trace:   found on {o['found_on']}"] if o.get("found_on") else []),
              f"  runs:    {n} of {o['runs']}: " + ", ".join(f"{v[k]} {k}" for k in VERDICTS
                                                         if v[k] or k in VERDICTS[:3]),
              f"  faults:  {t('crashes')} crashes (SIGKILL), {t('pauses')} zombie pauses "
              f"(leases expired), {t('cancels')} cancels, {t('drops')} dropped acks, "
              f"{t('delays')} delayed requests, {t('dups')} duplicated requests",
+             *([f"  provider: {t('slow')} slow executions (past the timeout), "
+                f"{t('errors_before')} refused before executing (429), {t('errors_after')} "
+                f"executed with a saved 500, {t('in_flight')} refused in flight (409), "
+                f"{t('late')} held past the delay bound ({t('expired')} refused, "
+                f"{t('beyond_bound')} never delivered), {t('stale')} stale searches, "
+                f"{t('pruned')} keys pruned, {t('mismatched')} parameter mismatches"]
+               if PROFILES[o["profile"]].env else []),
              f"  work:    {t('intents')} intents from {t('proposals')} proposals, "
              f"{t('requests')} requests, {t('effects')} effects applied ({t('fenced_out')} "
              f"fenced out, {t('replayed')} replayed by key), {t('lines')} log lines",

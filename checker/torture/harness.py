@@ -40,7 +40,12 @@ from toolcommit.checker.logs.children import fork, held_signals
 from toolcommit.checker.logs.validate import validate
 from toolcommit.checker.torture import provider as P
 from toolcommit.checker.torture.plan import Plan
-from toolcommit.checker.torture.worker import LIBRARY_DESIGN, worker_main
+from toolcommit.checker.torture.worker import LIBRARY_DESIGN, env_design, worker_main
+
+
+# what the provider counts of its own rules and faults (`provider.Provider.counts`)
+PROVIDER_COUNTS = ("slow", "errors_before", "errors_after", "in_flight", "mismatched", "pruned",
+                   "expired", "beyond_bound", "stale")
 
 
 @dataclass
@@ -223,7 +228,7 @@ class Run:
             return
         if fault == "pause":
             self.counts["pauses"] += 1
-            if self.conf["runtime"] == "library":
+            if self.conf["runtime"] != "chat":
                 with _store(self.conf) as store:
                     expire_leases(store, w.name)
             w.resume_at = time.monotonic() + self.plan.timing.pause
@@ -234,7 +239,7 @@ class Run:
         os.write(w.wr, b"c")
 
     def _cancel(self, key: str) -> None:
-        if self.conf["runtime"] == "library":
+        if self.conf["runtime"] != "chat":
             # opened and closed here: an SQLite connection must never live across a fork
             log = _open_log(self.conf, "user")
             try:
@@ -317,7 +322,7 @@ class Run:
         return n
 
     def _log_lines(self):
-        if self.conf["runtime"] == "library":
+        if self.conf["runtime"] != "chat":
             with _store(self.conf) as store:
                 yield from read_lines(store)
             return
@@ -370,11 +375,14 @@ class _store:
 
 
 def _open_log(conf: dict, writer: str) -> IntentLog:
+    """The log as the run's workers open it (the same design: `worker.open_runtime`)."""
+    env = conf["runtime"] == "library" and P.PROFILES[conf["profile"]].env
+    design = env_design(env) if env else LIBRARY_DESIGN
     if conf["store"] == "postgres":
         return IntentLog.postgres(conf["dsn"], writer, schema=conf["schema"], lease=conf["lease"],
-                            provider=LIBRARY_DESIGN)
+                                  provider=design)
     return IntentLog.sqlite(conf["db"], writer, synchronous="NORMAL", lease=conf["lease"],
-                            provider=LIBRARY_DESIGN)
+                            provider=design)
 
 
 def run_once(plan: Plan, runtime: str = "library", profile: str = "fenced",
@@ -410,7 +418,8 @@ def run_once(plan: Plan, runtime: str = "library", profile: str = "fenced",
                          "dups": net["dup"], "requests": net["requests"],
                          "effects": len(ledger["effects"]),
                          "fenced_out": ledger["provider"]["fenced_out"],
-                         "replayed": ledger["provider"]["replayed"], **counts}
+                         "replayed": ledger["provider"]["replayed"], "late": net.get("late", 0),
+                         **{k: ledger["provider"].get(k, 0) for k in PROVIDER_COUNTS}, **counts}
         if keep and not result.clean:
             os.makedirs(keep, exist_ok=True)
             result.log = os.path.join(keep, f"{runtime}-seed{plan.seed}.jsonl")

@@ -46,13 +46,21 @@ _SENDS = ("dispatch", "retry")
 _ANSWERS = ("timeout", "receive_ack", "discard_ack", "receive_error")
 _AFTER_SEND = _SENDS + _ANSWERS
 _NET = {"lose_ack": "drop", "delay": "delay", "redeliver": "dup"}
+# the provider's faults: on the request the trace names (`_SENDS`, a replay included)
+_PROVIDER = {"fail_before_apply": "error_before", "fail_after_apply": "error_after",
+             "expire_request": "late"}
+_NEXT = {"expire_key": "expire_key"}            # on the key's next request
+_READS = {"stale_read": "stale", "lose_seal": "drop"}   # on the key's next status read
 _FAULTS = ("crash", "wipe", "expire_lease", "cancel")
 _IGNORED = ("insert", "deliver", "reconcile", "read_status", "compensate", "dead_letter",
             "takeover", "restart", "rollback", "compensate_after_seal", "review", "approve",
             "deliver_seal", "reseal", "close_window")
-# faults of the model with no harness event yet: a trace with one is refused, by name
-UNREPLAYABLE = ("revise_prompt", "new_intent", "fail_before_apply", "fail_after_apply",
-                "expire_key", "expire_request", "lose_seal", "stale_read", "failover")
+# faults of the model with no harness event yet: a trace with one is refused, by name, why
+UNREPLAYABLE = {
+    "revise_prompt": "the user's revised prompt has no place in a scripted session yet",
+    "new_intent": "the user's second request (a new intent id) has no place in a scripted "
+                  "session yet",
+    "failover": "the harness's store has no replica to fail over to"}
 
 
 _USE = "use a counterexamples/<preset>/<instance>/<P>.itf.json file as toolcommit wrote it"
@@ -99,7 +107,9 @@ def _plan(doc: dict, path: str, timing: Timing) -> Plan:
     try:
         inst = instance(doc["#meta"]["instance"])
     except UsageError as e:
-        raise InputError(f"#meta.instance: {e}", path) from None
+        raise InputError(f"#meta.instance: {doc['#meta']['instance']!r} is not one of "
+                         f"spec/instances.json (a question's own instance, or an edit: {e}); "
+                         "the harness replays the catalogue's instances only", path) from None
     intent, args_of = forms()
     form_names = list(args_of)
     props = {p.name: p for p in inst.proposals}
@@ -111,6 +121,7 @@ def _plan(doc: dict, path: str, timing: Timing) -> Plan:
     creator: dict[str, tuple] = {}           # key -> the proposed hook that created it
     requests: dict[tuple, int] = {}          # (key, fence) -> n-th apply request
     kills, pauses, cancels, net = set(), set(), set(), []
+    reads: dict[str, int] = {}               # key -> status reads so far
 
     def anchor(w: str) -> tuple:
         point = "sent" if last.get(w) in _AFTER_SEND else "proposed"
@@ -133,8 +144,10 @@ def _plan(doc: dict, path: str, timing: Timing) -> Plan:
                      and bool(script[w]))
             creator.setdefault(q["key"], (w, "proposed", hits[(w, "proposed")]))
             last[w] = a
-        elif a in _SENDS:
+        elif a in _SENDS or a == "reconcile" and str(q.get("replay", "")).startswith("under"):
             requests[(q["key"], q["fence"])] = len(requests) + 1
+            if a == "reconcile":        # a replay under the same key: the runtime's own move
+                return
             if a == "retry":
                 nxt = [p.name for p in inst.proposals
                        if p.trigger == "after_failure" and p.name not in emitted]
@@ -147,6 +160,17 @@ def _plan(doc: dict, path: str, timing: Timing) -> Plan:
             last[w] = a
         elif a in _NET:
             net.append((("apply", "*", requests[(q["key"], q["fence"])]), _NET[a]))
+        elif a in _PROVIDER:
+            net.append((("apply", "*", requests[(q["key"], q["fence"])]), _PROVIDER[a]))
+        elif a in _NEXT:
+            net.append((("apply", "*", len(requests) + 1), _NEXT[a]))
+        elif a in _READS:
+            reads[q["key"]] = reads.get(q["key"], 0) + 1
+            net.append((("status", "*", reads[q["key"]]), _READS[a]))
+        elif a == "read_status":
+            reads[q["key"]] = reads.get(q["key"], 0) + 1
+        elif a in UNREPLAYABLE:
+            raise UsageError(f"{path}: step {i} ({a}) cannot be replayed: {UNREPLAYABLE[a]}")
         elif a == "crash":
             kills.add(anchor(w))
         elif a == "wipe":
@@ -159,7 +183,7 @@ def _plan(doc: dict, path: str, timing: Timing) -> Plan:
             last[w] = a
         elif a not in _IGNORED:
             raise UsageError(f"{path}: step {i} ({a}) has no harness event; replayable "
-                             f"faults: {', '.join((*_NET, *_FAULTS))}")
+                             f"faults: {', '.join((*_NET, *_PROVIDER, *_NEXT, *_READS, *_FAULTS))}")
 
     for i, st in enumerate(doc["states"][1:], start=1):
         try:
@@ -179,23 +203,51 @@ def _plan(doc: dict, path: str, timing: Timing) -> Plan:
                 source=str(path), timing=timing)
 
 
+def weak_runtime(meta: dict) -> tuple[str, str]:
+    """The harness runtime that stands for the design a trace was found on, and '' ; or ''
+    and why none does: ``naive`` is the chat runtime, ``recommended`` (as it is) the
+    library as it shipped (park); a design with other knobs has no harness runtime."""
+    config = str(meta.get("config", ""))
+    base = config.split("@", 1)[0]
+    if base == "naive":
+        return "chat", ""
+    if base == "recommended":
+        return "park", ""
+    return "", (f"the trace's design {base or '?'} has no harness runtime (chat is naive, "
+                "park is recommended)")
+
+
+def env_of(meta: dict):
+    """The spec/environments.json profile a trace was found in (its config's ``@env``), or
+    None."""
+    config = str(meta.get("config", ""))
+    return config.split("@", 1)[1] if "@" in config else None
+
+
 def replay(path: str, runtime: str = "library", profile=None, store: str = "sqlite",
            dsn: str = "", keep=None):
     """Run the schedule of `path` once on `runtime`: a one-run `Campaign`. The provider's
-    profile defaults to the one matching the trace's assumptions (`profile_for`)."""
+    profile defaults to the trace's environment's fake (`env_of`), else the harness
+    profile matching its assumptions (`profile_for`)."""
     import time
-    from toolcommit.checker.torture.campaign import Campaign
+    from dataclasses import replace as _replace
+    from toolcommit.checker.torture.campaign import Campaign, sdk_retries
     from toolcommit.checker.torture.harness import run_once
-    from toolcommit.checker.torture.provider import profile_for
-    plan = plan_from_itf(path)
-    if runtime == "library":   # its client sends each request once (sdk_retries=off): an SDK
-        #                        retry of the trace has no client to come from
-        from dataclasses import replace as _replace
+    from toolcommit.checker.torture.profiles import PROFILES, profile_for
+    meta = _load(path)["#meta"]
+    env = env_of(meta)
+    profile = profile or (env if env in PROFILES else
+                          profile_for(meta.get("assumptions", {})))
+    plan = plan_from_itf(path, Timing().within(PROFILES[profile].delay_bound))
+    if not sdk_retries(runtime, profile) or runtime == "library" and not PROFILES[profile].env:
+        # a client that sends each request once: an SDK retry of the trace has no client
         plan = _replace(plan, net=tuple(e for e in plan.net if e[1] != "dup"))
-    profile = profile or profile_for(_load(path)["#meta"].get("assumptions", {}))
     start = time.monotonic()
     r = run_once(plan, runtime, profile, store, dsn, keep)
+    weak, why = weak_runtime(meta)
+    found_on = (f"{meta.get('config', '?')}: {meta.get('property', '?')} in the model; "
+                + (f"the runtime {weak} stands for that design" if weak else why))
     c = Campaign({"runtime": runtime, "profile": profile, "store": store,
-                  "workers": len(plan.workers), "seed": 0, "runs": 1, "itf": str(path)},
-                 [r], time.monotonic() - start)
+                  "workers": len(plan.workers), "seed": 0, "runs": 1, "itf": str(path),
+                  "found_on": found_on}, [r], time.monotonic() - start)
     return c

@@ -22,13 +22,17 @@ from __future__ import annotations
 
 import hashlib
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from toolcommit.model.canon import canonical_intent
 
 POINTS = ("proposed", "dispatched", "sent", "reconciling")
-NET_ACTIONS = ("pass", "drop", "delay", "dup")
+# the provider's faults, told to it by the proxy (`provider`): a request that executes past
+# its caller's timeout, one refused before it executes, one that executes and answers 500,
+# a key pruned early, a search that misses an applied effect
+PROVIDER_FAULTS = ("slow", "error_before", "error_after", "expire_key", "stale")
+NET_ACTIONS = ("pass", "drop", "delay", "dup", "late") + PROVIDER_FAULTS
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,13 @@ class Timing:
     restart: float = 0.02
     deadline: float = 30.0
     poll: float = 0.005
+
+    def within(self, bound: float) -> "Timing":
+        """This timing with a held request delivered well within a delay bound of `bound`
+        seconds (a profile's, compressed), still past the client's timeout."""
+        if bound == float("inf"):
+            return self
+        return replace(self, hold=max(min(self.hold, 0.6 * bound), 1.5 * self.timeout))
 
 
 @dataclass(frozen=True)
@@ -73,6 +84,7 @@ class Plan:
     pauses: frozenset = frozenset()              # {(worker, point, n)}
     cancels: frozenset = frozenset()             # {(worker, "proposed", n)}
     rates: tuple = (0.0, 0.0, 0.0)               # (drop, delay, dup) for requests not in net
+    provider_rates: tuple = ()                   # ((provider fault or late, rate), ...)
     net: tuple = ()                              # explicit ((kind, ident, n), action) rules
     source: str = "seed"
     timing: Timing = field(default_factory=Timing)
@@ -96,7 +108,7 @@ class Plan:
             if k == kind and m == n and i in (ident, "*"):
                 return action
         drop, delay, dup = self.rates
-        if not (drop or delay or dup):
+        if not (drop or delay or dup or self.provider_rates):
             return "pass"
         h = hashlib.sha256(f"{self.seed}|{kind}|{ident}|{n}".encode()).digest()
         u = int.from_bytes(h[:8], "big") / 2.0 ** 64
@@ -108,6 +120,13 @@ class Plan:
             return "delay"
         if u < drop + delay + dup and kind == "apply":
             return "dup"
+        if kind != "apply":
+            return "pass"
+        top = drop + delay + dup
+        for action, rate in self.provider_rates:
+            top += rate
+            if u < top:
+                return action
         return "pass"
 
     def planned(self) -> dict:
@@ -123,10 +142,12 @@ def _forms(amount: int) -> tuple:
             {"reason": "damaged item", "amount": amount})
 
 
-def random_plan(seed: int, workers: int = 2, timing: Timing = Timing()) -> Plan:
+def random_plan(seed: int, workers: int = 2, timing: Timing = Timing(),
+                faults: tuple = ()) -> Plan:
     """The schedule of run `seed`: 2 to 4 intents over `workers` workers (some proposed by
     two workers at once), up to two kills per worker, perhaps a zombie pause and a cancel,
-    and network fault rates drawn per run."""
+    and network fault rates drawn per run; with `faults` (a profile's provider faults),
+    their rates too, drawn apart so the rest of the schedule stays that of the seed."""
     rng = random.Random(seed)
     names = tuple(f"w{i}" for i in range(workers))
     n_sessions = rng.randint(2, 4)
@@ -150,5 +171,8 @@ def random_plan(seed: int, workers: int = 2, timing: Timing = Timing()) -> Plan:
     cancels -= {c for c in cancels if c in kills or c in pauses}
     pauses -= {p for p in pauses if p in kills}
     rates = (rng.choice((0.0, 0.2, 0.4)), rng.choice((0.0, 0.15, 0.3)), rng.choice((0.0, 0.1)))
+    more = random.Random(f"{seed}|provider")
+    provider_rates = tuple((f, more.choice((0.0, 0.1, 0.2))) for f in faults)
     return Plan(seed, names, sessions, tuple(tuple(a) for a in assign), frozenset(kills),
-                frozenset(pauses), frozenset(cancels), rates, timing=timing)
+                frozenset(pauses), frozenset(cancels), rates,
+                tuple(x for x in provider_rates if x[1]), timing=timing)

@@ -4,23 +4,32 @@ Provider (``http://127.0.0.1:<provider_port>``), with the semantics of a named e
 profile (`PROFILES`):
 
 - ``POST /effect`` with headers ``Idempotency-Key`` and ``Fence`` (both optional; an
-  ``X-Record-Key`` label is kept in the ledger, never used to deduplicate) and a JSON body
-  ``{"tool", "args", "scope"}``: applies the effect (a ledger entry, answer
-  ``{"id": "e<n>"}``), unless the profile fences and the key has seen a higher fence (409
-  ``{"error": "fenced"}``), or honours idempotency keys and saw this key within its time
-  to live (the saved response is replayed, header ``Idempotent-Replayed: true``).
-- ``GET /status?key=K&fence=F``: the seal, then the read: a fencing provider raises the
-  key's highest fence to F first; the answer ``{"applied": bool, "id": ...}`` comes from the
-  permanent ledger (a status read never forgets, unlike an idempotency key).
+  ``X-Record-Key`` label is kept in the ledger, never used to deduplicate; ``X-Sent`` is
+  the sender's monotonic clock) and a JSON body ``{"tool", "args", "scope"}``: applies the
+  effect (a ledger entry, answer ``{"id": "e<n>"}``) under the profile's rules
+  (`toolcommit.checker.torture.profiles`): a higher fence seen (409 ``fenced``), a key in
+  flight (409 ``idempotency_key_in_use``, or wait), a known key (its saved response, or
+  412 ``already_exists``; other parameters: 400 ``idempotency_error``), a request past the
+  delay bound (refused, or never delivered), and the plan's provider faults, which the
+  proxy passes in ``X-Fault``: ``slow`` (executes past the caller's timeout, the key in
+  flight meanwhile), ``error_before`` (429, nothing saved), ``error_after`` (applied, 500
+  saved).
+- ``GET /list?key=K&fence=F`` (``/status`` is its old name) and ``GET /search?key=K``:
+  the seal (a fencing provider raises the key's highest fence to F first), then the read
+  ``{"applied": bool, "id": ...}`` from the permanent ledger (a status read never
+  forgets, unlike an idempotency key); the search lags where the profile says so, and a
+  ``stale`` fault makes one search miss. A profile without a status read answers 404.
 - ``GET /ledger``: every applied effect and the network's fault counts;
-  ``GET /flush``: answers once no delayed request is still held.
+  ``GET /flush``: answers once no delayed request is still held or executing.
 
 Proxy (``http://127.0.0.1:<proxy_port>``): the workers' only way to the provider. For the
 n-th request of one identity (``apply`` requests by canonical intent, ``status`` reads by
 key) the plan says (`Plan.net_action`): pass; ``drop`` (forward it, let it apply, close
 the client's connection without an answer: a lost ack); ``delay`` (hold it past the
-client's timeout, deliver it later: a request that lands after the caller gave up); or
-``dup`` (deliver it twice: an at-least-once transport). Both listen on 127.0.0.1 only.
+client's timeout, deliver it later: a request that lands after the caller gave up);
+``late`` (the same, past the profile's delay bound); ``dup`` (deliver it twice: an SDK's
+retry); or a provider fault (told to the provider in ``X-Fault``). Both listen on
+127.0.0.1 only.
 """
 from __future__ import annotations
 
@@ -28,48 +37,13 @@ import asyncio
 import json
 import os
 import time
-from dataclasses import dataclass
 from typing import Optional
 from urllib.parse import parse_qs, urlsplit
 
 from toolcommit.model.canon import CanonError, canonical_intent
 
-
-@dataclass(frozen=True)
-class Profile:
-    """An environment profile: what the provider promises (the model's assumptions)."""
-
-    name: str
-    idempotency: bool   # honours Idempotency-Key: one effect per key, saved response replayed
-    ttl: float          # seconds a key and its saved response are kept
-    fences: bool        # rejects a request whose fence is below the highest seen for its key
-    meaning: str
-
-
-PROFILES = {
-    "fenced": Profile("fenced", True, 5.0, True,
-                      "idempotency keys kept 5 s with their saved responses, fence tokens "
-                      "checked, a status read by key that seals: the recommended design's "
-                      "assumptions"),
-    "keyed": Profile("keyed", True, 5.0, False,
-                     "idempotency keys kept 5 s with their saved responses and a status read, "
-                     "but no fence tokens"),
-    "fences-only": Profile("fences-only", False, 0.0, True,
-                           "fence tokens checked and a status read that seals, but no "
-                           "idempotency keys (a non-idempotent provider with fencing)"),
-    "bare": Profile("bare", False, 0.0, False,
-                    "no idempotency keys, no fences (a non-idempotent provider); a status "
-                    "read by key"),
-}
-
-
-def profile_for(assumptions: dict) -> str:
-    """The profile whose promises match a model trace's assumptions
-    (``provider_idempotent``, ``provider_fences``: ``yes`` / ``no``)."""
-    idem = assumptions.get("provider_idempotent", "yes") == "yes"
-    fences = assumptions.get("provider_fences", "yes") == "yes"
-    return {(True, True): "fenced", (True, False): "keyed", (False, True): "fences-only",
-            (False, False): "bare"}[(idem, fences)]
+from toolcommit.checker.torture.plan import PROVIDER_FAULTS
+from toolcommit.checker.torture.profiles import PROFILES, Profile, profile_for  # noqa: F401
 
 
 async def read_request(reader: asyncio.StreamReader) -> Optional[tuple[str, str, dict, bytes]]:
@@ -88,69 +62,158 @@ async def read_request(reader: asyncio.StreamReader) -> Optional[tuple[str, str,
 
 def response(status: int, doc: dict, extra: Optional[dict] = None) -> bytes:
     body = json.dumps(doc, separators=(",", ":")).encode()
-    reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 409: "Conflict"}.get(status, "X")
+    reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 409: "Conflict",
+              412: "Precondition Failed", 429: "Too Many Requests",
+              500: "Internal Server Error"}.get(status, "X")
     hdrs = "".join(f"{k}: {v}\r\n" for k, v in (extra or {}).items())
     return (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n{hdrs}\r\n").encode() + body
 
 
 class Provider:
-    """The provider's state and rules (see the module docstring); pure but for the clock."""
+    """The provider's state and rules (`profiles` says which fact gives which rule); pure
+    but for the clock (`clock`, monotonic seconds, shared by every process of the machine:
+    a request's ``X-Sent`` stamp is the sender's reading of it)."""
 
-    def __init__(self, profile: Profile):
-        self.profile = profile
+    def __init__(self, profile: Profile, clock=time.monotonic):
+        self.profile, self.clock = profile, clock
         self.ledger: list[dict] = []
-        self.saved: dict[str, tuple[float, dict]] = {}
-        self.applied: dict[str, str] = {}      # idempotency key -> first effect id
+        self.saved: dict[str, tuple] = {}     # key -> (first use, status, response, params)
+        self.applied: dict[str, tuple] = {}   # key -> (first effect id, when applied)
         self.fence: dict[str, int] = {}
-        self.counts = {"apply_requests": 0, "fenced_out": 0, "replayed": 0, "status_reads": 0}
+        self.executing: dict[str, asyncio.Event] = {}
+        self.counts = {"apply_requests": 0, "fenced_out": 0, "replayed": 0, "status_reads": 0,
+                       "in_flight": 0, "mismatched": 0, "pruned": 0, "expired": 0,
+                       "beyond_bound": 0, "errors_before": 0, "errors_after": 0, "slow": 0,
+                       "stale": 0}
 
-    def effect(self, headers: dict, body: bytes) -> tuple[int, dict, dict]:
+    def _late(self, headers: dict) -> bool:
+        """Whether the request reached us more than the delay bound after its send."""
+        sent = headers.get("x-sent")
+        try:
+            return sent is not None and self.clock() - float(sent) > self.profile.delay_bound
+        except ValueError:
+            return False
+
+    def _prune(self, key: str, now: float) -> None:
+        got = self.saved.get(key)
+        if got is not None and now - got[0] >= self.profile.ttl:
+            del self.saved[key]
+            self.counts["pruned"] += 1
+
+    async def effect(self, headers: dict, body: bytes):
+        """(status, doc, extra headers), or None: the request is never delivered (it came
+        past an assumed delay bound)."""
         self.counts["apply_requests"] += 1
         try:
             call = json.loads(body)
             tool, args, scope = call["tool"], call["args"], call["scope"]
         except (ValueError, KeyError, TypeError):
             return 400, {"error": "body must be {tool, args, scope}"}, {}
-        key = headers.get("idempotency-key")
+        p, fault = self.profile, headers.get("x-fault", "")
+        if self._late(headers):
+            if p.deadlines:
+                self.counts["expired"] += 1
+                return 400, {"error": "RequestExpired"}, {}
+            self.counts["beyond_bound"] += 1
+            return None
+        key = headers.get("idempotency-key") if p.idempotency else None
         fence = int(headers["fence"]) if headers.get("fence", "").isdigit() else None
-        p = self.profile
         if p.fences and key is not None and fence is not None:
             if fence < self.fence.get(key, 0):
                 self.counts["fenced_out"] += 1
                 return 409, {"error": "fenced", "seen": self.fence[key]}, {}
             self.fence[key] = max(fence, self.fence.get(key, 0))
-        now = time.monotonic()
-        if p.idempotency and key is not None and key in self.saved:
-            t, saved = self.saved[key]
-            if now - t < p.ttl:
-                self.counts["replayed"] += 1
-                return 200, saved, {"Idempotent-Replayed": "true"}
-        eid = f"e{len(self.ledger) + 1}"
-        entry = {"effect_id": eid, "tool": tool, "args": args, "scope": scope, "kind": "apply"}
-        if headers.get("x-record-key"):
-            entry["key"] = headers["x-record-key"]
+        params = json.dumps(call, sort_keys=True, separators=(",", ":"))
         if key is not None:
-            entry["idempotency_key"] = key
-            self.applied.setdefault(key, eid)
-        if fence is not None:
-            entry["fence"] = fence
-        self.ledger.append(entry)
-        resp = {"id": eid}
-        if key is not None:
-            self.saved[key] = (now, resp)
-        return 200, resp, {}
+            while key in self.executing:
+                if p.in_flight == "refused":
+                    self.counts["in_flight"] += 1
+                    return 409, {"error": "idempotency_key_in_use"}, {}
+                await self.executing[key].wait()
+            if fault == "expire_key" and self.saved.pop(key, None) is not None:
+                self.counts["pruned"] += 1          # pruned early: a trace's expire_key
+            self._prune(key, self.clock())
+            if key in self.saved:
+                return self._repeat(key, params)
+        if fault == "error_before":
+            self.counts["errors_before"] += 1
+            return 429, {"error": "rate_limited"}, {}
+        return await self._execute(key, fence, headers, fault, params,
+                                   {"tool": tool, "args": args, "scope": scope})
 
-    def status(self, query: dict) -> tuple[int, dict, dict]:
+    def _repeat(self, key: str, params: str):
+        _, status, resp, first = self.saved[key]
+        if params != first:
+            self.counts["mismatched"] += 1
+            return 400, {"error": "idempotency_error",
+                         "message": "Keys for idempotent requests can only be used with the "
+                                    "same parameters they were first used with."}, {}
+        self.counts["replayed"] += 1
+        if self.profile.repeat == "exists":
+            return 412, {"error": "already_exists", "id": self.applied[key][0]}, {}
+        return status, resp, {"Idempotent-Replayed": "true"}
+
+    async def _execute(self, key, fence, headers, fault, params, call):
+        done = asyncio.Event()
+        if key is not None:
+            self.executing[key] = done
+        try:
+            if fault == "slow":     # executes past the caller's timeout, within the bound
+                self.counts["slow"] += 1
+                sent = float(headers.get("x-sent", self.clock()))
+                left = sent + self.profile.delay_bound - self.clock()
+                await asyncio.sleep(max(0.0, min(float(headers.get("x-hold", 0)), 0.8 * left)))
+            if self.profile.fences and key is not None and fence is not None \
+                    and fence < self.fence.get(key, 0):
+                self.counts["fenced_out"] += 1   # a conditional write checks at its commit
+                return 409, {"error": "fenced", "seen": self.fence[key]}, {}
+            eid = f"e{len(self.ledger) + 1}"
+            entry = {"effect_id": eid, **call, "kind": "apply"}
+            if headers.get("x-record-key"):
+                entry["key"] = headers["x-record-key"]
+            if headers.get("idempotency-key"):
+                entry["idempotency_key"] = headers["idempotency-key"]
+            if fence is not None:
+                entry["fence"] = fence
+            self.ledger.append(entry)
+            now = self.clock()
+            if key is not None:
+                self.applied.setdefault(key, (eid, now))
+            status, resp = 200, {"id": eid}
+            if fault == "error_after":
+                self.counts["errors_after"] += 1
+                status, resp = 500, {"error": "api_error"}
+            if key is not None:
+                self.saved[key] = (now, status, resp, params)
+            return status, resp, {}
+        finally:
+            if key is not None:
+                self.executing.pop(key, None)
+            done.set()
+
+    def status(self, path: str, query: dict, headers: dict) -> tuple[int, dict, dict]:
+        """``/list`` (consistent) or ``/search`` (lagging where the profile says so): whether
+        an effect under ``key`` was applied; a fenced read seals first. ``/status`` is the
+        harness profiles' name for the list."""
         self.counts["status_reads"] += 1
+        how = "list" if path == "/status" else path.strip("/")
+        if how not in self.profile.reads:
+            return 404, {"error": f"no status read by {how} at this provider"}, {}
         key = query.get("key", [None])[0]
         if key is None:
             return 400, {"error": "status needs ?key="}, {}
         fence = query.get("fence", [""])[0]
         if self.profile.fences and fence.isdigit():
             self.fence[key] = max(int(fence), self.fence.get(key, 0))
-        eid = self.applied.get(key)
-        return 200, {"applied": eid is not None, "id": eid}, {}
+        got = self.applied.get(key)
+        if how == "search" and got is not None:
+            stale = headers.get("x-fault") == "stale" or \
+                self.clock() - got[1] < self.profile.search_lag
+            if stale:
+                self.counts["stale"] += 1
+                got = None
+        return 200, {"applied": got is not None, "id": got and got[0]}, {}
 
 
 def intent_of(body: bytes) -> str:
@@ -165,10 +228,11 @@ def intent_of(body: bytes) -> str:
 class Proxy:
     """The faulty loopback network: decides per request with `plan.net_action`."""
 
-    def __init__(self, plan, upstream_port: int, timing):
+    def __init__(self, plan, upstream_port: int, timing, profile: Optional[Profile] = None):
         self.plan, self.upstream, self.timing = plan, upstream_port, timing
+        self.profile = profile
         self.seen: dict[tuple[str, str], int] = {}
-        self.counts = {"requests": 0, "drop": 0, "delay": 0, "dup": 0}
+        self.counts = {"requests": 0, "drop": 0, "delay": 0, "dup": 0, "late": 0}
         self.held: set[asyncio.Task] = set()
 
     async def _forward(self, raw: bytes) -> bytes:
@@ -195,13 +259,16 @@ class Proxy:
         n = self.seen[ident] = self.seen.get(ident, 0) + 1
         action = self.plan.net_action(ident[0], ident[1], n)
         self.counts["requests"] += 1
+        if action in PROVIDER_FAULTS:      # the provider's own fault: it is told, per request
+            headers = {**headers, "x-fault": action, "x-hold": str(self.timing.hold)}
         raw = (f"{method} {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                + "".join(f"{k}: {v}\r\n" for k, v in headers.items() if k != "host")
                + "\r\n").encode() + body
         try:
-            if action == "delay":
-                self.counts["delay"] += 1
-                await self._late(raw)         # the client times out; the request lands later
+            if action in ("delay", "late"):
+                self.counts[action] += 1      # the client times out; the request lands later
+                bound = self.profile.delay_bound if self.profile else 0.0
+                await self._late(raw, 1.5 * bound if action == "late" else self.timing.hold)
                 return
             answer = await self._forward(raw)
             if action == "dup":
@@ -217,13 +284,14 @@ class Proxy:
         finally:
             writer.close()
 
-    async def _late(self, raw: bytes) -> None:
-        """Hold the request (its client's connection stays open, unanswered) past the
-        client's timeout, then deliver it; `flush` waits for every held request."""
+    async def _late(self, raw: bytes, hold: float) -> None:
+        """Hold the request (its client's connection stays open, unanswered) `hold`
+        seconds, past the client's timeout, then deliver it; `flush` waits for every held
+        request. ``late`` holds it past the profile's delay bound."""
         task = asyncio.current_task()
         self.held.add(task)
         try:
-            await asyncio.sleep(self.timing.hold)
+            await asyncio.sleep(hold)
             await self._forward(raw)
         except ConnectionError:
             pass
@@ -244,14 +312,18 @@ async def _serve(profile: Profile, plan, timing, ready_fd: int, control_fd: int)
             return
         url = urlsplit(target)
         if url.path == "/effect" and method == "POST":
-            status, doc, extra = provider.effect(headers, body)
-        elif url.path == "/status":
-            status, doc, extra = provider.status(parse_qs(url.query))
+            answer = await provider.effect(headers, body)
+            if answer is None:           # never delivered: no answer, nothing applied
+                writer.close()
+                return
+            status, doc, extra = answer
+        elif url.path in ("/status", "/list", "/search"):
+            status, doc, extra = provider.status(url.path, parse_qs(url.query), headers)
         elif url.path == "/ledger":
             status, doc, extra = 200, {"effects": provider.ledger, "provider": provider.counts,
                                        "network": proxy.counts}, {}
         elif url.path == "/flush":
-            while proxy.held:
+            while proxy.held or provider.executing:
                 await asyncio.sleep(proxy.timing.poll)
             status, doc, extra = 200, {"held": 0}, {}
         else:
@@ -276,7 +348,7 @@ async def _serve(profile: Profile, plan, timing, ready_fd: int, control_fd: int)
         return on_connect
 
     srv = await asyncio.start_server(spawn(on_provider), "127.0.0.1", 0)
-    proxy = Proxy(plan, srv.sockets[0].getsockname()[1], timing)
+    proxy = Proxy(plan, srv.sockets[0].getsockname()[1], timing, profile)
     psrv = await asyncio.start_server(spawn(proxy.handle), "127.0.0.1", 0)
     ports = f"{srv.sockets[0].getsockname()[1]} {psrv.sockets[0].getsockname()[1]}\n"
     os.write(ready_fd, ports.encode())

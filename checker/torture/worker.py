@@ -8,9 +8,12 @@ history), as real agents do.
 
 Runtimes
 --------
-``library``  `toolcommit.runtime.IntentLog`: the log decides; an unknown outcome is
-             reconciled through the log (fence bumped, then status read), never re-sent;
-             after its sessions the worker settles every record it holds or can take over.
+``library``  on a profile of spec/environments.json (``--env``): `toolcommit.runtime.guard`
+             with the design the library ships for it (`DesignRuntime`); on the harness's
+             own profiles: the intent log driven step by step under the design torture has
+             always measured (`LIBRARY_DESIGN`: reconcile, then park on absent).
+``park``     that step-by-step driver on any profile, settling its doubt before the model
+             hears: the library as it shipped before it followed a provider's design.
 ``chat``     trusts the model's call id as the record key, re-sends on every re-ask with
              no idempotency key and no fence (the ``naive`` preset), keeps its memory in the
              process only, and writes the lines it takes (JSON Lines).
@@ -28,18 +31,29 @@ from typing import Optional
 
 from dataclasses import replace
 
-from toolcommit.checker.runtime import IntentLog, JsonlSink
-from toolcommit.checker.runtime.design import load as load_design
-
-# the design torture has measured the library under: ideal's, with the semantic key sent
-# too (the recommended preset), as before issue 18; `torture --env` (issue 18b) follows
-# each profile's shipped design instead
-LIBRARY_DESIGN = replace(load_design("ideal"), source="torture (ideal, keyed)",
-                         knobs={**load_design("ideal").knobs, "idempotency_key": "semantic_key"})
+from toolcommit.checker.runtime import Conflict, GaveUp, InDoubt, IntentLog, JsonlSink, guard
 from toolcommit.checker.runtime import lines as L
+from toolcommit.checker.runtime.design import load as load_design
 from toolcommit.checker.runtime.store import OPEN_STATES
 
 from toolcommit.checker.torture.plan import Plan, Session, Timing
+from toolcommit.checker.torture.profiles import PROFILES, compress
+
+# the design torture has measured the library under on the harness's own profiles (and the
+# runtime park everywhere): ideal's, with the semantic key sent too (the recommended
+# preset), as before issue 18; `torture --env` follows each profile's shipped design
+LIBRARY_DESIGN = replace(load_design("ideal"), source="torture (ideal, keyed)",
+                         knobs={**load_design("ideal").knobs, "idempotency_key": "semantic_key"})
+
+
+def env_design(env: str):
+    """The design the library ships for `env` (``spec/designs/<env>.json``), its timing
+    compressed as the fake's is (`profiles.HOUR`)."""
+    d = load_design(env)
+    squeeze = {k: None if v is None else compress(v) for k, v in
+               (("delay_bound", d.delay_bound), ("replay_window", d.replay_window),
+                ("key_lifetime", d.key_lifetime))}
+    return d.with_timing(**squeeze)
 
 
 class Hook:
@@ -61,15 +75,23 @@ class Net:
         self.port, self.timing = port, timing
 
     def _request(self, method: str, path: str, body: Optional[dict], headers: dict):
+        """(answer, document): ``ok``; ``in_flight`` (409, another request under the key
+        executes); ``fenced`` (409, a newer fence seen); ``exists`` (412, a create-once key
+        already used: the effect is there); ``error`` (any other answer); ``lost`` (no
+        answer within the timeout)."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timing.timeout)
         try:
             data = None if body is None else json.dumps(body).encode()
-            conn.request(method, path, body=data, headers=headers)
+            conn.request(method, path, body=data,
+                         headers={**headers, "X-Sent": repr(time.monotonic())})
             resp = conn.getresponse()
             doc = json.loads(resp.read() or b"{}")
             if resp.status == 200:
                 return "ok", doc
-            return ("fenced" if resp.status == 409 else "error"), doc
+            if resp.status == 409:
+                return ("in_flight" if doc.get("error") == "idempotency_key_in_use"
+                        else "fenced"), doc
+            return ("exists" if resp.status == 412 else "error"), doc
         except (OSError, http.client.HTTPException, ValueError):
             return "lost", None                   # timeout, reset, or no answer at all
         finally:
@@ -87,15 +109,27 @@ class Net:
         return self._request("POST", "/effect", {"tool": tool, "args": args, "scope": scope},
                              headers)
 
-    def status(self, key: str, fence: int):
-        return self._request("GET", f"/status?key={key}&fence={fence}", None, {})
+    def status(self, key: str, fence: Optional[int], via: str = "list"):
+        """The status read by `via` (``list`` or ``search``), sealing at `fence` if given."""
+        seal = "" if fence is None else f"&fence={fence}"
+        return self._request("GET", f"/{via}?key={key}{seal}", None, {})
 
 
 class LibraryRuntime:
-    """Tool calls through the intent log (see the module docstring)."""
+    """Tool calls through the intent log, the recommended design as the library shipped it
+    before it followed a provider's design: an unknown outcome is sealed and read once,
+    and an absent read parks the record (DEAD_LETTER). The runtime ``park`` on any
+    profile (which settles its doubt before the model hears an answer, as the library's
+    wrappers do), and ``library`` on the harness's own profiles (which answers "in doubt"
+    at once and settles on the model's re-ask, as the figures of
+    benchmarks/RESULTS-runtime.md were measured)."""
 
-    def __init__(self, log: IntentLog, net: Net, hook: Hook, timing: Timing):
+    via = "list"
+
+    def __init__(self, log: IntentLog, net: Net, hook: Hook, timing: Timing,
+                 resolve: bool = False):
         self.log, self.net, self.hook, self.timing = log, net, hook, timing
+        self.resolve = resolve     # reconcile an unknown outcome before the model hears it
 
     def _mine(self, r) -> bool:
         return (r.owner, r.owner_inc) == (self.log.writer, self.log.incarnation)
@@ -131,12 +165,16 @@ class LibraryRuntime:
                     self.log.ack(t, doc)
                     return "done"
                 self.log.timeout(t, "fenced out" if status == "fenced" else "no answer")
+                if self.resolve:
+                    continue            # the runtime settles its doubt before answering
                 return "doubt"
             t = self.log.reconcile(key)
             if t is None:
                 continue
             self.hook("reconciling", key)
-            status, doc = self.net.status(t.idempotency_key, t.fence)
+            status, doc = self.net.status(t.idempotency_key, t.fence, self.via)
+            if status == "error" and str(doc.get("error", "")).startswith("no status read"):
+                status, doc = "ok", {"applied": False}   # what a user's status= finds there
             if status != "ok":
                 return "doubt"
             self.log.settle(t, bool(doc["applied"]), {"id": doc["id"]} if doc["applied"] else None)
@@ -148,6 +186,82 @@ class LibraryRuntime:
             for r in self.log.records(OPEN_STATES):
                 if self._mine(r):
                     self.drive(r.key)
+            if self.log.unsettled() == 0:
+                return
+            time.sleep(self.timing.poll)
+
+    def close(self) -> None:
+        self.log.close()
+
+
+class NoAnswer(Exception):
+    """The provider's answer was not one (lost, 409 in flight, an error): in doubt."""
+
+
+class DesignRuntime:
+    """Tool calls through `toolcommit.runtime.guard`: the library itself, following the
+    design it ships for the provider (`env_design`); the harness only performs the
+    requests it asks for (``execute`` a dispatch or a replay, ``status`` a read) and
+    reports its hook points around them. The model hears done, in doubt (InDoubt), given up
+    (GaveUp) or rejected (Conflict).
+
+    A send the harness held (a zombie pause at ``dispatched``) goes out only while the
+    design's replay window of its first send is open, as a client must check (no fence
+    stops it at a provider without fences)."""
+
+    def __init__(self, log: IntentLog, net: Net, hook: Hook, timing: Timing, profile):
+        self.log, self.net, self.hook, self.timing, self.profile = log, net, hook, timing, profile
+        self.first: dict[str, float] = {}
+
+    def call(self, session: Session, call_id: str, args: dict, new_attempt: bool) -> str:
+        # epoch=none (email): the user's re-ask is the same key, refused once given up; the
+        # log's propose bumps the epoch whatever the design, so the call site holds it back
+        new_attempt = new_attempt and self.log.design.knobs["epoch"] != "none"
+        d = self.log.propose(call_id, session.tool, args, session.scope,
+                             new_attempt=new_attempt)
+        self.hook("proposed", d.key)       # (a proposal of its own: guard has no hook here)
+        if d.decision == "conflict":
+            return "rejected"
+        return self._guard(call_id, session.tool, args, session.scope, new_attempt)
+
+    def _guard(self, call_id, tool, args, scope, new_attempt) -> str:
+        try:
+            guard(self.log, call_id, tool, args, scope, self._execute, self._status,
+                  new_request=new_attempt)
+        except GaveUp:
+            return "gave_up"
+        except InDoubt:
+            return "doubt"
+        except Conflict:
+            return "rejected"
+        return "done"
+
+    def _execute(self, t):
+        point = "dispatched" if t.purpose == "apply" else "reconciling"
+        self.first.setdefault(t.key, time.monotonic())
+        self.hook(point, t.key)
+        w = self.log.design.replay_window
+        if w is not None and time.monotonic() > self.first[t.key] + w:
+            raise NoAnswer("the replay window closed before the send")
+        status, doc = self.net.apply(t.key, t.idempotency_key, t.fence, t.tool, t.args, t.scope)
+        self.hook("sent", t.key)
+        if status in ("ok", "exists"):
+            return {"id": doc.get("id")}
+        raise NoAnswer(f"{status}: {(doc or {}).get('error', 'no answer')}")
+
+    def _status(self, t):
+        status, doc = self.net.status(t.idempotency_key or t.key, t.fence, t.via)
+        if status != "ok":
+            raise NoAnswer(f"status read: {status}")
+        return {"id": doc["id"]} if doc["applied"] else None
+
+    def finish(self) -> None:
+        """Settle every record this worker holds or can take over, until none is open."""
+        while True:
+            self.log.recover()
+            for r in self.log.records(OPEN_STATES):
+                if (r.owner, r.owner_inc) == (self.log.writer, self.log.incarnation):
+                    self._guard(r.call_id, r.tool, r.args, r.scope, False)
             if self.log.unsettled() == 0:
                 return
             time.sleep(self.timing.poll)
@@ -220,13 +334,18 @@ def open_runtime(conf: dict, plan: Plan, name: str, inc: int, hook: Hook):
     if conf["runtime"] == "chat":
         return ChatRuntime(f"{name}.{inc}", os.path.join(conf["dir"], f"chat-{name}.{inc}.jsonl"),
                            net, hook)
+    profile = PROFILES[conf["profile"]]
+    env = conf["runtime"] == "library" and profile.env
+    provider = env_design(profile.env) if env else LIBRARY_DESIGN
     if conf["store"] == "postgres":
         log = IntentLog.postgres(conf["dsn"], name, schema=conf["schema"], lease=conf["lease"],
-                                  provider=LIBRARY_DESIGN)
+                                 provider=provider)
     else:
         log = IntentLog.sqlite(conf["db"], name, synchronous="NORMAL", lease=conf["lease"],
-                                  provider=LIBRARY_DESIGN)
-    return LibraryRuntime(log, net, hook, plan.timing)
+                               provider=provider)
+    if env:
+        return DesignRuntime(log, net, hook, plan.timing, profile)
+    return LibraryRuntime(log, net, hook, plan.timing, resolve=conf["runtime"] == "park")
 
 
 def worker_main(conf: dict, plan: Plan, name: str, inc: int, to_fd: int, from_fd: int) -> int:

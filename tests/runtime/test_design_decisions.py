@@ -16,7 +16,7 @@ from toolcommit.model.expr import evaluate
 from toolcommit.model.instance import instance
 from toolcommit.model.semantics import build
 from toolcommit.runtime import IntentLog
-from toolcommit.runtime import design as D
+from toolcommit.checker.runtime import design as D
 
 SHIPPED = D.SHIPPED
 INSTANCES = ("ack_loss", "transport_retry", "zombie", "crash_before_dispatch", "default")

@@ -42,7 +42,7 @@ def test_a_trace_with_a_prompt_revision_is_refused_with_one_line(capsys):
     path = str(NAIVE / "prompt_revision" / "I1.itf.json")
     assert main(["torture", "--itf", path]) == 2
     err = capsys.readouterr().err
-    assert "revise_prompt" in err and "has no harness event" in err
+    assert "revise_prompt" in err and "cannot be replayed: the user's revised prompt" in err
 
 
 def test_a_file_that_is_not_a_trace_is_one_line(tmp_path, capsys):
@@ -58,7 +58,7 @@ def test_every_action_of_the_spec_is_scheduled_ignored_or_refused_by_name():
     from toolcommit.checker.torture import itf
     from toolcommit.spec import protocol
     known = (*itf._EMIT, *itf._SENDS, *itf._ANSWERS, *itf._NET, *itf._FAULTS, *itf._IGNORED,
-             *itf.UNREPLAYABLE)
+             *itf._PROVIDER, *itf._NEXT, *itf._READS, *itf.UNREPLAYABLE)
     assert set(protocol().actions) == set(known)
     assert not set(itf.UNREPLAYABLE) & set(itf._IGNORED)
     assert all(protocol().actions[a]["fault"] for a in itf.UNREPLAYABLE)
@@ -81,3 +81,41 @@ def test_a_hand_edited_itf_file_is_refused_in_one_line_naming_what_is_wrong(
     assert main(["torture", "--itf", str(p), "-q"]) == 2
     err = capsys.readouterr().err
     assert says in err and str(p) in err and err.count("\n") == 1, err
+
+
+QUESTIONS = ROOT / "counterexamples" / "questions"
+
+
+@pytest.mark.parametrize("case", [
+    "failure-classes@email/Late_request_after_give-up__required_behaviour",
+    "failure-classes@email/Zombie_after_lease_expiry__required_behaviour",
+    "tradeoffs@email/Client-side_canonical_intent_log__where_it_is_strong"])
+def test_a_provider_fault_counterexample_breaks_its_weak_design_on_the_fake_not_the_library(
+        case):
+    """recommended@email: the provider executes the request and answers 500; the
+    recommended design reads a status, finds none, parks it and lets the user ask again: a
+    second email. The email design gives up visibly and refuses the re-ask."""
+    from toolcommit.checker.torture.itf import weak_runtime, _load
+    path = str(QUESTIONS / f"{case}.itf.json")
+    plan = plan_from_itf(path)
+    assert ((("apply", "*", 1), "error_after")) in plan.net
+    weak, why = weak_runtime(_load(path)["#meta"])
+    assert (weak, why) == ("park", "")
+    bad, lib = replay(path, weak).results[0], replay(path, "library").results[0]
+    assert bad.verdict == "VIOLATES" and "I1" in bad.properties and bad.counts["effects"] == 2
+    assert bad.counts["errors_after"] == 1
+    assert lib.verdict == "CONFORMS" and lib.counts["effects"] == 1
+
+
+def test_a_trace_found_on_a_design_the_harness_has_no_runtime_for_is_named_with_why():
+    from toolcommit.checker.torture.itf import weak_runtime, _load
+    meta = _load(str(QUESTIONS / "failure-classes@stripe" / "Ack_loss__common_bug.itf.json"))
+    weak, why = weak_runtime(meta["#meta"])
+    assert weak == "" and "recommended+dedupe_by=call_id has no harness runtime" in why
+
+
+def test_a_question_trace_on_its_own_instance_is_refused_saying_so(capsys):
+    path = QUESTIONS / "late-replay" / "reject__fences-yes_read-yes_exp-no_stale-yes.itf.json"
+    assert main(["torture", "--itf", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "late_replay" in err and "a question's own instance" in err
