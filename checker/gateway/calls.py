@@ -10,9 +10,8 @@ server. The log follows the design proven for a provider with no status read and
 idempotency key it must honour (email's, `toolcommit.checker.cli.gateway.PROVIDER`):
 at-most-once with a visible give-up. A call whose server died before answering is given
 up at once (``DEAD_LETTER``): the call, and every later one of the intent, gets a tool
-error saying the effect may have happened. A request carrying
-``"toolcommit/new_attempt": true`` in its ``_meta`` asks again after such a give-up (a new
-epoch: the user's decision, as the log's `new_attempt`).
+error saying the effect may have happened. The design keeps no epochs (``epoch=none``): a
+re-ask of the same intent is refused for good; a new user request is a new scope.
 
 Calls of one intent run one at a time (a lock per canonical intent): a retry that arrives
 while its first call is in flight waits for that call's answer instead of meeting a
@@ -34,8 +33,7 @@ from toolcommit.checker.runtime import IntentLog, IntentLogError
 from toolcommit.checker.runtime.shims import GaveUp, InDoubt, guard
 from toolcommit.checker.logs.adapters.rules import Rules
 
-META_KEY, META_FENCE, META_NEW = ("toolcommit/idempotency_key", "toolcommit/fence",
-                                  "toolcommit/new_attempt")
+META_KEY, META_FENCE = "toolcommit/idempotency_key", "toolcommit/fence"
 
 
 def tool_error(text: str) -> dict:
@@ -100,7 +98,6 @@ class Effectful:
     def _guarded(self, params, call_id, tool, args, scope, send) -> dict:
         """In a worker thread: the library's guard, the downstream call run on the loop."""
         meta = dict(params.get("_meta") or {})
-        new_attempt = meta.pop(META_NEW, False) is True
 
         sent = []
 
@@ -112,7 +109,7 @@ class Effectful:
 
         try:
             return answer_of(guard(self.log, call_id, tool, args, scope, execute,
-                                   new_request=new_attempt, saved=answer_of))
+                                   saved=answer_of))
         except InDoubt as e:
             return tool_error(in_doubt(tool, e))
         except GaveUp as e:     # email's design gives up at once on the call it sent
@@ -143,5 +140,5 @@ def given_up(tool: str, e: GaveUp) -> str:
     state = e.record.state if e.record else "given up"
     return (f"toolcommit gateway: this {tool} call was not sent: an earlier call of the same "
             f"intent ended in doubt ({state}, record {e.record.key if e.record else '?'}), and "
-            "its effect may have happened. Check the provider; to ask again anyway, send "
-            f'"_meta": {{"{META_NEW}": true}}.')
+            "its effect may have happened. It is never sent twice: check the provider; a new "
+            "request of the user's is a new session (or a new value of the --scope rule).")

@@ -93,6 +93,12 @@ class Design:
         return self.knobs["on_unknown"] == "replay_then_reconcile"
 
     @property
+    def new_epochs(self) -> bool:
+        """Whether the user's new attempt gets the next epoch (``epoch=per_intent``); under
+        ``none`` it is the same key as the first, a duplicate of a given-up record."""
+        return self.knobs["epoch"] != "none"
+
+    @property
     def at_most_once(self) -> bool:
         return self.guarantee == "at-most-once"
 

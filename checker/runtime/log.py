@@ -252,7 +252,9 @@ class IntentLog:
 
         The key is the canonical intent of (`tool`, `args`, `scope`) at the intent's current
         epoch; with `new_attempt` (the user asks again) and the latest record given up
-        (``DEAD_LETTER``, ``COMPENSATED``, cancelled), at the next epoch. An accepted
+        (``DEAD_LETTER``, ``COMPENSATED``, cancelled), at the next epoch, where the design
+        advances epochs (``epoch=per_intent``; under ``none``, as email's, the re-ask is a
+        duplicate of the given-up record: at most once). An accepted
         proposal's record is ``RECORDED`` with this writer holding the lease.
 
         Raises
@@ -278,7 +280,8 @@ class IntentLog:
                                 "ORDER BY epoch DESC LIMIT 1", (ci.digest,))
                 latest = None if latest is None else record_of(latest)
                 epoch = 0 if latest is None else latest.epoch
-                if new_attempt and latest is not None and latest.state in GAVE_UP:
+                if new_attempt and latest is not None and latest.state in GAVE_UP \
+                        and self.design.new_epochs:
                     epoch += 1
                 key = semantic_key(ci.digest, epoch)
                 n = tx.run(f"INSERT INTO tc_records (key, intent, epoch, tool, scope, args, "

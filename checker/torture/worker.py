@@ -214,9 +214,7 @@ class DesignRuntime:
         self.first: dict[str, float] = {}
 
     def call(self, session: Session, call_id: str, args: dict, new_attempt: bool) -> str:
-        # epoch=none (email): the user's re-ask is the same key, refused once given up; the
-        # log's propose bumps the epoch whatever the design, so the call site holds it back
-        new_attempt = new_attempt and self.log.design.knobs["epoch"] != "none"
+        # epoch=none (email): the log itself keeps the re-ask on the given-up key (refused)
         d = self.log.propose(call_id, session.tool, args, session.scope,
                              new_attempt=new_attempt)
         self.hook("proposed", d.key)       # (a proposal of its own: guard has no hook here)

@@ -178,6 +178,26 @@ def test_new_request_after_a_give_up_is_a_new_attempt_and_scopes_separate_reques
     assert refund(20, 8, call_id="t4") == {"ok": 8}      # another real request
 
 
+def test_under_email_a_re_ask_after_the_visible_give_up_sends_nothing(tmp_path):
+    """email's design has epoch=none: the user's re-ask is the same key as the given-up
+    one, so the mail that may have gone is never sent twice (a new request is a new scope)."""
+    log, sent = _log(tmp_path, "email"), []
+
+    def mail(ticket):
+        sent.append(ticket.key)
+        if len(sent) == 1:
+            raise TimeoutError("no answer: the mail may have gone")
+        return {"ok": True}
+
+    with pytest.raises(GaveUp) as first:
+        guard(log, "t1", "mail", {"to": "a"}, SCOPE, mail)
+    with pytest.raises(GaveUp) as again:
+        guard(log, "t2", "mail", {"to": "a"}, SCOPE, mail, new_request=True)
+    assert first.value.happened == again.value.happened == "unknown" and len(sent) == 1
+    assert guard(log, "t3", "mail", {"to": "a"}, SCOPE + ":request:2", mail) == {"ok": True}
+    assert [r.epoch for r in log.records()] == [0, 0]
+
+
 def test_an_exclusive_scope_holding_a_live_intent_is_a_conflict_nothing_sent(tmp_path):
     log = _log(tmp_path, "ideal", exclusive_tools=["refund"])
     log.propose("t1", "refund", {"amount": 20}, SCOPE)
