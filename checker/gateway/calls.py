@@ -60,7 +60,7 @@ class Effectful:
     log: IntentLog
     tools: frozenset
     scope: Optional[str] = None
-    _locks: dict = field(default_factory=dict)
+    _locks: dict = field(default_factory=dict)    # intent digest -> [lock, calls using it]
 
     def __post_init__(self):
         self._scope_of = Rules(scope=self.scope).scope_of()
@@ -90,10 +90,16 @@ class Effectful:
             digest = canonical_intent(tool, args, scope).digest
         except (UsageError, CanonError) as e:
             return tool_error(f"toolcommit gateway: {e}; nothing was sent")
-        lock = self._locks.setdefault(digest, anyio.Lock())
-        async with lock:
-            return await anyio.to_thread.run_sync(
-                self._guarded, params, view["call_id"], tool, args, scope, send)
+        entry = self._locks.setdefault(digest, [anyio.Lock(), 0])   # [lock, calls using it]
+        entry[1] += 1
+        try:
+            async with entry[0]:
+                return await anyio.to_thread.run_sync(
+                    self._guarded, params, view["call_id"], tool, args, scope, send)
+        finally:     # the last call of an intent drops its lock: the table holds live ones
+            entry[1] -= 1
+            if entry[1] == 0:
+                del self._locks[digest]
 
     def _guarded(self, params, call_id, tool, args, scope, send) -> dict:
         """In a worker thread: the library's guard, the downstream call run on the loop."""
