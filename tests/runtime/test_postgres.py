@@ -91,3 +91,31 @@ def test_a_schema_of_another_application_is_refused_unless_adopted(pg):
                                         "WHERE table_schema = 'shop'")] == ["orders"]
     IntentLog.postgres(pg.dsn, "w1", schema="shop", adopt=True, provider="ideal").close()
     IntentLog.postgres(pg.dsn, "w2", schema="shop", provider="ideal").close()       # a log is there now
+
+
+def test_toolcommit_recover_settles_a_dead_writers_record_on_postgres(pg, capsys):
+    """A writer that died after dispatching (its lease expired) leaves a record in doubt;
+    `toolcommit recover --dsn` takes it over and settles it as email's design says (no
+    status read: given up visibly), and refuses a schema that holds no log, creating
+    nothing there."""
+    import psycopg
+
+    from toolcommit.checker.cli import main
+    dead = IntentLog.postgres(pg.dsn, "pod-a", schema="t_recover", provider="email")
+    d = dead.propose("t1", "mail", {"to": "a@example.com"}, SCOPE)
+    dead.dispatch(d.key)
+    dead.expire_leases("pod-a")
+    dead.close()
+    assert main(["recover", "--dsn", pg.dsn, "--schema", "t_recover",
+                 "--provider", "email"]) == 0
+    assert "1 record(s) of dead writers taken over: 1 DEAD_LETTER" in capsys.readouterr().out
+    reader = IntentLog.postgres(pg.dsn, "reader", schema="t_recover", provider="email")
+    assert [(r.state, r.owner) for r in reader.records()] == [("DEAD_LETTER", "toolcommit-recover")]
+    reader.close()
+
+    assert main(["recover", "--dsn", pg.dsn, "--schema", "t_nolog", "--provider", "email"]) == 2
+    assert "schema t_nolog holds no intent log" in capsys.readouterr().err
+    with psycopg.connect(pg.dsn) as c:
+        assert c.execute("SELECT 1 FROM information_schema.schemata WHERE schema_name = "
+                         "'t_nolog'").fetchone() is None
+    assert main(["recover", "x.db", "--dsn", pg.dsn, "--provider", "email"]) == 2
