@@ -554,7 +554,9 @@ class IntentLog:
 
     def close(self) -> None:
         """A clean shutdown: release this writer's leases and mark it stopped (its next
-        opening is then a restart, not a crash recovery)."""
+        opening is then a restart, not a crash recovery). Where the store cannot be written
+        any more (the server gone) the shutdown is a crash's: its leases run out and the
+        next opening recovers."""
         with self._lock:
             try:
                 with self.store.tx() as tx:
@@ -562,6 +564,8 @@ class IntentLog:
                            f"AND owner_inc = ? AND state IN {_OPEN}", self._mine())
                     tx.run("UPDATE tc_writers SET running = 0 WHERE writer = ? "
                            "AND incarnation = ?", self._mine())
+            except StoreError:
+                pass
             finally:
                 self.store.close()
 

@@ -312,8 +312,16 @@ class PostgresStore(Store):
 
     @contextmanager
     def tx(self) -> Iterator[Tx]:
-        with self._lock, self._db.transaction(), self._db.cursor() as cur:
-            yield Tx(cur, True)
+        """One transaction; a failed statement or commit (the server gone, a full disk) is a
+        `StoreError` in one line: rolled back, so the decision was not written."""
+        try:
+            with self._lock, self._db.transaction(), self._db.cursor() as cur:
+                yield Tx(cur, True)
+        except self._errors as e:
+            raise StoreError("the PostgreSQL intent log could not write ("
+                             + " ".join(str(e).split()) + "); the transaction was rolled back, "
+                             "so this decision was not written: check the server, then "
+                             "retry") from None
 
     def close(self) -> None:
         with self._lock:

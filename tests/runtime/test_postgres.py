@@ -119,3 +119,19 @@ def test_toolcommit_recover_settles_a_dead_writers_record_on_postgres(pg, capsys
         assert c.execute("SELECT 1 FROM information_schema.schemata WHERE schema_name = "
                          "'t_nolog'").fetchone() is None
     assert main(["recover", "x.db", "--dsn", pg.dsn, "--provider", "email"]) == 2
+
+
+def test_a_write_the_server_refuses_is_a_store_error_in_one_line(pg):
+    """The server ends the log's session mid-run: the next decision is a `StoreError`
+    naming what happened, not psycopg's exception."""
+    import psycopg
+
+    from toolcommit.runtime import StoreError
+    log = IntentLog.postgres(pg.dsn, "w1", schema="t_gone", provider="ideal")
+    pid = log.store._db.info.backend_pid
+    with psycopg.connect(pg.dsn, autocommit=True) as c:
+        c.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    with pytest.raises(StoreError) as e:
+        log.propose("t1", "refund", {"amount": 20}, SCOPE)
+    assert "\n" not in str(e.value) and "could not write" in str(e.value)
+    log.close()
