@@ -214,8 +214,10 @@ def _read(log: IntentLog, rec: Record, deadline: float, saved):
 
 
 # ----- drivers -----------------------------------------------------------------------------
-def _propose(log, call_id, tool, args, scope, new_request) -> Decision:
+def _propose(log, call_id, tool, args, scope, new_request, on_proposed=None) -> Decision:
     d = log.propose(call_id, tool, args, scope, new_attempt=new_request)
+    if on_proposed is not None:
+        on_proposed(d)
     if d.decision == "conflict":
         raise Conflict(f"The {tool} was not done: scope {scope} already holds another "
                        f"{tool} ({d.record.key}).", d.record)
@@ -300,7 +302,8 @@ async def _drive_async(log: IntentLog, gen, execute, status):
 
 def guard(log: IntentLog, call_id: str, tool: str, args: dict, scope: str,
           execute: Callable[[Ticket], Any], status: Optional[Callable[[Ticket], Any]] = None,
-          new_request: bool = False, saved: Callable[[Any], Any] = lambda r: r) -> Any:
+          new_request: bool = False, saved: Callable[[Any], Any] = lambda r: r,
+          on_proposed: Optional[Callable[[Decision], None]] = None) -> Any:
     """Run one effectful call through the log (see the module docstring).
 
     Parameters
@@ -318,6 +321,10 @@ def guard(log: IntentLog, call_id: str, tool: str, args: dict, scope: str,
     saved : callable(result) -> JSON value
         What the log keeps of a result (a duplicate gets it back); the result itself if it
         is JSON, else its repr.
+    on_proposed : callable(Decision), optional
+        Called with the log's decision on the proposal, before anything is dispatched (a
+        conflict included, before `Conflict` is raised): where a runtime marks the call
+        proposed.
 
     Returns
     -------
@@ -332,19 +339,20 @@ def guard(log: IntentLog, call_id: str, tool: str, args: dict, scope: str,
     _refuse_coroutine(execute, "execute")
     _refuse_coroutine(status, "status")
     _needs_status(log, status)
-    d = _propose(log, call_id, tool, args, scope, new_request)
+    d = _propose(log, call_id, tool, args, scope, new_request, on_proposed)
     return _drive_sync(log, _steps(log, d.key, saved), execute, status)
 
 
 async def aguard(log: IntentLog, call_id: str, tool: str, args: dict, scope: str,
                  execute: Callable[[Ticket], Any], status: Optional[Callable[[Ticket], Any]] = None,
-                 new_request: bool = False, saved: Callable[[Any], Any] = lambda r: r) -> Any:
+                 new_request: bool = False, saved: Callable[[Any], Any] = lambda r: r,
+                 on_proposed: Optional[Callable[[Decision], None]] = None) -> Any:
     """`guard` for async code: `execute` and `status` may be ``async def`` (or return an
     awaitable), and are awaited inside the guard; ACKED only with the awaited result. A
     cancellation while the effect runs makes the record UNKNOWN, then is re-raised. The
     log's own decisions are synchronous (milliseconds on SQLite)."""
     _needs_status(log, status)
-    d = _propose(log, call_id, tool, args, scope, new_request)
+    d = _propose(log, call_id, tool, args, scope, new_request, on_proposed)
     return await _drive_async(log, _steps(log, d.key, saved), execute, status)
 
 

@@ -215,17 +215,12 @@ class DesignRuntime:
 
     def call(self, session: Session, call_id: str, args: dict, new_attempt: bool) -> str:
         # epoch=none (email): the log itself keeps the re-ask on the given-up key (refused)
-        d = self.log.propose(call_id, session.tool, args, session.scope,
-                             new_attempt=new_attempt)
-        self.hook("proposed", d.key)       # (a proposal of its own: guard has no hook here)
-        if d.decision == "conflict":
-            return "rejected"
         return self._guard(call_id, session.tool, args, session.scope, new_attempt)
 
     def _guard(self, call_id, tool, args, scope, new_attempt) -> str:
         try:
             guard(self.log, call_id, tool, args, scope, self._execute, self._status,
-                  new_request=new_attempt)
+                  new_request=new_attempt, on_proposed=lambda d: self.hook("proposed", d.key))
         except GaveUp:
             return "gave_up"
         except InDoubt:
