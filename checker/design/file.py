@@ -30,7 +30,9 @@ KIND = "toolcommit design"
 VERSION = 1
 
 
-def _failure(f: Failure) -> dict:
+def failure_json(f: Failure) -> dict:
+    """A failure as data: where it broke, and its trace or the reason it has none (a design
+    file's and `design --format json`'s one shape)."""
     out = {"instance": f.instance, "property": f.property, "status": f.status.value}
     if f.counterexample is not None:
         out["steps"] = f.steps
@@ -73,7 +75,7 @@ def document(s: Synthesis, level: Level, m: Minimal) -> dict:
         "assumes": assumes(s.env, m.design, s.instances, s.given),
         "departures": [{"knob": k, "option": m.design[k], "naive": naive[k],
                         "meaning": meaning_of(k, m.design[k]),
-                        "without": _failure(m.needed[k]) if m.needed.get(k) else None}
+                        "without": failure_json(m.needed[k]) if m.needed.get(k) else None}
                        for k in m.departures],
     }
 

@@ -15,7 +15,7 @@ from toolcommit.model.environment import held_fixed, profile
 from toolcommit.spec import protocol
 
 from toolcommit.checker.design.advice import advice
-from toolcommit.checker.design.file import assumes
+from toolcommit.checker.design.file import assumes, failure_json
 from toolcommit.checker.design.synthesis import (Failure, Level, Minimal, Synthesis, departures,
                                                  knob_names, meaning_of, preferred, preset_design,
                                                  unsearched)
@@ -152,15 +152,7 @@ def render_text(s: Synthesis, explain: bool = True, width: int = DEFAULT) -> str
 
 
 def _failure_json(f):
-    if f is None:
-        return None
-    out = {"instance": f.instance, "property": f.property, "status": f.status.value}
-    if f.counterexample is not None:
-        out["steps"] = f.steps
-        out["trace"] = [s.label() for s in f.counterexample.steps[1:]]
-    elif f.reason:
-        out["reason"] = f.reason
-    return out
+    return None if f is None else failure_json(f)
 
 
 def _minimal_json(m: Minimal) -> dict:
