@@ -833,6 +833,24 @@ static PyObject *call_line(PyObject *f, PyObject *ev, PyObject *fi, long long li
     return r;
 }
 
+/* Add the lines of each type seen (`n_of`) to the dict `counts`, whatever error is pending
+   (kept as it was: the counts are the caller's even when the batch stopped). */
+static void add_counts(PyObject *counts, const long long *n_of) {
+    if (counts == NULL || !PyDict_Check(counts)) return;
+    PyObject *exc_t, *exc_v, *exc_tb;
+    PyErr_Fetch(&exc_t, &exc_v, &exc_tb);
+    for (int t = 0; t < NEV; t++) {
+        if (!n_of[t]) continue;
+        PyObject *was = PyDict_GetItem(counts, type_names[t]);
+        PyObject *add = PyLong_FromLongLong(n_of[t]);
+        PyObject *now = add && was ? PyNumber_Add(was, add) : add;
+        if (now != add) Py_XDECREF(add);
+        if (now) { PyDict_SetItem(counts, type_names[t], now); Py_DECREF(now); }
+        else PyErr_Clear();
+    }
+    PyErr_Restore(exc_t, exc_v, exc_tb);
+}
+
 /* a line another shard checks: its writer's next seq, else Route.skip (Conformance.skip) */
 static int skip_line(Store *s, Route *r, PyObject *ev, int t, PyObject *fi, long long line,
                      uint64_t fbits, int within)
@@ -958,20 +976,7 @@ static PyObject *feed(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     result = Py_None;
     Py_INCREF(result);
 done:
-    if (counts != NULL && PyDict_Check(counts)) {
-        PyObject *exc_t, *exc_v, *exc_tb;
-        PyErr_Fetch(&exc_t, &exc_v, &exc_tb);
-        for (int t = 0; t < NEV; t++) {
-            if (!n_of[t]) continue;
-            PyObject *was = PyDict_GetItem(counts, type_names[t]);
-            PyObject *add = PyLong_FromLongLong(n_of[t]);
-            PyObject *now = add && was ? PyNumber_Add(was, add) : add;
-            if (now != add) Py_XDECREF(add);
-            if (now) { PyDict_SetItem(counts, type_names[t], now); Py_DECREF(now); }
-            else PyErr_Clear();
-        }
-        PyErr_Restore(exc_t, exc_v, exc_tb);
-    }
+    add_counts(counts, n_of);
     Py_XDECREF(s.writers); Py_XDECREF(s.keys); Py_XDECREF(s.intents); Py_XDECREF(s.memo);
     Py_XDECREF(s.seq_found); Py_XDECREF(packing); Py_XDECREF(counts);
     return result;
@@ -1418,20 +1423,7 @@ static PyObject *feed_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     Py_INCREF(result);
 done:
     PyBuffer_Release(&wb);
-    if (counts != NULL && PyDict_Check(counts)) {
-        PyObject *exc_t, *exc_v, *exc_tb;
-        PyErr_Fetch(&exc_t, &exc_v, &exc_tb);
-        for (int t = 0; t < NEV; t++) {
-            if (!n_of[t]) continue;
-            PyObject *was = PyDict_GetItem(counts, type_names[t]);
-            PyObject *add = PyLong_FromLongLong(n_of[t]);
-            PyObject *now = add && was ? PyNumber_Add(was, add) : add;
-            if (now != add) Py_XDECREF(add);
-            if (now) { PyDict_SetItem(counts, type_names[t], now); Py_DECREF(now); }
-            else PyErr_Clear();
-        }
-        PyErr_Restore(exc_t, exc_v, exc_tb);
-    }
+    add_counts(counts, n_of);
     Py_XDECREF(s.writers); Py_XDECREF(s.keys); Py_XDECREF(s.intents); Py_XDECREF(s.memo);
     Py_XDECREF(s.seq_found); Py_XDECREF(packing); Py_XDECREF(counts);
     return result;
