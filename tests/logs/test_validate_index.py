@@ -11,7 +11,7 @@ import pytest
 from toolcommit.checker.cli import main
 from toolcommit.checker.logs import index, lane, pool, shards, typed
 from toolcommit.checker.logs.write import events_to_jsonl
-from test_validate_lane import bench_like
+from test_validate_lane import bench_like, damaged
 
 LANE = lane.load()[0]
 pytestmark = pytest.mark.skipif(LANE is None, reason="the native lane is not available here")
@@ -119,20 +119,7 @@ def test_randomly_damaged_logs_give_the_same_report_or_error_sharded(tmp_path, c
     base = events_to_jsonl(bench_like(80, 11)).encode().splitlines(keepends=True)
     rng = random.Random(2027)
     for k in range(30):
-        lines = list(base)
-        for _ in range(rng.randint(1, 4)):
-            i = rng.randrange(len(lines))
-            op = rng.randrange(4)
-            if op == 0:
-                b = bytearray(lines[i])
-                b[rng.randrange(len(b))] = rng.choice(b'{}",:0123456789 \\xapltd\n')
-                lines[i] = bytes(b)
-            elif op == 1:
-                lines.insert(i, lines[i])
-            elif op == 2:
-                del lines[i]
-            else:
-                lines[i] = lines[i][:rng.randrange(len(lines[i]))] + b"\n"
+        lines = damaged(base, rng, b'{}",:0123456789 \\xapltd\n')
         if k % 5 == 0:               # the last line cut off, without its newline
             lines[-1] = lines[-1][:len(lines[-1]) // 2]
         p = tmp_path / f"damaged-{k}.jsonl"

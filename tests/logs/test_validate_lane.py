@@ -260,6 +260,26 @@ def test_extreme_numbers_leave_the_same_state_with_and_without_the_lane():
     assert run(lines, True, 16) == run(lines, False, 16)
 
 
+def damaged(base: list, rng: random.Random, alphabet: bytes) -> list:
+    """`base`'s lines with one to four hostile edits drawn from `rng`: a byte flipped to
+    one of `alphabet`, a line repeated, dropped, or cut (keeping its newline)."""
+    lines = list(base)
+    for _ in range(rng.randint(1, 4)):
+        i = rng.randrange(len(lines))
+        op = rng.randrange(4)
+        if op == 0:
+            b = bytearray(lines[i])
+            b[rng.randrange(len(b))] = rng.choice(alphabet)
+            lines[i] = bytes(b)
+        elif op == 1:
+            lines.insert(i, lines[i])
+        elif op == 2:
+            del lines[i]
+        else:
+            lines[i] = lines[i][:rng.randrange(len(lines[i]))] + b"\n"
+    return lines
+
+
 def test_randomly_damaged_logs_give_the_same_report_or_error_with_and_without_the_lane(
         tmp_path, capsys, monkeypatch):
     """Hostile bytes: lines cut, bytes flipped, lines repeated or dropped, in a log of many
@@ -267,20 +287,7 @@ def test_randomly_damaged_logs_give_the_same_report_or_error_with_and_without_th
     base = events_to_jsonl(bench_like(80, 11)).encode().splitlines(keepends=True)
     rng = random.Random(2026)
     for k in range(40):
-        lines = list(base)
-        for _ in range(rng.randint(1, 4)):
-            i = rng.randrange(len(lines))
-            op = rng.randrange(4)
-            if op == 0:
-                b = bytearray(lines[i])
-                b[rng.randrange(len(b))] = rng.choice(b'{}",:0123456789 \\xapltd')
-                lines[i] = bytes(b)
-            elif op == 1:
-                lines.insert(i, lines[i])
-            elif op == 2:
-                del lines[i]
-            else:
-                lines[i] = lines[i][:rng.randrange(len(lines[i]))] + b"\n"
+        lines = damaged(base, rng, b'{}",:0123456789 \\xapltd')
         p = tmp_path / f"damaged-{k}.jsonl"
         p.write_bytes(b"".join(lines))
         native, python = both(["validate", str(p), "--format", "json"], capsys, monkeypatch)
