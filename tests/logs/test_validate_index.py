@@ -8,10 +8,10 @@ import zlib
 
 import pytest
 
-from toolcommit.checker.cli import main
 from toolcommit.checker.logs import index, lane, pool, shards, typed
 from toolcommit.checker.logs.write import events_to_jsonl
 from test_validate_lane import bench_like, damaged
+from test_validate_sharded import outputs
 
 LANE = lane.load()[0]
 pytestmark = pytest.mark.skipif(LANE is None, reason="the native lane is not available here")
@@ -20,12 +20,6 @@ pytestmark = pytest.mark.skipif(LANE is None, reason="the native lane is not ava
 @pytest.fixture(autouse=True)
 def shard_small_logs(monkeypatch):
     monkeypatch.setattr(pool, "SHARD_MIN_BYTES", 0)
-
-
-def outputs(args, capsys):
-    code = main(args)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def same_with_shards(args, capsys, jobs=(2, 3)):
