@@ -6,6 +6,13 @@ they are; an *adversary* property (P4) re-runs the engine on the model with its 
 added (`build(..., wipe=True)`), re-judging what held without it; a *hyper* property (P5)
 compares the settled outcomes of several models (`toolcommit.checker.verify.hyper`). Every
 counterexample has been replayed by the engine that found it.
+
+With the explicit engine on several threads (`--jobs`), an adversary's search runs beside
+the main one rather than after it (`beside`): it is explored before what it re-judges is
+known, keeping its edges when a graph property might be re-judged (PROGRESS's backward
+search left until one is), and judged once the main search is done: the same verdicts and
+counterexamples as one after the other, since a search does not depend on what is asked of
+it (except an early stop, `--first`, which keeps them in turn).
 """
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ from toolcommit.checker.engines.base import Engine, Limits, Progress
 from toolcommit.checker.engines.explicit.engine import Explicit
 from toolcommit.checker.engines.trace import assumes
 from toolcommit.checker.engines.verdict import Status, Verdict
+from toolcommit.checker.verify.beside import beside
 
 
 @dataclass
@@ -52,20 +60,47 @@ def check_instance(config: Config, inst: Instance, props=None, limits: Limits = 
     direct = [p for p in props if engine.judges(p)]
     base = [p for p in names(None) if engine.judges(p)] if adversaries else direct
     system = build(config, inst)
-    result = engine.run(system, base, limits, progress)
+    if adversaries and side_by_side(engine, limits):
+        result, explored = _beside(system, config, inst, base, adversaries, engine, limits, progress)
+    else:
+        result, explored = engine.run(system, base, limits, progress), [None] * len(adversaries)
     verdicts = list(result.verdicts)
-    for p in adversaries:
-        verdicts.append(check_adversary(p, config, inst, verdicts, engine, limits, progress))
+    for p, done in zip(adversaries, explored):
+        verdicts.append(check_adversary(p, config, inst, verdicts, engine, limits, progress, done))
     order = all_names()
     chosen = sorted((v for v in verdicts if v.property in props), key=lambda v: order.index(v.property))
     return InstanceResult(inst, config, chosen, result.stats, result.coverage, result.witnesses,
                           result.engine, assumes(system))
 
 
+def side_by_side(engine: Engine, limits: Limits) -> bool:
+    """Whether an instance's searches run side by side: the explicit engine with threads
+    to share, and no early stop (which depends on what each search is asked)."""
+    return isinstance(engine, Explicit) and engine.jobs > 1 and not limits.first
+
+
+def _beside(system, config: Config, inst: Instance, base: list, adversaries: list,
+            engine: Explicit, limits: Limits, progress: Optional[Progress]):
+    """The main search's result and each adversary's (compiled, exploration), searched at
+    once, the threads shared out (the main search takes any left over)."""
+    share = max(1, engine.jobs // (1 + len(adversaries)))
+    main = replace(engine, jobs=max(1, engine.jobs - share * len(adversaries)))
+    side = replace(engine, jobs=share)
+    graph = any(prop(p).graph for p in base)
+    calls = [lambda tick: main.run(system, base, limits, tick)]
+    calls += [lambda tick: side.explore(build(config, inst, wipe=True), limits, graph, tick,
+                                        later=True)
+              for _ in adversaries]
+    result, *explored = beside(calls, progress)
+    return result, explored
+
+
 def check_adversary(name: str, config: Config, inst: Instance, base: list, engine: Engine,
-                    limits: Limits, progress: Optional[Progress] = None) -> Verdict:
+                    limits: Limits, progress: Optional[Progress] = None,
+                    explored: Optional[tuple] = None) -> Verdict:
     """An adversary property: every property that holds on `inst` still holds with the
-    adversary added; judged through the first one that then breaks."""
+    adversary added; judged through the first one that then breaks. `explored`: the
+    adversary's model already searched (compiled, exploration; see `_beside`)."""
     adv = prop(name).adversary
     held = [v.property for v in base if v.status is Status.HOLDS]
     if not held:
@@ -76,7 +111,8 @@ def check_adversary(name: str, config: Config, inst: Instance, base: list, engin
                            f"unknown here ({names_}: {unknown[0].reason}), so it has nothing to judge")
         return Verdict(name, Status.UNKNOWN, reason=f"every other property already fails without "
                        f"{adv['name']}, so {name} has nothing to judge on this instance")
-    result = engine.run(build(config, inst, wipe=True), held, limits, progress)
+    result = (engine.run(build(config, inst, wipe=True), held, limits, progress)
+              if explored is None else engine.result(*explored, held))
     for v in result.verdicts:
         if v.status is Status.VIOLATED:
             meaning = prop(v.property).meaning

@@ -42,6 +42,11 @@ def assert_native_agrees(c, runs=RUNS, **kw):
         nat = explore_native(c, jobs=jobs, chunk=chunk, **kw)
         assert nat.jobs == jobs
         assert_same_exploration(py, nat)
+    later = explore_native(c, jobs=runs[-1][0], later=True, **kw)   # PROGRESS searched after
+    assert later.stuck_later == (kw.get("graph", True) and py.complete)
+    native.find_stuck(later)
+    assert not later.stuck_later
+    assert_same_exploration(py, later)
     return py
 
 

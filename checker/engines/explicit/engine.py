@@ -23,7 +23,7 @@ from toolcommit.checker.engines.verdict import Status, Verdict
 
 from .codegen import Compiled, compile_system
 from .explore import Exploration, StopWhen
-from .native import explore_any
+from .native import explore_any, find_stuck
 
 
 @dataclass(frozen=True)
@@ -41,12 +41,13 @@ class Explicit:
 
     def explore(self, system: System, limits: Limits = Limits(), graph: bool = True,
                 progress: Optional[Progress] = None, props: Sequence[str] = (),
-                require: str = "") -> tuple[Compiled, Exploration]:
+                require: str = "", later: bool = False) -> tuple[Compiled, Exploration]:
         """The compiled system and its exploration (for callers that read the graph), by
         the native or the Python engine (`native.explore_any`: same result either way).
 
         With `limits.first`, the search stops once every one of `props` is violated (and
         the witness `require`, if any, reached), when all of them can stop it (`stop_when`).
+        With `later`, PROGRESS's backward search waits until a verdict needs it (`judge`).
         """
         c = compile_system(system)
         stop = stop_when(c, props, require) if limits.first else None
@@ -55,12 +56,17 @@ class Explicit:
             def tick(info):
                 progress(Tick("bfs", info["states"], info["depth"], info["seconds"]))
         return c, explore_any(c, limits.max_states, limits.timeout, graph, tick, stop=stop,
-                              jobs=self.jobs)
+                              jobs=self.jobs, later=later)
 
     def run(self, system: System, props: Sequence[str], limits: Limits = Limits(),
             progress: Optional[Progress] = None) -> Result:
         graph = any(prop(p).graph for p in props)    # edges only where a graph property reads them
-        c, ex = self.explore(system, limits, graph=graph, progress=progress, props=props)
+        return self.result(*self.explore(system, limits, graph=graph, progress=progress,
+                                         props=props), props)
+
+    def result(self, c: Compiled, ex: Exploration, props: Sequence[str]) -> Result:
+        """The verdicts on `props` of an exploration of `c` (one that kept its edges when
+        a graph property is among them)."""
         return Result(self.name, judge(c, ex, props), scope_of(ex), stats_of(ex), ex.fired,
                       {w: ex.depth_of(s) for w, s in ex.first_witness.items()})
 
@@ -110,6 +116,8 @@ def judge(c: Compiled, ex: Exploration, props: Sequence[str]) -> list[Verdict]:
         if p.state_predicate:
             sid = ex.first_violation.get(name)
         elif p.graph:
+            if p.reads == "no_way_to_settle":
+                find_stuck(ex)
             sid = (ex.first_bad_end.get(name) if p.end_predicate else
                    {"dead_end": ex.deadlock, "no_way_to_settle": ex.stuck}[p.reads])
         else:

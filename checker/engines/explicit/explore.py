@@ -67,6 +67,7 @@ class Exploration:
     first_bad_end: dict = field(default_factory=dict)     # end predicate -> state id
     deadlock: Optional[int] = None
     stuck: Optional[int] = None       # first state from which no settled state is reachable
+    stuck_later: bool = False         # `stuck` not searched yet (native.find_stuck searches it)
     settled_ids: list = field(default_factory=list)
     truncated: int = 0
     truncated_ids: list = field(default_factory=list)

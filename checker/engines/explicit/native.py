@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from toolcommit.model.errors import UsageError
+from toolcommit.model.errors import InternalError, UsageError
 
 from toolcommit.checker.cbuild import cache_dir, compiler, verified
 
@@ -41,11 +41,12 @@ from toolcommit.checker.engines.explicit.native_c import c_source, refusal
 
 ENGINES = ("auto", "native", "python")
 FLAGS = ("-O1", "-shared", "-fPIC", "-pthread", "-w")   # -O2: no faster, compiles 2x slower
-ABI = 4
+ABI = 5
 QUICK_STATES = 10_000     # 'auto': instances this small stay with the Python engine
 MAX_STATES = (1 << 64) - 1   # tc_explore's max_states is a uint64_t
 _STOPS = {3: "interrupted", 5: "native engine capacity (2^32 states or edges) reached", 6: EARLY}
 STOP_EARLY = 6
+STUCK_LATER = -3          # tc_out.stuck: the backward search is left to `find_stuck`
 _loaded: dict[str, tuple] = {}    # cache key -> (library or None, why not)
 
 
@@ -159,6 +160,10 @@ def _build_and_load(key: str, source: str, cc: list[str]) -> tuple[Optional[ctyp
             lib.tc_state_bytes.restype = ctypes.c_int
             lib.tc_free.argtypes = [ctypes.c_void_p]
             lib.tc_free.restype = None
+            lib.tc_first_stuck.argtypes = [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p,
+                                           ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p,
+                                           ctypes.c_uint64]
+            lib.tc_first_stuck.restype = ctypes.c_int64
         except (OSError, AttributeError) as e:     # a symbol missing is not the engine
             return None, f"cannot load {target}: {e}"
     return lib, ""
@@ -183,8 +188,12 @@ def check_limits(max_states, timeout) -> None:
 def explore_native(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool = True,
                    progress: Optional[Callable[[dict], None]] = None, measure_memory: bool = False,
                    lib: Optional[ctypes.CDLL] = None, stop: Optional[StopWhen] = None,
-                   jobs: int = 1, chunk: int = 0) -> NativeExploration:
+                   jobs: int = 1, chunk: int = 0, later: bool = False) -> NativeExploration:
     """`explore` run natively; the same result, state for state.
+
+    With `graph` and `later`, PROGRESS's backward search is not run: the result's
+    `stuck_later` is set and `find_stuck` runs it when a verdict needs it (a search whose
+    PROGRESS may never be judged keeps only its edges).
 
     `jobs` threads search (the same states under the same ids, so the same result, see
     `native_bfs.c`); `chunk` is how many parents they expand per step (0: the default;
@@ -220,7 +229,8 @@ def explore_native(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph
     when = _Stop(0, 0, 0, 0, 0) if stop is None else \
         _Stop(1, stop.invariants, stop.witnesses, stop.ends, int(stop.deadlock))
     rc = lib.tc_explore(ctypes.cast(words, ctypes.c_void_p), max_states, float(timeout),
-                        int(graph), jobs, chunk, _TICK(tick), ctypes.byref(when), ctypes.byref(out))
+                        (2 if later else 1) if graph else 0, jobs, chunk, _TICK(tick),
+                        ctypes.byref(when), ctypes.byref(out))
     try:
         if raised:
             raise raised[0]
@@ -267,6 +277,7 @@ def _result(c: Compiled, lib, out: _Out, max_states: int, timeout: float, graph:
     if graph and complete:
         ex.edges = (_take(lib, out, "eoff", n + 1, "I"), _take(lib, out, "edst", out.nedges, "I"))
         ex.stuck = None if out.stuck < 0 else out.stuck
+        ex.stuck_later = out.stuck == STUCK_LATER
     fired = _take(lib, out, "fired", len(c.system.actions), "Q")
     ex.fired = _fired_by_name(c, list(fired))
     ex.first_violation = _firsts(out.first_violation, c.invariant_names)
@@ -280,6 +291,28 @@ def _result(c: Compiled, lib, out: _Out, max_states: int, timeout: float, graph:
     if measure_memory:
         ex.peak_bytes = out.peak_bytes
     return ex
+
+
+def find_stuck(ex: Exploration) -> None:
+    """Run PROGRESS's backward search a search left for later (`stuck_later`), natively over
+    the edges it kept; sets `ex.stuck`. MemoryError when it runs out of memory."""
+    if not ex.stuck_later:
+        return
+    lib, why = library(ex.compiled)
+    if lib is None:
+        raise InternalError(f"a native search left PROGRESS for later, but: {why}")
+    eoff, edst = ex.edges
+    goals = [ex.settled_ids, ex.truncated_ids]
+    addr = [_address(a) for a in (eoff, edst, *goals)]
+    bad = lib.tc_first_stuck(ex.state_count, *addr[:3], len(goals[0]), addr[3], len(goals[1]))
+    if bad == -2:
+        raise MemoryError(f"native engine ran out of memory judging PROGRESS over "
+                          f"{ex.state_count:,} states")
+    ex.stuck, ex.stuck_later = (None if bad < 0 else bad), False
+
+
+def _address(a: array) -> Optional[int]:
+    return a.buffer_info()[0] if len(a) else None
 
 
 def _firsts(found, names) -> dict:
@@ -309,8 +342,9 @@ def engine_choice(engine: Optional[str] = None) -> str:
 def explore_any(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool = True,
                 progress: Optional[Callable[[dict], None]] = None,
                 engine: Optional[str] = None, stop: Optional[StopWhen] = None,
-                jobs: int = 1) -> Exploration:
-    """Explore `c` with the engine chosen by `engine_choice`; the same result either way.
+                jobs: int = 1, later: bool = False) -> Exploration:
+    """Explore `c` with the engine chosen by `engine_choice`; the same result either way
+    (`later`: see `explore_native`; the Python engine runs PROGRESS's search at once).
 
     'native' runs the native engine (UsageError when it cannot be built); 'python' the
     Python engine. 'auto' (the default) lets the Python engine try first with a budget of
@@ -333,7 +367,7 @@ def explore_any(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: b
     lib, why = library(c)
     if lib is not None:
         return explore_native(c, max_states, timeout, graph, progress, lib=lib, stop=stop,
-                              jobs=jobs)
+                              jobs=jobs, later=later)
     if want == "native":
         raise UsageError(f"native engine unavailable: {why}; unset TOOLCOMMIT_ENGINE "
                          "to use the Python engine")

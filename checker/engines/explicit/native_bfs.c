@@ -44,12 +44,14 @@
 #include <time.h>
 #include <pthread.h>
 
-#define TC_ABI 4
+#define TC_ABI 5
 #define MAX_JOBS 64
 #define REF_BITS 25                     /* a candidate: thread << REF_BITS | index */
 #define REF_MAX ((1ULL << REF_BITS) - 1)
 #define NO_ID 0xFFFFFFFFu
 #define TAGS 0xFFFFFFFF00000000ULL      /* the hash bits a slot keeps */
+
+#define STUCK_LATER (-3)                /* out->stuck: the backward search left to tc_first_stuck */
 
 enum { STOP_NONE, STOP_STATES, STOP_TIME, STOP_CALLBACK, STOP_MEMORY, STOP_CAPACITY, STOP_EARLY };
 
@@ -87,9 +89,13 @@ static void account(struct acct *r, uint64_t delta) {
            && !__atomic_compare_exchange_n(&r->peak, &peak, now, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) ;
 }
 
+/* Zeroed memory is zeroed by writing it (not calloc): a large calloc maps the shared zero
+ * page, which a table's first probes read, and each later write then replaces a mapped page,
+ * which in a threaded search interrupts every other core to flush its TLB. */
 static void *grab(struct acct *r, void *old, uint64_t old_bytes, uint64_t new_bytes, int zero) {
-    void *p = old ? realloc(old, new_bytes) : (zero ? calloc(1, new_bytes) : malloc(new_bytes));
+    void *p = old ? realloc(old, new_bytes) : malloc(new_bytes);
     if (!p) { __atomic_store_n(&r->oom, 1, __ATOMIC_RELAXED); return NULL; }
+    if (zero && !old) memset(p, 0, new_bytes);
     account(r, new_bytes - old_bytes);
     return p;
 }
@@ -285,7 +291,7 @@ struct bfs {
     const struct tc_stop *stop;
     struct vec states, parent, via, levels, settled_ids, truncated, eoff, edst;
     uint64_t seen_v, seen_w, seen_e, all_v, all_w, all_e, head, level_end, max_states;
-    int graph;
+    int graph, phase;          /* keep the edges; then run PROGRESS's backward search */
     tc_tick tick;
     double timeout, t0, next_tick, next_poll;
 };
@@ -378,7 +384,8 @@ static int bfs_init(struct bfs *b, struct tc_out *out, const struct tc_stop *sto
     b->states.item = sizeof(st);
     b->parent.item = b->via.item = b->levels.item = b->settled_ids.item = 4;
     b->truncated.item = b->eoff.item = b->edst.item = 4;
-    b->out = out; b->stop = stop; b->graph = graph; b->max_states = max_states;
+    b->out = out; b->stop = stop; b->max_states = max_states;
+    b->graph = graph != 0; b->phase = graph == 1;
     b->tick = tick; b->timeout = timeout;
     b->all_v = NINV ? (~0ULL >> (64 - NINV)) : 0;
     b->all_w = NWIT ? (~0ULL >> (64 - NWIT)) : 0;
@@ -419,6 +426,7 @@ static int bfs_levels(struct bfs *b) {
 static void bfs_out(struct bfs *b) {
     struct tc_out *out = b->out;
     if (b->r.oom) { out->stop = STOP_MEMORY; out->complete = 0; }
+    if (b->graph && !b->phase) out->stuck = STUCK_LATER;
     if (!(b->graph && out->complete)) {    /* edges are kept for complete graph runs only */
         vec_drop(&b->r, &b->eoff); vec_drop(&b->r, &b->edst);
     }
@@ -566,7 +574,7 @@ stopped:
     if (!bfs_levels(b)) goto done;
     drop(&b->r, tab.slot, tab.cap * 8);   /* the visited table is not needed past the search */
     tab.slot = NULL;
-    if (b->graph && b->out->complete) graph_phase_seq(b);
+    if (b->phase && b->out->complete) graph_phase_seq(b);
 done:
     drop(&b->r, tab.slot, tab.cap * 8);
     b->out->memo_entries = memo.count;
@@ -1201,7 +1209,7 @@ static int explore_par(struct bfs *b, st init, uint32_t T, uint64_t chunk) {
     }
     if (!bfs_levels(b)) goto done;
     for (t = 0; t < T; t++) { drop(&b->r, tab[t].slot, tab[t].cap * 8); tab[t].slot = NULL; }
-    if (b->graph && b->out->complete) graph_phase_par(&P);
+    if (b->phase && b->out->complete) graph_phase_par(&P);
 done:
     if (P.fail) b->r.oom = 1;
     P.task = NULL;                    /* the threads wait at the barrier: send them home */
@@ -1226,6 +1234,14 @@ done:
 }
 
 int tc_abi(void) { return TC_ABI; }
+
+/* PROGRESS's backward search over a graph a search kept (graph = 2): the least id from which
+ * no goal is reachable, -1 none, -2 no memory. */
+int64_t tc_first_stuck(uint64_t n, const uint32_t *eoff, const uint32_t *edst, const uint32_t *goal1,
+                       uint64_t n1, const uint32_t *goal2, uint64_t n2) {
+    struct acct r = {0, 0, 0};
+    return first_stuck(&r, n, eoff, edst, goal1, n1, goal2, n2);
+}
 
 int tc_state_bytes(void) { return (int)sizeof(st); }
 
