@@ -3,20 +3,23 @@
 Two implementations that must agree (a test compares them on every shipped instance):
 networkx on graphs up to `NX_LIMIT` states, where its memory is affordable, and a compact
 one over 4-byte arrays (reverse CSR) beyond. `reachable_graph` hands the graph to users as
-a networkx DiGraph (strongly connected components, condensation, drawing).
+a networkx DiGraph (strongly connected components, condensation, drawing). networkx is
+imported on first use (0.2 s a command that searches only natively does not pay).
 """
 from __future__ import annotations
 
 from array import array
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-import networkx as nx
+if TYPE_CHECKING:
+    import networkx as nx
 
 NX_LIMIT = 100_000
 
 
 def reachable_graph(n: int, eoff: array, edst: array) -> nx.DiGraph:
     """The explored graph as a networkx DiGraph over state ids 0..n-1."""
+    import networkx as nx      # here, not at import: a native search never needs it
     g = nx.DiGraph()
     g.add_nodes_from(range(n))
     g.add_edges_from((s, edst[e]) for s in range(n) for e in range(eoff[s], eoff[s + 1]))
@@ -36,6 +39,7 @@ def first_stuck_networkx(n: int, eoff: array, edst: array, goals: list) -> Optio
     g = reachable_graph(n, eoff, edst)
     sink = n                       # one extra node every goal leads to
     g.add_edges_from((t, sink) for t in goals)
+    import networkx as nx
     good = nx.ancestors(g, sink) if goals else set()
     return next((s for s in range(n) if s not in good), None)
 
