@@ -41,8 +41,9 @@ def add_parser(sub):
                    "the whole graph, keeps the search going)")
     p.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="explicit: search on N threads where the native engine answers (default: "
-                   f"the cores available, {cores()}); the states, counts, depths, verdicts and "
-                   "counterexamples are those of --jobs 1")
+                   f"the cores available, {cores()}), an instance's P4 search beside its main "
+                   "one; the states, counts, depths, verdicts and counterexamples are those of "
+                   "--jobs 1")
     p.add_argument("--engine", choices=("explicit", "smt", "random"), default="explicit",
                    help="explicit: exhaustive BFS (all properties); smt: bounded model checking "
                    "with z3 to --depth; random: seeded simulation (invariants only for smt and random)")

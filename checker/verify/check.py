@@ -66,7 +66,8 @@ def check_instance(config: Config, inst: Instance, props=None, limits: Limits = 
         result, explored = engine.run(system, base, limits, progress), [None] * len(adversaries)
     verdicts = list(result.verdicts)
     for p, done in zip(adversaries, explored):
-        verdicts.append(check_adversary(p, config, inst, verdicts, engine, limits, progress, done))
+        verdicts.append(check_adversary(p, config, inst, verdicts, engine, limits,
+                                        labelled(progress, p), done))
     order = all_names()
     chosen = sorted((v for v in verdicts if v.property in props), key=lambda v: order.index(v.property))
     return InstanceResult(inst, config, chosen, result.stats, result.coverage, result.witnesses,
@@ -88,11 +89,16 @@ def _beside(system, config: Config, inst: Instance, base: list, adversaries: lis
     side = replace(engine, jobs=share)
     graph = any(prop(p).graph for p in base)
     calls = [lambda tick: main.run(system, base, limits, tick)]
-    calls += [lambda tick: side.explore(build(config, inst, wipe=True), limits, graph, tick,
-                                        later=True)
-              for _ in adversaries]
+    calls += [lambda tick, p=p: side.explore(build(config, inst, wipe=True), limits, graph,
+                                             labelled(tick, p), later=True)
+              for p in adversaries]
     result, *explored = beside(calls, progress)
     return result, explored
+
+
+def labelled(progress: Optional[Progress], name: str) -> Optional[Progress]:
+    """`progress` with its ticks' phase named `name` (the search of property `name`)."""
+    return None if progress is None else (lambda t: progress(replace(t, phase=name)))
 
 
 def check_adversary(name: str, config: Config, inst: Instance, base: list, engine: Engine,

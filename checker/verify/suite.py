@@ -90,7 +90,8 @@ def run_suite(config: Config, instances: list[Instance], props=None, limits: Lim
     props = engine_props(engine, props)
     results: list[InstanceResult] = []
     for i, inst in enumerate(instances, 1):
-        tick = (lambda t, name=inst.name: progress(replace(t, phase=name))) if progress else None
+        tick = (lambda t, name=inst.name: progress(replace(t, phase=_phase(name, t)))) \
+            if progress else None
         results.append(check_instance(config, inst, props, limits, tick, engine))
         if progress:      # an instance done: a suite of quick instances shows progress too
             s = results[-1].stats
@@ -101,6 +102,11 @@ def run_suite(config: Config, instances: list[Instance], props=None, limits: Lim
         tick = (lambda t: progress(replace(t, phase="P5"))) if progress else None
         p5 = check_p5(config, limits, tick, engine=engine)
     return SuiteResult(config, results, p5, tuple(props), engine=engine.name)
+
+
+def _phase(name: str, t: Tick) -> str:
+    """A tick's label: the instance, and which of its searches (P4's) if not the main one."""
+    return name if t.phase == "bfs" else f"{name}, {t.phase}"
 
 
 def _int(value) -> int:

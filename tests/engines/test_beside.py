@@ -9,6 +9,7 @@ from toolcommit.checker.engines.explicit import native
 from toolcommit.checker.engines.explicit.engine import Explicit
 from toolcommit.checker.verify.beside import Stopped, beside
 from toolcommit.checker.verify.check import check_instance
+from toolcommit.checker.verify.suite import run_suite
 from toolcommit.model.instance import instance
 from toolcommit.model.knobs import preset
 
@@ -71,3 +72,14 @@ def test_the_adversary_searched_beside_judges_what_held_as_one_after_the_other(m
     two = check_instance(preset("recommended"), inst, engine=Explicit(jobs=2))
     assert [v for v in one.verdicts if v.property == "PROGRESS"][0].status.name == "HOLDS"
     assert two.verdicts == one.verdicts
+
+
+@needs_cc
+def test_each_search_reports_progress_under_its_own_name(monkeypatch):
+    """The terminal's progress line names the search a tick is from: the instance, or the
+    instance and P4 for the adversary's search beside it."""
+    monkeypatch.setenv("TOOLCOMMIT_ENGINE", "native")
+    phases = set()
+    run_suite(preset("naive"), [instance("default").with_bounds(W3)], ["I1", "P4"], Limits(),
+              lambda t: phases.add(t.phase), Explicit(jobs=2))
+    assert {"default", "default, P4"} <= phases
