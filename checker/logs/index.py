@@ -18,6 +18,7 @@ the memory it sized from the files.
 """
 from __future__ import annotations
 
+import gc
 import mmap
 import os
 import struct
@@ -199,6 +200,8 @@ class Index:
 
     def run(self) -> None:
         s = self.shared
+        collecting = gc.isenabled()
+        gc.disable()   # as a shard's run: no reference cycles here, collection only costs
         try:
             for fi, path in enumerate(self.paths):
                 n = self._file(fi, path)
@@ -216,6 +219,9 @@ class Index:
         except BaseException:
             s.set_state(ABANDONED, len(self.store.wnames))
             raise
+        finally:
+            if collecting:
+                gc.enable()
 
     def _file(self, fi: int, path: str) -> int:
         """Index one file (lines split as `read.read_batches` splits them); its last line

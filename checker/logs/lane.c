@@ -766,22 +766,44 @@ static PyObject *get(PyObject *o, const char *name, int *err)
     return v;
 }
 
-/* zlib's CRC-32 (reflected, polynomial 0xEDB88320), for shards.shard_of */
-static uint32_t crc_table[256];
+/* zlib's CRC-32 (reflected, polynomial 0xEDB88320), for shards.shard_of: eight bytes a
+ * step by eight tables ("slicing by 8"; table k maps a byte to its CRC k bytes further on),
+ * the rest a byte a step */
+static uint32_t crc_table[8][256];
 
 static void crc_init(void)
 {
     for (uint32_t n = 0; n < 256; n++) {
         uint32_t c = n;
         for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320U ^ (c >> 1) : c >> 1;
-        crc_table[n] = c;
+        crc_table[0][n] = c;
     }
+    for (uint32_t n = 0; n < 256; n++)
+        for (int k = 1; k < 8; k++)
+            crc_table[k][n] = crc_table[0][crc_table[k - 1][n] & 0xFF] ^ (crc_table[k - 1][n] >> 8);
+}
+
+static inline uint64_t load8(const unsigned char *p)      /* little-endian, any alignment */
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
 }
 
 static uint32_t crc32_of(const unsigned char *p, Py_ssize_t n)
 {
     uint32_t c = 0xFFFFFFFFU;
-    for (Py_ssize_t i = 0; i < n; i++) c = crc_table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
+    for (; n >= 8; p += 8, n -= 8) {
+        uint64_t v = load8(p) ^ c;
+        c = crc_table[7][v & 0xFF] ^ crc_table[6][(v >> 8) & 0xFF]
+            ^ crc_table[5][(v >> 16) & 0xFF] ^ crc_table[4][(v >> 24) & 0xFF]
+            ^ crc_table[3][(v >> 32) & 0xFF] ^ crc_table[2][(v >> 40) & 0xFF]
+            ^ crc_table[1][(v >> 48) & 0xFF] ^ crc_table[0][v >> 56];
+    }
+    for (; n > 0; p++, n--) c = crc_table[0][(c ^ *p) & 0xFF] ^ (c >> 8);
     return c ^ 0xFFFFFFFFU;
 }
 
@@ -1004,15 +1026,37 @@ static inline const char *skip_ws(const char *p, const char *e)
     return p;
 }
 
+/* Eight bytes at a time (SWAR): the high bit of each byte of x that is a quote, a
+ * backslash or (with `control`) below 0x20. Only the lowest set bit is sure (a borrow can
+ * mark bytes above a true one), which is the one the scans below use. */
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+static inline uint64_t special8(uint64_t x, int control)
+{
+    uint64_t q = x ^ (ONES * '"'), b = x ^ (ONES * '\\');
+    uint64_t m = ((q - ONES) & ~q) | ((b - ONES) & ~b);
+    if (control) m |= (x - ONES * 0x20) & ~x;
+    return m & HIGHS;
+}
+
+/* the first byte from q before e that is a quote, a backslash or (with `control`) below
+ * 0x20; e if none */
+static inline const char *next_special(const char *q, const char *e, int control)
+{
+    for (; e - q >= 8; q += 8) {
+        uint64_t m = special8(load8((const unsigned char *)q), control);
+        if (m) return q + (__builtin_ctzll(m) >> 3);
+    }
+    for (; q < e; q++)
+        if (*q == '"' || *q == '\\' || (control && (unsigned char)*q < 0x20)) return q;
+    return e;
+}
+
 /* the string at p (p[0] == '"') if plain: its content, and the position after it */
 static const char *plain_string(const char *p, const char *e, const char **s, Py_ssize_t *n)
 {
-    const char *q = ++p;
-    while (q < e && *q != '"') {
-        if (*q == '\\' || (unsigned char)*q < 0x20) return NULL;
-        q++;
-    }
-    if (q >= e) return NULL;
+    const char *q = next_special(++p, e, 1);
+    if (q >= e || *q != '"') return NULL;       /* an escape, a control byte, or no end */
     *s = p;
     *n = q - p;
     return q + 1;
@@ -1020,9 +1064,9 @@ static const char *plain_string(const char *p, const char *e, const char **s, Py
 
 static const char *skip_string(const char *p, const char *e)
 {
-    for (p++; p < e; p++) {
-        if (*p == '\\') { p++; continue; }
+    for (p++; (p = next_special(p, e, 0)) < e; p++) {
         if (*p == '"') return p + 1;
+        p++;                                    /* a backslash: past what it escapes */
     }
     return NULL;
 }
@@ -1134,33 +1178,77 @@ enum { IX_NONE, IX_KEYED, IX_ALL };
  * writers, which take turns); a miss goes to the dict. Reset by index(..., by_bytes) when
  * the dict is another one. */
 #define WCACHE 64
-static struct { PyObject *name, *w; } wcache[WCACHE];
+/* per entry, within one index() call: the writer's next seq and last location as C values
+ * (`held`), written back to the Writer (`dirty`) before Python can look (note_seq, the
+ * entry's eviction, the call's end), and read again in the next call */
+static struct { PyObject *name, *w; long idx; uint64_t base; long long nxt; uint64_t hi;
+                int held, dirty; } wcache[WCACHE];
 static PyObject *wcache_dict;
+
+/* write entry h's next seq and last location back to its Writer; -1 on no memory */
+static int wcache_flush(int h)
+{
+    if (!wcache[h].dirty) return 0;
+    PyObject *nx = PyLong_FromLongLong(wcache[h].nxt), *hi = PyLong_FromUnsignedLongLong(wcache[h].hi);
+    if (nx == NULL || hi == NULL) { Py_XDECREF(nx); Py_XDECREF(hi); return -1; }
+    put(wcache[h].w, w_off[W_NXT], nx);
+    put(wcache[h].w, w_off[W_HI_LOC], hi);
+    wcache[h].dirty = 0;
+    return 0;
+}
+
+/* every entry written back and let go of its values (the end of an index() call); -1 on
+ * no memory */
+static int wcache_flush_all(void)
+{
+    int bad = 0;
+    for (int h = 0; h < WCACHE; h++) {
+        if (wcache[h].w != NULL && wcache_flush(h) < 0) bad = -1;
+        wcache[h].held = 0;
+    }
+    return bad;
+}
 
 static void wcache_reset(PyObject *d)
 {
-    for (int i = 0; i < WCACHE; i++) { Py_CLEAR(wcache[i].name); Py_CLEAR(wcache[i].w); }
+    for (int i = 0; i < WCACHE; i++) {
+        Py_CLEAR(wcache[i].name); Py_CLEAR(wcache[i].w);
+        wcache[i].held = wcache[i].dirty = 0;      /* written back at every call's end */
+    }
     Py_XDECREF(wcache_dict);
     Py_INCREF(d);
     wcache_dict = d;
 }
 
-/* the Writer of name p[0:n] (a new reference), made by new_writer when new; NULL on error */
+/* the Writer of name p[0:n] (a new reference), made by new_writer when new, with its
+ * index and base (which a Writer keeps from its making on; *idx -1: not a usual Writer,
+ * Python's to take); NULL on error */
 static PyObject *writer_of_bytes(PyObject *by_bytes, PyObject *new_writer, const char *p,
-                                 Py_ssize_t n)
+                                 Py_ssize_t n, long *idx, uint64_t *base, int *slot)
 {
-    uint32_t h = crc32_of((const unsigned char *)p, n) % WCACHE;
+    uint32_t h = crc32_of((const unsigned char *)p, n) % WCACHE;   /* any hash would do */
     PyObject *c = wcache[h].name;
+    *slot = (int)h;
     if (c != NULL && PyBytes_GET_SIZE(c) == n && !memcmp(PyBytes_AS_STRING(c), p, (size_t)n)) {
+        *idx = wcache[h].idx;
+        *base = wcache[h].base;
         Py_INCREF(wcache[h].w);
         return wcache[h].w;
     }
+    if (wcache[h].w != NULL && wcache_flush((int)h) < 0) return NULL;   /* evicted */
+    wcache[h].held = 0;
     PyObject *key = PyBytes_FromStringAndSize(p, n);
     if (key == NULL) return NULL;
     PyObject *w = PyDict_GetItemWithError(by_bytes, key);
     if (w != NULL) Py_INCREF(w);
     else if (!PyErr_Occurred()) w = PyObject_CallOneArg(new_writer, key);
     if (w != NULL) {
+        int ok = 1;
+        *idx = Py_TYPE(w) == writer_type ? small(SLOT(w, w_off[W_IDX]), &ok) : (ok = 0);
+        if (!ok || *idx < 0 || *idx >= 0xFFFFFFFEL || !fits(SLOT(w, w_off[W_BASE]), U64, base))
+            *idx = -1;
+        wcache[h].idx = *idx;
+        wcache[h].base = *base;
         Py_XSETREF(wcache[h].name, key);
         Py_INCREF(w);
         Py_XSETREF(wcache[h].w, w);
@@ -1221,29 +1309,32 @@ static PyObject *py_index(PyObject *self, PyObject *const *args, Py_ssize_t narg
         }
         Scan sc;
         if (!scan_line(p, len, &sc)) break;
-        PyObject *w = writer_of_bytes(by_bytes, new_writer, sc.writer, sc.wlen);
+        uint64_t base = 0;
+        long idx = -1;
+        int h = 0;
+        PyObject *w = writer_of_bytes(by_bytes, new_writer, sc.writer, sc.wlen, &idx, &base, &h);
         if (w == NULL) { err = 1; break; }
-        uint64_t base;
-        int ok = 1, keep = 1;
-        long idx = Py_TYPE(w) == writer_type ? small(SLOT(w, w_off[W_IDX]), &ok) : (ok = 0);
-        long nxt = ok ? small(SLOT(w, w_off[W_NXT]), &ok) : -1;
-        if (!ok || idx < 0 || idx >= 0xFFFFFFFEL || !fits(SLOT(w, w_off[W_BASE]), U64, &base)) {
+        int ok = idx >= 0, keep = 1;
+        if (ok && !wcache[h].held) {
+            wcache[h].nxt = small(SLOT(w, w_off[W_NXT]), &ok);
+            wcache[h].held = ok;
+        }
+        if (!ok) {
             Py_DECREF(w);
             break;                              /* unusual: Python's */
         }
         uint64_t loc = base | (uint64_t)fi << LINE_BITS | (uint64_t)no;
-        PyObject *lo = PyLong_FromUnsignedLongLong(loc);
-        if (lo == NULL) { Py_DECREF(w); err = 1; break; }
-        if (nxt == sc.seq) {                     /* the writer's next line */
-            PyObject *nx = PyLong_FromLongLong(sc.seq + 1);
-            if (nx == NULL) { Py_DECREF(lo); Py_DECREF(w); err = 1; break; }
-            put(w, w_off[W_NXT], nx);
-            put(w, w_off[W_HI_LOC], lo);
+        if (wcache[h].nxt == sc.seq) {           /* the writer's next line */
+            wcache[h].nxt = sc.seq + 1;
+            wcache[h].hi = loc;
+            wcache[h].dirty = 1;
         } else {                                 /* writers.note_seq decides */
-            PyObject *seq = PyLong_FromLongLong(sc.seq);
+            PyObject *lo = wcache_flush(h) < 0 ? NULL : PyLong_FromUnsignedLongLong(loc);
+            PyObject *seq = lo ? PyLong_FromLongLong(sc.seq) : NULL;
             PyObject *r = seq ? call4(note_seq, w, seq, found, lo) : NULL;
             keep = r ? PyObject_IsTrue(r) : -1;
-            Py_XDECREF(r); Py_XDECREF(seq); Py_DECREF(lo);
+            wcache[h].held = 0;                  /* Python may have changed it */
+            Py_XDECREF(r); Py_XDECREF(seq); Py_XDECREF(lo);
         }
         Py_DECREF(w);
         if (keep < 0) { err = 1; break; }
@@ -1254,6 +1345,7 @@ static PyObject *py_index(PyObject *self, PyObject *const *args, Py_ssize_t narg
         no++;
     }
     PyBuffer_Release(&kb); PyBuffer_Release(&wb); PyBuffer_Release(&cb);
+    if (wcache_flush_all() < 0 && !err) { PyErr_NoMemory(); err = 1; }
     if (err) return NULL;
     return Py_BuildValue("(nL)", (Py_ssize_t)(p - base_p) - pos, no - first);
 }
@@ -1523,6 +1615,85 @@ static PyObject *py_crc32(PyObject *self, PyObject *data)
                                             PyBytes_GET_SIZE(data)));
 }
 
+/* prefix_bits(digests, nbytes): a bitmap of nbytes bytes with bit i set for each digest
+ * (bytes, at least 3 long) whose first three bytes, little-endian, are i; the keys of a dict
+ * or the items of any iterable (Shard.run's bitmap, `shards.prefix_bitmap`) */
+static int set_prefix(unsigned char *bits, Py_ssize_t nbytes, PyObject *d)
+{
+    if (!PyBytes_Check(d) || PyBytes_GET_SIZE(d) < 3) {
+        PyErr_SetString(PyExc_TypeError, "prefix_bits: digests are bytes of 3 or more");
+        return -1;
+    }
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(d);
+    uint32_t i = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16;
+    if ((Py_ssize_t)(i >> 3) >= nbytes) {
+        PyErr_SetString(PyExc_ValueError, "prefix_bits: a prefix past the bitmap");
+        return -1;
+    }
+    bits[i >> 3] |= (unsigned char)(1u << (i & 7));
+    return 0;
+}
+
+static PyObject *prefix_bits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "prefix_bits(digests, nbytes)"); return NULL; }
+    Py_ssize_t nbytes = PyLong_AsSsize_t(args[1]);
+    if (nbytes == -1 && PyErr_Occurred()) return NULL;
+    if (nbytes < 0 || nbytes > (1 << 21)) {
+        PyErr_SetString(PyExc_ValueError, "prefix_bits: nbytes 0 .. 2**21");
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, nbytes), *d;
+    if (out == NULL) return NULL;
+    unsigned char *bits = (unsigned char *)PyBytes_AS_STRING(out);
+    memset(bits, 0, (size_t)nbytes);
+    if (PyDict_CheckExact(args[0])) {
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(args[0], &pos, &d, NULL))
+            if (set_prefix(bits, nbytes, d) < 0) { Py_DECREF(out); return NULL; }
+        return out;
+    }
+    PyObject *it = PyObject_GetIter(args[0]);
+    if (it == NULL) { Py_DECREF(out); return NULL; }
+    while ((d = PyIter_Next(it)) != NULL) {
+        int bad = set_prefix(bits, nbytes, d);
+        Py_DECREF(d);
+        if (bad) { Py_DECREF(it); Py_DECREF(out); return NULL; }
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) { Py_DECREF(out); return NULL; }
+    return out;
+}
+
+/* prefix_hits(digests, bitmap): the digests (keys of a dict, in order) whose prefix bit
+ * (as prefix_bits sets it) is set in bitmap (Shard.candidates, `shards.prefixed`) */
+static PyObject *prefix_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyDict_CheckExact(args[0]) || !PyBytes_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "prefix_hits(digests: dict, bitmap: bytes)");
+        return NULL;
+    }
+    const unsigned char *bits = (const unsigned char *)PyBytes_AS_STRING(args[1]);
+    Py_ssize_t nbytes = PyBytes_GET_SIZE(args[1]), pos = 0;
+    PyObject *out = PyList_New(0), *d;
+    if (out == NULL) return NULL;
+    while (PyDict_Next(args[0], &pos, &d, NULL)) {
+        if (!PyBytes_Check(d) || PyBytes_GET_SIZE(d) < 3) {
+            PyErr_SetString(PyExc_TypeError, "prefix_hits: digests are bytes of 3 or more");
+            Py_DECREF(out);
+            return NULL;
+        }
+        const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(d);
+        uint32_t i = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16;
+        if ((Py_ssize_t)(i >> 3) < nbytes && (bits[i >> 3] >> (i & 7) & 1)
+            && PyList_Append(out, d) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
 static PyObject *failed_line(PyObject *self, PyObject *unused)
 {
     return PyLong_FromLongLong(failed);
@@ -1550,6 +1721,10 @@ static PyMethodDef methods[] = {
     {"feed_at", (PyCFunction)(void (*)(void))feed_at, METH_FASTCALL,
      "feed_at(st, events, numbers, fi, widx, shift, lead, fallback, crash)"},
     {"failed_line", failed_line, METH_NOARGS, "the line of the last feed's exception"},
+    {"prefix_bits", (PyCFunction)(void (*)(void))prefix_bits, METH_FASTCALL,
+     "prefix_bits(digests, nbytes): the bitmap of the digests' 3-byte prefixes"},
+    {"prefix_hits", (PyCFunction)(void (*)(void))prefix_hits, METH_FASTCALL,
+     "prefix_hits(digests, bitmap): the digests whose prefix bit is set"},
     {"sha_check", sha_check, METH_O, "sha_check(data): OpenSSL's SHA-256 of data, or None"},
     {"sha_off", sha_off, METH_NOARGS, "use hashlib from now on"},
     {"crc32", py_crc32, METH_O, "crc32(data): zlib's CRC-32, as the router computes it"},

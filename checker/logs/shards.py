@@ -58,6 +58,36 @@ def shard_of(name: str, shards: int, stable: bool = True) -> int:
     return hash(name) % shards
 
 
+def prefix_bitmap(digests, lane=None) -> bytes:
+    """The bitmap (2 ** BITMAP_BITS bits) with a bit set per digest prefix: its first
+    three bytes, little-endian; by the native lane when given (`lane.prefix_bits`).
+
+    >>> prefix_bitmap([bytes([9, 0, 0]) + bytes(29)])[1]
+    2
+    """
+    if lane is not None:
+        return lane.prefix_bits(digests, 1 << (BITMAP_BITS - 3))
+    bits = bytearray(1 << (BITMAP_BITS - 3))
+    for d in digests:
+        i = int.from_bytes(d[:3], "little")
+        bits[i >> 3] |= 1 << (i & 7)
+    return bytes(bits)
+
+
+def prefixed(digests: dict, bitmap: bytes, lane=None) -> list[bytes]:
+    """The digests (a dict's keys, in order) whose prefix bit `prefix_bitmap` would set is
+    set in `bitmap`; by the native lane when given (`lane.prefix_hits`).
+
+    >>> d = bytes([9, 0, 0]) + bytes(29)
+    >>> prefixed({d: 1, bytes(32): 2}, prefix_bitmap([d]))  == [d]
+    True
+    """
+    if lane is not None:
+        return lane.prefix_hits(digests, bitmap)
+    return [d for d in digests
+            if bitmap[(i := int.from_bytes(d[:3], "little")) >> 3] >> (i & 7) & 1]
+
+
 def display(path: str) -> str:
     return "<stdin>" if path == "-" else path
 
@@ -149,11 +179,7 @@ class Shard:
                 gc.enable()
         if self.shared is not None and self.abandoned:
             return None, None, ABANDONED_READ
-        bits = bytearray(1 << (BITMAP_BITS - 3))
-        for d in self.checker.intents:
-            i = int.from_bytes(d[:3], "little")
-            bits[i >> 3] |= 1 << (i & 7)
-        return None, bytes(bits), self.read
+        return None, prefix_bitmap(self.checker.intents, self.checker.lane), self.read
 
     @property
     def read(self) -> tuple:
@@ -326,8 +352,7 @@ class Shard:
 
     def candidates(self, bitmap: bytes) -> list[bytes]:
         """The digests of this shard's intents whose prefix bit is set in `bitmap`."""
-        return [d for d in self.checker.intents
-                if bitmap[(i := int.from_bytes(d[:3], "little")) >> 3] >> (i & 7) & 1]
+        return prefixed(self.checker.intents, bitmap, self.checker.lane)
 
     def closure(self, shared) -> list[str]:
         """The keys, here, connected to the intents `shared` (through keys and intents:

@@ -292,3 +292,21 @@ def test_randomly_damaged_logs_give_the_same_report_or_error_with_and_without_th
         p.write_bytes(b"".join(lines))
         native, python = both(["validate", str(p), "--format", "json"], capsys, monkeypatch)
         assert native == python, k
+
+
+@needs_lane
+def test_the_lanes_prefix_bitmap_is_the_python_one():
+    """Shard.run's bitmap of intent digest prefixes and Shard.candidates' digests under a
+    bitmap, in C and in Python; a digest that is not bytes is refused."""
+    from toolcommit.checker.logs.shards import prefix_bitmap, prefixed
+    rng = random.Random(22)
+    digests = [rng.randbytes(32) for _ in range(5000)] + [bytes(32), b"\xff" * 32]
+    want = prefix_bitmap(digests)
+    assert prefix_bitmap(dict.fromkeys(digests), LANE) == want == prefix_bitmap(digests, LANE)
+    assert bin(int.from_bytes(want, "little")).count("1") == len({d[:3] for d in digests})
+    with pytest.raises(TypeError):
+        prefix_bitmap(["not bytes"], LANE)
+    some = prefix_bitmap(digests[::7])
+    held = dict.fromkeys(digests)
+    assert prefixed(held, some, LANE) == prefixed(held, some)
+    assert set(digests[::7]) <= set(prefixed(held, some)) < set(digests)
