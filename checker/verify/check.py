@@ -26,7 +26,9 @@ from toolcommit.model.properties import all_names, names, of_kind, prop
 from toolcommit.model.semantics import build
 
 from toolcommit.checker.engines.base import Engine, Limits, Progress
+from toolcommit.checker.engines.explicit.codegen import compile_system
 from toolcommit.checker.engines.explicit.engine import Explicit
+from toolcommit.checker.engines.explicit.native import larger
 from toolcommit.checker.engines.trace import assumes
 from toolcommit.checker.engines.verdict import Status, Verdict
 from toolcommit.checker.verify.beside import beside
@@ -60,7 +62,7 @@ def check_instance(config: Config, inst: Instance, props=None, limits: Limits = 
     direct = [p for p in props if engine.judges(p)]
     base = [p for p in names(None) if engine.judges(p)] if adversaries else direct
     system = build(config, inst)
-    if adversaries and side_by_side(engine, limits):
+    if adversaries and side_by_side(engine, limits, system):
         result, explored = _beside(system, config, inst, base, adversaries, engine, limits, progress)
     else:
         result, explored = engine.run(system, base, limits, progress), [None] * len(adversaries)
@@ -74,10 +76,12 @@ def check_instance(config: Config, inst: Instance, props=None, limits: Limits = 
                           result.engine, assumes(system))
 
 
-def side_by_side(engine: Engine, limits: Limits) -> bool:
+def side_by_side(engine: Engine, limits: Limits, system) -> bool:
     """Whether an instance's searches run side by side: the explicit engine with threads
-    to share, and no early stop (which depends on what each search is asked)."""
-    return isinstance(engine, Explicit) and engine.jobs > 1 and not limits.first
+    to share, no early stop (which depends on what each search is asked), and searches
+    the native engine runs (outside the GIL: two Python searches at once only take turns)."""
+    return (isinstance(engine, Explicit) and engine.jobs > 1 and not limits.first
+            and larger(compile_system(system), limits.timeout))
 
 
 def _beside(system, config: Config, inst: Instance, base: list, adversaries: list,
@@ -85,8 +89,8 @@ def _beside(system, config: Config, inst: Instance, base: list, adversaries: lis
     """The main search's result and each adversary's (compiled, exploration), searched at
     once, the threads shared out (the main search takes any left over)."""
     share = max(1, engine.jobs // (1 + len(adversaries)))
-    main = replace(engine, jobs=max(1, engine.jobs - share * len(adversaries)))
-    side = replace(engine, jobs=share)
+    main = replace(engine, jobs=max(1, engine.jobs - share * len(adversaries)), quick=False)
+    side = replace(engine, jobs=share, quick=False)      # its model is the larger one
     graph = any(prop(p).graph for p in base)
     calls = [lambda tick: main.run(system, base, limits, tick)]
     calls += [lambda tick, p=p: side.explore(build(config, inst, wipe=True), limits, graph,

@@ -83,3 +83,27 @@ def test_each_search_reports_progress_under_its_own_name(monkeypatch):
     run_suite(preset("naive"), [instance("default").with_bounds(W3)], ["I1", "P4"], Limits(),
               lambda t: phases.add(t.phase), Explicit(jobs=2))
     assert {"default", "default, P4"} <= phases
+
+
+@needs_cc
+@pytest.mark.parametrize("choice,name,bounds,apart", [
+    ("auto", "ack_loss", {}, False),        # a few hundred states: Python's, one at a time
+    ("python", "default", W3, False),       # two Python searches at once would take turns
+    ("auto", "default", W3, True),          # millions of states: native, side by side
+    ("native", "ack_loss", {}, True),
+])
+def test_only_native_searches_run_side_by_side(monkeypatch, choice, name, bounds, apart):
+    from toolcommit.checker.verify import check
+    monkeypatch.setenv("TOOLCOMMIT_ENGINE", choice)
+    calls = []
+    monkeypatch.setattr(check, "_beside", lambda *a: calls.append(a) or (_ for _ in ()).throw(
+        RuntimeError("beside")))
+    inst = instance(name).with_bounds(bounds)
+    if apart:
+        with pytest.raises(RuntimeError, match="beside"):
+            check_instance(preset("naive"), inst, ["I1", "P4"], Limits(max_states=20_000),
+                           engine=Explicit(jobs=2))
+    else:
+        check_instance(preset("naive"), inst, ["I1", "P4"], Limits(max_states=20_000),
+                       engine=Explicit(jobs=2))
+    assert bool(calls) == apart

@@ -34,6 +34,7 @@ class Explicit:
 
     name: str = "explicit"
     jobs: int = 1
+    quick: bool = True      # 'auto' tries the Python engine first (False: known to be larger)
 
     def judges(self, name: str) -> bool:
         p = prop(name)
@@ -56,7 +57,7 @@ class Explicit:
             def tick(info):
                 progress(Tick("bfs", info["states"], info["depth"], info["seconds"]))
         return c, explore_any(c, limits.max_states, limits.timeout, graph, tick, stop=stop,
-                              jobs=self.jobs, later=later)
+                              jobs=self.jobs, later=later, quick=self.quick)
 
     def run(self, system: System, props: Sequence[str], limits: Limits = Limits(),
             progress: Optional[Progress] = None) -> Result:

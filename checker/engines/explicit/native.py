@@ -330,6 +330,16 @@ def _stop_reason(stop: int, max_states: int, timeout: float) -> str:
 
 
 # ----- choosing ---------------------------------------------------------------------------
+def larger(c: Compiled, timeout: float = 0.0) -> bool:
+    """Whether the chosen engine searches `c` natively: 'native', or 'auto' with `c` past
+    `QUICK_STATES` states (the Python engine's first try, without edges, tells)."""
+    want = engine_choice()
+    if want != "auto":
+        return want == "native"
+    ex = explore(c, QUICK_STATES, timeout, graph=False)
+    return not ex.complete and ex.stop_reason.startswith("state limit")
+
+
 def engine_choice(engine: Optional[str] = None) -> str:
     """`engine`, else $TOOLCOMMIT_ENGINE, else 'auto'; UsageError for anything else."""
     want = (engine or os.environ.get("TOOLCOMMIT_ENGINE") or "auto").strip().lower()
@@ -342,7 +352,7 @@ def engine_choice(engine: Optional[str] = None) -> str:
 def explore_any(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool = True,
                 progress: Optional[Callable[[dict], None]] = None,
                 engine: Optional[str] = None, stop: Optional[StopWhen] = None,
-                jobs: int = 1, later: bool = False) -> Exploration:
+                jobs: int = 1, later: bool = False, quick: bool = True) -> Exploration:
     """Explore `c` with the engine chosen by `engine_choice`; the same result either way
     (`later`: see `explore_native`; the Python engine runs PROGRESS's search at once).
 
@@ -358,7 +368,7 @@ def explore_any(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: b
     check_limits(max_states, timeout)     # the same range for either engine
     if want == "python":
         return explore(c, max_states, timeout, graph=graph, progress=progress, stop=stop)
-    if want == "auto":
+    if want == "auto" and quick:     # not quick: the caller knows it is larger (`larger`)
         budget = min(max_states or QUICK_STATES, QUICK_STATES)
         ex = explore(c, budget, timeout, graph=graph, progress=progress, stop=stop)
         if ex.complete or budget == max_states or not ex.stop_reason.startswith("state limit"):
