@@ -332,12 +332,14 @@ def _stop_reason(stop: int, max_states: int, timeout: float) -> str:
 # ----- choosing ---------------------------------------------------------------------------
 def larger(c: Compiled, timeout: float = 0.0) -> bool:
     """Whether the chosen engine searches `c` natively: 'native', or 'auto' with `c` past
-    `QUICK_STATES` states (the Python engine's first try, without edges, tells)."""
+    `QUICK_STATES` states (the Python engine's first try, without edges, tells) and the
+    native engine available (else the Python engine goes on)."""
     want = engine_choice()
     if want != "auto":
         return want == "native"
     ex = explore(c, QUICK_STATES, timeout, graph=False)
-    return not ex.complete and ex.stop_reason.startswith("state limit")
+    return (not ex.complete and ex.stop_reason.startswith("state limit")
+            and library(c)[0] is not None)
 
 
 def engine_choice(engine: Optional[str] = None) -> str:
