@@ -28,7 +28,6 @@ from toolcommit.model.semantics import build
 from toolcommit.checker.engines.base import Engine, Limits, Progress
 from toolcommit.checker.engines.explicit.codegen import compile_system
 from toolcommit.checker.engines.explicit.engine import Explicit
-from toolcommit.checker.engines.explicit.native import larger
 from toolcommit.checker.engines.trace import assumes
 from toolcommit.checker.engines.verdict import Status, Verdict
 from toolcommit.checker.verify.beside import beside
@@ -62,7 +61,7 @@ def check_instance(config: Config, inst: Instance, props=None, limits: Limits = 
     direct = [p for p in props if engine.judges(p)]
     base = [p for p in names(None) if engine.judges(p)] if adversaries else direct
     system = build(config, inst)
-    if adversaries and side_by_side(engine, limits, system):
+    if adversaries and side_by_side(engine, limits):
         result, explored = _beside(system, config, inst, base, adversaries, engine, limits, progress)
     else:
         result, explored = engine.run(system, base, limits, progress), [None] * len(adversaries)
@@ -76,24 +75,29 @@ def check_instance(config: Config, inst: Instance, props=None, limits: Limits = 
                           result.engine, assumes(system))
 
 
-def side_by_side(engine: Engine, limits: Limits, system) -> bool:
-    """Whether an instance's searches run side by side: the explicit engine with threads
-    to share, no early stop (which depends on what each search is asked), and searches
-    the native engine runs (outside the GIL: two Python searches at once only take turns)."""
-    return (isinstance(engine, Explicit) and engine.jobs > 1 and not limits.first
-            and larger(compile_system(system), limits.timeout))
+def side_by_side(engine: Engine, limits: Limits) -> bool:
+    """Whether an instance's searches may run side by side: the explicit engine with
+    threads to share, and no early stop (which depends on what each search is asked)."""
+    return isinstance(engine, Explicit) and engine.jobs > 1 and not limits.first
 
 
 def _beside(system, config: Config, inst: Instance, base: list, adversaries: list,
             engine: Explicit, limits: Limits, progress: Optional[Progress]):
-    """The main search's result and each adversary's (compiled, exploration), searched at
-    once, the threads shared out (the main search takes any left over)."""
+    """The main search's result and each adversary's (compiled, exploration; None: it is
+    searched after, by `check_adversary`). Where the native engine searches the main model
+    they are searched at once, the threads shared out (the main search takes any left
+    over); where the Python engine answers (`first_try`), two searches at once would only
+    take turns on the GIL, so the adversaries' come after it."""
+    c = compile_system(system)
+    done, left = engine.first_try(c, base, limits, progress)
+    if done is not None:
+        return done, [None] * len(adversaries)
     share = max(1, engine.jobs // (1 + len(adversaries)))
     main = replace(engine, jobs=max(1, engine.jobs - share * len(adversaries)), quick=False)
     side = replace(engine, jobs=share, quick=False)      # its model is the larger one
     graph = any(prop(p).graph for p in base)
-    calls = [lambda tick: main.run(system, base, limits, tick)]
-    calls += [lambda tick, p=p: side.explore(build(config, inst, wipe=True), limits, graph,
+    calls = [lambda tick: main.run_compiled(c, base, left, tick)]
+    calls += [lambda tick, p=p: side.explore(build(config, inst, wipe=True), left, graph,
                                              labelled(tick, p), later=True)
               for p in adversaries]
     result, *explored = beside(calls, progress)

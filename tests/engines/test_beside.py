@@ -96,7 +96,7 @@ def test_only_native_searches_run_side_by_side(monkeypatch, choice, name, bounds
     from toolcommit.checker.verify import check
     monkeypatch.setenv("TOOLCOMMIT_ENGINE", choice)
     calls = []
-    monkeypatch.setattr(check, "_beside", lambda *a: calls.append(a) or (_ for _ in ()).throw(
+    monkeypatch.setattr(check, "beside", lambda *a: calls.append(a) or (_ for _ in ()).throw(
         RuntimeError("beside")))
     inst = instance(name).with_bounds(bounds)
     if apart:
@@ -114,9 +114,9 @@ def test_without_a_c_compiler_large_searches_run_one_after_the_other(monkeypatch
     on, so the searches take turns rather than run side by side."""
     from toolcommit.checker.verify import check
     monkeypatch.setenv("TOOLCOMMIT_ENGINE", "auto")
-    monkeypatch.setattr(native, "library", lambda c: (None, "no C compiler (set CC or install cc)"))
+    monkeypatch.setattr(native, "compiler", lambda: None)
     calls = []
-    monkeypatch.setattr(check, "_beside", lambda *a: calls.append(a))
+    monkeypatch.setattr(check, "beside", lambda *a: calls.append(a))
     r = check_instance(preset("naive"), instance("default").with_bounds(W3), ["I1", "P4"],
                        Limits(max_states=20_000), engine=Explicit(jobs=2))
     assert not calls and r.stats["engine_note"].startswith("native engine unavailable")

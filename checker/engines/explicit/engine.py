@@ -11,7 +11,7 @@ is the BFS path to that state, concretized (symmetry undone) and replayed.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from toolcommit.model.errors import InternalError
 from toolcommit.model.properties import prop
@@ -23,7 +23,7 @@ from toolcommit.checker.engines.verdict import Status, Verdict
 
 from .codegen import Compiled, compile_system
 from .explore import Exploration, StopWhen
-from .native import explore_any, find_stuck
+from .native import engine_choice, explore_any, find_stuck, library, quick_try
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class Explicit:
 
     name: str = "explicit"
     jobs: int = 1
-    quick: bool = True      # 'auto' tries the Python engine first (False: known to be larger)
+    quick: bool = True      # 'auto' tries the Python engine first (False: `first_try` did)
 
     def judges(self, name: str) -> bool:
         p = prop(name)
@@ -50,26 +50,61 @@ class Explicit:
         the witness `require`, if any, reached), when all of them can stop it (`stop_when`).
         With `later`, PROGRESS's backward search waits until a verdict needs it (`judge`).
         """
-        c = compile_system(system)
+        return self.explore_compiled(compile_system(system), limits, graph, progress, props,
+                                     require, later)
+
+    def explore_compiled(self, c: Compiled, limits: Limits = Limits(), graph: bool = True,
+                         progress: Optional[Progress] = None, props: Sequence[str] = (),
+                         require: str = "", later: bool = False) -> tuple[Compiled, Exploration]:
+        """`explore` of a system already compiled."""
         stop = stop_when(c, props, require) if limits.first else None
-        tick = None
-        if progress is not None:
-            def tick(info):
-                progress(Tick("bfs", info["states"], info["depth"], info["seconds"]))
-        return c, explore_any(c, limits.max_states, limits.timeout, graph, tick, stop=stop,
-                              jobs=self.jobs, later=later, quick=self.quick)
+        return c, explore_any(c, limits.max_states, limits.timeout, graph, _ticks(progress),
+                              stop=stop, jobs=self.jobs, later=later, quick=self.quick)
 
     def run(self, system: System, props: Sequence[str], limits: Limits = Limits(),
             progress: Optional[Progress] = None) -> Result:
+        return self.run_compiled(compile_system(system), props, limits, progress)
+
+    def run_compiled(self, c: Compiled, props: Sequence[str], limits: Limits = Limits(),
+                     progress: Optional[Progress] = None) -> Result:
+        """`run` of a system already compiled."""
         graph = any(prop(p).graph for p in props)    # edges only where a graph property reads them
-        return self.result(*self.explore(system, limits, graph=graph, progress=progress,
-                                         props=props), props)
+        return self.result(*self.explore_compiled(c, limits, graph=graph, progress=progress,
+                                                  props=props), props)
+
+    def first_try(self, c: Compiled, props: Sequence[str], limits: Limits = Limits(),
+                  progress: Optional[Progress] = None) -> tuple[Optional[Result], Limits]:
+        """`run_compiled`'s result where the Python engine answers `c` (chosen by
+        TOOLCOMMIT_ENGINE, or 'auto' within its first try, or with no native engine to go
+        on); else None and the limits left for the native search, which then must not try
+        again (`quick=False`): the first try's seconds are off the timeout."""
+        want = engine_choice()
+        if want == "native":
+            return None, limits
+        if want == "python":
+            return self.run_compiled(c, props, limits, progress), limits
+        graph = any(prop(p).graph for p in props)
+        stop = stop_when(c, props) if limits.first else None
+        ex, timeout = quick_try(c, limits.max_states, limits.timeout, graph, _ticks(progress), stop)
+        if ex is not None:
+            return self.result(c, ex, props), limits
+        left = replace(limits, timeout=timeout)
+        if library(c)[0] is None:         # the Python engine goes on, from the start
+            return replace(self, quick=False).run_compiled(c, props, left, progress), limits
+        return None, left
 
     def result(self, c: Compiled, ex: Exploration, props: Sequence[str]) -> Result:
         """The verdicts on `props` of an exploration of `c` (one that kept its edges when
         a graph property is among them)."""
         return Result(self.name, judge(c, ex, props), scope_of(ex), stats_of(ex), ex.fired,
                       {w: ex.depth_of(s) for w, s in ex.first_witness.items()})
+
+
+def _ticks(progress: Optional[Progress]) -> Optional[Callable[[dict], None]]:
+    """The engines' progress counters as `Tick`s for `progress`."""
+    if progress is None:
+        return None
+    return lambda info: progress(Tick("bfs", info["states"], info["depth"], info["seconds"]))
 
 
 def stop_when(c: Compiled, props: Sequence[str], require: str = "") -> Optional[StopWhen]:

@@ -330,16 +330,17 @@ def _stop_reason(stop: int, max_states: int, timeout: float) -> str:
 
 
 # ----- choosing ---------------------------------------------------------------------------
-def larger(c: Compiled, timeout: float = 0.0) -> bool:
-    """Whether the chosen engine searches `c` natively: 'native', or 'auto' with `c` past
-    `QUICK_STATES` states (the Python engine's first try, without edges, tells) and the
-    native engine available (else the Python engine goes on)."""
-    want = engine_choice()
-    if want != "auto":
-        return want == "native"
-    ex = explore(c, QUICK_STATES, timeout, graph=False)
-    return (not ex.complete and ex.stop_reason.startswith("state limit")
-            and library(c)[0] is not None)
+def quick_try(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool = True,
+              progress: Optional[Callable[[dict], None]] = None,
+              stop: Optional[StopWhen] = None) -> tuple[Optional[Exploration], float]:
+    """'auto's first try: the Python engine on at most `QUICK_STATES` states. Returns its
+    exploration where that is the answer (complete, or stopped by the caller's own limit
+    or time), else None; and the seconds left of `timeout` (0: none was set)."""
+    budget = min(max_states or QUICK_STATES, QUICK_STATES)
+    ex = explore(c, budget, timeout, graph=graph, progress=progress, stop=stop)
+    if ex.complete or budget == max_states or not ex.stop_reason.startswith("state limit"):
+        return ex, timeout
+    return None, (max(timeout - ex.seconds, 1e-3) if timeout else 0.0)
 
 
 def engine_choice(engine: Optional[str] = None) -> str:
@@ -370,12 +371,10 @@ def explore_any(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: b
     check_limits(max_states, timeout)     # the same range for either engine
     if want == "python":
         return explore(c, max_states, timeout, graph=graph, progress=progress, stop=stop)
-    if want == "auto" and quick:     # not quick: the caller knows it is larger (`larger`)
-        budget = min(max_states or QUICK_STATES, QUICK_STATES)
-        ex = explore(c, budget, timeout, graph=graph, progress=progress, stop=stop)
-        if ex.complete or budget == max_states or not ex.stop_reason.startswith("state limit"):
+    if want == "auto" and quick:     # not quick: the caller made the first try
+        ex, timeout = quick_try(c, max_states, timeout, graph, progress, stop)
+        if ex is not None:
             return ex
-        timeout = max(timeout - ex.seconds, 1e-3) if timeout else 0.0
     lib, why = library(c)
     if lib is not None:
         return explore_native(c, max_states, timeout, graph, progress, lib=lib, stop=stop,
