@@ -1615,25 +1615,20 @@ static PyObject *py_crc32(PyObject *self, PyObject *data)
                                             PyBytes_GET_SIZE(data)));
 }
 
-/* prefix_bits(digests, nbytes): a bitmap of nbytes bytes with bit i set for each digest
- * (bytes, at least 3 long) whose first three bytes, little-endian, are i; the keys of a dict
- * or the items of any iterable (Shard.run's bitmap, `shards.prefix_bitmap`) */
-static int set_prefix(unsigned char *bits, Py_ssize_t nbytes, PyObject *d)
+/* the bitmap index of a digest (bytes, at least 3 long): its first three bytes,
+ * little-endian, as `shards.prefix_bitmap` reads them; -1 with TypeError if not a digest */
+static long prefix_of(PyObject *d)
 {
     if (!PyBytes_Check(d) || PyBytes_GET_SIZE(d) < 3) {
-        PyErr_SetString(PyExc_TypeError, "prefix_bits: digests are bytes of 3 or more");
+        PyErr_SetString(PyExc_TypeError, "digests are bytes of 3 or more");
         return -1;
     }
     const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(d);
-    uint32_t i = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16;
-    if ((Py_ssize_t)(i >> 3) >= nbytes) {
-        PyErr_SetString(PyExc_ValueError, "prefix_bits: a prefix past the bitmap");
-        return -1;
-    }
-    bits[i >> 3] |= (unsigned char)(1u << (i & 7));
-    return 0;
+    return (long)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16);
 }
 
+/* prefix_bits(digests, nbytes): a bitmap of nbytes bytes with the bit of each digest's
+ * prefix set (the items of any iterable: Shard.run's bitmap, `shards.prefix_bitmap`) */
 static PyObject *prefix_bits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "prefix_bits(digests, nbytes)"); return NULL; }
@@ -1643,22 +1638,19 @@ static PyObject *prefix_bits(PyObject *self, PyObject *const *args, Py_ssize_t n
         PyErr_SetString(PyExc_ValueError, "prefix_bits: nbytes 0 .. 2**21");
         return NULL;
     }
-    PyObject *out = PyBytes_FromStringAndSize(NULL, nbytes), *d;
-    if (out == NULL) return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, nbytes), *it = NULL, *d;
+    if (out == NULL || (it = PyObject_GetIter(args[0])) == NULL) { Py_XDECREF(out); return NULL; }
     unsigned char *bits = (unsigned char *)PyBytes_AS_STRING(out);
     memset(bits, 0, (size_t)nbytes);
-    if (PyDict_CheckExact(args[0])) {
-        Py_ssize_t pos = 0;
-        while (PyDict_Next(args[0], &pos, &d, NULL))
-            if (set_prefix(bits, nbytes, d) < 0) { Py_DECREF(out); return NULL; }
-        return out;
-    }
-    PyObject *it = PyObject_GetIter(args[0]);
-    if (it == NULL) { Py_DECREF(out); return NULL; }
     while ((d = PyIter_Next(it)) != NULL) {
-        int bad = set_prefix(bits, nbytes, d);
+        long i = prefix_of(d);
         Py_DECREF(d);
-        if (bad) { Py_DECREF(it); Py_DECREF(out); return NULL; }
+        if (i >= 0 && (i >> 3) >= nbytes) {
+            PyErr_SetString(PyExc_ValueError, "prefix_bits: a prefix past the bitmap");
+            i = -1;
+        }
+        if (i < 0) break;
+        bits[i >> 3] |= (unsigned char)(1u << (i & 7));
     }
     Py_DECREF(it);
     if (PyErr_Occurred()) { Py_DECREF(out); return NULL; }
@@ -1666,7 +1658,7 @@ static PyObject *prefix_bits(PyObject *self, PyObject *const *args, Py_ssize_t n
 }
 
 /* prefix_hits(digests, bitmap): the digests (keys of a dict, in order) whose prefix bit
- * (as prefix_bits sets it) is set in bitmap (Shard.candidates, `shards.prefixed`) */
+ * is set in bitmap (Shard.candidates, `shards.prefixed`) */
 static PyObject *prefix_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2 || !PyDict_CheckExact(args[0]) || !PyBytes_CheckExact(args[1])) {
@@ -1678,15 +1670,9 @@ static PyObject *prefix_hits(PyObject *self, PyObject *const *args, Py_ssize_t n
     PyObject *out = PyList_New(0), *d;
     if (out == NULL) return NULL;
     while (PyDict_Next(args[0], &pos, &d, NULL)) {
-        if (!PyBytes_Check(d) || PyBytes_GET_SIZE(d) < 3) {
-            PyErr_SetString(PyExc_TypeError, "prefix_hits: digests are bytes of 3 or more");
-            Py_DECREF(out);
-            return NULL;
-        }
-        const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(d);
-        uint32_t i = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16;
-        if ((Py_ssize_t)(i >> 3) < nbytes && (bits[i >> 3] >> (i & 7) & 1)
-            && PyList_Append(out, d) < 0) {
+        long i = prefix_of(d);
+        if (i < 0 || ((i >> 3) < nbytes && (bits[i >> 3] >> (i & 7) & 1)
+                      && PyList_Append(out, d) < 0)) {
             Py_DECREF(out);
             return NULL;
         }
