@@ -26,6 +26,7 @@ from toolcommit.model.system import System
 
 from toolcommit.checker.verify.check import check_adversary
 from toolcommit.checker.engines.base import Limits as EngineLimits, Result
+from toolcommit.checker.engines.explicit.engine import needs_edges
 from toolcommit.checker.engines.portfolio import for_ask
 from toolcommit.checker.engines.verdict import Status, Verdict
 
@@ -171,7 +172,7 @@ class _CellEngine:
     def run(self, system: System, props, limits=None, progress=None) -> Result:
         self.system = restrict(system, self.q.scenario)
         run = _judge(self.system, list(props), self.q.limits, bool(self.q.scenario),
-                     any(prop(p).graph for p in props), self.tick)
+                     needs_edges(props), self.tick)
         self.label = run.engine
         # the adversary's coverage is counted by the explicit search only
         return Result(run.engine, run.verdicts, coverage=run.fired if run.engine == "explicit" else {})

@@ -19,7 +19,7 @@ from toolcommit.model.properties import prop
 from toolcommit.model.system import System
 
 from .base import Engine, Limits, Progress, Result
-from .explicit.engine import Explicit, judge, scope_of, stats_of
+from .explicit.engine import Explicit, judge, needs_edges, scope_of, stats_of
 from .verdict import Status, Verdict
 
 PROBE = "scenario_unreached"   # the invariant that bounded SMT breaks iff `require` is reachable
@@ -40,8 +40,7 @@ class Portfolio:
     def run(self, system: System, props: Sequence[str], limits: Limits = Limits(),
             progress: Optional[Progress] = None, require: str = "") -> Result:
         """Verdicts for `props`; `stats["reached"]` says whether `require` is reachable."""
-        graph = any(prop(p).graph for p in props)
-        c, ex = Explicit().explore(system, limits, graph, progress, props, require)
+        c, ex = Explicit().explore(system, limits, needs_edges(props), progress, props, require)
         out = Result("explicit", [], scope_of(ex), {**stats_of(ex), "reached": True}, ex.fired,
                      {w: ex.depth_of(s) for w, s in ex.first_witness.items()})
         if ex.complete and require and require not in ex.first_witness:

@@ -27,7 +27,7 @@ from toolcommit.model.semantics import build
 
 from toolcommit.checker.engines.base import Engine, Limits, Progress
 from toolcommit.checker.engines.explicit.codegen import compile_system
-from toolcommit.checker.engines.explicit.engine import Explicit
+from toolcommit.checker.engines.explicit.engine import Explicit, needs_edges
 from toolcommit.checker.engines.trace import assumes
 from toolcommit.checker.engines.verdict import Status, Verdict
 from toolcommit.checker.verify.beside import beside
@@ -95,7 +95,7 @@ def _beside(system, config: Config, inst: Instance, base: list, adversaries: lis
     share = max(1, engine.jobs // (1 + len(adversaries)))
     main = replace(engine, jobs=max(1, engine.jobs - share * len(adversaries)), quick=False)
     side = replace(engine, jobs=share, quick=False)      # its model is the larger one
-    graph = any(prop(p).graph for p in base)
+    graph = needs_edges(base)
     calls = [lambda tick: main.run_compiled(c, base, left, tick)]
     calls += [lambda tick, p=p: side.explore(build(config, inst, wipe=True), left, graph,
                                              labelled(tick, p), later=True)

@@ -68,9 +68,8 @@ class Explicit:
     def run_compiled(self, c: Compiled, props: Sequence[str], limits: Limits = Limits(),
                      progress: Optional[Progress] = None) -> Result:
         """`run` of a system already compiled."""
-        graph = any(prop(p).graph for p in props)    # edges only where a graph property reads them
-        return self.result(*self.explore_compiled(c, limits, graph=graph, progress=progress,
-                                                  props=props), props)
+        return self.result(*self.explore_compiled(c, limits, needs_edges(props), progress,
+                                                  props), props)
 
     def first_try(self, c: Compiled, props: Sequence[str], limits: Limits = Limits(),
                   progress: Optional[Progress] = None) -> tuple[Optional[Result], Limits]:
@@ -83,9 +82,9 @@ class Explicit:
             return None, limits
         if want == "python":
             return self.run_compiled(c, props, limits, progress), limits
-        graph = any(prop(p).graph for p in props)
         stop = stop_when(c, props) if limits.first else None
-        ex, timeout = quick_try(c, limits.max_states, limits.timeout, graph, _ticks(progress), stop)
+        ex, timeout = quick_try(c, limits.max_states, limits.timeout, needs_edges(props),
+                                _ticks(progress), stop)
         if ex is not None:
             return self.result(c, ex, props), limits
         left = replace(limits, timeout=timeout)
@@ -98,6 +97,12 @@ class Explicit:
         a graph property is among them)."""
         return Result(self.name, judge(c, ex, props), scope_of(ex), stats_of(ex), ex.fired,
                       {w: ex.depth_of(s) for w, s in ex.first_witness.items()})
+
+
+def needs_edges(props: Sequence[str]) -> bool:
+    """Whether a search judging `props` keeps its edges: only where a graph property reads
+    them."""
+    return any(prop(p).graph for p in props)
 
 
 def _ticks(progress: Optional[Progress]) -> Optional[Callable[[dict], None]]:
