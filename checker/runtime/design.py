@@ -89,6 +89,11 @@ class Design:
         return self.provider.get("status_read", "yes") == "yes"
 
     @property
+    def settles_by_read(self) -> bool:
+        """Whether an unknown outcome is settled by a status read (not parked unread)."""
+        return self.status_read and self.knobs["on_unknown"] != "dead_letter"
+
+    @property
     def replays(self) -> bool:
         return self.knobs["on_unknown"] == "replay_then_reconcile"
 

@@ -110,14 +110,13 @@ def _json_result(value) -> Any:
 
 # ----- what the model is told ------------------------------------------------------------------
 def _gave_up(log: IntentLog, rec: Record) -> GaveUp:
-    d = log.design
     if rec.state == "REJECTED_CONFLICT":
         return GaveUp(f"The {rec.tool} was not done: it was cancelled before it was sent "
                       f"(intent {rec.key}).", rec, "no")
     if rec.state == "COMPENSATED":
         return GaveUp(f"The {rec.tool} was reversed or never took effect (intent {rec.key}): "
                       "do not tell the user it was done.", rec, "no")
-    if d.status_read and d.knobs["on_unknown"] != "dead_letter":
+    if log.design.settles_by_read:
         return GaveUp(f"The {rec.tool} did not happen: the provider shows no effect, and no "
                       f"request of it can still arrive (intent {rec.key}). Tell the user it "
                       "was not done; they may ask again.", rec, "no")
@@ -233,7 +232,7 @@ def _refuse_coroutine(fn, what: str) -> None:
 
 def _needs_status(log: IntentLog, status) -> None:
     d = log.design
-    if status is None and d.status_read and d.knobs["on_unknown"] != "dead_letter":
+    if status is None and d.settles_by_read:
         raise IntentLogError(f"design {d.source} settles an unknown outcome by a status read "
                              "(status_via=" + d.knobs["status_via"] + "): pass status=")
 
