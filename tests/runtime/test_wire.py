@@ -6,7 +6,9 @@ it is sent; `uninstrument` gives the libraries back."""
 import asyncio
 import dataclasses
 import os
+import re
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -265,3 +267,30 @@ def test_the_fake_answers_409_in_flight_400_on_other_params_and_replays_a_saved_
         assert e.value.http_status == 500
     assert [r["charge"] for r in fake.refunds] == ["ch_1", "ch_2"]
 
+
+# ----- the README's example, as printed -----------------------------------------------------------
+def _readme_example() -> str:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+    section = readme.split("### Check your runtime: the intent-log library and torture\n", 1)[1]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_the_readmes_stripe_example_refunds_once_under_a_lost_ack_and_reads_every_page(
+        tmp_path, fake, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(stripe, "api_key", TOKEN)
+    monkeypatch.setattr(stripe, "api_base", fake.url)
+    monkeypatch.setattr(stripe, "default_http_client", None)     # a fresh client for this test
+    ns: dict = {}
+    exec(compile(_readme_example(), "README.md", "exec"), ns)
+    fake.lose(3)                # the first send and both of stripe-python's own retries
+    got = asyncio.run(ns["refund"]("ch_1", 2000, "7"))
+    log = ns["log"]
+    key = log.records()[0].key
+    assert len(fake.refunds) == 1 and got["id"] == fake.refunds[0]["id"]
+    assert set(_posts(fake)) == {key} and len(_posts(fake)) == 4
+    for amount in range(1, 13):     # twelve later refunds of the charge: the intent's on page 2
+        stripe.Refund.create(charge="ch_1", amount=amount)
+    assert stripe.Refund.list(charge="ch_1").has_more
+    assert ns["refund_status"](log.ticket(key))["id"] == got["id"]
+    assert ns["refund_status"](dataclasses.replace(log.ticket(key), key="tc1-absent")) is None
