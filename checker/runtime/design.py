@@ -59,7 +59,8 @@ class DesignError(ToolcommitError):
 class Design:
     """One design: its source, environment, guarantee, knobs, and the timing it assumes
     (seconds; None = unbounded): `replay_window` (W, the design's), `delay_bound` (D) and
-    `key_lifetime` (L, the environment's), and the provider's assumptions."""
+    `key_lifetime` (L, the environment's), the provider's assumptions, and `wire` (the
+    profile's: where the provider reads the key, None where it names no header)."""
 
     source: str
     environment: str

@@ -22,9 +22,12 @@ key to it. `unguarded()` lets a write that is not a tool's intent (set-up, an ad
 through unchanged.
 
 Limits: a client library not listed above (the standard library's urllib: stripe-python's
-fallback where requests is not installed) is not seen, so neither stamped nor refused. An
-effect is one write: a second write in it carries the same key (Stripe refuses it, 400).
-A redirect httpx follows keeps the stamped header but is not checked again.
+fallback where requests is not installed) is not seen, so neither stamped nor refused. The
+ticket is a context variable: a request from a thread the effect starts carries it only if
+the thread runs in the effect's context (``asyncio.to_thread``, ``contextvars.copy_context``);
+otherwise it is a write outside an effect. An effect is one write: a second write in it
+carries the same key (Stripe refuses it, 400). A redirect httpx follows keeps the stamped
+header but is not checked again.
 """
 from __future__ import annotations
 
@@ -54,7 +57,7 @@ class UnkeyedWrite(IntentLogError):
     intent's idempotency key without one (the message says what to do)."""
 
 
-# ----- the decision: what one request gets -------------------------------------------------------
+# ----- the decision: what one request gets ----------------------------------------------------
 def _host_key(entry: str) -> tuple[str, Optional[int]]:
     parts = urlsplit(entry if "://" in entry else f"//{entry}")
     if not parts.hostname:
@@ -108,7 +111,7 @@ def stamp(method: str, url: str) -> Optional[tuple[str, str]]:
                    "write", "Read with a GET (for Stripe, the list of the charge's refunds).")
 
 
-# ----- the client libraries ----------------------------------------------------------------------
+# ----- the client libraries -------------------------------------------------------------------
 def _patch(library: str, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
     original = getattr(owner, name)
     wrapped = functools.wraps(original)(make(original))
@@ -179,7 +182,7 @@ def _installed() -> tuple[str, ...]:
     return tuple(dict.fromkeys(lib for lib, _, _, _ in _PATCHES))
 
 
-# ----- the API -------------------------------------------------------------------------------------
+# ----- the API --------------------------------------------------------------------------------
 def instrument(provider=None, hosts: Optional[Iterable[str]] = None) -> tuple[str, ...]:
     """Wrap the importable HTTP client libraries (once) and guard `provider`'s hosts.
 

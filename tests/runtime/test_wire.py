@@ -5,6 +5,7 @@ is stamped; a write that would reach the provider without the intent's key is re
 it is sent; `uninstrument` gives the libraries back."""
 import asyncio
 import dataclasses
+import functools
 import os
 import re
 import threading
@@ -12,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from toolcommit.runtime import (DesignError, GaveUp, InDoubt, IntentLog, UnkeyedWrite, effectful, guard,
-                                instrument, unguarded, uninstrument)
+from toolcommit.runtime import (DesignError, GaveUp, InDoubt, IntentLog, UnkeyedWrite, aguard,
+                                effectful, guard, instrument, unguarded, uninstrument)
 from toolcommit.runtime import wire
 
 stripe = pytest.importorskip("stripe", reason="the 'test' extra is not installed")
@@ -84,7 +85,7 @@ def _posts(fake):
     return [k for m, _, k in fake.seen if m == "POST"]
 
 
-# ----- the claim: one refund under a lost ack, and only with the integration -----------------------
+# ----- the claim: one refund under a lost ack, and only with the integration ------------------
 @pytest.mark.parametrize("client", list(CLIENTS))
 def test_a_tool_that_does_not_pass_the_key_refunds_once_under_a_lost_ack(tmp_path, fake, client):
     log = _log(tmp_path)
@@ -115,7 +116,7 @@ def test_sdk_retries_on_reuse_the_stamped_key_before_the_librarys_replay(tmp_pat
     assert len(_posts(fake)) == 4
 
 
-# ----- every library, by hand: the stamp wins over a key already there ------------------------------
+# ----- every library, by hand: the stamp wins over a key already there ------------------------
 def _raw_post(library: str, url: str, headers: dict):
     form = {"charge": "ch_9", "amount": "5"}
     if library == "requests":
@@ -144,15 +145,38 @@ def test_each_library_sends_the_intents_key_in_place_of_its_own(tmp_path, fake, 
     assert got == 200 and _posts(fake) == [log.records()[0].key]
 
 
+def test_a_thread_in_the_effects_context_is_stamped_one_without_it_is_outside(tmp_path, fake):
+    log = _log(tmp_path)
+    instrument(log, hosts=[fake.url])
+    post = functools.partial(_raw_post, "requests", f"{fake.url}/v1/refunds",
+                             {"Authorization": f"Bearer {TOKEN}"})
+    refused = []
+
+    def bare():                   # a plain thread starts in an empty context: no ticket
+        with pytest.raises(UnkeyedWrite, match="no effect runs") as e:
+            post()
+        refused.append(e.value)
+
+    async def effect(t):
+        await asyncio.to_thread(post)             # runs in a copy of the effect's context
+        th = threading.Thread(target=bare)
+        th.start()
+        th.join(10)
+    asyncio.run(aguard(log, "c1", "refund", {"charge": "ch_9"}, "s", effect,
+                       status=lambda t: None))
+    assert len(refused) == 1 and _posts(fake) == [log.records()[0].key]
+
+
 def test_a_design_without_a_key_sends_none(tmp_path, fake):
     log = _log(tmp_path, "email")
     instrument(log)
     guard(log, "c1", "refund", {"charge": "ch_9"}, "s",
-          lambda t: _raw_post("httpx", f"{fake.url}/v1/refunds", {"Authorization": f"Bearer {TOKEN}"}))
+          lambda t: _raw_post("httpx", f"{fake.url}/v1/refunds",
+                              {"Authorization": f"Bearer {TOKEN}"}))
     assert _posts(fake) == [None]
 
 
-# ----- refused before it is sent -------------------------------------------------------------------
+# ----- refused before it is sent --------------------------------------------------------------
 @pytest.mark.parametrize("library", list(CLIENTS))
 def test_a_write_outside_an_effect_to_the_providers_host_is_refused_unsent(tmp_path, fake, library):
     instrument(_log(tmp_path), hosts=[fake.url])
@@ -211,7 +235,7 @@ def test_a_host_is_matched_by_name_and_port_or_by_name_alone(tmp_path):
         assert wire.stamp("POST", "https://api.stripe.com/v1/refunds") is None
 
 
-# ----- install and take back ---------------------------------------------------------------------
+# ----- install and take back ------------------------------------------------------------------
 def test_instrument_is_idempotent_and_uninstrument_restores(tmp_path, fake):
     from aiohttp import ClientSession
     from urllib3.connectionpool import HTTPConnectionPool
@@ -240,7 +264,7 @@ def test_hosts_without_a_key_header_or_guarded_for_another_design_are_refused(tm
         instrument(dataclasses.replace(d, source="mine.json"), hosts=["127.0.0.1:1"])
 
 
-# ----- the fake keeps Stripe's rules the claims rest on -----------------------------------------------
+# ----- the fake keeps Stripe's rules the claims rest on ---------------------------------------
 def test_the_fake_answers_409_in_flight_400_on_other_params_and_replays_a_saved_500(fake):
     sdk = _sdk(fake, "requests")
     opts = {"idempotency_key": "k1"}
@@ -268,7 +292,7 @@ def test_the_fake_answers_409_in_flight_400_on_other_params_and_replays_a_saved_
     assert [r["charge"] for r in fake.refunds] == ["ch_1", "ch_2"]
 
 
-# ----- the README's example, as printed -----------------------------------------------------------
+# ----- the README's example, as printed -------------------------------------------------------
 def _readme_example() -> str:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
     section = readme.split("### Check your runtime: the intent-log library and torture\n", 1)[1]
