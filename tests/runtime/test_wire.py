@@ -145,6 +145,20 @@ def test_each_library_sends_the_intents_key_in_place_of_its_own(tmp_path, fake, 
     assert got == 200 and _posts(fake) == [log.records()[0].key]
 
 
+def test_an_effect_is_one_write_a_second_write_in_it_is_refused_by_the_provider(tmp_path, fake):
+    log = _log(tmp_path)
+    instrument(log)
+    sdk = _sdk(fake, "httpx")
+
+    def two_writes(t):
+        sdk.v1.refunds.create({"charge": "ch_1", "amount": 5})
+        with pytest.raises(stripe.IdempotencyError):      # the same key, other parameters
+            sdk.v1.refunds.create({"charge": "ch_2", "amount": 5})
+        return "done"
+    assert guard(log, "c1", "refund", {}, "s", two_writes, status=lambda t: None) == "done"
+    assert len(fake.refunds) == 1 and set(_posts(fake)) == {log.records()[0].key}
+
+
 def test_a_thread_in_the_effects_context_is_stamped_one_without_it_is_outside(tmp_path, fake):
     log = _log(tmp_path)
     instrument(log, hosts=[fake.url])
