@@ -24,6 +24,9 @@ aiohttp = pytest.importorskip("aiohttp", reason="the 'test' extra is not install
 
 from tests.runtime.stripe_wire import TOKEN, StripeWire  # noqa: E402
 
+# stripe-python's HTTPXClient passes the form as bytes in data=, which httpx deprecates
+pytestmark = pytest.mark.filterwarnings("ignore:Use 'content=<...>':DeprecationWarning")
+
 CLIENTS = {  # name -> (an HTTP client for stripe-python, whether the tool is async)
     "requests": (lambda: stripe.RequestsClient(), False),
     "httpx": (lambda: stripe.HTTPXClient(allow_sync_methods=True), False),
