@@ -54,6 +54,18 @@ class Behaviour:
 
 
 @dataclass(frozen=True)
+class Wire:
+    """Where the provider reads the idempotency key on the wire (a profile's ``wire``): the
+    header's name (placement ``header``, the one placement there is so far) and the
+    provider's hosts, with the document it rests on."""
+
+    key_header: str
+    hosts: tuple[str, ...]
+    url: Optional[str]
+    rests_on: str
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     meaning: str
@@ -61,6 +73,7 @@ class Profile:
     budgets: Mapping[str, int]
     behaviours: tuple[Behaviour, ...]
     timing: Mapping[str, Optional[int]] = None   # environment timing params it sets (seconds)
+    wire: Optional[Wire] = None                  # where its key travels (None: no key header)
 
     def inherent(self, name: str) -> str:
         """Why no provider of this kind can promise `name` away ('' if one could)."""
@@ -77,6 +90,17 @@ def _behaviour(raw: Mapping) -> Behaviour:
     if src is None:
         return Behaviour(dict(raw["sets"]), raw["what"], None, raw["why_no_source"], **extra)
     return Behaviour(dict(raw["sets"]), raw["what"], src["url"], src["rests_on"], **extra)
+
+
+def _wire(name: str, raw: Optional[Mapping]) -> Optional[Wire]:
+    if raw is None:
+        return None
+    if raw.get("key_placement") != "header" or not isinstance(raw.get("key_header"), str):
+        raise ValueError(f"spec/environments.json: profile {name} has a wire without a "
+                         "key_header placed in a header (key_placement: header)")
+    src = raw.get("source") or {}
+    return Wire(raw["key_header"], tuple(h.lower() for h in raw.get("hosts", ())),
+                src.get("url"), src.get("rests_on", raw.get("what", "")))
 
 
 @lru_cache(maxsize=None)
@@ -98,7 +122,8 @@ def _profiles() -> dict[str, Profile]:
                     raise ValueError(f"spec/environments.json: profile {name} sets {key}={value!r}, "
                                      "which is neither an assumption option, a fault budget nor "
                                      "an environment timing parameter")
-        out[name] = Profile(name, raw["meaning"], a, budgets, behaviours, times)
+        out[name] = Profile(name, raw["meaning"], a, budgets, behaviours, times,
+                            _wire(name, raw.get("wire")))
     return out
 
 

@@ -7,7 +7,9 @@ The model proposes; the log decides. `IntentLog` follows the design proven for i
 embedded SQLite (default) or PostgreSQL (several orchestrators), and it writes the log
 contract that ``toolcommit validate`` checks as it goes. `effectful` wraps one effectful
 function (sync or async) in the whole protocol; `toolcommit.runtime.frameworks` has the
-Pydantic AI and LangGraph wrappers (optional extra ``frameworks``).
+Pydantic AI and LangGraph wrappers (optional extra ``frameworks``). `instrument(log)` once at
+start-up stamps the running effect's idempotency key on every write the HTTP client
+libraries send (`toolcommit.runtime.wire`).
 """
 from toolcommit.checker.runtime.design import Design, DesignError
 from toolcommit.checker.runtime.lines import JsonlSink
@@ -17,8 +19,10 @@ from toolcommit.checker.runtime.shims import (Conflict, EffectError, GaveUp, InD
                                               current_ticket, effectful, guard, recover_settle,
                                               tell)
 from toolcommit.checker.runtime.store import PostgresStore, SqliteStore, StoreError
+from toolcommit.checker.runtime.wire import UnkeyedWrite, instrument, unguarded, uninstrument
 
 __all__ = ["IntentLog", "Decision", "Ticket", "Record", "IntentLogError", "Superseded",
            "JsonlSink", "SqliteStore", "PostgresStore", "StoreError", "semantic_key",
            "Design", "DesignError", "Conflict", "EffectError", "GaveUp", "InDoubt", "guard",
-           "aguard", "effectful", "current_ticket", "recover_settle", "tell"]
+           "aguard", "effectful", "current_ticket", "recover_settle", "tell", "instrument",
+           "uninstrument", "unguarded", "UnkeyedWrite"]

@@ -29,9 +29,12 @@ import json
 import os
 from dataclasses import dataclass, field, replace
 from importlib import resources
-from typing import Mapping, Optional, Union
+from typing import TYPE_CHECKING, Mapping, Optional, Union
 
 from toolcommit.model.errors import ToolcommitError
+
+if TYPE_CHECKING:
+    from toolcommit.model.environment import Wire
 
 SHIPPED = ("ideal", "stripe", "email", "fenced-store")
 
@@ -56,7 +59,8 @@ class DesignError(ToolcommitError):
 class Design:
     """One design: its source, environment, guarantee, knobs, and the timing it assumes
     (seconds; None = unbounded): `replay_window` (W, the design's), `delay_bound` (D) and
-    `key_lifetime` (L, the environment's), and the provider's assumptions."""
+    `key_lifetime` (L, the environment's), the provider's assumptions, and `wire` (the
+    profile's: where the provider reads the key, None where it names no header)."""
 
     source: str
     environment: str
@@ -66,6 +70,7 @@ class Design:
     delay_bound: Optional[float]
     key_lifetime: Optional[float]
     provider: Mapping[str, str] = field(default_factory=dict)
+    wire: Optional["Wire"] = None
 
     def with_timing(self, **seconds: Optional[float]) -> "Design":
         """This design with `delay_bound`, `replay_window` or `key_lifetime` (seconds) set:
@@ -79,6 +84,12 @@ class Design:
     @property
     def sends_key(self) -> bool:
         return self.knobs["idempotency_key"] == "semantic_key"
+
+    @property
+    def key_header(self) -> Optional[str]:
+        """The header the provider reads the idempotency key from (the profile's ``wire``),
+        None where the design sends no key or the profile names no header."""
+        return self.wire.key_header if self.sends_key and self.wire is not None else None
 
     @property
     def sends_fence(self) -> bool:
@@ -190,7 +201,7 @@ def load(provider: Union[str, os.PathLike, Design, None]) -> Design:
     return Design(source, env, str(doc.get("guarantee", "")),
                   {k: design[k] for k in design if k in IMPLEMENTS or k in doc.get("knobs", {})},
                   None if w is None else float(w), _f(env_time.get("delay_bound")),
-                  _f(env_time.get("key_lifetime")), assumptions)
+                  _f(env_time.get("key_lifetime")), assumptions, profile(env).wire)
 
 
 def _f(v) -> Optional[float]:

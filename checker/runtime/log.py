@@ -470,7 +470,8 @@ class IntentLog:
         d = self.design
         return Ticket(r.key, r.key if d.sends_key else None, r.fence if d.sends_fence else None,
                       purpose, r.tool, r.args, r.scope, r.epoch, generation=r.fence,
-                      via=d.knobs["status_via"], sdk_retries=d.knobs["sdk_retries"] == "on")
+                      via=d.knobs["status_via"], sdk_retries=d.knobs["sdk_retries"] == "on",
+                      key_header=d.key_header)
 
     def ticket(self, key: str, purpose: str = "status") -> Optional[Ticket]:
         """The current ticket of `key` for `purpose` (None: no such record)."""

@@ -54,7 +54,8 @@ class Ticket:
     design sends none), its `purpose` (``apply`` a dispatch, ``replay`` the same request again
     under the same key, ``status`` a status read), the call's content, `via` (where a status
     read must look: ``list`` or ``search``) and `sdk_retries` (whether the client library may
-    re-send by itself; turn its retries off when False). `generation` is the log's own
+    re-send by itself; turn its retries off when False), `key_header` (the header the
+    provider reads the key from: what `toolcommit.runtime.wire` stamps). `generation` is the log's own
     fence counter, the compare-and-set token of `ack` and `timeout`."""
 
     key: str
@@ -68,6 +69,7 @@ class Ticket:
     generation: int = 0
     via: str = "search"
     sdk_retries: bool = False
+    key_header: Optional[str] = None
 
 
 def semantic_key(digest: str, epoch: int) -> str:

@@ -17,3 +17,5 @@ def test_the_public_submodules_give_the_librarys_wrappers():
     assert importlib.import_module("toolcommit.runtime.shims").effectful is shims.effectful
     public = importlib.import_module("toolcommit.runtime.frameworks")
     assert public.pydantic_ai_tool is frameworks.pydantic_ai_tool
+    wire = importlib.import_module("toolcommit.checker.runtime.wire")
+    assert importlib.import_module("toolcommit.runtime.wire").instrument is wire.instrument

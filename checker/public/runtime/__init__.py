@@ -4,7 +4,8 @@ The library lives in `toolcommit.checker.runtime` (the folder `checker/runtime/`
 package re-exports its names, the same objects, so ``from toolcommit.runtime import
 IntentLog`` and ``from toolcommit.checker.runtime import IntentLog`` give one class.
 `toolcommit.runtime.shims` has `effectful`, `toolcommit.runtime.frameworks` the Pydantic AI
-and LangGraph wrappers (optional extra ``frameworks``).
+and LangGraph wrappers (optional extra ``frameworks``), `toolcommit.runtime.wire` the key on
+the wire (`instrument`).
 
 >>> import toolcommit.checker.runtime as lib
 >>> IntentLog is lib.IntentLog and sorted(__all__) == sorted(lib.__all__)
