@@ -43,6 +43,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
+from toolcommit.checker.interrupts import Interrupts
+
 KEEP = 256          # libraries kept in the cache (each with its C source beside it)
 MIN_AGE = 3600.0    # seconds: a library used this recently is never dropped
 _OURS = (".engine-", ".lane-", "engine-", "lane-")
@@ -122,38 +124,74 @@ def _own_folder(d: Path) -> str:
 def compile_atomic(folder: Path, target: Path, source: str, cc: list[str],
                    flags: Sequence[str], prefix: str = ".engine-") -> str:
     """Compile `source` into `target` atomically, with its manifest entry; '' on success,
-    else why not. `folder` must be `private` already."""
-    try:
-        fd, src = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".c")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(source)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".so")
-        os.close(fd)
-    except OSError as e:
-        return f"cannot write the cache directory {folder}: {e.strerror or e}"
-    try:
-        done = subprocess.run([*cc, *flags, "-o", tmp, src], capture_output=True, text=True,
-                              timeout=600)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        unlink(src, tmp)
-        return f"C compiler {cc[0]} did not run: {e}"
-    except BaseException:         # interrupted: leave nothing behind
-        unlink(src, tmp)
-        raise
-    if done.returncode != 0:
-        unlink(src, tmp)
-        first = (done.stderr.strip().splitlines() or ["no message"])[0][:200]
-        return f"C compiler {cc[0]} failed (exit {done.returncode}): {first}"
-    try:
-        _write_manifest(target, _sha256_path(tmp), prefix)
-        os.chmod(tmp, 0o700)
-    except OSError as e:
-        unlink(src, tmp)
-        return f"cannot write the cache directory {folder}: {e.strerror or e}"
-    os.replace(tmp, target)                       # atomic: a reader sees all or nothing
-    os.replace(src, target.with_suffix(".c"))     # kept beside it, for reading
+    else why not. `folder` must be `private` already.
+
+    The compiler runs with ``TMPDIR`` a private folder of its own in `folder`, so its
+    intermediate files (``cc*.s``, ``cc*.o``) never land in the user's ``$TMPDIR``. SIGINT
+    or SIGTERM during the build stops the compiler (asked first, so it removes its own
+    files; killed if it does not end), removes that folder and the half-built files, and
+    then takes its usual effect: an interrupted build leaves nothing behind."""
+    with Interrupts() as sig:
+        try:
+            work = tempfile.mkdtemp(dir=folder, prefix=prefix + "build-")
+            sig.temps.append(Path(work))
+            fd, src = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".c")
+            sig.temps.append(Path(src))
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(source)
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".so")
+            sig.temps.append(Path(tmp))
+            os.close(fd)
+        except OSError as e:
+            return f"cannot write the cache directory {folder}: {e.strerror or e}"
+        why = _run_compiler([*cc, *flags, "-o", tmp, src], work)
+        if why:
+            return why
+        try:
+            _write_manifest(target, _sha256_path(tmp), prefix)
+            os.chmod(tmp, 0o700)
+        except OSError as e:
+            return f"cannot write the cache directory {folder}: {e.strerror or e}"
+        with sig.hold():
+            os.replace(tmp, target)                       # atomic: a reader sees all or nothing
+            os.replace(src, target.with_suffix(".c"))     # kept beside it, for reading
     prune(folder)
     return ""
+
+
+def _run_compiler(argv: list[str], work: str) -> str:
+    """Run the compiler with `work` as its ``TMPDIR``; '' on success, else why not. On any
+    exception (an interrupt included) the compiler is stopped before it propagates."""
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "TMPDIR": work})
+    except OSError as e:
+        return f"C compiler {argv[0]} did not run: {e}"
+    try:
+        _out, err = proc.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        _stop(proc)
+        return f"C compiler {argv[0]} did not run: it took longer than 600 s"
+    except BaseException:
+        _stop(proc)
+        raise
+    if proc.returncode != 0:
+        first = (err.strip().splitlines() or ["no message"])[0][:200]
+        return f"C compiler {argv[0]} failed (exit {proc.returncode}): {first}"
+    return ""
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Ask the compiler to end (it removes its temporaries on SIGTERM), kill it after 5 s."""
+    try:
+        proc.terminate()
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    except OSError:
+        pass
 
 
 def _sha256_path(path: str) -> str:
@@ -283,7 +321,7 @@ def prune(folder: Path, keep: int = KEEP, min_age: float = MIN_AGE) -> int:
     old = [e.path for t, e in libs[keep:] if now - t > min_age]
     doomed = old + [p[:-len(Path(p).suffix)] + ".c" for p in old] + [p + MANIFEST for p in old]
     doomed += [e.path for t, e in entries if e.name.startswith(".") and now - t > min_age]
-    gone = 0
+    gone = _prune_build_folders(folder, now - min_age)
     for path in doomed:
         try:
             os.unlink(path)
@@ -293,9 +331,17 @@ def prune(folder: Path, keep: int = KEEP, min_age: float = MIN_AGE) -> int:
     return gone
 
 
-def unlink(*paths: str) -> None:
-    for p in paths:
-        try:
-            os.unlink(p)
-        except OSError:
-            pass
+def _prune_build_folders(folder: Path, before: float) -> int:
+    """Remove the compilers' private ``TMPDIR`` folders of builds that died (SIGKILL)
+    before time `before`; how many went."""
+    gone = 0
+    try:
+        stale = [e.path for e in os.scandir(folder) if e.is_dir(follow_symlinks=False)
+                 and e.name.startswith(tuple(p + "build-" for p in _OURS if p[0] == "."))
+                 and e.stat(follow_symlinks=False).st_mtime < before]
+    except OSError:
+        return 0
+    for path in stale:
+        shutil.rmtree(path, ignore_errors=True)
+        gone += 1
+    return gone

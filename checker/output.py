@@ -17,6 +17,10 @@ Contract of every write here
   removes them; a folder commit whose journal was written is completed first (rolled forward).
 - Every OSError becomes an `OutputError` naming the path, the reason and what to do
   (one line, exit 2). That holds for stdout too (`guarded_stdout`).
+- No raw control, bidi, format or line-separator character reaches stdout or a written file
+  (`visible`): a log's ``ESC]52`` clipboard write, ``ESC[2J``, ``\\r`` or U+202E is written as
+  its ``\\uXXXX`` escape, which is the same value inside a JSON string and plain to read
+  everywhere else.
 
 Not thread-safe: one write at a time per process (the CLI never writes concurrently).
 """
@@ -41,6 +45,33 @@ PREFIX = ".toolcommit-"
 TEMP = re.compile(r"^\.toolcommit-(\d+)-[0-9a-f]{8}\.")
 JOURNAL = "journal.json"
 STDOUT = "<stdout>"
+
+# Cc but newline and tab, Cf, Cs, Zl and Zp (tests/cli/test_visible.py checks the ranges
+# against unicodedata): what a terminal or a browser would act on, or draw reordered
+_HIDDEN = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891"
+    r"\u08e2\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ud800-\udfff"
+    r"\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+    r"\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]")
+
+
+def _escape(m: re.Match) -> str:
+    c = ord(m.group())
+    if c > 0xFFFF:     # as a JSON surrogate pair, so a JSON text stays valid
+        c -= 0x10000
+        return "\\u%04x\\u%04x" % (0xD800 + (c >> 10), 0xDC00 + (c & 0x3FF))
+    return "\\u%04x" % c
+
+
+def visible(text: str) -> str:
+    """`text` with every character a terminal or a browser would act on or reorder (C0 and
+    C1 controls but newline and tab, bidi and other format characters, line separators,
+    lone surrogates) written as its ``\\uXXXX`` escape.
+
+    >>> visible("k1\u202eevil\x1b[2J\\r")
+    'k1\\\\u202eevil\\\\u001b[2J\\\\u000d'
+    """
+    return _HIDDEN.sub(_escape, text)
 
 HINTS = {
     errno.ENOSPC: "free some space or write elsewhere",
@@ -80,9 +111,10 @@ def write_atomic(path, text: str, inputs=()) -> Path:
     """Replace the file at `path` with `text` (UTF-8), atomically; returns `path`.
 
     Follows a symlink at `path`, keeps an existing file's mode, refuses a `path` that is the
-    same file as one of `inputs`, and raises `OutputError` on any OSError.
+    same file as one of `inputs`, and raises `OutputError` on any OSError. `text` is written
+    `visible`.
     """
-    shown = str(path)
+    shown, text = str(path), visible(text)
     with _errors(shown):
         if _special(Path(path)):   # a device or a pipe (/dev/stdout, a FIFO): written in place
             refuse_inputs(Path(path), inputs, shown)
@@ -386,14 +418,15 @@ def _roll_forward(stage: Path) -> bool:
 # --- stdout ------------------------------------------------------------------------------
 
 class _Guarded:
-    """A text stream whose write errors are `OutputError`s about `<stdout>`."""
+    """A text stream whose write errors are `OutputError`s about `<stdout>`, and that writes
+    every text `visible`."""
 
     def __init__(self, stream):
         self._stream = stream
 
     def write(self, text):
         with _errors(STDOUT):
-            return self._stream.write(text)
+            return self._stream.write(visible(text))
 
     def flush(self):
         with _errors(STDOUT):

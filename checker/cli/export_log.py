@@ -21,11 +21,27 @@ WHAT = "the intent log's SQLite file (toolcommit gateway --db, or IntentLog.sqli
 
 
 class _ReadOnly:
-    """A read-only view of an SQLite intent log, enough for `read_lines`."""
+    """A read-only view of an SQLite intent log, enough for `read_lines`.
+
+    A log in WAL mode needs its ``-shm`` file to be read while others may write it; on a
+    read-only file system no one can write it, so it is opened ``immutable`` there (what
+    SQLite documents for read-only media). Elsewhere a folder that cannot take the ``-shm``
+    file is a clear `InputError`."""
 
     def __init__(self, path: str):
-        uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
-        self._db = sqlite3.connect(uri, uri=True, isolation_level=None)
+        uri = Path(os.path.abspath(path)).as_uri()
+        self._db = sqlite3.connect(uri + "?mode=ro", uri=True, isolation_level=None)
+        try:
+            self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError as e:
+            self._db.close()
+            if not _read_only_fs(path):
+                raise InputError(f"{path}:1: cannot open it read-only ({e}): SQLite needs to "
+                                 "read or create its -shm file beside it; export it where "
+                                 "that folder can be written, or copy it together with its "
+                                 "-wal and -shm files") from None
+            self._db = sqlite3.connect(uri + "?mode=ro&immutable=1", uri=True,
+                                       isolation_level=None)
 
     @contextmanager
     def read(self):
@@ -39,6 +55,14 @@ class _ReadOnly:
 
     def close(self):
         self._db.close()
+
+
+def _read_only_fs(path: str) -> bool:
+    """Whether `path` lies on a file system mounted read-only."""
+    try:
+        return bool(os.statvfs(os.path.dirname(os.path.abspath(path))).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def log_text(db: str) -> str:

@@ -64,11 +64,16 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def _hinted(e: InputError, logs) -> InputError:
     """`e`, with a hint when the file it names looks like a trace (read it with --from)."""
-    from toolcommit.checker.logs.adapters.sniff import looks_like
+    from toolcommit.checker.logs.adapters.sniff import INTENT_LOG_DB, looks_like
     source = looks_like(e.path) if e.path in logs else None
     if source is None:
         return e
     hinted = InputError("", e.path, e.line)
+    if source == INTENT_LOG_DB:
+        hinted.args = (f"{e.path}: this is the intent log library's database, not its log "
+                       f"as JSON Lines: write the log with `toolcommit export {e.path} -o "
+                       "intents.jsonl`, then validate intents.jsonl",)
+        return hinted
     hinted.args = (f"{e}; the file looks like what --from {source} reads, not an intent "
                    f"log: add --from {source}",)
     return hinted

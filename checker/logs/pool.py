@@ -74,10 +74,19 @@ OUT_OF_MEMORY = "out of memory"
 
 def _serve(conn, args, parent: int, inherited) -> None:
     """A shard process: answer calls ``(method, args)`` until ``None``. `inherited` are the
-    parent's pipe ends this fork copied: closed, so that only the parent holds them."""
+    parent's pipe ends this fork copied: closed, so that only the parent holds them. A pipe
+    the parent closed (it was stopped: a Ctrl-C, an error in another shard) ends the shard
+    quietly: no one is left to read an answer or a traceback."""
     child_start(parent)          # a Ctrl-C is the parent's to handle: it ends the shards
     for c in inherited:
         c.close()
+    try:
+        _answer(conn, args)
+    except (BrokenPipeError, EOFError, ConnectionResetError):
+        pass
+
+
+def _answer(conn, args) -> None:
     try:
         shard = Shard(*args)
     except MemoryError:
@@ -94,6 +103,8 @@ def _serve(conn, args, parent: int, inherited) -> None:
             shard = None           # what it held goes, so that the answer can be sent
             conn.send((None, OUT_OF_MEMORY))
             return
+        except (BrokenPipeError, EOFError, ConnectionResetError):
+            raise                  # the parent stopped listening: nothing to report
         except BaseException:  # noqa: BLE001 - a bug in a shard: the parent reports it
             conn.send((False, traceback.format_exc()))
             return

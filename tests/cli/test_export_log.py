@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import json
 import sqlite3
 
 import pytest
@@ -87,3 +88,32 @@ def test_export_never_writes_over_its_db(db):
 def test_export_without_a_db_or_format_says_what_to_give():
     code, _, err = cli("export")
     assert code == 2 and "give a DB" in err
+
+
+@pytest.fixture
+def read_only_volume(tmp_path):
+    """A tmpfs that is remounted read-only once the test has put its files there (needs
+    root and mount: skipped where the machine does not allow it)."""
+    import shutil
+    import subprocess
+    point = tmp_path / "vol"
+    point.mkdir()
+    if shutil.which("mount") is None or subprocess.run(
+            ["mount", "-t", "tmpfs", "tmpfs", str(point)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+
+    def seal():
+        subprocess.run(["mount", "-o", "remount,ro", str(point)], check=True)
+    yield point, seal
+    subprocess.run(["umount", "-l", str(point)], capture_output=True)
+
+
+def test_a_log_on_a_read_only_volume_is_exported(read_only_volume):
+    point, seal = read_only_volume
+    log = IntentLog.sqlite(str(point / "intents.db"), writer="w1", provider="stripe")
+    log.propose("t1", "refund", {"amount": 20}, "user:42:request:7")
+    log.close()
+    seal()
+    code, out, err = cli("export", str(point / "intents.db"))
+    assert code == 0, err
+    assert [json.loads(line)["type"] for line in out.splitlines()] == ["proposal", "transition"]

@@ -1,7 +1,12 @@
 """The cache of compiled libraries stays bounded: the least recently used beyond the cap go
 with their sources, recently used ones and files of other names never do."""
 import os
+import signal
+import subprocess
+import sys
 import time
+
+import pytest
 
 from toolcommit.checker import cbuild
 
@@ -36,17 +41,51 @@ def test_prune_of_a_missing_folder_does_nothing(tmp_path):
     assert cbuild.prune(tmp_path / "absent") == 0
 
 
-def test_an_interrupted_build_leaves_nothing_behind(tmp_path, monkeypatch):
-    import subprocess
+_SLOW_C = "".join(f"double f{i}(double x) {{ for (int k = 0; k < {i % 7 + 3}; k++) "
+                  f"x = x * 1.0001 + {i}; return x; }}\n" for i in range(6000))
+_BUILD = """
+import sys
+from pathlib import Path
+from toolcommit.checker import cbuild
+folder = Path(sys.argv[1])
+cbuild.compile_atomic(folder, folder / "engine-slow.so", Path(sys.argv[2]).read_text(),
+                      cbuild.compiler(),
+                      ["-O2", "-shared", "-fPIC"])
+"""
 
-    import pytest
 
-    def interrupted(*args, **kwargs):
-        raise KeyboardInterrupt
-    monkeypatch.setattr(subprocess, "run", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        cbuild.compile_atomic(tmp_path, tmp_path / "engine-x.so", "int x;", ["cc"], ["-c"])
-    assert list(tmp_path.iterdir()) == []
+@pytest.mark.skipif(cbuild.compiler() is None, reason="no C compiler")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_build_leaves_nothing_behind(tmp_path, signum):
+    """A real compiler, interrupted by a real signal mid-build: nothing of the build stays in
+    the cache folder, and nothing of the compiler's in $TMPDIR."""
+    cache, tmpdir = tmp_path / "cache", tmp_path / "tmp"
+    cache.mkdir(mode=0o700)
+    tmpdir.mkdir()
+    (tmp_path / "slow.c").write_text(_SLOW_C)
+    proc = subprocess.Popen([sys.executable, "-c", _BUILD, str(cache), str(tmp_path / "slow.c")],
+                            env={**os.environ, "TMPDIR": str(tmpdir)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not any(p.is_dir() for p in cache.iterdir()):       # the build has begun
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        time.sleep(0.02)
+    time.sleep(0.3)                                           # the compiler is at work
+    proc.send_signal(signum)
+    proc.wait(timeout=60)
+    assert proc.returncode != 0, "the build ended before the signal: make _SLOW_C slower"
+    assert list(cache.iterdir()) == [] and list(tmpdir.iterdir()) == []
+
+
+def test_a_build_folder_left_by_a_killed_build_is_pruned_once_old(tmp_path):
+    stale = tmp_path / ".engine-build-abc"
+    stale.mkdir()
+    (stale / "cc1.s").write_text("x")
+    os.utime(stale, (0, 0))
+    fresh = tmp_path / ".engine-build-def"
+    fresh.mkdir()
+    cbuild.prune(tmp_path)
+    assert not stale.exists() and fresh.exists()
 
 
 # ----- what is loaded: only a checked file of this user (the reliability issue) ---------------

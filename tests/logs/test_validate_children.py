@@ -56,3 +56,42 @@ def test_the_shards_end_with_a_validate_that_is_killed_or_terminated(sig):
                 os.kill(pid, signal.SIGKILL)
         p.kill()
         p.wait()
+
+
+# the shards are mid-call (slowed down) when the parent is interrupted: the parent closes
+# their pipes, and each shard's answer meets a closed pipe
+INTERRUPTED = """
+import multiprocessing, sys, time
+from toolcommit.checker.logs import pool
+run = pool.Shard.run
+def slow(self, *args):
+    time.sleep(1.0)
+    return run(self, *args)
+pool.Shard.run = slow
+def stalled(call, shards, fixup, index=None):
+    def meanwhile():
+        print(" ".join(str(p.pid) for p in multiprocessing.active_children()), flush=True)
+        time.sleep(3600)
+    call("run", [()] * shards, meanwhile=meanwhile)
+pool.coordinate = stalled
+try:
+    pool.check([sys.argv[1]], 1 << 20, (), 2, indexed=False)
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+def test_a_ctrl_c_while_the_shards_work_ends_them_without_a_traceback():
+    p = subprocess.Popen([sys.executable, "-c", INTERRUPTED, str(LOG)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        shards = [int(x) for x in p.stdout.readline().split()]
+        assert len(shards) == 2
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=BOUND)     # stderr ends once the shards have ended
+        assert p.returncode == 130
+        assert "Traceback" not in err and "BrokenPipe" not in err, err
+        assert not any(map(running, shards))
+    finally:
+        p.kill()
+        p.wait()

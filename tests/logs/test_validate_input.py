@@ -227,3 +227,19 @@ def test_bom_at_the_start_is_tolerated(tmp_path, capsys):
 def test_duplicate_stdin_is_a_usage_error(capsys):
     assert main(["validate", "-", "-"]) == 2
     assert "only once" in capsys.readouterr().err
+
+
+def test_the_librarys_sqlite_log_given_to_validate_says_to_export_it_and_is_not_changed(
+        tmp_path, capsys):
+    import hashlib
+
+    from toolcommit.runtime import IntentLog
+    db = tmp_path / "intents.db"
+    log = IntentLog.sqlite(str(db), writer="w1", provider="stripe")
+    log.propose("t1", "refund", {"amount": 20}, "user:42:request:7")
+    log.close()
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    assert main(["validate", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert f"toolcommit export {db}" in err and "--from dbos" not in err
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before

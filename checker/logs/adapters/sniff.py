@@ -49,7 +49,7 @@ def looks_like(path: str) -> Optional[str]:
     except OSError:
         return None
     if head.startswith(b"SQLite format 3\x00"):
-        return "dbos"
+        return _sqlite_source(path)
     text = head.decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
     try:
         value, _ = json.JSONDecoder().raw_decode(text)
@@ -59,6 +59,31 @@ def looks_like(path: str) -> Optional[str]:
         except (ValueError, RecursionError):  # a document longer than the head: its keys
             return next((src for needle, src in _KEYS if needle in text[:4096]), None)
     return looks_like_value(value)
+
+
+INTENT_LOG_DB = "intent-log-db"     # toolcommit's own SQLite log: `toolcommit export` it
+
+
+def _sqlite_source(path: str) -> Optional[str]:
+    """``INTENT_LOG_DB`` for the library's own SQLite log, ``dbos`` for a DBOS system
+    database, else None; the file is opened read-only and never changed."""
+    import sqlite3
+    from pathlib import Path
+
+    try:
+        uri = Path(path).resolve().as_uri() + "?mode=ro"
+        with sqlite3.connect(uri, uri=True, timeout=1.0) as db:
+            names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except (sqlite3.Error, OSError, ValueError):
+        return None
+    finally:
+        if "db" in locals():
+            db.close()
+    if "tc_writers" in names:
+        return INTENT_LOG_DB
+    if "workflow_status" in names or "operation_outputs" in names:
+        return "dbos"
+    return None
 
 
 _KEYS = (('"resourceSpans"', "otel"), ('"resource_spans"', "otel"),
