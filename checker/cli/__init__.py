@@ -29,6 +29,7 @@ def parser(commands=COMMANDS) -> argparse.ArgumentParser:
     when its subcommand is built: `validate` needs neither z3 nor networkx)."""
     p = _Parser(prog="toolcommit", description="Prove that agent tool calls change the "
                 "outside world at most once: model checking and log conformance.")
+    p.add_argument("--version", action="version", version=f"toolcommit {_version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in commands:
@@ -41,6 +42,16 @@ def parser(commands=COMMANDS) -> argparse.ArgumentParser:
         sp = module.add_parser(sub)
         sp.set_defaults(run=module.run, parser=sp)
     return p
+
+
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml), or where it is not installed
+    (run from a checkout) 'unknown'."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("toolcommit")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def main(argv=None) -> int:

@@ -155,7 +155,7 @@ static PyObject *cfg_obj(PyObject *cfg, const char *name, int *err)
     return v;
 }
 
-static PyObject *lane_setup(PyObject *self, PyObject *cfg)
+static PyObject *lane_setup(PyObject *Py_UNUSED(self), PyObject *cfg)
 {
     int err = 0;
     if (!PyDict_Check(cfg)) { PyErr_SetString(PyExc_TypeError, "setup(dict)"); return NULL; }
@@ -892,7 +892,7 @@ static int skip_line(Store *s, Route *r, PyObject *ev, int t, PyObject *fi, long
     return res ? 0 : -1;
 }
 
-static PyObject *feed(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *feed(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
     if (!configured) { PyErr_SetString(PyExc_RuntimeError, "lane not set up"); return NULL; }
     if (nargs != 5 && nargs != 6) {
@@ -1267,7 +1267,7 @@ static PyObject *writer_of_bytes(PyObject *by_bytes, PyObject *new_writer, const
  * CRC-32, written at the line's number into the buffers. Returns (bytes taken, lines
  * taken): it stops at a line it cannot take (not plain, too long, past the buffers, a
  * location past 64 bits), which the Python side then takes. */
-static PyObject *py_index(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *py_index(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 11) { PyErr_SetString(PyExc_TypeError, "index(buf, pos, first, fi, limit, by_bytes, new_writer, found, kind, widx, crc)"); return NULL; }
     PyObject *by_bytes = args[5], *new_writer = args[6], *found = args[7];
@@ -1307,7 +1307,7 @@ static PyObject *py_index(PyObject *self, PyObject *const *args, Py_ssize_t narg
             p = q + 1; no++;
             continue;
         }
-        Scan sc;
+        Scan sc = {0};
         if (!scan_line(p, len, &sc)) break;
         uint64_t base = 0;
         long idx = -1;
@@ -1350,7 +1350,7 @@ static PyObject *py_index(PyObject *self, PyObject *const *args, Py_ssize_t narg
     return Py_BuildValue("(nL)", (Py_ssize_t)(p - base_p) - pos, no - first);
 }
 
-static PyObject *py_index_done(PyObject *self, PyObject *unused)
+static PyObject *py_index_done(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
 {
     wcache_reset(Py_None);      /* let the writers go */
     Py_CLEAR(wcache_dict);
@@ -1363,7 +1363,7 @@ static PyObject *py_index_done(PyObject *self, PyObject *unused)
  * keyed lines (CRC-32 modulo the shards is `me`, or, for the fixup, in the set `owned` of
  * CRC-32s) and every crash or restart line. Returns (their bytes, their numbers, bytes
  * taken, lines taken). */
-static PyObject *py_pick(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *py_pick(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 10) { PyErr_SetString(PyExc_TypeError, "pick(buf, pos, end, first, lines, kind, crc, me, shards, owned)"); return NULL; }
     if (!PyBytes_CheckExact(args[0])) { PyErr_SetString(PyExc_TypeError, "pick: buf bytes"); return NULL; }
@@ -1426,7 +1426,7 @@ done:
  * place in a location). Crash and restart lines are counted by the lead only; a crash is
  * noted by `crash(ev, loc, widx)` in every shard. What the common cases do not take goes
  * to `fallback(ev, loc)`. */
-static PyObject *feed_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *feed_at(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
     if (!configured) { PyErr_SetString(PyExc_RuntimeError, "lane not set up"); return NULL; }
     if (nargs != 9) {
@@ -1559,7 +1559,7 @@ static PyTypeObject ObjectsIterType = {
     .tp_iternext = (iternextfunc)oi_next,
 };
 
-static PyObject *objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *objects(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2 || !PyDict_CheckExact(args[0]) || !PyType_Check(args[1])) {
         PyErr_SetString(PyExc_TypeError, "iter_objects(dict, type)");
@@ -1577,7 +1577,7 @@ static PyObject *objects(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 }
 
 /* the native digest of a flat call, for tests: 16 bytes, or None */
-static PyObject *py_flat_digest(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *py_flat_digest(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 1) { PyErr_SetString(PyExc_TypeError, "flat_digest(event)"); return NULL; }
     int t;
@@ -1594,7 +1594,7 @@ static PyObject *py_flat_digest(PyObject *self, PyObject *const *args, Py_ssize_
 }
 
 /* SHA-256 of bytes by OpenSSL (for the known-answer check), or None */
-static PyObject *sha_check(PyObject *self, PyObject *data)
+static PyObject *sha_check(PyObject *Py_UNUSED(self), PyObject *data)
 {
     unsigned char md[32];
     if (!PyBytes_Check(data)) { PyErr_SetString(PyExc_TypeError, "bytes"); return NULL; }
@@ -1602,13 +1602,13 @@ static PyObject *sha_check(PyObject *self, PyObject *data)
     return PyBytes_FromStringAndSize((const char *)md, 32);
 }
 
-static PyObject *sha_off(PyObject *self, PyObject *unused)
+static PyObject *sha_off(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
 {
     evp_ctx = NULL;
     Py_RETURN_NONE;
 }
 
-static PyObject *py_crc32(PyObject *self, PyObject *data)
+static PyObject *py_crc32(PyObject *Py_UNUSED(self), PyObject *data)
 {
     if (!PyBytes_Check(data)) { PyErr_SetString(PyExc_TypeError, "bytes"); return NULL; }
     return PyLong_FromUnsignedLong(crc32_of((const unsigned char *)PyBytes_AS_STRING(data),
@@ -1629,7 +1629,7 @@ static long prefix_of(PyObject *d)
 
 /* prefix_bits(digests, nbytes): a bitmap of nbytes bytes with the bit of each digest's
  * prefix set (the items of any iterable: Shard.run's bitmap, `shards.prefix_bitmap`) */
-static PyObject *prefix_bits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *prefix_bits(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "prefix_bits(digests, nbytes)"); return NULL; }
     Py_ssize_t nbytes = PyLong_AsSsize_t(args[1]);
@@ -1659,7 +1659,7 @@ static PyObject *prefix_bits(PyObject *self, PyObject *const *args, Py_ssize_t n
 
 /* prefix_hits(digests, bitmap): the digests (keys of a dict, in order) whose prefix bit
  * is set in bitmap (Shard.candidates, `shards.prefixed`) */
-static PyObject *prefix_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *prefix_hits(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2 || !PyDict_CheckExact(args[0]) || !PyBytes_CheckExact(args[1])) {
         PyErr_SetString(PyExc_TypeError, "prefix_hits(digests: dict, bitmap: bytes)");
@@ -1680,12 +1680,12 @@ static PyObject *prefix_hits(PyObject *self, PyObject *const *args, Py_ssize_t n
     return out;
 }
 
-static PyObject *failed_line(PyObject *self, PyObject *unused)
+static PyObject *failed_line(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
 {
     return PyLong_FromLongLong(failed);
 }
 
-static PyObject *py_flat_dump(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *py_flat_dump(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 3) { PyErr_SetString(PyExc_TypeError, "flat_dump(tool, scope, args)"); return NULL; }
     dump_buf.n = 0;
@@ -1722,7 +1722,8 @@ static PyMethodDef methods[] = {
      "flat_dump(tool, scope, args): the sorted dump of a flat call, or None"},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "tc_lane", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "tc_lane", NULL, -1, methods,
+                                    NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit_tc_lane(void)
 {

@@ -152,3 +152,16 @@ def test_check_first_stops_once_every_asked_property_is_violated_and_says_so():
     assert row.split()[1:] == ["1330+", "8", "x8"]     # the full search stores 1,681,342
     assert "stopped early (--first): every property asked for is violated" in r.stdout
     assert "  default: 1330 states to depth 8" in r.stdout and "coverage:" not in r.stdout
+
+
+def test_version_prints_the_installed_version():
+    import re
+    import subprocess
+    import sys
+    from importlib.metadata import version
+    from pathlib import Path
+    done = subprocess.run([sys.executable, "-m", "toolcommit.checker.cli", "--version"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == f"toolcommit {version('toolcommit')}"
+    pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
+    assert re.search(rf'^version = "{re.escape(version("toolcommit"))}"$', pyproject, re.M)

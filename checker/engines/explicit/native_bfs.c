@@ -176,7 +176,7 @@ static void memo_drop(struct acct *r, struct memo *m) {
     m->cap = 0;
 }
 #else
-#define canon(r, m, s) (s)
+#define canon(r, m, s) ((void)(r), (void)(m), (s))
 #define memo_grow(r, m) 1
 #define memo_drop(r, m) ((void)0)
 #endif
@@ -529,7 +529,7 @@ static int explore_seq(struct bfs *b, st init) {
     struct table tab = {0, 0, 0, 0, 0};
     struct memo memo = {0, 0, 0, 0, 0};
     struct batch x;
-    uint64_t where;
+    uint64_t where = 0;
 
     if (!batch_init(&x) || !memo_grow(&b->r, &memo) || !table_grow(&b->r, &tab, NULL, 0, 1, 0, 1)
         || !bfs_start(b, init))
@@ -741,7 +741,7 @@ static void task_expand(struct wk *w) {
     struct bfs *b = P->b;
     const st *states = (const st *)b->states.p;
     struct batch *x = &w->batch;
-    uint64_t p, k = 0, m = 0, where, n, np;
+    uint64_t p, k = 0, m = 0, where = 0, n, np;
     w->nsucc.n = w->pflag.n = w->pend.n = w->target.n = w->act.n = w->cand.n = 0;
     memset(w->pcount, 0, P->T * sizeof(uint64_t));
     if (w->hi <= w->lo) return;

@@ -178,7 +178,8 @@ class _CGen(_Gen):
 
     def decls(self, only=None) -> str:
         names = [self.names[v.name] for v in self.sys.variables if only is None or v.name in only]
-        return f"    val {', '.join(names)};" if names else ""
+        # unused: a state's variables are all declared, and an action reads only some
+        return f"    __attribute__((unused)) val {', '.join(names)};" if names else ""
 
     def open_if(self, conjuncts: list[str]) -> str:
         return f"if ({' && '.join(self.c(self.cond_expr[c], True) for c in conjuncts)}) {{"
