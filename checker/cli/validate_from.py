@@ -148,6 +148,9 @@ def run(args) -> int:
         raise UsageError("--key is for intent logs; with --from, --emit the derived log "
                          "and validate it with --key")
     inputs = [*args.logs, *args.ledger, *args.checkpoints, *args.run_items, *args.intent_logs]
+    if "-" in args.intent_logs:
+        raise UsageError("--log -: give the intent log as a file (it is read twice: its "
+                         "proposals, then the check), e.g. from toolcommit export DB -o FILE")
     if args.emit == "-":
         raise UsageError("--emit -: give a file name for the derived log (stdout is where "
                          "the report goes)")

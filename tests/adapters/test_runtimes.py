@@ -358,10 +358,12 @@ def test_a_trace_with_more_attempts_than_the_log_proposed_cannot_conform(library
     assert any("2 attempt(s) of refund in the trace, 1 proposal(s)" in m for m in tr.missing)
 
 
-def test_log_beside_a_trace_needs_from(library_log):
+def test_log_beside_a_trace_needs_from_and_a_file(library_log):
     log, _ = library_log
     code, out, err = run([str(log), "--log", str(log)], fmt=None)
     assert code == 2 and "--log needs --from SOURCE" in err
+    code, out, err = run(["--from", "openai-agents", *GUARDED_OA, "--log", "-"], fmt=None)
+    assert code == 2 and "--log -: give the intent log as a file" in err
 
 
 @pytest.mark.parametrize("extra,needle", [
