@@ -1,5 +1,6 @@
 """Runs of the real runtimes with the refund guarded by ``toolcommit.runtime``, offline: an
-OpenAI Agents function tool calling an ``@effectful`` refund, a Temporal activity wrapping
+OpenAI Agents function tool calling an ``@effectful`` refund, the same with Pydantic AI
+traced by OpenTelemetry (the guard's lines ride on its spans), a Temporal activity wrapping
 one (its attempts run by the SDK's ``ActivityEnvironment``), and a DBOS step wrapping one
 (killed by SIGKILL between the effect and DBOS recording the step's output). Each writes
 the runtime's trace, the library's own log (``log.export``), and the provider's ledger.
@@ -108,6 +109,47 @@ def openai_agents(out: str) -> dict:
     log.close()
     with open(p["items"], "w") as f:
         f.write(json.dumps(items, indent=1) + "\n")
+    _export(p["intents"], p["log"])
+    return p
+
+
+def pydantic_ai(out: str) -> dict:
+    """The OpenAI Agents scenario with Pydantic AI (the refund wrapped by
+    `pydantic_ai_tool`), traced by OpenTelemetry (OTLP JSON): the guard puts its log's
+    lines on each tool span (``toolcommit.*`` events), so the trace alone carries what the
+    guard decided. Returns the paths written."""
+    import pydantic_runs as pr
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from pydantic_ai import Agent
+    from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    from toolcommit.runtime.frameworks import pydantic_ai_tool
+    p = _fresh(_paths(out, "pydantic", ".otlp.json"))
+    exporter = InMemorySpanExporter()
+    tp = TracerProvider(resource=Resource.create({"service.name": "refund-agent"}))
+    tp.add_span_processor(SimpleSpanProcessor(exporter))
+    log = IntentLog.sqlite(p["intents"], writer="agent", provider="stripe")
+    provider = Provider(p["ledger"], lose_first_ack=True)
+
+    def refund(order: str, amount: float) -> dict:
+        """Refund an order."""
+        return provider.apply()
+
+    def order_status(order: str) -> str:
+        """Read an order's status (no effect)."""
+        return "paid"
+
+    agent = Agent(FunctionModel(pr._script(pr.REISSUED)), tools=[
+        pydantic_ai_tool(log, refund, scope=SCOPE, status=provider.status), order_status])
+    agent.instrument = InstrumentationSettings(tracer_provider=tp, include_content=True)
+    agent.run_sync("refund order o-7")
+    log.close()
+    with open(p["trace"], "w") as f:
+        f.write(pr.otlp_json(exporter.get_finished_spans()))
     _export(p["intents"], p["log"])
     return p
 

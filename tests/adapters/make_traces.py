@@ -134,6 +134,7 @@ def guarded_scenarios(out):
     own log and the provider's ledger of each (`guarded_runs`)."""
     import guarded_runs as g
     g.openai_agents(out)
+    g.pydantic_ai(out)
     g.temporal(out)
     g.dbos(out)
 

@@ -349,6 +349,44 @@ def test_a_guarded_trace_is_judged_by_the_log_beside_it_which_still_sees_a_secon
     assert {f.property for f in tr.report.findings if f.certainty == "certain"} == {"I1", "P1"}
 
 
+GUARDED_OTEL = T / "guarded-pydantic.otlp.json"
+
+
+def _spans_without(tmp_path, drop):
+    """The guarded Pydantic AI trace without the span events `drop(name, index)` picks."""
+    doc = json.loads(GUARDED_OTEL.read_text())
+    n = 0
+    for rs in doc["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for sp in ss["spans"]:
+                kept = []
+                for ev in sp.get("events", []):
+                    n += 1
+                    if not drop(ev["name"], n):
+                        kept.append(ev)
+                sp["events"] = kept
+    path = tmp_path / "spans.otlp.json"
+    path.write_text(json.dumps(doc) + "\n")
+    return str(path)
+
+
+def test_a_guarded_otel_trace_is_judged_by_the_guard_lines_on_its_spans(tmp_path):
+    tr = check_trace("otel", [str(GUARDED_OTEL)], REFUND)
+    assert tr.report.verdict.value == "CONFORMS" and tr.stats["judged_by_log"] == 2
+    assert notes(tr, "judged by the guard's toolcommit.* span events")
+    assert {p.event.get("decision") for p in tr.events if p.event["type"] == "proposal"} \
+        == {"accepted", "duplicate"}
+    plain = check_trace("otel", [_spans_without(tmp_path, lambda name, n: True)], REFUND)
+    assert plain.report.verdict.value == "VIOLATES"      # the same run, read as a chat runtime
+
+
+def test_a_guard_line_lost_from_the_spans_leaves_the_run_unproven(tmp_path):
+    trace = _spans_without(tmp_path, lambda name, n: name == "toolcommit.transition" and n == 3)
+    tr = check_trace("otel", [trace], REFUND)
+    assert tr.report.verdict.value == "INCONCLUSIVE"
+    assert "SEQ_GAP" in {f.property for f in tr.report.findings}
+
+
 def test_a_trace_with_more_attempts_than_the_log_proposed_cannot_conform(library_log):
     """Two refund calls in the trace, one proposal in the log: one ran around the guard
     (or the log is another run's), and what it did is not judged."""

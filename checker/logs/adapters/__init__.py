@@ -9,7 +9,8 @@ The report says, property by property, what the source let it judge
 (`capability.judged`, data in ``spec/sources.json``).
 
 A guarded run (its tool wrapped by ``toolcommit.runtime``) is judged by the library's own
-intent log given beside the trace (``--log``, `intentlog.beside`): the trace's calls of a
+intent log, given beside the trace (``--log``, `intentlog.beside`) or carried in it (the
+lines the guard put on OpenTelemetry spans, `intentlog.in_trace`): the trace's calls of a
 tool the log holds proposals of are judged by the log's lines (the guard's decisions, and
 the keys it sent, which the ledger joins), the others from the trace, so the trace gives
 the verdict the log gives. An effect of the ledger that joins no call is a possible
@@ -169,9 +170,12 @@ def check_trace(source: str, paths: Sequence[str], rules: Rules = Rules(),
     if logs:
         by_log = intentlog.beside(logs, len(names) - len(logs), got.entries,
                                   max_line_bytes or DEFAULT_MAX_LINE_BYTES)
+    else:
+        by_log = intentlog.in_trace(kept, got.entries, names)
+    if by_log is not None:
         kept, guarded, missing, log_notes = intentlog.split(kept, by_log)
         notes += log_notes
-    placed = _calls.to_log(kept)
+    placed = (by_log.lines if by_log else []) + _calls.to_log(kept)
     missing += [] if kept or guarded else [_no_calls(found)]
     partial = got.partial
     orphans: tuple = ((), 0)
@@ -194,8 +198,7 @@ def check_trace(source: str, paths: Sequence[str], rules: Rules = Rules(),
     judged = capability.judged(source, effects > 0, all(c.args is not None for c in kept),
                                call_ids=call_ids, calls=len(kept) + len(guarded),
                                partial_ledger=bool(partial),
-                               by_log=", ".join(map(os.path.basename, logs))
-                               if guarded and not kept else "")
+                               by_log=by_log.name if guarded and not kept else "")
     if guarded:
         stats["judged_by_log"] = len(guarded)
     return TraceReport(source, report, judged, notes, placed, stats, missing)

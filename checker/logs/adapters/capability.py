@@ -50,8 +50,9 @@ def judged(source: str, ledger: bool, args_recorded: bool, call_ids: bool = True
     were (not) recorded on every effectful call, the calls' ids were (not) known (an OpenAI
     Agents trace without its run items), and `calls` effectful calls were read: none judges
     nothing. What a ledger makes judgeable is only partly judged when the ledger is
-    `partial_ledger` (some of its pages are missing). `by_log` names the intent logs that
-    judged every effectful call (``--log``): then each property is judged as a log's is."""
+    `partial_ledger` (some of its pages are missing). `by_log` names the guard's log that
+    judged every effectful call (`intentlog.Beside.name`): then each property is judged as
+    a log's is."""
     t = table()
     rows = []
     for prop in t["properties"]:
@@ -67,7 +68,7 @@ def judged(source: str, ledger: bool, args_recorded: bool, call_ids: bool = True
         if not call_ids and "no_call_ids" in entry:
             pick = entry["no_call_ids"]
         if by_log:
-            pick = {"status": "judged", "why": f"by the intent log {by_log}"}
+            pick = {"status": "judged", "why": f"by {by_log}"}
         if not calls:
             pick = {"status": "not judged", "why": "no effectful tool call in this trace"}
         rows.append(Judged(prop, pick["status"], pick["why"]))
