@@ -18,7 +18,7 @@ from toolcommit.model.errors import InputError, UsageError
 from toolcommit.checker.cli import validate_from
 from toolcommit.checker.logs import lane, pool
 from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES, check_paths
-from toolcommit.checker.logs.report import LogVerdict, Report, count
+from toolcommit.checker.logs.report import LogVerdict, Report, count, with_findings
 from toolcommit.checker.logs.validate import validate
 from toolcommit.checker.output import refuse_inputs, write_atomic
 from toolcommit.checker.render.findings import RENDERERS
@@ -99,7 +99,7 @@ def _join_ledgers(args):
 def run(args) -> int:
     if args.output:      # before reading: the report never replaces a file it reads
         refuse_inputs(Path(args.output), [*args.logs, *args.ledger, *args.checkpoints,
-                                          *args.run_items], args.output)
+                                          *args.run_items, *args.intent_logs], args.output)
     if args.source:
         if args.engine != "local" or args.scheduler:
             raise UsageError("--engine dask checks intent logs; with --from, --emit the "
@@ -117,6 +117,8 @@ def run(args) -> int:
         report = validate(args.logs, limit, args.key, jobs=jobs,
                           engine=args.engine, scheduler=args.scheduler,
                           joined=(args.ledger, joined.effects) if joined else None)
+        if joined is not None:     # an effect no call explains never conforms
+            report = with_findings(report, *joined.orphans)
     except InputError as e:
         raise _hinted(e, args.logs) from None
     if args.key:

@@ -52,6 +52,10 @@ def add_arguments(p) -> None:
     g.add_argument("--run-items", action="append", default=[], metavar="FILE",
                    help="OpenAI Agents run items dumped as JSON (the function_call items of "
                    "result.to_input_list()): the call ids the spans lack; repeatable")
+    g.add_argument("--log", dest="intent_logs", action="append", default=[], metavar="FILE",
+                   help="the intent log of the same run (toolcommit.runtime's: toolcommit "
+                   "export DB, or log.export): the trace's calls of a tool it guards are "
+                   "judged by its lines and keys, as validate judges the log; repeatable")
     g.add_argument("--emit", metavar="FILE",
                    help="also write the derived intent log (JSON Lines, spec/log.schema.json)")
 
@@ -131,9 +135,11 @@ def _plain(report, fmt: str, code: int) -> str:
 
 def refuse_without_source(args) -> None:
     """The trace options mean nothing for an intent log: say so (exit 2)."""
-    for opt in ("scope", "effectful", "idempotency_key", "emit", "checkpoints", "run_items"):
+    for opt in ("scope", "effectful", "idempotency_key", "emit", "checkpoints", "run_items",
+                "intent_logs"):
         if getattr(args, opt):
-            raise UsageError(f"--{opt.replace('_', '-')} needs --from SOURCE (the LOG files "
+            flag = "log" if opt == "intent_logs" else opt.replace('_', '-')
+            raise UsageError(f"--{flag} needs --from SOURCE (the LOG files "
                              f"are then traces; sources: {', '.join(sorted(READERS))})")
 
 
@@ -141,7 +147,10 @@ def run(args) -> int:
     if args.key:
         raise UsageError("--key is for intent logs; with --from, --emit the derived log "
                          "and validate it with --key")
-    inputs = [*args.logs, *args.ledger, *args.checkpoints, *args.run_items]
+    inputs = [*args.logs, *args.ledger, *args.checkpoints, *args.run_items, *args.intent_logs]
+    if "-" in args.intent_logs:
+        raise UsageError("--log -: give the intent log as a file (it is read twice: its "
+                         "proposals, then the check), e.g. from toolcommit export DB -o FILE")
     if args.emit == "-":
         raise UsageError("--emit -: give a file name for the derived log (stdout is where "
                          "the report goes)")
@@ -151,7 +160,7 @@ def run(args) -> int:
         check_paths(inputs, args.max_line_bytes)
     rules = Rules(args.scope, _effectful(args.effectful), args.idempotency_key)
     tr = check_trace(args.source, args.logs, rules, args.ledger, args.checkpoints,
-                     args.run_items, args.max_line_bytes)
+                     args.run_items, args.max_line_bytes, args.intent_logs)
     if args.emit:
         write_atomic(args.emit, "".join(json.dumps(p.event, separators=(",", ":")) + "\n"
                                         for p in tr.events), inputs=inputs)

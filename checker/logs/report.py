@@ -7,7 +7,7 @@ Examples
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Mapping, Sequence
 
@@ -50,3 +50,18 @@ class Report:
     dropped: int = 0  # findings not stored beyond MAX_PER_PROPERTY
     history: dict[str, tuple[Citation, ...]] = field(default_factory=dict)  # focus key -> story
     totals: dict[str, int] = field(default_factory=dict)
+
+
+def with_findings(report: Report, extra: Sequence[Finding], dropped: int = 0) -> Report:
+    """`report` with `extra` findings added (certain first, then by property and key) and
+    `dropped` more counted but not listed (possible ones); its verdict follows. Pure."""
+    if not extra and not dropped:
+        return report
+    findings = tuple(sorted(report.findings + tuple(extra),
+                            key=lambda f: (f.certainty != "certain", f.property, f.key)))
+    totals = dict(report.totals)
+    for k, n in count(extra).items():
+        totals[k] = totals.get(k, 0) + n
+    totals["possible"] = totals.get("possible", 0) + dropped
+    return replace(report, findings=findings, totals=totals, verdict=verdict_of(totals),
+                   dropped=report.dropped + dropped)

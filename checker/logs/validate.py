@@ -43,11 +43,23 @@ def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdi
     ledgers, effects = joined or ((), ())
     checker = Conformance([("<stdin>" if p == "-" else p) for p in paths] + list(ledgers),
                           focus, complete_effects=complete_effects)
+    feed_files(checker, paths, max_line_bytes, warnings, stdin)
+    for p in effects:
+        checker.feed(from_dict(p.event), p.file_index, p.line)
+    _check_focus(focus, checker.keys)
+    return checker.finish(warnings)
+
+
+def feed_files(checker: Conformance, paths, max_line_bytes: int, warnings: list,
+               stdin=None, first_index: int = 0) -> None:
+    """Feed the log files `paths` to `checker`, in order (file indexes from `first_index`);
+    a cut-off last line is the checker's `cut_off`, warnings go to `warnings`. Raises
+    `InputError` (file:line) on an unusable line."""
     feed_batch = checker.feed_batch
     collecting = gc.isenabled()
     gc.disable()   # the core builds no reference cycles; collection would only cost time
     try:
-        for fi, path in enumerate(paths):   # one generator per file: the hot loop is here
+        for fi, path in enumerate(paths, first_index):   # the hot loop is here
             try:
                 for numbers, events in read_batches(
                         path, max_line_bytes, stdin, warnings.append,
@@ -58,10 +70,6 @@ def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdi
     finally:
         if collecting:
             gc.enable()
-    for p in effects:
-        checker.feed(from_dict(p.event), p.file_index, p.line)
-    _check_focus(focus, checker.keys)
-    return checker.finish(warnings)
 
 
 def _check_focus(focus, keys) -> None:

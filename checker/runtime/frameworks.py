@@ -23,8 +23,9 @@ import inspect
 import json
 from typing import Any, Callable, Iterable, Optional, Union
 
-from toolcommit.checker.runtime.log import IntentLog
-from toolcommit.checker.runtime.shims import EffectError, aguard, guard, tell
+from toolcommit.checker.runtime.log import IntentLog, IntentLogError
+from toolcommit.checker.runtime.shims import (EffectError, aguard, check_status, guard,
+                                              register, tell)
 
 
 def pydantic_ai_tool(log: IntentLog, fn: Callable, *, scope: Union[str, Callable],
@@ -36,6 +37,10 @@ def pydantic_ai_tool(log: IntentLog, fn: Callable, *, scope: Union[str, Callable
     string or ``scope(ctx, args) -> str``; ``new_request(ctx) -> bool`` marks the user's
     new request. A call that does not take effect through this call (a conflict, a given-up
     or in-doubt intent) returns `tell`'s dict for the model to read, instead of raising.
+
+    `status` is checked here (`toolcommit.runtime.shims.check_status`), and the tool is
+    registered for ``recover --tools`` (`toolcommit.runtime.shims.register`): recovery
+    has no run context, so a tool that takes one is called there with ``ctx=None``.
     """
     from pydantic_ai import RunContext, Tool
 
@@ -43,6 +48,9 @@ def pydantic_ai_tool(log: IntentLog, fn: Callable, *, scope: Union[str, Callable
     params = list(sig.parameters.values())
     takes_ctx = bool(params) and (params[0].name == "ctx" or params[0].annotation is RunContext)
     tool = name or fn.__name__
+    check_status(log, status, sync=not inspect.iscoroutinefunction(fn))
+    register(tool, (lambda args: fn(None, **args)) if takes_ctx else (lambda args: fn(**args)),
+             status)
 
     def prepare(ctx, a, kw):
         bound = (sig.bind(ctx, *a, **kw) if takes_ctx else sig.bind(*a, **kw))
@@ -92,11 +100,21 @@ def langgraph_tool_node(log: IntentLog, tools: Iterable, *, scope: Union[str, Ca
     an unknown outcome: resolved as the log's design says, never re-run blindly. A call that
     does not take effect through this call returns an error ``ToolMessage`` saying, in plain
     words, that the effect may not have happened.
+
+    `status` is checked here (`toolcommit.runtime.shims.check_status`), and each effectful
+    tool is registered for ``recover --tools``. An async-only tool run by the sync
+    ``graph.invoke`` is refused before anything is proposed or sent (`IntentLogError`,
+    saying nothing was sent): run the graph with ``graph.ainvoke``.
     """
     from langchain_core.messages import ToolMessage
     from langgraph.prebuilt import ToolNode
 
+    tools = list(tools)
     only = None if effectful is None else frozenset(effectful)
+    check_status(log, status)
+    for t in tools:
+        if only is None or t.name in only:
+            register(t.name, _recovery_run(t), status)
 
     class _Failed(Exception):
         pass
@@ -130,6 +148,7 @@ def langgraph_tool_node(log: IntentLog, tools: Iterable, *, scope: Union[str, Ca
         call = request.tool_call
         if only is not None and call["name"] not in only:
             return execute(request)
+        _refuse_sync_run(request.tool, call["name"])
         call, where, again = params(request)
         try:
             out = guard(log, call["id"], call["name"], dict(call["args"]), where,
@@ -153,4 +172,25 @@ def langgraph_tool_node(log: IntentLog, tools: Iterable, *, scope: Union[str, Ca
             return failed(call, e)
         return message(call, out)
 
-    return ToolNode(list(tools), wrap_tool_call=wrap, awrap_tool_call=awrap, **node_kw)
+    return ToolNode(tools, wrap_tool_call=wrap, awrap_tool_call=awrap, **node_kw)
+
+
+def _async_only(tool) -> bool:
+    """A LangChain tool with a coroutine and no sync function (``@tool async def``)."""
+    return getattr(tool, "func", True) is None and getattr(tool, "coroutine", None) is not None
+
+
+def _refuse_sync_run(tool, name: str) -> None:
+    if _async_only(tool):
+        raise IntentLogError(f"The {name} was not done: nothing was sent and no intent was "
+                             f"recorded. Tool {name!r} is async and the graph ran it "
+                             "synchronously (graph.invoke): run the graph with graph.ainvoke "
+                             "(or astream).")
+
+
+def _recovery_run(tool) -> Callable[[dict], Any]:
+    """How `recover_settle` performs `tool`'s effect from its arguments (awaitable for an
+    async-only tool)."""
+    if _async_only(tool):
+        return lambda args: tool.ainvoke(args)
+    return lambda args: tool.invoke(args)

@@ -207,9 +207,22 @@ def _read(log: IntentLog, rec: Record, deadline: float, saved):
     ok, value = yield "read", t
     if not ok:
         raise _in_doubt(rec, f"the status read failed ({type(value).__name__})") from value
+    _status_contract(rec, value)
     present = value is not None
     log.settle(t, present, _json_result(saved(value)) if present else None)
     return None
+
+
+def _status_contract(rec: Record, value) -> None:
+    """Refuse a status read that broke the contract (the result, or None): a tuple or a
+    bool says neither, so the record stays in doubt rather than read as present."""
+    if isinstance(value, (tuple, bool)):
+        raise IntentLogError(
+            f"The {rec.tool} may or may not have happened (intent {rec.key}): its status "
+            f"read returned {value!r}, but status must return the effect's result when the "
+            "provider shows it and None when it does not (a (found, result) tuple or a bool "
+            "is not the contract). The record stays in doubt until a status read that keeps "
+            "the contract settles it: fix the status function.")
 
 
 # ----- drivers -----------------------------------------------------------------------------
@@ -235,6 +248,20 @@ def _needs_status(log: IntentLog, status) -> None:
     if status is None and d.settles_by_read:
         raise IntentLogError(f"design {d.source} settles an unknown outcome by a status read "
                              "(status_via=" + d.knobs["status_via"] + "): pass status=")
+
+
+def check_status(log, status, sync: bool = False) -> None:
+    """Refuse, when a tool is wrapped, a `status` it cannot use: not a function, ``async``
+    for a `sync` tool, or missing where `log`'s design settles an unknown outcome by a
+    status read. The last is known here when `log` is an `IntentLog`; a lazy log (a
+    function returning one) is checked when a call first opens it."""
+    if status is not None and not callable(status):
+        raise IntentLogError(f"status={status!r} is not a function: pass "
+                             "status(ticket) -> the effect's result, or None when absent")
+    if sync:
+        _refuse_coroutine(status, "status of a sync tool")
+    if isinstance(log, IntentLog):
+        _needs_status(log, status)
 
 
 def _drive_sync(log: IntentLog, gen, execute, status):
@@ -314,7 +341,8 @@ def guard(log: IntentLog, call_id: str, tool: str, args: dict, scope: str,
     status : callable(Ticket) -> result or None, optional
         The provider's status read where ``ticket.via`` says (``list`` or ``search``),
         sending the ticket's fence: the effect's result if present, None if absent; an
-        exception if it cannot tell. Required where the design reads status.
+        exception if it cannot tell. A tuple or a bool is neither: refused
+        (IntentLogError), the record left in doubt. Required where the design reads status.
     new_request : bool
         The user asked again: an intent given up gets a new attempt (the next epoch).
     saved : callable(result) -> JSON value
@@ -400,14 +428,17 @@ def effectful(log: Union[IntentLog, Callable[[], IntentLog]], tool: str,
     string or a function of those arguments: name the user's request in it
     (``user:42:request:7``), so two real requests are two intents. `log` may be a function
     returning the log (opened lazily). The tool is registered for `recover_settle`.
+
+    `status` is checked here, when the function is decorated (`check_status`); whether
+    the design needs one, here for a log given as an `IntentLog`, and at the first call
+    for a lazy one (its design is known once it is open).
     """
     def wrap(fn):
         sig = inspect.signature(fn)
         params = [p for n, p in sig.parameters.items() if n not in _RESERVED]
         public = sig.replace(parameters=params)
         is_async = inspect.iscoroutinefunction(fn)
-        if not is_async:
-            _refuse_coroutine(status, "status of a sync tool")
+        check_status(log, status, sync=not is_async)
 
         def prepare(a, kw):
             bound = public.bind(*a, **kw)

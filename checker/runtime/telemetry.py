@@ -12,6 +12,8 @@ line), ``toolcommit.fence``, ``toolcommit.call_id``, ``toolcommit.writer``,
 ``toolcommit.seq``.
 
 Without the package, or without a recording span, nothing happens (no hard dependency).
+``validate --from otel`` reads the events back as the log's lines, so a guarded call is
+judged by what the guard decided.
 """
 from __future__ import annotations
 

@@ -4,7 +4,8 @@
 scenario with Pydantic AI (FunctionModel), LangGraph (a fake chat model), the OpenAI
 Agents SDK (a custom Model), DBOS (a SQLite system database, a real SIGKILL) and Temporal
 (histories built with the SDK's types and checked by its Replayer: no server runs here),
-and the intent-log library itself, and writes what they exported. Exception stack traces
+and the intent-log library itself (alone, and guarding the refund of the OpenAI Agents,
+Temporal and DBOS runs: `guarded_runs`), and writes what they exported. Exception stack traces
 are dropped from the spans (they name this machine's paths and say nothing the adapter
 reads). The pinned fixtures
 were made by this script; the framework tests run it again into a temporary directory and
@@ -128,6 +129,16 @@ def library_scenario(out):
                    for n in (1, 2)]))
 
 
+def guarded_scenarios(out):
+    """The same runtimes with the refund guarded by the library: the trace, the library's
+    own log and the provider's ledger of each (`guarded_runs`)."""
+    import guarded_runs as g
+    g.openai_agents(out)
+    g.pydantic_ai(out)
+    g.temporal(out)
+    g.dbos(out)
+
+
 def main(out=FIXTURES):
     sys.path.insert(0, HERE)
     os.makedirs(out, exist_ok=True)
@@ -137,6 +148,7 @@ def main(out=FIXTURES):
     dbos_scenarios(out)
     temporal_scenarios(out)
     library_scenario(out)
+    guarded_scenarios(out)
 
 
 if __name__ == "__main__":

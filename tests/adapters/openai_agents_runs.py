@@ -71,11 +71,12 @@ class Scripted(Model):
         raise NotImplementedError("the scripted model does not stream")
 
 
-def run(calls, fail_first: bool, trace_path: str, ledger: list) -> list:
+def run(calls, fail_first: bool, trace_path: str, ledger: list, effect=None) -> list:
     """Run the agent, tracing to `trace_path`; the refund tool applies every call (one
     ledger line each) and, if `fail_first`, then raises on its first call (the provider
     applied the refund but the tool saw a timeout: the SDK's default failure handler tells
-    the model, which calls again under a new id). Returns the run items as
+    the model, which calls again under a new id). With `effect`, the tool returns
+    ``effect(call_id, order, amount)`` instead (a guarded refund). Returns the run items as
     ``result.to_input_list()``."""
     processor = JsonLines(trace_path)
     set_trace_processors([processor])
@@ -84,6 +85,8 @@ def run(calls, fail_first: bool, trace_path: str, ledger: list) -> list:
     @function_tool
     def refund(ctx: ToolContext, order: str, amount: float) -> str:
         """Refund an order."""
+        if effect is not None:
+            return effect(ctx.tool_call_id, order, amount)
         ledger.append({"idempotency_key": ctx.tool_call_id,
                        "effect_id": f"re_{len(ledger) + 1}"})
         seen.append(ctx.tool_call_id)

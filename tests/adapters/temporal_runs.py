@@ -105,19 +105,19 @@ def _timeout(message="activity StartToClose timeout"):
         timeout_type=TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE))
 
 
-def _attempt(run_id: str, activity_id: str, attempt: int):
-    """Run the real activity once as attempt `attempt`; its result."""
+def _attempt(run_id: str, activity_id: str, attempt: int, fn=refund):
+    """Run the real activity `fn` once as attempt `attempt`; its result."""
     from temporalio.testing import ActivityEnvironment
     env = ActivityEnvironment()
     env.info = dataclasses.replace(env.info, activity_id=activity_id, activity_type="refund",
                                    attempt=attempt, workflow_id=WORKFLOW_ID,
                                    workflow_run_id=run_id, workflow_type="RefundWorkflow",
                                    task_queue=QUEUE)
-    return asyncio.run(env.run(refund, "o-7", 20.0))
+    return asyncio.run(env.run(fn, "o-7", 20.0))
 
 
 def _activity(h: _History, done: int, activity_id: str, attempts: int, last: str,
-              policy_attempts: int) -> None:
+              policy_attempts: int, fn=refund) -> None:
     """Schedule activity `activity_id`; its `attempts` real runs, all but the last timed
     out by the server (their completions lost); `last` is how the last one ends:
     completed or timed_out."""
@@ -134,7 +134,7 @@ def _activity(h: _History, done: int, activity_id: str, attempts: int, last: str
         retry_policy=Policy(maximum_attempts=policy_attempts)))
     result = None
     for n in range(1, attempts + 1):
-        result = _attempt(h.run_id, activity_id, n)
+        result = _attempt(h.run_id, activity_id, n, fn)
     started = h1.ActivityTaskStartedEventAttributes(scheduled_event_id=sch, attempt=attempts,
                                                     identity="worker-1")
     if attempts > 1:
@@ -150,12 +150,13 @@ def _activity(h: _History, done: int, activity_id: str, attempts: int, last: str
             retry_state=RetryState.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED))
 
 
-def scenario(name: str, ledger: list) -> str:
+def scenario(name: str, ledger: list, fn=refund) -> str:
     """The history of scenario `name` as ``WorkflowHistory.to_json()``; the activity's
     runs are appended to `ledger`. clean: one attempt, completed. retry: the first
     attempt applied but the server timed it out and ran a second (attempt 2 completed).
     resend: one attempt allowed, it applied and timed out, and the workflow scheduled the
-    refund again under a new activity id."""
+    refund again under a new activity id. `fn` is the activity each attempt runs (a
+    guarded refund, say)."""
     from temporalio.api import history
     from temporalio.api.common.v1 import WorkflowType
     from temporalio.api.taskqueue.v1 import TaskQueue
@@ -173,13 +174,13 @@ def scenario(name: str, ledger: list) -> str:
         identity="client"))
     done = h.workflow_task()
     if name == "clean":
-        _activity(h, done, "1", 1, "completed", 3)
+        _activity(h, done, "1", 1, "completed", 3, fn)
     elif name == "retry":
-        _activity(h, done, "1", 2, "completed", 3)
+        _activity(h, done, "1", 2, "completed", 3, fn)
     else:
-        _activity(h, done, "1", 1, "timed_out", 1)
+        _activity(h, done, "1", 1, "timed_out", 1, fn)
         done = h.workflow_task()
-        _activity(h, done, "2", 1, "completed", 1)
+        _activity(h, done, "2", 1, "completed", 1, fn)
     done = h.workflow_task()
     h.add("WorkflowExecutionCompleted", attributes=h1.WorkflowExecutionCompletedEventAttributes(
         result=h.payloads("refunded 20.0"), workflow_task_completed_event_id=done))

@@ -306,10 +306,102 @@ def test_the_library_log_joins_a_ledger_by_canonical_intent_and_explains_the_res
             {"tool": "refund", "args": {"amount": 20, "order": "o-7"}, "scope": "user:43"},
             {"idempotency_key": "k-unknown"}]
     code, out, err = run([str(log), "--ledger", _ledger(tmp_path, rows)], fmt=None)
-    assert code == 0
+    assert code == 3 and out.startswith("INCONCLUSIVE: 0 certain, 2 possible")  # never CONFORMS
+    assert out.count("ORPHAN_EFFECT [possible]") == 2
     assert "Ledger: 1 effect(s) joined to the log's keys" in out
     assert "ledger.jsonl:2: its scope 'user:43' is not the scope of the calls of refund" in out
     assert "ledger.jsonl:3: its idempotency key k-unknown is no call's" in out
+
+
+def test_two_ledger_effects_no_call_explains_never_conform(tmp_path, library_log):
+    """The provider applied two refunds under keys the client library minted itself (the
+    tool did not send the log's key): no call explains them, so the run cannot conform."""
+    log, key = library_log
+    rows = [{"idempotency_key": key, "effect_id": "re_1"},
+            {"idempotency_key": "stripe-minted-1", "effect_id": "re_2"},
+            {"idempotency_key": "stripe-minted-2", "effect_id": "re_3"}]
+    verdict, certain, possible, code, d = verdict_of([str(log), "--ledger",
+                                                      _ledger(tmp_path, rows)])
+    assert (verdict, code, possible) == ("INCONCLUSIVE", 3, ["ORPHAN_EFFECT"])
+    assert sorted(f["key"] for f in d["findings"]) == ["stripe-minted-1", "stripe-minted-2"]
+    tr = check_trace("openai-agents", [str(T / "guarded-openai-agents.jsonl")], REFUND,
+                     ledgers=[_ledger(tmp_path, rows[1:])],
+                     logs=[str(T / "guarded-openai-agents-log.jsonl")])
+    assert tr.report.verdict.value == "INCONCLUSIVE"
+    assert [f.property for f in tr.report.findings] == ["ORPHAN_EFFECT"] * 2
+
+
+GUARDED_OA = [str(T / "guarded-openai-agents.jsonl")]
+GUARDED_LOG = [str(T / "guarded-openai-agents-log.jsonl")]
+
+
+def test_a_guarded_trace_is_judged_by_the_log_beside_it_which_still_sees_a_second_effect(
+        tmp_path):
+    key = json.loads((T / "guarded-openai-agents-ledger.jsonl").read_text())["idempotency_key"]
+    tr = check_trace("openai-agents", GUARDED_OA, REFUND, logs=GUARDED_LOG)
+    assert tr.report.verdict.value == "CONFORMS" and tr.stats["judged_by_log"] == 2
+    assert notes(tr, "2 call(s) of refund judged by the intent log")
+    twice = [{"idempotency_key": key, "effect_id": "re_1"},
+             {"idempotency_key": key, "effect_id": "re_2"}]
+    tr = check_trace("openai-agents", GUARDED_OA, REFUND, ledgers=[_ledger(tmp_path, twice)],
+                     logs=GUARDED_LOG)
+    assert tr.report.verdict.value == "VIOLATES"
+    assert {f.property for f in tr.report.findings if f.certainty == "certain"} == {"I1", "P1"}
+
+
+GUARDED_OTEL = T / "guarded-pydantic.otlp.json"
+
+
+def _spans_without(tmp_path, drop):
+    """The guarded Pydantic AI trace without the span events `drop(name, index)` picks."""
+    doc = json.loads(GUARDED_OTEL.read_text())
+    n = 0
+    for rs in doc["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for sp in ss["spans"]:
+                kept = []
+                for ev in sp.get("events", []):
+                    n += 1
+                    if not drop(ev["name"], n):
+                        kept.append(ev)
+                sp["events"] = kept
+    path = tmp_path / "spans.otlp.json"
+    path.write_text(json.dumps(doc) + "\n")
+    return str(path)
+
+
+def test_a_guarded_otel_trace_is_judged_by_the_guard_lines_on_its_spans(tmp_path):
+    tr = check_trace("otel", [str(GUARDED_OTEL)], REFUND)
+    assert tr.report.verdict.value == "CONFORMS" and tr.stats["judged_by_log"] == 2
+    assert notes(tr, "judged by the guard's toolcommit.* span events")
+    assert {p.event.get("decision") for p in tr.events if p.event["type"] == "proposal"} \
+        == {"accepted", "duplicate"}
+    plain = check_trace("otel", [_spans_without(tmp_path, lambda name, n: True)], REFUND)
+    assert plain.report.verdict.value == "VIOLATES"      # the same run, read as a chat runtime
+
+
+def test_a_guard_line_lost_from_the_spans_leaves_the_run_unproven(tmp_path):
+    trace = _spans_without(tmp_path, lambda name, n: name == "toolcommit.transition" and n == 3)
+    tr = check_trace("otel", [trace], REFUND)
+    assert tr.report.verdict.value == "INCONCLUSIVE"
+    assert "SEQ_GAP" in {f.property for f in tr.report.findings}
+
+
+def test_a_trace_with_more_attempts_than_the_log_proposed_cannot_conform(library_log):
+    """Two refund calls in the trace, one proposal in the log: one ran around the guard
+    (or the log is another run's), and what it did is not judged."""
+    log, _ = library_log
+    tr = check_trace("openai-agents", GUARDED_OA, REFUND, logs=[str(log)])
+    assert tr.report.verdict.value == "INCONCLUSIVE"
+    assert any("2 attempt(s) of refund in the trace, 1 proposal(s)" in m for m in tr.missing)
+
+
+def test_log_beside_a_trace_needs_from_and_a_file(library_log):
+    log, _ = library_log
+    code, out, err = run([str(log), "--log", str(log)], fmt=None)
+    assert code == 2 and "--log needs --from SOURCE" in err
+    code, out, err = run(["--from", "openai-agents", *GUARDED_OA, "--log", "-"], fmt=None)
+    assert code == 2 and "--log -: give the intent log as a file" in err
 
 
 @pytest.mark.parametrize("extra,needle", [

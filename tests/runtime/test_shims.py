@@ -158,6 +158,36 @@ def test_a_design_that_reads_status_needs_a_status_function(tmp_path):
         guard(log, "t1", "refund", {"amount": 1}, SCOPE, lambda t: 1)
 
 
+def test_a_missing_or_unusable_status_is_refused_when_the_tool_is_decorated(tmp_path):
+    log = _log(tmp_path, "stripe")
+    with pytest.raises(IntentLogError, match="pass status="):
+        effectful(log, tool="refund", scope=SCOPE)(lambda amount: 1)
+    with pytest.raises(IntentLogError, match="is not a function"):
+        effectful(log, tool="refund", scope=SCOPE, status="list")(lambda amount: 1)
+    lazy = effectful(lambda: log, tool="refund", scope=SCOPE)(lambda amount: 1)
+    with pytest.raises(IntentLogError, match="pass status="):   # known once it is open
+        lazy(1, call_id="t1")
+    assert log.records() == []
+
+
+@pytest.mark.parametrize("answer", [(False, None), (True, {"id": "e1"}), False, True])
+def test_a_status_read_that_breaks_the_contract_leaves_the_record_in_doubt(tmp_path, answer):
+    """status returns the result or None: the old (found, result) tuple, or a bool, is
+    refused by name, never read as present (ACKED with the tuple) or absent."""
+    bank = Bank(lose_first_ack=True)
+    log = _log(tmp_path, "ideal")
+
+    @effectful(log, tool="refund", scope=SCOPE, status=lambda t: answer)
+    def refund(amount):
+        return bank.refund(current_ticket(), {"amount": amount})
+
+    with pytest.raises(IntentLogError, match="status must return the effect's result") as e:
+        refund(20, call_id="t1")
+    assert not isinstance(e.value, GaveUp) and "may or may not have happened" in str(e.value)
+    rec, = log.records()
+    assert rec.state == "RECONCILING" and rec.result is None and len(bank.ledger) == 1
+
+
 def test_new_request_after_a_give_up_is_a_new_attempt_and_scopes_separate_requests(tmp_path):
     log = _log(tmp_path, "ideal", exclusive_tools=["refund"])
     fail = [True]

@@ -8,6 +8,14 @@ contract, `ledger.join` adds the provider's effects, and `Conformance` judges th
 The report says, property by property, what the source let it judge
 (`capability.judged`, data in ``spec/sources.json``).
 
+A guarded run (its tool wrapped by ``toolcommit.runtime``) is judged by the library's own
+intent log, given beside the trace (``--log``, `intentlog.beside`) or carried in it (the
+lines the guard put on OpenTelemetry spans, `intentlog.in_trace`): the trace's calls of a
+tool the log holds proposals of are judged by the log's lines (the guard's decisions, and
+the keys it sent, which the ledger joins), the others from the trace, so the trace gives
+the verdict the log gives. An effect of the ledger that joins no call is a possible
+ORPHAN_EFFECT (`ledger.orphans`).
+
 Nothing passes for want of looking: a run with no effectful call to judge, a ledger that
 joins no call, or a ledger given only in part (`ledger.Ledger.partial`) cannot conform: a
 report that found nothing is then INCONCLUSIVE, and `TraceReport.missing` says what was
@@ -24,15 +32,17 @@ from typing import Optional, Sequence
 from toolcommit.model.errors import InputError, UsageError
 
 from toolcommit.checker.logs.adapters import calls as _calls
-from toolcommit.checker.logs.adapters import (capability, dbos, langgraph, ledger,
+from toolcommit.checker.logs.adapters import (capability, dbos, intentlog, langgraph, ledger,
                                               openai_agents, otel, temporal)
 from toolcommit.checker.logs.adapters.docs import long_line, names as unique_names
 from toolcommit.checker.logs.adapters.rules import Rules
 from toolcommit.checker.logs.conformance import Conformance, EventError
 from toolcommit.checker.logs.events import problem
 from toolcommit.checker.logs.findings import Citation, Finding
-from toolcommit.checker.logs.report import LogVerdict, verdict_of
+from toolcommit.checker.logs.report import LogVerdict, with_findings
+from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES
 from toolcommit.checker.logs.typed import from_dict
+from toolcommit.checker.logs.validate import feed_files
 
 READERS = {"otel": otel.read, "langgraph": langgraph.read, "openai-agents": openai_agents.read,
            "dbos": dbos.read, "temporal": temporal.read}
@@ -119,8 +129,9 @@ def _once(paths: Sequence[str], notes: list) -> list[str]:
 def check_trace(source: str, paths: Sequence[str], rules: Rules = Rules(),
                 ledgers: Sequence[str] = (), checkpoints: Sequence[str] = (),
                 run_items: Sequence[str] = (),
-                max_line_bytes: Optional[int] = None) -> TraceReport:
-    """Adapt and check trace files `paths` of `source` (a key of `READERS`); with
+                max_line_bytes: Optional[int] = None, logs: Sequence[str] = ()) -> TraceReport:
+    """Adapt and check trace files `paths` of `source` (a key of `READERS`), with the
+    intent logs `logs` of the run beside them (see the module docstring); with
     `max_line_bytes`, every line of every file given is at most that long.
 
     Raises
@@ -137,12 +148,12 @@ def check_trace(source: str, paths: Sequence[str], rules: Rules = Rules(),
     if run_items and source != "openai-agents":
         raise UsageError("--run-items is for --from openai-agents")
     twice: list = []
-    paths, checkpoints, run_items, ledgers = (_once(x, twice)
-                                              for x in (paths, checkpoints, run_items, ledgers))
+    paths, checkpoints, run_items, ledgers, logs = (
+        _once(x, twice) for x in (paths, checkpoints, run_items, ledgers, logs))
     names = [dbos.display_name(p) for p in paths] + list(checkpoints) + list(run_items) \
-        + list(ledgers)
+        + list(ledgers) + list(logs)
     if max_line_bytes is not None:
-        for p in [*paths, *checkpoints, *run_items, *ledgers]:
+        for p in [*paths, *checkpoints, *run_items, *ledgers, *logs]:
             if os.path.isfile(p):          # a database URL (dbos) has no lines
                 long_line(p, max_line_bytes)
     shown = unique_names(names)           # writers are named after their files
@@ -154,28 +165,42 @@ def check_trace(source: str, paths: Sequence[str], rules: Rules = Rules(),
         found, notes = READERS[source](paths, 0)
     kept, rule_notes = _apply(rules, found, _left_out_tools(notes))
     notes = twice + rule_notes + [n for c in kept for n in c.notes] + notes
-    placed = _calls.to_log(kept)
-    missing = [] if kept else [_no_calls(found)]
-    partial = []
+    got = ledger.read(ledgers, len(paths) + len(checkpoints) + len(run_items))
+    by_log, guarded, missing = None, [], []
+    if logs:
+        by_log = intentlog.beside(logs, len(names) - len(logs), got.entries,
+                                  max_line_bytes or DEFAULT_MAX_LINE_BYTES)
+    else:
+        by_log = intentlog.in_trace(kept, got.entries, names)
+    if by_log is not None:
+        kept, guarded, missing, log_notes = intentlog.split(kept, by_log)
+        notes += log_notes
+    placed = (by_log.lines if by_log else []) + _calls.to_log(kept)
+    missing += [] if kept or guarded else [_no_calls(found)]
+    partial = got.partial
+    orphans: tuple = ((), 0)
     if ledgers:
-        got = ledger.read(ledgers, len(paths) + len(checkpoints) + len(run_items))
-        joined = ledger.join(got.entries, kept, shown)
+        judged_calls = kept + (by_log.calls if by_log else [])
+        joined = ledger.join(got.entries, judged_calls, shown)
         placed += joined.effects
         notes += joined.notes
-        partial = got.partial
-        missing += _ledger_missing(kept, joined, got)
-    report = _conformance(placed, names)
+        orphans = joined.orphans
+        missing += _ledger_missing(judged_calls, joined, got)
+    report = with_findings(_conformance(placed, names, by_log, max_line_bytes), *orphans)
     if not ledgers:
         report = _suspected(report, kept, names)
     if missing and report.verdict is LogVerdict.CONFORMS:   # a violation found stands
         report = replace(report, verdict=LogVerdict.INCONCLUSIVE)
     effects = sum(p.event["type"] == "effect" for p in placed)
-    stats = {"tool_calls": len(found), "effectful_calls": len(kept),
-             "call_ids": len({c.key for c in kept}), "effects_joined": effects}
+    stats = {"tool_calls": len(found), "effectful_calls": len(kept) + len(guarded),
+             "call_ids": len({c.key for c in kept + guarded}), "effects_joined": effects}
     call_ids = source != "openai-agents" or bool(run_items)
     judged = capability.judged(source, effects > 0, all(c.args is not None for c in kept),
-                               call_ids=call_ids, calls=len(kept),
-                               partial_ledger=bool(partial))
+                               call_ids=call_ids, calls=len(kept) + len(guarded),
+                               partial_ledger=bool(partial),
+                               by_log=by_log.name if guarded and not kept else "")
+    if guarded:
+        stats["judged_by_log"] = len(guarded)
     return TraceReport(source, report, judged, notes, placed, stats, missing)
 
 
@@ -209,20 +234,19 @@ def _suspected(report, kept: list[_calls.Call], names) -> object:
                              (Citation("transition", c.writer, "dispatched", *where),),
                              f"{c.suspect}; no effect records say how many took effect: "
                              "possibly more than one"))
-    if not extra:
-        return report
-    findings = tuple(sorted(report.findings + tuple(extra),
-                            key=lambda f: (f.certainty != "certain", f.property, f.key)))
-    totals = dict(report.totals)
-    totals["possible"] = totals.get("possible", 0) + len(extra)
-    return replace(report, findings=findings, totals=totals, verdict=verdict_of(totals))
+    return with_findings(report, extra)
 
 
-def _conformance(placed, names):
-    """The core's report on the derived events; an event the log contract refuses (a
+def _conformance(placed, names, by_log=None, max_line_bytes=None):
+    """The core's report on the lines of the intent logs beside the trace (`by_log`, an
+    `intentlog.Beside`), then the derived events; an event the log contract refuses (a
     trace value of the wrong type: a call id that is a number, say) is an `InputError` at
     the trace line it came from."""
     checker = Conformance(names)
+    warnings: list = []
+    if by_log is not None:
+        feed_files(checker, by_log.paths, max_line_bytes or DEFAULT_MAX_LINE_BYTES, warnings,
+                   first_index=by_log.first_index)
     for p in placed:
         why = problem(p.event)
         if why:
@@ -232,4 +256,4 @@ def _conformance(placed, names):
             checker.feed(from_dict(p.event), p.file_index, p.line)
         except EventError as e:
             raise InputError(str(e), names[p.file_index], p.line) from None
-    return checker.finish()
+    return checker.finish(warnings)

@@ -37,7 +37,9 @@ class Call:
     was off); `order` sorts attempts in the source's own order; `loc` and `end_loc` are
     ``(file index, line)`` of the attempt's start and end; `view` is what rules read;
     `suspect` says why the attempt may have run more often than the source shows (a DBOS
-    step a stopped dispatch may have been running), "" when nothing says so.
+    step a stopped dispatch may have been running), "" when nothing says so; `lines` are
+    the intent-log lines ``toolcommit.runtime`` put on the attempt's record (a span's
+    ``toolcommit.*`` events), as dicts.
     """
 
     tool: str
@@ -55,6 +57,7 @@ class Call:
     idempotency_key: Optional[str] = None
     notes: tuple = ()
     suspect: str = ""
+    lines: tuple = ()                  # intent-log lines the guard put on it (otel.py)
 
     @property
     def key(self) -> str:

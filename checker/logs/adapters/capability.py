@@ -45,12 +45,14 @@ class Judged:
 
 
 def judged(source: str, ledger: bool, args_recorded: bool, call_ids: bool = True,
-           calls: int = 1, partial_ledger: bool = False) -> list[Judged]:
+           calls: int = 1, partial_ledger: bool = False, by_log: str = "") -> list[Judged]:
     """The rows for `source` when a ledger's effects were (not) joined to calls, arguments
     were (not) recorded on every effectful call, the calls' ids were (not) known (an OpenAI
     Agents trace without its run items), and `calls` effectful calls were read: none judges
     nothing. What a ledger makes judgeable is only partly judged when the ledger is
-    `partial_ledger` (some of its pages are missing)."""
+    `partial_ledger` (some of its pages are missing). `by_log` names the guard's log that
+    judged every effectful call (`intentlog.Beside.name`): then each property is judged as
+    a log's is."""
     t = table()
     rows = []
     for prop in t["properties"]:
@@ -65,6 +67,8 @@ def judged(source: str, ledger: bool, args_recorded: bool, call_ids: bool = True
             pick = entry["no_args"]
         if not call_ids and "no_call_ids" in entry:
             pick = entry["no_call_ids"]
+        if by_log:
+            pick = {"status": "judged", "why": f"by {by_log}"}
         if not calls:
             pick = {"status": "not judged", "why": "no effectful tool call in this trace"}
         rows.append(Judged(prop, pick["status"], pick["why"]))

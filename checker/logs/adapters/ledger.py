@@ -19,8 +19,10 @@ Formats, told apart by content (CSV by the ``.csv`` name):
 `read` gives a `Ledger`; `join` attaches each effect to a call: by idempotency key (the key the call sent: see
 `Rules.idempotency_key`; for Powertools also the hash after ``#``), else by canonical intent
 (canonicalizer v1 over tool, args and scope; a ledger line without a scope joins the one
-scope where a call of that tool and arguments ran). Effects that join no call are left
-out and counted: a provider account holds other work too.
+scope where a call of that tool and arguments ran). An effect that joins no call is a
+possible ``ORPHAN_EFFECT`` (`orphans`), never passed over: it is other work on the account
+(leave it out of the ledger) or a request sent around the log without its key (a client
+that minted its own), perhaps a second effect of an intent.
 """
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ from toolcommit.model.errors import InputError
 
 from toolcommit.checker.logs.adapters.calls import Call, Placed, log_args
 from toolcommit.checker.logs.adapters.docs import Lines, documents, read_text, shallow
+from toolcommit.checker.logs.findings import MAX_PER_PROPERTY, Citation, Finding
 
 POWERTOOLS = ("INPROGRESS", "COMPLETED", "EXPIRED")
 
@@ -235,10 +238,12 @@ def _digest(tool, args, scope) -> Optional[str]:
 
 @dataclass
 class Joined:
-    """The effect events that joined calls, and what was left out."""
+    """The effect events that joined calls, notes on what did not, and the findings on the
+    effects that joined no call with how many more were not listed (`orphans`)."""
 
     effects: list
     notes: list
+    orphans: tuple = ((), 0)
 
 
 def join(entries: list[Entry], calls: list[Call], names: list[str],
@@ -246,7 +251,7 @@ def join(entries: list[Entry], calls: list[Call], names: list[str],
     """Attach each effect to a call (see the module docstring); `names` are display names
     by file index, unique among the run's files (a ledger's writer is ``ledger:NAME``);
     `source` names what the calls came from in the notes, which explain each effect left
-    out (`why_unjoined`). Pure.
+    out (`why_unjoined`), each also a finding (`orphans`). Pure.
 
     An effect joined by canonical intent names the key of its intent's calls when they all
     share one (then a second effect is also a second effect for that key: P1); when the
@@ -279,7 +284,7 @@ def join(entries: list[Entry], calls: list[Call], names: list[str],
         effects.append(Placed(ev, e.file_index, e.line))
     if unjoined:
         notes.append(f"{len(unjoined)} ledger effect(s) join no call of this {source} (by "
-                     "idempotency key or canonical intent) and were left out:")
+                     "idempotency key or canonical intent), each a possible ORPHAN_EFFECT:")
         notes += [f"  {os.path.basename(names[e.file_index])}:{e.line}: "
                   f"{why_unjoined(e, calls, source != 'log')}" for e in unjoined[:_EXPLAINED]]
         if len(unjoined) > _EXPLAINED:
@@ -287,10 +292,29 @@ def join(entries: list[Entry], calls: list[Call], names: list[str],
     if pending:
         notes.append(f"{len(pending)} idempotency record(s) still INPROGRESS (outcome not "
                      f"known): {', '.join(map(str, pending[:5]))}")
-    return Joined(effects, notes)
+    return Joined(effects, notes, orphans(unjoined, calls, names, source))
 
 
 _EXPLAINED = 5
+
+
+def orphans(unjoined: list[Entry], calls: list[Call], names: list[str],
+            source: str = "trace") -> tuple[list[Finding], int]:
+    """A possible ORPHAN_EFFECT for each effect that joined none of `calls` (at most
+    `MAX_PER_PROPERTY` listed), and how many more were counted, not listed. Pure."""
+    out = []
+    for e in unjoined[:MAX_PER_PROPERTY]:
+        name = names[e.file_index]
+        writer = "ledger:" + name
+        out.append(Finding(
+            "ORPHAN_EFFECT", e.idempotency_key or f"{name}:{e.line}", "possible", (writer,),
+            ((name, e.line),), (Citation("effect", writer, "apply", name, e.line),),
+            f"no call of this {source} accounts for it "
+            f"({why_unjoined(e, calls, source != 'log')}): it is other work on the account "
+            "(leave that out of the ledger), or a request sent around the log without its "
+            "key (a client that minted its own idempotency key), perhaps a second effect of "
+            "an intent"))
+    return out, max(0, len(unjoined) - MAX_PER_PROPERTY)
 
 
 def _listed(values, n: int = 3) -> str:

@@ -27,6 +27,10 @@ scope (default)         ``gen_ai.conversation.id``, else LangSmith's thread
 writer                  the resource's ``service.name`` (and ``service.instance.id``)
 ======================  ==================================================================
 
+A span's ``toolcommit.<type>`` events (``toolcommit.runtime`` puts each line its intent
+log commits on the current span: `toolcommit.checker.runtime.telemetry`) are read back as
+those lines (`Call.lines`), so a guarded call is judged by the guard's own lines.
+
 Pydantic AI spans whose call never ran (``pydantic_ai.tool.failure_stage = validation``,
 or a deferral) are not dispatches and are left out, with a note; its
 ``pydantic_ai.tool.retry.*`` attributes are kept as notes. Attempts are ordered by span
@@ -247,6 +251,25 @@ def _retry_note(a: dict) -> str:
             "the call it re-issues has a new call id")
 
 
+GUARD_PREFIX = "toolcommit."
+_ENCODED = ("args", "result")      # JSON-encoded on the span (not scalars)
+
+
+def guard_lines(s: Span) -> tuple:
+    """The intent-log lines on span `s` (its ``toolcommit.<type>`` events), as dicts."""
+    out = []
+    for name, attrs in s["events"]:
+        if not str(name).startswith(GUARD_PREFIX):
+            continue
+        line = {k[len(GUARD_PREFIX):]: v for k, v in attrs.items()
+                if str(k).startswith(GUARD_PREFIX)}
+        for k in _ENCODED:
+            if isinstance(line.get(k), str):
+                line[k] = _json(line[k])
+        out.append(line)
+    return tuple(out)
+
+
 def to_call(s: Span, fi: int, line: int, skipped: list, where: str = "") -> Optional[Call]:
     """The `Call` of one tool span, or None (left out: the reason goes to `skipped`);
     `where` (file:line and a count) names a span that has no span id."""
@@ -271,7 +294,7 @@ def to_call(s: Span, fi: int, line: int, skipped: list, where: str = "") -> Opti
                 order=(s["start"], str(s["trace_id"]), str(s["span_id"]), line),
                 loc=(fi, line), error=_error(s) if failed else "",
                 ident=ident, view=view, scope=str(default_scope),
-                notes=(note,) if note else ())
+                notes=(note,) if note else (), lines=guard_lines(s))
 
 
 def read(paths, first_index: int = 0) -> tuple[list[Call], list[str]]:
