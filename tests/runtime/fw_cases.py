@@ -17,6 +17,9 @@ from .ledger import Bank, conforms
 
 CASES = ("lost_ack", "in_doubt", "gave_up")
 ARGS = {"order": "o-7", "amount": 20.0}
+# what reaches the provider in each case, over both calls: the guard's replay under the
+# same key after the lost answer, and nothing for the retry under a new call id
+SENT = {"lost_ack": ["apply", "replay"], "in_doubt": ["apply", "replay"], "gave_up": ["apply"]}
 
 
 class Case:
@@ -41,6 +44,7 @@ class Case:
     def check(self, told: list) -> None:
         """`told`: what the model (or workflow) got for each of the two calls."""
         assert len(self.bank.ledger) == 1, self.bank.ledger
+        assert [p for p, _, _ in self.bank.requests] == SENT[self.kind], self.bank.requests
         if self.kind == "lost_ack":
             assert [decoded(t) for t in told] == [{"id": "e1"}] * 2
             assert [e["decision"] for e in self.log.events() if e["type"] == "proposal"] == \
