@@ -105,5 +105,7 @@ def langchain_tool(log: C.LogOrOpener, tool, *, scope: Union[str, Callable],
             except EffectError as e:
                 failed(e)
 
-    C.registered(inner.name, lambda **args: inner.invoke(args), status)
+    method = inner._arun if async_only else inner._run
+    C.registered(inner.name, lambda **args: method(**args, **_passing(method, {}, None)),
+                 status)
     return Guarded()

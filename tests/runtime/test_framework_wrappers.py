@@ -5,6 +5,7 @@ Temporal's ActivityEnvironment, DBOS on SQLite), sync and async, under the cases
 reach the model (or the workflow) as the truth. Needs the 'frameworks' extra."""
 import asyncio
 import json
+import time
 
 import pytest
 
@@ -295,3 +296,52 @@ def test_dbos_step_called_again_one_refund_and_the_truth(kind, form, tmp_path, d
     calls = [e["call_id"] for e in case.log.events() if e["type"] == "proposal"]
     assert len(set(calls)) == 2 and all(c.startswith(f"refund-o-7-{kind}-{form}:") for c in calls)
     assert "refund" in shims._TOOLS and "refund_async" in shims._TOOLS
+
+
+# ----- recovery through the registered tools -------------------------------------------------
+def _openai_tool(case, form):
+    from toolcommit.runtime.frameworks import openai_agents_tool
+    openai_agents_tool(case.log, _body(case, form), scope="s", status=case.status)
+
+
+def _langchain_tool(case, form):
+    from langchain_core.tools import StructuredTool
+
+    from toolcommit.runtime.frameworks import langchain_tool
+    fn = _body(case, form)
+    inner = (StructuredTool.from_function(fn) if form == "sync"
+             else StructuredTool.from_function(coroutine=fn))
+    langchain_tool(case.log, inner, scope="s", status=case.status)
+
+
+def _temporal_activity(case, form):
+    from toolcommit.runtime.frameworks import temporal_activity
+    temporal_activity(case.log, _body(case, form), status=case.status)
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("wrap", [_openai_tool, _langchain_tool, _temporal_activity],
+                         ids=["openai-agents", "langchain", "temporal"])
+def test_a_wrapped_tool_is_registered_and_recovery_runs_it_once(wrap, form, tmp_path):
+    """A record a dead writer left RECORDED (its process died before sending) is settled by
+    `recover_settle` through the wrapper's registration: the refund applied once, ACKED."""
+    pytest.importorskip("agents", reason="the 'frameworks' extra is not installed")
+    pytest.importorskip("langchain_core", reason="the 'frameworks' extra is not installed")
+    pytest.importorskip("temporalio", reason="the 'frameworks' extra is not installed")
+    from toolcommit.runtime import IntentLog
+    from toolcommit.runtime.shims import recover_settle
+
+    case = Case("lost_ack", tmp_path, writer="pod-a")
+    wrap(case, form)
+    dying = IntentLog.sqlite(str(tmp_path / "lost_ack.db"), writer="pod-b", lease=0.05,
+                             provider="stripe")
+    dying.propose("call_A", "refund", ARGS, "s")            # then pod-b died
+    later = IntentLog.sqlite(str(tmp_path / "lost_ack.db"), writer="sweeper",
+                             provider="stripe")
+    deadline = time.monotonic() + 30
+    while later.lease_left(later.records()[0].key) > 0:      # pod-b's lease runs out
+        assert time.monotonic() < deadline, "pod-b's lease of 0.05 s never ran out"
+        time.sleep(0.01)
+    assert list(recover_settle(later).values()) == ["ACKED"]
+    rec, = later.records()
+    assert rec.result == {"id": "e1"} and len(case.bank.ledger) == 1
