@@ -7,7 +7,8 @@ import inspect
 from typing import Any, Callable, Iterable, Optional, Union
 
 from toolcommit.checker.runtime.log import IntentLog
-from toolcommit.checker.runtime.shims import _needs_status, _refuse_coroutine, register
+from toolcommit.checker.runtime.shims import (EffectError, _needs_status, _refuse_coroutine, aguard,
+                                              guard, register)
 
 LogOrOpener = Union[IntentLog, Callable[[], IntentLog]]
 
@@ -52,3 +53,28 @@ def again(new_request: Optional[Callable[..., Any]], *about: Any) -> bool:
 def registered(tool: str, fn: Callable, status) -> None:
     """Register `tool` for `recover_settle`: the effect is ``fn(**args)``."""
     register(tool, lambda args: fn(**args), status)
+
+
+def guarded(fn: Callable, prepare: Callable[..., tuple],
+            failed: Optional[Callable[[EffectError], Any]] = None) -> Callable:
+    """A function calling `guard` with ``prepare(*a, **kw)``'s arguments, or an ``async
+    def`` awaiting `aguard` when `fn` is one. An `EffectError` goes to ``failed(e)``, whose
+    return (or raise) is the call's; without `failed` it is raised."""
+    def settle(e: EffectError):
+        if failed is None:
+            raise e
+        return failed(e)
+
+    if inspect.iscoroutinefunction(fn):
+        async def call(*a, **kw):
+            try:
+                return await aguard(*prepare(*a, **kw))
+            except EffectError as e:
+                return settle(e)
+    else:
+        def call(*a, **kw):
+            try:
+                return guard(*prepare(*a, **kw))
+            except EffectError as e:
+                return settle(e)
+    return call

@@ -21,29 +21,17 @@ import inspect
 from typing import Callable, Optional, Union
 
 from toolcommit.checker.runtime import frameworks_common as C
-from toolcommit.checker.runtime.shims import aguard, guard
 
 
 def dbos_step(log: C.LogOrOpener, fn: Callable, *, name: Optional[str] = None,
               scope: Union[str, Callable, None] = None, status=None,
               new_request: Optional[Callable] = None, **step_kw):
-    """`fn` as a DBOS step (``DBOS.step``) running through the intent log.
+    """`fn` as a DBOS step (``DBOS.step``) running through the intent log; `log`, `fn`,
+    `name` and `status` as `temporal_activity` takes them.
 
-    Parameters
-    ----------
-    log : IntentLog or callable() -> IntentLog
-    fn : callable
-        Performs the effect, reading the key and fence to send from `current_ticket()`.
-    name : str, optional
-        The step's and the tool's name (`fn`'s name by default).
-    scope : str or callable(workflow_id, args) -> str, optional
-        The workflow id by default.
-    status : callable(Ticket) -> result or None, optional
-        The provider's status read, where the log's design reads one.
-    new_request : callable(workflow_id) -> bool, optional
-        The user asked again: an intent given up gets a new attempt.
-    **step_kw
-        Passed to ``DBOS.step`` (``retries_allowed``, ``max_attempts``...).
+    `scope` is a string or ``scope(workflow_id, args)`` (the workflow id by default);
+    ``new_request(workflow_id) -> bool`` says the user asked again; other keywords go to
+    ``DBOS.step`` (``retries_allowed``, ``max_attempts``...).
     """
     from dbos import DBOS
 
@@ -51,21 +39,13 @@ def dbos_step(log: C.LogOrOpener, fn: Callable, *, name: Optional[str] = None,
     C.checked(log, fn, status, tool)
     sig = inspect.signature(fn)
 
-    def prepare(a, kw):
+    def prepare(*a, **kw):
         wf = DBOS.workflow_id
         bound, args = C.bound_args(sig, a, kw)
         return (C.the_log(log), f"{wf}:{DBOS.step_id}", tool, args,
                 C.where(scope, wf, args, default=wf),
                 lambda _t: fn(*bound.args, **bound.kwargs), status, C.again(new_request, wf))
 
-    if inspect.iscoroutinefunction(fn):
-        @functools.wraps(fn)
-        async def run(*a, **kw):
-            return await aguard(*prepare(a, kw))
-    else:
-        @functools.wraps(fn)
-        def run(*a, **kw):
-            return guard(*prepare(a, kw))
-
+    run = functools.update_wrapper(C.guarded(fn, prepare), fn)
     C.registered(tool, fn, status)
     return DBOS.step(name=tool, **step_kw)(run)

@@ -18,7 +18,7 @@ import inspect
 from typing import Callable, Optional, Union
 
 from toolcommit.checker.runtime import frameworks_common as C
-from toolcommit.checker.runtime.shims import EffectError, aguard, guard, tell
+from toolcommit.checker.runtime.shims import tell
 
 
 def _takes_ctx(params) -> bool:
@@ -62,25 +62,13 @@ def openai_agents_tool(log: C.LogOrOpener, fn: Callable, *, scope: Union[str, Ca
     takes_ctx = _takes_ctx(params)
     skip = (params[0].name,) if takes_ctx else ()
 
-    def prepare(ctx, a, kw):
+    def prepare(ctx, *a, **kw):
         bound, args = C.bound_args(sig, ((ctx,) + a) if takes_ctx else a, kw, skip)
         return (C.the_log(log), ctx.tool_call_id, tool, args, C.where(scope, ctx, args),
                 lambda _t: fn(*bound.args, **bound.kwargs), status,
                 C.again(new_request, ctx))
 
-    if inspect.iscoroutinefunction(fn):
-        async def wrapper(ctx, *a, **kw):
-            try:
-                return await aguard(*prepare(ctx, a, kw))
-            except EffectError as e:
-                return tell(e)
-    else:
-        def wrapper(ctx, *a, **kw):
-            try:
-                return guard(*prepare(ctx, a, kw))
-            except EffectError as e:
-                return tell(e)
-
+    wrapper = C.guarded(fn, prepare, tell)
     wrapper.__name__, wrapper.__doc__, wrapper.__wrapped__ = tool, fn.__doc__, fn
     wrapper.__module__ = fn.__module__
     ctx_param = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD,

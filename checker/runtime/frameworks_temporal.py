@@ -23,7 +23,7 @@ import inspect
 from typing import Callable, Optional, Union
 
 from toolcommit.checker.runtime import frameworks_common as C
-from toolcommit.checker.runtime.shims import EffectError, InDoubt, aguard, guard, tell
+from toolcommit.checker.runtime.shims import EffectError, InDoubt, tell
 
 
 def _raised(e: EffectError):
@@ -57,7 +57,7 @@ def temporal_activity(log: C.LogOrOpener, fn: Callable, *, name: Optional[str] =
     C.checked(log, fn, status, tool)
     sig = inspect.signature(fn)
 
-    def prepare(a, kw):
+    def prepare(*a, **kw):
         info = activity.info()
         bound, args = C.bound_args(sig, a, kw)
         return (C.the_log(log), info.activity_id, tool, args,
@@ -65,20 +65,9 @@ def temporal_activity(log: C.LogOrOpener, fn: Callable, *, name: Optional[str] =
                 lambda _t: fn(*bound.args, **bound.kwargs), status,
                 C.again(new_request, info))
 
-    if inspect.iscoroutinefunction(fn):
-        @functools.wraps(fn)
-        async def run(*a, **kw):
-            try:
-                return await aguard(*prepare(a, kw))
-            except EffectError as e:
-                raise _raised(e) from e
-    else:
-        @functools.wraps(fn)
-        def run(*a, **kw):
-            try:
-                return guard(*prepare(a, kw))
-            except EffectError as e:
-                raise _raised(e) from e
+    def failed(e: EffectError):
+        raise _raised(e) from e
 
+    run = functools.update_wrapper(C.guarded(fn, prepare, failed), fn)
     C.registered(tool, fn, status)
     return activity.defn(name=tool, **defn_kw)(run)
