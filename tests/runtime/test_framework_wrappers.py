@@ -172,6 +172,36 @@ def test_langchain_tool_under_tool_retry_middleware_one_refund_and_the_truth(kin
     assert "refund" in shims._TOOLS
 
 
+def test_tool_retry_middleware_retry_after_the_ack_meets_the_record(tmp_path):
+    """An exception after the effect does reach the middleware (here the log's sink, a
+    shipper of its lines, fails once after the ACK is committed): its retry, the same call,
+    meets the ACKED record and gets the saved result; the provider saw one request."""
+    pytest.importorskip("langchain.agents", reason="the 'frameworks' extra is not installed")
+    from langchain_core.tools import StructuredTool
+
+    from toolcommit.runtime import IntentLog
+    from toolcommit.runtime.frameworks import langchain_tool
+
+    case = Case("lost_ack", tmp_path)
+    case.bank.lose = False
+    failures = []
+
+    def shipper(line):
+        if line.get("to") == "ACKED" and not failures:
+            failures.append(line)
+            raise ConnectionError("the log shipper is down")
+
+    log = IntentLog.sqlite(str(tmp_path / "shipped.db"), writer="agent", provider="stripe",
+                           sinks=[shipper])
+    tool = langchain_tool(log, StructuredTool.from_function(_body(case, "sync")),
+                          scope="user:42:request:7", status=case.status)
+    told = _run(_agent(tool), "sync")
+    assert failures and len(case.bank.requests) == 1 and len(case.bank.ledger) == 1
+    assert [m.content for m in told] == [json.dumps({"id": "e1"})] * 2
+    assert [e["call_id"] for e in log.events() if e["type"] == "proposal"] == \
+        ["call_A", "call_A", "call_B"]
+
+
 def test_langchain_async_only_tool_under_sync_invoke_is_refused_before_sending(tmp_path):
     pytest.importorskip("langchain_core", reason="the 'frameworks' extra is not installed")
     from langchain_core.tools import StructuredTool
