@@ -1,0 +1,80 @@
+"""What the framework wrappers (``frameworks_*.py``) share: the intent's arguments bound by
+name, the scope and new-request hooks, the checks made when a tool is wrapped, and the
+tool's registration for recovery (`toolcommit.runtime.shims.register`)."""
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Iterable, Optional, Union
+
+from toolcommit.checker.runtime.log import IntentLog
+from toolcommit.checker.runtime.shims import (EffectError, _needs_status, _refuse_coroutine, aguard,
+                                              guard, register)
+
+LogOrOpener = Union[IntentLog, Callable[[], IntentLog]]
+
+
+def the_log(log: LogOrOpener) -> IntentLog:
+    """`log` itself, or the log its opener returns (opened lazily, at the first call)."""
+    return log if isinstance(log, IntentLog) else log()
+
+
+def checked(log: LogOrOpener, fn: Callable, status, tool: str) -> None:
+    """Refuse misuse when the tool is wrapped, not at its first call: an async `status` for
+    a sync tool, a missing `status` the log's design needs (when the log is already open)."""
+    if not inspect.iscoroutinefunction(fn):
+        _refuse_coroutine(status, f"status of the sync tool {tool!r}")
+    if isinstance(log, IntentLog):
+        _needs_status(log, status)
+
+
+def bound_args(sig: inspect.Signature, a: tuple, kw: dict,
+               skip: Iterable[str] = ()) -> tuple[inspect.BoundArguments, dict]:
+    """Bind a call to `sig` with defaults applied; the intent's arguments by name, without
+    the parameters in `skip` (a framework's context)."""
+    bound = sig.bind(*a, **kw)
+    bound.apply_defaults()
+    drop = frozenset(skip)
+    return bound, {k: v for k, v in bound.arguments.items() if k not in drop}
+
+
+def where(scope: Union[str, Callable[..., str], None], *about: Any,
+          default: Optional[str] = None) -> str:
+    """The scope: the string, or `scope(*about)`, or `default` when `scope` is None."""
+    if scope is None:
+        return default
+    return scope(*about) if callable(scope) else scope
+
+
+def again(new_request: Optional[Callable[..., Any]], *about: Any) -> bool:
+    """Whether the user asked again (``new_request(*about)``); False without the hook."""
+    return bool(new_request(*about)) if new_request is not None else False
+
+
+def registered(tool: str, fn: Callable, status) -> None:
+    """Register `tool` for `recover_settle`: the effect is ``fn(**args)``."""
+    register(tool, lambda args: fn(**args), status)
+
+
+def guarded(fn: Callable, prepare: Callable[..., tuple],
+            failed: Optional[Callable[[EffectError], Any]] = None) -> Callable:
+    """A function calling `guard` with ``prepare(*a, **kw)``'s arguments, or an ``async
+    def`` awaiting `aguard` when `fn` is one. An `EffectError` goes to ``failed(e)``, whose
+    return (or raise) is the call's; without `failed` it is raised."""
+    def settle(e: EffectError):
+        if failed is None:
+            raise e
+        return failed(e)
+
+    if inspect.iscoroutinefunction(fn):
+        async def call(*a, **kw):
+            try:
+                return await aguard(*prepare(*a, **kw))
+            except EffectError as e:
+                return settle(e)
+    else:
+        def call(*a, **kw):
+            try:
+                return guard(*prepare(*a, **kw))
+            except EffectError as e:
+                return settle(e)
+    return call

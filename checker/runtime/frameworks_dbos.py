@@ -1,0 +1,51 @@
+"""DBOS steps: a step (sync or ``async def``) whose runs go through the intent log,
+``WORKFLOW_ID:STEP_ID`` as the call id and the workflow id as the scope.
+
+DBOS re-runs a step whose output it did not record (a crash inside it, recovered under the
+same step id) and a workflow may call it again (a new step id); both meet the first record, so
+the provider sees one effect. A run that did not take effect through this run raises the
+library's `Conflict`, `GaveUp` or `InDoubt` (an `EffectError`: its message is the truth, the
+effect may or may not have happened; `tell(e)` gives a model the same words), which DBOS
+records as the step's outcome; with ``retries_allowed`` DBOS retries it through the log.
+
+Limitations
+-----------
+The scope is the workflow id: one intent per workflow, tool and arguments (pass `scope` to
+name each request when a workflow repeats an effect on purpose). A step called outside a
+workflow needs `scope`.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Callable, Optional, Union
+
+from toolcommit.checker.runtime import frameworks_common as C
+
+
+def dbos_step(log: C.LogOrOpener, fn: Callable, *, name: Optional[str] = None,
+              scope: Union[str, Callable, None] = None, status=None,
+              new_request: Optional[Callable] = None, **step_kw):
+    """`fn` as a DBOS step (``DBOS.step``) running through the intent log; `log`, `fn`,
+    `name` and `status` as `temporal_activity` takes them.
+
+    `scope` is a string or ``scope(workflow_id, args)`` (the workflow id by default);
+    ``new_request(workflow_id) -> bool`` says the user asked again; other keywords go to
+    ``DBOS.step`` (``retries_allowed``, ``max_attempts``...).
+    """
+    from dbos import DBOS
+
+    tool = name or fn.__name__
+    C.checked(log, fn, status, tool)
+    sig = inspect.signature(fn)
+
+    def prepare(*a, **kw):
+        wf = DBOS.workflow_id
+        bound, args = C.bound_args(sig, a, kw)
+        return (C.the_log(log), f"{wf}:{DBOS.step_id}", tool, args,
+                C.where(scope, wf, args, default=wf),
+                lambda _t: fn(*bound.args, **bound.kwargs), status, C.again(new_request, wf))
+
+    run = functools.update_wrapper(C.guarded(fn, prepare), fn)
+    C.registered(tool, fn, status)
+    return DBOS.step(name=tool, **step_kw)(run)

@@ -1,0 +1,81 @@
+"""The OpenAI Agents SDK: a function tool (sync or ``async def``) whose calls go through the
+intent log (`toolcommit.runtime.shims.guard`, or `aguard`, awaited inside the guard).
+
+The model's call id (``ToolContext.tool_call_id``) is evidence only: the log keys the call by
+its canonical intent, so the model's retry under a new id meets the first record. A call that
+did not take effect through this call returns `tell`'s dict to the model (the SDK shows it as
+the tool's output): plain words saying whether the effect may have happened.
+
+Limitations
+-----------
+The guard runs inside the SDK's tool call, so the SDK's failure handler never sees an
+unknown outcome as an error string; an `IntentLogError` (the log itself failing) still
+reaches it. In recovery (`recover_settle`) a tool taking the context gets ``None`` for it.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Callable, Optional, Union
+
+from toolcommit.checker.runtime import frameworks_common as C
+from toolcommit.checker.runtime.shims import tell
+
+
+def _takes_ctx(params) -> bool:
+    from agents import RunContextWrapper
+    from agents.tool_context import ToolContext
+    if not params:
+        return False
+    ann = params[0].annotation
+    names = ("ToolContext", "RunContextWrapper")
+    return (params[0].name in ("ctx", "context") or ann in (ToolContext, RunContextWrapper)
+            or (isinstance(ann, str) and ann.split("[")[0] in names))
+
+
+def openai_agents_tool(log: C.LogOrOpener, fn: Callable, *, scope: Union[str, Callable],
+                       name: Optional[str] = None, status=None,
+                       new_request: Optional[Callable] = None, **tool_kw):
+    """A ``FunctionTool`` (``agents.function_tool``) running `fn` through the intent log.
+
+    Parameters
+    ----------
+    log : IntentLog or callable() -> IntentLog
+    fn : callable
+        Performs the effect, reading the key and fence to send from `current_ticket()`; its
+        first parameter may be the ``ToolContext`` (named ``ctx`` or annotated).
+    scope : str or callable(ctx, args) -> str
+        Name the user's request in it, so two real requests are two intents.
+    status : callable(Ticket) -> result or None, optional
+        The provider's status read, where the log's design reads one.
+    new_request : callable(ctx) -> bool, optional
+        The user asked again: an intent given up gets a new attempt.
+    **tool_kw
+        Passed to ``function_tool`` (``description_override``, ``strict_mode``...).
+    """
+    from agents import function_tool
+    from agents.tool_context import ToolContext
+
+    tool = name or fn.__name__
+    C.checked(log, fn, status, tool)
+    sig = inspect.signature(fn)
+    params = list(sig.parameters.values())
+    takes_ctx = _takes_ctx(params)
+    skip = (params[0].name,) if takes_ctx else ()
+
+    def prepare(ctx, *a, **kw):
+        bound, args = C.bound_args(sig, ((ctx,) + a) if takes_ctx else a, kw, skip)
+        return (C.the_log(log), ctx.tool_call_id, tool, args, C.where(scope, ctx, args),
+                lambda _t: fn(*bound.args, **bound.kwargs), status,
+                C.again(new_request, ctx))
+
+    wrapper = C.guarded(fn, prepare, tell)
+    wrapper.__name__, wrapper.__doc__, wrapper.__wrapped__ = tool, fn.__doc__, fn
+    wrapper.__module__ = fn.__module__
+    ctx_param = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                  annotation=ToolContext)
+    rest = params[1:] if takes_ctx else params
+    wrapper.__signature__ = sig.replace(parameters=[ctx_param] + rest)
+    wrapper.__annotations__ = {**{k: v for k, v in getattr(fn, "__annotations__", {}).items()
+                                  if k not in skip}, "ctx": ToolContext}
+    C.registered(tool, (lambda **args: fn(None, **args)) if takes_ctx else fn, status)
+    return function_tool(wrapper, name_override=tool, **tool_kw)

@@ -1,0 +1,73 @@
+"""Temporal activities: an activity (sync or ``async def``) whose runs go through the intent
+log, the activity id as the call id and the workflow id as the scope.
+
+Temporal re-runs an activity whose completion it did not see (a retry: the same activity id,
+the next attempt) and a workflow may schedule it again (a new activity id): both meet the
+first record, as the model's retry under a new id does, so the provider sees one effect. A
+run that did not take effect through this run raises a Temporal ``ApplicationError`` whose
+message is the truth (the effect may or may not have happened) and whose details are
+`tell`'s dict; its ``type`` is ``Conflict``, ``GaveUp`` or ``InDoubt``. ``InDoubt`` is
+retryable (Temporal's next attempt meets the record and settles it as the log's design
+allows); the others are not.
+
+Limitations
+-----------
+The scope is the workflow id: one intent per workflow, tool and arguments (a workflow that
+refunds the same amount twice on purpose passes `scope` naming each request). An activity
+started outside a workflow needs `scope`.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Callable, Optional, Union
+
+from toolcommit.checker.runtime import frameworks_common as C
+from toolcommit.checker.runtime.shims import EffectError, InDoubt, tell
+
+
+def _raised(e: EffectError):
+    from temporalio.exceptions import ApplicationError
+    return ApplicationError(str(e), tell(e), type=type(e).__name__,
+                            non_retryable=not isinstance(e, InDoubt))
+
+
+def temporal_activity(log: C.LogOrOpener, fn: Callable, *, name: Optional[str] = None,
+                      scope: Union[str, Callable, None] = None, status=None,
+                      new_request: Optional[Callable] = None, **defn_kw):
+    """`fn` as a Temporal activity (``activity.defn``) running through the intent log.
+
+    Parameters
+    ----------
+    log : IntentLog or callable() -> IntentLog
+    fn : callable
+        Performs the effect, reading the key and fence to send from `current_ticket()`.
+    name : str, optional
+        The activity's and the tool's name (`fn`'s name by default).
+    scope : str or callable(info, args) -> str, optional
+        The workflow id (``activity.info().workflow_id``) by default.
+    status : callable(Ticket) -> result or None, optional
+        The provider's status read, where the log's design reads one.
+    new_request : callable(info) -> bool, optional
+        The user asked again: an intent given up gets a new attempt.
+    """
+    from temporalio import activity
+
+    tool = name or fn.__name__
+    C.checked(log, fn, status, tool)
+    sig = inspect.signature(fn)
+
+    def prepare(*a, **kw):
+        info = activity.info()
+        bound, args = C.bound_args(sig, a, kw)
+        return (C.the_log(log), info.activity_id, tool, args,
+                C.where(scope, info, args, default=info.workflow_id),
+                lambda _t: fn(*bound.args, **bound.kwargs), status,
+                C.again(new_request, info))
+
+    def failed(e: EffectError):
+        raise _raised(e) from e
+
+    run = functools.update_wrapper(C.guarded(fn, prepare, failed), fn)
+    C.registered(tool, fn, status)
+    return activity.defn(name=tool, **defn_kw)(run)

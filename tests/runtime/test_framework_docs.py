@@ -1,0 +1,45 @@
+"""Every page under docs/frameworks/ runs as printed: its ```python block prints the lines
+of the ```text block that follows it. The blocks run in this process (the frameworks are
+imported once), DBOS's in a fresh one (DBOS is one global instance per process)."""
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "frameworks"
+PAGES = sorted(p.name for p in DOCS.glob("*.md"))
+NEEDS = {"openai-agents.md": "agents", "langchain.md": "langchain.agents",
+         "temporal.md": "temporalio", "dbos.md": "dbos"}
+
+
+def blocks(text: str, lang: str) -> list[str]:
+    """The fenced blocks of `lang` in a Markdown text, in order."""
+    return re.findall(rf"^```{lang}\n(.*?)^```$", text, flags=re.S | re.M)
+
+
+def test_every_framework_page_is_known():
+    assert PAGES == sorted(NEEDS)
+
+
+def _printed(code: str, page: str, tmp_path, capsys) -> str:
+    if page == "dbos.md":
+        run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=120,
+                             env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        assert run.returncode == 0, run.stderr[-2000:]
+        return run.stdout
+    capsys.readouterr()
+    exec(compile(code, str(DOCS / page), "exec"), {"__name__": "__docs__"})
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_framework_page_example_prints_what_the_page_shows(page, tmp_path, capsys):
+    pytest.importorskip(NEEDS[page], reason="the 'frameworks' extra is not installed")
+    text = (DOCS / page).read_text()
+    code, = blocks(text, "python")
+    shown, = blocks(text, "text")
+    assert _printed(code, page, tmp_path, capsys) == shown
