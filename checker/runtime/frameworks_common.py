@@ -7,8 +7,7 @@ import inspect
 from typing import Any, Callable, Iterable, Optional, Union
 
 from toolcommit.checker.runtime.log import IntentLog
-from toolcommit.checker.runtime.shims import (EffectError, _needs_status, _refuse_coroutine, aguard,
-                                              guard, register)
+from toolcommit.checker.runtime.shims import EffectError, aguard, check_status, guard, register
 
 LogOrOpener = Union[IntentLog, Callable[[], IntentLog]]
 
@@ -19,12 +18,10 @@ def the_log(log: LogOrOpener) -> IntentLog:
 
 
 def checked(log: LogOrOpener, fn: Callable, status, tool: str) -> None:
-    """Refuse misuse when the tool is wrapped, not at its first call: an async `status` for
-    a sync tool, a missing `status` the log's design needs (when the log is already open)."""
-    if not inspect.iscoroutinefunction(fn):
-        _refuse_coroutine(status, f"status of the sync tool {tool!r}")
-    if isinstance(log, IntentLog):
-        _needs_status(log, status)
+    """Refuse misuse when the tool is wrapped, not at its first call (`shims.check_status`:
+    a `status` that is not a function, async for a sync tool, or missing where the log's
+    design needs one, when the log is already open)."""
+    check_status(log, status, sync=not inspect.iscoroutinefunction(fn))
 
 
 def bound_args(sig: inspect.Signature, a: tuple, kw: dict,
