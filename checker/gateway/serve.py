@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import os
 import socket
 import sys
 import threading
@@ -47,13 +48,26 @@ MAX_BODY = 4 * 1024 * 1024
 
 
 # ----- stdio --------------------------------------------------------------------------------
+def _lines(fd: int):
+    """The lines read from `fd` (raw reads: no buffered object a daemon thread could hold
+    locked when the interpreter exits), each without its line end; ends at EOF."""
+    rest = b""
+    while True:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        *whole, rest = (rest + chunk).split(b"\n")
+        yield from whole
+    if rest:
+        yield rest
+
+
 @asynccontextmanager
-async def stdio_streams(stdin=None, stdout=None):
+async def stdio_streams(stdin_fd: int = 0, stdout=None):
     """(read, write) streams on this process's stdin and stdout: `read` yields a
     SessionMessage per line, or the exception of a line that did not parse, and ends at
     EOF; `write` takes SessionMessages. The reader is a daemon thread: it never holds the
     process open."""
-    stdin = stdin or sys.__stdin__.buffer
     stdout = stdout or sys.__stdout__.buffer
     in_send, in_recv = anyio.create_memory_object_stream(16)
     out_send, out_recv = anyio.create_memory_object_stream(16)
@@ -61,7 +75,7 @@ async def stdio_streams(stdin=None, stdout=None):
 
     def reader():
         try:
-            for raw in stdin:
+            for raw in _lines(stdin_fd):
                 line = raw.decode("utf-8", "replace").strip()
                 if not line:
                     continue

@@ -7,8 +7,6 @@ gateway starts the server (a group of its own); `gateway_env` kills any server s
 at the end. Everything listens on 127.0.0.1. Needs the ``gateway`` extra."""
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import re
@@ -20,82 +18,11 @@ from pathlib import Path
 
 import pytest
 
-anyio = pytest.importorskip("anyio")
+from .gw import LIMIT, anyio, cli, run, text, until
+
 pytest.importorskip("mcp")
 from mcp import Client                                       # noqa: E402
 from mcp.client.stdio import StdioServerParameters           # noqa: E402
-
-from toolcommit.checker.cli import main                       # noqa: E402
-from toolcommit.runtime import IntentLog                      # noqa: E402
-
-SERVER = Path(__file__).with_name("refund_server.py")
-LIMIT = 30          # seconds a scenario may take before it is stopped (never asserted)
-
-
-class Env:
-    def __init__(self, tmp: Path):
-        self.tmp, self.ledger, self.db = tmp, tmp / "ledger.jsonl", tmp / "intents.db"
-        self.env = {**os.environ, "REFUND_LEDGER": str(self.ledger)}
-
-    def argv(self, *extra):
-        return ["-m", "toolcommit.checker.cli", "gateway", "--effectful", "refund",
-                "--db", str(self.db), *extra, "--", sys.executable, str(SERVER)]
-
-    def client(self, *extra):
-        env = {**os.environ, "REFUND_LEDGER": str(self.ledger)}
-        return Client(StdioServerParameters(command=sys.executable, args=self.argv(*extra),
-                                            env=env, cwd=str(self.tmp)), mode="auto")
-
-    def applied(self, order=None):
-        if not self.ledger.exists():
-            return []
-        rows = [json.loads(x) for x in self.ledger.read_text().splitlines()]
-        return [r for r in rows if order is None or r["args"]["order"] == order]
-
-    def server_pid(self):
-        return int((self.tmp / "ledger.jsonl.pid").read_text())
-
-    def records(self):
-        log = IntentLog.sqlite(str(self.db), writer="test-reader", provider="email")
-        try:
-            return log.records()
-        finally:
-            log.close()
-
-
-@pytest.fixture
-def gateway_env(tmp_path):
-    env = Env(tmp_path)
-    yield env
-    pid_file = tmp_path / "ledger.jsonl.pid"
-    if pid_file.exists():
-        try:
-            os.killpg(int(pid_file.read_text()), signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def run(scenario):
-    async def bounded():
-        with anyio.fail_after(LIMIT):
-            return await scenario()
-    return anyio.run(bounded)
-
-
-async def until(predicate):
-    while not predicate():
-        await anyio.sleep(0.01)
-
-
-def cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
-def text(result):
-    return result.content[0].text
 
 
 def test_a_refund_called_twice_with_the_same_arguments_is_applied_once(gateway_env):
@@ -110,6 +37,8 @@ def test_a_refund_called_twice_with_the_same_arguments_is_applied_once(gateway_e
             return first, again, other, balance
     first, again, other, balance = run(scenario)
     assert not first.is_error and text(again) == text(first)
+    assert (first.meta["toolcommit/replayed"], again.meta["toolcommit/replayed"]) == (False, True)
+    assert first.meta["toolcommit/key"] == again.meta["toolcommit/key"]
     assert len(e.applied("o-7")) == 1 and len(e.applied("o-8")) == 1
     assert json.loads(text(balance))["refunds"] == 1
     assert sorted(r.state for r in e.records()) == ["ACKED", "ACKED"]
@@ -177,17 +106,10 @@ def test_a_call_cancelled_after_dispatch_runs_to_its_end_and_its_retry_gets_the_
 
 
 def test_over_http_a_scope_rule_makes_a_retry_in_a_new_session_apply_once(gateway_env):
-    """Streamable HTTP on 127.0.0.1; the default scope (the session) would make the second
-    session a new intent, `--scope args.order` makes it the same one."""
+    """Streamable HTTP on 127.0.0.1 with `--scope args.order` (an operator's rule): the
+    second session's call is the first one's intent and gets its recorded answer."""
     e = gateway_env
-    proc = subprocess.Popen([sys.executable, *e.argv("--http", "0", "--scope", "args.order")],
-                            env={**os.environ, "REFUND_LEDGER": str(e.ledger)},
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        line = proc.stderr.readline()
-        assert line.startswith("toolcommit gateway: http://127.0.0.1:"), line
-        url = line.split(": ", 1)[1].strip()
-
+    with e.http("--scope", "args.order") as (url, proc):
         async def scenario():
             answers = []
             for _ in range(2):                       # two sessions, one after the other
@@ -198,11 +120,6 @@ def test_over_http_a_scope_rule_makes_a_retry_in_a_new_session_apply_once(gatewa
         assert text(a) == text(b) and len(e.applied("o-7")) == 1
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=LIMIT) == 0
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        proc.stderr.close()
 
 
 @pytest.mark.parametrize("argv,needle", [
