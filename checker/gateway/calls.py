@@ -198,9 +198,14 @@ class Effectful:
                     await anyio.to_thread.run_sync(self._renew, key, abandon_on_cancel=True)
             tg.start_soon(heartbeat)
             try:
-                return await send("tools/call", down)
+                answer, error = await send("tools/call", down), None
+            except Exception as e:          # raised as is, not in the task group's group
+                answer, error = None, e
             finally:
                 tg.cancel_scope.cancel()
+        if error is not None:
+            raise error
+        return answer
 
     def _renew(self, key: str) -> None:
         try:

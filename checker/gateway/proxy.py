@@ -20,6 +20,7 @@ and the session keeps serving.
 """
 from __future__ import annotations
 
+import json
 import sys
 import uuid
 from typing import Optional
@@ -32,7 +33,7 @@ from mcp_types import ErrorData
 from toolcommit.checker.gateway.calls import Effectful, malformed
 from toolcommit.checker.gateway.downstream import Downstream, DownstreamGone
 
-PARSE_ERROR, INVALID_PARAMS = -32700, -32602
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 METHOD_NOT_FOUND, INTERNAL_ERROR = -32601, -32603
 
 
@@ -54,6 +55,24 @@ async def serve_session(read, write, effectful: Effectful, command: list[str],
         finally:
             await s.down.stop()
             tg.cancel_scope.cancel()
+
+
+class Unreadable(Exception):
+    """A client line that is no JSON-RPC message: `code` is -32700 (not JSON) or -32600
+    (JSON, but not a valid message), `rid` its id if it has a usable one."""
+
+    def __init__(self, line: str, error: Exception):
+        try:
+            data = json.loads(line)
+        except ValueError:
+            data, self.code = None, PARSE_ERROR
+        else:
+            self.code = INVALID_REQUEST
+        rid = data.get("id") if isinstance(data, dict) else None
+        self.rid = rid if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        super().__init__(("not JSON: " if self.code == PARSE_ERROR else
+                          "not a valid JSON-RPC message: ") + first)
 
 
 def _error(rid, code: int, message: str) -> JSONRPCError:
@@ -84,8 +103,9 @@ class _Session:
         """One item from the client: a message, or the exception of a line that did not
         parse. A failure handling it is answered (a request) or reported, never fatal."""
         if not isinstance(item, SessionMessage):
-            await self.to_client(_error(None, PARSE_ERROR, f"not a JSON-RPC message: "
-                                        f"{str(item).splitlines()[0] if str(item) else item!r}"))
+            await self.to_client(_error(getattr(item, "rid", None),
+                                        getattr(item, "code", PARSE_ERROR),
+                                        f"toolcommit gateway: {item}"))
             return
         msg = item.message
         try:
@@ -157,4 +177,4 @@ class _Session:
                                      "gateway's --call-timeout; it restarted the server)")
 
 
-__all__ = ["serve_session", "DownstreamGone"]
+__all__ = ["serve_session", "DownstreamGone", "Unreadable"]

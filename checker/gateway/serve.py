@@ -39,7 +39,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.responses import JSONResponse
 
 from toolcommit.checker.gateway.calls import Effectful
-from toolcommit.checker.gateway.proxy import serve_session
+from toolcommit.checker.gateway.proxy import Unreadable, serve_session
 
 SESSION_HEADER, VERSION_HEADER = b"mcp-session-id", b"mcp-protocol-version"
 LOOPBACK = "127.0.0.1"
@@ -82,8 +82,8 @@ async def stdio_streams(stdin_fd: int = 0, stdout=None):
                 try:
                     item = SessionMessage(types.jsonrpc_message_adapter.validate_json(
                         line, by_name=False))
-                except Exception as e:           # noqa: BLE001 - answered as a parse error
-                    item = e
+                except Exception as e:           # noqa: BLE001 - answered as an error
+                    item = Unreadable(line, e)
                 anyio.from_thread.run(in_send.send, item, token=token)
         except Exception:                        # noqa: BLE001 - the loop is gone or closed
             pass
