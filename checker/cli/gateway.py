@@ -25,11 +25,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "gateway", help="front an MCP server: effectful tool calls at most once per intent",
         description="Start the MCP server COMMAND (stdio) and serve it, on stdio or on "
-        "streamable HTTP at 127.0.0.1, passing every message through except each tools/call "
-        "of an --effectful tool: that goes through the intent log in --db (toolcommit.runtime "
-        "on SQLite), keyed by the canonical tool, arguments and scope. The first call of an "
-        "intent reaches the server; a retry (any request id) gets its recorded answer; a "
-        "call the server never answered is a tool error saying the effect may have happened. "
+        "streamable HTTP (127.0.0.1 unless --host), passing every message through except "
+        "each tools/call of an --effectful tool: that goes through the intent log in --db "
+        "(toolcommit.runtime on SQLite), keyed by the canonical tool and arguments (or the "
+        "client's _meta['toolcommit/intent'], or --scope). The first call of an intent "
+        "reaches the server; a retry (any request id, session or client) gets its recorded "
+        "answer; a call the server never answered in time is a tool error saying the effect "
+        "may have happened, never re-sent. "
         "'toolcommit export DB' writes the log for 'toolcommit validate'.")
     p.add_argument("--effectful", required=True, metavar="TOOL,...",
                    help="the tools whose calls change the world")
@@ -53,6 +55,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    "(0: a free port, printed on stderr)")
     p.add_argument("--host", default="127.0.0.1", metavar="ADDRESS",
                    help="with --http: the address to bind (default 127.0.0.1, loopback only)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="with --http: a Host name allowed besides loopback ones and --host "
+                   "(repeatable); others get 421")
     p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                    help="with --http: an Origin allowed besides loopback ones "
                    "(scheme://host[:port]; repeatable); others get 403")
@@ -112,8 +117,13 @@ def _limits(args):
     from toolcommit.checker.gateway.serve import Limits
     if args.max_sessions < 1:
         raise UsageError(f"--max-sessions {args.max_sessions}: give 1 or more")
-    return Limits(host=args.host, origins=frozenset(o.rstrip("/") for o in args.allow_origin),
-                  token=_token(args), sessions=args.max_sessions,
+    token = _token(args)
+    if token is None and args.host not in ("127.0.0.1", "::1", "localhost"):
+        print(f"toolcommit gateway: warning: {args.host} is not loopback and no --token-file "
+              "is set: whoever reaches it can call the tools", file=sys.stderr, flush=True)
+    return Limits(host=args.host, hosts=frozenset(h.lower() for h in args.allow_host),
+                  origins=frozenset(o.rstrip("/") for o in args.allow_origin),
+                  token=token, sessions=args.max_sessions,
                   idle=_positive("--idle-timeout", args.idle_timeout))
 
 

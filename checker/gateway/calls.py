@@ -70,7 +70,8 @@ def malformed(params) -> Optional[str]:
         return "params._meta must be an object"
     name = meta.get(META_INTENT)
     if name is not None and not (isinstance(name, str) and 0 < len(name) <= MAX_INTENT_NAME):
-        return f"params._meta[{META_INTENT!r}] must be a string of 1 to {MAX_INTENT_NAME} characters"
+        return (f"params._meta[{META_INTENT!r}] must be a string of 1 to {MAX_INTENT_NAME} "
+                "characters")
     return None
 
 

@@ -131,6 +131,8 @@ class Limits:
     ----------
     host : str
         The bound address (its name is an allowed ``Host`` too).
+    hosts : frozenset of str
+        ``Host`` names allowed besides loopback ones and `host` (for a non-loopback bind).
     origins : frozenset of str
         Origins allowed besides loopback ones (``scheme://host[:port]``; ``*``: any).
     token : str or None
@@ -142,6 +144,7 @@ class Limits:
     """
 
     host: str = LOOPBACK
+    hosts: frozenset = frozenset()
     origins: frozenset = frozenset()
     token: Optional[str] = None
     sessions: int = 16
@@ -158,8 +161,9 @@ def _host_name(value: str) -> str:
 def refusal(limits: Limits, headers: dict) -> Optional[tuple[int, str]]:
     """(HTTP status, why) for a request the transport must refuse on its headers, or None."""
     host = headers.get(b"host", b"").decode("latin-1")
-    if _host_name(host) not in LOOPBACK_NAMES | {limits.host.lower()}:
-        return 421, f"Host {host!r} is not this gateway's (DNS rebinding protection)"
+    if _host_name(host) not in LOOPBACK_NAMES | {limits.host.lower()} | limits.hosts:
+        return 421, (f"Host {host!r} is not this gateway's (DNS rebinding protection); the "
+                     "operator may allow it with --allow-host")
     origin = headers.get(b"origin", b"").decode("latin-1")
     if origin and not _origin_allowed(origin, limits.origins):
         return 403, (f"Origin {origin!r} is not allowed (DNS rebinding protection); the "

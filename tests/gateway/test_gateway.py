@@ -137,38 +137,112 @@ def test_bad_usage_is_one_line_and_exit_2(tmp_path, argv, needle):
     assert not (tmp_path / "x.db").exists()
 
 
-def readme_commands():
-    """The sh block of the README's gateway section, one command a line."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
-    block = re.search(r"### MCP: `toolcommit gateway`.*?```sh\n(.*?)```", readme, re.S)
-    return [shlex.split(line) for line in block.group(1).splitlines() if line.strip()]
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_readme_commands_run_as_shown(gateway_env):
-    """The README's gateway line, driven by the SDK's client (python is this Python, the
-    files live in a temporary directory), then its export and validate lines."""
-    e = gateway_env
-    gateway, export, validate = readme_commands()
-    assert gateway[:2] == ["toolcommit", "gateway"] and gateway[gateway.index("--") + 1] == "python"
-    root = Path(__file__).resolve().parents[2]
-    argv = [sys.executable if a == "python" else str(root / a) if a.startswith("tests/") else a
-            for a in gateway[1:]]
-    env = {**os.environ, "REFUND_LEDGER": str(e.tmp / "ledger.jsonl")}
+def readme_blocks() -> list[tuple[str, str]]:
+    """(language, text) of each fenced block of the README's gateway section, in order."""
+    readme = (ROOT / "README.md").read_text("utf-8")
+    section = re.search(r"### MCP: `toolcommit gateway`\n(.*?)\n### ", readme, re.S).group(1)
+    return re.findall(r"```(\w+)\n(.*?)```", section, re.S)
+
+
+class Quickstart:
+    """A directory laid out as the repository's root for the README's commands (the test
+    server linked in at its path), a PATH where `toolcommit` and `python` are this
+    environment's, and no REFUND_LEDGER: the README's commands run as written."""
+
+    def __init__(self, tmp: Path):
+        self.dir = tmp
+        (tmp / "tests" / "gateway").mkdir(parents=True)
+        (tmp / "tests" / "gateway" / "refund_server.py").symlink_to(
+            ROOT / "tests" / "gateway" / "refund_server.py")
+        self.env = {k: v for k, v in os.environ.items() if k != "REFUND_LEDGER"}
+        self.env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + self.env["PATH"]
+
+    def run(self, argv, **kw):
+        return subprocess.run(argv, cwd=self.dir, env=self.env, capture_output=True,
+                              text=True, timeout=LIMIT, **kw)
+
+    def applied(self):
+        ledger = self.dir / "ledger.jsonl"
+        return ledger.read_text().splitlines() if ledger.exists() else []
+
+
+def started_by(client: str) -> list[str]:
+    """The command line of the `StdioServerParameters` in a client block."""
+    import ast
+    call = next(n for n in ast.walk(ast.parse(client)) if isinstance(n, ast.Call)
+                and getattr(n.func, "id", None) == "StdioServerParameters")
+    kw = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+    return [kw["command"], *kw["args"]]
+
+
+def free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_readme_quick_start_runs_as_written_over_stdio(tmp_path):
+    """The gateway line, the SDK client that starts it (the same line), then the export
+    and validate lines, in a directory laid out as the repository's root."""
+    blocks = readme_blocks()
+    (_, gateway), (_, client), (_, check) = blocks[0], blocks[1], blocks[2]
+    q = Quickstart(tmp_path)
+    assert [blocks[i][0] for i in range(3)] == ["sh", "python", "sh"]
+    assert shlex.split(gateway) == ["toolcommit", "gateway", "--effectful", "refund",
+                                    "--db", "intents.db", "--", "python",
+                                    "tests/gateway/refund_server.py"]
+    assert started_by(client) == shlex.split(gateway)        # the client starts that line
+    out = q.run([sys.executable, "-c", client])
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 2 and lines[0].endswith("False") and lines[1].endswith("True")
+    assert len(q.applied()) == 1
+    for line in check.strip().splitlines():
+        done = q.run(shlex.split(line))
+        assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("CONFORMS")
+
+
+def test_the_readme_client_configuration_starts_the_gateway(tmp_path):
+    """The JSON block a desktop MCP client reads, with /path/to/ made this directory."""
+    q = Quickstart(tmp_path)
+    (lang, config), = [b for b in readme_blocks() if b[0] == "json"]
+    server = json.loads(config.replace("/path/to/", f"{tmp_path}/"))["mcpServers"]["refunds"]
+    env = {**q.env, **server["env"]}
+    params = StdioServerParameters(command=server["command"], args=server["args"], env=env)
 
     async def scenario():
-        params = StdioServerParameters(command=sys.executable,
-                                       args=["-m", "toolcommit.checker.cli", *argv],
-                                       env=env, cwd=str(e.tmp))
         async with Client(params) as c:
-            for _ in range(2):
-                await c.call_tool("refund", {"order": "o-7", "amount": 20})
-    run(scenario)
-    assert len(e.applied("o-7")) == 1
-    here = os.getcwd()
-    os.chdir(e.tmp)
+            return [await c.call_tool("refund", {"order": "o-7", "amount": 20})
+                    for _ in range(2)]
+    a, b = run(scenario)
+    assert text(a) == text(b) and b.meta["toolcommit/replayed"]
+    assert len(q.applied()) == 1 and (tmp_path / "intents.db").exists()
+
+
+@pytest.mark.slow
+def test_the_readme_http_gateway_and_client_run_as_written(tmp_path):
+    """The HTTP lines (port 8808 made a free one) and the client block."""
+    q = Quickstart(tmp_path)
+    blocks = readme_blocks()
+    i = next(i for i, (lang, b) in enumerate(blocks) if "--http 8808" in b)
+    port = str(free_port())
+    gateway, client = blocks[i][1].replace("8808", port), blocks[i + 1][1].replace("8808", port)
+    proc = subprocess.Popen(shlex.split(gateway), cwd=tmp_path, env=q.env,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        assert cli(*export[1:])[0] == 0
-        code, out, _ = cli(*validate[1:])
+        assert proc.stderr.readline().strip().endswith(f"http://127.0.0.1:{port}/mcp")
+        runs = [q.run([sys.executable, "-c", client]) for _ in range(2)]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=LIMIT) == 0
     finally:
-        os.chdir(here)
-    assert code == 0 and out.startswith("CONFORMS")
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        proc.stderr.close()
+    assert [r.stdout.strip() for r in runs] == ["False", "True"], [r.stderr for r in runs]
+    assert len(q.applied()) == 1
