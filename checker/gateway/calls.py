@@ -41,9 +41,7 @@ from mcp_types import JSONRPCError, JSONRPCResponse
 
 from toolcommit.model.canon import CanonError, canonical_intent
 from toolcommit.model.errors import UsageError
-from toolcommit.checker.runtime import IntentLog, IntentLogError
-from toolcommit.checker.runtime.log import Superseded
-from toolcommit.checker.runtime.shims import GaveUp, InDoubt, guard
+from toolcommit.checker.runtime import GaveUp, InDoubt, IntentLog, Superseded, guard
 from toolcommit.checker.logs.adapters.rules import Rules
 
 META_KEY, META_FENCE = "toolcommit/idempotency_key", "toolcommit/fence"
@@ -183,9 +181,9 @@ class Effectful:
                 return tool_error(in_doubt(tool, e.record.key if e.record else "?",
                                            "another writer holds it"))
             return tool_error(given_up(tool, e))
-        except IntentLogError as e:
+        except Exception as e:      # noqa: BLE001 - the log's (StoreError) or the guard's
             if sent:
-                return tool_error(in_doubt(tool, sent[0].key, str(e)))
+                return tool_error(in_doubt(tool, sent[0].key, f"the log failed: {e}"))
             return tool_error(f"toolcommit gateway: {e}; nothing was sent")
 
     async def _send(self, key: str, send, down: dict):

@@ -251,10 +251,18 @@ class HttpGateway:
         self.sessions[sid] = transport
         self.seen[sid] = [time.monotonic(), 1]
         await self.tg.start(self._run, transport)
+        status = []
+
+        async def answer(message):
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
+            await send(message)
         try:
-            await transport.handle_request(scope, _replay(body), send)
+            await transport.handle_request(scope, _replay(body), answer)
         finally:
             self.seen[sid][0], self.seen[sid][1] = time.monotonic(), self.seen[sid][1] - 1
+        if not status or status[0] >= 400:          # the transport refused it: no session
+            await transport.terminate()
 
     async def _run(self, transport, *, task_status=anyio.TASK_STATUS_IGNORED):
         sid = transport.mcp_session_id

@@ -84,14 +84,18 @@ def test_an_allowed_origin_and_the_bearer_token(gateway_env):
 
 def test_twenty_bare_requests_without_a_session_start_no_server(gateway_env):
     e = gateway_env
-    with e.http() as (url, _):
+    with e.http("--max-sessions", "1") as (url, _):
         codes = [httpx.get(url, headers=ACCEPT, timeout=LIMIT).status_code for _ in range(20)]
         codes += [httpx.options(url, timeout=LIMIT).status_code,
                   httpx.delete(url, timeout=LIMIT).status_code,
                   post(url, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).status_code,
                   httpx.post(url, content=b"{nope", headers=ACCEPT, timeout=LIMIT).status_code]
+        refused = httpx.post(url, json=INIT, headers={"Accept": "text/plain"},
+                             timeout=LIMIT)                  # the SDK's transport says 406
         started = (e.tmp / "ledger.jsonl.pid").exists()
+        codes_after = post(url, INIT).status_code            # no session was left open
     assert set(codes) == {400} and len(codes) == 24
+    assert refused.status_code == 406 and codes_after == 200
     assert not started
 
 
