@@ -53,20 +53,20 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--http", type=int, default=None, metavar="PORT",
                    help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio "
                    "(0: a free port, printed on stderr)")
-    p.add_argument("--host", default="127.0.0.1", metavar="ADDRESS",
+    p.add_argument("--host", default=None, metavar="ADDRESS",
                    help="with --http: the address to bind (default 127.0.0.1, loopback only)")
-    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+    p.add_argument("--allow-host", action="append", default=None, metavar="NAME",
                    help="with --http: a Host name allowed besides loopback ones and --host "
                    "(repeatable); others get 421")
-    p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+    p.add_argument("--allow-origin", action="append", default=None, metavar="ORIGIN",
                    help="with --http: an Origin allowed besides loopback ones "
                    "(scheme://host[:port]; repeatable); others get 403")
     p.add_argument("--token-file", metavar="PATH", default=None,
                    help="with --http: every request must carry 'Authorization: Bearer TOKEN', "
                    "TOKEN the file's first line (or the environment's TOOLCOMMIT_GATEWAY_TOKEN)")
-    p.add_argument("--max-sessions", type=int, default=16, metavar="N",
+    p.add_argument("--max-sessions", type=int, default=None, metavar="N",
                    help="with --http: sessions (server processes) alive at once (default 16)")
-    p.add_argument("--idle-timeout", type=float, default=600.0, metavar="SECONDS",
+    p.add_argument("--idle-timeout", type=float, default=None, metavar="SECONDS",
                    help="with --http: close a session idle this long (default 600)")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
                    help="the downstream MCP server's command line, after --")
@@ -113,18 +113,31 @@ def _token(args) -> "str | None":
     return token
 
 
+HTTP_ONLY = ("host", "allow_host", "allow_origin", "token_file", "max_sessions",
+             "idle_timeout")
+
+
 def _limits(args):
-    from toolcommit.checker.gateway.serve import Limits
-    if args.max_sessions < 1:
-        raise UsageError(f"--max-sessions {args.max_sessions}: give 1 or more")
+    """The HTTP transport's `Limits` from the flags (None for stdio, which takes none)."""
+    from toolcommit.checker.gateway.serve import LOOPBACK, Limits
+    given = [name for name in HTTP_ONLY if getattr(args, name) is not None]
+    if args.http is None:
+        if given:
+            raise UsageError(f"--{given[0].replace('_', '-')} is for --http PORT (the stdio "
+                             "gateway has one client: the process that started it)")
+        return None
+    host = args.host or LOOPBACK
     token = _token(args)
-    if token is None and args.host not in ("127.0.0.1", "::1", "localhost"):
-        print(f"toolcommit gateway: warning: {args.host} is not loopback and no --token-file "
+    if token is None and host not in ("127.0.0.1", "::1", "localhost"):
+        print(f"toolcommit gateway: warning: {host} is not loopback and no --token-file "
               "is set: whoever reaches it can call the tools", file=sys.stderr, flush=True)
-    return Limits(host=args.host, hosts=frozenset(h.lower() for h in args.allow_host),
-                  origins=frozenset(o.rstrip("/") for o in args.allow_origin),
-                  token=token, sessions=args.max_sessions,
-                  idle=_positive("--idle-timeout", args.idle_timeout))
+    sessions = 16 if args.max_sessions is None else args.max_sessions
+    if sessions < 1:
+        raise UsageError(f"--max-sessions {sessions}: give 1 or more")
+    idle = 600.0 if args.idle_timeout is None else args.idle_timeout
+    return Limits(host=host, hosts=frozenset(h.lower() for h in args.allow_host or ()),
+                  origins=frozenset(o.rstrip("/") for o in args.allow_origin or ()),
+                  token=token, sessions=sessions, idle=_positive("--idle-timeout", idle))
 
 
 def _only_gateway(db: str, writer: str):
@@ -147,7 +160,7 @@ def _only_gateway(db: str, writer: str):
     return fd
 
 
-def _open_log(args):
+def _open_log(args, lease: float):
     from toolcommit.checker.runtime import IntentLog, StoreError
     db_dir = os.path.dirname(os.path.abspath(args.db))
     if not os.path.isdir(db_dir):
@@ -155,18 +168,18 @@ def _open_log(args):
     lock = _only_gateway(args.db, args.writer)
     try:
         return lock, IntentLog.sqlite(args.db, writer=args.writer, provider=PROVIDER,
-                                      lease=_positive("--lease", args.lease))
+                                      lease=lease)
     except StoreError as e:
         os.close(lock)
         raise UsageError(f"--db {args.db}: {str(e).splitlines()[0]}") from None
 
 
-def _listen(args):
+def _listen(args, limits):
     from toolcommit.checker.gateway.serve import listen
     try:
-        return listen(args.host, args.http)
+        return listen(limits.host, args.http)
     except OSError as e:
-        raise UsageError(f"--http {args.http}: cannot listen on {args.host}:{args.http}: "
+        raise UsageError(f"--http {args.http}: cannot listen on {limits.host}:{args.http}: "
                          f"{e.strerror or e}") from None
 
 
@@ -175,6 +188,7 @@ def run(args) -> int:
     if args.http is not None and not 0 <= args.http <= 65535:
         raise UsageError(f"--http {args.http}: a port is 0 to 65535")
     timeout = _positive("--call-timeout", args.call_timeout)
+    lease = _positive("--lease", args.lease)
     try:
         import anyio
         from toolcommit.checker.gateway.calls import Effectful
@@ -185,16 +199,16 @@ def run(args) -> int:
     if args.scope is not None:
         from toolcommit.checker.logs.adapters.rules import Rules
         Rules(scope=args.scope).scope_of()            # a bad rule is refused now, not per call
-    limits = _limits(args) if args.http is not None else None
-    lock, log = _open_log(args)
+    limits = _limits(args)
+    lock, log = _open_log(args, lease)
     try:
-        sock = _listen(args) if args.http is not None else None
+        sock = _listen(args, limits) if limits is not None else None
         effectful = Effectful(log, tools, args.scope, call_timeout=timeout)
         if sock is None:
             main = lambda: serve_stdio(effectful, cmd)          # noqa: E731
         else:
             def ready(port):
-                host = f"[{args.host}]" if ":" in args.host else args.host
+                host = f"[{limits.host}]" if ":" in limits.host else limits.host
                 print(f"toolcommit gateway: http://{host}:{port}/mcp", file=sys.stderr,
                       flush=True)
             main = lambda: serve_http(effectful, cmd, sock, limits, ready)   # noqa: E731

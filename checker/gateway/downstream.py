@@ -52,13 +52,18 @@ class Downstream:
         Receives what the server sends that is not an answer to the gateway.
     lost : async callable(request id)
         Called for each client request the server died without answering.
+    handshake_timeout : float
+        Seconds a restarted server may take to answer the replayed ``initialize``; then it
+        is stopped and the message that needed it fails as on a dead server.
     """
 
     def __init__(self, command: list[str], deliver: Callable[[JSONRPCMessage], Awaitable],
-                 lost: Callable[[object], Awaitable], errlog=sys.stderr):
+                 lost: Callable[[object], Awaitable], errlog=sys.stderr,
+                 handshake_timeout: float = 60.0):
         self.params = StdioServerParameters(command=command[0], args=command[1:],
                                             env=dict(os.environ))
         self.deliver, self.lost, self.errlog = deliver, lost, errlog
+        self.handshake_timeout = handshake_timeout
         self.initialize: Optional[JSONRPCRequest] = None   # the client's, replayed on restart
         self.initialized = False
         self.starts = 0
@@ -81,7 +86,12 @@ class Downstream:
             self._proc = proc
             self.starts += 1
             if self.starts > 1 and self.initialize is not None:
-                await self._replay_handshake(proc)
+                with anyio.move_on_after(self.handshake_timeout) as timer:
+                    await self._replay_handshake(proc)
+                if timer.cancelled_caught:
+                    await self.restart()
+                    raise DownstreamGone(f"the restarted server did not answer initialize "
+                                         f"within {self.handshake_timeout:g} s")
             return proc
 
     async def _serve(self, proc: _Process, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:

@@ -44,7 +44,7 @@ async def serve_session(read, write, effectful: Effectful, command: list[str],
     client closes it; the downstream server is started at the first message and stopped
     with the session. `session` names it (default: a fresh id)."""
     s = _Session(write, effectful, session or uuid.uuid4().hex, errlog)
-    s.down = Downstream(command, s.to_client, s.lost, errlog)
+    s.down = Downstream(command, s.to_client, s.lost, errlog, effectful.call_timeout)
     async with anyio.create_task_group() as tg:
         await s.down.run(tg)
         try:

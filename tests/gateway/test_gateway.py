@@ -129,12 +129,22 @@ def test_over_http_a_scope_rule_makes_a_retry_in_a_new_session_apply_once(gatewa
     (["--effectful", "refund", "--db", "x.db", "--scope", "bad:", "--", "true"],
      "give MODULE:FUNCTION"),
     (["--effectful", "refund", "--db", "x.db", "--", "/no/such/server"], "is not an executable"),
+    (["--effectful", "refund", "--db", "x.db", "--token-file", "t", "--", "true"],
+     "--token-file is for --http"),
+    (["--effectful", "refund", "--db", "x.db", "--call-timeout", "0", "--", "true"],
+     "--call-timeout 0.0: give a number of seconds above 0"),
+    (["--effectful", "refund", "--db", "x.db", "--lease", "nan", "--", "true"],
+     "--lease nan"),
+    (["--effectful", "refund", "--db", "x.db", "--http", "0", "--max-sessions", "0", "--",
+      "true"], "--max-sessions 0: give 1 or more"),
+    (["--effectful", "refund", "--db", "x.db", "--http", "0", "--token-file", "no-such",
+      "--", "true"], "--token-file no-such: No such file"),
 ])
 def test_bad_usage_is_one_line_and_exit_2(tmp_path, argv, needle):
     p = subprocess.run([sys.executable, "-m", "toolcommit.checker.cli", "gateway", *argv],
                        cwd=tmp_path, capture_output=True, text=True, timeout=LIMIT)
     assert p.returncode == 2 and needle in p.stderr and len(p.stderr.splitlines()) == 1
-    assert not (tmp_path / "x.db").exists()
+    assert list(tmp_path.iterdir()) == []                   # nothing created
 
 
 ROOT = Path(__file__).resolve().parents[2]

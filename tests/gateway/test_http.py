@@ -62,15 +62,18 @@ def test_a_foreign_origin_is_refused_and_applies_nothing(gateway_env):
     assert e.applied() == []
 
 
-def test_an_allowed_origin_and_the_bearer_token(gateway_env):
+def test_an_allowed_host_and_origin_and_the_bearer_token(gateway_env):
     e = gateway_env
     token = "s3cret-token-0123456789"
     (e.tmp / "token").write_text(token + "\n")
-    with e.http("--token-file", str(e.tmp / "token"),
+    with e.http("--token-file", str(e.tmp / "token"), "--allow-host", "gw.example",
                 "--allow-origin", "https://app.example") as (url, _):
         missing = post(url, INIT, Origin="https://app.example")
         wrong = post(url, INIT, Authorization="Bearer " + "x" * len(token))
         good = post(url, INIT, Origin="https://app.example", Authorization=f"Bearer {token}")
+        named = post(url, INIT, Host="gw.example:8808", Authorization=f"Bearer {token}")
+        other = post(url, INIT, Origin="https://app.example.evil",
+                     Authorization=f"Bearer {token}")
 
         async def scenario():
             async with Client(url) as c:             # no token: the client cannot connect
@@ -78,6 +81,7 @@ def test_an_allowed_origin_and_the_bearer_token(gateway_env):
         with pytest.raises(Exception):
             run(scenario)
     assert (missing.status_code, wrong.status_code, good.status_code) == (401, 401, 200)
+    assert (named.status_code, other.status_code) == (200, 403)
     assert missing.headers["www-authenticate"] == "Bearer"
     assert e.applied() == []
 
