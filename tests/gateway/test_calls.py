@@ -82,18 +82,18 @@ def test_a_superseded_gateway_reports_its_sent_call_in_doubt_and_writes_nothing(
 
 
 def recover_during_a_long_call(tmp_path, renew: bool):
-    """A call of 3 s under a lease of 1 s, `toolcommit recover` run against the log every
-    quarter second meanwhile: the answer and the record's state."""
+    """A call of about 5 s under a lease of 2 s, `toolcommit recover` run against the log
+    every 0.4 s meanwhile: the answer and the record's state."""
     from .gw import cli
     db = str(tmp_path / "i.db")
-    log = IntentLog.sqlite(db, writer="gw", provider="email", lease=1.0)
+    log = IntentLog.sqlite(db, writer="gw", provider="email", lease=2.0)
     gw = Effectful(log, frozenset({"refund"}))
     if not renew:
         gw._renew = lambda key: None
 
     async def send(method, params):
         for _ in range(12):
-            await anyio.sleep(0.25)
+            await anyio.sleep(0.4)
             await anyio.to_thread.run_sync(cli, "recover", db, "--provider", "email")
         return answer()
     try:

@@ -111,9 +111,10 @@ def alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_sessions_are_capped_and_an_idle_one_is_closed(gateway_env):
     e = gateway_env
-    with e.http("--max-sessions", "1", "--idle-timeout", "0.5") as (url, _):
+    with e.http("--max-sessions", "1", "--idle-timeout", "3") as (url, _):
         first = session(url)
         over = post(url, INIT)
         pid = e.server_pid()
