@@ -119,7 +119,7 @@ HTTP_ONLY = ("host", "allow_host", "allow_origin", "token_file", "max_sessions",
 
 def _limits(args):
     """The HTTP transport's `Limits` from the flags (None for stdio, which takes none)."""
-    from toolcommit.checker.gateway.serve import LOOPBACK, Limits
+    from toolcommit.checker.gateway.http import LOOPBACK, Limits
     given = [name for name in HTTP_ONLY if getattr(args, name) is not None]
     if args.http is None:
         if given:
@@ -175,7 +175,7 @@ def _open_log(args, lease: float):
 
 
 def _listen(args, limits):
-    from toolcommit.checker.gateway.serve import listen
+    from toolcommit.checker.gateway.http import listen
     try:
         return listen(limits.host, args.http)
     except OSError as e:
@@ -192,7 +192,8 @@ def run(args) -> int:
     try:
         import anyio
         from toolcommit.checker.gateway.calls import Effectful
-        from toolcommit.checker.gateway.serve import serve_http, serve_stdio
+        from toolcommit.checker.gateway.http import serve_http
+        from toolcommit.checker.gateway.stdio import serve_stdio
     except ModuleNotFoundError as e:
         raise UsageError(f"gateway needs the mcp SDK ({e.name} is missing): "
                          "pip install 'toolcommit[gateway]'") from None
