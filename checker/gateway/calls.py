@@ -5,13 +5,24 @@ arguments, scope) and driven by its `guard`, one home for the protocol: the firs
 an intent is dispatched to the downstream server, with the intent's key and the ticket's
 fence in the request's ``_meta`` (``toolcommit/idempotency_key``, ``toolcommit/fence``) for
 a server that can use them; its answer is recorded, and a later call of the same intent,
-under any request id or session, gets the recorded answer back without reaching the
-server. The log follows the design proven for a provider with no status read and no
-idempotency key it must honour (email's, `toolcommit.checker.cli.gateway.PROVIDER`):
-at-most-once with a visible give-up. A call whose server died before answering is given
-up at once (``DEAD_LETTER``): the call, and every later one of the intent, gets a tool
-error saying the effect may have happened. The design keeps no epochs (``epoch=none``): a
-re-ask of the same intent is refused for good; a new user request is a new scope.
+under any request id, session, client or gateway process, gets the recorded answer back
+without reaching the server, marked ``"toolcommit/replayed": true`` in the result's
+``_meta``.
+
+What one intent is does not depend on the transport: by default the tool and its canonical
+arguments (scope ``mcp``); the client may name its intent in the request's ``_meta``
+(``toolcommit/intent``: a second, distinct refund of the same amount is a new name), which
+is echoed back in the result's ``_meta``; the operator may state a `--scope` rule, within
+which a client's name still counts.
+
+The log follows the design proven for a provider with no status read and no idempotency key
+it must honour (email's, `toolcommit.checker.cli.gateway.PROVIDER`): at-most-once with a
+visible give-up. A call the server did not answer (it died, or did not answer within the
+call limit) is given up at once (``DEAD_LETTER``): the call, and every later one of the
+intent, gets a tool error saying the effect may have happened; it is never sent again.
+While a call runs its lease is renewed, so a sweeper (``toolcommit recover``) never takes
+a live call. A gateway whose writer name another process opened (`Superseded`) writes
+nothing more: the calls it sent are reported as in doubt, new ones are refused.
 
 Calls of one intent run one at a time (a lock per canonical intent): a retry that arrives
 while its first call is in flight waits for that call's answer instead of meeting a
@@ -19,6 +30,7 @@ record the log would read as in doubt.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Optional
 
@@ -29,16 +41,36 @@ from mcp_types import JSONRPCError, JSONRPCResponse
 
 from toolcommit.model.canon import CanonError, canonical_intent
 from toolcommit.model.errors import UsageError
-from toolcommit.checker.runtime import IntentLog, IntentLogError
-from toolcommit.checker.runtime.shims import GaveUp, InDoubt, guard
+from toolcommit.checker.runtime import GaveUp, InDoubt, IntentLog, Superseded, guard
 from toolcommit.checker.logs.adapters.rules import Rules
 
 META_KEY, META_FENCE = "toolcommit/idempotency_key", "toolcommit/fence"
+META_INTENT, META_REPLAYED = "toolcommit/intent", "toolcommit/replayed"
+DEFAULT_SCOPE = "mcp"          # an intent is the tool and its canonical arguments
+MAX_INTENT_NAME = 200
 
 
 def tool_error(text: str) -> dict:
     """A `CallToolResult` that is a tool error (what the model reads)."""
     return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def malformed(params) -> Optional[str]:
+    """Why a ``tools/call``'s params cannot be an effectful call (None: well formed)."""
+    if not isinstance(params, dict):
+        return "params must be an object"
+    if not isinstance(params.get("name"), str):
+        return "params.name must be a string"
+    if not isinstance(params.get("arguments", {}), dict):
+        return "params.arguments must be an object"
+    meta = params.get("_meta", {})
+    if not isinstance(meta, dict):
+        return "params._meta must be an object"
+    name = meta.get(META_INTENT)
+    if name is not None and not (isinstance(name, str) and 0 < len(name) <= MAX_INTENT_NAME):
+        return (f"params._meta[{META_INTENT!r}] must be a string of 1 to {MAX_INTENT_NAME} "
+                "characters")
+    return None
 
 
 @dataclass
@@ -53,21 +85,26 @@ class Effectful:
         The tools whose calls change the world.
     scope : str or None
         A `--scope` rule (`Rules.scope`): a path into the call's view (``args.order``,
-        ``client.name``, ``meta.user``, ``session``) or ``MODULE:FUNCTION``; None: the MCP
-        session (``mcp-session:ID``).
+        ``client.name``, ``meta.user``, ``session``) or ``MODULE:FUNCTION``; None: ``mcp``
+        (one intent per tool and canonical arguments).
+    call_timeout : float
+        Seconds a downstream call may take; then it is in doubt (see the module docstring).
     """
 
     log: IntentLog
     tools: frozenset
     scope: Optional[str] = None
+    call_timeout: float = 60.0
+    superseded: Optional[str] = None
     _locks: dict = field(default_factory=dict)    # intent digest -> [lock, calls using it]
 
     def __post_init__(self):
         self._scope_of = Rules(scope=self.scope).scope_of()
+        self._threads = anyio.CapacityLimiter(256)    # guards in flight, apart from I/O's
 
-    def wants(self, method: str, params: Optional[dict]) -> bool:
+    def wants(self, method: str, params) -> bool:
         return method == "tools/call" and isinstance(params, dict) \
-            and params.get("name") in self.tools
+            and isinstance(params.get("name"), str) and params["name"] in self.tools
 
     def view(self, params: dict, request_id, session: str, client: Optional[dict]) -> dict:
         """What a `--scope` rule reads: tool, call_id, args, session, client (the
@@ -76,17 +113,24 @@ class Effectful:
                 "args": params.get("arguments") or {}, "session": session,
                 "client": client or {}, "meta": params.get("_meta") or {}}
 
+    def intent_scope(self, view: dict) -> str:
+        """The scope of the call's intent: the `--scope` rule's value (default ``mcp``),
+        with the client's intent name, if it gave one."""
+        base = self._scope_of(view, DEFAULT_SCOPE)
+        name = view["meta"].get(META_INTENT)
+        return base if name is None else f"{base}|intent:{name}"
+
     async def call(self, params: dict, request_id, session: str, client: Optional[dict],
                    send: Callable[[str, dict], Awaitable]) -> dict:
-        """The `CallToolResult` (a dict) for one effectful call; `send(method, params)`
-        asks the downstream server and returns its JSON-RPC answer (or raises)."""
+        """The `CallToolResult` (a dict) for one well-formed effectful call (`malformed`
+        is None); `send(method, params)` asks the downstream server and returns its
+        JSON-RPC answer (or raises)."""
         view = self.view(params, request_id, session, client)
         tool, args = view["tool"], view["args"]
-        if not isinstance(args, dict):
-            return tool_error(f"toolcommit gateway: the arguments of {tool} are not a JSON "
-                              "object; nothing was sent")
+        if self.superseded:
+            return tool_error(self.superseded + "; this call was not sent")
         try:
-            scope = self._scope_of(view, f"mcp-session:{session}")
+            scope = self.intent_scope(view)
             digest = canonical_intent(tool, args, scope).digest
         except (UsageError, CanonError) as e:
             return tool_error(f"toolcommit gateway: {e}; nothing was sent")
@@ -95,7 +139,8 @@ class Effectful:
         try:
             async with entry[0]:
                 return await anyio.to_thread.run_sync(
-                    self._guarded, params, view["call_id"], tool, args, scope, send)
+                    self._guarded, params, view["call_id"], tool, args, scope, send,
+                    limiter=self._threads)
         finally:     # the last call of an intent drops its lock: the table holds live ones
             entry[1] -= 1
             if entry[1] == 0:
@@ -104,24 +149,69 @@ class Effectful:
     def _guarded(self, params, call_id, tool, args, scope, send) -> dict:
         """In a worker thread: the library's guard, the downstream call run on the loop."""
         meta = dict(params.get("_meta") or {})
-
-        sent = []
+        sent, failed, proposed = [], [], []
 
         def execute(ticket):
             sent.append(ticket)
             down = {**params, "_meta": {**meta, META_KEY: ticket.idempotency_key or ticket.key,
                                         META_FENCE: ticket.fence}}
-            return anyio.from_thread.run(send, "tools/call", down)
+            try:
+                return anyio.from_thread.run(self._send, ticket.key, send, down)
+            except Exception as e:
+                failed.append(e)
+                raise
 
         try:
-            return answer_of(guard(self.log, call_id, tool, args, scope, execute,
-                                   saved=answer_of))
-        except InDoubt as e:
-            return tool_error(in_doubt(tool, e))
-        except GaveUp as e:     # email's design gives up at once on the call it sent
-            return tool_error(in_doubt(tool, e) if sent else given_up(tool, e))
-        except IntentLogError as e:
+            result = answer_of(guard(self.log, call_id, tool, args, scope, execute,
+                                     saved=answer_of, on_proposed=proposed.append))
+            key = proposed[0].key if proposed else None
+            return with_meta(result, meta.get(META_INTENT), key, replayed=not sent)
+        except Superseded as e:
+            self.superseded = (f"toolcommit gateway: another process opened this gateway's "
+                               f"log under its writer name ({e})")
+            print(self.superseded, file=sys.stderr, flush=True)
+            if sent:
+                return tool_error(in_doubt(tool, sent[0].key, "this gateway was superseded "
+                                           "before it could record the server's answer"))
+            return tool_error(self.superseded + "; this call was not sent")
+        except (InDoubt, GaveUp) as e:
+            if sent:      # email's design gives up at once on the call it sent
+                return tool_error(in_doubt(tool, sent[0].key, why_unanswered(failed)))
+            if isinstance(e, InDoubt):
+                return tool_error(in_doubt(tool, e.record.key if e.record else "?",
+                                           "another writer holds it"))
+            return tool_error(given_up(tool, e))
+        except Exception as e:      # noqa: BLE001 - the log's (StoreError) or the guard's
+            if sent:
+                return tool_error(in_doubt(tool, sent[0].key, f"the log failed: {e}"))
             return tool_error(f"toolcommit gateway: {e}; nothing was sent")
+
+    async def _send(self, key: str, send, down: dict):
+        """The downstream call, with the lease renewed while it runs (a heartbeat every
+        third of the lease, each write bounded by the store's own timeout)."""
+        async with anyio.create_task_group() as tg:
+            async def heartbeat():
+                every = max(self.log.lease / 3, 0.05)
+                while True:
+                    await anyio.sleep(every)
+                    await anyio.to_thread.run_sync(self._renew, key, abandon_on_cancel=True)
+            tg.start_soon(heartbeat)
+            try:
+                answer, error = await send("tools/call", down), None
+            except Exception as e:          # raised as is, not in the task group's group
+                answer, error = None, e
+            finally:
+                tg.cancel_scope.cancel()
+        if error is not None:
+            raise error
+        return answer
+
+    def _renew(self, key: str) -> None:
+        try:
+            self.log.renew(key)
+        except Exception as e:      # noqa: BLE001 - a missed heartbeat only shortens the lease
+            print(f"toolcommit gateway: could not renew the lease of {key}: {e}",
+                  file=sys.stderr, flush=True)
 
 
 def answer_of(msg) -> dict:
@@ -134,17 +224,39 @@ def answer_of(msg) -> dict:
     return msg
 
 
-def in_doubt(tool: str, e) -> str:
+def with_meta(result, intent: Optional[str], key: Optional[str], replayed: bool) -> dict:
+    """`result` with the gateway's ``_meta``: the intent's record key, whether this is the
+    recorded answer of an earlier call, and the client's intent name (echoed)."""
+    if not isinstance(result, dict):
+        return result
+    meta = dict(result.get("_meta") or {})
+    meta.update({"toolcommit/key": key, META_REPLAYED: replayed})
+    if intent is not None:
+        meta[META_INTENT] = intent
+    return {**result, "_meta": meta}
+
+
+def why_unanswered(failed: list) -> str:
+    if not failed:
+        return "the server did not answer"
+    e = failed[-1]
+    return str(e) if str(e) else type(e).__name__
+
+
+def in_doubt(tool: str, key: str, why: str) -> str:
     """What the client is told of a call this gateway sent and got no answer to."""
-    return (f"toolcommit gateway: the {tool} call may have taken effect: the server did not "
-            f"answer (it exited or failed), and MCP has no status read to ask it. It will not "
-            f"be sent again for this intent (record {e.record.key if e.record else '?'}); "
-            "check the provider before asking again.")
+    return (f"toolcommit gateway: the {tool} call may have taken effect: {why}, and MCP has "
+            f"no status read to ask the server. It will not be sent again for this intent "
+            f"(record {key}); check the provider before asking again.")
 
 
 def given_up(tool: str, e: GaveUp) -> str:
     state = e.record.state if e.record else "given up"
     return (f"toolcommit gateway: this {tool} call was not sent: an earlier call of the same "
             f"intent ended in doubt ({state}, record {e.record.key if e.record else '?'}), and "
-            "its effect may have happened. It is never sent twice: check the provider; a new "
-            "request of the user's is a new session (or a new value of the --scope rule).")
+            "its effect may have happened. It is never sent twice: check the provider; to ask "
+            f"for a new, distinct {tool}, name a new intent in the request's "
+            f"_meta[{META_INTENT!r}].")
+
+
+__all__ = ["Effectful", "malformed", "tool_error", "META_INTENT", "META_REPLAYED"]

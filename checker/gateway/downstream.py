@@ -3,10 +3,12 @@
 `Downstream` owns the server's process (the `mcp` SDK's `stdio_client`, which starts it in
 a process group of its own and stops the whole group). Messages the server sends go to
 `deliver`, except the answers to the gateway's own requests (`request`). When the process
-dies, every request still waiting on it is answered by `lost` (the client's) or raises
+dies (it exits, closes its stdout, or `restart` stops it because it did not answer in
+time), every request still waiting on it is answered by `lost` (the client's) or raises
 `DownstreamGone` (the gateway's): nobody waits forever. The next message starts a new
 process, and replays the client's ``initialize`` handshake to it first, so the session
-goes on over a restart.
+goes on over a restart. A line the server writes that is not JSON-RPC is reported on
+`errlog` and otherwise ignored (the request it should have answered times out).
 """
 from __future__ import annotations
 
@@ -25,7 +27,17 @@ GATEWAY_ID = "toolcommit-gateway-"     # the prefix of the gateway's own request
 
 
 class DownstreamGone(Exception):
-    """The downstream server exited before it answered."""
+    """The downstream server exited (or was stopped) before it answered."""
+
+
+class _Process:
+    """One run of the server: its input, the requests waiting on it, its cancel scope."""
+
+    def __init__(self):
+        self.write = None
+        self.scope: Optional[anyio.CancelScope] = None
+        self.waiting: dict[str, list] = {}          # gateway id -> [event, answer]
+        self.client_pending: set = set()            # client request ids sent down
 
 
 class Downstream:
@@ -40,21 +52,23 @@ class Downstream:
         Receives what the server sends that is not an answer to the gateway.
     lost : async callable(request id)
         Called for each client request the server died without answering.
+    handshake_timeout : float
+        Seconds a restarted server may take to answer the replayed ``initialize``; then it
+        is stopped and the message that needed it fails as on a dead server.
     """
 
     def __init__(self, command: list[str], deliver: Callable[[JSONRPCMessage], Awaitable],
-                 lost: Callable[[object], Awaitable], errlog=sys.stderr):
+                 lost: Callable[[object], Awaitable], errlog=sys.stderr,
+                 handshake_timeout: float = 60.0):
         self.params = StdioServerParameters(command=command[0], args=command[1:],
                                             env=dict(os.environ))
         self.deliver, self.lost, self.errlog = deliver, lost, errlog
+        self.handshake_timeout = handshake_timeout
         self.initialize: Optional[JSONRPCRequest] = None   # the client's, replayed on restart
         self.initialized = False
         self.starts = 0
         self._ids = itertools.count(1)
-        self._waiting: dict[str, list] = {}                 # gateway id -> [event, answer]
-        self._client_pending: set = set()                   # client request ids sent down
-        self._write = None
-        self._scope: Optional[anyio.CancelScope] = None
+        self._proc: Optional[_Process] = None               # the live process, if any
         self._start_lock = anyio.Lock()
         self._tg = None
 
@@ -63,68 +77,88 @@ class Downstream:
         self._tg = tg
 
     # ----- the process --------------------------------------------------------------------
-    async def _ensure(self) -> None:
+    async def _ensure(self) -> _Process:
         async with self._start_lock:
-            if self._write is not None:
-                return
-            await self._tg.start(self._serve)
+            if self._proc is not None:
+                return self._proc
+            proc = _Process()
+            await self._tg.start(self._serve, proc)
+            self._proc = proc
             self.starts += 1
             if self.starts > 1 and self.initialize is not None:
-                await self._replay_handshake()
+                with anyio.move_on_after(self.handshake_timeout) as timer:
+                    await self._replay_handshake(proc)
+                if timer.cancelled_caught:
+                    await self.restart()
+                    raise DownstreamGone(f"the restarted server did not answer initialize "
+                                         f"within {self.handshake_timeout:g} s")
+            return proc
 
-    async def _serve(self, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:
+    async def _serve(self, proc: _Process, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:
         with anyio.CancelScope() as scope:
-            self._scope = scope
+            proc.scope = scope
             try:
                 async with stdio_client(self.params, errlog=self.errlog) as (read, write):
-                    self._write = write
+                    proc.write = write
                     task_status.started()
                     async for item in read:
                         if isinstance(item, SessionMessage):
-                            await self._route(item.message)
+                            await self._route(proc, item.message)
+                        else:
+                            print(f"toolcommit gateway: the downstream server wrote a line "
+                                  f"that is not JSON-RPC ({type(item).__name__}); ignored",
+                                  file=self.errlog, flush=True)
             finally:
-                self._write = None
-                await self._died()
+                await self._died(proc)
 
-    async def _route(self, msg: JSONRPCMessage) -> None:
+    async def _route(self, proc: _Process, msg: JSONRPCMessage) -> None:
         if isinstance(msg, (JSONRPCResponse, JSONRPCError)):
             key = str(msg.id)
-            if key in self._waiting:
-                slot = self._waiting.pop(key)
+            if key in proc.waiting:
+                slot = proc.waiting.pop(key)
                 slot[1] = msg
                 slot[0].set()
                 return
-            self._client_pending.discard(msg.id)
+            proc.client_pending.discard(msg.id)
         await self.deliver(msg)
 
-    async def _died(self) -> None:
-        for slot in self._waiting.values():
+    async def _died(self, proc: _Process) -> None:
+        proc.write = None
+        if self._proc is proc:
+            self._proc = None
+        for slot in proc.waiting.values():
             slot[0].set()                                    # answer None: gone
-        self._waiting.clear()
-        pending, self._client_pending = self._client_pending, set()
+        proc.waiting.clear()
+        pending, proc.client_pending = proc.client_pending, set()
         with anyio.CancelScope(shield=True):
             for rid in pending:
                 await self.lost(rid)
 
-    async def _replay_handshake(self) -> None:
+    async def _replay_handshake(self, proc: _Process) -> None:
         params = dict(self.initialize.params or {})
-        await self.request("initialize", params, ensure=False)
+        await self._request(proc, "initialize", params)
         if self.initialized:
-            await self._send(JSONRPCNotification(jsonrpc="2.0",
-                                                 method="notifications/initialized"))
+            await self._send(proc, JSONRPCNotification(jsonrpc="2.0",
+                                                       method="notifications/initialized"))
 
-    async def stop(self) -> None:
-        """Stop the server (its whole process group) and wait until it is gone."""
-        if self._scope is not None:
-            self._scope.cancel()
+    async def restart(self) -> None:
+        """Stop the live process (its whole group): every request waiting on it gets its
+        answer as from a dead server; the next message starts a new one."""
+        proc = self._proc
+        if proc is not None:
+            self._proc = None
+            if proc.scope is not None:
+                proc.scope.cancel()
+
+    stop = restart
 
     # ----- messages -----------------------------------------------------------------------
-    async def _send(self, msg: JSONRPCMessage) -> None:
-        write = self._write
-        if write is None:
+    @staticmethod
+    async def _send(proc: _Process, msg: JSONRPCMessage) -> None:
+        if proc.write is None:
             raise DownstreamGone("the downstream server is not running")
         try:
-            await write.send(SessionMessage(msg))
+            await proc.write.send(SessionMessage(msg))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError) as e:
             raise DownstreamGone("the downstream server closed its input") from e
 
@@ -134,29 +168,36 @@ class Downstream:
             self.initialize = msg
         if isinstance(msg, JSONRPCNotification) and msg.method == "notifications/initialized":
             self.initialized = True
-        await self._ensure()
-        if isinstance(msg, JSONRPCRequest):
-            self._client_pending.add(msg.id)
         try:
-            await self._send(msg)
+            proc = await self._ensure()
         except DownstreamGone:
-            if isinstance(msg, JSONRPCRequest) and msg.id in self._client_pending:
-                self._client_pending.discard(msg.id)
+            if isinstance(msg, JSONRPCRequest):
+                await self.lost(msg.id)
+            return
+        if isinstance(msg, JSONRPCRequest):
+            proc.client_pending.add(msg.id)
+        try:
+            await self._send(proc, msg)
+        except DownstreamGone:
+            if isinstance(msg, JSONRPCRequest) and msg.id in proc.client_pending:
+                proc.client_pending.discard(msg.id)
                 await self.lost(msg.id)
 
-    async def request(self, method: str, params: dict, ensure: bool = True):
+    async def request(self, method: str, params: dict):
         """Send the gateway's own request and wait for its answer (a JSONRPCResponse or
         JSONRPCError). Raises `DownstreamGone` if the server died first."""
-        if ensure:
-            await self._ensure()
+        return await self._request(await self._ensure(), method, params)
+
+    async def _request(self, proc: _Process, method: str, params: dict):
         rid = f"{GATEWAY_ID}{next(self._ids)}"
         slot = [anyio.Event(), None]
-        self._waiting[rid] = slot
+        proc.waiting[rid] = slot
         try:
-            await self._send(JSONRPCRequest(jsonrpc="2.0", id=rid, method=method, params=params))
+            await self._send(proc, JSONRPCRequest(jsonrpc="2.0", id=rid, method=method,
+                                                  params=params))
             await slot[0].wait()
         finally:
-            self._waiting.pop(rid, None)
+            proc.waiting.pop(rid, None)
         if slot[1] is None:
             raise DownstreamGone(f"the downstream server exited before it answered {method}")
         return slot[1]

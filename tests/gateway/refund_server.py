@@ -1,8 +1,9 @@
 """A naive MCP refund server for the gateway's tests: every `refund` call applies.
 
-It appends one JSON line per applied refund to the ledger file ``$REFUND_LEDGER`` (fsynced
-before it answers), with the idempotency key the gateway sent in the request's ``_meta``
-(``toolcommit/idempotency_key``), if any; it keeps no key itself, so a second call is a
+It appends one JSON line per applied refund to the ledger file ``$REFUND_LEDGER``
+(default ``ledger.jsonl`` in the working directory; fsynced before it answers), with the
+idempotency key the gateway sent in the request's ``_meta`` (``toolcommit/idempotency_key``),
+if any; it keeps no key itself, so a second call is a
 second refund. It writes its pid to ``$REFUND_LEDGER.pid`` at start. While the file
 ``$REFUND_LEDGER.hold`` exists, a refund waits after applying (before answering), so a test
 can kill it or cancel the call at that point; ``$REFUND_LEDGER.entered`` says it is there.
@@ -15,7 +16,7 @@ import time
 
 from mcp.server.mcpserver import Context, MCPServer
 
-LEDGER = os.environ["REFUND_LEDGER"]
+LEDGER = os.path.abspath(os.environ.get("REFUND_LEDGER", "ledger.jsonl"))
 server = MCPServer("refunds")
 
 

@@ -36,3 +36,81 @@ def test_two_calls_of_one_intent_apply_once_and_leave_no_lock_behind(tmp_path):
         log.close()
     assert applied == [{"order": "o-7", "amount": 20}] and peak == [1]
     assert gw._locks == {}
+
+
+def answer(text="done"):
+    return JSONRPCResponse(jsonrpc="2.0", id=1, result={
+        "content": [{"type": "text", "text": text}], "isError": False})
+
+
+CALL = {"name": "refund", "arguments": {"order": "o-7", "amount": 20}}
+
+
+def test_a_superseded_gateway_reports_its_sent_call_in_doubt_and_writes_nothing(tmp_path):
+    """Another process opens the gateway's writer name while a call is at the server: the
+    answer cannot be recorded, so the client is told the call may have happened (never
+    "nothing was sent"); the superseded gateway writes no line, and sends nothing more."""
+    db = str(tmp_path / "i.db")
+    log = IntentLog.sqlite(db, writer="gw", provider="email")
+    gw, sent, seen = Effectful(log, frozenset({"refund"})), [], {}
+
+    async def send(method, params):
+        sent.append(params["arguments"])
+        other = IntentLog.sqlite(db, writer="gw", provider="email")   # the same name
+        seen["lines"] = len(other.events())
+        other.close()                # its leases released: the record can be taken
+        return answer()
+
+    async def scenario():
+        first = await gw.call(CALL, 1, "s1", None, send)
+        second = await gw.call({**CALL, "arguments": {"order": "o-8", "amount": 1}}, 2,
+                               "s1", None, send)
+        return first, second
+    try:
+        first, second = anyio.run(scenario)
+    finally:
+        log.close()
+    assert first["isError"] and "may have taken effect" in first["content"][0]["text"]
+    assert "superseded" in first["content"][0]["text"]
+    assert second["isError"] and "was not sent" in second["content"][0]["text"]
+    assert len(sent) == 1
+    reader = IntentLog.sqlite(db, writer="reader", provider="email")
+    try:
+        assert len(reader.events()) == seen["lines"]        # nothing written since
+    finally:
+        reader.close()
+
+
+def recover_during_a_long_call(tmp_path, renew: bool):
+    """A call of about 5 s under a lease of 2 s, `toolcommit recover` run against the log
+    every 0.4 s meanwhile: the answer and the record's state."""
+    from .gw import cli
+    db = str(tmp_path / "i.db")
+    log = IntentLog.sqlite(db, writer="gw", provider="email", lease=2.0)
+    gw = Effectful(log, frozenset({"refund"}))
+    if not renew:
+        gw._renew = lambda key: None
+
+    async def send(method, params):
+        for _ in range(12):
+            await anyio.sleep(0.4)
+            await anyio.to_thread.run_sync(cli, "recover", db, "--provider", "email")
+        return answer()
+    try:
+        got = anyio.run(gw.call, CALL, 1, "s1", None, send)
+        return got, [r.state for r in log.records()]
+    finally:
+        log.close()
+
+
+def test_a_long_call_renews_its_lease_so_recover_never_takes_it(tmp_path):
+    got, states = recover_during_a_long_call(tmp_path, renew=True)
+    assert not got["isError"] and states == ["ACKED"]
+
+
+def test_without_the_heartbeat_recover_would_take_the_live_call(tmp_path):
+    """The control: the test above is not vacuous (the sweeper does take an expired lease,
+    and the call is then in doubt, not acknowledged)."""
+    got, states = recover_during_a_long_call(tmp_path, renew=False)
+    assert got["isError"] and "may have taken effect" in got["content"][0]["text"]
+    assert states == ["DEAD_LETTER"]

@@ -7,8 +7,6 @@ gateway starts the server (a group of its own); `gateway_env` kills any server s
 at the end. Everything listens on 127.0.0.1. Needs the ``gateway`` extra."""
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import re
@@ -20,82 +18,11 @@ from pathlib import Path
 
 import pytest
 
-anyio = pytest.importorskip("anyio")
+from .gw import LIMIT, anyio, cli, run, text, until
+
 pytest.importorskip("mcp")
 from mcp import Client                                       # noqa: E402
 from mcp.client.stdio import StdioServerParameters           # noqa: E402
-
-from toolcommit.checker.cli import main                       # noqa: E402
-from toolcommit.runtime import IntentLog                      # noqa: E402
-
-SERVER = Path(__file__).with_name("refund_server.py")
-LIMIT = 30          # seconds a scenario may take before it is stopped (never asserted)
-
-
-class Env:
-    def __init__(self, tmp: Path):
-        self.tmp, self.ledger, self.db = tmp, tmp / "ledger.jsonl", tmp / "intents.db"
-        self.env = {**os.environ, "REFUND_LEDGER": str(self.ledger)}
-
-    def argv(self, *extra):
-        return ["-m", "toolcommit.checker.cli", "gateway", "--effectful", "refund",
-                "--db", str(self.db), *extra, "--", sys.executable, str(SERVER)]
-
-    def client(self, *extra):
-        env = {**os.environ, "REFUND_LEDGER": str(self.ledger)}
-        return Client(StdioServerParameters(command=sys.executable, args=self.argv(*extra),
-                                            env=env, cwd=str(self.tmp)), mode="auto")
-
-    def applied(self, order=None):
-        if not self.ledger.exists():
-            return []
-        rows = [json.loads(x) for x in self.ledger.read_text().splitlines()]
-        return [r for r in rows if order is None or r["args"]["order"] == order]
-
-    def server_pid(self):
-        return int((self.tmp / "ledger.jsonl.pid").read_text())
-
-    def records(self):
-        log = IntentLog.sqlite(str(self.db), writer="test-reader", provider="email")
-        try:
-            return log.records()
-        finally:
-            log.close()
-
-
-@pytest.fixture
-def gateway_env(tmp_path):
-    env = Env(tmp_path)
-    yield env
-    pid_file = tmp_path / "ledger.jsonl.pid"
-    if pid_file.exists():
-        try:
-            os.killpg(int(pid_file.read_text()), signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def run(scenario):
-    async def bounded():
-        with anyio.fail_after(LIMIT):
-            return await scenario()
-    return anyio.run(bounded)
-
-
-async def until(predicate):
-    while not predicate():
-        await anyio.sleep(0.01)
-
-
-def cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
-def text(result):
-    return result.content[0].text
 
 
 def test_a_refund_called_twice_with_the_same_arguments_is_applied_once(gateway_env):
@@ -110,6 +37,8 @@ def test_a_refund_called_twice_with_the_same_arguments_is_applied_once(gateway_e
             return first, again, other, balance
     first, again, other, balance = run(scenario)
     assert not first.is_error and text(again) == text(first)
+    assert (first.meta["toolcommit/replayed"], again.meta["toolcommit/replayed"]) == (False, True)
+    assert first.meta["toolcommit/key"] == again.meta["toolcommit/key"]
     assert len(e.applied("o-7")) == 1 and len(e.applied("o-8")) == 1
     assert json.loads(text(balance))["refunds"] == 1
     assert sorted(r.state for r in e.records()) == ["ACKED", "ACKED"]
@@ -177,17 +106,10 @@ def test_a_call_cancelled_after_dispatch_runs_to_its_end_and_its_retry_gets_the_
 
 
 def test_over_http_a_scope_rule_makes_a_retry_in_a_new_session_apply_once(gateway_env):
-    """Streamable HTTP on 127.0.0.1; the default scope (the session) would make the second
-    session a new intent, `--scope args.order` makes it the same one."""
+    """Streamable HTTP on 127.0.0.1 with `--scope args.order` (an operator's rule): the
+    second session's call is the first one's intent and gets its recorded answer."""
     e = gateway_env
-    proc = subprocess.Popen([sys.executable, *e.argv("--http", "0", "--scope", "args.order")],
-                            env={**os.environ, "REFUND_LEDGER": str(e.ledger)},
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        line = proc.stderr.readline()
-        assert line.startswith("toolcommit gateway: http://127.0.0.1:"), line
-        url = line.split(": ", 1)[1].strip()
-
+    with e.http("--scope", "args.order") as (url, proc):
         async def scenario():
             answers = []
             for _ in range(2):                       # two sessions, one after the other
@@ -198,11 +120,6 @@ def test_over_http_a_scope_rule_makes_a_retry_in_a_new_session_apply_once(gatewa
         assert text(a) == text(b) and len(e.applied("o-7")) == 1
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=LIMIT) == 0
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        proc.stderr.close()
 
 
 @pytest.mark.parametrize("argv,needle", [
@@ -212,46 +129,130 @@ def test_over_http_a_scope_rule_makes_a_retry_in_a_new_session_apply_once(gatewa
     (["--effectful", "refund", "--db", "x.db", "--scope", "bad:", "--", "true"],
      "give MODULE:FUNCTION"),
     (["--effectful", "refund", "--db", "x.db", "--", "/no/such/server"], "is not an executable"),
+    (["--effectful", "refund", "--db", "x.db", "--token-file", "t", "--", "true"],
+     "--token-file is for --http"),
+    (["--effectful", "refund", "--db", "x.db", "--call-timeout", "0", "--", "true"],
+     "--call-timeout 0.0: give a number of seconds above 0"),
+    (["--effectful", "refund", "--db", "x.db", "--lease", "nan", "--", "true"],
+     "--lease nan"),
+    (["--effectful", "refund", "--db", "x.db", "--http", "0", "--max-sessions", "0", "--",
+      "true"], "--max-sessions 0: give 1 or more"),
+    (["--effectful", "refund", "--db", "x.db", "--http", "0", "--token-file", "no-such",
+      "--", "true"], "--token-file no-such: No such file"),
 ])
 def test_bad_usage_is_one_line_and_exit_2(tmp_path, argv, needle):
     p = subprocess.run([sys.executable, "-m", "toolcommit.checker.cli", "gateway", *argv],
                        cwd=tmp_path, capture_output=True, text=True, timeout=LIMIT)
     assert p.returncode == 2 and needle in p.stderr and len(p.stderr.splitlines()) == 1
-    assert not (tmp_path / "x.db").exists()
+    assert list(tmp_path.iterdir()) == []                   # nothing created
 
 
-def readme_commands():
-    """The sh block of the README's gateway section, one command a line."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
-    block = re.search(r"### MCP: `toolcommit gateway`.*?```sh\n(.*?)```", readme, re.S)
-    return [shlex.split(line) for line in block.group(1).splitlines() if line.strip()]
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_readme_commands_run_as_shown(gateway_env):
-    """The README's gateway line, driven by the SDK's client (python is this Python, the
-    files live in a temporary directory), then its export and validate lines."""
-    e = gateway_env
-    gateway, export, validate = readme_commands()
-    assert gateway[:2] == ["toolcommit", "gateway"] and gateway[gateway.index("--") + 1] == "python"
-    root = Path(__file__).resolve().parents[2]
-    argv = [sys.executable if a == "python" else str(root / a) if a.startswith("tests/") else a
-            for a in gateway[1:]]
-    env = {**os.environ, "REFUND_LEDGER": str(e.tmp / "ledger.jsonl")}
+def readme_blocks() -> list[tuple[str, str]]:
+    """(language, text) of each fenced block of the README's gateway section, in order."""
+    readme = (ROOT / "README.md").read_text("utf-8")
+    section = re.search(r"### MCP: `toolcommit gateway`\n(.*?)\n### ", readme, re.S).group(1)
+    return re.findall(r"```(\w+)\n(.*?)```", section, re.S)
+
+
+class Quickstart:
+    """A directory laid out as the repository's root for the README's commands (the test
+    server linked in at its path), a PATH where `toolcommit` and `python` are this
+    environment's, and no REFUND_LEDGER: the README's commands run as written."""
+
+    def __init__(self, tmp: Path):
+        self.dir = tmp
+        (tmp / "tests" / "gateway").mkdir(parents=True)
+        (tmp / "tests" / "gateway" / "refund_server.py").symlink_to(
+            ROOT / "tests" / "gateway" / "refund_server.py")
+        self.env = {k: v for k, v in os.environ.items() if k != "REFUND_LEDGER"}
+        self.env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + self.env["PATH"]
+
+    def run(self, argv, **kw):
+        return subprocess.run(argv, cwd=self.dir, env=self.env, capture_output=True,
+                              text=True, timeout=LIMIT, **kw)
+
+    def applied(self):
+        ledger = self.dir / "ledger.jsonl"
+        return ledger.read_text().splitlines() if ledger.exists() else []
+
+
+def started_by(client: str) -> list[str]:
+    """The command line of the `StdioServerParameters` in a client block."""
+    import ast
+    call = next(n for n in ast.walk(ast.parse(client)) if isinstance(n, ast.Call)
+                and getattr(n.func, "id", None) == "StdioServerParameters")
+    kw = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+    return [kw["command"], *kw["args"]]
+
+
+def free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_readme_quick_start_runs_as_written_over_stdio(tmp_path):
+    """The gateway line, the SDK client that starts it (the same line), then the export
+    and validate lines, in a directory laid out as the repository's root."""
+    blocks = readme_blocks()
+    (_, gateway), (_, client), (_, check) = blocks[0], blocks[1], blocks[2]
+    q = Quickstart(tmp_path)
+    assert [blocks[i][0] for i in range(3)] == ["sh", "python", "sh"]
+    assert shlex.split(gateway) == ["toolcommit", "gateway", "--effectful", "refund",
+                                    "--db", "intents.db", "--", "python",
+                                    "tests/gateway/refund_server.py"]
+    assert started_by(client) == shlex.split(gateway)        # the client starts that line
+    out = q.run([sys.executable, "-c", client])
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 2 and lines[0].endswith("False") and lines[1].endswith("True")
+    assert len(q.applied()) == 1
+    for line in check.strip().splitlines():
+        done = q.run(shlex.split(line))
+        assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("CONFORMS")
+
+
+def test_the_readme_client_configuration_starts_the_gateway(tmp_path):
+    """The JSON block a desktop MCP client reads, with /path/to/ made this directory."""
+    q = Quickstart(tmp_path)
+    (lang, config), = [b for b in readme_blocks() if b[0] == "json"]
+    server = json.loads(config.replace("/path/to/", f"{tmp_path}/"))["mcpServers"]["refunds"]
+    env = {**q.env, **server["env"]}
+    params = StdioServerParameters(command=server["command"], args=server["args"], env=env)
 
     async def scenario():
-        params = StdioServerParameters(command=sys.executable,
-                                       args=["-m", "toolcommit.checker.cli", *argv],
-                                       env=env, cwd=str(e.tmp))
         async with Client(params) as c:
-            for _ in range(2):
-                await c.call_tool("refund", {"order": "o-7", "amount": 20})
-    run(scenario)
-    assert len(e.applied("o-7")) == 1
-    here = os.getcwd()
-    os.chdir(e.tmp)
+            return [await c.call_tool("refund", {"order": "o-7", "amount": 20})
+                    for _ in range(2)]
+    a, b = run(scenario)
+    assert text(a) == text(b) and b.meta["toolcommit/replayed"]
+    assert len(q.applied()) == 1 and (tmp_path / "intents.db").exists()
+
+
+@pytest.mark.slow
+def test_the_readme_http_gateway_and_client_run_as_written(tmp_path):
+    """The HTTP lines (port 8808 made a free one) and the client block."""
+    q = Quickstart(tmp_path)
+    blocks = readme_blocks()
+    i = next(i for i, (lang, b) in enumerate(blocks) if "--http 8808" in b)
+    port = str(free_port())
+    gateway, client = blocks[i][1].replace("8808", port), blocks[i + 1][1].replace("8808", port)
+    proc = subprocess.Popen(shlex.split(gateway), cwd=tmp_path, env=q.env,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        assert cli(*export[1:])[0] == 0
-        code, out, _ = cli(*validate[1:])
+        assert proc.stderr.readline().strip().endswith(f"http://127.0.0.1:{port}/mcp")
+        runs = [q.run([sys.executable, "-c", client]) for _ in range(2)]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=LIMIT) == 0
     finally:
-        os.chdir(here)
-    assert code == 0 and out.startswith("CONFORMS")
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        proc.stderr.close()
+    assert [r.stdout.strip() for r in runs] == ["False", "True"], [r.stderr for r in runs]
+    assert len(q.applied()) == 1

@@ -1,0 +1,114 @@
+"""Intent identity survives the transport: a reconnect after the gateway was SIGKILLed, two
+HTTP clients at once and a second gateway process all meet the same intent (default
+options: the tool and its canonical arguments); a client that wants a second, distinct
+refund names a new intent in the request's ``_meta``, and gets the name echoed back."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .gw import LIMIT, anyio, run, text, until
+
+pytest.importorskip("mcp")
+from mcp import Client                                       # noqa: E402
+
+REFUND = {"order": "o-7", "amount": 20}
+
+
+def test_a_gateway_sigkilled_mid_call_then_a_reconnected_retry_applies_once(gateway_env):
+    """The refund is applied, the gateway is SIGKILLed before it records the answer; the
+    client reconnects (a new gateway process, a new session) and retries: the restarted
+    gateway finds the dead incarnation's record in doubt and gives it up visibly; the
+    refund is not sent again."""
+    e = gateway_env
+    hold, entered = Path(f"{e.ledger}.hold"), Path(f"{e.ledger}.entered")
+
+    async def scenario():
+        hold.touch()
+        async with e.client() as c:
+            async with anyio.create_task_group() as tg:
+                async def first():
+                    with anyio.move_on_after(LIMIT / 3):
+                        try:
+                            await c.call_tool("refund", REFUND)
+                        except Exception:            # noqa: BLE001 - the connection is gone
+                            pass
+                tg.start_soon(first)
+                await until(entered.exists)
+                os.kill(e.gateway_pid(), signal.SIGKILL)             # mid-call, for real
+                tg.cancel_scope.cancel()
+        hold.unlink()
+        async with e.client() as c:                  # the client reconnects and retries
+            return await c.call_tool("refund", REFUND)
+    retry = run(scenario)
+    assert retry.is_error and "was not sent" in text(retry) and "may have happened" in text(retry)
+    assert len(e.applied("o-7")) == 1
+    assert [r.state for r in e.records()] == ["DEAD_LETTER"]
+
+
+def test_two_http_clients_at_once_apply_one_refund(gateway_env):
+    """Default options: two sessions call the same refund at the same time; one call
+    reaches the server, the other gets its recorded answer and is told so."""
+    e = gateway_env
+    with e.http() as (url, _):
+        async def scenario():
+            got = []
+
+            async def one():
+                async with Client(url) as c:
+                    got.append(await c.call_tool("refund", REFUND))
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(one)
+                tg.start_soon(one)
+            return got
+        a, b = run(scenario)
+    assert len(e.applied("o-7")) == 1
+    assert text(a) == text(b) and not a.is_error
+    assert sorted(r.meta["toolcommit/replayed"] for r in (a, b)) == [False, True]
+
+
+def test_a_client_named_intent_is_a_new_refund_and_is_echoed(gateway_env):
+    """A user who really wants a second refund of the same amount: the client names a new
+    intent in `_meta["toolcommit/intent"]`; the same name again is the same intent."""
+    e = gateway_env
+
+    async def scenario():
+        async with e.client() as c:
+            plain = await c.call_tool("refund", REFUND)
+            second = await c.call_tool("refund", REFUND, meta={"toolcommit/intent": "ask-2"})
+            again = await c.call_tool("refund", REFUND, meta={"toolcommit/intent": "ask-2"})
+            return plain, second, again
+    plain, second, again = run(scenario)
+    assert len(e.applied("o-7")) == 2
+    assert second.meta["toolcommit/intent"] == "ask-2" == again.meta["toolcommit/intent"]
+    assert [x.meta["toolcommit/replayed"] for x in (plain, second, again)] == [False, False, True]
+    assert "toolcommit/intent" not in plain.meta
+    assert plain.meta["toolcommit/key"] != second.meta["toolcommit/key"]
+
+
+def test_a_second_gateway_on_one_db_and_writer_is_refused_in_one_line(gateway_env):
+    """Default --writer: a second gateway would supersede the first (whose answers would
+    then be refused); it is refused at start instead, and the first keeps serving. Another
+    --writer may share the log."""
+    e = gateway_env
+
+    async def scenario():
+        async with e.client() as c:
+            await c.call_tool("balance", {"order": "o-7"})          # the first one is up
+            second = subprocess.run([sys.executable, *e.argv()], env=e.env, cwd=e.tmp,
+                                    stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                    timeout=LIMIT)
+            other = subprocess.run([sys.executable, *e.argv("--writer", "gw-2")], env=e.env,
+                                   cwd=e.tmp, stdin=subprocess.DEVNULL, capture_output=True,
+                                   text=True, timeout=LIMIT)
+            return second, other, await c.call_tool("refund", REFUND)
+    second, other, answer = run(scenario)
+    assert second.returncode == 2 and len(second.stderr.splitlines()) == 1
+    assert "another gateway" in second.stderr and "--writer" in second.stderr
+    assert other.returncode == 0, other.stderr               # stdin at EOF: it ends at once
+    assert not answer.is_error and len(e.applied("o-7")) == 1
