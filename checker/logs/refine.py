@@ -298,7 +298,7 @@ def _advance(claim: Claim, st: _Key, ln: Line, kinds) -> None:
         st.entered = kind
     if ln.fence is not None:
         st.fence = max(st.fence, ln.fence)
-    if not kind:
+    if kind in ("", "other"):
         return
     if kind in ("read_present", "read_absent"):
         if st.entered == "replay":
