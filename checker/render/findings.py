@@ -86,7 +86,7 @@ def render_text(report: Report, exit_code: Optional[int] = None) -> str:
 
 def design_text(d: dict, width: int = 100) -> list[str]:
     """The ``--design`` section: the design's knobs by how they were judged, then the
-    coverage table (each path of the design: how often the logs took it, where first)."""
+    coverage table (each path of the design, how often the logs took it: ``-`` never)."""
     k = d["knobs"]
     n = len(d["departures"])
     out = [f"Design {d['design']} ({d['guarantee'] or 'no guarantee named'}, environment "
@@ -101,13 +101,12 @@ def design_text(d: dict, width: int = 100) -> list[str]:
                                  subsequent_indent="    ")
     cov = d["coverage"]
     out.append(f"Coverage: {d['reached']} of {len(cov)} paths of the design reached "
-               "(times taken, first line)")
+               "(times taken; where first: --format json)")
     for p in cov:
-        first = p["first"]
-        where = f"{os.path.basename(first['file'])}:{first['line']}" if first else "NOT REACHED"
         clock = " (by the writer's clock)" if p["clock"] else ""
-        out += textwrap.wrap(f"{p['name']:<22} {p['count']:>4}  {where:<14} {p['meaning']}{clock}",
-                             width, initial_indent="  ", subsequent_indent=" " * 45)
+        times = p["count"] or "-"
+        out += textwrap.wrap(f"{p['name']:<22} {times:>5}  {p['meaning']}{clock}", width,
+                             initial_indent="  ", subsequent_indent=" " * 32)
     return out
 
 
