@@ -54,7 +54,6 @@ class DesignCheck:
 def finding(claim: Claim, d: Departure) -> Finding:
     """A departure as a finding, its story the key's chain up to the departing line."""
     steps = tuple(Citation(x.type, x.writer, x.text(), x.file, x.line) for x in d.story)
-    steps += (Citation("note", "", f"{claim.source} expected: {d.expected}"),)
     return Finding(PROPERTY, d.key, d.certainty, tuple(sorted({x.writer for x in d.story})),
                    tuple(sorted({(x.file, x.line) for x in d.story})), steps,
                    d.explanation(claim.source))
