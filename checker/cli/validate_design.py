@@ -39,9 +39,5 @@ def claim(args) -> Claim:
 
 def apply(report, args, the_claim: Claim, max_line_bytes: int):
     """`report` with the design's findings (only those on `args.key`, if given)."""
-    dc = refinement.check(args.logs, the_claim, max_line_bytes)
-    if args.key:
-        wanted = set(args.key)
-        dc = refinement.DesignCheck(dc.claim, tuple(x for x in dc.departures
-                                                    if x.key in wanted), dc.coverage, dc.knobs)
-    return refinement.with_design(report, dc)
+    dc = refinement.check(args.logs, the_claim, max_line_bytes, keep=frozenset(args.key))
+    return refinement.with_design(report, dc.focus(args.key) if args.key else dc)

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 from importlib import resources
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, NamedTuple, Optional, Sequence
 
 CLOCK_SLACK = 1.0      # seconds a clock judgement allows either way (a line's stamp lags)
 GAVE_UP = ("DEAD_LETTER", "COMPENSATED", "REJECTED_CONFLICT")
@@ -124,8 +124,7 @@ def _yes(b: bool) -> str:
     return "yes" if b else "no"
 
 
-@dataclass(frozen=True)
-class Line:
+class Line(NamedTuple):
     """One logged line of a key, as the rules read it (``type``: proposal, transition or
     effect; `ts` the writer's stamp in seconds, None if it wrote none)."""
 
@@ -193,7 +192,13 @@ class Departure:
 # ----- reading a transition --------------------------------------------------------------------
 def readings(ln: Line) -> tuple[str, ...]:
     """The step kinds a transition may be (several when its reason is missing)."""
-    r, pair = ln.reason, (ln.frm, ln.to)
+    return kinds(ln.frm, ln.to, ln.reason)
+
+
+@lru_cache(maxsize=4096)
+def kinds(frm: str, to: str, r: Optional[str]) -> tuple[str, ...]:
+    """`readings` of a transition from `frm` to `to` with reason `r`."""
+    pair = (frm, to)
     if pair == ("DISPATCHED", "UNKNOWN"):
         if r and r.startswith(reason("takeover_restart")):
             return ("takeover_restart",)
@@ -221,6 +226,15 @@ def _by_reason(r: Optional[str], kinds: dict[str, str]) -> tuple[str, ...]:
         if r == reason(name):
             return (kind,)
     return tuple(kinds.values())
+
+
+def plain(claim: Claim, pairs) -> bool:
+    """Whether no rule can find a departure in a chain of these (from, to) transitions
+    without effects: no outcome in doubt in it (nothing reaches UNKNOWN or RECONCILING,
+    the only states whose exits the design constrains), and an answer is one the design
+    records (`on_ack`). Its paths are then counted by `kinds` alone."""
+    return claim.knobs.get("on_ack") != "discard" and not any(
+        to in ("UNKNOWN", "RECONCILING", "RECORDED") and frm != "PROPOSED" for frm, to in pairs)
 
 
 # ----- one key ---------------------------------------------------------------------------------
@@ -527,6 +541,7 @@ class _Blank(dict):
         return "?"
 
 
+@lru_cache(maxsize=4096)      # the lines of one decision share a stamp
 def parse_ts(ts: Optional[str]) -> Optional[float]:
     """An RFC 3339 stamp in seconds since the epoch (None if absent or unreadable: a clock
     judgement then says what is missing)."""

@@ -88,7 +88,7 @@ def design_text(d: dict, width: int = 100) -> list[str]:
     """The ``--design`` section: the design's knobs by how they were judged, then the
     coverage table (each path of the design, how often the logs took it: ``-`` never)."""
     k = d["knobs"]
-    n = len(d["departures"])
+    n = sum(d["totals"].values())
     out = [f"Design {d['design']} ({d['guarantee'] or 'no guarantee named'}, environment "
            f"{d['environment']}): {n} departure(s)"]
     rows = [("checked here", ", ".join(k["checked"])),

@@ -56,7 +56,7 @@ def test_a_line_without_a_reason_is_possible_and_names_what_is_missing():
 
 
 def test_lines_without_ts_cannot_measure_the_window():
-    lines = [Line(**{**x.__dict__, "ts": None}) for x in lost_ack()]
+    lines = [x._replace(ts=None) for x in lost_ack()]
     d, _ = refine.judge_key(STRIPE, "k", lines)
     assert (d.knob, d.certainty, d.clock) == ("replay_window", "possible", True)
 

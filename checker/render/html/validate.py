@@ -79,7 +79,7 @@ def _design(d: dict) -> list[str]:
     k = d["knobs"]
     out = [f"<h2>Design {esc(d['design'])}</h2>",
            f"<p>{esc(d['guarantee'])}, environment {esc(d['environment'])}: "
-           f"{len(d['departures'])} departure(s)</p>",
+           f"{sum(d['totals'].values())} departure(s)</p>",
            table(["knobs", "how"], [
                [esc(", ".join(k["checked"])), "checked against each logged step"],
                [esc(", ".join(f"{x} ({y})" for x, y in k["generic"].items())),
