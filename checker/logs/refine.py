@@ -221,11 +221,11 @@ def kinds(frm: str, to: str, r: Optional[str]) -> tuple[str, ...]:
              ("RECORDED", "REJECTED_CONFLICT"): "cancel"}.get(pair, "other"),)
 
 
-def _by_reason(r: Optional[str], kinds: dict[str, str]) -> tuple[str, ...]:
-    for name, kind in kinds.items():
+def _by_reason(r: Optional[str], by: dict[str, str]) -> tuple[str, ...]:
+    for name, kind in by.items():
         if r == reason(name):
             return (kind,)
-    return tuple(kinds.values())
+    return tuple(by.values())
 
 
 def plain(claim: Claim, pairs) -> bool:
@@ -276,18 +276,18 @@ def _with_story(d: Departure, lines: Sequence[Line]) -> Departure:
 def _transition(claim: Claim, key: str, st: _Key, ln: Line) -> Optional[Departure]:
     """Judge `ln` under each reading it allows: allowed under all, it is a step of the
     design; under none, a departure; under some, a possible one naming what is missing."""
-    kinds = readings(ln)
-    verdicts = [_step(claim, key, st, ln, k) for k in kinds]
+    reads = readings(ln)
+    verdicts = [_step(claim, key, st, ln, k) for k in reads]
     departs = [v for v in verdicts if v is not None]
     if not departs:
-        _advance(claim, st, ln, kinds)
+        _advance(claim, st, ln, reads)
         return None
     d = departs[0]
     if len(departs) == len(verdicts):
         return d
     return Departure(key, d.knob, d.option,
                      f"{d.expected}; the line carries no reason that tells "
-                     f"{' from '.join(_words(k) for k in kinds)}",
+                     f"{' from '.join(_words(k) for k in reads)}",
                      ln.text(), ln, "possible", d.clock)
 
 
@@ -297,10 +297,10 @@ def _words(kind: str) -> str:
             "read_absent": "an 'absent' read", "give_up": "a give-up"}.get(kind, kind)
 
 
-def _advance(claim: Claim, st: _Key, ln: Line, kinds) -> None:
+def _advance(claim: Claim, st: _Key, ln: Line, reads) -> None:
     """Note what the step means for later ones (a send, how RECONCILING was entered) and,
     when it is told apart, count its paths."""
-    kind = kinds[0] if len(kinds) == 1 else ""
+    kind = reads[0] if len(reads) == 1 else ""
     if kind in ("dispatch", "unknown", "replay", "takeover_restart", "takeover_lease"):
         if ln.ts is None:
             st.clock_lost = True

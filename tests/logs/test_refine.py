@@ -156,3 +156,40 @@ def test_the_design_check_is_rendered_in_every_format(tmp_path, capsys):
     assert main(["validate", "--design", "stripe", "--format", "html", "-o", str(out), bad]) == 1
     page = out.read_text()
     assert "Design stripe" in page and "NOT REACHED" in page and "delay_bound" in page
+
+
+def test_a_trace_is_checked_through_its_derived_log(tmp_path, capsys):
+    """--from with --design is refused in one line naming the way: --emit the derived log
+    and validate it with --design; a framework's blind retry then departs on on_unknown."""
+    trace = str(Path(__file__).parents[1] / "fixtures" / "traces" / "temporal-retry.json")
+    assert main(["validate", "--from", "temporal", trace, "--design", "stripe"]) == 2
+    assert "--emit the derived log" in capsys.readouterr().err
+    derived = tmp_path / "derived.jsonl"
+    main(["validate", "--from", "temporal", trace, "--emit", str(derived)])
+    capsys.readouterr()
+    assert main(["validate", "--format", "json", "--design", "stripe", str(derived)]) == 1
+    dep, = json.loads(capsys.readouterr().out)["design"]["departures"]
+    assert (dep["knob"], dep["found"]) == ("on_unknown", "UNKNOWN -> DISPATCHED [attempt under "
+                                           "the same call id]")
+
+
+def test_past_the_cap_departures_are_counted_not_listed(tmp_path, capsys, monkeypatch):
+    from toolcommit.checker.logs import refinement
+    monkeypatch.setattr(refinement, "MAX_PER_PROPERTY", 2)
+    log = tmp_path / "many.jsonl"      # five keys parked unread (UNKNOWN -> DEAD_LETTER)
+    with open(log, "w") as out:
+        for i in range(5):
+            for ev in map(json.loads, (LOGS / "p2-ok.jsonl").read_text().splitlines()):
+                ev.update(writer=f"w{i}", key=f"k{i}")
+                if "scope" in ev:
+                    ev["scope"] = f"user:{i}"
+                out.write(json.dumps(ev) + "\n")
+    assert main(["validate", "--format", "json", "--design", "ideal", str(log)]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["design"]["totals"] == {"certain": 5, "possible": 0}
+    assert [d["key"] for d in doc["design"]["departures"]] == ["k0", "k1"]
+    assert doc["design"]["dropped"] == 3 and doc["dropped"] == 3
+    assert main(["validate", "--format", "json", "--design", "ideal", "--key", "k4",
+                 str(log)]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert [d["key"] for d in doc["design"]["departures"]] == ["k4"]
