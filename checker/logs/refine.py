@@ -36,6 +36,14 @@ The other knobs are listed as checked by the generic properties (`GENERIC`), not
 a log (`HIDDEN`), or not checked (an option or a knob this module has no rule for, such as
 one added to the model after it).
 
+Limitations
+-----------
+The window and the bound compare stamps of one key's lines, which after a takeover come from
+two writers' clocks: skew beyond `CLOCK_SLACK` can make a finding (it cites both lines). A
+replay's missed answer writes no line, so D is measured from the replay's start: a read the
+log shows too early was early; one it shows in time may still have been early by the length
+of the replay.
+
 Examples
 --------
 >>> c = Claim("email", "email", "at-most-once", {"on_unknown": "reconcile"}, {}, None, None)
@@ -340,15 +348,19 @@ def _step(claim: Claim, key: str, st: _Key, ln: Line, kind: str) -> Optional[Dep
 
 def _dep(claim: Claim, key: str, knob: str, expected: str, ln: Line, found: str = "",
          clock: bool = False, certainty: str = "certain") -> Departure:
-    return Departure(key, knob, str(claim.knobs.get(knob, _timing(claim, knob))), expected,
+    return Departure(key, knob, option(claim, knob), expected,
                      found or ln.text(), ln, certainty, clock)
 
 
-def _timing(claim: Claim, name: str) -> str:
-    v = {"replay_window": claim.replay_window, "delay_bound": claim.delay_bound}.get(name)
-    if name == "status_read":
-        return claim.assumptions.get("status_read", "yes")
-    return "unbounded" if v is None else _dur(v)
+def option(claim: Claim, name: str) -> str:
+    """`name`'s option in `claim`: a knob's, a timing's (W or D, as a duration) or an
+    assumption's of the environment (``status_read``)."""
+    if name in claim.knobs:
+        return str(claim.knobs[name])
+    if name in ("replay_window", "delay_bound"):
+        v = getattr(claim, name)
+        return "unbounded" if v is None else _dur(v)
+    return str(claim.assumptions.get(name, "?"))
 
 
 def _dur(s: float) -> str:
@@ -383,13 +395,13 @@ def _from_unknown(claim: Claim, key: str, st: _Key, ln: Line, kind: str
                     certainty="possible")
     if kind == "replay" and opened == "closed":
         return _dep(claim, key, "replay_window", "no replay once W = "
-                    f"{_timing(claim, 'replay_window')} since the first send has passed: a "
+                    f"{option(claim, 'replay_window')} since the first send has passed: a "
                     "sealed status read", ln,
                     f"a replay {_dur(round(ln.ts - st.first_send))} after the first send",
                     clock=True)
     if kind == "seal" and opened == "open":
         return _dep(claim, key, "on_unknown", "a replay under the same key: the replay window "
-                    f"(W = {_timing(claim, 'replay_window')}) is open", ln,
+                    f"(W = {option(claim, 'replay_window')}) is open", ln,
                     f"a sealed status read, not a replay ({ln.text()})",
                     clock=claim.replay_window is not None)
     return None
@@ -506,19 +518,19 @@ def knob_classes(claim: Claim) -> dict:
     rules, ``generic`` (knob -> the findings that judge it), ``hidden`` (knob -> why the log
     cannot show it), ``unchecked`` (knob=option: no rule for it here)."""
     out: dict = {"checked": [], "generic": {}, "hidden": {}, "unchecked": []}
-    for knob, option in claim.knobs.items():
-        if knob in RULES and option in RULES[knob]:
-            out["checked"].append(f"{knob}={option}")
+    for knob, opt in claim.knobs.items():
+        if knob in RULES and opt in RULES[knob]:
+            out["checked"].append(f"{knob}={opt}")
         elif knob in GENERIC:
             out["generic"][knob] = GENERIC[knob]
         elif knob in HIDDEN:
             out["hidden"][knob] = HIDDEN[knob]
         elif knob != "replay_window":
-            out["unchecked"].append(f"{knob}={option}")
-    out["checked"].append(f"status_read={_timing(claim, 'status_read')}")
+            out["unchecked"].append(f"{knob}={opt}")
+    out["checked"].append(f"status_read={option(claim, 'status_read')}")
     if claim.replays:
-        out["checked"] += [f"replay_window={_timing(claim, 'replay_window')} (clock)",
-                           f"delay_bound={_timing(claim, 'delay_bound')} (clock)"]
+        out["checked"] += [f"replay_window={option(claim, 'replay_window')} (clock)",
+                           f"delay_bound={option(claim, 'delay_bound')} (clock)"]
     return out
 
 
@@ -527,7 +539,7 @@ def paths(claim: Claim) -> list[dict]:
     """The paths of `spec/log-design.json` that are the design's (their ``when`` holds), each
     with its meaning filled in from the design's options."""
     facts = claim.facts()
-    shown = {**facts, "delay_bound": _timing(claim, "delay_bound")}
+    shown = {**facts, "delay_bound": option(claim, "delay_bound")}
     out = []
     for p in spec()["paths"]:
         if all(facts.get(k) in v for k, v in p["when"].items()):
