@@ -95,7 +95,7 @@ def _join_ledgers(args):
 def run(args) -> int:
     if args.output:      # before reading: the report never replaces a file it reads
         refuse_inputs(Path(args.output), [*args.logs, *args.ledger, *args.checkpoints,
-                                          *args.run_items], args.output)
+                                          *args.run_items, args.design], args.output)
     claim = validate_design.claim(args) if args.design else None
     if args.source:
         if args.engine != "local" or args.scheduler:

@@ -207,3 +207,10 @@ def test_what_design_cannot_check_is_refused_in_one_line(stripe_log, capsys):
     assert main(["validate", "--design", "no-such-design", stripe_log]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--design no-such-design" in err
+
+
+def test_the_report_is_never_written_over_the_design_file(tmp_path, stripe_log, capsys):
+    local = design_file(tmp_path, "stripe")
+    before = open(local).read()
+    assert main(["validate", "--design", local, "-o", local, stripe_log]) == 2
+    assert open(local).read() == before and "never over an input" in capsys.readouterr().err
