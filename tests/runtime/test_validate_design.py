@@ -9,6 +9,7 @@ import pytest
 from toolcommit.checker.cli import main
 from toolcommit.checker.logs import pool
 from toolcommit.checker.runtime import IntentLog
+from toolcommit.checker.runtime import design as D
 from toolcommit.checker.runtime import lines as L
 from toolcommit.checker.runtime.shims import GaveUp, guard
 
@@ -122,6 +123,14 @@ def test_each_log_against_its_own_design_has_no_departure(design, fixture, reque
                        request.getfixturevalue(fixture))
     assert code == 0 and doc["design"]["departures"] == []
     assert doc["design"]["design"] == f"spec/designs/{design}.json"
+
+
+@pytest.mark.parametrize("design", D.SHIPPED)
+def test_every_shipped_designs_lost_ack_log_follows_that_design(design, tmp_path, capsys):
+    path = run(tmp_path, design, Bank(lose_first_ack=True), design)
+    code, doc = report(capsys, "--design", design, path)
+    assert code == 0 and doc["design"]["departures"] == []
+    assert "unknown" in reached(doc)
 
 
 def test_the_text_report_names_the_departure_and_tables_the_paths(email_log, capsys):
