@@ -30,9 +30,13 @@ def claim(args) -> Claim:
         raise UsageError("--design reads the log twice (the generic check, then the design's): "
                          "give the log as a file, not stdin ('-')")
     try:
-        d = D.read(args.design)
+        return claim_of(D.read(args.design))
     except D.DesignError as e:
         raise UsageError(f"--design {args.design}: {e}") from None
+
+
+def claim_of(d: D.Design) -> Claim:
+    """What `refine` judges a log against, of a read design."""
     return Claim(d.source, d.environment, d.guarantee, dict(d.knobs), dict(d.provider),
                  d.replay_window, d.delay_bound)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from toolcommit.checker.cli import main
+from toolcommit.checker.cli.validate_design import claim_of
 from toolcommit.checker.logs import refine
 from toolcommit.checker.logs.refine import Claim, Line
 from toolcommit.checker.runtime import design as D
@@ -132,9 +133,7 @@ def test_every_path_the_spec_names_is_one_the_rules_count_and_each_shipped_desig
     names = [p["name"] for p in refine.spec()["paths"]]
     assert len(names) == len(set(names)) and set(names) <= counted
     for name in D.SHIPPED:
-        d = D.read(name)
-        claim = Claim(name, d.environment, d.guarantee, d.knobs, d.provider, d.replay_window,
-                      d.delay_bound)
+        claim = claim_of(D.read(name))
         assert {"dispatch", "unknown"} <= {p["name"] for p in refine.paths(claim)}
 
 
