@@ -15,7 +15,7 @@ from pathlib import Path
 
 from toolcommit.model.errors import InputError, UsageError
 
-from toolcommit.checker.cli import validate_from
+from toolcommit.checker.cli import validate_design, validate_from
 from toolcommit.checker.logs import lane, pool
 from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES, check_paths
 from toolcommit.checker.logs.report import LogVerdict, Report, count, with_findings
@@ -58,6 +58,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="with --engine dask: the scheduler to use (e.g. tcp://10.0.0.5:8786); "
                    "default: a cluster on this machine's loopback for the run")
+    validate_design.add_arguments(p)
     validate_from.add_arguments(p)
     return p
 
@@ -99,7 +100,9 @@ def _join_ledgers(args):
 def run(args) -> int:
     if args.output:      # before reading: the report never replaces a file it reads
         refuse_inputs(Path(args.output), [*args.logs, *args.ledger, *args.checkpoints,
-                                          *args.run_items, *args.intent_logs], args.output)
+                                          *args.run_items, *args.intent_logs, args.design],
+                       args.output)
+    claim = validate_design.claim(args) if args.design else None
     if args.source:
         if args.engine != "local" or args.scheduler:
             raise UsageError("--engine dask checks intent logs; with --from, --emit the "
@@ -127,6 +130,8 @@ def run(args) -> int:
                      if f.key in wanted or any(k in wanted for k in f.key.split(" + ")))
         report = Report(report.verdict, kept, report.warnings, report.stats, 0,
                         report.history, count(kept))
+    if claim is not None:
+        report = validate_design.apply(report, args, claim, limit)
     code = EXIT_CODES[report.verdict]
     fmt = validate_from.base_format(args.format)
     text = RENDERERS[fmt](report, code)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Mapping, Sequence
+from typing import Mapping, Optional, Sequence
 
 from toolcommit.checker.logs.findings import Citation, Finding
 
@@ -50,6 +50,7 @@ class Report:
     dropped: int = 0  # findings not stored beyond MAX_PER_PROPERTY
     history: dict[str, tuple[Citation, ...]] = field(default_factory=dict)  # focus key -> story
     totals: dict[str, int] = field(default_factory=dict)
+    design: Optional[object] = None   # a `refinement.DesignCheck` (validate --design)
 
 
 def with_findings(report: Report, extra: Sequence[Finding], dropped: int = 0) -> Report:

@@ -8,7 +8,9 @@ counterexample: *Let* names the actors, *Then* lists the steps in log order with
 from __future__ import annotations
 
 import json
+import os
 import re
+import textwrap
 from functools import lru_cache
 from importlib import resources
 from typing import Optional
@@ -77,7 +79,35 @@ def render_text(report: Report, exit_code: Optional[int] = None) -> str:
     if report.verdict.value == "CONFORMS":
         out.append("Every logged transition is an edge of the spec graph on one chain per key, "
                    "no intent took effect twice, and no line was lost.")
+    if report.design is not None:
+        out += [""] + design_text(report.design.to_json())
     return "\n".join(out) + "\n"
+
+
+def design_text(d: dict, width: int = 100) -> list[str]:
+    """The ``--design`` section: the design's knobs by how they were judged, then the
+    coverage table (each path of the design, how often the logs took it: ``-`` never)."""
+    k = d["knobs"]
+    n = sum(d["totals"].values())
+    out = [f"Design {d['design']} ({d['guarantee'] or 'no guarantee named'}, environment "
+           f"{d['environment']}): {n} departure(s)"]
+    rows = [("checked here", ", ".join(k["checked"])),
+            ("checked by the generic findings", ", ".join(f"{x} ({y})" for x, y in k["generic"].items())),
+            ("not visible in a log", ", ".join(k["hidden"])),
+            ("not checked (no rule)", ", ".join(k["unchecked"]))]
+    for label, text in rows:
+        if text:
+            out += textwrap.wrap(f"{label}: {text}", width, initial_indent="  ",
+                                 subsequent_indent="    ")
+    cov = d["coverage"]
+    out.append(f"Coverage: {d['reached']} of {len(cov)} paths of the design reached "
+               "(times taken; where first: --format json)")
+    for p in cov:
+        clock = " (by the writer's clock)" if p["clock"] else ""
+        times = p["count"] or "-"
+        out += textwrap.wrap(f"{p['name']:<22} {times:>5}  {p['meaning']}{clock}", width,
+                             initial_indent="  ", subsequent_indent=" " * 32)
+    return out
 
 
 def to_json(report: Report, exit_code: Optional[int] = None) -> dict:
@@ -94,7 +124,7 @@ def to_json(report: Report, exit_code: Optional[int] = None) -> dict:
         "dropped": report.dropped,
         "canonicalizer": max(VERSIONS),
         "history": {k: [_step_json(s) for s in v] for k, v in report.history.items()},
-    }
+    } | ({} if report.design is None else {"design": report.design.to_json()})
 
 
 def _step_json(s: Citation) -> dict:

@@ -167,13 +167,29 @@ def _read_doc(provider: str) -> tuple[dict, str]:
 
 def load(provider: Union[str, os.PathLike, Design, None]) -> Design:
     """The `Design` of `provider` (a shipped profile's name, a design file's path, or a
-    `Design`); DesignError naming the choices for None or an unknown name."""
+    `Design`); DesignError naming the choices for None or an unknown name, or for a design
+    the library does not implement."""
     if isinstance(provider, Design):
         return provider
     if provider is None:
         raise DesignError("the intent log needs provider=: the provider it talks to decides "
                           f"the design; one of {', '.join(SHIPPED)}, or the path of a design file "
                           "(`toolcommit design --env NAME --write FILE`)")
+    d = read(provider)
+    for knob, options in IMPLEMENTS.items():
+        if d.knobs[knob] not in options:
+            raise DesignError(f"{d.source}: {knob}={d.knobs[knob]} is a design the library does "
+                              f"not implement (it implements {knob}={' or '.join(options)})")
+    if d.knobs["on_absent"] == "rerecord" and d.status_read:
+        raise DesignError(f"{d.source}: on_absent=rerecord needs an edge RECONCILING -> RECORDED "
+                          "the log contract does not have; the library implements dead_letter")
+    return d
+
+
+def read(provider: Union[str, os.PathLike]) -> Design:
+    """The `Design` of a shipped profile's name or a design file's path, every knob of the
+    file kept, whether the library implements it or not (what ``validate --design`` checks a
+    log against); DesignError for an unknown name or an unreadable file."""
     from toolcommit.checker.design.file import design_of
     from toolcommit.model import timing
     from toolcommit.model.environment import profile
@@ -184,15 +200,8 @@ def load(provider: Union[str, os.PathLike, Design, None]) -> Design:
         design, env = design_of(doc)
     except UsageError as e:
         raise DesignError(f"{source}: {e}") from None
-    for knob, options in IMPLEMENTS.items():
-        if design[knob] not in options:
-            raise DesignError(f"{source}: {knob}={design[knob]} is a design the library does not "
-                              f"implement (it implements {knob}={' or '.join(options)})")
     assumptions = {**profile(env).assumptions, **{k: v for k, v in
                    doc.get("assumes", {}).get("environment", {}).items() if isinstance(v, str)}}
-    if design["on_absent"] == "rerecord" and assumptions.get("status_read", "yes") == "yes":
-        raise DesignError(f"{source}: on_absent=rerecord needs an edge RECONCILING -> RECORDED "
-                          "the log contract does not have; the library implements dead_letter")
     env_time = {**profile(env).timing}
     for k, v in doc.get("assumes", {}).get("environment", {}).items():
         if k in ("delay_bound", "key_lifetime"):

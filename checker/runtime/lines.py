@@ -14,9 +14,15 @@ from __future__ import annotations
 import json
 import os
 from datetime import datetime, timezone
+from importlib import resources
 from typing import IO, Callable, Iterable, Optional
 
 Sink = Callable[[dict], None]
+
+#: the ``reason`` of each step the design tells apart (``spec/log-design.json``, which
+#: ``toolcommit validate --design`` reads): a replay, a sealed read, a read's answer, a give-up
+REASON: dict[str, str] = json.loads(resources.files("toolcommit.spec")
+                                    .joinpath("log-design.json").read_text("utf-8"))["reasons"]
 
 
 def now_rfc3339() -> str:

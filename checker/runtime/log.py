@@ -243,7 +243,7 @@ class IntentLog:
                                          "owner_inc": self.incarnation}))
         if to == r.state:
             return None
-        return L.transition(r.key, r.state, to, r.fence, f"takeover: {why}")
+        return L.transition(r.key, r.state, to, r.fence, L.REASON["takeover"] + why)
 
     # ----- propose --------------------------------------------------------------------------
     def propose(self, call_id: str, tool: str, args: dict, scope: str, *,
@@ -368,8 +368,8 @@ class IntentLog:
         RECONCILING (a ``replay``) at the ticket's generation -> ACKED, saving `result`."""
         frm = "RECONCILING" if ticket.purpose == "replay" else "DISPATCHED"
         return self._cas(ticket.key, (frm,), "ACKED", fence=ticket.generation, result=result,
-                         release=True, reason="replay answered" if frm == "RECONCILING"
-                         else None) is not None
+                         release=True, reason=L.REASON["replay_answered"]
+                         if frm == "RECONCILING" else None) is not None
 
     def timeout(self, ticket: Ticket, reason: str = "timeout") -> bool:
         """No answer to `ticket`'s request (a timeout, an error, a cancelled task): an
@@ -411,10 +411,10 @@ class IntentLog:
         if D.unknown_action(self.design, True) == "park":
             return None
         r = self._cas(key, ("UNKNOWN",), "RECONCILING", bump=True, sent=True,
-                      when=lambda r, now: self._replays(r, now), reason="replay under the same key")
+                      when=lambda r, now: self._replays(r, now), reason=L.REASON["replay"])
         if r is not None:
             return self._ticket(r, "replay")
-        r = self._cas(key, ("UNKNOWN",), "RECONCILING", bump=True)
+        r = self._cas(key, ("UNKNOWN",), "RECONCILING", bump=True, reason=L.REASON["seal"])
         if r is None:
             with self._lock, self.store.read() as tx:
                 r = self._get(tx, key)
@@ -433,13 +433,13 @@ class IntentLog:
         to = D.after_read(self.design, present)
         if to == "ACKED":
             return self._cas(ticket.key, ("RECONCILING",), "ACKED", fence=ticket.generation,
-                             result=result, release=True, reason="status present") is not None
+                             result=result, release=True, reason=L.REASON["present"]) is not None
         if to != "DEAD_LETTER":
             raise IntentLogError(f"design {self.design.source}: a status read leads to {to}, "
                                  "which the log contract has no edge to")
         return self._cas(ticket.key, ("RECONCILING",), "DEAD_LETTER", fence=ticket.generation,
-                         release=True, reason="status absent" if self.design.status_read
-                         else "no status read: given up, the effect may have happened",
+                         release=True, reason=L.REASON["absent"] if self.design.status_read
+                         else L.REASON["no_read"],
                          when=lambda r, now: self._read_wait(r, now) <= 0) is not None
 
     def dead_letter(self, key: str, reason: str = "parked for a human") -> bool:

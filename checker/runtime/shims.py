@@ -42,6 +42,7 @@ import uuid
 from typing import Any, Callable, Optional, Union
 
 from toolcommit.checker.runtime import design as D
+from toolcommit.checker.runtime import lines as L
 from toolcommit.checker.runtime.log import Decision, IntentLog, IntentLogError, Record, Ticket
 from toolcommit.checker.runtime.store import GAVE_UP
 
@@ -166,7 +167,7 @@ def _steps(log: IntentLog, key: str, saved: Callable[[Any], Any]):
             continue
         if rec.state == "UNKNOWN":
             if D.unknown_action(log.design, True) == "park":
-                log.dead_letter(key, "the design parks unknown outcomes")
+                log.dead_letter(key, L.REASON["park"])
                 continue
             t = log.reconcile(key)
             if t is not None and t.purpose == "replay":

@@ -397,7 +397,8 @@ def test_events_to_jsonl_round_trips_and_is_deterministic():
 
 def test_every_finding_name_has_a_one_line_meaning():
     raw = json.loads((SPEC / "log-findings.json").read_text())["log_findings"]
-    used = {"RACE", "CANON", "SEQ_GAP", "SEQ_DUP", "CUT_OFF", "NO_PROPOSAL", "UNSETTLED", "ORPHAN_EFFECT"}
+    used = {"RACE", "CANON", "SEQ_GAP", "SEQ_DUP", "CUT_OFF", "NO_PROPOSAL", "UNSETTLED", "ORPHAN_EFFECT",
+            "DESIGN"}
     assert used == set(raw)
     assert {"I1", "P1", "P2", "P3", "P4", "FENCE", "LEGAL"} <= set(meanings())
 

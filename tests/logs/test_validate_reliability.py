@@ -93,7 +93,9 @@ def test_every_step_that_cites_a_line_names_the_writer_of_that_line():
 def test_mermaid_draws_no_anonymous_log_participant_for_cited_lines():
     from toolcommit.checker.render.findings import render_mermaid
     for p in sorted(LOGS.glob("*-bad.jsonl")):
-        assert " as log\n" not in render_mermaid(validate([str(p)])), p.name
+        report = validate([str(p)])
+        if report.findings:    # a design's -bad log conforms without --design: nothing cited
+            assert " as log\n" not in render_mermaid(report), p.name
 
 
 # ----- Mermaid output is one document ----------------------------------------------------------

@@ -66,7 +66,31 @@ def render_validate_html(data: str) -> str:
         body.append(f"<h2>Ledger</h2><p>{ledger.get('effects_joined', 0)} effect(s) joined from "
                     f"{esc(', '.join(ledger.get('files', [])))}</p>")
         body += [f'<p class="meta">note: {esc(n)}</p>' for n in ledger.get("notes", [])]
+    if doc.get("design"):
+        body += _design(doc["design"])
     if doc["verdict"] == "CONFORMS":
         body.append("<p>Every logged transition is an edge of the spec graph on one chain per "
                     "key, no intent took effect twice, and no line was lost.</p>")
     return page(f"toolcommit validate: {doc['verdict']}", body, data)
+
+
+def _design(d: dict) -> list[str]:
+    """The ``--design`` section: the knobs by how they were judged, the coverage table."""
+    k = d["knobs"]
+    out = [f"<h2>Design {esc(d['design'])}</h2>",
+           f"<p>{esc(d['guarantee'])}, environment {esc(d['environment'])}: "
+           f"{sum(d['totals'].values())} departure(s)</p>",
+           table(["knobs", "how"], [
+               [esc(", ".join(k["checked"])), "checked against each logged step"],
+               [esc(", ".join(f"{x} ({y})" for x, y in k["generic"].items())),
+                "checked by the generic findings"],
+               [esc(", ".join(k["hidden"])), "not visible in a log"],
+               [esc(", ".join(k["unchecked"])), "not checked (no rule)"]]),
+           f"<h3>Coverage: {d['reached']} of {len(d['coverage'])} paths reached</h3>"]
+    rows = []
+    for p in d["coverage"]:
+        first = p["first"]
+        where = esc(f"{first['file']}:{first['line']}") if first else ("NOT REACHED", "UNKNOWN")
+        rows.append([esc(p["name"]), str(p["count"]), where,
+                     esc(p["meaning"] + (" (by the writer's clock)" if p["clock"] else ""))])
+    return out + [table(["path", "times", "first line", "meaning"], rows)]
