@@ -13,7 +13,7 @@ import pytest
 
 from toolcommit.runtime import Answered, Held, InDoubt, IntentLog, IntentLogError, guard, tell
 
-from .ledger import Bank
+from .ledger import Bank, conforms
 
 DESIGNS = Path(__file__).resolve().parents[2] / "spec" / "designs"
 ARGS = {"charge": "ch_1", "amount": 20}
@@ -99,6 +99,7 @@ def test_with_the_hold_the_re_ask_waits_then_gets_the_first_outcome_one_refund(t
     assert len(bank.ledger) == 1
     call(log, net, bank, "u3", "user:42:request:9")  # told now: a next request proceeds
     assert len(bank.ledger) == 2
+    assert conforms(log, bank, tmp_path)            # the log validate reads agrees
     log.close()
 
 
