@@ -68,9 +68,11 @@ FIRST_INTENT = "i1"
 
 @dataclass(frozen=True)
 class Proposal:
-    """One tool call the model may emit: its call id, argument form, epoch, trigger, and
-    the user intent (request) it serves: `i1`, the user's first request, unless the
-    instance has the user ask again (`new_intent`)."""
+    """One tool call the model may emit: its call id, argument form, epoch, trigger, the
+    user intent it serves (`i1`, the user's first request, unless the instance has the user
+    ask again, `new_intent`) and the user request (message) it is emitted in: the intent's
+    own unless `request` names another (the user re-asking the same intent in a new
+    message, whose minted id makes a new scope)."""
 
     name: str
     call_id: str
@@ -78,6 +80,12 @@ class Proposal:
     epoch: int
     trigger: str
     intent: str = FIRST_INTENT
+    request: str = ""
+
+    @property
+    def req(self) -> str:
+        """The user request the call is emitted in (its intent's, unless it names one)."""
+        return self.request or self.intent
 
     @property
     def version(self) -> int:
@@ -99,6 +107,10 @@ class Instance:
     def intents(self) -> tuple[str, ...]:
         """The user intents the proposals serve, the first request's first."""
         return tuple(dict.fromkeys([FIRST_INTENT] + [p.intent for p in self.proposals]))
+
+    def requests(self) -> tuple[str, ...]:
+        """The user requests (messages) the proposals are emitted in, the first's first."""
+        return tuple(dict.fromkeys([FIRST_INTENT] + [p.req for p in self.proposals]))
 
     def with_bounds(self, bounds: Mapping[str, int]) -> "Instance":
         """A copy with `workers`, `max_fence` or fault budgets overridden (see `check_bound`)."""
@@ -134,7 +146,7 @@ def proposal(name: str) -> Proposal:
         raise UsageError(f"unknown proposal {name!r}; valid proposals: {', '.join(raw)}")
     p = raw[name]
     return Proposal(name, p["call_id"], p["form"], p["epoch"], p["trigger"],
-                    p.get("intent", FIRST_INTENT))
+                    p.get("intent", FIRST_INTENT), p.get("request", ""))
 
 
 def instance(name: str) -> Instance:

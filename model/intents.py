@@ -186,7 +186,9 @@ class Intents:
         return any_of(exact, all_of(short, visible, not_(stuck), not_(refused), not_(swallowed)))
 
     def _visible(self, g: Group) -> Expr:
-        return any_of(*[in_(self.rec[k], r(*GAVE_UP)) for k in g.keys])
+        """A record of the group parked, or a call of it answered by a hold (`reask`)."""
+        return any_of(*[in_(self.rec[k], r(*GAVE_UP)) for k in g.keys],
+                      self.answered_in([p for p in self.props if p.name in g.proposals]))
 
     def _stuck(self, g: Group) -> Expr:
         return any_of(*[in_(self.rec[k], r(*UNSETTLED)) for k in g.keys])
@@ -212,10 +214,12 @@ class Intents:
         return all_of(*out)
 
     def _swallowed(self, g: Group) -> Expr:
-        """Some intent of the group refused as a duplicate with none of its calls recorded."""
+        """Some intent of the group refused as a duplicate with none of its calls recorded,
+        not by a hold's answer (which tells the user the earlier outcome: see `_visible`)."""
         out = []
         for i in g.intents:
-            mine = [self.prop[p.name] for p in self.props if p.intent == i]
-            out.append(all_of(any_of(*[v == P_DUP for v in mine]),
-                              *[v != P_RECORDED for v in mine]))
+            mine = [p for p in self.props if p.intent == i]
+            out.append(all_of(any_of(*[self.prop[p.name] == P_DUP for p in mine]),
+                              not_(self.answered_in(mine)),
+                              *[self.prop[p.name] != P_RECORDED for p in mine]))
         return any_of(*out)

@@ -83,9 +83,10 @@ class Config:
         return dict(self.assumptions)
 
 
-# Knobs that bear only on instances with more than one user intent: an instance with one
-# intent builds the same System under each of their options, so its records leave them out.
-SEVERAL_INTENTS_ONLY = ("intent_id",)
+# Knobs that bear only on instances with more than one user request (a second intent, or a
+# re-ask of the first in a new message): an instance with one request builds the same
+# System under each of their options, so its records leave them out.
+SEVERAL_INTENTS_ONLY = ("intent_id", "reask")
 # Knobs that bear only where an instance has a fault budget: the SDK's retries exist only
 # with transport duplicates, where the read looks matters only if a read can be stale.
 BUDGET_ONLY = {"sdk_retries": "duplicates", "status_via": "stale_reads"}
@@ -100,7 +101,7 @@ def bearing(knobs: Mapping[str, str], instances) -> dict[str, str]:
     >>> bearing(preset("recommended").knobs, [instance("two_intents")])["intent_id"]
     'minted'
     """
-    several = any(len(i.intents()) > 1 for i in instances)
+    several = any(len(i.requests()) > 1 for i in instances)
     budget = {f for i in instances for f, n in i.faults.items() if n}
     out = {}
     for k, v in knobs.items():

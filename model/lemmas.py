@@ -91,6 +91,26 @@ def writable(system: System) -> dict[str, set]:
     return {n: vals for n, vals in out.items() if len(vals) < system.var(n).size}
 
 
+def _reask_lemmas(V: _Vars, inst, key_of: dict) -> dict[str, Expr]:
+    """`doubt_after_record` and `reask_after_give_up` for intents with a re-ask."""
+    out: dict[str, Expr] = {}
+    gave_up = (RV["COMPENSATED"], RV["DEAD_LETTER"], RV["REJECTED_CONFLICT"])
+    for i in dict.fromkeys(p.intent for p in inst.proposals if p.trigger == "after_doubt"):
+        first = sorted({f"k{key_of[p.name]}" for p in inst.proposals if p.intent == i
+                        and p.trigger != "after_doubt" and p.name in key_of})
+        again = sorted({f"k{key_of[p.name]}" for p in inst.proposals if p.intent == i
+                        and p.trigger == "after_doubt" and p.name in key_of} - set(first))
+        doubt = V.get("doubt", i)
+        if doubt is not None and first:
+            out[f"doubt_after_record[{i}]"] = implies(
+                doubt == 1, any_of(*[V.get("rec", k) != RV["PROPOSED"] for k in first]))
+        for k in again:
+            for s in first:
+                out[f"reask_after_give_up[{k},{s}]"] = implies(
+                    V.get("rec", k) != RV["PROPOSED"], in_(V.get("rec", s), gave_up))
+    return out
+
+
 def candidates(system: System) -> dict[str, Expr]:
     """Every lemma instance for `system`: `name[index]` -> expression."""
     V = _Vars(system)
@@ -112,6 +132,7 @@ def candidates(system: System) -> dict[str, Expr]:
                 intents_of.setdefault(f"k{key_of[p.name]}", set()).add(p.intent)
         later_keys = {k: next(iter(i)) for k, i in intents_of.items()
                       if len(i) == 1 and V.get("asked", next(iter(i))) is not None}
+        out.update(_reask_lemmas(V, inst, key_of))
     for k in V.keys:
         rec, fence, applied = V.get("rec", k), V.get("fence", k), V.get("applied", k)
         pfence = V.get("pfence", k)

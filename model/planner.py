@@ -60,7 +60,9 @@ class Planner:
         if conflict is not FALSE:
             self.act("propose", {**params, "decision": "conflict"},
                      all_of(base, not_(exists), conflict), {prop.name: P_CONFLICT})
-        fresh = all_of(base, not_(exists), not_(conflict))
+        fresh = all_of(base, not_(exists), not_(conflict), not_(self.reask_wait(k)))
+        self.reask_propose(p, k, w, fresh, params)
+        fresh = all_of(fresh, not_(self.reask_answered(k)))
         if self.racy:
             self.act("check", {**params, "decision": "absent"}, fresh,
                      {prop.name: P_PROPOSED, self.chk[p.name].name: w})

@@ -29,6 +29,7 @@ from .knobs import Config
 from .planner import Planner
 from .properties import monitors, table
 from .provider import Provider
+from .reask import Reask
 from .recovery import Recovery
 from .resolution import Resolution
 from .system import Action, Symmetry, System, VarDecl
@@ -55,7 +56,7 @@ def _legal_edges() -> tuple:
     return tuple((e.source, e.target) for e in protocol().record.edges)
 
 
-class _Builder(Planner, Provider, LogFaults, Intents, Resolution, Recovery, Clock):
+class _Builder(Planner, Provider, LogFaults, Intents, Reask, Resolution, Recovery, Clock):
     """Collects variables and actions; one method per actor."""
 
     def __init__(self, config: Config, inst: Instance):
@@ -81,8 +82,8 @@ class _Builder(Planner, Provider, LogFaults, Intents, Resolution, Recovery, Cloc
             epoch = (epoch, p.call_id)
         ident = ("refund", form, "e%s" % (epoch if isinstance(epoch, int) else "%d+%s" % epoch))
         ident += ("v%d" % p.version,) if self.k["revision"] == "conflict" else ()
-        minted = self.k["intent_id"] == "minted" and self.several_intents()
-        return ident + ((p.intent,) if minted else ())
+        minted = self.k["intent_id"] == "minted" and self.several_requests()
+        return ident + ((p.req,) if minted else ())
 
     def _derive_keys(self) -> None:
         self.keys: list[Key] = []
@@ -115,6 +116,7 @@ class _Builder(Planner, Provider, LogFaults, Intents, Resolution, Recovery, Cloc
             callers.setdefault(nk, set()).update(callers[k])
         self.callers = callers
         self.call_ids = sorted({p.call_id for p in self.props})
+        self.siblings = self._siblings()
 
     def token_kind(self) -> str:
         return self.k["idempotency_key"]
@@ -167,6 +169,8 @@ class _Builder(Planner, Provider, LogFaults, Intents, Resolution, Recovery, Cloc
                               for f in range(1, F + 1)] if self.needs_via(i) else None)
         self._declare_seals()
         self.declare_windows()
+        self.declare_told()
+        self.declare_doubt()
         sv = SEEN_VALUES if self.saved_errors() else ()
         self.seen = {t: self.var(f"seen.{t}", len(sv) or 2, 0, sv, family="seen", index=(t,))
                      for t in self.tokens()}
@@ -205,6 +209,7 @@ class _Builder(Planner, Provider, LogFaults, Intents, Resolution, Recovery, Cloc
         updates = {n: lift(e) for n, e in updates.items() if e is not None}
         if monitor:
             updates = self._monitor(updates)
+        updates = self.doubt_updates(updates)
         self.actions.append(Action(name, dict(params), guard, updates, fault, cut))
 
     def _monitor(self, updates: dict) -> dict:
@@ -245,6 +250,8 @@ class _Builder(Planner, Provider, LogFaults, Intents, Resolution, Recovery, Cloc
             return any_of(*[in_(rec, r(*GAVE_UP[:2])) for rec in self.rec])
         if t == "after_new_intent":
             return self.intent_trigger(p)
+        if t == "after_doubt":
+            return self.doubt_trigger(p)
         raise ValueError(t)
 
     # ----- workers: dispatch, acks, timeouts, recovery ----------------------------
@@ -311,9 +318,11 @@ class _Builder(Planner, Provider, LogFaults, Intents, Resolution, Recovery, Cloc
             self.act("discard_ack", params, guard, {m.name: M_DONE})
             return
         current = TRUE if self.k["fencing"] == "off" else self.fence[k] == f
-        settles = any_of(all_of(rec == RV["DISPATCHED"], current), rec == RV["RECONCILING"])
+        direct = all_of(rec == RV["DISPATCHED"], current)
+        settles = any_of(direct, rec == RV["RECONCILING"])
         self.act("receive_ack", params, guard,
-                 {m.name: M_DONE, rec.name: ite(settles, RV["ACKED"], rec)})
+                 {m.name: M_DONE, rec.name: ite(settles, RV["ACKED"], rec),
+                  **self.told_on_ack(k, direct)})
 
     def _unknown(self, k: int, w: int) -> None:
         kn, wn = self.keys[k].name, f"w{w}"
@@ -396,7 +405,7 @@ class _Builder(Planner, Provider, LogFaults, Intents, Resolution, Recovery, Cloc
             return
         groups: dict[tuple, list] = {}
         for p in self.props:
-            groups.setdefault((p.intent, p.form, p.epoch, p.trigger, p.version), []).append(p)
+            groups.setdefault((p.intent, p.req, p.form, p.epoch, p.trigger, p.version), []).append(p)
         users = {}
         for p in self.props:
             users[self.key_of[p.name]] = users.get(self.key_of[p.name], 0) + 1
@@ -456,8 +465,8 @@ def build(config: Config, inst: Instance, wipe: bool = False) -> System:
         "key_of": dict(b.key_of),
         # the intent id the runtime mints into a call's scope (intent_id=minted, several
         # intents): the log writer puts it in the scope it writes
-        "scope_tag": ({p.name: p.intent for p in b.props}
-                      if b.k["intent_id"] == "minted" and b.several_intents() else {}),
+        "scope_tag": ({p.name: p.req for p in b.props}
+                      if b.k["intent_id"] == "minted" and b.several_requests() else {}),
         "workers": [f"w{w}" for w in range(b.W)],
         "wipe": wipe,
         "timing": b.timing_used(),

@@ -9,7 +9,7 @@ Examples
 --------
 >>> from toolcommit.checker.design.synthesis import preset_design
 >>> advice({**preset_design("recommended"), "on_unknown": "replay_then_reconcile"}, "stripe")
-"send the record's semantic key as the idempotency key, turn the SDK's automatic retries off; on an unknown outcome replay under the same key within W = 1h (keys kept 24h), then reconcile by listing the parent object's children (a charge's refunds) and give up visibly if nothing is there"
+"send the record's semantic key as the idempotency key, turn the SDK's automatic retries off; on an unknown outcome replay under the same key within W = 1h (keys kept 24h), then reconcile by listing the parent object's children (a charge's refunds) and give up visibly if nothing is there; hold a new request for the same thing until an earlier one settles, then answer it with that outcome"
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from toolcommit.spec import protocol
 
 FIRST = ("idempotency_key", "sdk_retries")       # what every request carries, then
 OUTCOME = "on_unknown"                           # what meets an unknown outcome
+LAST = ("reask",)                                # what meets the user's next request
 
 
 def act(knob: str, option: str) -> str:
@@ -39,9 +40,11 @@ def _words(design: dict, env: str, given: dict) -> dict:
 
 def advice(design: dict, env: str, given: dict | None = None) -> str:
     """The design's instructions: what each request carries, then what meets an unknown
-    outcome (with the window, the key's lifetime, the status read and the give-up), in
-    environment `env` with the settings `given` changed (`design --set`)."""
+    outcome (with the window, the key's lifetime, the status read and the give-up), then
+    what meets the user's next request, in environment `env` with the settings `given`
+    changed (`design --set`)."""
     words = _words(design, env, dict(given or {}))
     first = ", ".join(x for x in (act(k, design[k]) for k in FIRST) if x)
     then = act(OUTCOME, design[OUTCOME]).format(**words)
-    return "; ".join(x for x in (first, then) if x)
+    last = ", ".join(x for x in (act(k, design[k]) for k in LAST if k in design) if x)
+    return "; ".join(x for x in (first, then, last) if x)

@@ -14,8 +14,8 @@ What each model step writes, in the public log format (`spec/log.schema.json`)
   ``args`` from the call's *form* in `spec/instances.json` (so a paraphrase is written with
   its own literal arguments and the checker's canonicalizer, not the model's key, decides
   that it is one intent). ``decision`` is ``accepted`` for every model decision that writes a
-  record (accepted, overwrites, replayed, accepted as next epoch), else ``duplicate`` or
-  ``conflict``. ``check`` (the first half of check-then-insert) only reads: no line.
+  record (accepted, overwrites, replayed, accepted as next epoch), else ``duplicate`` (a
+  hold's answer to a re-ask included, `reask=hold`) or ``conflict``. ``check`` (the first half of check-then-insert) only reads: no line.
 - any step that changes ``rec.<key>``: one ``transition`` line per changed key, ``from`` and
   ``to`` the two record states, ``fence`` = ``fence.<key>`` after the step (when non-zero),
   written by the step's worker (``user`` for ``cancel``). The line says exactly what the
@@ -69,6 +69,7 @@ PROVIDER = "provider"
 USER = "user"
 _ACCEPTING = ("accepted", "accepted (overwrites)", "replayed under the same key",
               "compensated first, accepted as next epoch")
+_ANSWERED = ("answered:", "refused:")     # a hold's answer (`reask=hold`): no record written
 
 
 @lru_cache(maxsize=1)
@@ -88,6 +89,8 @@ def _decision(model_decision: str) -> str:
         return "accepted"
     if model_decision in ("duplicate", "conflict"):
         return model_decision
+    if model_decision.startswith(_ANSWERED):
+        return "duplicate"
     raise ValueError(f"no log decision for the model's decision {model_decision!r}")
 
 

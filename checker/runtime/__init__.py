@@ -15,7 +15,8 @@ from toolcommit.checker.runtime.design import Design, DesignError
 from toolcommit.checker.runtime.lines import JsonlSink
 from toolcommit.checker.runtime.log import (Decision, IntentLog, IntentLogError, Record,
                                             Superseded, Ticket, semantic_key)
-from toolcommit.checker.runtime.shims import (Conflict, EffectError, GaveUp, InDoubt, aguard,
+from toolcommit.checker.runtime.shims import (Answered, Conflict, EffectError, GaveUp, Held,
+                                              InDoubt, aguard,
                                               current_ticket, effectful, guard, recover_settle,
                                               tell)
 from toolcommit.checker.runtime.store import PostgresStore, SqliteStore, StoreError
@@ -23,6 +24,6 @@ from toolcommit.checker.runtime.wire import UnkeyedWrite, instrument, unguarded,
 
 __all__ = ["IntentLog", "Decision", "Ticket", "Record", "IntentLogError", "Superseded",
            "JsonlSink", "SqliteStore", "PostgresStore", "StoreError", "semantic_key",
-           "Design", "DesignError", "Conflict", "EffectError", "GaveUp", "InDoubt", "guard",
-           "aguard", "effectful", "current_ticket", "recover_settle", "tell", "instrument",
-           "uninstrument", "unguarded", "UnkeyedWrite"]
+           "Design", "DesignError", "Conflict", "EffectError", "GaveUp", "InDoubt", "Held",
+           "Answered", "guard", "aguard", "effectful", "current_ticket", "recover_settle", "tell",
+           "instrument", "uninstrument", "unguarded", "UnkeyedWrite"]

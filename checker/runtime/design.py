@@ -47,6 +47,7 @@ IMPLEMENTS = {
     "dispatch_guard": ("log_cas",), "late_replay": ("reject",), "on_ack": ("record",),
     "cancel_api": ("log",), "lease": ("expiring",), "epoch": ("per_intent", "none"),
     "sdk_retries": ("on", "off"), "status_via": ("search", "list"), "reaccept": ("reject",),
+    "reask": ("proceed", "hold"),
 }
 
 

@@ -67,6 +67,7 @@ from toolcommit.model.errors import ToolcommitError
 
 from toolcommit.checker.runtime import design as D
 from toolcommit.checker.runtime import lines as L
+from toolcommit.checker.runtime import reask as R
 from toolcommit.checker.runtime import telemetry
 from toolcommit.checker.runtime.records import Decision, Record, Ticket, record_of, semantic_key
 from toolcommit.checker.runtime.store import (GAVE_UP, PostgresStore, SqliteStore, Store, StoreError,
@@ -115,11 +116,16 @@ class IntentLog:
         Seconds a call meeting a record another writer holds waits for it to settle or for
         its lease to expire (then takes it over), and waits for a status read the design
         defers; default: the lease.
+    same : tuple, callable or dict, optional
+        Under a design with ``reask=hold``, what makes a call of another scope "the same"
+        as an earlier one in doubt (`toolcommit.runtime.reask`): every argument (None), the
+        named ones (``("charge",)``), a function of the arguments returning the dict to
+        compare, or a dict of tool -> one of those.
     """
 
     def __init__(self, store: Store, writer: Optional[str] = None, lease: float = 30.0,
                  sinks: Sequence[Callable[[dict], None]] = (), exclusive_tools: Iterable[str] = (),
-                 *, provider=None, wait: Optional[float] = None):
+                 *, provider=None, wait: Optional[float] = None, same: R.SameRule = None):
         try:
             self.design = D.load(provider)
         except D.DesignError:
@@ -134,6 +140,7 @@ class IntentLog:
         self.wait = self.lease if wait is None else float(wait)
         self.sinks = list(sinks)
         self.exclusive_tools = frozenset(exclusive_tools)
+        self.same = same
         self._lock = threading.RLock()
         self.incarnation, self._seq, self.crashed = 0, 0, False
         self.taken_over: list[Record] = []
@@ -273,8 +280,16 @@ class IntentLog:
             raise IntentLogError(f"call {call_id}: no canonical form: {e}") from None
         excl = tool in self.exclusive_tools if exclusive is None else exclusive
         slot = f"{scope}\x1f{tool}" if excl else None
+        same = self._same_content(call_id, tool, args)
 
         def fn(tx):
+            met = None if same is None else R.meet(tx, self._get, same, scope,
+                                                   self.design.settles_by_read)
+            if met is not None:       # reask=hold: an earlier call of another scope
+                decision, rec = met
+                lines = [] if decision == "held" else [
+                    L.proposal(call_id, tool, args, scope, rec.key, "duplicate", rec.epoch)]
+                return Decision(decision, rec.key, rec), lines, ci.digest
             for _ in range(8):
                 latest = tx.one(f"SELECT {_COLS} FROM tc_records WHERE intent = ? "
                                 "ORDER BY epoch DESC LIMIT 1", (ci.digest,))
@@ -291,6 +306,8 @@ class IntentLog:
                            (key, ci.digest, epoch, tool, scope, args_text, call_id,
                             *self._mine(), slot))
                 if n == 1:
+                    if same is not None:
+                        R.remember(tx, same, key, scope)
                     rec = self._get(tx, key)
                     return (Decision("accepted", key, rec),
                             [L.proposal(call_id, tool, args, scope, key, "accepted", epoch),
@@ -308,14 +325,24 @@ class IntentLog:
             raise StoreError(f"call {call_id}: the insert neither won nor met a record")
         return self._decide(fn)
 
+    def _same_content(self, call_id: str, tool: str, args: dict) -> Optional[str]:
+        """The content digest a ``reask=hold`` design compares across scopes, else None."""
+        if self.design.knobs.get("reask") != "hold":
+            return None
+        try:
+            return R.content(tool, args, self.same)
+        except ValueError as e:
+            raise IntentLogError(f"call {call_id}: {e}") from None
+
     # ----- dispatch and its outcomes ---------------------------------------------------------
     def _cas(self, key: str, frm: Sequence[str], to: str, *, fence: Optional[int] = None,
              bump: bool = False, release: bool = False, result=None, reason=None,
-             mine: bool = True, sent: bool = False, first: bool = False, when=None):
+             mine: bool = True, sent: bool = False, first: bool = False, when=None, then=None):
         """One compare-and-set from a state in `frm` to `to` (see the module contracts);
         returns the record after it, or None if the log refused (state, lease or fence).
         `sent` stamps ``sent_at`` (and `first` ``first_sent``) with the store's clock;
-        `when(record, now)`, if given, must hold of the locked record for the write."""
+        `when(record, now)`, if given, must hold of the locked record for the write;
+        `then(tx)`, if given, runs after a write that won, in the same transaction."""
         def fn(tx):
             sets = ["state = ?"]
             params: list = [to]
@@ -348,6 +375,8 @@ class IntentLog:
             if tx.run(f"UPDATE tc_records SET {', '.join(sets)} "
                       f"WHERE {' AND '.join(where)}", params) != 1:
                 return None, [], None
+            if then is not None:
+                then(tx)
             after = self._get(tx, key)
             if before.state == to:    # no move (a replay's missed answer): no line
                 return after, [], after.intent
@@ -367,9 +396,11 @@ class IntentLog:
         """The provider answered `ticket`'s request: DISPATCHED (an ``apply``) or
         RECONCILING (a ``replay``) at the ticket's generation -> ACKED, saving `result`."""
         frm = "RECONCILING" if ticket.purpose == "replay" else "DISPATCHED"
+        told = frm == "DISPATCHED" and self.design.knobs.get("reask") == "hold"
         return self._cas(ticket.key, (frm,), "ACKED", fence=ticket.generation, result=result,
                          release=True, reason=L.REASON["replay_answered"]
-                         if frm == "RECONCILING" else None) is not None
+                         if frm == "RECONCILING" else None,
+                         then=(lambda tx: R.told(tx, ticket.key)) if told else None) is not None
 
     def timeout(self, ticket: Ticket, reason: str = "timeout") -> bool:
         """No answer to `ticket`'s request (a timeout, an error, a cancelled task): an

@@ -88,6 +88,23 @@ class InDoubt(EffectError):
     another live writer holds the record). Never retry by hand: the log settles it."""
 
 
+class Held(InDoubt):
+    """``reask=hold``: an earlier call of the same tool and arguments in another scope (the
+    user's earlier request) is still unsettled after the log's `wait`: nothing was sent."""
+
+
+class Answered(EffectError):
+    """``reask=hold``: an earlier call of the same tool and arguments in another scope
+    settled without its caller hearing it, and answers this one: nothing was sent. `result`
+    is the earlier effect's (``happened="yes"``), or None where it was given up and may have
+    happened (``"unknown"``). The user's next request proceeds."""
+
+    def __init__(self, message: str, record: Optional[Record] = None,
+                 happened: Optional[str] = None, result: Any = None):
+        super().__init__(message, record, happened)
+        self.result = result
+
+
 def current_ticket() -> Optional[Ticket]:
     """The ticket of the effect (or status read) running now, inside a guard; else None."""
     return _TICKET.get()
@@ -96,8 +113,11 @@ def current_ticket() -> Optional[Ticket]:
 def tell(e: EffectError) -> dict:
     """What a framework wrapper returns to the model for `e`: plain words first."""
     rec = e.record
-    return {"toolcommit": type(e).__name__, "happened": e.happened, "message": str(e),
-            "intent": rec.key if rec else None, "state": rec.state if rec else None}
+    out = {"toolcommit": type(e).__name__, "happened": e.happened, "message": str(e),
+           "intent": rec.key if rec else None, "state": rec.state if rec else None}
+    if isinstance(e, Answered) and e.result is not None:
+        out["result"] = e.result          # the earlier request's answer
+    return out
 
 
 def _json_result(value) -> Any:
@@ -125,6 +145,25 @@ def _gave_up(log: IntentLog, rec: Record) -> GaveUp:
                   f"provider cannot be asked (intent {rec.key}). Do not tell the user it was "
                   "done; tell them it may have happened, and that asking again may do it twice.",
                   rec, "unknown")
+
+
+def _met(d: Decision, tool: str) -> EffectError:
+    """What the model is told when a hold met an earlier request (`reask=hold`)."""
+    rec = d.record
+    if d.decision == "held":
+        return Held(f"The {tool} was not sent: an earlier request for the same {tool} "
+                    f"(intent {rec.key}) may or may not have happened and is still being "
+                    "settled. Do not tell the user it was done, and do not send it again: "
+                    "asking again later gets that request's outcome.", rec, "unknown")
+    if rec.state == "ACKED":
+        return Answered(f"The {tool} was not sent again: an earlier request for the same "
+                        f"{tool}, whose outcome the user was told was in doubt, was done "
+                        f"(intent {rec.key}; its answer: {rec.result!r}). Tell the user; if "
+                        "they want another, they may ask again.", rec, "yes", rec.result)
+    return Answered(f"The {tool} was not sent: an earlier request for the same {tool} "
+                    f"(intent {rec.key}) was given up and may have happened; sending again "
+                    "may do it twice. Tell the user; if they still want it, they may ask "
+                    "again.", rec, "unknown")
 
 
 def _in_doubt(rec: Record, why: str) -> InDoubt:
@@ -229,12 +268,29 @@ def _status_contract(rec: Record, value) -> None:
 # ----- drivers -----------------------------------------------------------------------------
 def _propose(log, call_id, tool, args, scope, new_request, on_proposed=None) -> Decision:
     d = log.propose(call_id, tool, args, scope, new_attempt=new_request)
+    if d.decision == "held":
+        return d
     if on_proposed is not None:
         on_proposed(d)
     if d.decision == "conflict":
         raise Conflict(f"The {tool} was not done: scope {scope} already holds another "
                        f"{tool} ({d.record.key}).", d.record)
+    if d.decision == "answered":
+        raise _met(d, tool)
     return d
+
+
+def _call(log: IntentLog, propose: Callable[[], Decision], saved):
+    """The whole call as steps: propose, waiting while a hold holds (`reask=hold`, at most
+    the log's `wait`), then drive the record (`_steps`)."""
+    deadline = time.monotonic() + log.wait
+    d = propose()
+    while d.decision == "held":
+        if time.monotonic() + _POLL > deadline:
+            raise _met(d, d.record.tool)
+        yield "sleep", _POLL
+        d = propose()
+    return (yield from _steps(log, d.key, saved))
 
 
 def _refuse_coroutine(fn, what: str) -> None:
@@ -360,15 +416,16 @@ def guard(log: IntentLog, call_id: str, tool: str, args: dict, scope: str,
 
     Raises
     ------
-    Conflict, GaveUp, InDoubt
+    Conflict, GaveUp, InDoubt, Held, Answered
         See each; the log stays consistent whichever is raised. IntentLogError for an
         async `execute` or `status` (use `aguard`), or a missing `status` the design needs.
     """
     _refuse_coroutine(execute, "execute")
     _refuse_coroutine(status, "status")
     _needs_status(log, status)
-    d = _propose(log, call_id, tool, args, scope, new_request, on_proposed)
-    return _drive_sync(log, _steps(log, d.key, saved), execute, status)
+    propose = functools.partial(_propose, log, call_id, tool, args, scope, new_request,
+                                on_proposed)
+    return _drive_sync(log, _call(log, propose, saved), execute, status)
 
 
 async def aguard(log: IntentLog, call_id: str, tool: str, args: dict, scope: str,
@@ -380,8 +437,9 @@ async def aguard(log: IntentLog, call_id: str, tool: str, args: dict, scope: str
     cancellation while the effect runs makes the record UNKNOWN, then is re-raised. The
     log's own decisions are synchronous (milliseconds on SQLite)."""
     _needs_status(log, status)
-    d = _propose(log, call_id, tool, args, scope, new_request, on_proposed)
-    return await _drive_async(log, _steps(log, d.key, saved), execute, status)
+    propose = functools.partial(_propose, log, call_id, tool, args, scope, new_request,
+                                on_proposed)
+    return await _drive_async(log, _call(log, propose, saved), execute, status)
 
 
 # ----- recovery through registered tools -------------------------------------------------------

@@ -56,6 +56,10 @@ CREATE UNIQUE INDEX IF NOT EXISTS tc_records_slot ON tc_records (slot);
 CREATE INDEX IF NOT EXISTS tc_records_intent ON tc_records (intent, epoch);
 CREATE INDEX IF NOT EXISTS tc_records_open ON tc_records (state)
   WHERE state IN ('RECORDED', 'DISPATCHED', 'UNKNOWN', 'RECONCILING');
+CREATE TABLE IF NOT EXISTS tc_asks (
+  key TEXT NOT NULL, content TEXT NOT NULL, scope TEXT NOT NULL,
+  told INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (key, scope));
+CREATE INDEX IF NOT EXISTS tc_asks_content ON tc_asks (content);
 CREATE TABLE IF NOT EXISTS tc_events (
   id {serial}, writer TEXT NOT NULL, seq {bigint} NOT NULL, line TEXT NOT NULL,
   UNIQUE (writer, seq));

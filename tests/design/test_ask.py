@@ -16,7 +16,7 @@ from toolcommit.checker.engines.trace import replay
 from toolcommit.checker.engines.verdict import Status
 
 REPO = Path(__file__).resolve().parents[2]
-BUILTINS = ("late-replay", "failure-classes", "tradeoffs", "multi-orchestrator")
+BUILTINS = ("late-replay", "failure-classes", "tradeoffs", "multi-orchestrator", "reask")
 
 
 @pytest.fixture(scope="module")
@@ -133,6 +133,17 @@ def assert_stored_answer(name, a):
     assert stored == set(files), name
     for rel, text in files.items():
         assert (folder / rel).read_text("utf-8") == text, (name, rel)
+
+
+# ----- a re-ask while in doubt ------------------------------------------------------------
+def test_only_hold_keeps_one_refund_when_the_user_re_asks_in_a_new_request(answers):
+    a = answers["reask"]
+    grid = {(c.row, c.column): c for c in a.cells.values()}
+    assert len(grid) == 12
+    for column in {c.column for c in grid.values()}:
+        assert grid[("hold", column)].status is Status.HOLDS
+        for row in ("proceed", "refuse"):
+            assert grid[(row, column)].headline.property == "I1"
 
 
 # ----- failure classes and tradeoffs against the article -----------------------------------

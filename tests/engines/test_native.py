@@ -302,7 +302,9 @@ def test_a_variable_wider_than_62_bits_is_refused_with_the_reason(fresh):
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("spin") is None, reason="Spin is not installed (apt-get install spin)")
 @pytest.mark.parametrize("p,name", [("naive", "reorder"), ("recommended", "zombie"),
-                                    ("seed", "duplicate_call_id"), ("naive", "cancel")])
+                                    ("seed", "duplicate_call_id"), ("naive", "cancel"),
+                                    ("recommended", "reask_in_doubt"),
+                                    ("naive", "reask_in_doubt")])
 def test_spin_counts_the_states_our_engines_count_without_symmetry(p, name, tmp_path, capsys):
     """`toolcommit export --format promela` run through Spin: its state count, depth and
     transitions are our engines' on the same System without symmetry reduction."""

@@ -93,7 +93,7 @@ def cx_events(preset: str, inst: str, prop: str) -> list[dict]:
 
 def happy_walk(inst: str, seed: int, max_steps: int = 60):
     """A seeded random walk of the recommended model that stops at the first settled state
-    with an applied effect; the actions if it ends settled with exactly one effect per user
+    with an applied effect per intent asked; the actions if it ends settled with exactly one effect per user
     intent asked (one, or two where the user asked again), else None."""
     system = system_of("recommended", inst)
     c = compiled_of(inst)
@@ -106,8 +106,9 @@ def happy_walk(inst: str, seed: int, max_steps: int = 60):
     rng = random.Random(seed)
     s, actions = c.init, []
     for _ in range(max_steps):
-        if c.settled(s) and effects_and_intents(s)[0] >= 1:
-            break
+        effects, intents = effects_and_intents(s)
+        if c.settled(s) and effects >= intents:     # a held second request (reask=hold)
+            break                                   # is proposed only once the first settled
         succ, _ = c.successors(s)
         if not succ:
             return None

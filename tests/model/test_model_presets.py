@@ -14,7 +14,7 @@ CLASS_BREAKS = {  # failure class -> the property the naive preset breaks first
     "ack_loss": "I1", "crash_before_dispatch": "PROGRESS", "reorder": "I1",
     "provider_non_idempotent": "I1", "transport_retry": "I1", "prompt_revision": "I1",
     "duplicate_call_id": "I1", "zombie": "I1", "cancel": "P3", "paraphrase": "I1",
-    "give_up_retry": "I1", "two_intents": "I1",
+    "give_up_retry": "I1", "two_intents": "I1", "reask_in_doubt": "I1",
 }
 
 

@@ -1,0 +1,113 @@
+"""A re-ask meets the intent in doubt: the log's side of the design knob `reask=hold`.
+
+The user, told a call may or may not have happened, asks again in a new message; its scope
+(the request id the runtime mints) makes a new key, so the log sees no duplicate. Under
+``reask=hold`` (`spec/PROTOCOL.md`, "A re-ask while in doubt"; proved on instance
+``reask_in_doubt``) a new call of the same tool and the *same* arguments in another scope
+meets the earlier record:
+
+- the earlier record is open (RECORDED, DISPATCHED, UNKNOWN, RECONCILING): ``held`` (the
+  guard waits for it to settle, at most the log's `wait`; nothing is written);
+- it settled and its outcome never reached the call that sent it (it did not end by that
+  call's own `ack`): ``answered`` (ACKED: not sent, the earlier result is the answer;
+  given up where the design cannot tell "did not happen", `Design.settles_by_read` false:
+  refused, it may have happened). The earlier outcome is then marked told;
+- otherwise (told, given up after a read the design trusts, compensated, cancelled): the
+  call is inserted as usual.
+
+"The same arguments" is the canonical form (`model/canon.py`) of the arguments a rule
+keeps: all of them by default; a tuple of argument names (``("charge",)``: one refund per
+charge in doubt, whatever the amount's spelling); or a function of the arguments returning
+the dict to compare. `rule_for` picks a tool's rule from a log-wide rule or a per-tool dict.
+
+Pure functions over one open transaction (`tx`); the log calls them inside its own.
+"""
+from __future__ import annotations
+
+from typing import Callable, Mapping, Union
+
+from toolcommit.model.canon import CanonError, canonical_intent
+
+from toolcommit.checker.runtime.store import OPEN_STATES
+
+Rule = Union[None, tuple, Callable[[dict], dict]]
+SameRule = Union[Rule, Mapping[str, Rule]]
+
+
+def rule_for(same: SameRule, tool: str) -> Rule:
+    """The rule for `tool`: `same` itself, or its entry for `tool` where `same` is a dict
+    of tool -> rule (a tool it does not name: every argument)."""
+    if isinstance(same, Mapping):
+        return same.get(tool)
+    return same
+
+
+def content(tool: str, args: dict, same: SameRule = None) -> str:
+    """The digest of (tool, the arguments the rule keeps), scope left out: equal for a
+    re-ask of the same thing in any request.
+
+    Raises
+    ------
+    ValueError
+        The rule names an argument the call does not have, or returns no dict.
+    """
+    rule = rule_for(same, tool)
+    if rule is None:
+        kept = args
+    elif callable(rule):
+        kept = rule(args)
+        if not isinstance(kept, dict):
+            raise ValueError(f"same= rule for {tool} returned {type(kept).__name__}, not a dict")
+    else:
+        missing = [n for n in rule if n not in args]
+        if missing:
+            raise ValueError(f"same= rule for {tool} names {', '.join(missing)}, which the "
+                             f"call's arguments ({', '.join(sorted(args))}) do not have")
+        kept = {n: args[n] for n in rule}
+    try:
+        return canonical_intent(tool, kept, "").digest
+    except CanonError as e:
+        raise ValueError(f"same= rule for {tool}: no canonical form: {e}") from None
+
+
+def meet(tx, get, digest: str, scope: str, settles_by_read: bool):
+    """What a new call of content `digest` in `scope` meets: ``("held", record)``,
+    ``("answered", record)`` (marked told here, and the answer kept for `scope`, so a retry
+    in that scope gets it again), or None (insert as usual). `get(tx, key)` reads a record."""
+    answer = None
+    for key, where, told in tx.all("SELECT key, scope, told FROM tc_asks WHERE content = ? "
+                                   "ORDER BY key, scope", (digest,)):
+        rec = get(tx, key)
+        if rec is None:
+            continue
+        if where == scope:
+            if rec.scope != scope:           # this scope was answered by an earlier record
+                return "answered", rec
+            continue
+        if rec.scope != where:               # another scope's answer: not a record of it
+            continue
+        if rec.state in OPEN_STATES:
+            return "held", rec
+        untold = not told and (rec.state == "ACKED" or (rec.state == "DEAD_LETTER"
+                                                        and not settles_by_read))
+        if untold and answer is None:
+            answer = rec
+    if answer is None:
+        return None
+    tx.run("UPDATE tc_asks SET told = 1 WHERE key = ? AND scope = ?", (answer.key, answer.scope))
+    remember(tx, digest, answer.key, scope, told=1)
+    return "answered", answer
+
+
+def remember(tx, digest: str, key: str, scope: str, told: int = 0) -> None:
+    """Note an accepted record's content (or, `told`, an answer given in `scope`), so a
+    later call meets it."""
+    tx.run("INSERT INTO tc_asks (key, content, scope, told) VALUES (?, ?, ?, ?) "
+           "ON CONFLICT DO NOTHING", (key, digest, scope, told))
+
+
+def told(tx, key: str) -> None:
+    """The call that sent `key`'s request heard its outcome (its own ack)."""
+    tx.run("UPDATE tc_asks SET told = 1 WHERE key = ?", (key,))   # its own row only: an
+    #                                                              answer row is told already
+
