@@ -15,7 +15,7 @@ from toolcommit.model.errors import InternalError, ResourceError, ToolcommitErro
 from toolcommit.checker.output import guarded_stdout
 
 COMMANDS = ("spec", "check", "prove", "validate", "ask", "design", "torture", "export", "recover",
-            "gateway")
+            "status", "gateway")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,120 @@
+"""`toolcommit status DB`: an on-call engineer sees every record in doubt with its age, its
+holder and what the design waits for; exit 3 while something is in doubt, 0 otherwise; the
+log is only read; SQLite and PostgreSQL."""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+
+import pytest
+
+from toolcommit.checker.cli import main
+from toolcommit.runtime import IntentLog
+
+ARGS = {"charge": "ch_1", "amount": 20}
+SCOPE = "user:42:request:7"
+
+
+def cli(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def timed_out(log: IntentLog, scope: str = SCOPE) -> str:
+    """A call whose request was sent and whose answer never came: UNKNOWN."""
+    d = log.propose("t1", "refund", ARGS, scope)
+    assert log.timeout(log.dispatch(d.key))
+    return d.key
+
+
+def test_an_unknown_record_is_listed_with_its_age_holder_and_what_it_waits_for(tmp_path):
+    db = str(tmp_path / "intents.db")
+    log = IntentLog.sqlite(db, writer="pod-0", provider="stripe")
+    key = timed_out(log)
+    before = hashlib.sha256(open(db, "rb").read()).hexdigest()
+    code, out, err = cli("status", db, "--provider", "stripe")
+    out = " ".join(out.split())
+    assert code == 3, err
+    assert "1 record(s) in doubt" in out and key in out and "UNKNOWN" in out
+    assert "holder pod-0#1" in out and "writer pod-0's lease" in out
+    assert hashlib.sha256(open(db, "rb").read()).hexdigest() == before
+    code, out, _ = cli("status", db, "--provider", "stripe", "--format", "json")
+    report = json.loads(out)
+    assert code == 3 and report["in_doubt"] == 1 and report["given_up"] == 0
+    [rec] = report["records"]
+    assert rec["key"] == key and rec["state"] == "UNKNOWN" and rec["kind"] == "in doubt"
+    assert rec["age_s"] >= 0 and rec["holder"] == "pod-0#1" and rec["lease_left_s"] > 0
+    log.close()
+
+
+def test_what_the_stripe_design_waits_for_a_record_whose_holder_is_gone(tmp_path):
+    """With no live holder: first a replay under the same key; after the replay went
+    unanswered, the delay bound; each said as the design's timing says."""
+    db = str(tmp_path / "intents.db")
+    log = IntentLog.sqlite(db, writer="pod-0", provider="stripe")
+    key = timed_out(log)
+    log.expire_leases()
+    _, out, _ = cli("status", db, "--provider", "stripe", "--format", "json")
+    assert json.loads(out)["records"][0]["waits_for"].startswith("a replay under the same key")
+    t = log.reconcile(key)
+    assert t.purpose == "replay" and log.timeout(t)
+    log.expire_leases()
+    _, out, _ = cli("status", db, "--provider", "stripe", "--format", "json")
+    [rec] = json.loads(out)["records"]
+    assert rec["state"] == "RECONCILING" and rec["holder"] is None
+    assert rec["waits_for"].startswith("the delay bound: a request of it may still arrive for")
+    assert "status read by list" in rec["waits_for"]
+    log.close()
+
+
+def test_a_given_up_record_is_listed_but_nothing_in_doubt_exits_0(tmp_path):
+    db = str(tmp_path / "intents.db")
+    log = IntentLog.sqlite(db, writer="pod-0", provider="email")
+    key = timed_out(log)
+    assert log.dead_letter(key, "no status read: given up")
+    d = log.propose("t2", "refund", {"charge": "ch_2", "amount": 5}, "user:43:request:1")
+    assert log.ack(log.dispatch(d.key), {"id": "re_2"})
+    code, out, _ = cli("status", db, "--provider", "email")
+    out = " ".join(out.split())      # the lines are fitted to the terminal's width
+    assert code == 0
+    assert "0 record(s) in doubt, 1 given up" in out and "given up: " + key in out
+    assert "the effect may have happened" in out and d.key not in out
+    log.close()
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    assert cli("status", str(tmp_path / "none.db"))[0] == 2
+    other = tmp_path / "other.db"
+    import sqlite3
+    with sqlite3.connect(other) as c:
+        c.execute("CREATE TABLE t (x)")
+    code, _, err = cli("status", str(other), "--provider", "stripe")
+    assert code == 2 and "without an intent log" in err and len(err.strip().splitlines()) == 1
+    code, _, err = cli("status")
+    assert code == 2 and "DB or --dsn" in err
+
+
+def test_status_reads_a_postgresql_log(tmp_path):
+    pytest.importorskip("psycopg", reason="the 'postgres' extra (psycopg 3) is not installed")
+    from toolcommit.checker.torture.pgserver import NoPostgres, TempPostgres, binaries
+    if binaries() is None:
+        pytest.skip("PostgreSQL server binaries are not installed")
+    try:
+        server = TempPostgres()
+        server.__enter__()
+    except NoPostgres as e:
+        pytest.skip(str(e))
+    try:
+        log = IntentLog.postgres(server.dsn, "pod-0", schema="t_status", provider="stripe")
+        key = timed_out(log)
+        code, out, err = cli("status", "--dsn", server.dsn, "--schema", "T_STATUS",
+                             "--provider", "stripe", "--format", "json")
+        assert code == 3, err
+        assert [r["key"] for r in json.loads(out)["records"]] == [key]
+        log.close()
+    finally:
+        server.__exit__(None, None, None)
