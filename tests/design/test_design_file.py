@@ -125,6 +125,23 @@ def test_check_design_judges_the_files_claim_and_it_holds(path, capsys):
     assert f"HOLDS: all {len(doc['properties']) * len(doc['instances'])} verdicts hold" in out
 
 
+def test_a_violation_outside_the_claim_is_kept_apart_and_never_moves_the_status():
+    from dataclasses import replace
+    from toolcommit.checker.verify.suite import outside_claim, resolve_instances, run_suite
+    doc = json.loads((DESIGNS / "stripe.json").read_text("utf-8"))
+    design, env = design_of(doc)
+    cfg = config_for(design, env)
+    insts = resolve_instances(["give_up_retry"], {}, env)
+    claim = run_suite(cfg, insts, doc["properties"])
+    every = run_suite(cfg, insts, None)
+    outside = outside_claim(every, doc["properties"], ["give_up_retry"])
+    judged = {v.property for r in outside.results for v in r.verdicts}
+    assert judged and not judged & set(doc["properties"])
+    assert outside.status is Status.VIOLATED        # FENCE: the design does not claim it
+    assert replace(claim, outside=outside).status is Status.HOLDS
+
+
+@pytest.mark.slow
 def test_what_the_file_does_not_claim_is_shown_only_with_all_and_never_moves_the_exit_code(capsys):
     args = ["check", "--design", str(DESIGNS / "stripe.json"), "--instance", "give_up_retry",
             "--explain", "none", "--timeout", "600"]
