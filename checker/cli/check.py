@@ -187,7 +187,7 @@ def _claim_line(args, claim, props, names) -> str:
     if list(props) == list(claim.properties) and list(names) == list(claim.instances) \
             and not args.bounds:
         return f"the claim of {args.design}: {what}, under its assumptions"
-    return f"{args.design} judged on what --property/--instance/--bounds chose: {what}"
+    return f"{what} (chosen by --property/--instance/--bounds), under {args.design}"
 
 
 def _render(suite, args, fixture: bool) -> str:
