@@ -55,21 +55,22 @@ def compute(suites: dict | None = None, profiles: bool = True) -> dict:
 ABOUT = ("expected results of `toolcommit check --preset P` (presets: the ideal environment) "
          "and of `toolcommit check --env ENV` (profiles: each preset on every failure class; "
          "recommended and the profile's shipped design, spec/designs/ENV.json, on the default "
-         "instance too, whose naive and seed searches are benchmarks, not manifest entries: "
+         "instance too, and the design on the stress instance, what `design` judged it on; "
+         "naive's and seed's default searches are benchmarks, not manifest entries: "
          "naive@stripe default has 45,795,061 states) (generated; do not edit)")
 
 
 def profile_configs(env: str) -> list[tuple]:
     """(label, config, instances) recorded for environment `env`."""
     from toolcommit.checker.design.file import config_for, design_of
-    from toolcommit.checker.verify.suite import suite_names
+    from toolcommit.checker.verify.suite import design_names, suite_names
     classes = [n for n in suite_names() if n != "default"]
     out = [(p, configure(preset(p), env), classes if p != "recommended" else suite_names())
            for p in PRESETS]
     shipped = resources.files("toolcommit.spec").joinpath("designs", f"{env}.json")
     if shipped.is_file():
         design, denv = design_of(json.loads(shipped.read_text("utf-8")))
-        out.append((f"design:{env}", config_for(design, denv), suite_names()))
+        out.append((f"design:{env}", config_for(design, denv), design_names()))
     return out
 
 
