@@ -140,6 +140,13 @@ def failure_classes() -> list[str]:
     return [n for n, i in instances()["instances"].items() if "class" in i]
 
 
+def stress_instances() -> list[str]:
+    """Instances that combine the faults (`"stress": true`), each at budget one, on which
+    `design` judges a candidate beside the failure classes (an environment adds its
+    profile's budgets)."""
+    return [n for n, i in instances()["instances"].items() if i.get("stress")]
+
+
 def proposal(name: str) -> Proposal:
     raw = instances()["proposals"]
     if name not in raw:

@@ -34,6 +34,13 @@ from .values import (CAP, M_ACK, M_DELAYED, M_DONE, M_ERR, M_INFLIGHT, M_LOST, R
                      SEAL_ACK, SEAL_LOST, SEAL_NONE, SEAL_SENT, const)
 
 
+# The request slots an SDK's automatic retry re-sends from (stripe-python's `_should_retry`:
+# no response, a connection error or a timeout, is re-sent, and so is an error response
+# (a 409 or a 5xx; the model lets every error be, a superset) before the call returns it;
+# a received 2xx is never re-sent, nor anything the call has returned to the runtime).
+SDK_RESENDS = (M_LOST, M_ERR)
+
+
 class Provider:
     """Network and provider actions; mixed into the builder (uses its variables)."""
 
@@ -68,7 +75,7 @@ class Provider:
                 if self.has("duplicates") and self.k["sdk_retries"] == "on":
                     self.check_send(k, 2)
                     self.act("redeliver", params,
-                             all_of(in_(m, (M_LOST, M_DONE)), self.budget["duplicates"] > 0,
+                             all_of(in_(m, SDK_RESENDS), self.budget["duplicates"] > 0,
                                     self.may_send(k, 2)),
                              {m.name: M_INFLIGHT, **self.spend("duplicates")}, fault=True)
                 if self.has("ack_losses"):

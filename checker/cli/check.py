@@ -10,7 +10,7 @@ from toolcommit.model.instance import instance_names, parse_bounds
 from toolcommit.model.knobs import PRESETS, parse_settings, preset
 from toolcommit.model.properties import all_names
 
-from toolcommit.checker.engines.base import Limits
+from toolcommit.checker.engines.base import Limits, without_state_limit
 from toolcommit.checker.engines.portfolio import for_check
 from toolcommit.checker.cli.exits import EXIT
 from toolcommit.checker.cli.terminal import Progress, width
@@ -18,7 +18,8 @@ from toolcommit.checker.machine import cores
 from toolcommit.checker.render.fit import DEFAULT, fit
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.render.suite import render_json, render_programs, render_suite_text
-from toolcommit.checker.verify.suite import reliance, resolve_instances, run_suite
+from toolcommit.checker.verify.suite import outside_claim, reliance, resolve_instances, run_suite, \
+    suite_names
 
 ALL = all_names()
 
@@ -29,7 +30,12 @@ def add_parser(sub):
                        "is a shortest one and is replayed through the model before it is shown.")
     add_model_options(p)
     p.add_argument("--property", action="append", metavar="P",
-                   help=f"property to check (repeatable; default all: {', '.join(ALL)})")
+                   help=f"property to check (repeatable; default all: {', '.join(ALL)}; with "
+                   "--design, the file's)")
+    p.add_argument("--all", action="store_true",
+                   help="with --design: also judge what the file does not claim (every other "
+                   "property, every instance of the suite), shown marked outside the claim; "
+                   "the exit code is the claim's")
     p.add_argument("--max-states", type=int, default=0,
                    help="stop after N states (verdict UNKNOWN; default: %(default)s, no limit)")
     p.add_argument("--timeout", type=float, default=0.0,
@@ -102,9 +108,18 @@ def config_from(args):
 
 
 def design_config(args):
-    """The config of `--design FILE` (read here, at the edge), with --set on top."""
+    """The config of `--design FILE` (read here, at the edge): its knobs and timing, in its
+    environment under its assumptions, with --set on top."""
+    from toolcommit.checker.design.file import config_for
+    design, env, claim = design_file(args)
+    return config_for(design, env).with_knobs({**claim.given, **parse_settings(args.set)})
+
+
+def design_file(args):
+    """(design, environment, claim) of `--design FILE`; InputError naming the file and
+    field, UsageError if --preset or another --env is given beside it."""
     import json
-    from toolcommit.checker.design.file import config_for, design_of
+    from toolcommit.checker.design.file import claim_of, design_of
     from toolcommit.model.errors import InputError
     if args.preset:
         raise UsageError("--design and --preset both choose the design; give one")
@@ -118,24 +133,39 @@ def design_config(args):
                          args.design, getattr(e, "lineno", 0)) from None
     try:
         design, env = design_of(doc)
+        claim = claim_of(doc, env)
     except UsageError as e:
         raise InputError(str(e), args.design) from None
     if args.env not in ("ideal", env):
         raise UsageError(f"--env {args.env}: the design file {args.design} was proved for {env}; "
                          f"drop --env, or write a design for {args.env}")
-    return config_for(design, env).with_knobs(parse_settings(args.set))
+    return design, env, claim
 
 
 def run(args) -> int:
     config = config_from(args)
+    claim = design_file(args)[2] if args.design else None
+    if args.all and claim is None:
+        raise UsageError("--all judges what a design file does not claim; give --design FILE")
     if args.jobs is not None and args.engine != "explicit":
         raise UsageError(f"--jobs is for --engine explicit (the {args.engine} engine runs on one core)")
     jobs = cores() if args.jobs is None else args.jobs
     engine = for_check(args.engine, args.depth, args.runs, args.seed, args.max_steps, jobs)
     limits = Limits(args.max_states, args.timeout, args.first)
-    insts = resolve_instances(args.instance, bounds_from(args), config.env)
+    if args.engine != "explicit":
+        without_state_limit(args.engine, limits)     # refused before any search
+    props = args.property or (list(claim.properties) if claim else None)
+    names = args.instance or (list(claim.instances) if claim else None)
+    insts = resolve_instances(names, bounds_from(args), config.env)
     progress = Progress()
-    suite = run_suite(config, insts, args.property, limits, progress, engine)
+    suite = run_suite(config, insts, props, limits, progress, engine)
+    if claim is not None:
+        suite = replace(suite, claim=_claim_line(args, claim, props, names))
+    if args.all:
+        beyond = resolve_instances(list(dict.fromkeys(list(names) + suite_names())),
+                                   bounds_from(args), config.env)
+        every = run_suite(config, beyond, None, limits, progress, engine)
+        suite = replace(suite, outside=outside_claim(every, props, names))
     if args.write:
         from toolcommit.checker.render.catalogue import write_catalogue
         where = write_catalogue(args.out, suite)
@@ -147,6 +177,17 @@ def run(args) -> int:
     progress.close()
     sys.stdout.write(_render(suite, args, config.label() == "seed" and args.engine == "explicit"))
     return EXIT[suite.status]
+
+
+def _claim_line(args, claim, props, names) -> str:
+    """What a --design run judged: the file's claim, or what --property, --instance and
+    --bounds chose instead."""
+    what = (f"{', '.join(props)} on {', '.join(names)}" if len(names) <= 3
+            else f"{', '.join(props)} on {len(names)} instances")
+    if list(props) == list(claim.properties) and list(names) == list(claim.instances) \
+            and not args.bounds:
+        return f"the claim of {args.design}: {what}, under its assumptions"
+    return f"{what} (chosen by --property/--instance/--bounds), under {args.design}"
 
 
 def _render(suite, args, fixture: bool) -> str:

@@ -7,7 +7,6 @@ limit (--timeout, --max-states) left it open: nothing unconfirmed is reported, 2
 """
 from __future__ import annotations
 
-import json
 import sys
 
 from toolcommit.model.errors import UsageError
@@ -16,13 +15,13 @@ from toolcommit.model.knobs import parse_settings
 
 from toolcommit.checker.cli.check import add_env_option
 from toolcommit.checker.cli.terminal import Progress, width
-from toolcommit.checker.design.file import document
-from toolcommit.checker.design.synthesis import DEFAULT_PROPS, preferred, synthesize
+from toolcommit.checker.design.file import document_text
+from toolcommit.checker.design.synthesis import DEFAULT_PROPS, synthesize
 from toolcommit.checker.engines.base import Limits
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.output import write_atomic
 from toolcommit.checker.render.design import render_json, render_text
-from toolcommit.checker.verify.suite import suite_names
+from toolcommit.checker.verify.suite import design_names
 
 
 def add_parser(sub):
@@ -34,8 +33,8 @@ def add_parser(sub):
                        "weakest environment promises under which one does.")
     add_env_option(p)
     p.add_argument("--instance", action="append", metavar="NAME",
-                   help="instance to judge on (repeatable; default: default plus every failure "
-                   f"class); one of: {', '.join(instance_names())}")
+                   help="instance to judge on (repeatable; default: default, every failure "
+                   f"class and the stress instance, every fault combined); one of: {', '.join(instance_names())}")
     p.add_argument("--property", action="append", metavar="P",
                    help=f"property every design must keep (repeatable; default: {', '.join(DEFAULT_PROPS)}; "
                    "add P2, LEGAL or FENCE to require the article's mechanism too)")
@@ -63,15 +62,14 @@ def run(args) -> int:
         raise UsageError(f"--max-states {args.max_states}: give 0 (no limit) or a positive number")
     if not args.timeout >= 0 or args.timeout == float("inf"):
         raise UsageError(f"--timeout must be a number of seconds >= 0 (0: no limit), not {args.timeout:g}")
-    names = list(dict.fromkeys(args.instance or suite_names()))
+    names = list(dict.fromkeys(args.instance or design_names()))
     Limits(args.max_states, args.timeout)    # both range-checked before any search
     progress = Progress()
     s = synthesize(args.env, names, args.property, Limits(args.max_states, 0.0), args.timeout,
                    progress.design, parse_settings(args.set))
     progress.close()
     if args.write and s.status is Status.HOLDS:
-        lv = s.chosen
-        write_atomic(args.write, json.dumps(document(s, lv, preferred(lv)), indent=2) + "\n")
+        write_atomic(args.write, document_text(s))
         print(f"wrote {args.write}", file=sys.stderr)
     elif args.write:
         print(f"toolcommit design: nothing written to {args.write}: no design was confirmed",

@@ -12,6 +12,8 @@ without a document), and each departure from naive with the counterexample witho
 """
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Mapping
 
 from toolcommit.model import timing
@@ -20,11 +22,12 @@ from toolcommit.model.errors import UsageError
 from toolcommit.model.knobs import Config, preset
 from toolcommit.model.semantics import build
 from toolcommit.model.environment import instance_in
-from toolcommit.model.instance import instance
+from toolcommit.model.instance import instance, instance_names
+from toolcommit.model.properties import all_names
 from toolcommit.spec import protocol
 
 from .synthesis import DESIGN_TIMING, Failure, Level, Minimal, Synthesis, departures, knob_names, \
-    meaning_of, preset_design
+    meaning_of, preferred, preset_design
 
 KIND = "toolcommit design"
 VERSION = 1
@@ -80,6 +83,13 @@ def document(s: Synthesis, level: Level, m: Minimal) -> dict:
     }
 
 
+def document_text(s: Synthesis) -> str:
+    """The design file `design --write` stores for a search that found a design: the
+    preferred minimal design of the level it chose, as JSON text."""
+    level = s.chosen
+    return json.dumps(document(s, level, preferred(level)), indent=2) + "\n"
+
+
 def _fail(where: str, what: str) -> None:
     raise UsageError(f"design file: {where}: {what}")
 
@@ -111,3 +121,38 @@ def design_of(doc: Mapping) -> tuple[dict, str]:
                 _fail(f"timing.{k}", str(e))
         design[k] = v
     return design, env
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a design file claims: its `properties` hold on its `instances`, in its
+    environment, under the profile's assumptions with `given` changed (the settings the
+    file assumes that its profile does not: `design --set`)."""
+
+    properties: tuple
+    instances: tuple
+    given: Mapping
+
+
+def claim_of(doc: Mapping, env: str) -> Claim:
+    """The claim of a read design file in `env` (`design_of` read its knobs); UsageError
+    naming the field otherwise."""
+    props, insts = doc.get("properties"), doc.get("instances")
+    for field_, got, valid in (("properties", props, all_names()), ("instances", insts, instance_names())):
+        if not isinstance(got, list) or not got:
+            _fail(field_, f"must be a non-empty list; one or more of: {', '.join(valid)}")
+        bad = [x for x in got if x not in valid]
+        if bad:
+            _fail(f"{field_}: {bad[0]!r}", f"no such {field_[:-1] if field_ == 'instances' else 'property'}; "
+                                           f"valid: {', '.join(valid)}")
+    env_given = (doc.get("assumes") or {}).get("environment") or {}
+    if not isinstance(env_given, Mapping):
+        _fail("assumes.environment", "must be an object of setting: value")
+    fixed = held_fixed(env)
+    given = {k: v for k, v in env_given.items() if k in fixed and fixed[k] != v}
+    budgets = [k for k in given if k not in protocol().assumptions and k not in timing.params()]
+    if budgets:
+        _fail(f"assumes.environment.{budgets[0]}",
+              f"{given[budgets[0]]!r}, but the {env} profile has {fixed[budgets[0]]!r}, and a "
+              "fault budget is the profile's; write the design again with `toolcommit design`")
+    return Claim(tuple(props), tuple(insts), given)

@@ -102,3 +102,12 @@ def state_predicates_only(engine_name: str, props: Sequence[str]) -> list[str]:
                          f"({', '.join(state_predicates())}); {bad[0]!r} is not one; "
                          "use --engine explicit for the others")
     return list(props)
+
+
+def without_state_limit(engine_name: str, limits: Limits) -> None:
+    """Refuse `--max-states` for an engine that keeps no set of states to count (bounded
+    SMT, random runs, induction): a limit it cannot honour is a usage error, never ignored."""
+    if limits.max_states:
+        raise UsageError(f"--max-states {limits.max_states}: the {engine_name} engine keeps no "
+                         "set of states to count; bound it with --timeout (and its own --depth "
+                         "or --runs), or use --engine explicit")

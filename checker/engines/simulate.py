@@ -23,7 +23,8 @@ from toolcommit.model.properties import prop
 from toolcommit.model.system import Action, System
 
 from toolcommit.checker.engines.explicit.codegen import compile_system
-from toolcommit.checker.engines.base import Limits, Progress, Result, Scope, state_predicates_only
+from toolcommit.checker.engines.base import Limits, Progress, Result, Scope, \
+    state_predicates_only, without_state_limit
 from toolcommit.checker.engines.trace import from_actions, verified
 from toolcommit.checker.engines.verdict import Status, Verdict
 
@@ -148,9 +149,9 @@ def check(system: System, props=None, runs: int = 1000, seed: int = 0,
     for p in props:
         hit = stats["violations"].get(p)
         if hit is None and (stats["steps"] == 0 or stats["timed_out"]):
-            why = ("no step was taken, so nothing was checked" if stats["steps"] == 0 else
-                   f"time limit {timeout:g}s reached after {stats['runs']} of {runs} runs; "
-                   "no violation in them")
+            why = (f"time limit {timeout:g}s reached after {stats['runs']} of {runs} runs; "
+                   "no violation in them" if stats["timed_out"] else
+                   "no step was taken, so nothing was checked")
             out.append(Verdict(p, Status.UNKNOWN, reason=why,
                                extra={"engine": "random", **_denominator(stats)}))
             continue
@@ -196,6 +197,7 @@ class Simulate:
 
     def run(self, system: System, props, limits: Limits = Limits(),
             progress: Optional[Progress] = None) -> Result:
+        without_state_limit(self.name, limits)
         props = state_predicates_only(self.name, props)
         verdicts, sim = check(system, props, self.runs, self.seed, self.max_steps, limits.timeout)
         scope = Scope("runs", f"in {sim['runs']} random runs of up to {self.max_steps} steps "

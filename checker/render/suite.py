@@ -38,25 +38,59 @@ def render_suite_text(suite: SuiteResult, explain: str = "first", width: int = D
     `explain`: "first", "all" or "none") and the summary line; no line wider than `width`
     (a table too wide is split into groups of properties, each beside the instances)."""
     cfg = suite.config
-    cols = [p for p in all_names() if p in suite.props and p not in of_kind("hyper")]  # hyper: apart
-    lines = [f"toolcommit check: {cfg.label()}",
+    lines = [f"toolcommit check: {cfg.label()}"] + ([f"judged: {suite.claim}"] if suite.claim else []) + [
              "knobs: " + ", ".join(f"{k}={v}" for k, v in _knobs(suite).items()),
-             "assumptions: " + ", ".join(f"{k}={v}" for k, v in cfg.assumptions.items()),
-             "", _legend(suite), ""]
+             "assumptions: " + ", ".join(f"{k}={v}" for k, v in cfg.assumptions.items())]
+    lines += _own_assumptions(suite) + ["", _legend(suite), ""]
+    lines += _table(suite, width) + _coverage(suite) + _early(suite) + _denominator(suite)
+    if suite.p5 is not None:
+        lines += ["", f"P5 (model personalities): {suite.p5.line()}"
+                  + (f" -- {suite.p5.reason}" if suite.p5.status is Status.HOLDS and suite.p5.reason else "")]
+    lines += _unknowns(suite) + _violations(suite, explain, width)
+    lines += _outside(suite, width) + ["", _summary(suite)]
+    return fit("\n".join(lines) + "\n", width)
+
+
+def _table(suite: SuiteResult, width: int) -> list[str]:
+    """One row per instance: states, depth and a cell per property judged."""
+    cols = [p for p in all_names() if p in suite.props and p not in of_kind("hyper")]  # hyper: apart
     rows = [["instance", "states", "depth"] + cols]
     for r in suite.results:
         by = {v.property: v for v in r.verdicts}
         states = f"{r.stats['states']}" + ("+" if r.stats.get("early") else "")
         rows.append([r.instance.name, states, str(r.stats["depth"])]
                     + [_cell(by.get(c)) for c in cols])
-    lines += table(rows, width, align="lrr" + "r" * len(cols), gap=1, keep=1, rule=False)
-    lines += _coverage(suite) + _early(suite) + _denominator(suite)
-    if suite.p5 is not None:
-        lines += ["", f"P5 (model personalities): {suite.p5.line()}"
-                  + (f" -- {suite.p5.reason}" if suite.p5.status is Status.HOLDS and suite.p5.reason else "")]
-    lines += _unknowns(suite) + _violations(suite, explain, width)
-    lines += ["", _summary(suite)]
-    return fit("\n".join(lines) + "\n", width)
+    return table(rows, width, align="lrr" + "r" * len(cols), gap=1, keep=1, rule=False)
+
+
+def _own_assumptions(suite: SuiteResult) -> list[str]:
+    """The instances that run under assumptions of their own (a failure class that fixes
+    one), each with what differs from the line above."""
+    out = []
+    for r in suite.results:
+        own = {k: v for k, v in r.instance.assumptions.items() if suite.config.assumptions.get(k) != v}
+        if own:
+            out.append(f"  {r.instance.name} runs with " + ", ".join(f"{k}={v}" for k, v in own.items()))
+    return out
+
+
+def _outside(suite: SuiteResult, width: int) -> list[str]:
+    """The verdicts outside a design file's claim (`check --design FILE --all`): shown, not
+    counted in the status or the exit code."""
+    o = suite.outside
+    if o is None:
+        return []
+    if not o.results and o.p5 is None:
+        return ["", "outside the claim: nothing else to judge"]
+    out = ["", "Outside the claim (--all: not part of the verdict or the exit code):"]
+    out += _own_assumptions(o) + _table(o, width)
+    if o.p5 is not None:
+        out.append(f"P5 (model personalities): {o.p5.line()}")
+    out += _violations(o, "none", width)
+    vs = o.verdicts()
+    n = {s: sum(v.status is s for v in vs) for s in Status}
+    return out + ["", f"outside the claim: {n[Status.VIOLATED]} violated, {n[Status.UNKNOWN]} "
+                      f"unknown, {n[Status.HOLDS]} hold"]
 
 
 def _legend(suite: SuiteResult) -> str:
@@ -216,12 +250,17 @@ def render_json(suite: SuiteResult) -> str:
                                if b else None) for k, b in suite.reliance.items()}
     for r in suite.results:
         doc["instances"].append({"instance": r.instance.name, "bounds": r.instance.bounds(),
+                                 "assumptions": dict(r.instance.assumptions),
                                  "stats": r.stats, "coverage": r.coverage,
                                  "verdicts": [verdict_json(v) for v in r.verdicts]})
     if suite.p5 is not None:
         doc["P5"] = verdict_json(suite.p5)
     doc["guarantee"] = suite.guarantee()
     doc["assumes"] = suite.assumes
+    if suite.claim:
+        doc["claim"] = suite.claim
+    if suite.outside is not None:
+        doc["outside_claim"] = json.loads(render_json(suite.outside))
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 

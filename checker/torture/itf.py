@@ -15,7 +15,9 @@ How model actions become harness events
                          request of the intent, in the trace's dispatch order)
 ``delay`` / ``redeliver`` the proxy holds that request past the timeout / sends it twice
                          (an SDK's retry: dropped when the library is replayed, whose
-                         client sends each request once, as its design's sdk_retries=off)
+                         client sends each request once, as its design's sdk_retries=off;
+                         after a ``lose_ack`` of the same request: both copies sent, no
+                         answer, ``dup_drop``)
 ``crash`` / ``wipe``     SIGKILL at the worker's hook just after its last step: after an
                          emission its ``proposed`` hook, after a dispatch its ``sent`` hook
 ``expire_lease``         a zombie pause (leases expired) at that same hook
@@ -159,7 +161,11 @@ def _plan(doc: dict, path: str, timing: Timing) -> Plan:
             hits[(w, "sent")] += 1
             last[w] = a
         elif a in _NET:
-            net.append((("apply", "*", requests[(q["key"], q["fence"])]), _NET[a]))
+            rule = ("apply", "*", requests[(q["key"], q["fence"])])
+            if {_NET[a], dict(net).get(rule)} == {"drop", "dup"}:    # the SDK re-sends what
+                net[[r for r, _ in net].index(rule)] = (rule, "dup_drop")   # lost its answer
+            else:
+                net.append((rule, _NET[a]))
         elif a in _PROVIDER:
             net.append((("apply", "*", requests[(q["key"], q["fence"])]), _PROVIDER[a]))
         elif a in _NEXT:
@@ -241,7 +247,8 @@ def replay(path: str, runtime: str = "library", profile=None, store: str = "sqli
     plan = plan_from_itf(path, Timing().within(PROFILES[profile].delay_bound))
     if not sdk_retries(runtime, profile) or runtime == "library" and not PROFILES[profile].env:
         # a client that sends each request once: an SDK retry of the trace has no client
-        plan = _replace(plan, net=tuple(e for e in plan.net if e[1] != "dup"))
+        plan = _replace(plan, net=tuple((e[0], "drop") if e[1] == "dup_drop" else e
+                                        for e in plan.net if e[1] != "dup"))
     start = time.monotonic()
     r = run_once(plan, runtime, profile, store, dsn, keep)
     weak, why = weak_runtime(meta)

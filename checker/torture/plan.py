@@ -32,7 +32,9 @@ POINTS = ("proposed", "dispatched", "sent", "reconciling")
 # its caller's timeout, one refused before it executes, one that executes and answers 500,
 # a key pruned early, a search that misses an applied effect
 PROVIDER_FAULTS = ("slow", "error_before", "error_after", "expire_key", "stale")
-NET_ACTIONS = ("pass", "drop", "delay", "dup", "late") + PROVIDER_FAULTS
+# dup_drop: the answer lost and the client's SDK re-sending the request (both copies reach
+# the provider, neither answer the client)
+NET_ACTIONS = ("pass", "drop", "delay", "dup", "dup_drop", "late") + PROVIDER_FAULTS
 
 
 @dataclass(frozen=True)

@@ -271,10 +271,10 @@ class Proxy:
                 await self._late(raw, 1.5 * bound if action == "late" else self.timing.hold)
                 return
             answer = await self._forward(raw)
-            if action == "dup":
+            if action in ("dup", "dup_drop"):
                 self.counts["dup"] += 1
                 await self._forward(raw)
-            if action == "drop":
+            if action in ("drop", "dup_drop"):
                 self.counts["drop"] += 1
                 return                        # applied, but the ack never arrives
             writer.write(answer)

@@ -3,7 +3,11 @@
 For every preset and every instance of the default suite: the distinct-state count, the
 depth, and each property's verdict (with the shortest counterexample's length). Tests
 recompute it and compare; a model change that moves a count must move this file in the
-same commit. Regenerate with `python -m toolcommit.checker.verify.manifest --write`.
+same commit. Regenerate with `python -m toolcommit.checker.verify.manifest --write`;
+with `--designs` too, every shipped design (spec/designs/ENV.json, which the profiles'
+entries judge) is first searched for again and rewritten, as `toolcommit design --env ENV
+--write spec/designs/ENV.json` would (the email search takes minutes): one command after a
+change to the model, the knobs or the synthesis.
 """
 from __future__ import annotations
 
@@ -51,21 +55,22 @@ def compute(suites: dict | None = None, profiles: bool = True) -> dict:
 ABOUT = ("expected results of `toolcommit check --preset P` (presets: the ideal environment) "
          "and of `toolcommit check --env ENV` (profiles: each preset on every failure class; "
          "recommended and the profile's shipped design, spec/designs/ENV.json, on the default "
-         "instance too, whose naive and seed searches are benchmarks, not manifest entries: "
+         "instance too, and the design on the stress instance, what `design` judged it on; "
+         "naive's and seed's default searches are benchmarks, not manifest entries: "
          "naive@stripe default has 45,795,061 states) (generated; do not edit)")
 
 
 def profile_configs(env: str) -> list[tuple]:
     """(label, config, instances) recorded for environment `env`."""
     from toolcommit.checker.design.file import config_for, design_of
-    from toolcommit.checker.verify.suite import suite_names
+    from toolcommit.checker.verify.suite import design_names, suite_names
     classes = [n for n in suite_names() if n != "default"]
     out = [(p, configure(preset(p), env), classes if p != "recommended" else suite_names())
            for p in PRESETS]
     shipped = resources.files("toolcommit.spec").joinpath("designs", f"{env}.json")
     if shipped.is_file():
         design, denv = design_of(json.loads(shipped.read_text("utf-8")))
-        out.append((f"design:{env}", config_for(design, denv), suite_names()))
+        out.append((f"design:{env}", config_for(design, denv), design_names()))
     return out
 
 
@@ -81,6 +86,23 @@ def profile_entries() -> dict:
     return out
 
 
+def regenerate_designs(say=print) -> None:
+    """Search every shipped design's environment again and rewrite its file (spec/designs/);
+    a search that confirms no design leaves its file as it was and says so."""
+    from toolcommit.checker.design.file import document_text
+    from toolcommit.checker.design.synthesis import synthesize
+    from toolcommit.checker.verify.suite import design_names
+    folder = resources.files("toolcommit.spec").joinpath("designs")
+    for f in sorted((f for f in folder.iterdir() if f.name.endswith(".json")), key=lambda f: f.name):
+        env = f.name[:-len(".json")]
+        s = synthesize(env, design_names())
+        if s.status is not Status.HOLDS:
+            say(f"{f}: no design confirmed in {env} ({s.status.value}); left as it was")
+            continue
+        write_atomic(str(f), document_text(s))
+        say(f"wrote {f} ({s.seconds:.0f}s)")
+
+
 def stored() -> dict:
     return json.loads(resources.files("toolcommit.spec").joinpath(MANIFEST).read_text("utf-8"))
 
@@ -91,6 +113,11 @@ def dumps(doc: dict) -> str:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if "--designs" in argv:
+        if "--write" not in argv:
+            print("--designs rewrites spec/designs/ and needs --write", file=sys.stderr)
+            return 2
+        regenerate_designs()
     doc = compute()
     if "--write" in argv:
         path = resources.files("toolcommit.spec").joinpath(MANIFEST)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Optional
 
 from toolcommit.model.environment import instance_in
-from toolcommit.model.instance import Instance, failure_classes, instance
+from toolcommit.model.instance import Instance, failure_classes, instance, stress_instances
 from toolcommit.model.knobs import Config
 from toolcommit.model.properties import all_names, default_names, names, prop
 from toolcommit.spec import protocol
@@ -23,6 +23,13 @@ from toolcommit.checker.verify.hyper import check_p5
 def suite_names() -> list[str]:
     """The default instance plus one instance per failure class, in spec order."""
     return ["default"] + failure_classes()
+
+
+def design_names() -> list[str]:
+    """What `design` judges a candidate on by default: the suite, then the stress
+    instances (every fault of the profile combined with delays, lease expiry and SDK
+    retries), so no design is called minimal on faults met one at a time only."""
+    return suite_names() + stress_instances()
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,9 @@ class SuiteResult:
     props: tuple = ()
     reliance: Optional[Mapping[str, Optional[Breach]]] = None   # see `reliance`; None when not computed
     engine: str = "explicit"
+    claim: str = ""        # what was judged, when it is a design file's claim (see `outside`)
+    outside: Optional["SuiteResult"] = None   # verdicts outside that claim (`--all`): shown,
+    #                                           never part of `status`
 
     def verdicts(self) -> list[Verdict]:
         out = [v for r in self.results for v in r.verdicts]
@@ -102,6 +112,21 @@ def run_suite(config: Config, instances: list[Instance], props=None, limits: Lim
         tick = (lambda t: progress(replace(t, phase="P5"))) if progress else None
         p5 = check_p5(config, limits, tick, engine=engine)
     return SuiteResult(config, results, p5, tuple(props), engine=engine.name)
+
+
+def outside_claim(suite: SuiteResult, props, instance_names) -> SuiteResult:
+    """`suite` without the verdicts of the claim (`props` on `instance_names`): what it
+    judged beyond it. P5 is outside unless claimed."""
+    claimed = set(props)
+    results = []
+    for r in suite.results:
+        kept = [v for v in r.verdicts if not (v.property in claimed and r.instance.name in instance_names)]
+        if kept:
+            results.append(replace(r, verdicts=kept))
+    p5 = suite.p5 if "P5" not in claimed else None
+    return replace(suite, results=results, p5=p5,
+                   props=tuple(p for p in suite.props if any(p == v.property for r in results
+                                                            for v in r.verdicts) or p == "P5" and p5))
 
 
 def _phase(name: str, t: Tick) -> str:

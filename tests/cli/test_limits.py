@@ -85,3 +85,30 @@ def test_the_lane_refuses_core_tables_that_are_not_dicts(table):
             return [] if name == table else getattr(c, name)
     with pytest.raises(TypeError, match="must be dicts"):
         LANE.feed(Core(), events(), 0, 1, c.feed)
+
+
+@pytest.mark.parametrize("engine", ["smt", "random"])
+def test_an_engine_that_counts_no_states_refuses_a_state_limit_in_one_line(engine, capsys):
+    assert main(["check", "--engine", engine, "--max-states", "1", "--instance", "ack_loss"]) == 2
+    assert f"--max-states 1: the {engine} engine keeps no set of states" in one_line(capsys)
+
+
+def test_prove_refuses_a_state_limit_too():
+    from toolcommit.checker.engines.base import Limits
+    from toolcommit.checker.engines.portfolio import for_prove
+    from toolcommit.model.errors import UsageError
+    from toolcommit.model.instance import instance
+    from toolcommit.model.knobs import preset
+    from toolcommit.model.semantics import build
+    with pytest.raises(UsageError, match="keeps no set of states"):
+        for_prove().run(build(preset("recommended"), instance("ack_loss")), ["I1"], Limits(1))
+
+
+@pytest.mark.parametrize("engine", ["smt", "random"])
+def test_a_search_cut_by_its_time_limit_never_says_holds(engine, capsys):
+    """A microsecond: the engine checks its clock before its first depth or run, so the
+    search is cut there: UNKNOWN naming the limit, exit 3."""
+    assert main(["check", "--engine", engine, "--timeout", "0.000001", "--instance", "ack_loss",
+                 "--property", "I1", "--explain", "none"]) == 3
+    out = capsys.readouterr().out
+    assert "HOLDS" not in out and "time limit 1e-06s reached" in out, out

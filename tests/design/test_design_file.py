@@ -112,3 +112,81 @@ def test_design_under_a_delay_that_outlives_the_key_finds_no_exactly_once_on_str
     assert s.chosen.guarantee == "at-most-once"
     assert main(["design", "--env", "stripe", "--set", "on_unknown=reconcile"]) == 2
     assert "the design's to choose" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_check_design_judges_the_files_claim_and_it_holds(path, capsys):
+    """`check --design FILE` is a gate: the file's properties on its instances under its
+    assumptions, exit 0 (a time limit no search meets skips only the reliance report)."""
+    assert main(["check", "--design", str(path), "--timeout", "600", "--explain", "none"]) == 0
+    out = capsys.readouterr().out
+    doc = json.loads(path.read_text("utf-8"))
+    assert f"judged: the claim of {path}" in out
+    assert f"HOLDS: all {len(doc['properties']) * len(doc['instances'])} verdicts hold" in out
+
+
+def test_a_violation_outside_the_claim_is_kept_apart_and_never_moves_the_status():
+    from dataclasses import replace
+    from toolcommit.checker.verify.suite import outside_claim, resolve_instances, run_suite
+    doc = json.loads((DESIGNS / "stripe.json").read_text("utf-8"))
+    design, env = design_of(doc)
+    cfg = config_for(design, env)
+    insts = resolve_instances(["give_up_retry"], {}, env)
+    claim = run_suite(cfg, insts, doc["properties"])
+    every = run_suite(cfg, insts, None)
+    outside = outside_claim(every, doc["properties"], ["give_up_retry"])
+    judged = {v.property for r in outside.results for v in r.verdicts}
+    assert judged and not judged & set(doc["properties"])
+    assert outside.status is Status.VIOLATED        # FENCE: the design does not claim it
+    assert replace(claim, outside=outside).status is Status.HOLDS
+
+
+@pytest.mark.slow
+def test_what_the_file_does_not_claim_is_shown_only_with_all_and_never_moves_the_exit_code(capsys):
+    args = ["check", "--design", str(DESIGNS / "stripe.json"), "--instance", "give_up_retry",
+            "--explain", "none", "--timeout", "600"]
+    assert main(args) == 0
+    assert "Outside the claim" not in capsys.readouterr().out
+    assert main(args + ["--all"]) == 0
+    out = capsys.readouterr().out
+    outside = out[out.index("Outside the claim"):]
+    assert "give_up_retry" in outside and "FENCE" in outside and "x6" in outside
+    assert "provider_non_idempotent runs with provider_idempotent=no" in outside
+    assert "outside the claim: " in outside and " violated" in outside
+    assert main(["check", "--preset", "naive", "--all"]) == 2
+    assert "give --design FILE" in capsys.readouterr().err
+
+
+def test_an_instance_that_fixes_an_assumption_is_printed_with_it(capsys):
+    main(["check", "--env", "stripe", "--instance", "provider_non_idempotent", "--property", "I1",
+          "--explain", "none", "--timeout", "600"])
+    out = capsys.readouterr().out
+    head = out[:out.index("cells:")]
+    assert "provider_idempotent=yes" in head
+    assert "provider_non_idempotent runs with provider_idempotent=no" in head
+
+
+def test_the_sdk_retry_after_a_delay_holds_under_the_shipped_stripe_design(capsys):
+    """Issue 29's 14-step run (a delayed request refused with a 409, the replay refused, a
+    give-up, the user's re-ask, the SDK re-sending the first): the shipped design turns
+    the SDK's retries off, and with them on it breaks again."""
+    args = ["check", "--design", str(DESIGNS / "stripe.json"), "--instance", "give_up_retry",
+            "--bounds", "duplicates=1", "--explain", "none", "--timeout", "600"]
+    assert main(args) == 0
+    capsys.readouterr()
+    assert main(args + ["--set", "sdk_retries=on", "--property", "I1"]) == 1
+    assert "redeliver(key=k0, fence=1)" in capsys.readouterr().out
+
+
+def test_a_claim_naming_what_does_not_exist_is_refused(tmp_path, capsys):
+    doc = json.loads((DESIGNS / "stripe.json").read_text("utf-8"))
+    bad = tmp_path / "bad.json"
+    for broken, what in (({**doc, "properties": ["I9"]}, "properties: 'I9'"),
+                         ({**doc, "instances": []}, "instances: must be a non-empty list"),
+                         ({**doc, "assumes": {**doc["assumes"], "environment": {
+                             **doc["assumes"]["environment"], "errors_before": 0}}},
+                          "assumes.environment.errors_before")):
+        bad.write_text(json.dumps(broken))
+        assert main(["check", "--design", str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert str(bad) in err and what in err and "Traceback" not in err

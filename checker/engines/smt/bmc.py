@@ -25,7 +25,8 @@ from toolcommit.model.properties import prop
 from toolcommit.checker.engines.smt.encode import Encoding
 from toolcommit.model.system import System
 
-from toolcommit.checker.engines.base import Limits, Progress as Tick_, Result, Scope, Tick, state_predicates_only
+from toolcommit.checker.engines.base import Limits, Progress as Tick_, Result, Scope, Tick, \
+    state_predicates_only, without_state_limit
 from toolcommit.checker.engines.trace import Counterexample, from_actions, verified
 from toolcommit.checker.engines.verdict import Status, Verdict
 
@@ -79,7 +80,7 @@ def check(system: System, props=None, depth: int = 20, timeout: float = 0.0,
     props : invariant names; default every invariant of `system`.
     depth : the largest number of steps checked.
     timeout : seconds for the whole run (0: none); when it runs out the open properties
-        are UNKNOWN with "timeout after depth d".
+        are UNKNOWN, naming the time limit and the depth reached.
     progress : called as `progress(depth, seconds)` after each completed depth.
     sort : the encoding's sort ("bv" or "int"), see `toolcommit.checker.engines.smt.encode`.
 
@@ -145,7 +146,9 @@ def check(system: System, props=None, depth: int = 20, timeout: float = 0.0,
     for p in open_props:
         if done_depth < depth:
             verdicts[p] = Verdict(p, Status.UNKNOWN,
-                                  reason=f"timeout after {timeout:g}s; no violation up to depth {done_depth}",
+                                  reason=f"time limit {timeout:g}s reached; " + (
+                                      f"no violation up to depth {done_depth}" if done_depth >= 0
+                                      else "not even depth 0 was checked"),
                                   extra={"engine": "bmc", "depth": done_depth})
         else:
             verdicts[p] = Verdict(p, Status.HOLDS, f"up to depth {depth}",
@@ -170,6 +173,7 @@ class Bmc:
 
     def run(self, system: System, props, limits: Limits = Limits(),
             progress: Optional[Tick_] = None) -> Result:
+        without_state_limit(self.name, limits)
         props = state_predicates_only(self.name, props)
         tick = (lambda d, sec: progress(Tick("bmc", 0, d, sec))) if progress else None
         verdicts = check(system, props, self.depth, limits.timeout, tick, self.sort)

@@ -41,7 +41,8 @@ from toolcommit.checker.engines.smt.encode import Encoding
 from toolcommit.model.system import System
 
 from toolcommit.checker.engines.smt import bmc
-from toolcommit.checker.engines.base import Limits, Progress as Tick_, Result, Scope, Tick, state_predicates_only
+from toolcommit.checker.engines.base import Limits, Progress as Tick_, Result, Scope, Tick, \
+    state_predicates_only, without_state_limit
 from toolcommit.checker.engines.verdict import Status, Verdict
 
 METHODS = ("kind", "pdr")
@@ -246,6 +247,7 @@ class Prove:
 
     def run(self, system: System, props, limits: Limits = Limits(),
             progress: Optional[Tick_] = None) -> Result:
+        without_state_limit(self.name, limits)
         props = state_predicates_only(self.name, props)
         tick = (lambda phase, step, sec: progress(Tick(phase, 0, step, sec))) if progress else None
         verdicts = prove(system, props, self.method, self.max_k, limits.timeout, tick, self.sort)
