@@ -140,19 +140,25 @@ def _sweep(log, until: float, stop: threading.Event, on_pass=None) -> dict[str, 
         done.update(got)
         if on_pass is not None:
             on_pass(got)
-        if not log.records(OPEN_STATES) and on_pass is None:
-            return done
+        left = log.records(OPEN_STATES)
+        if on_pass is None and all(_stuck(log, r) for r in left):
+            return done                  # nothing open, or nothing waiting could settle
         due = log.due()
         pause = (log.settle_every if due is None else _POLL if due <= 0
                  else min(due, log.settle_every))
-        left = until - time.monotonic()
-        if left <= 0 or stop.is_set() or stop.wait(min(pause, left)):
+        rest = until - time.monotonic()
+        if rest <= 0 or stop.is_set() or stop.wait(min(pause, rest)):
             return done
+
+
+def _stuck(log, rec) -> bool:
+    """Whether `rec` is this sweeper's and needs a tool it does not have."""
+    from toolcommit.checker.runtime.shims import needs_tool
+    return (rec.owner, rec.owner_inc) == (log.writer, log.incarnation) and needs_tool(log, rec)
 
 
 def _holders(log) -> list[str]:
     """One line per holder of an open record: what it holds, for how long, what settles it."""
-    from toolcommit.checker.runtime.shims import registered
     from toolcommit.checker.runtime.store import OPEN_STATES
 
     groups: dict[tuple, list] = {}
@@ -168,7 +174,7 @@ def _holders(log) -> list[str]:
             out.append(f"{head} under a live lease, {lease:.1f} s left: it may still be "
                        f"sending; run again then, or give --wait {int(lease) + 1}")
             continue
-        tools = sorted({r.tool for r in recs if not registered(r.tool)})
+        tools = sorted({r.tool for r in recs if _stuck(log, r)})
         wait = max(log.read_wait(r.key) for r in recs)
         why = [f"tool {', '.join(tools)} is not registered (--tools MODULE)"] if tools else []
         if wait > 0:

@@ -375,9 +375,10 @@ def register(tool: str, run: Callable[[dict], Any], status=None) -> None:
     _TOOLS[tool] = (run, status)
 
 
-def registered(tool: str) -> bool:
-    """Whether `tool` is registered for `recover_settle`."""
-    return tool in _TOOLS
+def needs_tool(log: IntentLog, rec: Record) -> bool:
+    """Whether settling `rec` needs its tool and it is not registered for `recover_settle`
+    (a replay or a status read; a dispatch): then only a call, or a registration, settles it."""
+    return rec.tool not in _TOOLS and (log.design.status_read or rec.state == "RECORDED")
 
 
 def recover_settle(log: IntentLog, limit: int = 100,
@@ -394,10 +395,10 @@ def recover_settle(log: IntentLog, limit: int = 100,
     for rec in log.in_doubt():
         if tools is not None and rec.tool not in tools:
             continue
-        run, status = _TOOLS.get(rec.tool, (None, None))
-        if run is None and (log.design.status_read or rec.state == "RECORDED"):
+        if needs_tool(log, rec):
             out[rec.key] = rec.state      # needs the tool: left for the next call
             continue
+        run, status = _TOOLS.get(rec.tool, (None, None))
         execute = (lambda t, run=run: run(t.args))
         with contextlib.closing(_steps(log, rec.key, lambda r: r, wait=0)) as gen:
             try:
