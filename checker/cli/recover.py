@@ -172,10 +172,11 @@ def _holders(log) -> list[str]:
         if (owner, inc) != (log.writer, log.incarnation):
             lease = max(log.lease_left(r.key) for r in recs)
             out.append(f"{head} under a live lease, {lease:.1f} s left: it may still be "
-                       f"sending; run again then, or give --wait {int(lease) + 1}")
+                       f"sending; run again then, or give --wait {int(lease) + 1}" if lease > 0
+                       else f"{head}, its lease ran out as this run ended: run again")
             continue
         tools = sorted({r.tool for r in recs if _stuck(log, r)})
-        wait = max(log.read_wait(r.key) for r in recs)
+        wait = max((log.read_wait(r.key) for r in recs if r.state == "RECONCILING"), default=0)
         why = [f"tool {', '.join(tools)} is not registered (--tools MODULE)"] if tools else []
         if wait > 0:
             why.append(f"the design defers its status read {wait:.1f} s more (--wait "
