@@ -166,3 +166,18 @@ def test_recover_on_postgres_never_calls_its_own_earlier_runs_records_settled(pg
     assert "sweeper#2 holds 1 record(s) (1 UNKNOWN): tool refund is not registered" in out
     assert main([*run, "--provider", "email"]) == 2
     assert "created under design stripe" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_sigkill_mid_call_then_recover_on_postgres(pg, tmp_path):
+    """The SQLite end-to-end run of tests/runtime/test_recovery_ends.py on PostgreSQL."""
+    from .test_recovery_ends import kill_then_recover
+    where = ["--dsn", pg.dsn, "--schema", "t_kill"]
+
+    def states():
+        log = IntentLog.postgres(pg.dsn, "reader", schema="t_kill", provider="stripe")
+        try:
+            return sorted(r.state for r in log.records())
+        finally:
+            log.close()
+    kill_then_recover(tmp_path, states, where, {"DSN": pg.dsn, "SCHEMA": "t_kill"})

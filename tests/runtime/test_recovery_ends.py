@@ -3,6 +3,7 @@ dead incarnation (its own earlier runs included), names or waits out a live leas
 safely three at once and says truly in its exit code whether anything is left open; a live
 call longer than the lease keeps it; a settler settles a record in doubt once its design
 allows; a log refuses a design other than the one it was created under."""
+import functools
 import json
 import os
 import select
@@ -31,8 +32,9 @@ _LOG = []
 
 def log():
     if not _LOG:
-        _LOG.append(IntentLog.sqlite(os.environ["DB"], provider="stripe",
-                                     lease=float(os.environ.get("LEASE", "5")), wait=0))
+        kw = dict(provider="stripe", lease=float(os.environ.get("LEASE", "3")), wait=0)
+        _LOG.append(IntentLog.postgres(os.environ["DSN"], schema=os.environ["SCHEMA"], **kw)
+                    if os.environ.get("DSN") else IntentLog.sqlite(os.environ["DB"], **kw))
     return _LOG[0]
 
 
@@ -75,20 +77,21 @@ def _env(tmp_path, writer="pod-a", **extra):
             "TOOLCOMMIT_WRITER": writer, "PYTHONPATH": str(tmp_path), **extra}
 
 
-def _kill_mid_call(tmp_path, lease="3"):
+def _kill_mid_call(tmp_path, **env):
     """A pod SIGKILLed after the provider applied its refund, before the ack was written."""
     (tmp_path / "refund_tools.py").write_text(TOOLS)
     code = "import refund_tools; refund_tools.refund('ch_1', 20, call_id='t1')"
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       env=_env(tmp_path, DIE_AFTER_APPLY="1", LEASE=lease), timeout=60)
+                       env=_env(tmp_path, DIE_AFTER_APPLY="1", **env), timeout=60)
     assert p.returncode == -signal.SIGKILL, p.stderr
 
 
-def _recover(tmp_path, *args, provider="stripe"):
+def _recover(tmp_path, *args, provider="stripe", where=None, env=None):
+    where = [str(tmp_path / "i.db")] if where is None else where
     return subprocess.Popen([sys.executable, "-m", "toolcommit.checker.cli", "recover",
-                             str(tmp_path / "i.db"), "--provider", provider, *args],
-                            cwd=tmp_path, env=_env(tmp_path, "unused"), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             *where, "--provider", provider, *args],
+                            cwd=tmp_path, env=_env(tmp_path, "unused", **(env or {})),
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _done(p):
@@ -108,31 +111,39 @@ def _effects(tmp_path):
     return [json.loads(x) for x in open(tmp_path / "bank.jsonl")]
 
 
-# ----- toolcommit recover after a SIGKILL: at once, after the lease, again, elsewhere, x3 -------
-def test_sigkill_mid_call_then_recover_at_once_after_the_lease_again_elsewhere_and_three(
-        tmp_path):
-    _kill_mid_call(tmp_path)
+def kill_then_recover(tmp_path, states, where=None, env=None):
+    """SIGKILL mid-call, then `toolcommit recover` at once, after the lease, again under
+    the same name, three at once under other names and once more: each exit code says
+    truly whether a record is open; one refund. `states()` reads the records' states."""
+    _kill_mid_call(tmp_path, **(env or {}))
+    rec = functools.partial(_recover, tmp_path, where=where, env=env)
 
-    code, out = _done(_recover(tmp_path))                   # at once: the lease still runs
+    code, out = _done(rec())                                # at once: the lease still runs
     assert code == 3 and "pod-a#1 holds 1 record(s) (1 DISPATCHED) under a live lease" in out
 
-    code, out = _done(_recover(tmp_path, "--writer", "sweeper", "--wait", "30"))
+    code, out = _done(rec("--writer", "sweeper", "--wait", "30"))
     assert code == 3, out                                   # after the lease: taken, no tool
     assert "sweeper#1 holds 1 record(s) (1 UNKNOWN): tool refund is not registered" in out
-    code, out = _done(_recover(tmp_path, "--writer", "sweeper"))    # again, the same name
+    code, out = _done(rec("--writer", "sweeper"))           # again, the same name
     assert code == 3 and "sweeper#2 holds 1 record(s) (1 UNKNOWN)" in out
-    assert _states(tmp_path / "i.db") == ["UNKNOWN"]
+    assert states() == ["UNKNOWN"]
 
-    three = [_recover(tmp_path, "--tools", "refund_tools", "--wait", "30") for _ in range(3)]
+    three = [rec("--tools", "refund_tools", "--wait", "30") for _ in range(3)]
     results = [_done(p) for p in three]                     # three at once, other names
     assert [c for c, _ in results] == [0, 0, 0], results
     assert sorted(o.split("taken over: ")[1].split(";")[0] for _, o in results) == \
         ["1 ACKED", "nothing to take over", "nothing to take over"]
-    assert _states(tmp_path / "i.db") == ["ACKED"]
+    assert states() == ["ACKED"]
     assert len(_effects(tmp_path)) == 1                     # the replay found the saved one
 
-    code, out = _done(_recover(tmp_path, "--writer", "sweeper"))
+    code, out = _done(rec("--writer", "sweeper"))
     assert code == 0 and "no record of the log is open" in out
+
+
+# ----- toolcommit recover after a SIGKILL: at once, after the lease, again, elsewhere, x3 -------
+def test_sigkill_mid_call_then_recover_at_once_after_the_lease_again_elsewhere_and_three(
+        tmp_path):
+    kill_then_recover(tmp_path, lambda: _states(tmp_path / "i.db"))
 
 
 @pytest.mark.parametrize("n", [30, pytest.param(300, marks=pytest.mark.slow)])
