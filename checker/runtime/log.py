@@ -37,7 +37,10 @@ Contracts
   is stopped by the provider's fence check where the design fences, and otherwise by the
   delay bound the design waits out before it trusts an "absent" read.
 - Leases and send times run on the store's clock. A lease only says who may take a record
-  over (`take`, `recover`); each write renews it. A call longer than the lease needs `renew`.
+  over (`take`, `recover`); each write renews it, and so does the heartbeat while a call
+  of this process drives the record (`driving`, which `guard` uses): a call longer than the
+  lease keeps it.
+- A log stores the design it was created under (`Design.digest`) and refuses another.
 
 Examples
 --------
