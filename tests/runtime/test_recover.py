@@ -11,57 +11,13 @@ import sys
 from toolcommit.checker.cli import main
 from toolcommit.runtime import IntentLog
 
-TOOLS = '''
-import fcntl, json, os, signal
-from toolcommit.runtime import IntentLog, current_ticket, effectful
-
-LEDGER = os.environ["BANK"]
-_LOG = []
-
-
-def log():
-    if not _LOG:
-        _LOG.append(IntentLog.sqlite(os.environ["DB"], provider="stripe", lease=1.0, wait=10))
-    return _LOG[0]
-
-
-def effects():
-    try:
-        return [json.loads(x) for x in open(LEDGER)]
-    except FileNotFoundError:
-        return []
-
-
-def apply(t, args):
-    with open(LEDGER + ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        found = [e for e in effects() if e["idempotency_key"] == t.idempotency_key]
-        if found:
-            return {"id": found[0]["id"]}              # the saved response for the key
-        e = {"id": "re_%d" % (len(effects()) + 1), "idempotency_key": t.idempotency_key,
-             "key": t.key, "args": args}
-        with open(LEDGER, "a") as f:
-            f.write(json.dumps(e) + "\\n")
-    if os.environ.get("DIE_AFTER_APPLY"):
-        os.kill(os.getpid(), signal.SIGKILL)           # applied; the ack never written
-    return {"id": e["id"]}
-
-
-def status(t):
-    found = [e for e in effects() if e["key"] == t.key]
-    return {"id": found[0]["id"]} if found else None
-
-
-@effectful(log, tool="refund", scope=lambda charge, amount: "charge:%s:request:1" % charge,
-           status=status)
-def refund(charge, amount):
-    return apply(current_ticket(), {"charge": charge, "amount": amount})
-'''
+from .test_recovery_ends import TOOLS     # the refund tool over a file ledger
 
 
 def _env(tmp_path, writer, **extra):
     return {**os.environ, "BANK": str(tmp_path / "bank.jsonl"), "DB": str(tmp_path / "i.db"),
-            "TOOLCOMMIT_WRITER": writer, "PYTHONPATH": str(tmp_path), **extra}
+            "TOOLCOMMIT_WRITER": writer, "PYTHONPATH": str(tmp_path), "LEASE": "1",
+            "WAIT": "10", **extra}
 
 
 def _killed_pod(tmp_path):

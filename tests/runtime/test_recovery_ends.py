@@ -32,7 +32,8 @@ _LOG = []
 
 def log():
     if not _LOG:
-        kw = dict(provider="stripe", lease=float(os.environ.get("LEASE", "3")), wait=0)
+        kw = dict(provider="stripe", lease=float(os.environ.get("LEASE", "3")),
+                  wait=float(os.environ.get("WAIT", "0")))
         _LOG.append(IntentLog.postgres(os.environ["DSN"], schema=os.environ["SCHEMA"], **kw)
                     if os.environ.get("DSN") else IntentLog.sqlite(os.environ["DB"], **kw))
     return _LOG[0]
