@@ -98,7 +98,7 @@ def _postgres(args, design, writer):
                          "give the schema the runtime writes to (--schema)")
     try:
         return IntentLog(PostgresStore(args.dsn, where), writer, provider=design,
-                         settler=False)
+                         settler=args.watch)
     except StoreError as e:
         raise UsageError(f"--dsn: {e}") from None
 
@@ -114,7 +114,7 @@ def _sqlite(args, design, writer):
         if tx.one("SELECT name FROM sqlite_master WHERE name = 'tc_writers'") is None:
             store.close()
             raise UsageError(f"{args.db}: holds no intent log (no tc_writers table)")
-    return IntentLog(store, writer, provider=design, settler=False)
+    return IntentLog(store, writer, provider=design, settler=args.watch)
 
 
 def _import_tools(names) -> None:
@@ -128,27 +128,51 @@ def _import_tools(names) -> None:
                              "that holds it, or install it") from None
 
 
-def _sweep(log, until: float, stop: threading.Event, on_pass=None) -> dict[str, str]:
-    """Passes of `recover_settle` until no record is open, `until` (monotonic) passes or
-    `stop` is set; waits between passes for what `log.due` says."""
+def _sweep(log, until: float) -> dict[str, str]:
+    """Passes of `recover_settle` until no record is open (or only ones waiting cannot
+    settle: a tool not registered) or `until` (monotonic) passes; waits between passes for
+    what `log.due` says."""
     from toolcommit.checker.runtime import recover_settle
     from toolcommit.checker.runtime.store import OPEN_STATES
 
     done: dict[str, str] = {}
     while True:
-        got = recover_settle(log, limit=10 ** 6)
-        done.update(got)
-        if on_pass is not None:
-            on_pass(got)
-        left = log.records(OPEN_STATES)
-        if on_pass is None and all(_stuck(log, r) for r in left):
-            return done                  # nothing open, or nothing waiting could settle
-        due = log.due()
-        pause = (log.settle_every if due is None else _POLL if due <= 0
-                 else min(due, log.settle_every))
-        rest = until - time.monotonic()
-        if rest <= 0 or stop.is_set() or stop.wait(min(pause, rest)):
+        done.update(recover_settle(log, limit=10 ** 6))
+        if all(_stuck(log, r) for r in log.records(OPEN_STATES)):
             return done
+        due = log.due()
+        pause = _POLL if due is None or due <= 0 else min(due, log.settle_every)
+        rest = until - time.monotonic()
+        if rest <= 0:
+            return done
+        time.sleep(min(pause, rest))
+
+
+def _watch(log, name: str) -> dict[str, str]:
+    """The library's settler (`IntentLog.settle_with`) on every registered tool (every
+    tool where the design reads no status), printing each record it settles, until SIGINT
+    or SIGTERM."""
+    from toolcommit.checker.runtime.shims import registered, settle_pass
+    from toolcommit.checker.runtime.store import OPEN_STATES
+
+    done: dict[str, str] = {}
+
+    def show(line: dict) -> None:
+        if line.get("type") == "transition" and line.get("to") not in OPEN_STATES:
+            done[line["key"]] = line["to"]
+            print(f"recover {name}: {line['key']} {line['to']}", flush=True)
+    log.sinks.append(show)
+    log.tools = registered() if log.design.status_read else None
+    stop = threading.Event()
+    old = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        log.settle_with(lambda: settle_pass(log))
+        while not stop.wait(1.0):
+            pass
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    return done
 
 
 def _stuck(log, rec) -> bool:
@@ -185,13 +209,6 @@ def _holders(log) -> list[str]:
     return out
 
 
-def _until_signal():
-    """An event set by SIGINT or SIGTERM, and a function restoring the old handlers."""
-    stop = threading.Event()
-    old = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
-    return stop, lambda: [signal.signal(s, h) for s, h in old.items()]
-
-
 def run(args) -> int:
     from toolcommit.checker.runtime.store import OPEN_STATES
 
@@ -202,16 +219,9 @@ def run(args) -> int:
         print(f"recover {name}: {log.design_adopted}", file=sys.stderr)
     try:
         if args.watch:
-            stop, restore = _until_signal()
-            try:
-                def report(got):
-                    for key, state in sorted(got.items()):
-                        print(f"recover {name}: {key} {state}", flush=True)
-                done = _sweep(log, float("inf"), stop, report)
-            finally:
-                restore()
+            done = _watch(log, name)
         else:
-            done = _sweep(log, time.monotonic() + args.wait, threading.Event())
+            done = _sweep(log, time.monotonic() + args.wait)
         left = log.records(OPEN_STATES)
         lines = _holders(log) if left else []
     finally:

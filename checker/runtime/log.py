@@ -159,7 +159,8 @@ class IntentLog:
         self.taken_over: list[Record] = []
         self.design_adopted: Optional[str] = None
         self.settler, self.settle_every = bool(settler), float(settle_every)
-        self.tools: set[str] = set()     # the tools the settler settles (`effectful` adds)
+        # the tools whose records the settler settles and keeps (`effectful` adds; None: all)
+        self.tools: Optional[set[str]] = set()
         self._bg_lock, self._busy = threading.Lock(), {}
         self._threads: dict[str, threading.Thread] = {}
         self._stop, self._wake = threading.Event(), threading.Event()
@@ -642,13 +643,27 @@ class IntentLog:
             self._wake.set()          # the settler looks again: the call may have left doubt
 
     def _beat(self) -> float:
+        """Renew the leases this process keeps: those of the records its calls drive and,
+        while the settler runs, of every open record of its tools it holds (so a live
+        process's records are never taken over). A record taken over already is not this
+        incarnation's any more: its lease is not touched."""
         with self._bg_lock:
             keys = sorted(self._busy)
-        if keys:
+        tools = None if self.tools is None else sorted(self.tools)
+        which, params = [], []
+        if "settler" in self._threads and tools is None:
+            which = ["1 = 1"]
+        else:
+            for col, values in (("key", keys), ("tool", tools if "settler" in self._threads
+                                                 else [])):
+                if values:
+                    which.append(f"{col} IN ({', '.join('?' * len(values))})")
+                    params += values
+        if which:
             with self._lock, self.store.tx() as tx:
                 tx.run(f"UPDATE tc_records SET lease_until = {self._lease_sql()} WHERE owner = ? "
-                       f"AND owner_inc = ? AND state IN {_OPEN} AND key IN "
-                       f"({', '.join('?' * len(keys))})", (*self._mine(), *keys))
+                       f"AND owner_inc = ? AND state IN {_OPEN} AND ({' OR '.join(which)})",
+                       (*self._mine(), *params))
         return self.lease / 3
 
     def settle_with(self, step: Callable[[], float]) -> bool:
@@ -658,6 +673,7 @@ class IntentLog:
         if self.settler:
             with self._bg_lock:
                 self._start("settler", step, self._wake)
+                self._start("heartbeat", self._beat, self._stop)
             self._wake.set()
         return self.settler
 

@@ -375,6 +375,11 @@ def register(tool: str, run: Callable[[dict], Any], status=None) -> None:
     _TOOLS[tool] = (run, status)
 
 
+def registered() -> set[str]:
+    """The tools registered for `recover_settle`."""
+    return set(_TOOLS)
+
+
 def needs_tool(log: IntentLog, rec: Record) -> bool:
     """Whether settling `rec` needs its tool and it is not registered for `recover_settle`
     (a replay or a status read; a dispatch): then only a call, or a registration, settles it."""
@@ -412,14 +417,14 @@ def recover_settle(log: IntentLog, limit: int = 100,
 def settle_pass(log: IntentLog) -> float:
     """The settler's pass (`IntentLog.settle_with`): `recover_settle` for the tools
     registered with `log`; the seconds until the next is due (at most `settle_every`)."""
-    recover_settle(log, limit=1000, tools=set(log.tools))
+    recover_settle(log, limit=1000, tools=None if log.tools is None else set(log.tools))
     due = log.due()
     return log.settle_every if due is None or due <= 0 else min(due, log.settle_every)
 
 
 def _serve(log: IntentLog, tool: str) -> None:
     """Register `tool` with `log`'s settler (started with the first)."""
-    if tool not in log.tools:
+    if log.tools is not None and tool not in log.tools:
         log.tools.add(tool)
         log.settle_with(lambda: settle_pass(log))
 

@@ -239,8 +239,8 @@ def test_recover_without_tools_never_imports_from_the_working_directory(tmp_path
 # ----- the heartbeat: a call longer than the lease keeps it -----------------------------------
 def test_a_call_longer_than_the_lease_is_never_taken_over(tmp_path):
     db = str(tmp_path / "i.db")
-    w1 = IntentLog.sqlite(db, "w1", provider="stripe", lease=0.3, settler=False)
-    w2 = IntentLog.sqlite(db, "w2", provider="stripe", lease=0.3, settler=False)
+    w1 = IntentLog.sqlite(db, "w1", provider="stripe", lease=1.0, settler=False)
+    w2 = IntentLog.sqlite(db, "w2", provider="stripe", lease=1.0, settler=False)
     running, taken = threading.Event(), []
 
     def watch():                                     # another process's recover, meanwhile
@@ -253,7 +253,7 @@ def test_a_call_longer_than_the_lease_is_never_taken_over(tmp_path):
     @effectful(w1, tool="slow_refund", scope=SCOPE, status=lambda t: None)
     def slow_refund(amount):
         running.set()
-        time.sleep(1.2)                              # four leases long
+        time.sleep(2.5)                              # two and a half leases long
         running.clear()
         return {"id": "re_1"}
 
@@ -299,6 +299,30 @@ def test_the_settler_settles_a_timed_out_call_once_the_delay_bound_passed(tmp_pa
     assert len(set(applied)) == 1                   # replays under the one key, never a new one
     log.close()
     assert not any(t.is_alive() for t in log._threads.values())
+
+
+def test_a_live_settler_keeps_the_leases_of_its_records_in_doubt(tmp_path):
+    """Idle in doubt is not dead: while its settler runs, a process's records are never
+    taken over (a takeover counts as a send, so it would restart the delay bound)."""
+    db = str(tmp_path / "i.db")
+    design = load("stripe").with_timing(delay_bound=1)
+    pod = IntentLog.sqlite(db, "pod-a", provider=design, lease=0.6, wait=0, settle_every=0.1)
+    other = IntentLog.sqlite(db, "pod-b", provider=design, settler=False)
+
+    @effectful(pod, tool="kept_refund", scope=SCOPE, status=lambda t: {"id": "re_1"})
+    def kept_refund(amount):
+        raise TimeoutError("no answer")
+
+    from toolcommit.runtime import InDoubt
+    with pytest.raises(InDoubt):
+        kept_refund(20, call_id="t1")
+    deadline = time.monotonic() + 10
+    while not pod.records()[0].settled:          # the delay bound (1 s), then a read
+        assert time.monotonic() < deadline, "not settled before the test's deadline"
+        assert other.recover() == [] and pod.records()[0].owner == "pod-a"
+        time.sleep(0.05)
+    assert [r.state for r in pod.records()] == ["ACKED"]
+    pod.close()
 
 
 def test_a_restarted_pods_settler_settles_what_its_dead_incarnation_left(tmp_path):
