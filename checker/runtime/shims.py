@@ -400,8 +400,8 @@ def recover_settle(log: IntentLog, limit: int = 100,
     for rec in log.in_doubt():
         if tools is not None and rec.tool not in tools:
             continue
-        if needs_tool(log, rec):
-            out[rec.key] = rec.state      # needs the tool: left for the next call
+        if needs_tool(log, rec) or rec.state == "RECONCILING" and log.read_wait(rec.key) > 0:
+            out[rec.key] = rec.state      # needs the tool, or not due yet: left for later
             continue
         run, status = _TOOLS.get(rec.tool, (None, None))
         execute = (lambda t, run=run: run(t.args))
