@@ -140,6 +140,7 @@ def _sweep(log, until: float) -> dict[str, str]:
         done.update(recover_settle(log, limit=10 ** 6))
         if all(_stuck(log, r) for r in log.records(OPEN_STATES)):
             return done
+        log.renew_held()                 # what it took stays its own while it waits
         due = log.due()
         pause = _POLL if due is None or due <= 0 else min(due, log.settle_every)
         rest = until - time.monotonic()
@@ -155,6 +156,10 @@ def _watch(log, name: str) -> dict[str, str]:
     from toolcommit.checker.runtime.shims import registered, settle_pass
     from toolcommit.checker.runtime.store import OPEN_STATES
 
+    if log.design.status_read and not registered():
+        raise UsageError(f"--watch: design {log.design.name} settles a record in doubt by a "
+                         "replay or a status read, through its tool: give --tools MODULE (the "
+                         "module of its @effectful tools)")
     done: dict[str, str] = {}
 
     def show(line: dict) -> None:

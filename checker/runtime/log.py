@@ -125,7 +125,8 @@ class IntentLog:
         Run the settler (default: on; opt out with False): a background thread, started
         when `effectful` first registers a tool with this log and stopped by `close`, that
         takes over the records of dead holders and settles every record in doubt of the
-        registered tools as soon as the design allows it (`due`). A record is then in doubt
+        registered tools as soon as the design allows it (`due`); while it runs, the
+        heartbeat keeps the leases of those records (idle in doubt is not dead). A record is then in doubt
         at most its design's wait (the delay bound after its last send; a dead holder's
         lease) plus `settle_every`, while the provider answers.
     settle_every : float
@@ -660,11 +661,19 @@ class IntentLog:
                     which.append(f"{col} IN ({', '.join('?' * len(values))})")
                     params += values
         if which:
-            with self._lock, self.store.tx() as tx:
-                tx.run(f"UPDATE tc_records SET lease_until = {self._lease_sql()} WHERE owner = ? "
-                       f"AND owner_inc = ? AND state IN {_OPEN} AND ({' OR '.join(which)})",
-                       (*self._mine(), *params))
+            self._renew(" OR ".join(which), params)
         return self.lease / 3
+
+    def renew_held(self) -> int:
+        """Renew the lease of every open record this incarnation holds (a sweeper keeps
+        what it took while it waits); how many."""
+        return self._renew("1 = 1", [])
+
+    def _renew(self, which: str, params: list) -> int:
+        with self._lock, self.store.tx() as tx:
+            return tx.run(f"UPDATE tc_records SET lease_until = {self._lease_sql()} WHERE "
+                          f"owner = ? AND owner_inc = ? AND state IN {_OPEN} AND ({which})",
+                          (*self._mine(), *params))
 
     def settle_with(self, step: Callable[[], float]) -> bool:
         """Run `step` (one settle pass; returns the seconds until the next is due) in the

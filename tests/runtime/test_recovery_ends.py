@@ -353,3 +353,9 @@ def test_recover_watch_settles_as_leases_run_out_and_stops_on_sigterm(tmp_path):
     p.send_signal(signal.SIGTERM)
     code, out = _done(p)
     assert code == 0 and "1 record(s) of dead writers taken over: 1 DEAD_LETTER" in out
+
+
+def test_recover_watch_needs_the_tools_where_the_design_reads_status(tmp_path):
+    IntentLog.sqlite(str(tmp_path / "i.db"), "pod-a", provider="stripe").close()
+    code, out = _done(_recover(tmp_path, "--watch"))        # a process of its own: no tools
+    assert code == 2 and "--watch: design stripe settles" in out
