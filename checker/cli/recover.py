@@ -26,7 +26,7 @@ import time
 
 from toolcommit.model.errors import UsageError
 
-_POLL = 0.2     # seconds between passes while something may not be settled yet
+_POLL = 0.2     # the shortest pause between two passes (seconds)
 
 
 def add_parser(sub):
@@ -142,7 +142,8 @@ def _sweep(log, until: float) -> dict[str, str]:
             return done
         log.renew_held()                 # what it took stays its own while it waits
         due = log.due()
-        pause = _POLL if due is None or due <= 0 else min(due, log.settle_every)
+        pause = log.settle_every if due is None or due <= 0 else max(min(due, log.settle_every),
+                                                                      _POLL)
         rest = until - time.monotonic()
         if rest <= 0:
             return done
