@@ -369,10 +369,14 @@ async def aguard(log: IntentLog, call_id: str, tool: str, args: dict, scope: str
 _TOOLS: dict[str, tuple[Callable[[dict], Any], Optional[Callable[[Ticket], Any]]]] = {}
 
 
-def register(tool: str, run: Callable[[dict], Any], status=None) -> None:
+def register(tool: str, run: Callable[[dict], Any], status=None,
+             log: Optional[IntentLog] = None) -> None:
     """Let `recover_settle` settle `tool`'s records: ``run(args)`` performs the effect (under
-    `current_ticket()`), `status` reads it. `effectful` registers what it decorates."""
+    `current_ticket()`), `status` reads it. `effectful` registers what it decorates. With
+    `log`, that log's settler settles them too (`IntentLog` ``settler=``)."""
     _TOOLS[tool] = (run, status)
+    if log is not None:
+        _serve(log, tool)
 
 
 def registered() -> set[str]:
@@ -473,8 +477,7 @@ def effectful(log: Union[IntentLog, Callable[[], IntentLog]], tool: str,
                 return guard(the_log, call_id or f"call-{uuid.uuid4().hex[:12]}", tool, args,
                              where, run, status, new_request)
         call.__signature__ = public
-        register(tool, lambda args: fn(**args), status)
-        if isinstance(log, IntentLog):
-            _serve(log, tool)
+        register(tool, lambda args: fn(**args), status,
+                 log if isinstance(log, IntentLog) else None)
         return call
     return wrap
