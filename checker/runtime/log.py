@@ -126,9 +126,10 @@ class IntentLog:
         when `effectful` first registers a tool with this log and stopped by `close`, that
         takes over the records of dead holders and settles every record in doubt of the
         registered tools as soon as the design allows it (`due`); while it runs, the
-        heartbeat keeps the leases of those records (idle in doubt is not dead). A record is then in doubt
-        at most its design's wait (the delay bound after its last send; a dead holder's
-        lease) plus `settle_every`, while the provider answers.
+        heartbeat keeps the leases of those records (idle in doubt is not dead). A record
+        is then in doubt at most its design's wait (the delay bound after its last send, a
+        takeover counting as one; a dead holder's lease first) plus `settle_every`, while
+        the provider answers.
     settle_every : float
         The settler's longest pause between passes (seconds): the margin above.
 
