@@ -21,9 +21,11 @@ import os
 import signal
 import socket
 import sys
+import textwrap
 import threading
 import time
 
+from toolcommit.checker.cli.terminal import width
 from toolcommit.model.errors import UsageError
 
 _POLL = 0.2     # the shortest pause between two passes (seconds)
@@ -240,5 +242,6 @@ def run(args) -> int:
           + (f"; {len(left)} record(s) of the log left open:" if left else
              "; no record of the log is open"))
     for line in lines:
-        print(line)
+        print(textwrap.fill(line, width(), subsequent_indent="    ", break_on_hyphens=False,
+                            break_long_words=False))
     return 0 if args.watch or not left else 3
