@@ -174,7 +174,7 @@ def _watch(log, name: str) -> dict[str, str]:
     stop = threading.Event()
     old = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        log.settle_with(lambda: settle_pass(log))
+        log.settle_with(settle_pass)
         while not stop.wait(1.0):
             pass
     finally:

@@ -64,6 +64,7 @@ import json
 import logging
 import os
 import threading
+import weakref
 from contextlib import contextmanager
 from typing import IO, Callable, Iterable, Iterator, Optional, Sequence
 
@@ -84,6 +85,26 @@ _COLS = ("key, intent, epoch, tool, scope, args, call_id, state, fence, owner, o
          "lease_until, slot, result, first_sent, sent_at")
 _OPEN = "('RECORDED', 'DISPATCHED', 'UNKNOWN', 'RECONCILING')"   # = store.OPEN_STATES
 _LOGGER = logging.getLogger("toolcommit.runtime")
+
+
+def _background(ref, name: str, step, event: threading.Event) -> None:
+    """The loop of a log's background thread (`IntentLog._start`)."""
+    while True:
+        log = ref()
+        if log is None or log._stop.is_set():
+            return
+        try:
+            pause = step(log)
+        except Superseded:
+            return
+        except Exception as e:     # the store or provider down: try again later
+            _LOGGER.warning("%s: %s", name, e)
+            pause = log.settle_every
+        pause, stop = min(max(pause, 0.001), log.settle_every), log._stop
+        del log                    # the wait holds no reference: a dropped log ends the loop
+        event.wait(pause)
+        if event is not stop:
+            event.clear()
 
 
 class IntentLogError(ToolcommitError):
@@ -634,7 +655,7 @@ class IntentLog:
         the class docstring) and the settler leaves it alone. Bounded by the call."""
         with self._bg_lock:
             self._busy[key] = self._busy.get(key, 0) + 1
-            self._start("heartbeat", self._beat, self._stop)
+            self._start("heartbeat", IntentLog._beat, self._stop)
         try:
             yield
         finally:
@@ -676,36 +697,26 @@ class IntentLog:
                           f"owner = ? AND owner_inc = ? AND state IN {_OPEN} AND ({which})",
                           (*self._mine(), *params))
 
-    def settle_with(self, step: Callable[[], float]) -> bool:
-        """Run `step` (one settle pass; returns the seconds until the next is due) in the
-        settler thread until `close`, if this log runs one (``settler=True``); whether it
-        runs. `toolcommit.runtime.shims.effectful` gives it `settle_pass`."""
+    def settle_with(self, step: Callable[["IntentLog"], float]) -> bool:
+        """Run ``step(log)`` (one settle pass; returns the seconds until the next is due) in
+        the settler thread until `close`, if this log runs one (``settler=True``); whether
+        it runs. `toolcommit.runtime.shims.effectful` gives it `settle_pass`."""
         if self.settler:
             with self._bg_lock:
                 self._start("settler", step, self._wake)
-                self._start("heartbeat", self._beat, self._stop)
+                self._start("heartbeat", IntentLog._beat, self._stop)
             self._wake.set()
         return self.settler
 
-    def _start(self, name: str, step: Callable[[], float], event: threading.Event) -> None:
-        """Start the daemon thread `name` (once) calling `step` until close, pausing what it
-        returns (at most `settle_every`) or until `event` is set."""
+    def _start(self, name: str, step: Callable[["IntentLog"], float],
+               event: threading.Event) -> None:
+        """Start the daemon thread `name` (once) calling ``step(log)`` until close (or until
+        the log is garbage: the thread holds it weakly), pausing what it returns (at most
+        `settle_every`) or until `event` is set."""
         if name in self._threads or self._stop.is_set():
             return
-
-        def loop():
-            while not self._stop.is_set():
-                try:
-                    pause = step()
-                except Superseded:
-                    return
-                except Exception as e:     # the store or provider down: try again later
-                    _LOGGER.warning("%s: %s", name, e)
-                    pause = self.settle_every
-                event.wait(min(max(pause, 0.001), self.settle_every))
-                if event is not self._stop:
-                    event.clear()
-        t = threading.Thread(target=loop, name=f"toolcommit-{name}-{self.writer}", daemon=True)
+        t = threading.Thread(target=_background, args=(weakref.ref(self), name, step, event),
+                             name=f"toolcommit-{name}-{self.writer}", daemon=True)
         self._threads[name] = t
         t.start()
 

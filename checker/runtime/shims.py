@@ -430,7 +430,7 @@ def _serve(log: IntentLog, tool: str) -> None:
     """Register `tool` with `log`'s settler (started with the first)."""
     if log.tools is not None and tool not in log.tools:
         log.tools.add(tool)
-        log.settle_with(lambda: settle_pass(log))
+        log.settle_with(settle_pass)
 
 
 def effectful(log: Union[IntentLog, Callable[[], IntentLog]], tool: str,

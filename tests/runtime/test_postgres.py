@@ -156,14 +156,14 @@ def test_recover_on_postgres_never_calls_its_own_earlier_runs_records_settled(pg
     refused in one line (exit 2)."""
     from toolcommit.checker.cli import main
     dead = IntentLog.postgres(pg.dsn, "pod-a", schema="t_again", provider="stripe")
-    dead.dispatch(dead.propose("t1", "refund", {"amount": 20}, SCOPE).key)
-    dead.expire_leases("pod-a")
+    dead.dispatch(dead.propose("t1", "unregistered_refund", {"amount": 20}, SCOPE).key)
+    dead.expire_leases("pod-a")         # a tool no test registers in this process
     dead.close()
     run = ["recover", "--dsn", pg.dsn, "--schema", "t_again", "--writer", "sweeper"]
     assert main([*run, "--provider", "stripe"]) == 3
     assert main([*run, "--provider", "stripe"]) == 3
     out = capsys.readouterr().out
-    assert "sweeper#2 holds 1 record(s) (1 UNKNOWN): tool refund is not registered" in out
+    assert "sweeper#2 holds 1 record(s) (1 UNKNOWN): tool unregistered_refund is not" in out
     assert main([*run, "--provider", "email"]) == 2
     assert "created under design stripe" in capsys.readouterr().err
 

@@ -305,8 +305,8 @@ def test_a_live_settler_keeps_the_leases_of_its_records_in_doubt(tmp_path):
     """Idle in doubt is not dead: while its settler runs, a process's records are never
     taken over (a takeover counts as a send, so it would restart the delay bound)."""
     db = str(tmp_path / "i.db")
-    design = load("stripe").with_timing(delay_bound=1)
-    pod = IntentLog.sqlite(db, "pod-a", provider=design, lease=0.6, wait=0, settle_every=0.1)
+    design = load("stripe").with_timing(delay_bound=2)
+    pod = IntentLog.sqlite(db, "pod-a", provider=design, lease=1.0, wait=0, settle_every=0.1)
     other = IntentLog.sqlite(db, "pod-b", provider=design, settler=False)
 
     @effectful(pod, tool="kept_refund", scope=SCOPE, status=lambda t: {"id": "re_1"})
@@ -317,7 +317,7 @@ def test_a_live_settler_keeps_the_leases_of_its_records_in_doubt(tmp_path):
     with pytest.raises(InDoubt):
         kept_refund(20, call_id="t1")
     deadline = time.monotonic() + 10
-    while not pod.records()[0].settled:          # the delay bound (1 s), then a read
+    while not pod.records()[0].settled:          # the delay bound (2 s), then a read
         assert time.monotonic() < deadline, "not settled before the test's deadline"
         assert other.recover() == [] and pod.records()[0].owner == "pod-a"
         time.sleep(0.05)
@@ -359,3 +359,14 @@ def test_recover_watch_needs_the_tools_where_the_design_reads_status(tmp_path):
     IntentLog.sqlite(str(tmp_path / "i.db"), "pod-a", provider="stripe").close()
     code, out = _done(_recover(tmp_path, "--watch"))        # a process of its own: no tools
     assert code == 2 and "--watch: design stripe settles" in out
+
+
+def test_a_log_dropped_without_close_ends_its_background_threads(tmp_path):
+    from toolcommit.checker.runtime.shims import register
+    log = IntentLog.sqlite(str(tmp_path / "i.db"), "w1", provider="email", settle_every=0.05)
+    register("dropped_tool", lambda args: None, None, log=log)
+    threads = list(log._threads.values())
+    assert sorted(t.name for t in threads if t.is_alive()) == ["toolcommit-heartbeat-w1",
+                                                                "toolcommit-settler-w1"]
+    del log                                         # never closed: the threads hold it weakly
+    _until(lambda: not any(t.is_alive() for t in threads))
