@@ -2,20 +2,33 @@
 writers in an intent log, SQLite or PostgreSQL, through its design's reconcile
 (`toolcommit.runtime.recover_settle`).
 
-Records whose lease expired (their writer died, or stalled past its lease) are taken over by
-the writer ``--writer`` and settled as the design says: given up visibly where the provider
-has no status read (email), else replayed or read through the tools ``--tools`` registers
-(a module whose ``@effectful`` tools are imported). A record that needs a tool that is not
-registered, or whose status read the design defers (a request may still land), is left in
-doubt: exit 3, so a sweeper runs again. Exit 0: nothing of a dead writer is left open.
+Every open record whose holder is gone (its lease expired, or its writer name was opened
+again since: a dead incarnation, the sweeper's own earlier runs included) is taken over and
+settled as the design says: given up visibly where the provider has no status read
+(email), else replayed or read through the tools ``--tools`` registers (a module whose
+``@effectful`` tools are imported). A live lease (a writer that may still be sending) is
+waited out for at most ``--wait`` seconds, as is a status read the design defers (a request
+may still land). Exit 0: no record of the log is open. Exit 3: some are, and each is named
+(who holds it, in what state, for how long, what would settle it): run again, or give
+``--wait``. ``--watch`` keeps settling, each record as soon as the design allows it, until
+SIGINT or SIGTERM (then exit 0). Concurrent sweepers are safe: each takes a record by
+compare-and-set, and each runs under a writer name of its own.
 """
 from __future__ import annotations
 
 import importlib
 import os
+import signal
+import socket
 import sys
+import textwrap
+import threading
+import time
 
+from toolcommit.checker.cli.terminal import width
 from toolcommit.model.errors import UsageError
+
+_POLL = 0.2     # the shortest pause between two passes (seconds)
 
 
 def add_parser(sub):
@@ -26,14 +39,24 @@ def add_parser(sub):
     p.add_argument("--dsn", metavar="CONNINFO",
                    help="the PostgreSQL intent log (IntentLog.postgres's conninfo) instead of DB")
     p.add_argument("--schema", metavar="S",
-                   help="with --dsn: the schema the log is in (default: public)")
+                   help="with --dsn: the schema the log is in (default: public; folded to "
+                        "lower case, as PostgreSQL folds an unquoted name)")
     p.add_argument("--provider", required=True, metavar="NAME|FILE",
                    help="the design the log follows: ideal, stripe, email, fenced-store, or a "
-                        "design file (`toolcommit design --write`); the same as the runtime's")
-    p.add_argument("--writer", default="toolcommit-recover",
-                   help="the name this sweeper writes under (default: toolcommit-recover)")
+                        "design file (`toolcommit design --write`); the one the log was "
+                        "created under (another is refused)")
+    p.add_argument("--writer", default=None,
+                   help="the name this sweeper writes under (default: toolcommit-recover@"
+                        "HOST:PID, one per run, so concurrent sweepers never supersede each "
+                        "other)")
     p.add_argument("--tools", action="append", default=[], metavar="MODULE",
-                   help="import MODULE (its @effectful tools) to replay and read; repeatable")
+                   help="import MODULE (its @effectful tools) to replay and read; repeatable. "
+                        "Only then is the working directory put first on sys.path")
+    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                   help="wait at most this long for live leases and deferred status reads "
+                        "(default 0: name them and exit 3)")
+    p.add_argument("--watch", action="store_true",
+                   help="keep settling until SIGINT or SIGTERM, then exit 0")
     return p
 
 
@@ -45,19 +68,26 @@ def _open(args):
                          "one of them")
     if args.schema is not None and args.dsn is None:
         raise UsageError("--schema is for --dsn (a PostgreSQL log)")
+    if args.wait < 0:
+        raise UsageError(f"--wait {args.wait}: give seconds, 0 or more")
     design = load(args.provider)            # before the store: a bad provider changes nothing
-    return _postgres(args, design) if args.dsn else _sqlite(args, design)
+    writer = args.writer or f"toolcommit-recover@{socket.gethostname()}:{os.getpid()}"
+    return _postgres(args, design, writer) if args.dsn else _sqlite(args, design, writer)
 
 
-def _postgres(args, design):
+def _postgres(args, design, writer):
     """The log in `args.schema` of the database, refused unless it holds one already (a
     sweeper never creates a log)."""
     from toolcommit.checker.runtime import IntentLog, PostgresStore, StoreError
+    from toolcommit.checker.runtime.store import pg_schema
     try:
         import psycopg
     except ImportError:
         raise UsageError("--dsn needs psycopg 3: pip install 'toolcommit[postgres]'") from None
-    where = args.schema or "public"
+    try:
+        where = pg_schema(args.schema)
+    except StoreError as e:
+        raise UsageError(f"--schema: {e}") from None
     try:
         with psycopg.connect(args.dsn, connect_timeout=10) as c:
             found = c.execute("SELECT 1 FROM information_schema.tables WHERE table_schema = %s "
@@ -69,12 +99,13 @@ def _postgres(args, design):
         raise UsageError(f"--dsn: schema {where} holds no intent log (no tc_writers table); "
                          "give the schema the runtime writes to (--schema)")
     try:
-        return IntentLog(PostgresStore(args.dsn, args.schema), args.writer, provider=design)
+        return IntentLog(PostgresStore(args.dsn, where), writer, provider=design,
+                         settler=args.watch)
     except StoreError as e:
         raise UsageError(f"--dsn: {e}") from None
 
 
-def _sqlite(args, design):
+def _sqlite(args, design, writer):
     from toolcommit.checker.runtime import IntentLog
     from toolcommit.checker.runtime.store import SqliteStore
 
@@ -85,32 +116,132 @@ def _sqlite(args, design):
         if tx.one("SELECT name FROM sqlite_master WHERE name = 'tc_writers'") is None:
             store.close()
             raise UsageError(f"{args.db}: holds no intent log (no tc_writers table)")
-    return IntentLog(store, args.writer, provider=design)
+    return IntentLog(store, writer, provider=design, settler=args.watch)
 
 
-def run(args) -> int:
-    from toolcommit.checker.runtime import recover_settle
-    from toolcommit.checker.runtime.store import OPEN_STATES
-
-    if os.getcwd() not in sys.path:
+def _import_tools(names) -> None:
+    if names and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    for name in args.tools:
+    for name in names:
         try:
             importlib.import_module(name)
         except ImportError as e:
             raise UsageError(f"--tools {name}: cannot import it ({e}); run from the directory "
                              "that holds it, or install it") from None
-    log = _open(args)
+
+
+def _sweep(log, until: float) -> dict[str, str]:
+    """Passes of `recover_settle` until no record is open (or only ones waiting cannot
+    settle: a tool not registered) or `until` (monotonic) passes; waits between passes for
+    what `log.due` says."""
+    from toolcommit.checker.runtime import recover_settle
+    from toolcommit.checker.runtime.store import OPEN_STATES
+
+    done: dict[str, str] = {}
+    while True:
+        done.update(recover_settle(log, limit=10 ** 6))
+        if all(_stuck(log, r) for r in log.records(OPEN_STATES)):
+            return done
+        log.renew_held()                 # what it took stays its own while it waits
+        due = log.due()
+        pause = log.settle_every if due is None or due <= 0 else max(min(due, log.settle_every),
+                                                                      _POLL)
+        rest = until - time.monotonic()
+        if rest <= 0:
+            return done
+        time.sleep(min(pause, rest))
+
+
+def _watch(log, name: str) -> dict[str, str]:
+    """The library's settler (`IntentLog.settle_with`) on every registered tool (every
+    tool where the design reads no status), printing each record it settles, until SIGINT
+    or SIGTERM."""
+    from toolcommit.checker.runtime.shims import registered, settle_pass
+    from toolcommit.checker.runtime.store import OPEN_STATES
+
+    if log.design.status_read and not registered():
+        raise UsageError(f"--watch: design {log.design.name} settles a record in doubt by a "
+                         "replay or a status read, through its tool: give --tools MODULE (the "
+                         "module of its @effectful tools)")
+    done: dict[str, str] = {}
+
+    def show(line: dict) -> None:
+        if line.get("type") == "transition" and line.get("to") not in OPEN_STATES:
+            done[line["key"]] = line["to"]
+            print(f"recover {name}: {line['key']} {line['to']}", flush=True)
+    log.sinks.append(show)
+    log.tools = registered() if log.design.status_read else None
+    stop = threading.Event()
+    old = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        done = recover_settle(log, limit=10 ** 6)
+        log.settle_with(settle_pass)
+        while not stop.wait(1.0):
+            pass
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    return done
+
+
+def _stuck(log, rec) -> bool:
+    """Whether `rec` is this sweeper's and needs a tool it does not have."""
+    from toolcommit.checker.runtime.shims import needs_tool
+    return (rec.owner, rec.owner_inc) == (log.writer, log.incarnation) and needs_tool(log, rec)
+
+
+def _holders(log) -> list[str]:
+    """One line per holder of an open record: what it holds, for how long, what settles it."""
+    from toolcommit.checker.runtime.store import OPEN_STATES
+
+    groups: dict[tuple, list] = {}
+    for r in log.records(OPEN_STATES):
+        groups.setdefault((r.owner, r.owner_inc), []).append(r)
+    out = []
+    for (owner, inc), recs in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        states = ", ".join(f"{sum(r.state == s for r in recs)} {s}" for s in OPEN_STATES
+                           if any(r.state == s for r in recs))
+        head = f"  {owner}#{inc} holds {len(recs)} record(s) ({states})"
+        if (owner, inc) != (log.writer, log.incarnation):
+            lease = max(log.lease_left(r.key) for r in recs)
+            out.append(f"{head} under a live lease, {lease:.1f} s left: it may still be "
+                       f"sending; run again then, or give --wait {int(lease) + 1}" if lease > 0
+                       else f"{head}, its lease ran out as this run ended: run again")
+            continue
+        tools = sorted({r.tool for r in recs if _stuck(log, r)})
+        wait = max((log.read_wait(r.key) for r in recs if r.state == "RECONCILING"), default=0)
+        why = [f"tool {', '.join(tools)} is not registered (--tools MODULE)"] if tools else []
+        if wait > 0:
+            why.append(f"the design defers its status read {wait:.1f} s more (--wait "
+                       f"{int(wait) + 1})")
+        out.append(f"{head}: " + ("; ".join(why) or "the provider did not answer; run again"))
+    return out
+
+
+def run(args) -> int:
+    from toolcommit.checker.runtime.store import OPEN_STATES
+
+    _import_tools(args.tools)
+    log = _open(args)
+    name = args.db or f"schema {args.schema or 'public'}"
+    if log.design_adopted:
+        print(f"recover {name}: {log.design_adopted}", file=sys.stderr)
+    try:
+        if args.watch:
+            done = _watch(log, name)
+        else:
+            done = _sweep(log, time.monotonic() + args.wait)
+        left = log.records(OPEN_STATES)
+        lines = _holders(log) if left else []
     finally:
         log.close()
     by_state: dict[str, int] = {}
     for state in done.values():
         by_state[state] = by_state.get(state, 0) + 1
-    open_left = sum(n for s, n in by_state.items() if s in OPEN_STATES)
     parts = ", ".join(f"{n} {s}" for s, n in sorted(by_state.items())) or "nothing to take over"
-    print(f"recover {args.db or 'schema ' + (args.schema or 'public')}: {len(done)} record(s) of dead writers taken over: {parts}"
-          + (f"; {open_left} left in doubt (a tool to register with --tools, or a status read "
-             "the design defers): run again" if open_left else ""))
-    return 3 if open_left else 0
+    print(f"recover {name}: {len(done)} record(s) of dead writers taken over: {parts}"
+          + (f"; {len(left)} record(s) of the log left open:" if left else
+             "; no record of the log is open"))
+    for line in lines:
+        print(textwrap.fill(line, width(), subsequent_indent="    ", break_on_hyphens=False,
+                            break_long_words=False))
+    return 0 if args.watch or not left else 3

@@ -25,6 +25,7 @@ Decisions
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field, replace
@@ -81,6 +82,22 @@ class Design:
             raise DesignError(f"with_timing: {bad[0]!r} is not delay_bound, replay_window "
                               "or key_lifetime")
         return replace(self, **{k: None if v is None else float(v) for k, v in seconds.items()})
+
+    @property
+    def name(self) -> str:
+        """The design's name as a log stores it: the shipped profile's, or the file's name."""
+        return self.source if self.source in SHIPPED else os.path.basename(self.source)
+
+    @property
+    def digest(self) -> str:
+        """A digest of what the log's decisions read: the environment, guarantee, knobs,
+        timing and provider assumptions (not where the design was read from), so two
+        designs with one digest decide alike and a log refuses any other (`IntentLog`)."""
+        doc = {"environment": self.environment, "guarantee": self.guarantee,
+               "knobs": dict(self.knobs), "provider": dict(self.provider),
+               "timing": [self.replay_window, self.delay_bound, self.key_lifetime]}
+        text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
     @property
     def sends_key(self) -> bool:

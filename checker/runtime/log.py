@@ -37,7 +37,10 @@ Contracts
   is stopped by the provider's fence check where the design fences, and otherwise by the
   delay bound the design waits out before it trusts an "absent" read.
 - Leases and send times run on the store's clock. A lease only says who may take a record
-  over (`take`, `recover`); each write renews it. A call longer than the lease needs `renew`.
+  over (`take`, `recover`); each write renews it, and so does the heartbeat while a call
+  of this process drives the record (`driving`, which `guard` uses): a call longer than the
+  lease keeps it.
+- A log stores the design it was created under (`Design.digest`) and refuses another.
 
 Examples
 --------
@@ -58,8 +61,11 @@ Examples
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
+import weakref
+from contextlib import contextmanager
 from typing import IO, Callable, Iterable, Iterator, Optional, Sequence
 
 from toolcommit.model.canon import CanonError, canonical_intent
@@ -79,6 +85,27 @@ __all__ = ["IntentLog", "IntentLogError", "Superseded", "Decision", "Record", "T
 _COLS = ("key, intent, epoch, tool, scope, args, call_id, state, fence, owner, owner_inc, "
          "lease_until, slot, result, first_sent, sent_at")
 _OPEN = "('RECORDED', 'DISPATCHED', 'UNKNOWN', 'RECONCILING')"   # = store.OPEN_STATES
+_LOGGER = logging.getLogger("toolcommit.runtime")
+
+
+def _background(ref, name: str, step, event: threading.Event) -> None:
+    """The loop of a log's background thread (`IntentLog._start`)."""
+    while True:
+        log = ref()
+        if log is None or log._stop.is_set():
+            return
+        try:
+            pause = step(log)
+        except Superseded:
+            return
+        except Exception as e:     # the store or provider down: try again later
+            _LOGGER.warning("%s: %s", name, e)
+            pause = log.settle_every
+        pause, stop = min(max(pause, 0.001), log.settle_every), log._stop
+        del log                    # the wait holds no reference: a dropped log ends the loop
+        event.wait(pause)
+        if event is not stop:
+            event.clear()
 
 
 class IntentLogError(ToolcommitError):
@@ -121,11 +148,27 @@ class IntentLog:
         as an earlier one in doubt (`toolcommit.runtime.reask`): every argument (None), the
         named ones (``("charge",)``), a function of the arguments returning the dict to
         compare, or a dict of tool -> one of those.
+    settler : bool
+        Run the settler (default: on; opt out with False): a background thread, started
+        when `effectful` first registers a tool with this log and stopped by `close`, that
+        takes over the records of dead holders and settles every record in doubt of the
+        registered tools as soon as the design allows it (`due`); while it runs, the
+        heartbeat keeps the leases of those records (idle in doubt is not dead). A record
+        is then in doubt at most its design's wait (the delay bound after its last send, a
+        takeover counting as one; a dead holder's lease first) plus `settle_every`, while
+        the provider answers.
+    settle_every : float
+        The settler's longest pause between passes (seconds): the margin above.
+
+    While a call of this process drives a record (`driving`), a heartbeat thread renews
+    its lease every third of the lease, so `recover` never takes a live call, however
+    long its effect runs.
     """
 
     def __init__(self, store: Store, writer: Optional[str] = None, lease: float = 30.0,
                  sinks: Sequence[Callable[[dict], None]] = (), exclusive_tools: Iterable[str] = (),
-                 *, provider=None, wait: Optional[float] = None, same: R.SameRule = None):
+                 *, provider=None, wait: Optional[float] = None, same: R.SameRule = None,
+                 settler: bool = True, settle_every: float = 1.0):
         try:
             self.design = D.load(provider)
         except D.DesignError:
@@ -144,7 +187,18 @@ class IntentLog:
         self._lock = threading.RLock()
         self.incarnation, self._seq, self.crashed = 0, 0, False
         self.taken_over: list[Record] = []
-        self._open_writer()
+        self.design_adopted: Optional[str] = None
+        self.settler, self.settle_every = bool(settler), float(settle_every)
+        # the tools whose records the settler settles and keeps (`effectful` adds; None: all)
+        self.tools: Optional[set[str]] = set()
+        self._bg_lock, self._busy = threading.Lock(), {}
+        self._threads: dict[str, threading.Thread] = {}
+        self._stop, self._wake = threading.Event(), threading.Event()
+        try:
+            self._open_writer()
+        except D.DesignError:
+            store.close()
+            raise
 
     @classmethod
     def sqlite(cls, path: str, writer: Optional[str] = None, synchronous: str = "FULL",
@@ -208,8 +262,28 @@ class IntentLog:
         return (self.writer, self.incarnation)
 
     # ----- opening: crash detection and takeover of a dead incarnation's records ----------
+    def _check_design(self, tx) -> None:
+        """Store this log's design if the log has none yet; `DesignError` if it was created
+        under another (a log replayed under another design's decisions can send twice)."""
+        d = self.design
+        if tx.run("INSERT INTO tc_design (id, name, digest) VALUES (1, ?, ?) "
+                  "ON CONFLICT (id) DO NOTHING", (d.name, d.digest)) == 1:
+            if tx.one("SELECT count(*) FROM tc_writers")[0]:
+                self.design_adopted = (f"this intent log was written before logs stored their "
+                                       f"design: it now follows {d.name} (digest {d.digest}), "
+                                       "the first design that opened it")
+                _LOGGER.warning("%s", self.design_adopted)
+            return
+        name, digest = tx.one("SELECT name, digest FROM tc_design WHERE id = 1")
+        if digest != d.digest:
+            raise D.DesignError(
+                f"this intent log was created under design {name} (digest {digest}) and is "
+                f"opened under {d.name} (digest {d.digest}): open it with the design it was "
+                f"written under (provider={name}, with its timing), or start a new log")
+
     def _open_writer(self) -> None:
         def fn(tx):
+            self._check_design(tx)
             row = tx.one("SELECT incarnation, running, seq FROM tc_writers WHERE writer = ?",
                          (self.writer,))
             bodies = []
@@ -510,38 +584,89 @@ class IntentLog:
         return None if r is None else self._ticket(r, purpose)
 
     # ----- recovery ----------------------------------------------------------------------------
-    def _takeable_sql(self) -> str:
-        return (f"state IN {_OPEN} AND (lease_until < {self.store.now_sql} "
-                f"OR (owner = ? AND owner_inc < ?)) AND NOT (owner = ? AND owner_inc = ?)")
+    _DEAD = ("owner_inc < (SELECT w.incarnation FROM tc_writers w "
+             "WHERE w.writer = tc_records.owner)")
 
-    def recover(self, limit: int = 100) -> list[Record]:
-        """Take over unsettled records whose lease expired (and those of this writer's dead
-        incarnations); a DISPATCHED one becomes UNKNOWN. Returns the records this writer now
-        holds and must settle (`dispatch` a RECORDED one, `reconcile` the others; or let
-        `recover_settle` in `toolcommit.runtime.shims` do it through the registered tools)."""
+    def _takeable_sql(self) -> str:
+        """Open records whose holder is gone: its lease expired, or its writer name was
+        opened again since (a dead incarnation, this writer's own earlier ones included);
+        never this incarnation's."""
+        return (f"state IN {_OPEN} AND (lease_until < {self.store.now_sql} OR {self._DEAD}) "
+                "AND NOT (owner = ? AND owner_inc = ?)")
+
+    def recover(self, limit: int = 100, tools: Optional[Iterable[str]] = None) -> list[Record]:
+        """Take over up to `limit` open records whose holder is gone (an expired lease, a
+        dead incarnation of any writer name, this one's included); a DISPATCHED one becomes
+        UNKNOWN. Returns every open record this incarnation took over (now or when it
+        opened) and holds, and no call of this process is driving: the records it must
+        settle (`dispatch` a RECORDED one, `reconcile` the others; or let `recover_settle`
+        in `toolcommit.runtime.shims` do it through the registered tools). With `tools`,
+        only records of those tools are taken."""
+        only = None if tools is None else sorted(tools)
         with self._lock, self.store.read() as tx:
             keys = [x[0] for x in tx.all(
-                f"SELECT key FROM tc_records WHERE {self._takeable_sql()} ORDER BY key LIMIT ?",
-                (self.writer, self.incarnation, *self._mine(), int(limit)))]
-        return [r for r in map(self.take, keys) if r is not None]
+                f"SELECT key FROM tc_records WHERE {self._takeable_sql()}"
+                + ("" if only is None else f" AND tool IN ({', '.join('?' * len(only))})"
+                   if only else " AND 1 = 0") + " ORDER BY key LIMIT ?",
+                (*self._mine(), *(only or ()), int(limit)))]
+        for key in keys:
+            self.take(key)
+        taken = {r.key for r in self.taken_over}
+        return [r for r in self._idle() if r.key in taken]
+
+    def in_doubt(self) -> list[Record]:
+        """The open records this incarnation must settle and no call of this process is
+        driving: those it took over, and its UNKNOWN and RECONCILING ones (a call that gave
+        up waiting, `InDoubt`). What the settler settles."""
+        taken = {r.key for r in self.taken_over}
+        return [r for r in self._idle() if r.key in taken
+                or r.state in ("UNKNOWN", "RECONCILING")]
+
+    def _idle(self) -> list[Record]:
+        with self._lock, self.store.read() as tx:
+            rows = [record_of(x) for x in tx.all(
+                f"SELECT {_COLS} FROM tc_records WHERE owner = ? AND owner_inc = ? "
+                f"AND state IN {_OPEN} ORDER BY key", self._mine())]
+        with self._bg_lock:
+            return [r for r in rows if r.key not in self._busy]
 
     def take(self, key: str) -> Optional[Record]:
-        """Take over `key` if its lease expired or a dead incarnation of this writer held it
-        (a DISPATCHED record becomes UNKNOWN, and its last send counts as now: the dead
-        holder may have been sending); the record now held, or None (not takeable, or lost
-        the race)."""
+        """Take over `key` if its holder is gone (an expired lease, a dead incarnation: see
+        `recover`); a DISPATCHED record becomes UNKNOWN, and its last send counts as now
+        (the dead holder may have been sending). The record now held, or None (not
+        takeable, or lost the race)."""
         def fn(tx):
             cur = self._get(tx, key, lock=True)
             if cur is None or tx.one(f"SELECT key FROM tc_records WHERE key = ? AND "
-                                     f"{self._takeable_sql()}",
-                                     (key, self.writer, self.incarnation, *self._mine())) is None:
+                                     f"{self._takeable_sql()}", (key, *self._mine())) is None:
                 return None, [], None
-            dead = cur.owner == self.writer and cur.owner_inc < self.incarnation
-            body = self._take(tx, cur, f"lease of {cur.owner}#{cur.owner_inc} expired",
-                              expired=not dead)
+            dead = tx.one(f"SELECT key FROM tc_records WHERE key = ? AND {self._DEAD}",
+                          (key,)) is not None
+            why = (f"{cur.owner}#{cur.owner_inc} is dead" if dead
+                   else f"lease of {cur.owner}#{cur.owner_inc} expired")
+            body = self._take(tx, cur, why, expired=not dead)
             return self._get(tx, key), [] if body is None else [body], cur.intent
         got = self._decide(fn)
         return got if got is not None and (got.owner, got.owner_inc) == self._mine() else None
+
+    def due(self) -> Optional[float]:
+        """Seconds until the design lets this writer settle something open (store clock):
+        0 for a record it must settle (`in_doubt`) that is not RECONCILING, a RECONCILING
+        one's `read_wait`, another holder's lease left (0 for a dead incarnation's). None:
+        no open record this writer could ever settle (only its own live calls')."""
+        doubt = {r.key for r in self.in_doubt()}
+        with self._lock, self.store.read() as tx:
+            now = self._now(tx)
+            rows = [(record_of(x[:-1]), bool(x[-1])) for x in tx.all(
+                f"SELECT {_COLS}, CASE WHEN {self._DEAD} THEN 1 ELSE 0 END FROM tc_records "
+                f"WHERE state IN {_OPEN}")]
+        waits = []
+        for r, dead in rows:
+            if (r.owner, r.owner_inc) != self._mine():
+                waits.append(0.0 if dead else max(0.0, r.lease_until - now))
+            elif r.key in doubt:
+                waits.append(self._read_wait(r, now) if r.state == "RECONCILING" else 0.0)
+        return min(waits, default=None)
 
     def lease_left(self, key: str) -> float:
         """Seconds until `key`'s lease expires (store clock; 0 if it has)."""
@@ -554,6 +679,85 @@ class IntentLog:
         """See `expire_leases` (the module function)."""
         with self._lock:
             return expire_leases(self.store, writer)
+
+    # ----- background: the heartbeat and the settler ---------------------------------------
+    @contextmanager
+    def driving(self, key: str) -> Iterator[None]:
+        """While a call of this process drives `key`: the heartbeat renews its lease (see
+        the class docstring) and the settler leaves it alone. Bounded by the call."""
+        with self._bg_lock:
+            self._busy[key] = self._busy.get(key, 0) + 1
+            self._start("heartbeat", IntentLog._beat, self._stop)
+        try:
+            yield
+        finally:
+            with self._bg_lock:
+                n = self._busy.pop(key) - 1
+                if n:
+                    self._busy[key] = n
+            self._wake.set()          # the settler looks again: the call may have left doubt
+
+    def _beat(self) -> float:
+        """Renew the leases this process keeps: those of the records its calls drive and,
+        while the settler runs, of every open record of its tools it holds (so a live
+        process's records are never taken over). A record taken over already is not this
+        incarnation's any more: its lease is not touched."""
+        with self._bg_lock:
+            keys = sorted(self._busy)
+        tools = None if self.tools is None else sorted(self.tools)
+        which, params = [], []
+        if "settler" in self._threads and tools is None:
+            which = ["1 = 1"]
+        else:
+            for col, values in (("key", keys), ("tool", tools if "settler" in self._threads
+                                                 else [])):
+                if values:
+                    which.append(f"{col} IN ({', '.join('?' * len(values))})")
+                    params += values
+        if which:
+            self._renew(" OR ".join(which), params)
+        return self.lease / 3
+
+    def renew_held(self) -> int:
+        """Renew the lease of every open record this incarnation holds (a sweeper keeps
+        what it took while it waits); how many."""
+        return self._renew("1 = 1", [])
+
+    def _renew(self, which: str, params: list) -> int:
+        with self._lock, self.store.tx() as tx:
+            return tx.run(f"UPDATE tc_records SET lease_until = {self._lease_sql()} WHERE "
+                          f"owner = ? AND owner_inc = ? AND state IN {_OPEN} AND ({which})",
+                          (*self._mine(), *params))
+
+    def settle_with(self, step: Callable[["IntentLog"], float]) -> bool:
+        """Run ``step(log)`` (one settle pass; returns the seconds until the next is due) in
+        the settler thread until `close`, if this log runs one (``settler=True``); whether
+        it runs. `toolcommit.runtime.shims.effectful` gives it `settle_pass`."""
+        if self.settler:
+            with self._bg_lock:
+                self._start("settler", step, self._wake)
+                self._start("heartbeat", IntentLog._beat, self._stop)
+            self._wake.set()
+        return self.settler
+
+    def _start(self, name: str, step: Callable[["IntentLog"], float],
+               event: threading.Event) -> None:
+        """Start the daemon thread `name` (once) calling ``step(log)`` until close (or until
+        the log is garbage: the thread holds it weakly), pausing what it returns (at most
+        `settle_every`) or until `event` is set."""
+        if name in self._threads or self._stop.is_set():
+            return
+        t = threading.Thread(target=_background, args=(weakref.ref(self), name, step, event),
+                             name=f"toolcommit-{name}-{self.writer}", daemon=True)
+        self._threads[name] = t
+        t.start()
+
+    def _stop_threads(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        for t in list(self._threads.values()):
+            if t is not threading.current_thread():
+                t.join(max(5.0, self.settle_every))
 
     # ----- reading --------------------------------------------------------------------------
     def record(self, key: str) -> Optional[Record]:
@@ -588,7 +792,9 @@ class IntentLog:
         """A clean shutdown: release this writer's leases and mark it stopped (its next
         opening is then a restart, not a crash recovery). Where the store cannot be written
         any more (the server gone) the shutdown is a crash's: its leases run out and the
-        next opening recovers."""
+        next opening recovers. The heartbeat and the settler stop first (waiting at most
+        5 s, or `settle_every`, for a settle pass under way)."""
+        self._stop_threads()
         with self._lock:
             try:
                 with self.store.tx() as tx:

@@ -34,6 +34,7 @@ Examples
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import inspect
@@ -177,11 +178,18 @@ def _mine(log: IntentLog, rec: Record) -> bool:
     return (rec.owner, rec.owner_inc) == (log.writer, log.incarnation)
 
 
-def _steps(log: IntentLog, key: str, saved: Callable[[Any], Any]):
-    """Drive `key`'s record to a settled state; yields ``("send", ticket)`` and ``("read",
+def _steps(log: IntentLog, key: str, saved: Callable[[Any], Any], wait: Optional[float] = None):
+    """Drive `key`'s record to a settled state, waiting at most `wait` (default: the log's)
+    for another holder or a deferred read; yields ``("send", ticket)`` and ``("read",
     ticket)`` (answered with ``(ok, value)``) and ``("sleep", seconds)``; returns the
-    effect's result (the live one when this call sent it, else the saved one)."""
-    deadline = time.monotonic() + log.wait
+    effect's result (the live one when this call sent it, else the saved one). While it
+    runs the log renews the record's lease (`IntentLog.driving`): close the generator."""
+    with log.driving(key):
+        return (yield from _drive_key(log, key, saved, log.wait if wait is None else wait))
+
+
+def _drive_key(log: IntentLog, key: str, saved, wait: float):
+    deadline = time.monotonic() + wait
     while True:
         rec = log.record(key)
         if rec.state == "ACKED":
@@ -425,7 +433,8 @@ def guard(log: IntentLog, call_id: str, tool: str, args: dict, scope: str,
     _needs_status(log, status)
     propose = functools.partial(_propose, log, call_id, tool, args, scope, new_request,
                                 on_proposed)
-    return _drive_sync(log, _call(log, propose, saved), execute, status)
+    with contextlib.closing(_call(log, propose, saved)) as gen:
+        return _drive_sync(log, gen, execute, status)
 
 
 async def aguard(log: IntentLog, call_id: str, tool: str, args: dict, scope: str,
@@ -439,40 +448,76 @@ async def aguard(log: IntentLog, call_id: str, tool: str, args: dict, scope: str
     _needs_status(log, status)
     propose = functools.partial(_propose, log, call_id, tool, args, scope, new_request,
                                 on_proposed)
-    return await _drive_async(log, _call(log, propose, saved), execute, status)
+    with contextlib.closing(_call(log, propose, saved)) as gen:
+        return await _drive_async(log, gen, execute, status)
 
 
 # ----- recovery through registered tools -------------------------------------------------------
 _TOOLS: dict[str, tuple[Callable[[dict], Any], Optional[Callable[[Ticket], Any]]]] = {}
 
 
-def register(tool: str, run: Callable[[dict], Any], status=None) -> None:
+def register(tool: str, run: Callable[[dict], Any], status=None,
+             log: Optional[IntentLog] = None) -> None:
     """Let `recover_settle` settle `tool`'s records: ``run(args)`` performs the effect (under
-    `current_ticket()`), `status` reads it. `effectful` registers what it decorates."""
+    `current_ticket()`), `status` reads it. `effectful` registers what it decorates. With
+    `log`, that log's settler settles them too (`IntentLog` ``settler=``)."""
     _TOOLS[tool] = (run, status)
+    if log is not None:
+        _serve(log, tool)
 
 
-def recover_settle(log: IntentLog, limit: int = 100) -> dict[str, str]:
-    """Take over the records of dead writers (expired leases, this writer's dead
-    incarnations) and settle each through the design, with the registered tool: a replay
-    under the same key, a status read, a give-up. Returns {key: state after}; a record whose
-    tool is not registered, or whose read the design defers, stays held (UNKNOWN or
-    RECONCILING) for the next call. Async tools run in a fresh event loop (call this from
-    sync code)."""
+def registered() -> set[str]:
+    """The tools registered for `recover_settle`."""
+    return set(_TOOLS)
+
+
+def needs_tool(log: IntentLog, rec: Record) -> bool:
+    """Whether settling `rec` needs its tool and it is not registered for `recover_settle`
+    (a replay or a status read; a dispatch): then only a call, or a registration, settles it."""
+    return rec.tool not in _TOOLS and (log.design.status_read or rec.state == "RECORDED")
+
+
+def recover_settle(log: IntentLog, limit: int = 100,
+                   tools: Optional[set[str]] = None) -> dict[str, str]:
+    """One pass that never waits: take over the records of gone holders (`IntentLog.recover`)
+    and settle every record in doubt this writer holds (`IntentLog.in_doubt`) through the
+    design, with the registered tool (only `tools` if given): a replay under the same key,
+    a status read, a give-up. Returns {key: state after}; a record whose tool is not
+    registered, or whose read the design defers (`IntentLog.due` says for how long), stays
+    held (UNKNOWN or RECONCILING) for the next pass. Async tools run in a fresh event loop
+    (call this from sync code)."""
+    log.recover(limit, tools)
     out = {}
-    for rec in log.recover(limit):
-        run, status = _TOOLS.get(rec.tool, (None, None))
-        if run is None and (log.design.status_read or rec.state == "RECORDED"):
-            out[rec.key] = rec.state      # needs the tool: left for the next call
+    for rec in log.in_doubt():
+        if tools is not None and rec.tool not in tools:
             continue
-        gen = _steps(log, rec.key, lambda r: r)
+        if needs_tool(log, rec) or rec.state == "RECONCILING" and log.read_wait(rec.key) > 0:
+            out[rec.key] = rec.state      # needs the tool, or not due yet: left for later
+            continue
+        run, status = _TOOLS.get(rec.tool, (None, None))
         execute = (lambda t, run=run: run(t.args))
-        try:
-            asyncio.run(_drive_async(log, gen, execute, status))
-        except EffectError:
-            pass
+        with contextlib.closing(_steps(log, rec.key, lambda r: r, wait=0)) as gen:
+            try:
+                asyncio.run(_drive_async(log, gen, execute, status))
+            except EffectError:
+                pass
         out[rec.key] = log.record(rec.key).state
     return out
+
+
+def settle_pass(log: IntentLog) -> float:
+    """The settler's pass (`IntentLog.settle_with`): `recover_settle` for the tools
+    registered with `log`; the seconds until the next is due (at most `settle_every`)."""
+    recover_settle(log, limit=1000, tools=None if log.tools is None else set(log.tools))
+    due = log.due()
+    return log.settle_every if due is None or due <= 0 else min(due, log.settle_every)
+
+
+def _serve(log: IntentLog, tool: str) -> None:
+    """Register `tool` with `log`'s settler (started with the first)."""
+    if log.tools is not None and tool not in log.tools:
+        log.tools.add(tool)
+        log.settle_with(settle_pass)
 
 
 def effectful(log: Union[IntentLog, Callable[[], IntentLog]], tool: str,
@@ -486,7 +531,8 @@ def effectful(log: Union[IntentLog, Callable[[], IntentLog]], tool: str,
     name with defaults applied, are the intent's arguments (they must be JSON); `scope` is a
     string or a function of those arguments: name the user's request in it
     (``user:42:request:7``), so two real requests are two intents. `log` may be a function
-    returning the log (opened lazily). The tool is registered for `recover_settle`.
+    returning the log (opened lazily). The tool is registered for `recover_settle` and
+    with the log's settler (`IntentLog` ``settler=``), which settles its records in doubt.
 
     `status` is checked here, when the function is decorated (`check_status`); whether
     the design needs one, here for a log given as an `IntentLog`, and at the first call
@@ -505,6 +551,7 @@ def effectful(log: Union[IntentLog, Callable[[], IntentLog]], tool: str,
             args = dict(bound.arguments)
             where = scope(**args) if callable(scope) else scope
             the_log = log() if callable(log) and not isinstance(log, IntentLog) else log
+            _serve(the_log, tool)
             return the_log, args, where, lambda _t: fn(*bound.args, **bound.kwargs)
 
         if is_async:
@@ -520,6 +567,7 @@ def effectful(log: Union[IntentLog, Callable[[], IntentLog]], tool: str,
                 return guard(the_log, call_id or f"call-{uuid.uuid4().hex[:12]}", tool, args,
                              where, run, status, new_request)
         call.__signature__ = public
-        register(tool, lambda args: fn(**args), status)
+        register(tool, lambda args: fn(**args), status,
+                 log if isinstance(log, IntentLog) else None)
         return call
     return wrap

@@ -19,6 +19,10 @@ Tables
                 order (``id``); ``(writer, seq)`` is unique.
 ``tc_writers``  one row per writer name: its incarnation, whether a process claims it
                 (``running``), and its last seq.
+``tc_design``   one row (``id = 1``): the name and digest of the design the log was created
+                under (`Design.digest`); `IntentLog` refuses to open the log under another.
+                A log written before this table existed gets it empty, and the first
+                design that opens the log is stored (`IntentLog.design_adopted` says so).
 
 SQL is written once with ``?`` placeholders; the PostgreSQL store turns them into
 ``%s``, so no statement may contain a literal ``%`` or ``?``.
@@ -65,7 +69,9 @@ CREATE TABLE IF NOT EXISTS tc_events (
   UNIQUE (writer, seq));
 CREATE TABLE IF NOT EXISTS tc_writers (
   writer TEXT PRIMARY KEY, incarnation INTEGER NOT NULL, running INTEGER NOT NULL,
-  seq {bigint} NOT NULL)
+  seq {bigint} NOT NULL);
+CREATE TABLE IF NOT EXISTS tc_design (
+  id INTEGER PRIMARY KEY, name TEXT NOT NULL, digest TEXT NOT NULL)
 """
 
 
@@ -260,7 +266,8 @@ class PostgresStore(Store):
     conninfo : str
         A libpq connection string or URI (``host=/tmp/pg port=5432 dbname=toolcommit``).
     schema : str, optional
-        Keep the tables in this schema (created if absent); default ``public``.
+        Keep the tables in this schema (created if absent); default ``public``. Its name
+        is folded to lower case, as PostgreSQL folds an unquoted name (`pg_schema`).
     adopt : bool
         Put the log into a schema that already holds other tables; without it such a
         schema is refused (`StoreError`) and left as it was.
@@ -283,8 +290,7 @@ class PostgresStore(Store):
             with self.tx() as tx:
                 tx.one("SELECT pg_advisory_xact_lock(7277261)")   # one DDL writer at a time
                 if schema:
-                    if not schema.replace("_", "").isalnum():
-                        raise StoreError(f"schema {schema!r}: use letters, digits and _")
+                    schema = pg_schema(schema)
                     tx.run(f"CREATE SCHEMA IF NOT EXISTS {schema}")
                     tx.run(f"SET search_path TO {schema}")
                 names = [r[0] for r in tx.all(
@@ -330,6 +336,17 @@ class PostgresStore(Store):
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def pg_schema(schema: Optional[str]) -> str:
+    """The name PostgreSQL gives the schema `schema` (default ``public``): the log writes it
+    unquoted, so the server folds it to lower case (``S1`` is ``s1``); `StoreError` for a
+    name other than letters, digits and _."""
+    if not schema:
+        return "public"
+    if not schema.replace("_", "").isalnum() or not schema.isascii():
+        raise StoreError(f"schema {schema!r}: use letters, digits and _")
+    return schema.lower()
 
 
 def read_lines(store: Store, batch: int = 5000) -> Iterator[str]:

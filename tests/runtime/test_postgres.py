@@ -110,7 +110,8 @@ def test_toolcommit_recover_settles_a_dead_writers_record_on_postgres(pg, capsys
                  "--provider", "email"]) == 0
     assert "1 record(s) of dead writers taken over: 1 DEAD_LETTER" in capsys.readouterr().out
     reader = IntentLog.postgres(pg.dsn, "reader", schema="t_recover", provider="email")
-    assert [(r.state, r.owner) for r in reader.records()] == [("DEAD_LETTER", "toolcommit-recover")]
+    assert [(r.state, r.owner.split("@")[0]) for r in reader.records()] == \
+        [("DEAD_LETTER", "toolcommit-recover")]
     reader.close()
 
     assert main(["recover", "--dsn", pg.dsn, "--schema", "t_nolog", "--provider", "email"]) == 2
@@ -135,3 +136,48 @@ def test_a_write_the_server_refuses_is_a_store_error_in_one_line(pg):
         log.propose("t1", "refund", {"amount": 20}, SCOPE)
     assert "\n" not in str(e.value) and "could not write" in str(e.value)
     log.close()
+
+
+def test_recover_finds_a_schema_named_in_capitals(pg, capsys):
+    """PostgreSQL folds an unquoted name: the log made with schema="S1" is in s1, and
+    `recover --schema S1` finds it there."""
+    from toolcommit.checker.cli import main
+    dead = IntentLog.postgres(pg.dsn, "pod-a", schema="S1", provider="email")
+    dead.dispatch(dead.propose("t1", "mail", {"to": "a@example.com"}, SCOPE).key)
+    dead.expire_leases("pod-a")
+    dead.close()
+    assert main(["recover", "--dsn", pg.dsn, "--schema", "S1", "--provider", "email"]) == 0
+    assert "1 record(s) of dead writers taken over: 1 DEAD_LETTER" in capsys.readouterr().out
+
+
+def test_recover_on_postgres_never_calls_its_own_earlier_runs_records_settled(pg, capsys):
+    """A record the sweeper took and could not settle (no tool) stays in doubt: every
+    later run under the same name says so (exit 3), and a log of another design is
+    refused in one line (exit 2)."""
+    from toolcommit.checker.cli import main
+    dead = IntentLog.postgres(pg.dsn, "pod-a", schema="t_again", provider="stripe")
+    dead.dispatch(dead.propose("t1", "unregistered_refund", {"amount": 20}, SCOPE).key)
+    dead.expire_leases("pod-a")         # a tool no test registers in this process
+    dead.close()
+    run = ["recover", "--dsn", pg.dsn, "--schema", "t_again", "--writer", "sweeper"]
+    assert main([*run, "--provider", "stripe"]) == 3
+    assert main([*run, "--provider", "stripe"]) == 3
+    out = capsys.readouterr().out
+    assert "sweeper#2 holds 1 record(s) (1 UNKNOWN): tool unregistered_refund is not" in out
+    assert main([*run, "--provider", "email"]) == 2
+    assert "created under design stripe" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_sigkill_mid_call_then_recover_on_postgres(pg, tmp_path):
+    """The SQLite end-to-end run of tests/runtime/test_recovery_ends.py on PostgreSQL."""
+    from .test_recovery_ends import kill_then_recover
+    where = ["--dsn", pg.dsn, "--schema", "t_kill"]
+
+    def states():
+        log = IntentLog.postgres(pg.dsn, "reader", schema="t_kill", provider="stripe")
+        try:
+            return sorted(r.state for r in log.records())
+        finally:
+            log.close()
+    kill_then_recover(tmp_path, states, where, {"DSN": pg.dsn, "SCHEMA": "t_kill"})

@@ -7,62 +7,17 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 from toolcommit.checker.cli import main
 from toolcommit.runtime import IntentLog
 
-TOOLS = '''
-import fcntl, json, os, signal
-from toolcommit.runtime import IntentLog, current_ticket, effectful
-
-LEDGER = os.environ["BANK"]
-_LOG = []
-
-
-def log():
-    if not _LOG:
-        _LOG.append(IntentLog.sqlite(os.environ["DB"], provider="stripe", lease=1.0, wait=10))
-    return _LOG[0]
-
-
-def effects():
-    try:
-        return [json.loads(x) for x in open(LEDGER)]
-    except FileNotFoundError:
-        return []
-
-
-def apply(t, args):
-    with open(LEDGER + ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        found = [e for e in effects() if e["idempotency_key"] == t.idempotency_key]
-        if found:
-            return {"id": found[0]["id"]}              # the saved response for the key
-        e = {"id": "re_%d" % (len(effects()) + 1), "idempotency_key": t.idempotency_key,
-             "key": t.key, "args": args}
-        with open(LEDGER, "a") as f:
-            f.write(json.dumps(e) + "\\n")
-    if os.environ.get("DIE_AFTER_APPLY"):
-        os.kill(os.getpid(), signal.SIGKILL)           # applied; the ack never written
-    return {"id": e["id"]}
-
-
-def status(t):
-    found = [e for e in effects() if e["key"] == t.key]
-    return {"id": found[0]["id"]} if found else None
-
-
-@effectful(log, tool="refund", scope=lambda charge, amount: "charge:%s:request:1" % charge,
-           status=status)
-def refund(charge, amount):
-    return apply(current_ticket(), {"charge": charge, "amount": amount})
-'''
+from .test_recovery_ends import TOOLS     # the refund tool over a file ledger
 
 
 def _env(tmp_path, writer, **extra):
     return {**os.environ, "BANK": str(tmp_path / "bank.jsonl"), "DB": str(tmp_path / "i.db"),
-            "TOOLCOMMIT_WRITER": writer, "PYTHONPATH": str(tmp_path), **extra}
+            "TOOLCOMMIT_WRITER": writer, "PYTHONPATH": str(tmp_path), "LEASE": "1",
+            "WAIT": "10", **extra}
 
 
 def _killed_pod(tmp_path):
@@ -98,16 +53,17 @@ def test_a_new_pod_settles_a_killed_pods_refund_when_the_agent_retries(tmp_path)
 
 def test_toolcommit_recover_settles_a_killed_pods_refund(tmp_path, monkeypatch, capsys):
     _killed_pod(tmp_path)
-    time.sleep(1.2)                                     # the dead pod's lease (1 s) runs out
     monkeypatch.chdir(tmp_path)
     for k, v in _env(tmp_path, "sweeper").items():
         monkeypatch.setenv(k, v)
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert main(["recover", str(tmp_path / "i.db"), "--provider", "stripe",
-                 "--tools", "refund_tools"]) == 0
+    assert main(["recover", str(tmp_path / "i.db"), "--provider", "stripe",      # waits out
+                 "--tools", "refund_tools", "--wait", "30"]) == 0                  # the lease
     assert "1 record(s) of dead writers taken over: 1 ACKED" in capsys.readouterr().out
     assert len(_effects(tmp_path)) == 1
-    assert _settled(tmp_path) == [("ACKED", "toolcommit-recover", {"id": "re_1"})]
+    (state, owner, result), = _settled(tmp_path)
+    assert (state, result) == ("ACKED", {"id": "re_1"})
+    assert owner.startswith("toolcommit-recover@")
 
 
 def test_recover_refuses_bad_input_in_one_line(tmp_path, capsys):

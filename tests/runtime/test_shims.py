@@ -74,7 +74,7 @@ def test_stripe_replays_a_lost_ack_under_the_same_key_and_the_saved_answer_settl
 
 def test_stripe_never_parks_on_absent_while_a_request_may_still_land(tmp_path):
     design = load("stripe").with_timing(delay_bound=0.3)
-    log = _log(tmp_path, design, wait=0)
+    log = _log(tmp_path, design, wait=0, settler=False)     # the guard alone, no settler
     reads = []
 
     def status(t):
@@ -118,7 +118,7 @@ def test_email_is_at_most_once_and_tells_the_user_it_may_have_been_sent(tmp_path
 
 
 def test_a_cancelled_task_is_an_unknown_outcome_not_a_success(tmp_path):
-    log = _log(tmp_path, "stripe")
+    log = _log(tmp_path, "stripe", settler=False)          # the guard alone, no settler
     started = []
 
     @effectful(log, tool="refund", scope=SCOPE, status=lambda t: None)
