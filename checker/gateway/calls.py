@@ -20,8 +20,8 @@ it must honour (email's, `toolcommit.checker.cli.gateway.PROVIDER`): at-most-onc
 visible give-up. A call the server did not answer (it died, or did not answer within the
 call limit) is given up at once (``DEAD_LETTER``): the call, and every later one of the
 intent, gets a tool error saying the effect may have happened; it is never sent again.
-While a call runs its lease is renewed, so a sweeper (``toolcommit recover``) never takes
-a live call. A gateway whose writer name another process opened (`Superseded`) writes
+While a call runs the library's heartbeat (the guard's) renews its lease, so a sweeper
+(``toolcommit recover``) never takes a live call. A gateway whose writer name another process opened (`Superseded`) writes
 nothing more: the calls it sent are reported as in doubt, new ones are refused.
 
 Calls of one intent run one at a time (a lock per canonical intent): a retry that arrives
@@ -156,7 +156,7 @@ class Effectful:
             down = {**params, "_meta": {**meta, META_KEY: ticket.idempotency_key or ticket.key,
                                         META_FENCE: ticket.fence}}
             try:
-                return anyio.from_thread.run(self._send, ticket.key, send, down)
+                return anyio.from_thread.run(send, "tools/call", down)
             except Exception as e:
                 failed.append(e)
                 raise
@@ -185,34 +185,6 @@ class Effectful:
             if sent:
                 return tool_error(in_doubt(tool, sent[0].key, f"the log failed: {e}"))
             return tool_error(f"toolcommit gateway: {e}; nothing was sent")
-
-    async def _send(self, key: str, send, down: dict):
-        """The downstream call, with the lease renewed while it runs (a heartbeat every
-        third of the lease, each write bounded by the store's own timeout)."""
-        async with anyio.create_task_group() as tg:
-            async def heartbeat():
-                every = max(self.log.lease / 3, 0.05)
-                while True:
-                    await anyio.sleep(every)
-                    await anyio.to_thread.run_sync(self._renew, key, abandon_on_cancel=True)
-            tg.start_soon(heartbeat)
-            try:
-                answer, error = await send("tools/call", down), None
-            except Exception as e:          # raised as is, not in the task group's group
-                answer, error = None, e
-            finally:
-                tg.cancel_scope.cancel()
-        if error is not None:
-            raise error
-        return answer
-
-    def _renew(self, key: str) -> None:
-        try:
-            self.log.renew(key)
-        except Exception as e:      # noqa: BLE001 - a missed heartbeat only shortens the lease
-            print(f"toolcommit gateway: could not renew the lease of {key}: {e}",
-                  file=sys.stderr, flush=True)
-
 
 def answer_of(msg) -> dict:
     """What the log records of the server's answer: the `CallToolResult`, or a tool error
