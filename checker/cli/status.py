@@ -82,10 +82,11 @@ def _postgres(dsn: str, schema):
         import psycopg
     except ImportError:
         raise UsageError("--dsn needs psycopg 3: pip install 'toolcommit[postgres]'") from None
-    from toolcommit.checker.runtime.store import PostgresStore, Tx
-    where = (schema or "public").lower()
-    if not where.replace("_", "").isalnum():
-        raise UsageError(f"--schema {schema!r}: use letters, digits and _")
+    from toolcommit.checker.runtime.store import PostgresStore, StoreError, Tx, pg_schema
+    try:
+        where = pg_schema(schema)
+    except StoreError as e:
+        raise UsageError(f"--schema: {e}") from None
     try:
         with psycopg.connect(dsn, connect_timeout=10, autocommit=False) as c:
             c.execute("SET TRANSACTION READ ONLY")
@@ -147,7 +148,7 @@ def run(args) -> int:
     design = _design(args, stored)
     found = entries(design, records, now)
     in_doubt = sum(1 for e in found if e.kind == IN_DOUBT)
-    where = args.db or f"schema {(args.schema or 'public').lower()}"
+    where = args.db or f"schema {args.schema or 'public'}"
     if args.format == "json":
         sys.stdout.write(json.dumps({"log": where, "design": design.source,
                                      "in_doubt": in_doubt,
