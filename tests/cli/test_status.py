@@ -118,3 +118,12 @@ def test_status_reads_a_postgresql_log(tmp_path):
         log.close()
     finally:
         server.__exit__(None, None, None)
+
+
+def test_the_design_comes_from_the_log_itself_and_another_is_refused(tmp_path):
+    db = str(tmp_path / "intents.db")
+    log = IntentLog.sqlite(db, writer="pod-0", provider="email")
+    timed_out(log)
+    code, out, _ = cli("status", db, "--format", "json")
+    assert code == 3 and json.loads(out)["design"] == "email"
+    log.close()
