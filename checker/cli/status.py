@@ -48,12 +48,11 @@ def _rows(tx, now_sql: str):
 
 
 def _stored_design(tx):
-    """The name of the design the log was created under, where the log stores one."""
+    """(name, digest) of the design the log was created under, where the log stores one."""
     try:
-        row = tx.one("SELECT name FROM tc_design WHERE id = 1")
-    except Exception:          # a log written before logs stored their design
+        return tx.one("SELECT name, digest FROM tc_design WHERE id = 1")
+    except Exception:          # a log written before logs stored their design: no table
         return None
-    return None if row is None else row[0]
 
 
 def _sqlite(db: str):
@@ -105,14 +104,22 @@ def _postgres(dsn: str, schema):
 
 
 def _design(args, stored):
+    """The design to read the log under: --provider, else the one the log stores; a
+    --provider other than the stored one is refused (the sentences would be another's)."""
     from toolcommit.checker.runtime.design import SHIPPED, load
-    name = args.provider or stored
+    name, digest = stored or (None, None)
+    name = args.provider or name
     if name is None or (args.provider is None and name not in SHIPPED
                          and not os.path.exists(name)):
         raise UsageError("status: give --provider NAME|FILE, the design the log follows "
                          f"({', '.join(SHIPPED)}, or a design file)"
-                         + (f"; the log names {stored!r}, which is not here" if stored else ""))
-    return load(name)
+                         + (f"; the log names {name!r}, which is not here" if name else ""))
+    design = load(name)
+    if digest is not None and design.digest != digest:
+        raise UsageError(f"--provider {name}: the log was created under design {stored[0]} "
+                         f"(digest {digest}), not this one (digest {design.digest}); give "
+                         "that design, or leave --provider out")
+    return design
 
 
 # ----- the report ---------------------------------------------------------------------------

@@ -126,4 +126,6 @@ def test_the_design_comes_from_the_log_itself_and_another_is_refused(tmp_path):
     timed_out(log)
     code, out, _ = cli("status", db, "--format", "json")
     assert code == 3 and json.loads(out)["design"] == "email"
+    code, _, err = cli("status", db, "--provider", "stripe")
+    assert code == 2 and "created under design email" in err
     log.close()
