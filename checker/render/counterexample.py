@@ -13,7 +13,8 @@ import re
 from typing import Optional
 
 from toolcommit.model.errors import InputError
-from toolcommit.model.knobs import complete_assumptions, complete_knobs, stored_assumptions, stored_knobs
+from toolcommit.model.knobs import (bearing, complete_assumptions, complete_knobs,
+                                    stored_assumptions, stored_knobs)
 from toolcommit.model.properties import Property, effects, prop
 from toolcommit.model.system import System
 from toolcommit.spec import protocol
@@ -188,7 +189,8 @@ def parse_itf(doc: dict, system: System, path: str = "") -> Counterexample:
         description = meta.get("description", "")
         meaning = protocol().properties.get(meta["property"], {}).get("meaning")
         return Counterexample(meta["property"], meta["config"], meta["instance"], meta["bounds"],
-                              complete_knobs(meta["knobs"], meta["bounds"]),
+                              bearing(complete_knobs(meta["knobs"], meta["bounds"]),
+                                      [system.meta["instance"]]),
                               complete_assumptions(meta["assumptions"]), tuple(steps),
                               engine=meta["engine"], assumes=tuple(meta.get("assumes", ())),
                               note=description if description != meaning else "",
