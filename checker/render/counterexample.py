@@ -173,6 +173,12 @@ def _parse_value(decl, raw) -> int:
     return int(raw["#bigint"])
 
 
+def _requests(system: System):
+    """How many user requests the instance `system` was built for has (None: not known)."""
+    inst = system.meta.get("instance")
+    return None if inst is None else len(inst.requests())
+
+
 def parse_itf(doc: dict, system: System, path: str = "") -> Counterexample:
     """Read an ITF trace written by `render_itf` back into a Counterexample of `system`
     (which names the values and supplies the keys, workers and wipe flag)."""
@@ -188,7 +194,7 @@ def parse_itf(doc: dict, system: System, path: str = "") -> Counterexample:
         description = meta.get("description", "")
         meaning = protocol().properties.get(meta["property"], {}).get("meaning")
         return Counterexample(meta["property"], meta["config"], meta["instance"], meta["bounds"],
-                              complete_knobs(meta["knobs"], meta["bounds"]),
+                              complete_knobs(meta["knobs"], meta["bounds"], _requests(system)),
                               complete_assumptions(meta["assumptions"]), tuple(steps),
                               engine=meta["engine"], assumes=tuple(meta.get("assumes", ())),
                               note=description if description != meaning else "",
