@@ -156,16 +156,21 @@ def complete_assumptions(stored: Mapping[str, str]) -> dict[str, str]:
             **stored}
 
 
-def complete_knobs(stored: Mapping[str, str], bounds: Mapping[str, int] | None = None) -> dict[str, str]:
+def complete_knobs(stored: Mapping[str, str], bounds: Mapping[str, int] | None = None,
+                   requests: int | None = None) -> dict[str, str]:
     """Every knob of a stored record: the stored ones, and each `implied` knob it leaves out
     at its implied option (in spec order, then any the spec does not know); given the
-    record's `bounds`, a knob that bears on none of them (`BUDGET_ONLY`) is not put back.
+    record's `bounds`, a knob that bears on none of them (`BUDGET_ONLY`) is not put back,
+    nor, given its instance's number of user `requests`, one that bears only on several
+    (`SEVERAL_INTENTS_ONLY`) where it has one.
 
     >>> complete_knobs(stored_knobs(preset("seed").knobs)) == dict(preset("seed").knobs)
     True
     """
     spec = protocol().knobs
     def bears(k):
+        if k in SEVERAL_INTENTS_ONLY and requests is not None and requests <= 1:
+            return False
         return bounds is None or k not in BUDGET_ONLY or bounds.get(BUDGET_ONLY[k], 0) > 0
     out = {k: stored.get(k, knob.implied) for k, knob in spec.items()
            if k in stored or (knob.implied is not None and bears(k))}

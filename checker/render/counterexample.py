@@ -13,8 +13,7 @@ import re
 from typing import Optional
 
 from toolcommit.model.errors import InputError
-from toolcommit.model.knobs import (bearing, complete_assumptions, complete_knobs,
-                                    stored_assumptions, stored_knobs)
+from toolcommit.model.knobs import complete_assumptions, complete_knobs, stored_assumptions, stored_knobs
 from toolcommit.model.properties import Property, effects, prop
 from toolcommit.model.system import System
 from toolcommit.spec import protocol
@@ -174,6 +173,12 @@ def _parse_value(decl, raw) -> int:
     return int(raw["#bigint"])
 
 
+def _requests(system: System):
+    """How many user requests the instance `system` was built for has (None: not known)."""
+    inst = system.meta.get("instance")
+    return None if inst is None else len(inst.requests())
+
+
 def parse_itf(doc: dict, system: System, path: str = "") -> Counterexample:
     """Read an ITF trace written by `render_itf` back into a Counterexample of `system`
     (which names the values and supplies the keys, workers and wipe flag)."""
@@ -189,8 +194,7 @@ def parse_itf(doc: dict, system: System, path: str = "") -> Counterexample:
         description = meta.get("description", "")
         meaning = protocol().properties.get(meta["property"], {}).get("meaning")
         return Counterexample(meta["property"], meta["config"], meta["instance"], meta["bounds"],
-                              bearing(complete_knobs(meta["knobs"], meta["bounds"]),
-                                      [system.meta["instance"]]),
+                              complete_knobs(meta["knobs"], meta["bounds"], _requests(system)),
                               complete_assumptions(meta["assumptions"]), tuple(steps),
                               engine=meta["engine"], assumes=tuple(meta.get("assumes", ())),
                               note=description if description != meaning else "",

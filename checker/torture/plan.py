@@ -138,10 +138,13 @@ class Plan:
                 "workers": len(self.workers)}
 
 
-def _forms(amount: int) -> tuple:
-    base = {"amount": amount, "reason": "damaged item"}
-    return (base, {"reason": " damaged  item ", "amount": float(amount)},
-            {"reason": "damaged item", "amount": amount})
+def _forms(amount: int, charge: str) -> tuple:
+    """A refund's equivalent spellings. Each names its `charge`: two checkouts' refunds of
+    the same amount are different requests, which a ``reask=hold`` design must not hold or
+    answer by each other (`toolcommit.runtime.reask`)."""
+    base = {"charge": charge, "amount": amount, "reason": "damaged item"}
+    return (base, {"reason": " damaged  item ", "amount": float(amount), "charge": charge},
+            {"charge": charge, "reason": "damaged item", "amount": amount})
 
 
 def random_plan(seed: int, workers: int = 2, timing: Timing = Timing(),
@@ -154,7 +157,8 @@ def random_plan(seed: int, workers: int = 2, timing: Timing = Timing(),
     names = tuple(f"w{i}" for i in range(workers))
     n_sessions = rng.randint(2, 4)
     sessions = tuple(Session(f"user:{seed}:checkout:{i}", "refund",
-                             _forms(rng.choice((20, 35, 50))), retries=rng.randint(1, 3))
+                             _forms(rng.choice((20, 35, 50)), f"ch_{seed}_{i}"),
+                             retries=rng.randint(1, 3))
                      for i in range(n_sessions))
     assign = [[] for _ in names]
     for i in range(n_sessions):

@@ -4,8 +4,9 @@ Provider (``http://127.0.0.1:<provider_port>``), with the semantics of a named e
 profile (`PROFILES`):
 
 - ``POST /effect`` with headers ``Idempotency-Key`` and ``Fence`` (both optional; an
-  ``X-Record-Key`` label is kept in the ledger, never used to deduplicate; ``X-Sent`` is
-  the sender's monotonic clock) and a JSON body ``{"tool", "args", "scope"}``: applies the
+  ``X-Record-Key`` label is kept in the ledger, never used to deduplicate, and names what
+  the request writes where it has no Idempotency-Key: its fence and a status read refer
+  to it; ``X-Sent`` is the sender's monotonic clock) and a JSON body ``{"tool", "args", "scope"}``: applies the
   effect (a ledger entry, answer ``{"id": "e<n>"}``) under the profile's rules
   (`toolcommit.checker.torture.profiles`): a higher fence seen (409 ``fenced``), a key in
   flight (409 ``idempotency_key_in_use``, or wait), a known key (its saved response, or
@@ -118,12 +119,13 @@ class Provider:
             self.counts["beyond_bound"] += 1
             return None
         key = headers.get("idempotency-key") if p.idempotency else None
+        obj = _object(headers)
         fence = int(headers["fence"]) if headers.get("fence", "").isdigit() else None
-        if p.fences and key is not None and fence is not None:
-            if fence < self.fence.get(key, 0):
+        if p.fences and obj and fence is not None:
+            if fence < self.fence.get(obj, 0):
                 self.counts["fenced_out"] += 1
-                return 409, {"error": "fenced", "seen": self.fence[key]}, {}
-            self.fence[key] = max(fence, self.fence.get(key, 0))
+                return 409, {"error": "fenced", "seen": self.fence[obj]}, {}
+            self.fence[obj] = max(fence, self.fence.get(obj, 0))
         params = json.dumps(call, sort_keys=True, separators=(",", ":"))
         if key is not None:
             while key in self.executing:
@@ -139,7 +141,7 @@ class Provider:
         if fault == "error_before":
             self.counts["errors_before"] += 1
             return 429, {"error": "rate_limited"}, {}
-        return await self._execute(key, fence, headers, fault, params,
+        return await self._execute(key, obj, fence, headers, fault, params,
                                    {"tool": tool, "args": args, "scope": scope})
 
     def _repeat(self, key: str, params: str):
@@ -154,7 +156,7 @@ class Provider:
             return 412, {"error": "already_exists", "id": self.applied[key][0]}, {}
         return status, resp, {"Idempotent-Replayed": "true"}
 
-    async def _execute(self, key, fence, headers, fault, params, call):
+    async def _execute(self, key, obj, fence, headers, fault, params, call):
         done = asyncio.Event()
         if key is not None:
             self.executing[key] = done
@@ -164,10 +166,10 @@ class Provider:
                 sent = float(headers.get("x-sent", self.clock()))
                 left = sent + self.profile.delay_bound - self.clock()
                 await asyncio.sleep(max(0.0, min(float(headers.get("x-hold", 0)), 0.8 * left)))
-            if self.profile.fences and key is not None and fence is not None \
-                    and fence < self.fence.get(key, 0):
+            if self.profile.fences and obj and fence is not None \
+                    and fence < self.fence.get(obj, 0):
                 self.counts["fenced_out"] += 1   # a conditional write checks at its commit
-                return 409, {"error": "fenced", "seen": self.fence[key]}, {}
+                return 409, {"error": "fenced", "seen": self.fence[obj]}, {}
             eid = f"e{len(self.ledger) + 1}"
             entry = {"effect_id": eid, **call, "kind": "apply"}
             if headers.get("x-record-key"):
@@ -178,8 +180,8 @@ class Provider:
                 entry["fence"] = fence
             self.ledger.append(entry)
             now = self.clock()
-            if key is not None:
-                self.applied.setdefault(key, (eid, now))
+            if obj:
+                self.applied.setdefault(obj, (eid, now))
             status, resp = 200, {"id": eid}
             if fault == "error_after":
                 self.counts["errors_after"] += 1
@@ -214,6 +216,13 @@ class Provider:
                 self.counts["stale"] += 1
                 got = None
         return 200, {"applied": got is not None, "id": got and got[0]}, {}
+
+
+def _object(headers: dict) -> str:
+    """What a request writes, which its fence and a status read name: its Idempotency-Key,
+    else the record it carries out (X-Record-Key: a conditional write names its item). Only
+    an Idempotency-Key deduplicates, and only at an idempotent provider."""
+    return headers.get("idempotency-key") or headers.get("x-record-key") or ""
 
 
 def intent_of(body: bytes) -> str:

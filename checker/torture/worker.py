@@ -31,7 +31,8 @@ from typing import Optional
 
 from dataclasses import replace
 
-from toolcommit.checker.runtime import Conflict, GaveUp, InDoubt, IntentLog, JsonlSink, guard
+from toolcommit.checker.runtime import (Answered, Conflict, GaveUp, Held, InDoubt, IntentLog,
+                                        JsonlSink, guard)
 from toolcommit.checker.runtime import lines as L
 from toolcommit.checker.runtime.design import load as load_design
 from toolcommit.checker.runtime.store import OPEN_STATES
@@ -135,12 +136,15 @@ class LibraryRuntime:
         return (r.owner, r.owner_inc) == (self.log.writer, self.log.incarnation)
 
     def call(self, session: Session, call_id: str, args: dict, new_attempt: bool) -> str:
-        """done | doubt | gave_up | rejected, as the model hears it."""
+        """done | doubt | gave_up | rejected | held | answered, as the model hears it
+        (`OUTCOMES`)."""
         d = self.log.propose(call_id, session.tool, args, session.scope,
                              new_attempt=new_attempt)
+        if d.decision == "held":          # reask=hold: another scope's record, not ours to drive
+            return "held"
         self.hook("proposed", d.key)
-        if d.decision == "conflict":
-            return "rejected"
+        if d.decision in ("conflict", "answered"):
+            return {"conflict": "rejected"}.get(d.decision, d.decision)
         return self.drive(d.key)
 
     def drive(self, key: str) -> str:
@@ -202,8 +206,8 @@ class DesignRuntime:
     """Tool calls through `toolcommit.runtime.guard`: the library itself, following the
     design it ships for the provider (`env_design`); the harness only performs the
     requests it asks for (``execute`` a dispatch or a replay, ``status`` a read) and
-    reports its hook points around them. The model hears done, in doubt (InDoubt), given up
-    (GaveUp) or rejected (Conflict).
+    reports its hook points around them. The model hears done, in doubt (InDoubt), held
+    (Held), answered (Answered), given up (GaveUp) or rejected (Conflict).
 
     A send the harness held (a zombie pause at ``dispatched``) goes out only while the
     design's replay window of its first send is open, as a client must check (no fence
@@ -223,8 +227,12 @@ class DesignRuntime:
                   new_request=new_attempt, on_proposed=lambda d: self.hook("proposed", d.key))
         except GaveUp:
             return "gave_up"
+        except Held:
+            return "held"
         except InDoubt:
             return "doubt"
+        except Answered:
+            return "answered"
         except Conflict:
             return "rejected"
         return "done"
@@ -302,6 +310,15 @@ class ChatRuntime:
         self.sink.close()
 
 
+# what a runtime's `call` tells the model: ``done``; ``doubt`` (may have happened, the log
+# settles it); ``gave_up``; ``rejected`` (a conflict); under ``reask=hold``, ``held`` (an
+# earlier request of the same tool and arguments in another scope is unsettled: nothing
+# sent) and ``answered`` (that earlier request's outcome is the answer: nothing sent)
+OUTCOMES = ("done", "doubt", "gave_up", "rejected", "held", "answered")
+# the outcomes that end a session: the user heard what became of the request
+FINAL = ("done", "rejected", "answered")
+
+
 def run_session(rt, session: Session, tag: str) -> None:
     """The scripted model and user for one intent (see the module docstring). A script
     entry is (call id or None, form index, always): the model re-asks after a failure, and
@@ -313,7 +330,7 @@ def run_session(rt, session: Session, tag: str) -> None:
         out = rt.call(session, call_id or f"{tag}.a{i}", session.forms[form], new_attempt)
         new_attempt = False
         more = i + 1 < len(script) and script[i + 1][2]
-        if out in ("done", "rejected") and not more:
+        if out in FINAL and not more:
             return
         if out == "gave_up":
             if asked_again:

@@ -33,6 +33,15 @@ def test_a_shipped_design_holds_its_guarantee_on_every_instance_it_names(path):
     assert all(d["without"] for d in doc["departures"]), "each departure carries why"
 
 
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_a_shipped_design_holds_a_re_ask_while_in_doubt_and_says_why(path):
+    doc = json.loads(path.read_text("utf-8"))
+    assert doc["knobs"]["reask"] == "hold" and "reask_in_doubt" in doc["instances"]
+    (why,) = [d["without"] for d in doc["departures"] if d["knob"] == "reask"]
+    assert (why["instance"], why["property"], why["status"]) == \
+        ("reask_in_doubt", "I1", "VIOLATED")
+
+
 def test_stripe_ships_exactly_once_and_email_at_most_once():
     by = {p.stem: json.loads(p.read_text("utf-8")) for p in SHIPPED}
     assert by["stripe"]["guarantee"] == "exactly-once"

@@ -122,7 +122,10 @@ def test_an_exclusive_tool_conflicts_with_another_live_intent_of_its_scope(db):
     d = log.propose("t1", "refund", {"amount": 20}, SCOPE)
     c = log.propose("t2", "refund", {"amount": 25}, SCOPE)
     assert c.decision == "conflict" and c.record.key == d.key
-    assert log.propose("t3", "refund", {"amount": 25}, "user:42:checkout:8").accepted
+    # another checkout's refund names its charge: the ideal design holds a re-ask of the
+    # same arguments in another scope (reask=hold), and this is not one
+    assert log.propose("t3", "refund", {"amount": 25, "charge": "ch_8"},
+                       "user:42:checkout:8").accepted
     log.timeout(log.dispatch(d.key))
     log.dead_letter(d.key)                      # given up: the scope is free again
     assert log.propose("t4", "refund", {"amount": 25}, SCOPE).accepted

@@ -2,8 +2,8 @@
 
 The provider applies a refund after the client's timeout; the model is told it may or may
 not have happened; the user asks again in a new message, whose scope (the request id) makes
-a new key. Under the shipped design of today (`reask=proceed`) that is a second refund, as
-the model's counterexample says; under `reask=hold` it is one.
+a new key. Under `reask=proceed` (the naive option) that is a second refund, as the
+model's counterexample says; under `reask=hold` (every shipped design's) it is one.
 """
 import json
 import time

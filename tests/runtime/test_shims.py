@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from toolcommit.runtime import (Conflict, GaveUp, InDoubt, IntentLog, IntentLogError,
+from toolcommit.runtime import (Answered, Conflict, GaveUp, InDoubt, IntentLog, IntentLogError,
                                 current_ticket, effectful, guard, tell)
 from toolcommit.checker.runtime.design import load
 
@@ -210,7 +210,9 @@ def test_new_request_after_a_give_up_is_a_new_attempt_and_scopes_separate_reques
 
 def test_under_email_a_re_ask_after_the_visible_give_up_sends_nothing(tmp_path):
     """email's design has epoch=none: the user's re-ask is the same key as the given-up
-    one, so the mail that may have gone is never sent twice (a new request is a new scope)."""
+    one, so the mail that may have gone is never sent twice. A new request is a new scope:
+    under the design's reask=hold its first call is answered with the give-up (it may have
+    gone, nothing sent); the user's next request sends."""
     log, sent = _log(tmp_path, "email"), []
 
     def mail(ticket):
@@ -224,8 +226,11 @@ def test_under_email_a_re_ask_after_the_visible_give_up_sends_nothing(tmp_path):
     with pytest.raises(GaveUp) as again:
         guard(log, "t2", "mail", {"to": "a"}, SCOPE, mail, new_request=True)
     assert first.value.happened == again.value.happened == "unknown" and len(sent) == 1
-    assert guard(log, "t3", "mail", {"to": "a"}, SCOPE + ":request:2", mail) == {"ok": True}
-    assert [r.epoch for r in log.records()] == [0, 0]
+    with pytest.raises(Answered) as met:
+        guard(log, "t3", "mail", {"to": "a"}, SCOPE + ":request:2", mail)
+    assert met.value.happened == "unknown" and met.value.result is None and len(sent) == 1
+    assert guard(log, "t4", "mail", {"to": "a"}, SCOPE + ":request:3", mail) == {"ok": True}
+    assert [r.epoch for r in log.records()] == [0, 0] and len(sent) == 2
 
 
 def test_an_exclusive_scope_holding_a_live_intent_is_a_conflict_nothing_sent(tmp_path):

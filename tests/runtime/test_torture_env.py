@@ -183,3 +183,22 @@ def test_a_conditional_write_checks_its_fence_when_it_commits_not_when_it_arrive
     write, read = asyncio.run(sealed_while_executing())
     assert read[1]["applied"] is False and write[:2] == (409, {"error": "fenced", "seen": 2})
     assert p.ledger == []
+
+
+def test_without_an_idempotency_key_a_fenced_write_and_its_read_name_the_record():
+    """The fenced-store design sends no idempotency key (`idempotency_key=none`): its write
+    is conditioned on the fence of the item it writes, the record, and the seal and the
+    status read name that item too."""
+    p = Provider(PROFILES["fenced-store"], Clock())
+    body = json.dumps({"tool": "refund", "args": {"amount": 20}, "scope": "u:1"}).encode()
+    first = asyncio.run(p.effect({"x-record-key": "r1", "fence": "1"}, body))
+    assert first[0] == 200 and p.status("/list", {"key": ["r1"]}, {})[1]["applied"] is True
+    assert p.status("/list", {"key": ["r2"], "fence": ["2"]}, {})[1]["applied"] is False
+    stale = asyncio.run(p.effect({"x-record-key": "r2", "fence": "1"}, body))
+    assert stale[:2] == (409, {"error": "fenced", "seen": 2}) and len(p.ledger) == 1
+
+
+@pytest.mark.slow
+def test_library_conforms_on_30_fenced_store_seeds(capsys):
+    assert main(["torture", "--env", "fenced-store", "--runs", "30", "-q"]) == 0
+    assert "30 of 30: 30 CONFORMS" in capsys.readouterr().out
