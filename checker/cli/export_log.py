@@ -65,9 +65,10 @@ def _read_only_fs(path: str) -> bool:
         return False
 
 
-def log_text(db: str) -> str:
-    """The whole log in `db` as JSON Lines text. Raises `UsageError` (no such file) or
-    `InputError` (not an intent log), each one line naming the file."""
+def read_log(db: str, table: str, read):
+    """``read(store)`` on the SQLite intent log `db`, opened read-only, once it is known to
+    hold `table` (`read` opens its own transactions: ``store.read()``). Raises `UsageError` (no such file) or `InputError` (not an intent log),
+    each one line naming the file."""
     if not os.path.isfile(db):
         raise UsageError(f"{db}: no such file; give {WHAT}")
     try:
@@ -75,11 +76,17 @@ def log_text(db: str) -> str:
         try:
             with store.read() as tx:
                 if tx.one("SELECT name FROM sqlite_master WHERE type = 'table' "
-                          "AND name = 'tc_events'") is None:
+                          "AND name = ?", (table,)) is None:
                     raise InputError(f"{db}:1: an SQLite database without an intent log (no "
-                                     f"tc_events table); give {WHAT}")
-            return "".join(line + "\n" for line in read_lines(store))
+                                     f"{table} table); give {WHAT}")
+            return read(store)
         finally:
             store.close()
     except sqlite3.DatabaseError as e:
         raise InputError(f"{db}:1: not an SQLite intent log ({e}); give {WHAT}") from None
+
+
+def log_text(db: str) -> str:
+    """The whole log in `db` as JSON Lines text (see `read_log` for its errors)."""
+    return read_log(db, "tc_events",
+                    lambda store: "".join(line + "\n" for line in read_lines(store)))

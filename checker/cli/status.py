@@ -14,7 +14,7 @@ import sys
 
 from toolcommit.model.errors import UsageError
 
-from toolcommit.checker.cli.export_log import WHAT, _ReadOnly
+from toolcommit.checker.cli.export_log import WHAT, read_log
 from toolcommit.checker.cli.terminal import width
 from toolcommit.checker.render.fit import wrap_line
 
@@ -56,24 +56,12 @@ def _stored_design(tx):
 
 
 def _sqlite(db: str):
-    import sqlite3
-
     from toolcommit.checker.runtime.store import SqliteStore
-    from toolcommit.model.errors import InputError
-    if not os.path.isfile(db):
-        raise UsageError(f"{db}: no such file; give {WHAT}")
-    try:
-        store = _ReadOnly(db)
-        try:
-            with store.read() as tx:
-                if tx.one("SELECT name FROM sqlite_master WHERE name = 'tc_records'") is None:
-                    raise InputError(f"{db}:1: an SQLite database without an intent log (no "
-                                     f"tc_records table); give {WHAT}")
-                return _rows(tx, SqliteStore.now_sql)
-        finally:
-            store.close()
-    except sqlite3.DatabaseError as e:
-        raise InputError(f"{db}:1: not an SQLite intent log ({e}); give {WHAT}") from None
+
+    def read(store):
+        with store.read() as tx:
+            return _rows(tx, SqliteStore.now_sql)
+    return read_log(db, "tc_records", read)
 
 
 def _postgres(dsn: str, schema):
