@@ -131,6 +131,9 @@ def design_file(args):
     except ValueError as e:
         raise InputError(f"not JSON ({e}); write one with `toolcommit design --write FILE`",
                          args.design, getattr(e, "lineno", 0)) from None
+    except RecursionError:
+        raise InputError("not a design file: JSON nested deeper than a reader follows; write "
+                         "one with `toolcommit design --write FILE`", args.design, 1) from None
     try:
         design, env = design_of(doc)
         claim = claim_of(doc, env)

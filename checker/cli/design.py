@@ -58,6 +58,8 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    if args.write is not None and not args.write.strip():
+        raise UsageError("--write: give the design file's name (it was empty)")
     if args.max_states < 0:
         raise UsageError(f"--max-states {args.max_states}: give 0 (no limit) or a positive number")
     if not args.timeout >= 0 or args.timeout == float("inf"):

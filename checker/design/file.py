@@ -90,6 +90,13 @@ def document_text(s: Synthesis) -> str:
     return json.dumps(document(s, level, preferred(level)), indent=2) + "\n"
 
 
+def json_text(v, most: int = 40) -> str:
+    """`v` as short JSON text, for a message."""
+    import json
+    text = json.dumps(v)
+    return text if len(text) <= most else text[:most - 3] + "..."
+
+
 def _fail(where: str, what: str) -> None:
     raise UsageError(f"design file: {where}: {what}")
 
@@ -110,6 +117,11 @@ def design_of(doc: Mapping) -> tuple[dict, str]:
         _fail("knobs", "must be an object of knob: option (and timing an object of param: duration)")
     design = dict(preset_design("naive"))
     for k, v in {**knobs, **times}.items():
+        if not isinstance(v, str):
+            _fail(f"knobs.{k}" if k in knobs else f"timing.{k}",
+                  f"{json_text(v)} is not a string: give one option"
+                  + (f" ({', '.join(protocol().knobs[k].options)})" if k in protocol().knobs
+                     else " (a duration such as 1h)"))
         if k not in knob_names():
             _fail(f"knobs.{k}", f"no such knob or design timing param; valid: {', '.join(knob_names())}")
         if k in protocol().knobs and v not in protocol().knobs[k].options:

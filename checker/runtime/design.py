@@ -179,6 +179,9 @@ def _read_doc(provider: str) -> tuple[dict, str]:
                 return json.load(f), provider
         except (OSError, ValueError) as e:
             raise DesignError(f"{provider}: cannot read the design file: {e}") from None
+        except RecursionError:
+            raise DesignError(f"{provider}: not a design file: JSON nested deeper than a "
+                              "reader follows") from None
     raise DesignError(f"provider={provider!r} is neither a shipped design ({', '.join(SHIPPED)}) "
                       "nor a design file; write one with `toolcommit design --env NAME --write FILE`")
 

@@ -199,3 +199,32 @@ def test_a_claim_naming_what_does_not_exist_is_refused(tmp_path, capsys):
         assert main(["check", "--design", str(bad)]) == 2
         err = capsys.readouterr().err
         assert str(bad) in err and what in err and "Traceback" not in err
+
+
+def test_a_design_file_with_a_list_for_an_option_or_deep_json_is_refused_in_one_line(tmp_path):
+    import json as _json
+    import subprocess
+    import sys
+    doc = _json.loads((DESIGNS / "stripe.json").read_text())
+    doc["knobs"]["fencing"] = ["on"]
+    listed = tmp_path / "listed.json"
+    listed.write_text(_json.dumps(doc))
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    for path, says in ((listed, 'knobs.fencing: ["on"] is not a string'),
+                       (deep, "nested deeper than a reader follows")):
+        for argv in (["check", "--design", str(path)],
+                     ["recover", str(tmp_path / "none.db"), "--provider", str(path)]):
+            done = subprocess.run([sys.executable, "-m", "toolcommit.checker.cli", *argv],
+                                  capture_output=True, text=True, timeout=120)
+            assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+            if argv[0] == "check":
+                assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_design_write_with_an_empty_name_is_refused_before_any_search():
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-m", "toolcommit.checker.cli", "design", "--env",
+                           "ideal", "--write", ""], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "--write: give the design file's name" in done.stderr
