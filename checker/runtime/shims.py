@@ -349,9 +349,9 @@ def _drive_sync(log: IntentLog, gen, execute, status):
                 raise IntentLogError(f"{getattr(fn, '__name__', 'the effect')} returned an "
                                      "awaitable to a sync guard: use aguard")
             reply = (True, value)
-        except IntentLogError:
-            if op == "send":
-                log.timeout(arg, "the effect returned an awaitable")
+        except IntentLogError as e:
+            if op == "send":     # an awaitable returned, a keyless write refused: say which
+                log.timeout(arg, f"the effect was stopped: {type(e).__name__}: {e}"[:200])
             raise
         except Exception as e:
             reply = (False, e)
