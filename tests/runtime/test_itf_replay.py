@@ -28,19 +28,16 @@ def test_ack_loss_counterexample_fails_the_chat_runtime_and_passes_on_the_librar
     assert lib.counts["drops"] == 1
 
 
-# provider_non_idempotent's shortest I1 is now an SDK retry after a lost ack (the SDK never
+# provider_non_idempotent's shortest I1 is an SDK retry after a lost ack (the SDK never
 # re-sends a received answer); replayed on the library it meets the harness's fences-only
-# provider, where a lost ack alone (naive/ack_loss/I1 with profile="fences-only") already
-# gives FENCE on the library: a finding of its own, not of this trace
-LOST_ACK_FENCES_ONLY = pytest.mark.xfail(strict=True, reason="the library violates FENCE after a "
-                                         "lost ack under the fences-only harness provider")
+# provider, which once checked no fence of a request sent without an idempotency key (the
+# FENCE finding this case was marked for was the fake's, fixed there)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", ["crash_before_dispatch/I1", "transport_retry/I1", "default/P1",
                                   "cancel/P3", "reorder/I1", "give_up_retry/I1",
-                                  pytest.param("provider_non_idempotent/I1",
-                                               marks=LOST_ACK_FENCES_ONLY)])
+                                  "provider_non_idempotent/I1"])
 def test_naive_counterexample_schedules_fail_chat_and_pass_library(case):
     path = str(NAIVE / f"{case}.itf.json")
     assert replay(path, "chat").results[0].verdict == "VIOLATES"
