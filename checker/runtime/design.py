@@ -18,6 +18,8 @@ Decisions
     design replays, only once no request of the key can still arrive (the delay bound D
     since its last send), so a record is never parked on an "absent" read a late request
     could still contradict.
+``window_open(d, first_sent, now)``, ``read_wait(d, sent_at, now)``  the timing those two
+    read: a re-send inside the replay window W; the seconds left of the delay bound D.
 ``after_read(d, present)``  the state a status read leads to (``ACKED`` / ``DEAD_LETTER``);
     without a status read (`status_read=no`) ``DEAD_LETTER`` whatever happened.
 ``after_replay(d, answered)``  ``ACKED`` on an answer, else still ``RECONCILING`` (an error,
@@ -153,6 +155,21 @@ def may_read(d: Design, arrivals_over: bool) -> bool:
     if d.replays and d.delay_bound is not None:
         return arrivals_over
     return True
+
+
+def window_open(d: Design, first_sent: Optional[float], now: float) -> bool:
+    """Whether a re-send at `now` falls inside the design's replay window, counted from the
+    key's first send (store clock); a first send not known: closed."""
+    w = d.replay_window
+    return first_sent is not None and (w is None or now < first_sent + w)
+
+
+def read_wait(d: Design, sent_at: Optional[float], now: float) -> float:
+    """Seconds before a status read may settle a record whose last send was at `sent_at`
+    (0: now): where the design replays, the delay bound D after that send (`may_read`)."""
+    bound = d.delay_bound
+    left = 0.0 if bound is None or sent_at is None else sent_at + bound - now
+    return 0.0 if may_read(d, left <= 0) else left
 
 
 def after_read(d: Design, present: bool) -> str:

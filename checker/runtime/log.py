@@ -489,8 +489,7 @@ class IntentLog:
     def window_open(self, r: Record, now: float) -> bool:
         """Whether a re-send of `r` falls inside the design's replay window (store clock;
         a record whose first send is unknown: closed)."""
-        w = self.design.replay_window
-        return r.first_sent is not None and (w is None or now < r.first_sent + w)
+        return D.window_open(self.design, r.first_sent, now)
 
     def read_wait(self, key: str) -> float:
         """Seconds before the design lets a status read of `key` settle it (0: now): where
@@ -500,9 +499,7 @@ class IntentLog:
         return 0.0 if r is None else self._read_wait(r, now)
 
     def _read_wait(self, r: Record, now: float) -> float:
-        d = self.design.delay_bound
-        left = 0.0 if d is None or r.sent_at is None else r.sent_at + d - now
-        return 0.0 if D.may_read(self.design, left <= 0) else left
+        return D.read_wait(self.design, r.sent_at, now)
 
     def reconcile(self, key: str) -> Optional[Ticket]:
         """UNKNOWN -> RECONCILING with the generation bumped, as the design resolves it
@@ -565,11 +562,9 @@ class IntentLog:
                          mine=False) is not None
 
     def renew(self, key: str) -> bool:
-        """Extend this writer's lease on `key` (for calls longer than the lease)."""
-        with self._lock, self.store.tx() as tx:
-            return tx.run(f"UPDATE tc_records SET lease_until = {self._lease_sql()} "
-                          f"WHERE key = ? AND owner = ? AND owner_inc = ? AND state IN {_OPEN}",
-                          (key, *self._mine())) == 1
+        """Extend this writer's lease on `key` (the heartbeat does it for a call `driving`
+        it)."""
+        return self._renew("key = ?", [key]) == 1
 
     def _ticket(self, r: Record, purpose: str) -> Ticket:
         d = self.design

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-from toolcommit.checker.runtime.design import Design
+from toolcommit.checker.runtime.design import Design, read_wait, window_open
 from toolcommit.checker.runtime.records import Record
 
 IN_DOUBT = "in doubt"
@@ -81,25 +81,14 @@ def waits_for(d: Design, r: Record, now: float) -> str:
                "or toolcommit recover)"
     if not d.status_read or d.knobs["on_unknown"] == "dead_letter":
         return "a give-up: there is no status read (the settler, or toolcommit recover)"
-    if r.state == "UNKNOWN" and d.replays and _window_open(d, r, now):
+    if r.state == "UNKNOWN" and d.replays and window_open(d, r.first_sent, now):
         return "a replay under the same key (the settler, or the intent's next call)"
-    wait = _arrivals_left(d, r, now)
+    wait = read_wait(d, r.sent_at, now)
     via = d.knobs["status_via"]
     if wait > 0:
         return f"the delay bound: a request of it may still arrive for {wait:.0f} s, then a " \
                f"status read by {via}"
     return f"a status read by {via} (the settler, or toolcommit recover --tools)"
-
-
-def _window_open(d: Design, r: Record, now: float) -> bool:
-    w = d.replay_window
-    return r.first_sent is not None and (w is None or now < r.first_sent + w)
-
-
-def _arrivals_left(d: Design, r: Record, now: float) -> float:
-    if not d.replays or d.delay_bound is None or r.sent_at is None:
-        return 0.0
-    return max(0.0, r.sent_at + d.delay_bound - now)
 
 
 def entry(d: Design, r: Record, now: float) -> Optional[Entry]:
