@@ -1,6 +1,6 @@
 """The import graph of the house: no module imports itself through others (no circle), and
-the layers run one way (cli -> render -> torture -> runtime -> design -> verify/logs ->
-engines -> support (C builds, files, cores, signals) -> model -> spec): a module imports its own part or a lower layer, never a higher
+the layers run one way (cli -> render -> torture/gateway -> design -> verify/logs ->
+engines -> support (C builds, files, cores, signals) -> runtime -> model -> spec): a module imports its own part or a lower layer, never a higher
 one nor a neighbour on its own layer. Imports inside functions count: a lazy import is an
 import."""
 import ast
@@ -12,22 +12,22 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = {"model": "toolcommit.model", "checker": "toolcommit.checker",
-           "spec": "toolcommit.spec", "checker/public/runtime": "toolcommit.runtime"}
+           "spec": "toolcommit.spec", "runtime": "toolcommit.runtime"}
 
 # part -> layer; a part is a package of checker/ (or a module of its own), model, spec
 LAYERS = {
     "spec": 0,
     "model": 1,
-    "checker.interrupts": 2,
-    "checker.cbuild": 3, "checker.output": 3, "checker.machine": 3,    # support: C, files, cores
-    "checker.engines": 4,
-    "checker.verify": 5, "checker.logs": 5,
-    "checker.design": 6,
-    "checker.runtime": 7,                # the library follows a design file (design/file.py)
+    "runtime": 2,                        # the library teams import: spec and model only
+    "checker.interrupts": 3,
+    "checker.cbuild": 4, "checker.output": 4, "checker.machine": 4,    # support: C, files, cores
+    "checker.engines": 5,
+    "checker.verify": 6, "checker.logs": 6,
+    "checker.design": 7,
     "checker.torture": 8,                # the harness drives the library
     "checker.gateway": 8,                # an MCP front on the library
     "checker.render": 9,
-    "checker.cli": 10, "runtime": 10,    # the command line, and the library's public name
+    "checker.cli": 10,                   # the command line
     "checker": 11,                       # the package itself
 }
 # modules that stand on another part's layer than their folder's: the manifest writer runs
@@ -40,8 +40,6 @@ def modules() -> dict[str, Path]:
     out = {}
     for folder, package in FOLDERS.items():
         for path in (ROOT / folder).rglob("*.py"):
-            if folder == "checker" and "public" in path.relative_to(ROOT / folder).parts:
-                continue     # checker/public/runtime/ is toolcommit.runtime, not checker's
             parts = list(path.relative_to(ROOT / folder).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts.pop()
@@ -97,7 +95,7 @@ def test_the_graph_sees_the_houses_modules_and_their_lazy_imports():
     g = graph()
     assert g.has_edge("toolcommit.checker.cli.check", "toolcommit.checker.verify.suite")
     assert g.has_edge("toolcommit.checker.engines.trace", "toolcommit.model.semantics")  # in a function
-    assert g.has_edge("toolcommit.runtime", "toolcommit.checker.runtime")
+    assert g.has_edge("toolcommit.runtime.design", "toolcommit.model.design_file")  # in a function
 
 
 def test_no_module_imports_itself_through_others():

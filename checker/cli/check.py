@@ -119,7 +119,7 @@ def design_file(args):
     """(design, environment, claim) of `--design FILE`; InputError naming the file and
     field, UsageError if --preset or another --env is given beside it."""
     import json
-    from toolcommit.checker.design.file import claim_of, design_of
+    from toolcommit.model.design_file import claim_of, design_of
     from toolcommit.model.errors import InputError
     if args.preset:
         raise UsageError("--design and --preset both choose the design; give one")

@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from toolcommit.model.errors import InputError, UsageError
-from toolcommit.checker.runtime.log import read_lines
-from toolcommit.checker.runtime.store import Tx
+from toolcommit.runtime.log import read_lines
+from toolcommit.runtime.store import Tx
 
 WHAT = "the intent log's SQLite file (toolcommit gateway --db, or IntentLog.sqlite's path)"
 

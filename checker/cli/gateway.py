@@ -161,7 +161,7 @@ def _only_gateway(db: str, writer: str):
 
 
 def _open_log(args, lease: float):
-    from toolcommit.checker.runtime import IntentLog, StoreError
+    from toolcommit.runtime import IntentLog, StoreError
     db_dir = os.path.dirname(os.path.abspath(args.db))
     if not os.path.isdir(db_dir):
         raise UsageError(f"--db {args.db}: no directory {db_dir}; create it or give another path")

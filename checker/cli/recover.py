@@ -61,7 +61,7 @@ def add_parser(sub):
 
 
 def _open(args):
-    from toolcommit.checker.runtime.design import load
+    from toolcommit.runtime.design import load
 
     if (args.db is None) == (args.dsn is None):
         raise UsageError("recover: give the SQLite file DB or --dsn CONNINFO (PostgreSQL), "
@@ -78,8 +78,8 @@ def _open(args):
 def _postgres(args, design, writer):
     """The log in `args.schema` of the database, refused unless it holds one already (a
     sweeper never creates a log)."""
-    from toolcommit.checker.runtime import IntentLog, PostgresStore, StoreError
-    from toolcommit.checker.runtime.store import pg_schema
+    from toolcommit.runtime import IntentLog, PostgresStore, StoreError
+    from toolcommit.runtime.store import pg_schema
     try:
         import psycopg
     except ImportError:
@@ -106,8 +106,8 @@ def _postgres(args, design, writer):
 
 
 def _sqlite(args, design, writer):
-    from toolcommit.checker.runtime import IntentLog
-    from toolcommit.checker.runtime.store import SqliteStore
+    from toolcommit.runtime import IntentLog
+    from toolcommit.runtime.store import SqliteStore
 
     if not os.path.isfile(args.db):
         raise UsageError(f"{args.db}: no such file; give the intent log's SQLite file")
@@ -134,8 +134,8 @@ def _sweep(log, until: float) -> dict[str, str]:
     """Passes of `recover_settle` until no record is open (or only ones waiting cannot
     settle: a tool not registered) or `until` (monotonic) passes; waits between passes for
     what `log.due` says."""
-    from toolcommit.checker.runtime import recover_settle
-    from toolcommit.checker.runtime.store import OPEN_STATES
+    from toolcommit.runtime import recover_settle
+    from toolcommit.runtime.store import OPEN_STATES
 
     done: dict[str, str] = {}
     while True:
@@ -156,8 +156,8 @@ def _watch(log, name: str) -> dict[str, str]:
     """The library's settler (`IntentLog.settle_with`) on every registered tool (every
     tool where the design reads no status), printing each record it settles, until SIGINT
     or SIGTERM."""
-    from toolcommit.checker.runtime.shims import registered, settle_pass
-    from toolcommit.checker.runtime.store import OPEN_STATES
+    from toolcommit.runtime.shims import registered, settle_pass
+    from toolcommit.runtime.store import OPEN_STATES
 
     if log.design.status_read and not registered():
         raise UsageError(f"--watch: design {log.design.name} settles a record in doubt by a "
@@ -185,13 +185,13 @@ def _watch(log, name: str) -> dict[str, str]:
 
 def _stuck(log, rec) -> bool:
     """Whether `rec` is this sweeper's and needs a tool it does not have."""
-    from toolcommit.checker.runtime.shims import needs_tool
+    from toolcommit.runtime.shims import needs_tool
     return (rec.owner, rec.owner_inc) == (log.writer, log.incarnation) and needs_tool(log, rec)
 
 
 def _holders(log) -> list[str]:
     """One line per holder of an open record: what it holds, for how long, what settles it."""
-    from toolcommit.checker.runtime.store import OPEN_STATES
+    from toolcommit.runtime.store import OPEN_STATES
 
     groups: dict[tuple, list] = {}
     for r in log.records(OPEN_STATES):
@@ -218,7 +218,7 @@ def _holders(log) -> list[str]:
 
 
 def run(args) -> int:
-    from toolcommit.checker.runtime.store import OPEN_STATES
+    from toolcommit.runtime.store import OPEN_STATES
 
     _import_tools(args.tools)
     log = _open(args)

@@ -37,9 +37,9 @@ def add_parser(sub):
 
 # ----- reading ------------------------------------------------------------------------------
 def _rows(tx, now_sql: str):
-    from toolcommit.checker.runtime.log import _COLS
-    from toolcommit.checker.runtime.records import record_of
-    from toolcommit.checker.runtime.status import LISTED
+    from toolcommit.runtime.log import _COLS
+    from toolcommit.runtime.records import record_of
+    from toolcommit.runtime.status import LISTED
     marks = ", ".join("?" * len(LISTED))
     records = [record_of(r) for r in tx.all(
         f"SELECT {_COLS} FROM tc_records WHERE state IN ({marks}) ORDER BY key", LISTED)]
@@ -56,7 +56,7 @@ def _stored_design(tx):
 
 
 def _sqlite(db: str):
-    from toolcommit.checker.runtime.store import SqliteStore
+    from toolcommit.runtime.store import SqliteStore
 
     def read(store):
         with store.read() as tx:
@@ -69,7 +69,7 @@ def _postgres(dsn: str, schema):
         import psycopg
     except ImportError:
         raise UsageError("--dsn needs psycopg 3: pip install 'toolcommit[postgres]'") from None
-    from toolcommit.checker.runtime.store import PostgresStore, StoreError, Tx, pg_schema
+    from toolcommit.runtime.store import PostgresStore, StoreError, Tx, pg_schema
     try:
         where = pg_schema(schema)
     except StoreError as e:
@@ -94,7 +94,7 @@ def _postgres(dsn: str, schema):
 def _design(args, stored):
     """The design to read the log under: --provider, else the one the log stores; a
     --provider other than the stored one is refused (the sentences would be another's)."""
-    from toolcommit.checker.runtime.design import SHIPPED, load
+    from toolcommit.runtime.design import SHIPPED, load
     name, digest = stored or (None, None)
     name = args.provider or name
     if name is None or (args.provider is None and name not in SHIPPED
@@ -133,7 +133,7 @@ def _text(where: str, design, found, in_doubt: int) -> str:
 
 
 def run(args) -> int:
-    from toolcommit.checker.runtime.status import IN_DOUBT, entries
+    from toolcommit.runtime.status import IN_DOUBT, entries
     if (args.db is None) == (args.dsn is None):
         raise UsageError("status: give the SQLite file DB or --dsn CONNINFO (PostgreSQL), "
                          "one of them")

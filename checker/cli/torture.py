@@ -91,7 +91,7 @@ def _check(args) -> None:
             raise UsageError(f"--keep {args.keep}: {e.strerror}; choose a folder you can "
                              "write") from None
     if args.store == "postgres":
-        from toolcommit.checker.runtime.store import PostgresStore
+        from toolcommit.runtime.store import PostgresStore
         PostgresStore(args.dsn, "tc_probe").close()   # fails here, in one line, if unusable
 
 

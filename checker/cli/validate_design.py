@@ -11,7 +11,7 @@ from toolcommit.model.errors import UsageError
 
 from toolcommit.checker.logs import refinement
 from toolcommit.checker.logs.refine import Claim
-from toolcommit.checker.runtime import design as D
+from toolcommit.runtime import design as D
 
 
 def add_arguments(p) -> None:

@@ -7,7 +7,7 @@ put the result in their opening sentence.
 
 Examples
 --------
->>> from toolcommit.checker.design.synthesis import preset_design
+>>> from toolcommit.model.design import preset_design
 >>> advice({**preset_design("recommended"), "on_unknown": "replay_then_reconcile"}, "stripe")
 "send the record's semantic key as the idempotency key, turn the SDK's automatic retries off; on an unknown outcome replay under the same key within W = 1h (keys kept 24h), then reconcile by listing the parent object's children (a charge's refunds) and give up visibly if nothing is there; hold a new request for the same thing until an earlier one settles, then answer it with that outcome"
 """

@@ -41,7 +41,7 @@ from mcp_types import JSONRPCError, JSONRPCResponse
 
 from toolcommit.model.canon import CanonError, canonical_intent
 from toolcommit.model.errors import UsageError
-from toolcommit.checker.runtime import GaveUp, InDoubt, IntentLog, Superseded, guard
+from toolcommit.runtime import GaveUp, InDoubt, IntentLog, Superseded, guard
 from toolcommit.checker.logs.adapters.rules import Rules
 
 META_KEY, META_FENCE = "toolcommit/idempotency_key", "toolcommit/fence"

@@ -16,8 +16,9 @@ from toolcommit.spec import protocol
 
 from toolcommit.checker.design.advice import advice
 from toolcommit.checker.design.file import assumes, failure_json
-from toolcommit.checker.design.synthesis import (Failure, Level, Minimal, Synthesis, departures,
-                                                 knob_names, meaning_of, preferred, preset_design,
+from toolcommit.model.design import departures, knob_names, meaning_of, preset_design
+
+from toolcommit.checker.design.synthesis import (Failure, Level, Minimal, Synthesis, preferred,
                                                  unsearched)
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.render.fit import DEFAULT, fit, sequence, table

@@ -31,10 +31,10 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Optional
 
-from toolcommit.checker.runtime import IntentLog
-from toolcommit.checker.runtime import lines as L
-from toolcommit.checker.runtime.log import expire_leases, read_lines
-from toolcommit.checker.runtime.store import PostgresStore, SqliteStore
+from toolcommit.runtime import IntentLog
+from toolcommit.runtime import lines as L
+from toolcommit.runtime.log import expire_leases, read_lines
+from toolcommit.runtime.store import PostgresStore, SqliteStore
 
 from toolcommit.checker.logs.children import fork, held_signals
 from toolcommit.checker.logs.validate import validate

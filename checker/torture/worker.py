@@ -31,11 +31,11 @@ from typing import Optional
 
 from dataclasses import replace
 
-from toolcommit.checker.runtime import (Answered, Conflict, GaveUp, Held, InDoubt, IntentLog,
+from toolcommit.runtime import (Answered, Conflict, GaveUp, Held, InDoubt, IntentLog,
                                         JsonlSink, guard)
-from toolcommit.checker.runtime import lines as L
-from toolcommit.checker.runtime.design import load as load_design
-from toolcommit.checker.runtime.store import OPEN_STATES
+from toolcommit.runtime import lines as L
+from toolcommit.runtime.design import load as load_design
+from toolcommit.runtime.store import OPEN_STATES
 
 from toolcommit.checker.torture.plan import Plan, Session, Timing
 from toolcommit.checker.torture.profiles import PROFILES, compress

@@ -62,7 +62,8 @@ ABOUT = ("expected results of `toolcommit check --preset P` (presets: the ideal 
 
 def profile_configs(env: str) -> list[tuple]:
     """(label, config, instances) recorded for environment `env`."""
-    from toolcommit.checker.design.file import config_for, design_of
+    from toolcommit.checker.design.file import config_for
+    from toolcommit.model.design_file import design_of
     from toolcommit.checker.verify.suite import design_names, suite_names
     classes = [n for n in suite_names() if n != "default"]
     out = [(p, configure(preset(p), env), classes if p != "recommended" else suite_names())

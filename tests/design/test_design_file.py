@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from toolcommit.checker.cli import main
-from toolcommit.checker.design.file import config_for, design_of
+from toolcommit.checker.design.file import config_for
+from toolcommit.model.design_file import design_of
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.verify.check import check_instance
 from toolcommit.model.environment import instance_in
@@ -84,7 +85,7 @@ def test_a_design_file_round_trips_and_bad_ones_are_refused(tmp_path, capsys):
 def test_every_departure_of_a_shipped_design_is_needed(path):
     """Minimal: each departure turned back to naive breaks what its entry says (or is left
     open by the fence bound, as the entry says), on that instance."""
-    from toolcommit.checker.design.synthesis import preset_design
+    from toolcommit.model.design import preset_design
     doc = json.loads(path.read_text("utf-8"))
     design, env = design_of(doc)
     naive = preset_design("naive")

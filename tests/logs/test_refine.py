@@ -10,7 +10,7 @@ from toolcommit.checker.cli import main
 from toolcommit.checker.cli.validate_design import claim_of
 from toolcommit.checker.logs import refine
 from toolcommit.checker.logs.refine import Claim, Line
-from toolcommit.checker.runtime import design as D
+from toolcommit.runtime import design as D
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "logs"
 EXPECTED = json.loads((LOGS / "expected.json").read_text())["expected"]

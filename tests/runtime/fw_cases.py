@@ -10,7 +10,7 @@ lost_ack: the first answer is lost after the refund applied (design stripe): one
 import ast
 import json
 
-from toolcommit.checker.runtime.design import load
+from toolcommit.runtime.design import load
 from toolcommit.runtime import IntentLog
 
 from .ledger import Bank, conforms

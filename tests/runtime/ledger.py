@@ -2,7 +2,7 @@
 and a status read (the harness's loopback provider has the same rules over HTTP)."""
 
 from toolcommit.checker.cli.validate import validate
-from toolcommit.checker.runtime import lines as L
+from toolcommit.runtime import lines as L
 from toolcommit.runtime.shims import current_ticket
 
 

@@ -10,13 +10,14 @@ from importlib import resources
 
 import pytest
 
-from toolcommit.checker.design.file import config_for, design_of
+from toolcommit.checker.design.file import config_for
+from toolcommit.model.design_file import design_of
 from toolcommit.model.environment import instance_in
 from toolcommit.model.expr import evaluate
 from toolcommit.model.instance import instance
 from toolcommit.model.semantics import build
 from toolcommit.runtime import IntentLog
-from toolcommit.checker.runtime import design as D
+from toolcommit.runtime import design as D
 
 SHIPPED = D.SHIPPED
 INSTANCES = ("ack_loss", "transport_retry", "zombie", "crash_before_dispatch", "default")

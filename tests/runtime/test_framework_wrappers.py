@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from toolcommit.checker.runtime import shims
+from toolcommit.runtime import shims
 
 from .fw_cases import ARGS, CASES, Case
 

@@ -18,7 +18,7 @@ import pytest
 
 from toolcommit.checker.cli import main
 from toolcommit.runtime import DesignError, IntentLog, current_ticket, effectful
-from toolcommit.checker.runtime.design import load
+from toolcommit.runtime.design import load
 
 SCOPE = "user:42:request:7"
 
@@ -362,7 +362,7 @@ def test_recover_watch_needs_the_tools_where_the_design_reads_status(tmp_path):
 
 
 def test_a_log_dropped_without_close_ends_its_background_threads(tmp_path):
-    from toolcommit.checker.runtime.shims import register
+    from toolcommit.runtime.shims import register
     log = IntentLog.sqlite(str(tmp_path / "i.db"), "w1", provider="email", settle_every=0.05)
     register("dropped_tool", lambda args: None, None, log=log)
     threads = list(log._threads.values())

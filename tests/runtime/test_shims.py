@@ -6,7 +6,7 @@ import pytest
 
 from toolcommit.runtime import (Answered, Conflict, GaveUp, InDoubt, IntentLog, IntentLogError,
                                 current_ticket, effectful, guard, tell)
-from toolcommit.checker.runtime.design import load
+from toolcommit.runtime.design import load
 
 from .ledger import Bank, conforms
 

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from toolcommit.checker.runtime import IntentLog
-from toolcommit.checker.runtime import reask as R
+from toolcommit.runtime import IntentLog
+from toolcommit.runtime import reask as R
 from toolcommit.checker.torture.plan import Session, Timing, random_plan
 from toolcommit.checker.torture.worker import (DesignRuntime, Hook, LibraryRuntime, Net,
                                                env_design)

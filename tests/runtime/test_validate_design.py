@@ -8,10 +8,10 @@ import pytest
 
 from toolcommit.checker.cli import main
 from toolcommit.checker.logs import pool
-from toolcommit.checker.runtime import IntentLog
-from toolcommit.checker.runtime import design as D
-from toolcommit.checker.runtime import lines as L
-from toolcommit.checker.runtime.shims import GaveUp, guard
+from toolcommit.runtime import IntentLog
+from toolcommit.runtime import design as D
+from toolcommit.runtime import lines as L
+from toolcommit.runtime.shims import GaveUp, guard
 
 from .ledger import Bank
 

@@ -28,7 +28,7 @@ writer                  the resource's ``service.name`` (and ``service.instance.
 ======================  ==================================================================
 
 A span's ``toolcommit.<type>`` events (``toolcommit.runtime`` puts each line its intent
-log commits on the current span: `toolcommit.checker.runtime.telemetry`) are read back as
+log commits on the current span: `toolcommit.runtime.telemetry`) are read back as
 those lines (`Call.lines`), so a guarded call is judged by the guard's own lines.
 
 Pydantic AI spans whose call never ran (``pydantic_ai.tool.failure_stage = validation``,

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from toolcommit.model.environment import profile
 
-from toolcommit.checker.design.synthesis import (Synthesis, knob_names, meaning_of,
-                                                 preferred, preset_design)
+from toolcommit.model.design import knob_names, meaning_of, preset_design
+
+from toolcommit.checker.design.synthesis import Synthesis, preferred
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.render.design import failure_text, recommendation
 from toolcommit.checker.render.html.page import esc, page, table, verdict

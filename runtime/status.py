@@ -11,8 +11,8 @@ show (listed, never a reason to page: the user was told).
 
 Examples
 --------
->>> from toolcommit.checker.runtime.design import load
->>> from toolcommit.checker.runtime.records import Record
+>>> from toolcommit.runtime.design import load
+>>> from toolcommit.runtime.records import Record
 >>> r = Record("k", "i", 0, "refund", "s", {}, "t1", "RECONCILING", 2, "pod-0", 1,
 ...            lease_until=0.0, first_sent=100.0, sent_at=100.0)
 >>> e = entry(load("stripe"), r, now=400.0)
@@ -24,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-from toolcommit.checker.runtime.design import Design, read_wait, window_open
-from toolcommit.checker.runtime.records import Record
+from toolcommit.runtime.design import Design, read_wait, window_open
+from toolcommit.runtime.records import Record
 
 IN_DOUBT = "in doubt"
 GIVEN_UP = "given up"

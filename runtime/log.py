@@ -71,12 +71,12 @@ from typing import IO, Callable, Iterable, Iterator, Optional, Sequence
 from toolcommit.model.canon import CanonError, canonical_intent
 from toolcommit.model.errors import ToolcommitError
 
-from toolcommit.checker.runtime import design as D
-from toolcommit.checker.runtime import lines as L
-from toolcommit.checker.runtime import reask as R
-from toolcommit.checker.runtime import telemetry
-from toolcommit.checker.runtime.records import Decision, Record, Ticket, record_of, semantic_key
-from toolcommit.checker.runtime.store import (GAVE_UP, PostgresStore, SqliteStore, Store, StoreError,
+from toolcommit.runtime import design as D
+from toolcommit.runtime import lines as L
+from toolcommit.runtime import reask as R
+from toolcommit.runtime import telemetry
+from toolcommit.runtime.records import Decision, Record, Ticket, record_of, semantic_key
+from toolcommit.runtime.store import (GAVE_UP, PostgresStore, SqliteStore, Store, StoreError,
                                       expire_leases, read_lines)
 
 __all__ = ["IntentLog", "IntentLogError", "Superseded", "Decision", "Record", "Ticket",

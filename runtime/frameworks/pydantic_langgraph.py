@@ -23,8 +23,8 @@ import inspect
 import json
 from typing import Any, Callable, Iterable, Optional, Union
 
-from toolcommit.checker.runtime.log import IntentLog, IntentLogError
-from toolcommit.checker.runtime.shims import (EffectError, aguard, check_status, guard,
+from toolcommit.runtime.log import IntentLog, IntentLogError
+from toolcommit.runtime.shims import (EffectError, aguard, check_status, guard,
                                               register, tell)
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Iterable, Optional, Union
 
-from toolcommit.checker.runtime.log import IntentLog
-from toolcommit.checker.runtime.shims import EffectError, aguard, check_status, guard, register
+from toolcommit.runtime.log import IntentLog
+from toolcommit.runtime.shims import EffectError, aguard, check_status, guard, register
 
 LogOrOpener = Union[IntentLog, Callable[[], IntentLog]]
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import inspect
 from typing import Callable, Optional, Union
 
-from toolcommit.checker.runtime import frameworks_common as C
-from toolcommit.checker.runtime.shims import tell
+from toolcommit.runtime.frameworks import common as C
+from toolcommit.runtime.shims import tell
 
 
 def _takes_ctx(params) -> bool:

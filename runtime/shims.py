@@ -19,7 +19,7 @@ outcome: the record goes UNKNOWN; a cancellation is then re-raised.
 Examples
 --------
 >>> import tempfile, os
->>> from toolcommit.checker.runtime import IntentLog
+>>> from toolcommit.runtime import IntentLog
 >>> log = IntentLog.sqlite(os.path.join(tempfile.mkdtemp(), "i.db"), writer="w1",
 ...                        provider="stripe")
 >>> sent = []
@@ -42,10 +42,10 @@ import time
 import uuid
 from typing import Any, Callable, Optional, Union
 
-from toolcommit.checker.runtime import design as D
-from toolcommit.checker.runtime import lines as L
-from toolcommit.checker.runtime.log import Decision, IntentLog, IntentLogError, Record, Ticket
-from toolcommit.checker.runtime.store import GAVE_UP
+from toolcommit.runtime import design as D
+from toolcommit.runtime import lines as L
+from toolcommit.runtime.log import Decision, IntentLog, IntentLogError, Record, Ticket
+from toolcommit.runtime.store import GAVE_UP
 
 _TICKET: contextvars.ContextVar[Optional[Ticket]] = contextvars.ContextVar(
     "toolcommit_ticket", default=None)
@@ -123,7 +123,7 @@ def tell(e: EffectError) -> dict:
 
 def _json_result(value) -> Any:
     try:
-        from toolcommit.checker.runtime.lines import dumps
+        from toolcommit.runtime.lines import dumps
         dumps(value)
         return value
     except (TypeError, ValueError):

@@ -28,7 +28,7 @@ from typing import Callable, Mapping, Union
 
 from toolcommit.model.canon import CanonError, canonical_intent
 
-from toolcommit.checker.runtime.store import OPEN_STATES
+from toolcommit.runtime.store import OPEN_STATES
 
 Rule = Union[None, tuple, Callable[[dict], dict]]
 SameRule = Union[Rule, Mapping[str, Rule]]

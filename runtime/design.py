@@ -2,7 +2,7 @@
 library's decisions as pure functions of it.
 
 `load(provider)` reads ``spec/designs/NAME.json`` (a profile name) or a file written by
-``toolcommit design --write FILE`` through `toolcommit.checker.design.file` (one reader for
+``toolcommit design --write FILE`` through `toolcommit.model.design_file` (one reader for
 both) and refuses a design whose knobs the library does not implement, naming the knob.
 The decisions below are the only places the library reads a knob; the test
 ``tests/runtime/test_design_decisions.py`` compares each with the model's own moves for the
@@ -228,7 +228,7 @@ def read(provider: Union[str, os.PathLike]) -> Design:
     """The `Design` of a shipped profile's name or a design file's path, every knob of the
     file kept, whether the library implements it or not (what ``validate --design`` checks a
     log against); DesignError for an unknown name or an unreadable file."""
-    from toolcommit.checker.design.file import design_of
+    from toolcommit.model.design_file import design_of
     from toolcommit.model import timing
     from toolcommit.model.environment import profile
     from toolcommit.model.errors import UsageError

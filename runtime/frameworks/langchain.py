@@ -19,9 +19,9 @@ import json
 import uuid
 from typing import Any, Callable, Optional, Union
 
-from toolcommit.checker.runtime import frameworks_common as C
-from toolcommit.checker.runtime.log import IntentLogError
-from toolcommit.checker.runtime.shims import EffectError, aguard, guard, tell
+from toolcommit.runtime.frameworks import common as C
+from toolcommit.runtime.log import IntentLogError
+from toolcommit.runtime.shims import EffectError, aguard, guard, tell
 
 _CALL_ID = "__toolcommit_call_id"
 

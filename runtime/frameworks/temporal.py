@@ -22,8 +22,8 @@ import functools
 import inspect
 from typing import Callable, Optional, Union
 
-from toolcommit.checker.runtime import frameworks_common as C
-from toolcommit.checker.runtime.shims import EffectError, InDoubt, tell
+from toolcommit.runtime.frameworks import common as C
+from toolcommit.runtime.shims import EffectError, InDoubt, tell
 
 
 def _raised(e: EffectError):

@@ -5,7 +5,7 @@ import json
 from dataclasses import dataclass
 from typing import Optional
 
-from toolcommit.checker.runtime.store import OPEN_STATES
+from toolcommit.runtime.store import OPEN_STATES
 
 
 @dataclass(frozen=True)

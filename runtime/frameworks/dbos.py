@@ -20,7 +20,7 @@ import functools
 import inspect
 from typing import Callable, Optional, Union
 
-from toolcommit.checker.runtime import frameworks_common as C
+from toolcommit.runtime.frameworks import common as C
 
 
 def dbos_step(log: C.LogOrOpener, fn: Callable, *, name: Optional[str] = None,

@@ -1,6 +1,6 @@
-"""toolcommit.checker.runtime: the intent log as a library a runtime imports, by its public
-name `toolcommit.runtime` (the package `checker/public/runtime/`, which re-exports this one:
-the same objects, one copy).
+"""toolcommit.runtime: the intent log as a library a runtime imports (the folder
+`runtime/`). It depends on `toolcommit.model` and `toolcommit.spec` only: importing it and
+opening a log loads no engine, design search, z3 or networkx.
 
 The model proposes; the log decides. `IntentLog` follows the design proven for its provider
 (``provider=``: ``ideal``, ``stripe``, ``email``, ``fenced-store`` or a design file) on
@@ -11,16 +11,16 @@ Pydantic AI and LangGraph wrappers (optional extra ``frameworks``). `instrument(
 start-up stamps the running effect's idempotency key on every write the HTTP client
 libraries send (`toolcommit.runtime.wire`).
 """
-from toolcommit.checker.runtime.design import Design, DesignError
-from toolcommit.checker.runtime.lines import JsonlSink
-from toolcommit.checker.runtime.log import (Decision, IntentLog, IntentLogError, Record,
+from toolcommit.runtime.design import Design, DesignError
+from toolcommit.runtime.lines import JsonlSink
+from toolcommit.runtime.log import (Decision, IntentLog, IntentLogError, Record,
                                             Superseded, Ticket, semantic_key)
-from toolcommit.checker.runtime.shims import (Answered, Conflict, EffectError, GaveUp, Held,
+from toolcommit.runtime.shims import (Answered, Conflict, EffectError, GaveUp, Held,
                                               InDoubt, aguard,
                                               current_ticket, effectful, guard, recover_settle,
                                               tell)
-from toolcommit.checker.runtime.store import PostgresStore, SqliteStore, StoreError
-from toolcommit.checker.runtime.wire import UnkeyedWrite, instrument, unguarded, uninstrument
+from toolcommit.runtime.store import PostgresStore, SqliteStore, StoreError
+from toolcommit.runtime.wire import UnkeyedWrite, instrument, unguarded, uninstrument
 
 __all__ = ["IntentLog", "Decision", "Ticket", "Record", "IntentLogError", "Superseded",
            "JsonlSink", "SqliteStore", "PostgresStore", "StoreError", "semantic_key",

@@ -38,9 +38,9 @@ import threading
 from typing import Any, Callable, Iterable, Iterator, Optional
 from urllib.parse import urlsplit
 
-from toolcommit.checker.runtime import design as D
-from toolcommit.checker.runtime.log import IntentLogError
-from toolcommit.checker.runtime.shims import current_ticket
+from toolcommit.runtime import design as D
+from toolcommit.runtime.log import IntentLogError
+from toolcommit.runtime.shims import current_ticket
 
 SAFE = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 _PORTS = {"http": 80, "https": 443}
