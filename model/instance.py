@@ -25,8 +25,8 @@ from .values import LISTED_WHEN_SET
 
 # The largest bounds any command accepts, checked before any work: the state space grows
 # exponentially in each (workers are permuted, every fault may strike at every step). The
-# shipped instances use workers <= 2, max_fence 3 and budgets <= 1; README's largest command
-# workers=5, max_fence=6, budgets <= 4. "faults" is the cap of each fault's budget.
+# shipped instances use workers <= 2, max_fence 3 and budgets <= 1; docs/check.md's largest
+# command workers=5, max_fence=6, budgets <= 4. "faults" is the cap of each fault's budget.
 MAX_BOUNDS = {"workers": 6, "max_fence": 8, "faults": 8}
 
 

@@ -1,4 +1,4 @@
-"""What the framework wrappers (``frameworks_*.py``) share: the intent's arguments bound by
+"""What the framework wrappers (the modules of ``frameworks/``) share: the intent's arguments bound by
 name, the scope and new-request hooks, the checks made when a tool is wrapped, and the
 tool's registration for recovery (`toolcommit.runtime.shims.register`)."""
 from __future__ import annotations

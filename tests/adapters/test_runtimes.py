@@ -452,10 +452,10 @@ def test_every_source_documents_its_default_scope_and_view():
         assert t["sources"][source]["default_scope"] and t["sources"][source]["view"]
 
 
-def test_the_readme_scope_table_is_the_one_in_spec_sources():
+def test_the_docs_scope_table_is_the_one_in_spec_sources():
     from toolcommit.checker.logs.adapters import capability
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    table = readme.split("| `--from` | default scope | view |\n|---|---|---|\n", 1)[1]
+    page = (Path(__file__).parents[2] / "docs" / "validate.md").read_text()
+    table = page.split("| `--from` | default scope | view |\n|---|---|---|\n", 1)[1]
     rows = {}
     for line in table.split("\n\n", 1)[0].splitlines():
         source, scope, view = (c.strip() for c in line.strip("|").split(" | "))

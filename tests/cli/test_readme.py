@@ -1,5 +1,8 @@
-"""Every command the README shows runs as shown, prints the lines it shows, in order, and
-fits a terminal of 100 columns."""
+"""Every command the README and the pages under docs/ show runs as shown, prints the lines
+they show, in order, and fits a terminal of 100 columns; the README's library example
+prints what it shows."""
+import functools
+import json
 import os
 import re
 import shlex
@@ -13,12 +16,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 WIDTH = 100
 README = (ROOT / "README.md").read_text("utf-8")
+PAGES = [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
 
 
-def console_examples():
+def console_examples(text: str):
     """(command, [expected lines]) for each `$ ` line of each ```console block."""
     out = []
-    for block in re.findall(r"```console\n(.*?)```", README, re.S):
+    for block in re.findall(r"```console\n(.*?)```", text, re.S):
         cmd, expected = None, []
         for line in block.splitlines():
             if line.startswith("$ "):
@@ -32,7 +36,20 @@ def console_examples():
     return out
 
 
+def examples():
+    """pytest params, one per command of each page: (page, command, expected lines)."""
+    out = []
+    for page in PAGES:
+        name = page.relative_to(ROOT).as_posix()
+        for i, (cmd, expected) in enumerate(console_examples(page.read_text("utf-8")), 1):
+            out.append(pytest.param(name, cmd, expected, id=f"{name}#{i}: {cmd}"))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
 def run(cmd: str) -> subprocess.CompletedProcess:
+    """Run `cmd` from the repository's root (once per process: a command two pages show is
+    run once where both land on one worker)."""
     argv = shlex.split(cmd)
     assert argv[0] == "toolcommit"
     exe = shutil.which("toolcommit")
@@ -41,10 +58,16 @@ def run(cmd: str) -> subprocess.CompletedProcess:
     return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
 
 
-@pytest.mark.parametrize("cmd,expected", console_examples(), ids=[c for c, _ in console_examples()])
-def test_readme_command_prints_what_the_readme_shows(cmd, expected):
+def test_every_page_with_commands_is_found():
+    pages = {p for p, *_ in (e.values for e in examples())}
+    assert {"README.md", "docs/check.md", "docs/design-and-ask.md", "docs/validate.md",
+            "docs/runtime.md", "docs/question-files.md", "docs/design-files.md"} <= pages
+
+
+@pytest.mark.parametrize("page,cmd,expected", examples())
+def test_a_documented_command_prints_what_its_page_shows(page, cmd, expected):
     if "--engine dask" in cmd:
-        pytest.importorskip("dask.distributed", reason="the README marks this command as "
+        pytest.importorskip("dask.distributed", reason=f"{page} marks this command as "
                             "needing the 'distributed' extra, which is not installed")
     result = run(cmd)
     assert result.returncode in (0, 1, 3), result.stderr    # a verdict, not bad usage
@@ -55,7 +78,7 @@ def test_readme_command_prints_what_the_readme_shows(cmd, expected):
     assert not wide, f"{len(wide)} line(s) wider than COLUMNS={WIDTH}, the first: {wide[0]!r}"
     pos = 0
     for want in expected:
-        assert want in lines[pos:], f"{want!r} not printed (in order) by: {cmd}"
+        assert want in lines[pos:], f"{want!r} not printed (in order) by: {cmd} ({page})"
         pos = lines.index(want, pos) + 1
 
 
@@ -68,3 +91,26 @@ def test_readme_install_and_test_commands_are_what_ci_runs():
         "pip install --quiet -e '.[test,distributed]'" in ci
     assert "python3 -m venv .venv" in install and "python3 -m venv .venv" in ci
     assert test == "python -m pytest -q -n 2" and ci.rstrip().endswith(test)
+
+
+def test_the_readmes_library_example_prints_what_it_shows(tmp_path):
+    """The ```python block of the README's runtime section, run in an empty directory,
+    prints the ```text block after it: one email for a call and its retry."""
+    section = README.split("### Guard your tools: `toolcommit.runtime`\n", 1)[1]
+    code, printed = re.search(r"```python\n(.*?)```\n\n```text\n(.*?)```", section, re.S).groups()
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == printed
+    assert (tmp_path / "intents.db").exists()
+
+
+def test_the_readmes_guarantees_are_the_ones_in_spec_protocol():
+    table = README.split("| guarantee | the properties that hold | what the user is promised |\n"
+                         "|---|---|---|\n", 1)[1].split("\n\n", 1)[0]
+    rows = {}
+    for line in table.splitlines():
+        name, props, meaning = (c.strip() for c in line.strip("|").split(" | "))
+        rows[name.strip("*")] = (props.split(", "), meaning)
+    spec = json.loads((ROOT / "spec" / "protocol.json").read_text("utf-8"))["guarantees"]
+    assert rows == {g: (v["requires"], v["meaning"]) for g, v in spec.items() if g != "about"}

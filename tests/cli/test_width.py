@@ -52,8 +52,8 @@ def test_the_width_is_columns_else_100_when_no_terminal_says(monkeypatch):
 
 def test_a_long_run_shows_progress_on_a_terminal_and_erases_it():
     """A run of several seconds shows progress when stderr is a terminal (a pseudo-terminal
-    here), and nothing when it is a pipe (test_readme asserts that for every README command,
-    design's and ask's runs of tens of seconds among them)."""
+    here), and nothing when it is a pipe (test_readme asserts that for every command of the
+    README and docs/, design's and ask's runs of tens of seconds among them)."""
     master, slave = pty.openpty()
     env = {**os.environ, "COLUMNS": "100"}
     r = subprocess.run([sys.executable, "-m", "toolcommit.checker.cli", "design", "--env",

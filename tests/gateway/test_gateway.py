@@ -150,17 +150,16 @@ def test_bad_usage_is_one_line_and_exit_2(tmp_path, argv, needle):
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def readme_blocks() -> list[tuple[str, str]]:
-    """(language, text) of each fenced block of the README's gateway section, in order."""
-    readme = (ROOT / "README.md").read_text("utf-8")
-    section = re.search(r"### MCP: `toolcommit gateway`\n(.*?)\n### ", readme, re.S).group(1)
-    return re.findall(r"```(\w+)\n(.*?)```", section, re.S)
+def page_blocks() -> list[tuple[str, str]]:
+    """(language, text) of each fenced block of docs/gateway.md, in order."""
+    page = (ROOT / "docs" / "gateway.md").read_text("utf-8")
+    return re.findall(r"```(\w+)\n(.*?)```", page, re.S)
 
 
 class Quickstart:
-    """A directory laid out as the repository's root for the README's commands (the test
-    server linked in at its path), a PATH where `toolcommit` and `python` are this
-    environment's, and no REFUND_LEDGER: the README's commands run as written."""
+    """A directory laid out as the repository's root for the commands of docs/gateway.md
+    (the test server linked in at its path), a PATH where `toolcommit` and `python` are this
+    environment's, and no REFUND_LEDGER: the page's commands run as written."""
 
     def __init__(self, tmp: Path):
         self.dir = tmp
@@ -195,10 +194,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_the_readme_quick_start_runs_as_written_over_stdio(tmp_path):
+def test_the_docs_quick_start_runs_as_written_over_stdio(tmp_path):
     """The gateway line, the SDK client that starts it (the same line), then the export
     and validate lines, in a directory laid out as the repository's root."""
-    blocks = readme_blocks()
+    blocks = page_blocks()
     (_, gateway), (_, client), (_, check) = blocks[0], blocks[1], blocks[2]
     q = Quickstart(tmp_path)
     assert [blocks[i][0] for i in range(3)] == ["sh", "python", "sh"]
@@ -206,6 +205,8 @@ def test_the_readme_quick_start_runs_as_written_over_stdio(tmp_path):
                                     "--db", "intents.db", "--", "python",
                                     "tests/gateway/refund_server.py"]
     assert started_by(client) == shlex.split(gateway)        # the client starts that line
+    readme = (ROOT / "README.md").read_text("utf-8")
+    assert f"```sh\n{gateway}```" in readme                  # the README shows that line
     out = q.run([sys.executable, "-c", client])
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
@@ -217,10 +218,10 @@ def test_the_readme_quick_start_runs_as_written_over_stdio(tmp_path):
     assert done.stdout.startswith("CONFORMS")
 
 
-def test_the_readme_client_configuration_starts_the_gateway(tmp_path):
+def test_the_docs_client_configuration_starts_the_gateway(tmp_path):
     """The JSON block a desktop MCP client reads, with /path/to/ made this directory."""
     q = Quickstart(tmp_path)
-    (lang, config), = [b for b in readme_blocks() if b[0] == "json"]
+    (lang, config), = [b for b in page_blocks() if b[0] == "json"]
     server = json.loads(config.replace("/path/to/", f"{tmp_path}/"))["mcpServers"]["refunds"]
     env = {**q.env, **server["env"]}
     params = StdioServerParameters(command=server["command"], args=server["args"], env=env)
@@ -235,10 +236,10 @@ def test_the_readme_client_configuration_starts_the_gateway(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_readme_http_gateway_and_client_run_as_written(tmp_path):
+def test_the_docs_http_gateway_and_client_run_as_written(tmp_path):
     """The HTTP lines (port 8808 made a free one) and the client block."""
     q = Quickstart(tmp_path)
-    blocks = readme_blocks()
+    blocks = page_blocks()
     i = next(i for i, (lang, b) in enumerate(blocks) if "--http 8808" in b)
     port = str(free_port())
     gateway, client = blocks[i][1].replace("8808", port), blocks[i + 1][1].replace("8808", port)

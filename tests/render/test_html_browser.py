@@ -2,8 +2,8 @@
 kind of report; its screenshot shows the diagrams drawn, and its DOM holds every element the
 page wrote.
 
-With TOOLCOMMIT_SCREENSHOTS=write the test also stores the top of each screenshot as the
-README's picture of that report (tests/screenshots/, palette PNGs to keep them small):
+With TOOLCOMMIT_SCREENSHOTS=write the test also stores the top of each screenshot as
+docs/check.md's picture of that report (tests/screenshots/, palette PNGs to keep them small):
 `TOOLCOMMIT_SCREENSHOTS=write python -m pytest -q tests/render/test_html_browser.py`.
 """
 import os
@@ -28,8 +28,8 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
          "--disable-component-update", "--disable-sync", "--no-first-run",
          "--hide-scrollbars", "--force-device-scale-factor=1"]
 WIDTH, TALL, README_HEIGHT = 1200, 6000, 860
-# (page, the README picture it makes or None, command, the colour its diagrams draw with,
-# pixels of it at least)
+# (page, the picture in docs/check.md it makes or None, command, the colour its diagrams
+# draw with, pixels of it at least)
 REPORTS = [
     ("check", "check", ["check", "--preset", "naive", "--set", "on_unknown=reconcile",
                         "--instance", "ack_loss", "--property", "I1"], CALL, 300),

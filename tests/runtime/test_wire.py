@@ -309,21 +309,21 @@ def test_the_fake_answers_409_in_flight_400_on_other_params_and_replays_a_saved_
     assert [r["charge"] for r in fake.refunds] == ["ch_1", "ch_2"]
 
 
-# ----- the README's example, as printed -------------------------------------------------------
-def _readme_example() -> str:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
-    section = readme.split("### Check your runtime: the intent-log library and torture\n", 1)[1]
+# ----- docs/runtime.md's example, as printed --------------------------------------------------
+def _docs_example() -> str:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "runtime.md").read_text("utf-8")
+    section = page.split("## A Stripe refund, guarded\n", 1)[1]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
-def test_the_readmes_stripe_example_refunds_once_under_a_lost_ack_and_reads_every_page(
+def test_the_docs_stripe_example_refunds_once_under_a_lost_ack_and_reads_every_page(
         tmp_path, fake, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(stripe, "api_key", TOKEN)
     monkeypatch.setattr(stripe, "api_base", fake.url)
     monkeypatch.setattr(stripe, "default_http_client", None)     # a fresh client for this test
     ns: dict = {}
-    exec(compile(_readme_example(), "README.md", "exec"), ns)
+    exec(compile(_docs_example(), "docs/runtime.md", "exec"), ns)
     fake.lose(3)                # the first send and both of stripe-python's own retries
     got = asyncio.run(ns["refund"]("ch_1", 2000, "7"))
     log = ns["log"]
