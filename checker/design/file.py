@@ -1,4 +1,4 @@
-"""The design file: a minimal design `toolcommit design --write FILE` found, as data a team
+"""The design file: a minimal design `toolcommit design -o FILE` found, as data a team
 checks in; `toolcommit check --design FILE` re-judges it and `toolcommit.runtime` follows it.
 
 Pure: `document` turns a found design into a dict, `config_of` a read dict back into the
@@ -84,7 +84,7 @@ def document(s: Synthesis, level: Level, m: Minimal) -> dict:
 
 
 def document_text(s: Synthesis) -> str:
-    """The design file `design --write` stores for a search that found a design: the
+    """The design file `design -o FILE` stores for a search that found a design: the
     preferred minimal design of the level it chose, as JSON text."""
     level = s.chosen
     return json.dumps(document(s, level, preferred(level)), indent=2) + "\n"
@@ -106,7 +106,7 @@ def design_of(doc: Mapping) -> tuple[dict, str]:
     naming the field otherwise."""
     if not isinstance(doc, Mapping) or doc.get("kind") != KIND:
         _fail("kind", f"not a design file (expected \"kind\": \"{KIND}\"; write one with "
-                      "`toolcommit design --env NAME --write FILE`)")
+                      "`toolcommit design --env NAME -o FILE`)")
     if doc.get("version") != VERSION:
         _fail("version", f"{doc.get('version')!r} is not {VERSION}")
     env = doc.get("environment")
