@@ -31,7 +31,6 @@ from toolcommit.checker.design.question import Limits
 from toolcommit.checker.design.schema import builtin_names, load_question
 from toolcommit.checker.render.answers import (counterexample_files, render_answer_json, render_answer_markdown,
                          render_answer_text)
-from toolcommit.checker.cli import flags
 from toolcommit.checker.cli.check import add_env_option, add_out_dir
 from toolcommit.checker.cli.terminal import Progress, width
 from toolcommit.checker.render.fit import fit, wrap_line
@@ -72,8 +71,6 @@ def add_parser(sub):
     p.add_argument("--run-timeout", type=float, metavar="SECONDS",
                    help=f"seconds per engine run, explicit and SMT fallback (default: the "
                    f"question's, else {d.timeout:g}; 0 = none)")
-    flags.changed(p, "--timeout", "--timeout now limits the whole command; the limit per "
-                  "engine run it set before is --run-timeout")
     p.add_argument("--bmc-depth", type=int, metavar="K",
                    help=f"depth of the SMT fallback that judges the invariants a stopped explicit "
                    f"search left open (default: the question's, else {d.bmc_depth})")

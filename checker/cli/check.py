@@ -88,8 +88,6 @@ def add_timeouts(p, run: str) -> None:
                    "then stops, UNKNOWN (default: %(default)s, no limit)")
     p.add_argument("--run-timeout", type=float, default=0.0, metavar="SECONDS",
                    help=f"seconds per {run} (verdict UNKNOWN; default: %(default)s, no limit)")
-    flags.changed(p, "--timeout", f"--timeout now limits the whole command; the limit per "
-                  f"{run} it set before is --run-timeout")
 
 
 def add_model_options(p) -> None:

@@ -4,8 +4,7 @@
 parser `p` (same kind, type and choices; hidden from --help). After parsing, `resolve(args)`
 moves an old spelling's value to the new option and says so on stderr in one line; an old
 and a new spelling given together with different values are a `UsageError` (exit 2).
-`changed(p, flag, note)` marks a flag whose meaning changed (its note is said whenever it is
-given). The table of renames is `docs/flags.md`.
+The table of renames is `docs/flags.md`.
 """
 from __future__ import annotations
 
@@ -59,13 +58,6 @@ def _renames(p) -> tuple:
     return p.get_default("_flags_renames") or ()
 
 
-def changed(p: argparse.ArgumentParser, flag: str, note: str) -> None:
-    """Say `note` on stderr whenever `flag` (an option of `p`) is given: its meaning changed."""
-    _marked(_action(p, flag))
-    act = _action(p, flag)
-    p.set_defaults(_flags_changed=(p.get_default("_flags_changed") or ()) + ((act.dest, note),))
-
-
 def resolve(args: argparse.Namespace, err=None) -> argparse.Namespace:
     """Move the values of old spellings to their new options, one note each on `err`
     (stderr); `UsageError` if an old and a new spelling disagree."""
@@ -83,9 +75,6 @@ def resolve(args: argparse.Namespace, err=None) -> argparse.Namespace:
               "later release", file=err)
         setattr(args, dest, value)
         given.add(dest)
-    for dest, note in getattr(args, "_flags_changed", ()) or ():
-        if dest in given:
-            print(f"toolcommit: note: {note}", file=err)
     return args
 
 

@@ -60,10 +60,10 @@ class Limits:
 def within(limits: Limits, deadline: float) -> Limits:
     """`limits` with its timeout cut to the seconds left before `deadline` (a
     `time.monotonic()` instant; 0: none), the whole command's wall-clock limit; at least a
-    millisecond, so a search begun past it stops at once (UNKNOWN)."""
+    microsecond, so a search begun past it stops at once (UNKNOWN)."""
     if not deadline:
         return limits
-    left = max(deadline - time.monotonic(), 1e-3)
+    left = max(deadline - time.monotonic(), 1e-6)
     return replace(limits, timeout=min(limits.timeout, left) if limits.timeout else left)
 
 
