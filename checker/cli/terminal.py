@@ -15,14 +15,13 @@ import os
 import shutil
 import sys
 import time
-import weakref
 
 from toolcommit.checker.render.fit import DEFAULT
 
 AFTER = 2.0      # seconds before the first progress line
 EVERY = 0.25     # seconds between rewrites
 PROGRESS_DEFAULT = 80    # a progress line's columns when no terminal says
-_OPEN: "weakref.WeakSet[Progress]" = weakref.WeakSet()    # the lines shown, not yet erased
+_OPEN: set = set()      # the Progress objects whose line is shown, not yet erased
 
 
 def width() -> int:

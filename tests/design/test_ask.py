@@ -290,7 +290,7 @@ def test_ask_json_format_is_machine_readable(capsys):
 def test_ask_write_stores_counterexamples_atomically(tmp_path, capsys):
     out = tmp_path / "cx"
     md = tmp_path / "answer.md"
-    assert main(["ask", "multi-orchestrator", "--write", "--out", str(out), "--answer", str(md)]) == 0
+    assert main(["ask", "multi-orchestrator", "--write", "--out-dir", str(out), "--answer", str(md)]) == 0
     folder = out / "questions" / "multi-orchestrator"
     assert (folder / "index.json").is_file()
     assert not [p for p in out.joinpath("questions").iterdir() if p.name.startswith(".")]
