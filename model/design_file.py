@@ -46,7 +46,7 @@ def design_of(doc: Mapping) -> tuple[dict, str]:
     naming the field otherwise."""
     if not isinstance(doc, Mapping) or doc.get("kind") != KIND:
         _fail("kind", f"not a design file (expected \"kind\": \"{KIND}\"; write one with "
-                      "`toolcommit design --env NAME --write FILE`)")
+                      "`toolcommit design --env NAME -o FILE`)")
     if doc.get("version") != VERSION:
         _fail("version", f"{doc.get('version')!r} is not {VERSION}")
     env = doc.get("environment")

@@ -2,7 +2,7 @@
 library's decisions as pure functions of it.
 
 `load(provider)` reads ``spec/designs/NAME.json`` (a profile name) or a file written by
-``toolcommit design --write FILE`` through `toolcommit.model.design_file` (one reader for
+``toolcommit design -o FILE`` through `toolcommit.model.design_file` (one reader for
 both) and refuses a design whose knobs the library does not implement, naming the knob.
 The decisions below are the only places the library reads a knob; the test
 ``tests/runtime/test_design_decisions.py`` compares each with the model's own moves for the
@@ -200,7 +200,7 @@ def _read_doc(provider: str) -> tuple[dict, str]:
             raise DesignError(f"{provider}: not a design file: JSON nested deeper than a "
                               "reader follows") from None
     raise DesignError(f"provider={provider!r} is neither a shipped design ({', '.join(SHIPPED)}) "
-                      "nor a design file; write one with `toolcommit design --env NAME --write FILE`")
+                      "nor a design file; write one with `toolcommit design --env NAME -o FILE`")
 
 
 def load(provider: Union[str, os.PathLike, Design, None]) -> Design:
@@ -212,7 +212,7 @@ def load(provider: Union[str, os.PathLike, Design, None]) -> Design:
     if provider is None:
         raise DesignError("the intent log needs provider=: the provider it talks to decides "
                           f"the design; one of {', '.join(SHIPPED)}, or the path of a design file "
-                          "(`toolcommit design --env NAME --write FILE`)")
+                          "(`toolcommit design --env NAME -o FILE`)")
     d = read(provider)
     for knob, options in IMPLEMENTS.items():
         if d.knobs[knob] not in options:

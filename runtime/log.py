@@ -131,7 +131,7 @@ class IntentLog:
     provider : str, os.PathLike or Design
         The provider the log talks to, which decides the design it follows: a shipped
         profile (``ideal``, ``stripe``, ``email``, ``fenced-store``: ``spec/designs/NAME.json``)
-        or a design file from ``toolcommit design --write``. Required (see `design.load`).
+        or a design file from ``toolcommit design -o FILE``. Required (see `design.load`).
     lease : float
         Seconds a record's lease lasts after each write.
     sinks : sequence of callables

@@ -13,6 +13,8 @@ import sys
 
 from toolcommit.model.errors import InternalError, ResourceError, ToolcommitError
 from toolcommit.checker.output import guarded_stdout
+from toolcommit.checker.cli import flags
+from toolcommit.checker.cli.terminal import close_all
 
 COMMANDS = ("spec", "check", "prove", "validate", "ask", "design", "torture", "export", "recover",
             "status", "gateway")
@@ -61,8 +63,12 @@ def main(argv=None) -> int:
     if extra:   # reported by the subcommand, whose usage is the one that helps
         args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
+        flags.resolve(args)      # old spellings of renamed flags: a note, or exit 2 on a clash
         with guarded_stdout():   # a failed write to stdout is an OutputError: exit 2, one line
-            code = args.run(args)
+            try:
+                code = args.run(args)
+            finally:
+                close_all()      # no progress line is left before the error or the report
         _build_notes()
         return code
     except InternalError as e:

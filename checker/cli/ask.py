@@ -8,16 +8,19 @@ ideal too, and the output says which cells differ and which documented behaviour
 difference (`toolcommit.checker.design.changes`). Exit codes: 0 the question was answered (VIOLATED
 cells are part of the answer), 3 some cell is UNKNOWN, 2 bad input.
 
-Limits: `--max-states` and `--timeout` are honoured. Without them, a search that stops at
-the question's limits hands the open invariants to bounded SMT; with them, it does so only
-if `--bmc-depth` is given too (each SMT run then lasts at most `--timeout` seconds), and the
-output names the depth and time of that fallback. See `toolcommit.checker.design.question.Limits`.
+Limits: `--max-states` and `--run-timeout` (per engine run) are honoured. Without them, a
+search that stops at the question's limits hands the open invariants to bounded SMT; with
+them, it does so only if `--bmc-depth` is given too (each SMT run then lasts at most
+`--run-timeout` seconds), and the output names the depth and time of that fallback.
+`--timeout` is the whole command's wall-clock limit: each run's limits are cut to the time
+left, and does not turn the fallback off. See `toolcommit.checker.design.question.Limits`.
 """
 from __future__ import annotations
 
 import math
 import os
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,7 +31,7 @@ from toolcommit.checker.design.question import Limits
 from toolcommit.checker.design.schema import builtin_names, load_question
 from toolcommit.checker.render.answers import (counterexample_files, render_answer_json, render_answer_markdown,
                          render_answer_text)
-from toolcommit.checker.cli.check import add_env_option
+from toolcommit.checker.cli.check import add_env_option, add_out_dir
 from toolcommit.checker.cli.terminal import Progress, width
 from toolcommit.checker.render.fit import fit, wrap_line
 from toolcommit.checker.cli.exits import EXIT
@@ -48,17 +51,24 @@ def add_parser(sub):
     p.add_argument("--format", choices=("text", "markdown", "json", "html"), default="text",
                    help="html: one self-contained page, the grid as a coloured matrix whose "
                    "cells link to their counterexamples, drawn as sequence diagrams")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write the answer here (atomically, in --format; markdown links "
+                   "relative to FILE), not to stdout")
     p.add_argument("--write", action="store_true",
-                   help="store the counterexamples under --out/questions/<question>/")
-    p.add_argument("--out", default="counterexamples", help="folder for --write (default: %(default)s)")
+                   help="store the counterexamples in the repository's place: under "
+                   "--out-dir/questions/<question>/")
+    add_out_dir(p, "--write")
     p.add_argument("--answer", metavar="FILE",
                    help="also write the markdown answer to FILE (links relative to FILE)")
     d = Limits()
     p.add_argument("--max-states", type=int, metavar="N",
                    help=f"explicit-engine state limit per run (default: the question's, else "
-                   f"{d.max_states}; 0 = none). Setting it (or --timeout) turns the SMT fallback "
+                   f"{d.max_states}; 0 = none). Setting it (or --run-timeout) turns the SMT fallback "
                    "off unless --bmc-depth is given: a stopped search is then UNKNOWN")
-    p.add_argument("--timeout", type=float, metavar="SECONDS",
+    p.add_argument("--timeout", type=float, default=0.0, metavar="SECONDS",
+                   help="the whole command's wall-clock limit: every search still running "
+                   "then stops, its cell UNKNOWN (default: %(default)s, no limit)")
+    p.add_argument("--run-timeout", type=float, metavar="SECONDS",
                    help=f"seconds per engine run, explicit and SMT fallback (default: the "
                    f"question's, else {d.timeout:g}; 0 = none)")
     p.add_argument("--bmc-depth", type=int, metavar="K",
@@ -77,11 +87,12 @@ def run(args) -> int:
         raise UsageError("ask needs a QUESTION: one of " + ", ".join(builtin_names())
                          + ", or a path to a question JSON file")
     q = load_question(args.question)
-    lim = {k: v for k, v in (("max_states", args.max_states), ("timeout", args.timeout),
+    lim = {k: v for k, v in (("max_states", args.max_states), ("timeout", args.run_timeout),
                              ("bmc_depth", args.bmc_depth)) if v is not None}
-    for name, value in lim.items():
+    for name, value in [*lim.items(), ("whole_timeout", args.timeout)]:
         if not math.isfinite(value) or value < 0:
-            raise UsageError(f"--{name.replace('_', '-')} must be a number >= 0 (0 = no limit), "
+            flag = {"timeout": "run-timeout", "whole_timeout": "timeout"}.get(name, name)
+            raise UsageError(f"--{flag.replace('_', '-')} must be a number >= 0 (0 = no limit), "
                              f"got {value:g}")
     if lim:
         q = replace(q, limits=q.limits.override(**lim))
@@ -89,9 +100,9 @@ def run(args) -> int:
         env_profile(args.env)
         q = replace(q, env=args.env, name=f"{q.name}@{args.env}")
     progress = Progress()
-    a = answer(q, progress)
+    a = answer(q, progress, time.monotonic() + args.timeout if args.timeout else 0.0)
     progress.close()
-    folder = Path(args.out) / "questions" / q.name
+    folder = Path(args.out_dir) / "questions" / q.name
     files = counterexample_files(a)
     stems = {c.stem for c in a.violated_cells()}
     if args.write:
@@ -102,7 +113,8 @@ def run(args) -> int:
         write_atomic(target, render_answer_markdown(a, answer_links(folder, target, stems)),
                      inputs=(args.question,))
         print(f"wrote {target}", file=sys.stderr)
-    links = {s: (folder / f"{s}.txt").as_posix() for s in stems}
+    links = ({s: (folder / f"{s}.txt").as_posix() for s in stems} if not args.output else
+             answer_links(folder, Path(args.output), stems))
     if args.format == "text":
         out = render_answer_text(a, links, width())
         if stems and not args.write:
@@ -113,7 +125,11 @@ def run(args) -> int:
         out = render_ask_html(a, render_answer_json(a, links))
     else:
         out = {"markdown": render_answer_markdown, "json": render_answer_json}[args.format](a, links)
-    sys.stdout.write(out)
+    if args.output:
+        write_atomic(args.output, out, inputs=(args.question,))
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(out)
     return EXIT[a.status]   # HOLDS once answered (VIOLATED cells are part of the answer)
 
 

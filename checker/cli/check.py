@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import replace
 
 from toolcommit.model.environment import configure, names as env_names
@@ -12,9 +13,11 @@ from toolcommit.model.properties import all_names
 
 from toolcommit.checker.engines.base import Limits, without_state_limit
 from toolcommit.checker.engines.portfolio import for_check
+from toolcommit.checker.cli import flags
 from toolcommit.checker.cli.exits import EXIT
 from toolcommit.checker.cli.terminal import Progress, width
 from toolcommit.checker.machine import cores
+from toolcommit.checker.output import write_atomic
 from toolcommit.checker.render.fit import DEFAULT, fit
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.render.suite import render_json, render_programs, render_suite_text
@@ -38,18 +41,17 @@ def add_parser(sub):
                    "the exit code is the claim's")
     p.add_argument("--max-states", type=int, default=0,
                    help="stop after N states (verdict UNKNOWN; default: %(default)s, no limit)")
-    p.add_argument("--timeout", type=float, default=0.0,
-                   help="seconds per instance (verdict UNKNOWN; default: %(default)s, no limit)")
+    add_timeouts(p, "instance")
     p.add_argument("--first", action="store_true",
                    help="explicit: stop an instance's search once every property asked for is "
                    "violated (same shortest counterexamples; the state counts are then of the "
                    "part searched, and the output says it stopped early; PROGRESS, which needs "
                    "the whole graph, keeps the search going)")
     p.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="explicit: search on N threads where the native engine answers (default: "
-                   f"the cores available, {cores()}), an instance's P4 search beside its main "
-                   "one; the states, counts, depths, verdicts and counterexamples are those of "
-                   "--jobs 1")
+                   help="parallel workers; here a worker is a search thread (explicit engine, "
+                   f"where the native engine answers; default: the cores available, {cores()}), "
+                   "an instance's P4 search beside its main one; the states, counts, depths, "
+                   "verdicts and counterexamples are those of --jobs 1")
     p.add_argument("--engine", choices=("explicit", "smt", "random"), default="explicit",
                    help="explicit: exhaustive BFS (all properties); smt: bounded model checking "
                    "with z3 to --depth; random: seeded simulation (invariants only for smt and random)")
@@ -62,19 +64,37 @@ def add_parser(sub):
                    "self-contained page, each counterexample a sequence diagram")
     p.add_argument("--explain", choices=("first", "all", "none"), default="first",
                    help="which counterexamples to explain in full (text format)")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write the report here (atomically), not to stdout")
     p.add_argument("--write", action="store_true",
-                   help="store counterexamples under --out/<config>/ (other --bounds: "
-                   "<config>@<bounds>/) as .itf.json, .txt and .mmd; only the files of this "
-                   "run's instances and properties change")
-    p.add_argument("--out", default="counterexamples", help="folder for --write (default: %(default)s)")
+                   help="store counterexamples in the repository's place: under "
+                   "--out-dir/<config>/ (other --bounds: <config>@<bounds>/) as .itf.json, .txt "
+                   "and .mmd; only the files of this run's instances and properties change")
+    add_out_dir(p, "--write")
     return p
+
+
+def add_out_dir(p, what: str) -> None:
+    """`--out-dir DIR` (old spelling `--out`): the folder of a command's output files."""
+    p.add_argument("--out-dir", default="counterexamples", metavar="DIR",
+                   help=f"folder for {what} (default: %(default)s)")
+    flags.alias(p, "--out", "--out-dir")
+
+
+def add_timeouts(p, run: str) -> None:
+    """`--timeout` (the whole command's wall-clock limit) and `--run-timeout` (each `run`'s)."""
+    p.add_argument("--timeout", type=float, default=0.0, metavar="SECONDS",
+                   help="the whole command's wall-clock limit: every search still running "
+                   "then stops, UNKNOWN (default: %(default)s, no limit)")
+    p.add_argument("--run-timeout", type=float, default=0.0, metavar="SECONDS",
+                   help=f"seconds per {run} (verdict UNKNOWN; default: %(default)s, no limit)")
 
 
 def add_model_options(p) -> None:
     p.add_argument("--preset", default=None, choices=PRESETS,
                    help="starting policy (default: recommended)")
     p.add_argument("--design", metavar="FILE",
-                   help="start from a design file that `toolcommit design --write FILE` wrote "
+                   help="start from a design file that `toolcommit design -o FILE` wrote "
                    "(its knobs, timing and environment; instead of --preset and --env)")
     p.add_argument("--set", action="append", metavar="KNOB=OPTION",
                    help="change one knob or assumption (repeatable)")
@@ -129,11 +149,11 @@ def design_file(args):
     except OSError as e:
         raise InputError(f"cannot read the design file ({e.strerror})", args.design) from None
     except ValueError as e:
-        raise InputError(f"not JSON ({e}); write one with `toolcommit design --write FILE`",
+        raise InputError(f"not JSON ({e}); write one with `toolcommit design -o FILE`",
                          args.design, getattr(e, "lineno", 0)) from None
     except RecursionError:
         raise InputError("not a design file: JSON nested deeper than a reader follows; write "
-                         "one with `toolcommit design --write FILE`", args.design, 1) from None
+                         "one with `toolcommit design -o FILE`", args.design, 1) from None
     try:
         design, env = design_of(doc)
         claim = claim_of(doc, env)
@@ -154,31 +174,38 @@ def run(args) -> int:
         raise UsageError(f"--jobs is for --engine explicit (the {args.engine} engine runs on one core)")
     jobs = cores() if args.jobs is None else args.jobs
     engine = for_check(args.engine, args.depth, args.runs, args.seed, args.max_steps, jobs)
-    limits = Limits(args.max_states, args.timeout, args.first)
+    limits = Limits(args.max_states, args.run_timeout, args.first)
+    Limits(0, args.timeout)                          # range-checked before any search
+    deadline = time.monotonic() + args.timeout if args.timeout else 0.0
     if args.engine != "explicit":
         without_state_limit(args.engine, limits)     # refused before any search
     props = args.property or (list(claim.properties) if claim else None)
     names = args.instance or (list(claim.instances) if claim else None)
     insts = resolve_instances(names, bounds_from(args), config.env)
     progress = Progress()
-    suite = run_suite(config, insts, props, limits, progress, engine)
+    suite = run_suite(config, insts, props, limits, progress, engine, deadline)
     if claim is not None:
         suite = replace(suite, claim=_claim_line(args, claim, props, names))
     if args.all:
         beyond = resolve_instances(list(dict.fromkeys(list(names) + suite_names())),
                                    bounds_from(args), config.env)
-        every = run_suite(config, beyond, None, limits, progress, engine)
+        every = run_suite(config, beyond, None, limits, progress, engine, deadline)
         suite = replace(suite, outside=outside_claim(every, props, names))
     if args.write:
         from toolcommit.checker.render.catalogue import write_catalogue
-        where = write_catalogue(args.out, suite)
+        where = write_catalogue(args.out_dir, suite)
         print(f"wrote {where}", file=sys.stderr)
     if suite.status is Status.HOLDS and args.engine == "explicit" and not args.max_states \
-            and not args.timeout:
+            and not args.timeout and not args.run_timeout:
         progress.show("  [reliance] judging the verdicts without each environment assumption")
         suite = replace(suite, reliance=reliance(config, insts, suite.props, engine))
     progress.close()
-    sys.stdout.write(_render(suite, args, config.label() == "seed" and args.engine == "explicit"))
+    text = _render(suite, args, config.label() == "seed" and args.engine == "explicit")
+    if args.output:
+        write_atomic(args.output, text, inputs=[args.design] if args.design else ())
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
     return EXIT[suite.status]
 
 

@@ -13,6 +13,7 @@ from toolcommit.model.errors import UsageError
 from toolcommit.model.instance import instance_names
 from toolcommit.model.knobs import parse_settings
 
+from toolcommit.checker.cli import flags
 from toolcommit.checker.cli.check import add_env_option
 from toolcommit.checker.cli.terminal import Progress, width
 from toolcommit.checker.design.file import document_text
@@ -40,26 +41,28 @@ def add_parser(sub):
                    "add P2, LEGAL or FENCE to require the article's mechanism too)")
     p.add_argument("--max-states", type=int, default=0,
                    help="per instance and design: stop after N states (that design does not hold)")
-    p.add_argument("--timeout", type=float, default=600.0,
-                   help="seconds for the whole search (default: %(default)s; 0: none)")
+    p.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="the whole command's wall-clock limit (default: %(default)s; 0: none)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="change an environment assumption or timing number of the profile "
                    "(repeatable), e.g. delay_bound=48h: what if the delay outlived the key?")
     p.add_argument("--format", choices=("text", "json", "html"), default="text",
                    help="html: one self-contained page, the design table with each "
                    "departure's counterexample as a sequence diagram")
-    p.add_argument("--write", metavar="FILE",
+    p.add_argument("-o", "--output", metavar="FILE",
                    help="store the design to build first (the first minimal design that needs no human "
                    "at the approval gate) as a design file, "
                    "for `toolcommit check --design FILE` and toolcommit.runtime")
-    p.add_argument("--explain", choices=("all", "none"), default="all",
-                   help="print each counterexample's steps (default) or only its length")
+    flags.alias(p, "--write", "--output")
+    p.add_argument("--explain", choices=("first", "all", "none"), default="all",
+                   help="which counterexamples to print step by step: the first one, all "
+                   "(default) or none (only each one's length)")
     return p
 
 
 def run(args) -> int:
-    if args.write is not None and not args.write.strip():
-        raise UsageError("--write: give the design file's name (it was empty)")
+    if args.output is not None and not args.output.strip():
+        raise UsageError("-o/--output: give the design file's name (it was empty)")
     if args.max_states < 0:
         raise UsageError(f"--max-states {args.max_states}: give 0 (no limit) or a positive number")
     if not args.timeout >= 0 or args.timeout == float("inf"):
@@ -70,14 +73,14 @@ def run(args) -> int:
     s = synthesize(args.env, names, args.property, Limits(args.max_states, 0.0), args.timeout,
                    progress.design, parse_settings(args.set))
     progress.close()
-    if args.write and s.status is Status.HOLDS:
-        write_atomic(args.write, document_text(s))
-        print(f"wrote {args.write}", file=sys.stderr)
-    elif args.write:
-        print(f"toolcommit design: nothing written to {args.write}: no design was confirmed",
+    if args.output and s.status is Status.HOLDS:
+        write_atomic(args.output, document_text(s))
+        print(f"wrote {args.output}", file=sys.stderr)
+    elif args.output:
+        print(f"toolcommit design: nothing written to {args.output}: no design was confirmed",
               file=sys.stderr)
     if args.format == "text":
-        out = render_text(s, args.explain == "all", width())
+        out = render_text(s, args.explain, width())
     else:
         out = render_json(s)
         if args.format == "html":

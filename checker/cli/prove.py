@@ -50,7 +50,8 @@ def add_parser(sub):
     p.add_argument("--max-k", type=int, default=12,
                    help="deepest BMC base case and induction step (default: %(default)s)")
     p.add_argument("--timeout", type=float, default=0.0,
-                   help="seconds in all (verdict UNKNOWN; default: %(default)s, no limit)")
+                   metavar="SECONDS", help="the whole command's wall-clock limit (verdict "
+                   "UNKNOWN; default: %(default)s, no limit)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     return p
 

@@ -43,7 +43,7 @@ def add_parser(sub):
                         "lower case, as PostgreSQL folds an unquoted name)")
     p.add_argument("--provider", required=True, metavar="NAME|FILE",
                    help="the design the log follows: ideal, stripe, email, fenced-store, or a "
-                        "design file (`toolcommit design --write`); the one the log was "
+                        "design file (`toolcommit design -o FILE`); the one the log was "
                         "created under (another is refused)")
     p.add_argument("--writer", default=None,
                    help="the name this sweeper writes under (default: toolcommit-recover@"

@@ -3,10 +3,15 @@
 `width()` is COLUMNS if set, else the size of the terminal standard output is, else
 `fit.DEFAULT` (100). `Progress` shows one line on standard error, rewritten in place, once a
 run has gone on for two seconds, and only when standard error is a terminal: piped or
-redirected, it writes nothing. `close()` erases the line, so the report starts clean.
+redirected, it writes nothing. The line is cut to one column less than the terminal it is
+written to (`columns`: COLUMNS, else that terminal's size, else `shutil.get_terminal_size`'s,
+80 when none says), so it never wraps; `close()` erases it, so the report starts clean, and
+`close_all()` erases any line a command left (the command line calls it however the
+command ended).
 """
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import time
@@ -15,11 +20,30 @@ from toolcommit.checker.render.fit import DEFAULT
 
 AFTER = 2.0      # seconds before the first progress line
 EVERY = 0.25     # seconds between rewrites
+PROGRESS_DEFAULT = 80    # a progress line's columns when no terminal says
+_OPEN: set = set()      # the Progress objects whose line is shown, not yet erased
 
 
 def width() -> int:
     """COLUMNS, else the terminal's columns, else DEFAULT."""
     return shutil.get_terminal_size((DEFAULT, 24)).columns or DEFAULT
+
+
+def columns(stream) -> int:
+    """The columns of the terminal `stream` writes to: COLUMNS if set, else that terminal's
+    size, else `shutil.get_terminal_size` (80 when no terminal says)."""
+    if not os.environ.get("COLUMNS", "").strip().isdigit():
+        try:
+            return os.get_terminal_size(stream.fileno()).columns or PROGRESS_DEFAULT
+        except (AttributeError, ValueError, OSError):
+            pass
+    return shutil.get_terminal_size((PROGRESS_DEFAULT, 24)).columns or PROGRESS_DEFAULT
+
+
+def close_all() -> None:
+    """Erase every progress line still shown (a command that ended by an error, too)."""
+    for p in list(_OPEN):
+        p.close()
 
 
 class Progress:
@@ -56,11 +80,12 @@ class Progress:
         if not self.due():
             return
         self.last = time.perf_counter()
-        room = max(width() - 1, 10)
         out = self._out()
+        room = max(columns(out) - 1, 1)      # the last column would wrap the cursor
         out.write("\r\x1b[K" + text[:room])
         out.flush()
         self.shown = True
+        _OPEN.add(self)
 
     def __call__(self, tick, info=None) -> None:
         if not self.due():
@@ -101,3 +126,4 @@ class Progress:
             out.write("\r\x1b[K")
             out.flush()
             self.shown = False
+        _OPEN.discard(self)

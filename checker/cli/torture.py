@@ -13,10 +13,11 @@ import sys
 
 from toolcommit.model.errors import UsageError
 
+from toolcommit.checker.cli import flags
 from toolcommit.checker.cli.terminal import Progress, width
 from toolcommit.checker.interrupts import Interrupts
 from toolcommit.checker.render.fit import fit
-from toolcommit.checker.torture.profiles import ENVIRONMENTS, PROFILES
+from toolcommit.checker.torture.profiles import PROFILES, has_design
 
 MAX_RUNS = 100_000
 
@@ -40,17 +41,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="first seed; run i uses seed S+i (default 1)")
     p.add_argument("--workers", type=int, default=2, metavar="W",
                    help="worker processes per run (default 2)")
-    p.add_argument("--env", choices=list(ENVIRONMENTS), default=None,
-                   help="a provider that behaves as the profile of spec/environments.json "
-                   "documents (stripe: saved responses per key, 500s included, 409 while a "
-                   "key is in flight, keys pruned after their lifetime, no fences, a "
-                   "consistent list and a lagging search; email: no keys, no status read; "
-                   "fenced-store: fences and create-once keys), time compressed (1 h = 1 s)")
-    p.add_argument("--profile", choices=[n for n in PROFILES if n not in ENVIRONMENTS],
-                   default=None,
-                   help="one of the harness's own profiles instead, each one promise on or "
-                   "off (default fenced: idempotency keys with a TTL, saved responses, "
-                   "fences; with --itf, the one matching the trace's assumptions)")
+    p.add_argument("--env", choices=list(PROFILES), default=None, metavar="NAME",
+                   help="the provider's profile: one of spec/environments.json's, a provider "
+                   "that behaves as it documents (ideal; stripe: saved responses per key, "
+                   "500s included, 409 while a key is in flight, keys pruned after their "
+                   "lifetime, no fences, a consistent list and a lagging search; email: no "
+                   "keys, no status read; fenced-store: fences and create-once keys; "
+                   "async-log: ideal's provider, as the harness does not fail the log's store "
+                   "over), time compressed (1 h = 1 s); or one of the harness's own, each one "
+                   "promise on or off (fenced: idempotency keys with a TTL, saved responses, "
+                   "fences; keyed; fences-only; bare). Default: fenced, or with --itf the one "
+                   f"matching the trace's assumptions. One of: {', '.join(PROFILES)}")
+    flags.alias(p, "--profile", "--env")
     p.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite",
                    help="the library's store (default sqlite)")
     p.add_argument("--dsn", default="", metavar="CONNINFO",
@@ -58,8 +60,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--itf", metavar="FILE",
                    help="replay the schedule of a stored counterexample (an .itf.json trace) "
                    "instead of seeded schedules: one run")
-    p.add_argument("--jobs", type=int, default=1, metavar="J",
-                   help="runs in parallel (default 1)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="parallel workers; here a worker is a run (its harness, provider and "
+                   "worker processes), N runs at once (default 1)")
     p.add_argument("--keep", metavar="DIR", help="keep the log of every run that is not clean")
     p.add_argument("--keep-going", action="store_true",
                    help="run every seed instead of stopping at the first run that is not clean")
@@ -76,8 +79,11 @@ def _check(args) -> None:
         raise UsageError(f"--workers {args.workers}: use 1 to 8")
     if not 1 <= args.jobs <= 16:
         raise UsageError(f"--jobs {args.jobs}: use 1 to 16")
-    if args.env and args.profile:
-        raise UsageError(f"--env {args.env} and --profile {args.profile}: give one provider")
+    if args.runtime == "library" and args.env and PROFILES[args.env].env \
+            and not has_design(args.env):
+        raise UsageError(f"--env {args.env}: no design keeps the guarantee there (see: "
+                         f"toolcommit design --env {args.env}), so the library has none to "
+                         "follow; give --runtime park or chat, or another --env")
     if args.seed < 0:
         raise UsageError(f"--seed {args.seed}: use 0 or more")
     if args.store == "postgres" and not args.dsn:
@@ -104,13 +110,13 @@ def run(args) -> int:
     with Interrupts():     # a signal unwinds the runs' cleanups, then takes its effect
         if args.itf:
             from toolcommit.checker.torture.itf import replay
-            campaign = replay(args.itf, args.runtime, args.env or args.profile, args.store,
+            campaign = replay(args.itf, args.runtime, args.env, args.store,
                               args.dsn, args.keep)
         else:
             campaign = torture(args.runs, args.seed, args.runtime,
-                               args.env or args.profile or "fenced",
+                               args.env or "fenced",
                                args.store, args.dsn, args.workers, args.jobs, args.keep,
                                args.keep_going, dot)
     progress.close()
-    sys.stdout.write(fit(render(campaign), width()))
+    sys.stdout.write(fit(render(campaign), width(), whole=("  rerun: ",)))
     return campaign.exit_code

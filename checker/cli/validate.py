@@ -47,8 +47,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="FILE", help="write the report here (atomically)")
     least = pool.DEFAULT_SHARD_MIN_BYTES if pool.SHARD_MIN_BYTES is None else pool.SHARD_MIN_BYTES
     p.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="check large logs (regular files of at least "
-                   f"{least >> 20} MiB) in N processes, sharded by key; 1 "
+                   help="parallel workers; here a worker is a process checking one shard "
+                   f"(by key) of a large log (regular files of at least {least >> 20} MiB); 1 "
                    f"checks in this one (default: the cores available, {pool.cores()}); the "
                    "report is the same")
     p.add_argument("--engine", choices=("local", "dask"), default="local",

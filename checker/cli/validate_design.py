@@ -3,7 +3,7 @@
 Every logged step must be one the design allows, knob by knob (`toolcommit.checker.logs.
 refine`); a departure is a ``DESIGN`` finding, and the report gains the design's coverage
 table (which of its actions and fault paths the logs took). FILE is a design file
-(``toolcommit design --write``) or a shipped design's name.
+(``toolcommit design -o FILE``) or a shipped design's name.
 """
 from __future__ import annotations
 

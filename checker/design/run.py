@@ -25,7 +25,7 @@ from toolcommit.model.semantics import build
 from toolcommit.model.system import System
 
 from toolcommit.checker.verify.check import check_adversary
-from toolcommit.checker.engines.base import Limits as EngineLimits, Result
+from toolcommit.checker.engines.base import Limits as EngineLimits, Result, within
 from toolcommit.checker.engines.explicit.engine import needs_edges
 from toolcommit.checker.engines.portfolio import for_ask
 from toolcommit.checker.engines.verdict import Status, Verdict
@@ -35,18 +35,20 @@ from .grid import Answer, Cell, cell_model, cell_settings, outside
 from .question import ADVERSARIES, GRAPH, INVARIANTS, Limits, Question, Variant
 
 
-def answer(q: Question, progress: Optional[Callable] = None) -> Answer:
+def answer(q: Question, progress: Optional[Callable] = None, deadline: float = 0.0) -> Answer:
     """Run every cell of `q` and return the typed grid. Under a profile other than `ideal`
     the question is answered under `ideal` too, and `Answer.changes` says which cells
     differ and why (`toolcommit.checker.design.changes`).
 
     `progress`, if given, is called as `progress("row / column", info)` while a search runs.
+    `deadline` (a `time.monotonic()` instant; 0: none) bounds the whole answer: every run's
+    time limits are cut to the time left, and a run cut so is UNKNOWN.
     """
     q = in_profile(q)
-    a = Answer(q, _cells(q, progress))
+    a = Answer(q, _cells(q, progress, deadline))
     if q.env != IDEAL:
         base = replace(q, env=IDEAL, name=q.name.split("@")[0])
-        a.changes = compare(a, Answer(base, _cells(base, progress)))
+        a.changes = compare(a, Answer(base, _cells(base, progress, deadline)))
     return a
 
 
@@ -61,16 +63,26 @@ def in_profile(q: Question) -> Question:
     return q if len(cols) == len(q.columns) else replace(q, columns=cols)
 
 
-def _cells(q: Question, progress: Optional[Callable]) -> dict:
+def _cells(q: Question, progress: Optional[Callable], deadline: float = 0.0) -> dict:
     """Every cell judged; `progress` also hears of each cell done (as "k of n cells")."""
     out, n = {}, len(q.rows) * len(q.columns)
     for r in q.rows:
         for c in q.columns:
-            cell = out[(r.name, c.name)] = run_cell(q, r, c, progress)
+            cell = out[(r.name, c.name)] = run_cell(_within(q, deadline), r, c, progress)
             if progress:
                 progress(f"{q.name}: {len(out)} of {n} cells", {"states": cell.states,
                                                                  "depth": 0, "seconds": 0.0})
     return out
+
+
+def _within(q: Question, deadline: float) -> Question:
+    """`q` with each run's time limits (explicit and SMT) cut to the time left before
+    `deadline` (0: none); the limits the user set stay as they were marked."""
+    if not deadline:
+        return q
+    cut = lambda t: within(EngineLimits(0, t), deadline).timeout     # noqa: E731
+    return replace(q, limits=replace(q.limits, timeout=cut(q.limits.timeout),
+                                     bmc_timeout=cut(q.limits.bmc_timeout)))
 
 
 def run_cell(q: Question, r: Variant, c: Variant, progress: Optional[Callable] = None) -> Cell:

@@ -12,7 +12,8 @@ by `toolcommit.checker.engines.trace.verified`: the one place replay-and-verify 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, Protocol, Sequence
 
 from toolcommit.model.errors import UsageError
@@ -54,6 +55,16 @@ class Limits:
         if not (isinstance(self.timeout, (int, float)) and math.isfinite(self.timeout)
                 and self.timeout >= 0):
             raise UsageError(f"--timeout must be a number of seconds >= 0 (0: no limit), not {self.timeout}")
+
+
+def within(limits: Limits, deadline: float) -> Limits:
+    """`limits` with its timeout cut to the seconds left before `deadline` (a
+    `time.monotonic()` instant; 0: none), the whole command's wall-clock limit; at least a
+    microsecond, so a search begun past it stops at once (UNKNOWN)."""
+    if not deadline:
+        return limits
+    left = max(deadline - time.monotonic(), 1e-6)
+    return replace(limits, timeout=min(limits.timeout, left) if limits.timeout else left)
 
 
 @dataclass(frozen=True)

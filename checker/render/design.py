@@ -68,7 +68,7 @@ def recommendation(s: Synthesis) -> str:
     return f"Recommendation for {s.env}: no design keeps any guarantee searched; see the promises below."
 
 
-def _design_lines(m: Minimal, explain: bool, width: int, indent: str = "     ") -> list[str]:
+def _design_lines(m: Minimal, explain, width: int, indent: str = "     ") -> list[str]:
     naive = preset_design("naive")
     rows = [["knob", "option", "naive"]] + [
         [k, m.design[k] + (" *" if k in m.departures else ""), naive[k]] for k in knob_names()]
@@ -79,7 +79,7 @@ def _design_lines(m: Minimal, explain: bool, width: int, indent: str = "     ") 
         lines.append(f"{indent}  {k}={m.design[k]}: {meaning_of(k, m.design[k])}")
         note = "" if f is None or f.status is Status.VIOLATED else " (its need is unconfirmed)"
         lines.append(f"{indent}    back to {naive[k]}: {failure_text(f)}{note}")
-        if explain and f is not None and f.counterexample is not None:
+        if f is not None and f.counterexample is not None and explain():
             lines += _steps(f, f"{indent}      ", width)
     return lines
 
@@ -89,7 +89,7 @@ def _promise(n: str, v, inherent: dict) -> str:
     return f"{n}={v}" + (f" [no provider of this kind can promise it: {why}]" if why else "")
 
 
-def _level_lines(s: Synthesis, lv: Level, explain: bool, width: int) -> list[str]:
+def _level_lines(s: Synthesis, lv: Level, explain, width: int) -> list[str]:
     head = f"{_guarantee(lv)} ({', '.join(lv.props)})"
     lines = ["", f"{head}: {lv.status.value}", f"  recommended: {failure_text(lv.recommended)}"]
     if lv.minimal:
@@ -123,13 +123,28 @@ def _level_lines(s: Synthesis, lv: Level, explain: bool, width: int) -> list[str
         lines.append(f"        then this design holds ({_n(len(st.design.departures), 'departure')} "
                      "from naive): " + ", ".join(f"{k}={st.design.design[k]}" for k in st.design.departures))
         lines.append(f"        without the promise: {failure_text(st.without)}")
-        if explain and st.without is not None and st.without.counterexample is not None:
+        if st.without is not None and st.without.counterexample is not None and explain():
             lines += _steps(st.without, "          ", width)
     return lines
 
 
-def render_text(s: Synthesis, explain: bool = True, width: int = DEFAULT) -> str:
-    """The recommendation, then the evidence per guarantee; no line wider than `width`."""
+def _explainer(explain):
+    """Whether to print the next counterexample's steps: `explain` is "all", "first" (only
+    the first one shown) or "none" (True and False: all and none)."""
+    explain = {True: "all", False: "none"}.get(explain, explain)
+    left = [{"all": -1, "first": 1, "none": 0}[explain]]
+
+    def next_one() -> bool:
+        if left[0] == 0:
+            return False
+        left[0] -= 1 if left[0] > 0 else 0
+        return True
+    return next_one
+
+
+def render_text(s: Synthesis, explain="all", width: int = DEFAULT) -> str:
+    """The recommendation, then the evidence per guarantee; no line wider than `width`.
+    `explain`: which counterexamples are printed step by step ("first", "all" or "none")."""
     fixed = ", ".join(f"{k}={v}" for k, v in {**held_fixed(s.env), **s.given}.items())
     lines = [recommendation(s), "",
              f"toolcommit design: environment {s.env}: {profile(s.env).meaning}",
@@ -147,6 +162,7 @@ def render_text(s: Synthesis, explain: bool = True, width: int = DEFAULT) -> str
     lines += [f"not proposed: {opt} ({why})" for opt, why in unsearched()]
     lines.append(f"searched: {s.checked} designs judged, {s.pruned} pruned by monotonicity, "
                  f"{s.seconds:.1f}s" + ("" if s.complete else f" (stopped: {s.stop_reason})"))
+    explain = _explainer(explain)
     for level in s.levels:
         lines += _level_lines(s, level, explain, width)
     return fit("\n".join(lines) + "\n", width)

@@ -67,10 +67,12 @@ class _Wrapper(textwrap.TextWrapper):
         return out
 
 
-def fit(text: str, width: int) -> str:
-    """Every line of `text` wrapped to `width` (lines that fit are left as they are)."""
+def fit(text: str, width: int, whole: tuple = ()) -> str:
+    """Every line of `text` wrapped to `width` (lines that fit are left as they are), but a
+    line that starts with one of `whole` (a command to paste, say), which stays one line."""
     end = "\n" if text.endswith("\n") else ""
-    out = [piece for line in text.split("\n") for piece in wrap_line(line, width)]
+    out = [piece for line in text.split("\n")
+           for piece in ([line] if whole and line.startswith(whole) else wrap_line(line, width))]
     if end:
         out = out[:-1]
     return "\n".join(out) + end

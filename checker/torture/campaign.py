@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import selectors
+import shlex
 import signal
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -215,21 +216,20 @@ def _end_jobs(procs: dict) -> None:
 
 
 def _rerun(o: dict, seed: int) -> str:
-    """The options that replay one run of the campaign `o`."""
-    args = [f"--runtime {o['runtime']}"]
+    """The command that replays one run of the campaign `o`, quoted for a POSIX shell
+    (`shlex.join`); a PostgreSQL DSN is left for the user to give (``--dsn ...``)."""
+    args = ["toolcommit", "torture", "--runtime", o["runtime"]]
     if o.get("itf"):
-        args.append(f"--itf {o['itf']}")
+        args += ["--itf", o["itf"]]
     else:
-        args += [f"--seed {seed}", "--runs 1"]
+        args += ["--seed", str(seed), "--runs", "1"]
         if o["workers"] != 2:
-            args.append(f"--workers {o['workers']}")
-    if PROFILES[o["profile"]].env:
-        args.append(f"--env {o['profile']}")
-    elif o["profile"] != "fenced":
-        args.append(f"--profile {o['profile']}")
+            args += ["--workers", str(o["workers"])]
+    if o["profile"] != "fenced" or o.get("itf"):
+        args += ["--env", o["profile"]]
     if o["store"] != "sqlite":
-        args.append(f"--store {o['store']} --dsn ...")
-    return " ".join(args)
+        args += ["--store", o["store"]]
+    return shlex.join(args) + (" --dsn ..." if o["store"] != "sqlite" else "")
 
 
 def render(c: Campaign) -> str:
@@ -282,7 +282,7 @@ def render(c: Campaign) -> str:
                                                       for x in others[:10])
                      + (f" and {len(others) - 10} more" if len(others) > 10 else ""))
     lines.append(f"  log: {r.log}" if r.log else "  log: rerun with --keep DIR to keep it")
-    lines.append(f"  rerun: toolcommit torture {_rerun(o, r.seed)}")
+    lines.append(f"  rerun: {_rerun(o, r.seed)}")
     if c.stopped:
         lines.append("stopped at the first run that is not clean (--keep-going runs them all)")
     return "\n".join(lines) + "\n"

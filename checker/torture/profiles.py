@@ -4,10 +4,12 @@ Two kinds of profile:
 
 - the harness's own four (``fenced``, ``keyed``, ``fences-only``, ``bare``): one promise
   switched on or off each, to show what the library's guarantee rests on;
-- one per real provider of `spec/environments.json` (``stripe``, ``email``,
-  ``fenced-store``), *derived* from that file's documented facts (`from_environment`): the
-  facts live there, this module only turns each into a rule of the fake, so the fake and
-  the model cannot tell two stories.
+- one per profile of `spec/environments.json` (``ideal``, ``stripe``, ``email``,
+  ``fenced-store``, ``async-log``), *derived* from that file's documented facts
+  (`from_environment`, each over ideal's assumptions): the facts live there, this module
+  only turns each into a rule of the fake, so the fake and the model cannot tell two
+  stories. ``async-log``'s one behaviour is the intent log's store failing over, which the
+  harness does not do: its fake is ideal's provider.
 
 Time is compressed: one hour of a profile is `HOUR` seconds here (Stripe's 24-hour key
 lifetime is 24 s, the 15-minute delay bound a quarter of a second, a design's 1-hour replay
@@ -44,10 +46,12 @@ from importlib import resources
 from typing import Optional
 
 from toolcommit.model import timing as model_timing
-from toolcommit.model.environment import profile as environment
+from toolcommit.model.environment import configure, names as environment_names, \
+    profile as environment
+from toolcommit.model.knobs import preset
 
 HOUR = 1.0                  # seconds here per hour of a profile
-ENVIRONMENTS = ("stripe", "email", "fenced-store")
+ENVIRONMENTS = tuple(environment_names())     # every profile of spec/environments.json
 
 
 def compress(seconds: Optional[int]) -> float:
@@ -94,7 +98,8 @@ PROFILES = {
 def from_environment(name: str) -> Profile:
     """The fake of environment `name`, from its facts (see the module docstring)."""
     p = environment(name)
-    a, b, t = p.assumptions, p.budgets, p.timing
+    a = configure(preset("recommended"), name).assumptions     # the profile's over ideal's
+    b, t = p.budgets, p.timing
     idem, fences = a.get("provider_idempotent") == "yes", a.get("provider_fences") == "yes"
     delay = compress(t.get("delay_bound"))
     ttl = compress(t.get("key_lifetime")) if b.get("key_expiries") else math.inf
@@ -134,6 +139,11 @@ class Design:
 
     def __getitem__(self, knob: str) -> str:
         return self.knobs[knob]
+
+
+def has_design(env: str) -> bool:
+    """Whether the library ships a design for `env` (`spec/designs/<env>.json`)."""
+    return resources.files("toolcommit.spec").joinpath("designs", f"{env}.json").is_file()
 
 
 @lru_cache(maxsize=None)

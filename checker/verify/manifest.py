@@ -6,7 +6,7 @@ recompute it and compare; a model change that moves a count must move this file 
 same commit. Regenerate with `python -m toolcommit.checker.verify.manifest --write`;
 with `--designs` too, every shipped design (spec/designs/ENV.json, which the profiles'
 entries judge) is first searched for again and rewritten, as `toolcommit design --env ENV
---write spec/designs/ENV.json` would (the email search takes minutes): one command after a
+-o spec/designs/ENV.json` would (the email search takes minutes): one command after a
 change to the model, the knobs or the synthesis.
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@ from toolcommit.model.knobs import Config
 from toolcommit.model.properties import all_names, default_names, names, prop
 from toolcommit.spec import protocol
 
-from toolcommit.checker.engines.base import Engine, Limits, Tick, state_predicates_only
+from toolcommit.checker.engines.base import Engine, Limits, Tick, state_predicates_only, within
 from toolcommit.checker.engines.explicit.engine import Explicit
 from toolcommit.checker.engines.verdict import Status, Verdict, overall
 from toolcommit.checker.verify.check import InstanceResult, check_instance
@@ -94,15 +94,19 @@ def engine_props(engine: Engine, requested) -> tuple[str, ...]:
 
 
 def run_suite(config: Config, instances: list[Instance], props=None, limits: Limits = Limits(),
-              progress: Optional[Callable] = None, engine: Engine = Explicit()) -> SuiteResult:
+              progress: Optional[Callable] = None, engine: Engine = Explicit(),
+              deadline: float = 0.0) -> SuiteResult:
     """Judge `props` on every instance with `engine`; hyper properties (P5) once, since
-    they compare models rather than judge one (explicit engine only)."""
+    they compare models rather than judge one (explicit engine only). `deadline` (a
+    `time.monotonic()` instant; 0: none) bounds the whole suite: each search's timeout is
+    cut to the time left (`engines.base.within`)."""
     props = engine_props(engine, props)
     results: list[InstanceResult] = []
     for i, inst in enumerate(instances, 1):
         tick = (lambda t, name=inst.name: progress(replace(t, phase=_phase(name, t)))) \
             if progress else None
-        results.append(check_instance(config, inst, props, limits, tick, engine))
+        results.append(check_instance(config, inst, props, within(limits, deadline), tick,
+                                      engine))
         if progress:      # an instance done: a suite of quick instances shows progress too
             s = results[-1].stats
             progress(Tick(f"{inst.name}, {i} of {len(instances)} done", _int(s.get("states")),
@@ -110,7 +114,7 @@ def run_suite(config: Config, instances: list[Instance], props=None, limits: Lim
     p5 = None
     if "P5" in props and isinstance(engine, Explicit):
         tick = (lambda t: progress(replace(t, phase="P5"))) if progress else None
-        p5 = check_p5(config, limits, tick, engine=engine)
+        p5 = check_p5(config, within(limits, deadline), tick, engine=engine)
     return SuiteResult(config, results, p5, tuple(props), engine=engine.name)
 
 

@@ -53,7 +53,7 @@ def test_json_output_carries_itf_counterexamples(capsys):
 
 def test_write_replaces_a_catalogue_atomically(tmp_path):
     assert main(["check", "--preset", "naive", "--instance", "cancel", "--write",
-                 "--out", str(tmp_path)]) == 1
+                 "--out-dir", str(tmp_path)]) == 1
     folder = tmp_path / "naive"
     assert (folder / "cancel" / "P3.itf.json").exists() and (folder / "index.json").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["naive"]  # no temporary folder left behind

@@ -104,11 +104,13 @@ def test_prove_refuses_a_state_limit_too():
         for_prove().run(build(preset("recommended"), instance("ack_loss")), ["I1"], Limits(1))
 
 
+@pytest.mark.parametrize("flag", ["--timeout", "--run-timeout"])
 @pytest.mark.parametrize("engine", ["smt", "random"])
-def test_a_search_cut_by_its_time_limit_never_says_holds(engine, capsys):
-    """A microsecond: the engine checks its clock before its first depth or run, so the
-    search is cut there: UNKNOWN naming the limit, exit 3."""
-    assert main(["check", "--engine", engine, "--timeout", "0.000001", "--instance", "ack_loss",
+def test_a_search_cut_by_its_time_limit_never_says_holds(engine, flag, capsys):
+    """A microsecond, for the whole command or for the instance: the engine checks its clock
+    before its first depth or run, so the search is cut there: UNKNOWN naming the limit,
+    exit 3."""
+    assert main(["check", "--engine", engine, flag, "0.000001", "--instance", "ack_loss",
                  "--property", "I1", "--explain", "none"]) == 3
     out = capsys.readouterr().out
     assert "HOLDS" not in out and "time limit 1e-06s reached" in out, out

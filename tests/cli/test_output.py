@@ -44,7 +44,7 @@ def test_writing_one_instance_keeps_every_other_file_of_the_catalogue(tmp_path):
     shutil.copytree(STORED / "naive", tmp_path / "naive")
     before = snapshot(tmp_path / "naive")
     assert main(["check", "--preset", "naive", "--instance", "ack_loss", "--write",
-                 "--out", str(tmp_path)]) == 1
+                 "--out-dir", str(tmp_path)]) == 1
     assert snapshot(tmp_path / "naive") == before   # 160+ files kept, ack_loss rewritten identically
 
 
@@ -52,7 +52,7 @@ def test_a_run_with_other_bounds_writes_its_own_catalogue_and_keeps_the_default(
     shutil.copytree(STORED / "naive", tmp_path / "naive")
     before = snapshot(tmp_path / "naive")
     assert main(["check", "--preset", "naive", "--instance", "ack_loss", "--bounds", "ack_losses=2",
-                 "--write", "--out", str(tmp_path)]) == 1
+                 "--write", "--out-dir", str(tmp_path)]) == 1
     assert snapshot(tmp_path / "naive") == before
     index = json.loads((tmp_path / "naive@ack_losses=2" / "index.json").read_text())
     assert index["bounds"] == {"ack_losses": 2} and list(index["instances"]) == ["ack_loss"]
@@ -60,7 +60,7 @@ def test_a_run_with_other_bounds_writes_its_own_catalogue_and_keeps_the_default(
 
 def test_bounds_equal_to_the_defaults_write_the_default_catalogue(tmp_path):
     assert main(["check", "--preset", "naive", "--instance", "ack_loss", "--bounds", "ack_losses=1",
-                 "--write", "--out", str(tmp_path)]) == 1
+                 "--write", "--out-dir", str(tmp_path)]) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["naive"]
 
 
@@ -74,7 +74,7 @@ def test_a_stale_file_is_removed_only_if_the_index_records_it_as_produced(tmp_pa
     for name in ("I1.itf.json", "I1.txt", "I1.mmd", "I2.txt", "notes.md"):
         (folder / "ack_loss" / name).write_text("from an earlier run, or the user's own\n")
     assert main(["check", "--preset", "recommended", "--instance", "ack_loss", "--write",
-                 "--out", str(tmp_path)]) == 0
+                 "--out-dir", str(tmp_path)]) == 0
     assert sorted(p.name for p in (folder / "ack_loss").iterdir()) == ["I2.txt", "notes.md"]
     assert snapshot(folder)["index.json"] == (STORED / "recommended" / "index.json").read_bytes()
 
@@ -83,7 +83,7 @@ def test_a_checked_property_subset_updates_only_those_verdicts(tmp_path):
     shutil.copytree(STORED / "naive", tmp_path / "naive")
     before = snapshot(tmp_path / "naive")
     assert main(["check", "--preset", "naive", "--instance", "ack_loss", "--property", "I1",
-                 "--write", "--out", str(tmp_path)]) == 1
+                 "--write", "--out-dir", str(tmp_path)]) == 1
     assert snapshot(tmp_path / "naive") == before
 
 
@@ -91,7 +91,7 @@ def test_a_folder_holding_another_catalogue_is_refused_untouched(tmp_path, capsy
     shutil.copytree(STORED / "seed", tmp_path / "naive")
     before = snapshot(tmp_path / "naive")
     assert main(["check", "--preset", "naive", "--instance", "ack_loss", "--write",
-                 "--out", str(tmp_path)]) == 2
+                 "--out-dir", str(tmp_path)]) == 2
     assert "holds another catalogue" in capsys.readouterr().err
     assert snapshot(tmp_path / "naive") == before
 
@@ -111,7 +111,7 @@ def test_a_question_rewrite_removes_only_the_cells_its_old_index_recorded(tmp_pa
     (folder / "index.json").write_text(json.dumps(index))
     for name in ("Gone__cell.txt", "Gone__cell.mmd", "Gone__cell.itf.json", "mine.txt"):
         (folder / name).write_text("x\n")
-    assert main(["ask", "tradeoffs", "--write", "--out", str(tmp_path)]) == 0
+    assert main(["ask", "tradeoffs", "--write", "--out-dir", str(tmp_path)]) == 0
     assert snapshot(folder) == {**before, "mine.txt": b"x\n"}
 
 
@@ -331,13 +331,13 @@ def places(tmp_path):
 @pytest.mark.parametrize("args,why", [
     (["validate", LOG, "-o", "{dir}"], "Is a directory"),
     (["validate", LOG, "-o", "{full}"], "No space left on device"),
-    (["check", "--preset", "naive", "--instance", "ack_loss", "--write", "--out", "{file}"], "File exists"),
-    (["check", "--preset", "naive", "--instance", "ack_loss", "--write", "--out", "{file}/sub"],
+    (["check", "--preset", "naive", "--instance", "ack_loss", "--write", "--out-dir", "{file}"], "File exists"),
+    (["check", "--preset", "naive", "--instance", "ack_loss", "--write", "--out-dir", "{file}/sub"],
      "Not a directory"),
-    (["check", "--preset", "naive", "--instance", "ack_loss", "--write", "--out", "/proc/toolcommit"],
+    (["check", "--preset", "naive", "--instance", "ack_loss", "--write", "--out-dir", "/proc/toolcommit"],
      "cannot be made there"),
     (["ask", "tradeoffs", "--answer", "{dir}"], "Is a directory"),
-    (["ask", "tradeoffs", "--write", "--out", "{file}"], "Not a directory"),
+    (["ask", "tradeoffs", "--write", "--out-dir", "{file}"], "Not a directory"),
 ])
 def test_an_unwritable_output_is_one_line_and_exit_2(places, args, why):
     r = cli(*[str(a).format(dir=places / "dir", file=places / "file", full=places / "full")

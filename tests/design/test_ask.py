@@ -264,7 +264,7 @@ def test_vacuous_scenario_is_unknown_with_the_reason(tmp_path, capsys):
 def test_ask_late_replay_prints_the_table_and_every_counterexample(answers, capsys, monkeypatch):
     """The command's printing (the answer itself is the fixture's: the same question, run once)."""
     import toolcommit.checker.cli.ask as cli_ask
-    monkeypatch.setattr(cli_ask, "answer", lambda q, progress=None: answers["late-replay"])
+    monkeypatch.setattr(cli_ask, "answer", lambda q, progress=None, deadline=0.0: answers["late-replay"])
     assert main(["ask", "late-replay"]) == 0
     out = capsys.readouterr().out
     assert "late_replay" in out and "fences+ read+ exp- stale-" in out
@@ -290,7 +290,7 @@ def test_ask_json_format_is_machine_readable(capsys):
 def test_ask_write_stores_counterexamples_atomically(tmp_path, capsys):
     out = tmp_path / "cx"
     md = tmp_path / "answer.md"
-    assert main(["ask", "multi-orchestrator", "--write", "--out", str(out), "--answer", str(md)]) == 0
+    assert main(["ask", "multi-orchestrator", "--write", "--out-dir", str(out), "--answer", str(md)]) == 0
     folder = out / "questions" / "multi-orchestrator"
     assert (folder / "index.json").is_file()
     assert not [p for p in out.joinpath("questions").iterdir() if p.name.startswith(".")]

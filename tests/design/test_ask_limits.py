@@ -103,7 +103,7 @@ def test_a_row_of_unknown_cells_is_explained_as_unknown(tmp_path, capsys):
 
 def test_negative_or_nan_limits_on_the_command_line_are_refused(capsys):
     for flag, value in (("--max-states", "-5"), ("--timeout", "nan"), ("--timeout", "-1"),
-                        ("--bmc-depth", "-2")):
+                        ("--run-timeout", "nan"), ("--run-timeout", "-1"), ("--bmc-depth", "-2")):
         assert main(["ask", "late-replay", flag, value]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and flag in err and ">= 0" in err

@@ -1,4 +1,4 @@
-"""The design file: what `toolcommit design --write` stores, `check --design` re-judges and
+"""The design file: what `toolcommit design -o FILE` stores, `check --design` re-judges and
 `toolcommit.runtime` follows. The shipped ones (spec/designs/) hold where they were proved,
 break one flag away once W or D outlives the key, and are what the search finds today."""
 import json
@@ -107,10 +107,10 @@ REGENERATED = [p for p in SHIPPED if p.stem != "email"]
 @pytest.mark.parametrize("path", REGENERATED, ids=[p.stem for p in REGENERATED])
 def test_a_shipped_design_is_what_the_search_finds_today(path, tmp_path, capsys):
     target = tmp_path / path.name
-    assert main(["design", "--env", path.stem, "--explain", "none", "--write", str(target)]) == 0
+    assert main(["design", "--env", path.stem, "--explain", "none", "-o", str(target)]) == 0
     capsys.readouterr()
     assert target.read_text("utf-8") == path.read_text("utf-8"), \
-        f"regenerate: toolcommit design --env {path.stem} --write spec/designs/{path.name}"
+        f"regenerate: toolcommit design --env {path.stem} -o spec/designs/{path.name}"
 
 
 def test_design_under_a_delay_that_outlives_the_key_finds_no_exactly_once_on_stripe(capsys):
@@ -223,9 +223,9 @@ def test_a_design_file_with_a_list_for_an_option_or_deep_json_is_refused_in_one_
                 assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
-def test_design_write_with_an_empty_name_is_refused_before_any_search():
+def test_design_output_with_an_empty_name_is_refused_before_any_search():
     import subprocess
     import sys
     done = subprocess.run([sys.executable, "-m", "toolcommit.checker.cli", "design", "--env",
-                           "ideal", "--write", ""], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and "--write: give the design file's name" in done.stderr
+                           "ideal", "-o", ""], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "-o/--output: give the design file's name" in done.stderr

@@ -125,7 +125,7 @@ def test_a_design_found_under_a_time_limit_holds_when_checked(capsys, tmp_path):
     """Whatever a limited search reports, it confirmed: a design it writes re-checks clean."""
     target = tmp_path / "d.json"
     code = main(["design", "--env", "ideal", "--instance", "cancel", "--instance", "ack_loss",
-                 "--timeout", "20", "--explain", "none", "--write", str(target)])
+                 "--timeout", "20", "--explain", "none", "-o", str(target)])
     capsys.readouterr()
     if code == 0:
         assert main(["check", "--design", str(target), "--instance", "cancel", "--instance",

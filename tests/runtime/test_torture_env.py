@@ -163,10 +163,11 @@ def test_library_conforms_on_40_stripe_seeds(capsys):
     assert "40 of 40: 40 CONFORMS" in capsys.readouterr().out
 
 
-def test_env_and_profile_together_are_one_line_error(capsys):
+def test_env_and_its_old_spelling_profile_disagreeing_are_one_line_error(capsys):
     assert main(["torture", "--env", "stripe", "--profile", "keyed"]) == 2
     err = capsys.readouterr().err
-    assert "give one provider" in err and len(err.strip().splitlines()) == 1
+    assert "--profile keyed and --env stripe disagree" in err and "give --env once" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_a_conditional_write_checks_its_fence_when_it_commits_not_when_it_arrives():
