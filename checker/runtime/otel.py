@@ -59,6 +59,7 @@ METRICS = {
 
 _tp = _mp = None                      # configured providers; None: the global ones
 _inst: Optional[dict] = None          # the instruments, made on first use
+_tracer_made = None                   # the tracer, made on first use under a real provider
 _inst_lock = threading.Lock()
 _LOGS: "weakref.WeakSet" = weakref.WeakSet()
 _DOUBT_SINCE: dict = {}               # key -> monotonic time it went UNKNOWN here
@@ -76,21 +77,27 @@ def available() -> bool:
 def configure(tracer_provider=None, meter_provider=None) -> None:
     """Use these providers for toolcommit's spans and instruments (None: the global ones,
     as OpenTelemetry's instrumentations do). Instruments are made again on the next use."""
-    global _tp, _mp, _inst
+    global _tp, _mp, _inst, _tracer_made
     with _inst_lock:
-        _tp, _mp, _inst = tracer_provider, meter_provider, None
+        _tp, _mp, _inst, _tracer_made = tracer_provider, meter_provider, None, None
 
 
 def tracing() -> bool:
-    """Whether a real tracer provider is set (not the API's no-op or proxy default)."""
+    """Whether a real tracer provider is set (not the API's no-op or proxy default): else
+    no span is made (it would record nothing)."""
     if _trace is None:
         return False
+    if _tracer_made is not None:
+        return True
     tp = _tp or _trace.get_tracer_provider()
     return not isinstance(tp, (_trace.ProxyTracerProvider, _trace.NoOpTracerProvider))
 
 
 def _tracer():
-    return _trace.get_tracer(SCOPE, tracer_provider=_tp)
+    global _tracer_made
+    if _tracer_made is None:      # made once a real provider is set (see `tracing`)
+        _tracer_made = _trace.get_tracer(SCOPE, tracer_provider=_tp)
+    return _tracer_made
 
 
 def _instruments() -> dict:
@@ -177,6 +184,9 @@ def guard_span(log, call_id: str, tool: str) -> Iterator[Optional[_Call]]:
     if _trace is None:
         yield None
         return
+    if not tracing():                 # no span to make: the metrics still count
+        yield from _run(_Call(_trace.INVALID_SPAN, tool))
+        return
     attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
              "gen_ai.tool.call.id": call_id, "gen_ai.tool.type": "function",
              "toolcommit.span": "guard", "toolcommit.writer": log.writer,
@@ -184,17 +194,21 @@ def guard_span(log, call_id: str, tool: str) -> Iterator[Optional[_Call]]:
     with _tracer().start_as_current_span(f"execute_tool {tool}", attributes=attrs,
                                          record_exception=False,
                                          set_status_on_exception=False) as span:
-        cur = _Call(span, tool)
-        token = _CURRENT.set(cur)
-        try:
-            yield cur
-        except BaseException as e:
-            _end(cur, e)
-            raise
-        else:
-            _end(cur, None)
-        finally:
-            _CURRENT.reset(token)
+        yield from _run(_Call(span, tool))
+
+
+def _run(cur: _Call):
+    """The body of `guard_span`: `cur` current while the call runs, then ended."""
+    token = _CURRENT.set(cur)
+    try:
+        yield cur
+    except BaseException as e:
+        _end(cur, e)
+        raise
+    else:
+        _end(cur, None)
+    finally:
+        _CURRENT.reset(token)
 
 
 def decided(d) -> None:
@@ -245,7 +259,7 @@ def recover_span(log, trigger: str, quiet: bool = False) -> Iterator[Optional[di
         return
     token = _PASS.set(True)          # a quiet pass is still a pass: nothing inside is traced
     try:
-        if quiet:
+        if quiet or not tracing():
             yield counts
             return
         with _tracer().start_as_current_span(
@@ -262,7 +276,7 @@ def recover_span(log, trigger: str, quiet: bool = False) -> Iterator[Optional[di
 def settle_span(log, rec) -> Iterator[None]:
     """The span of settling one record in doubt in a recovery pass; status ERROR when the
     record was given up."""
-    if _trace is None:
+    if not tracing():
         yield
         return
     attrs = {"gen_ai.tool.name": rec.tool, "toolcommit.span": "settle",
