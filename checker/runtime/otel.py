@@ -14,7 +14,8 @@ decision is the log's on the proposal (``accepted``, ``duplicate``, ``conflict``
 ``held``, ``answered``), a resolution a path of ``spec/log-design.json``
 (``replay_answered``, ``read_present``, ``read_absent``, ``give_up``) or ``settler`` (the
 call ended in doubt: the log settles it later), an outcome what the model was told
-(``result``, ``saved``, or the error's class: ``Conflict``, ``GaveUp``, ``InDoubt``,
+(``result``: this call's request or replay answered; ``saved``: the log's answer, nothing
+sent by this call; or the error's class: ``Conflict``, ``GaveUp``, ``InDoubt``,
 ``Held``, ``Answered``).
 """
 from __future__ import annotations
