@@ -73,6 +73,7 @@ from toolcommit.model.errors import ToolcommitError
 
 from toolcommit.runtime import design as D
 from toolcommit.runtime import lines as L
+from toolcommit.runtime import otel
 from toolcommit.runtime import reask as R
 from toolcommit.runtime import telemetry
 from toolcommit.runtime.records import Decision, Record, Ticket, record_of, semantic_key
@@ -195,10 +196,13 @@ class IntentLog:
         self._threads: dict[str, threading.Thread] = {}
         self._stop, self._wake = threading.Event(), threading.Event()
         try:
-            self._open_writer()
+            with otel.recover_span(self, "open") as counts:
+                self._open_writer()
+                counts.update(taken=len(self.taken_over), crashed=self.crashed)
         except D.DesignError:
             store.close()
             raise
+        otel.watch(self)
 
     @classmethod
     def sqlite(cls, path: str, writer: Optional[str] = None, synchronous: str = "FULL",
@@ -247,6 +251,7 @@ class IntentLog:
         for sink in self.sinks:
             sink(line)
         telemetry.annotate(line, intent)
+        otel.committed(self, line)
 
     def _lease_sql(self) -> str:
         return f"{self.store.now_sql} + {self.lease!r}"
@@ -598,16 +603,16 @@ class IntentLog:
         in `toolcommit.runtime.shims` do it through the registered tools). With `tools`,
         only records of those tools are taken."""
         only = None if tools is None else sorted(tools)
-        with self._lock, self.store.read() as tx:
-            keys = [x[0] for x in tx.all(
-                f"SELECT key FROM tc_records WHERE {self._takeable_sql()}"
-                + ("" if only is None else f" AND tool IN ({', '.join('?' * len(only))})"
-                   if only else " AND 1 = 0") + " ORDER BY key LIMIT ?",
-                (*self._mine(), *(only or ()), int(limit)))]
-        for key in keys:
-            self.take(key)
-        taken = {r.key for r in self.taken_over}
-        return [r for r in self._idle() if r.key in taken]
+        with otel.recover_span(self, "recover") as counts:
+            with self._lock, self.store.read() as tx:
+                keys = [x[0] for x in tx.all(
+                    f"SELECT key FROM tc_records WHERE {self._takeable_sql()}"
+                    + ("" if only is None else f" AND tool IN ({', '.join('?' * len(only))})"
+                       if only else " AND 1 = 0") + " ORDER BY key LIMIT ?",
+                    (*self._mine(), *(only or ()), int(limit)))]
+            counts["taken"] = sum(self.take(key) is not None for key in keys)
+            taken = {r.key for r in self.taken_over}
+            return [r for r in self._idle() if r.key in taken]
 
     def in_doubt(self) -> list[Record]:
         """The open records this incarnation must settle and no call of this process is
@@ -764,6 +769,17 @@ class IntentLog:
         with self._lock, self.store.read() as tx:
             rows = [record_of(x) for x in tx.all(f"SELECT {_COLS} FROM tc_records ORDER BY key")]
         return rows if states is None else [r for r in rows if r.state in set(states)]
+
+    def doubt_counts(self) -> dict[str, int]:
+        """{tool: records UNKNOWN or RECONCILING} in this log's store (every writer's); 0
+        for a tool registered with this log (`tools`) that has none."""
+        if self._stop.is_set():
+            return {}
+        with self._lock, self.store.read() as tx:
+            got = {t: int(n) for t, n in tx.all(
+                "SELECT tool, count(*) FROM tc_records WHERE state IN ('UNKNOWN', "
+                "'RECONCILING') GROUP BY tool ORDER BY tool")}
+        return {**dict.fromkeys(sorted(self.tools or ()), 0), **got}
 
     def unsettled(self) -> int:
         """How many records are not in a terminal state."""

@@ -44,8 +44,9 @@ from typing import Any, Callable, Optional, Union
 
 from toolcommit.runtime import design as D
 from toolcommit.runtime import lines as L
+from toolcommit.runtime import otel
 from toolcommit.runtime.log import Decision, IntentLog, IntentLogError, Record, Ticket
-from toolcommit.runtime.store import GAVE_UP
+from toolcommit.runtime.store import GAVE_UP, OPEN_STATES
 
 _TICKET: contextvars.ContextVar[Optional[Ticket]] = contextvars.ContextVar(
     "toolcommit_ticket", default=None)
@@ -233,6 +234,7 @@ def _send(log: IntentLog, t: Ticket, saved):
         log.ack(t, _json_result(saved(value)))
         rec = log.record(t.key)
         if rec.state == "ACKED":
+            otel.answered()
             return (value,)
         return None
     log.timeout(t, f"no answer: {type(value).__name__}")
@@ -276,6 +278,7 @@ def _status_contract(rec: Record, value) -> None:
 # ----- drivers -----------------------------------------------------------------------------
 def _propose(log, call_id, tool, args, scope, new_request, on_proposed=None) -> Decision:
     d = log.propose(call_id, tool, args, scope, new_attempt=new_request)
+    otel.decided(d)
     if d.decision == "held":
         return d
     if on_proposed is not None:
@@ -433,7 +436,8 @@ def guard(log: IntentLog, call_id: str, tool: str, args: dict, scope: str,
     _needs_status(log, status)
     propose = functools.partial(_propose, log, call_id, tool, args, scope, new_request,
                                 on_proposed)
-    with contextlib.closing(_call(log, propose, saved)) as gen:
+    with otel.guard_span(log, call_id, tool), \
+            contextlib.closing(_call(log, propose, saved)) as gen:
         return _drive_sync(log, gen, execute, status)
 
 
@@ -448,7 +452,8 @@ async def aguard(log: IntentLog, call_id: str, tool: str, args: dict, scope: str
     _needs_status(log, status)
     propose = functools.partial(_propose, log, call_id, tool, args, scope, new_request,
                                 on_proposed)
-    with contextlib.closing(_call(log, propose, saved)) as gen:
+    with otel.guard_span(log, call_id, tool), \
+            contextlib.closing(_call(log, propose, saved)) as gen:
         return await _drive_async(log, gen, execute, status)
 
 
@@ -485,7 +490,15 @@ def recover_settle(log: IntentLog, limit: int = 100,
     a status read, a give-up. Returns {key: state after}; a record whose tool is not
     registered, or whose read the design defers (`IntentLog.due` says for how long), stays
     held (UNKNOWN or RECONCILING) for the next pass. Async tools run in a fresh event loop
-    (call this from sync code)."""
+    (call this from sync code). Traced as one ``toolcommit.recover`` span, each record
+    settled a ``toolcommit.settle`` span (`toolcommit.runtime.otel`)."""
+    with otel.recover_span(log, "pass") as counts:
+        return _recover_settle(log, limit, tools, counts)
+
+
+def _recover_settle(log: IntentLog, limit: int, tools: Optional[set[str]],
+                    counts: dict) -> dict[str, str]:
+    taken = len(log.taken_over)
     log.recover(limit, tools)
     out = {}
     for rec in log.in_doubt():
@@ -496,19 +509,25 @@ def recover_settle(log: IntentLog, limit: int = 100,
             continue
         run, status = _TOOLS.get(rec.tool, (None, None))
         execute = (lambda t, run=run: run(t.args))
-        with contextlib.closing(_steps(log, rec.key, lambda r: r, wait=0)) as gen:
+        with otel.settle_span(log, rec), \
+                contextlib.closing(_steps(log, rec.key, lambda r: r, wait=0)) as gen:
             try:
                 asyncio.run(_drive_async(log, gen, execute, status))
             except EffectError:
                 pass
         out[rec.key] = log.record(rec.key).state
+    left = sum(s in OPEN_STATES for s in out.values())
+    counts.update(taken=len(log.taken_over) - taken, settled=len(out) - left, left=left)
     return out
 
 
 def settle_pass(log: IntentLog) -> float:
     """The settler's pass (`IntentLog.settle_with`): `recover_settle` for the tools
-    registered with `log`; the seconds until the next is due (at most `settle_every`)."""
-    recover_settle(log, limit=1000, tools=None if log.tools is None else set(log.tools))
+    registered with `log`; the seconds until the next is due (at most `settle_every`). A
+    pass is traced (`recover_settle`) only when something was due as it began."""
+    due = log.due() if otel.tracing() else 0.0
+    with otel.recover_span(log, "settler", quiet=due is None or due > 0) as counts:
+        _recover_settle(log, 1000, None if log.tools is None else set(log.tools), counts)
     due = log.due()
     return log.settle_every if due is None or due <= 0 else min(due, log.settle_every)
 

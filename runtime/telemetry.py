@@ -11,7 +11,9 @@ values:
 line), ``toolcommit.fence``, ``toolcommit.call_id``, ``toolcommit.writer``,
 ``toolcommit.seq``.
 
-Without the package, or without a recording span, nothing happens (no hard dependency).
+Inside a guarded call the current span is the guard's own (`toolcommit.runtime.otel`),
+in a recovery pass its ``toolcommit.recover`` or ``toolcommit.settle`` span. Without the
+package, or without a recording span, nothing happens (no hard dependency).
 ``validate --from otel`` reads the events back as the log's lines, so a guarded call is
 judged by what the guard decided.
 """

@@ -113,10 +113,11 @@ def openai_agents(out: str) -> dict:
     return p
 
 
-def pydantic_ai(out: str) -> dict:
+def pydantic_ai(out: str, guard_spans: bool = False) -> dict:
     """The OpenAI Agents scenario with Pydantic AI (the refund wrapped by
     `pydantic_ai_tool`), traced by OpenTelemetry (OTLP JSON): the guard puts its log's
-    lines on each tool span (``toolcommit.*`` events), so the trace alone carries what the
+    lines on each tool span (``toolcommit.*`` events; with `guard_spans`, on its own span
+    inside Pydantic AI's, `toolcommit.runtime.otel`), so the trace alone carries what the
     guard decided. Returns the paths written."""
     import pydantic_runs as pr
     from opentelemetry.sdk.resources import Resource
@@ -132,6 +133,9 @@ def pydantic_ai(out: str) -> dict:
     exporter = InMemorySpanExporter()
     tp = TracerProvider(resource=Resource.create({"service.name": "refund-agent"}))
     tp.add_span_processor(SimpleSpanProcessor(exporter))
+    if guard_spans:
+        from toolcommit.runtime.otel import configure
+        configure(tp)
     log = IntentLog.sqlite(p["intents"], writer="agent", provider="stripe")
     provider = Provider(p["ledger"], lose_first_ack=True)
 
@@ -146,7 +150,11 @@ def pydantic_ai(out: str) -> dict:
     agent = Agent(FunctionModel(pr._script(pr.REISSUED)), tools=[
         pydantic_ai_tool(log, refund, scope=SCOPE, status=provider.status), order_status])
     agent.instrument = InstrumentationSettings(tracer_provider=tp, include_content=True)
-    agent.run_sync("refund order o-7")
+    try:
+        agent.run_sync("refund order o-7")
+    finally:
+        if guard_spans:
+            configure()
     log.close()
     with open(p["trace"], "w") as f:
         f.write(pr.otlp_json(exporter.get_finished_spans()))

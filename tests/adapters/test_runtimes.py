@@ -380,6 +380,22 @@ def test_a_guarded_otel_trace_is_judged_by_the_guard_lines_on_its_spans(tmp_path
     assert plain.report.verdict.value == "VIOLATES"      # the same run, read as a chat runtime
 
 
+def test_a_live_pydantic_run_with_the_guards_own_spans_is_judged_as_before(tmp_path):
+    """The guard's own span (toolcommit.runtime.otel) inside each of Pydantic AI's tool
+    spans is folded into it: the same three calls, judged by the guard's lines."""
+    pytest.importorskip("pydantic_ai", reason="the 'frameworks' extra is not installed")
+    import guarded_runs
+    p = guarded_runs.pydantic_ai(str(tmp_path), guard_spans=True)
+    doc = json.loads(Path(p["trace"]).read_text())
+    guards = [sp for rs in doc["resourceSpans"] for ss in rs["scopeSpans"]
+              for sp in ss["spans"] if ss["scope"]["name"] == "toolcommit.runtime"
+              and sp["name"] == "execute_tool refund"]
+    assert len(guards) == 2 and all(sp.get("parentSpanId") for sp in guards)
+    tr = check_trace("otel", [p["trace"]], REFUND, ledgers=[p["ledger"]])
+    assert tr.report.verdict.value == "CONFORMS"
+    assert (tr.stats["tool_calls"], tr.stats["judged_by_log"]) == (3, 2)
+
+
 def test_a_guard_line_lost_from_the_spans_leaves_the_run_unproven(tmp_path):
     trace = _spans_without(tmp_path, lambda name, n: name == "toolcommit.transition" and n == 3)
     tr = check_trace("otel", [trace], REFUND)

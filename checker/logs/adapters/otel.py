@@ -29,7 +29,11 @@ writer                  the resource's ``service.name`` (and ``service.instance.
 
 A span's ``toolcommit.<type>`` events (``toolcommit.runtime`` puts each line its intent
 log commits on the current span: `toolcommit.runtime.telemetry`) are read back as
-those lines (`Call.lines`), so a guarded call is judged by the guard's own lines.
+those lines (`Call.lines`), so a guarded call is judged by the guard's own lines. The
+guard's own span (``toolcommit.span = guard``, an ``execute_tool`` span of its own:
+`toolcommit.runtime.otel`) inside a framework's tool span is folded into it (one
+call, the guard's lines); without one above it, it is the call. Lines the settler writes
+(``toolcommit.settle`` spans) belong to no call and are not read.
 
 Pydantic AI spans whose call never ran (``pydantic_ai.tool.failure_stage = validation``,
 or a deferral) are not dispatches and are left out, with a note; its
@@ -92,8 +96,9 @@ def kv_list(items) -> dict:
 
 # ----- spans in either format, as one shape ---------------------------------------------
 class Span(dict):
-    """A span as: name, trace_id, span_id, start (sortable), attributes, events
-    (list of (name, attributes)), error (bool), status_text, resource (attributes)."""
+    """A span as: name, trace_id, span_id, parent_id ('' for a root), start (sortable),
+    attributes, events (list of (name, attributes)), error (bool), status_text, resource
+    (attributes)."""
 
 
 _ERROR_CODES = (2, "2", "STATUS_CODE_ERROR", "ERROR", "StatusCode.ERROR")
@@ -117,6 +122,8 @@ def _otlp_spans(doc: dict) -> Iterator[Span]:
                 yield Span(name=s.get("name", ""),
                            trace_id=_ident(_g(s, "traceId", "trace_id", ""), "traceId"),
                            span_id=_ident(_g(s, "spanId", "span_id", ""), "spanId"),
+                           parent_id=_ident(_g(s, "parentSpanId", "parent_span_id", ""),
+                                            "parentSpanId"),
                            start=int(_g(s, "startTimeUnixNano", "start_time_unix_nano", 0)),
                            attributes=kv_list(s.get("attributes")),
                            events=[(e.get("name"), kv_list(e.get("attributes")))
@@ -136,7 +143,9 @@ def _console_span(doc: dict) -> Span:
     ctx = doc.get("context") or {}
     status = doc.get("status") or {}
     return Span(name=doc.get("name", ""), trace_id=_ident(ctx.get("trace_id"), "trace_id"),
-                span_id=_ident(ctx.get("span_id"), "span_id"), start=_iso_ns(doc.get("start_time")),
+                span_id=_ident(ctx.get("span_id"), "span_id"),
+                parent_id=_ident(doc.get("parent_id"), "parent_id"),
+                start=_iso_ns(doc.get("start_time")),
                 attributes=dict(doc.get("attributes") or {}),
                 events=[(e.get("name"), dict(e.get("attributes") or {}))
                         for e in doc.get("events") or ()],
@@ -252,6 +261,7 @@ def _retry_note(a: dict) -> str:
 
 
 GUARD_PREFIX = "toolcommit."
+GUARD_SPAN = ("toolcommit.span", "guard")   # the guard's own span (toolcommit.runtime.otel)
 _ENCODED = ("args", "result")      # JSON-encoded on the span (not scalars)
 
 
@@ -268,6 +278,36 @@ def guard_lines(s: Span) -> tuple:
                 line[k] = _json(line[k])
         out.append(line)
     return tuple(out)
+
+
+def is_guard_span(s: Span) -> bool:
+    """The guard's own span of one call (``toolcommit.span = guard``)."""
+    return s["attributes"].get(GUARD_SPAN[0]) == GUARD_SPAN[1]
+
+
+def fold_guard_spans(found: list) -> list:
+    """Tool spans `found` (``(span, file index, line, where)``) with each guard span whose
+    parent is another tool span folded into that parent: its ``toolcommit.*`` events join
+    the parent's (in start order), and it is not a call of its own; a guard span with no
+    tool span above it in the trace is the call. Pure."""
+    by_id = {(s["trace_id"], s["span_id"]): s for s, *_ in found if s["span_id"]}
+    children: dict = {}
+    for s, *_ in found:
+        parent = by_id.get((s["trace_id"], s.get("parent_id")))
+        if is_guard_span(s) and s.get("parent_id") and parent is not None \
+                and not is_guard_span(parent):
+            children.setdefault(id(parent), []).append(s)
+    folded = {id(c) for cs in children.values() for c in cs}
+    out = []
+    for s, fi, line, where in found:
+        if id(s) in folded:
+            continue
+        if id(s) in children:
+            extra = [ev for c in sorted(children[id(s)], key=lambda c: c["start"])
+                     for ev in c["events"] if str(ev[0]).startswith(GUARD_PREFIX)]
+            s = Span(s, events=list(s["events"]) + extra)
+        out.append((s, fi, line, where))
+    return out
 
 
 def to_call(s: Span, fi: int, line: int, skipped: list, where: str = "") -> Optional[Call]:
@@ -302,7 +342,7 @@ def read(paths, first_index: int = 0) -> tuple[list[Call], list[str]]:
     on spans left out. A span exported twice (the same trace and span id, in one file or
     several) counts once. `InputError` on a file that holds no span, or a document whose
     shape is not a span export (file:line)."""
-    calls: list[Call] = []
+    tools: list = []
     skipped: list[str] = []
     seen: set = set()
     repeats = unnamed = 0
@@ -327,12 +367,12 @@ def read(paths, first_index: int = 0) -> tuple[list[Call], list[str]]:
                 seen.add(ident)
                 if is_tool_span(s):
                     line = lines.of(str(s["span_id"]), at) if s["span_id"] else lines.at(at)
-                    c = to_call(s, fi, line, skipped, f"{path}:{line} (#{unnamed})")
-                    if c is not None:
-                        calls.append(c)
+                    tools.append((s, fi, line, f"{path}:{line} (#{unnamed})"))
         if not found:
             raise InputError("no spans found: expected OTLP JSON (resourceSpans) or the "
                              "console exporter's span JSON", path)
+    calls = [c for c in (to_call(s, fi, line, skipped, where)
+                         for s, fi, line, where in fold_guard_spans(tools)) if c is not None]
     notes = [f"left out: {n}" for n in skipped]
     if repeats:
         notes.append(f"{repeats} span(s) exported more than once were read once")
