@@ -64,11 +64,12 @@ def _version() -> str:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    named = argv[0] if argv and argv[0] in COMMANDS else None   # only that one is needed
-    args, extra = parser((named,) if named else COMMANDS).parse_known_args(argv)
-    if extra:   # reported by the subcommand, whose usage is the one that helps
-        args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
+        # a Ctrl-C while the subcommand's modules are still importing is an interrupt too
+        named = argv[0] if argv and argv[0] in COMMANDS else None   # only that one is needed
+        args, extra = parser((named,) if named else COMMANDS).parse_known_args(argv)
+        if extra:   # reported by the subcommand, whose usage is the one that helps
+            args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
         flags.resolve(args)      # old spellings of renamed flags: a note, or exit 2 on a clash
         with guarded_stdout():   # a failed write to stdout is an OutputError: exit 2, one line
             try:
