@@ -165,3 +165,14 @@ def test_a_log_the_user_may_not_read_is_refused_as_unreadable(tmp_path):
     assert done.returncode == 2 and done.stdout == "", done.stderr
     assert "cannot read it (Permission denied)" in done.stderr
     assert "not an SQLite" not in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+def test_recover_on_a_read_only_volume_says_the_volume_is_read_only(read_only_volume):
+    """recover writes the log: on a read-only volume it says why it cannot, and where the
+    log can still be read."""
+    point, seal = read_only_volume
+    IntentLog.sqlite(str(point / "intents.db"), writer="w1", provider="stripe").close()
+    seal()
+    code, out, err = cli("recover", str(point / "intents.db"), "--provider", "stripe")
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "mounted read-only" in err and "toolcommit export" in err
