@@ -195,10 +195,12 @@ def _read_doc(provider: str) -> tuple[dict, str]:
             with open(provider, encoding="utf-8") as f:
                 return json.load(f), provider
         except (OSError, ValueError) as e:
-            raise DesignError(f"{provider}: cannot read the design file: {e}") from None
+            raise DesignError(f"{provider}: cannot read the design file: {e}; give a design "
+                              "file `toolcommit design --env NAME -o FILE` wrote") from None
         except RecursionError:
             raise DesignError(f"{provider}: not a design file: JSON nested deeper than a "
-                              "reader follows") from None
+                              "reader follows; write one with `toolcommit design --env NAME "
+                              "-o FILE`") from None
     raise DesignError(f"provider={provider!r} is neither a shipped design ({', '.join(SHIPPED)}) "
                       "nor a design file; write one with `toolcommit design --env NAME -o FILE`")
 

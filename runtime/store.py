@@ -126,6 +126,18 @@ class Store:
         raise NotImplementedError
 
 
+def _read_only_hint(path: str) -> str:
+    """Why an SQLite file cannot be written where it lies, as a clause; '' when it could."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return ("; its volume is mounted read-only: the intent log needs a writable "
+                    "folder (`toolcommit export` and `toolcommit status` read it in place)")
+    except OSError:
+        pass
+    return ""
+
+
 class SqliteStore(Store):
     """An embedded SQLite file in WAL mode; every write transaction is ``BEGIN IMMEDIATE``.
 
@@ -167,7 +179,8 @@ class SqliteStore(Store):
                 self._db.close()
             if isinstance(e, StoreError):
                 raise
-            raise StoreError(f"{self.path}: cannot open the SQLite intent log: {e}") from None
+            raise StoreError(f"{self.path}: cannot open the SQLite intent log: {e}"
+                             f"{_read_only_hint(self.path)}") from None
 
     def _refuse_foreign(self) -> None:
         """`StoreError` if the database holds tables and none is the log's."""

@@ -12,7 +12,7 @@ import importlib
 import sys
 
 from toolcommit.model.errors import InternalError, ResourceError, ToolcommitError
-from toolcommit.checker.output import guarded_stdout
+from toolcommit.checker.output import guarded_stdout, visible
 from toolcommit.checker.cli import flags
 from toolcommit.checker.cli.terminal import close_all
 
@@ -20,9 +20,15 @@ COMMANDS = ("spec", "check", "prove", "validate", "ask", "design", "torture", "e
             "status", "gateway")
 
 
+def say(line: str) -> None:
+    """One line on stderr, `visible`: a file name, key or value quoted in an error cannot
+    clear the screen, write the clipboard or reorder the line."""
+    print(visible(line), file=sys.stderr)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # exit 2 with one line naming the command and where help is
-        print(f"{self.prog}: error: {message} (see: {self.prog} --help)", file=sys.stderr)
+        say(f"{self.prog}: error: {message} (see: {self.prog} --help)")
         raise SystemExit(2)
 
 
@@ -58,11 +64,12 @@ def _version() -> str:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    named = argv[0] if argv and argv[0] in COMMANDS else None   # only that one is needed
-    args, extra = parser((named,) if named else COMMANDS).parse_known_args(argv)
-    if extra:   # reported by the subcommand, whose usage is the one that helps
-        args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
+        # a Ctrl-C while the subcommand's modules are still importing is an interrupt too
+        named = argv[0] if argv and argv[0] in COMMANDS else None   # only that one is needed
+        args, extra = parser((named,) if named else COMMANDS).parse_known_args(argv)
+        if extra:   # reported by the subcommand, whose usage is the one that helps
+            args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
         flags.resolve(args)      # old spellings of renamed flags: a note, or exit 2 on a clash
         with guarded_stdout():   # a failed write to stdout is an OutputError: exit 2, one line
             try:
@@ -72,12 +79,12 @@ def main(argv=None) -> int:
         _build_notes()
         return code
     except InternalError as e:
-        print(f"toolcommit: internal error (a bug in toolcommit, please report): {e}", file=sys.stderr)
+        say(f"toolcommit: internal error (a bug in toolcommit, please report): {e}")
         return 4
     except (ResourceError, MemoryError) as e:
         return _out_of(e)
     except ToolcommitError as e:
-        print(f"toolcommit: {e}", file=sys.stderr)
+        say(f"toolcommit: {e}")
         return 2
     except KeyboardInterrupt:
         print("toolcommit: interrupted", file=sys.stderr)
@@ -93,7 +100,7 @@ def _build_notes() -> None:
     """Say on stderr why compiled code was not taken from its cache (`cbuild.NOTES`)."""
     from toolcommit.checker import cbuild
     while cbuild.NOTES:        # said once: a later command in this process has its own
-        print(f"toolcommit: note: {cbuild.NOTES.pop(0)}", file=sys.stderr)
+        say(f"toolcommit: note: {cbuild.NOTES.pop(0)}")
 
 
 def _out_of(e: BaseException) -> int:
@@ -103,7 +110,7 @@ def _out_of(e: BaseException) -> int:
         e = f"out of memory{why}; nothing was judged: give the command more memory, or " \
             "bound it (check: --max-states or smaller --bounds; validate: --engine dask spreads " \
             "the intents over more machines)"
-    print(f"toolcommit: {e}", file=sys.stderr)
+    say(f"toolcommit: {e}")
     return EXIT_RESOURCE
 
 

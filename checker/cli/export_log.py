@@ -25,8 +25,9 @@ class _ReadOnly:
 
     A log in WAL mode needs its ``-shm`` file to be read while others may write it; on a
     read-only file system no one can write it, so it is opened ``immutable`` there (what
-    SQLite documents for read-only media). Elsewhere a folder that cannot take the ``-shm``
-    file is a clear `InputError`."""
+    SQLite documents for read-only media), unless a non-empty ``-wal`` file holds writes an
+    immutable open would silently skip: that, and elsewhere a folder that cannot take the
+    ``-shm`` file, is a clear `InputError`."""
 
     def __init__(self, path: str):
         uri = Path(os.path.abspath(path)).as_uri()
@@ -40,6 +41,12 @@ class _ReadOnly:
                                  "read or create its -shm file beside it; export it where "
                                  "that folder can be written, or copy it together with its "
                                  "-wal and -shm files") from None
+            if _size(path + "-wal"):
+                raise InputError(f"{path}:1: cannot read it on this read-only volume: its last "
+                                 "writes are in its -wal file, which SQLite reads only with "
+                                 "its -shm file, and that cannot be created here; copy it "
+                                 "with its -wal file to a folder that can be written and "
+                                 "give the copy") from None
             self._db = sqlite3.connect(uri + "?mode=ro&immutable=1", uri=True,
                                        isolation_level=None)
 
@@ -57,6 +64,14 @@ class _ReadOnly:
         self._db.close()
 
 
+def _size(path: str) -> int:
+    """The size of the file `path`, 0 when there is none."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
 def _read_only_fs(path: str) -> bool:
     """Whether `path` lies on a file system mounted read-only."""
     try:
@@ -67,10 +82,21 @@ def _read_only_fs(path: str) -> bool:
 
 def read_log(db: str, table: str, read):
     """``read(store)`` on the SQLite intent log `db`, opened read-only, once it is known to
-    hold `table` (`read` opens its own transactions: ``store.read()``). Raises `UsageError` (no such file) or `InputError` (not an intent log),
-    each one line naming the file."""
+    hold `table` (`read` opens its own transactions: ``store.read()``). Raises `UsageError`
+    (no such file, or one this user cannot read) or `InputError` (not an intent log, or one
+    a read-only volume keeps from being read), each one line naming the file."""
+    try:
+        with open(db, "rb"):     # SQLite would say only "unable to open database file"
+            pass
+    except FileNotFoundError:
+        raise UsageError(f"{db}: no such file; give {WHAT}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{db}: is a folder; give {WHAT}") from None
+    except OSError as e:
+        raise UsageError(f"{db}: cannot read it ({e.strerror}); run as a user who may read "
+                         "it, or give a readable copy") from None
     if not os.path.isfile(db):
-        raise UsageError(f"{db}: no such file; give {WHAT}")
+        raise UsageError(f"{db}: not a file; give {WHAT}")
     try:
         store = _ReadOnly(db)
         try:

@@ -16,6 +16,7 @@ import shutil
 import sys
 import time
 
+from toolcommit.checker.output import visible
 from toolcommit.checker.render.fit import DEFAULT
 
 AFTER = 2.0      # seconds before the first progress line
@@ -82,7 +83,7 @@ class Progress:
         self.last = time.perf_counter()
         out = self._out()
         room = max(columns(out) - 1, 1)      # the last column would wrap the cursor
-        out.write("\r\x1b[K" + text[:room])
+        out.write("\r\x1b[K" + visible(text)[:room])    # only our own controls
         out.flush()
         self.shown = True
         _OPEN.add(self)

@@ -20,7 +20,7 @@ from toolcommit.checker.logs import lane, pool
 from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES, check_paths
 from toolcommit.checker.logs.report import LogVerdict, Report, count, with_findings
 from toolcommit.checker.logs.validate import validate
-from toolcommit.checker.output import refuse_inputs, write_atomic
+from toolcommit.checker.output import refuse_inputs, visible, write_atomic
 from toolcommit.checker.render.findings import RENDERERS
 
 EXIT_CODES = {LogVerdict.CONFORMS: 0, LogVerdict.VIOLATES: 1, LogVerdict.INCONCLUSIVE: 3}
@@ -144,7 +144,7 @@ def run(args) -> int:
         sys.stdout.write(text)
     if args.output or args.format != "text":   # text output already lists them
         for w in report.warnings:
-            print(f"toolcommit: warning: {w}", file=sys.stderr)
+            print(visible(f"toolcommit: warning: {w}"), file=sys.stderr)
     _lane_note()
     return code
 

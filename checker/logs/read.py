@@ -104,6 +104,10 @@ def nesting(line: bytes) -> int:
 
 def why_not_json(line: bytes, decoder_message: str) -> str:
     """One clear reason a line failed to decode."""
+    if line.startswith(b"SQLite format 3\x00"):      # read from stdin or gzip: no path to sniff
+        return ("an SQLite database, not JSON Lines: for the intent log library's database, "
+                "write its log with `toolcommit export DB -o intents.jsonl` and validate that; "
+                "for a DBOS system database, give its path with --from dbos")
     try:
         line.decode("utf-8")
     except UnicodeDecodeError as e:

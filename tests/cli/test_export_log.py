@@ -117,3 +117,62 @@ def test_a_log_on_a_read_only_volume_is_exported(read_only_volume):
     code, out, err = cli("export", str(point / "intents.db"))
     assert code == 0, err
     assert [json.loads(line)["type"] for line in out.splitlines()] == ["proposal", "transition"]
+
+
+def test_a_log_with_writes_in_its_wal_on_a_read_only_volume_is_refused_not_exported_stale(
+        read_only_volume):
+    """A writer that died (its ``-wal`` holds a committed proposal) and a volume without the
+    ``-shm`` file: SQLite cannot read the WAL there, and an immutable open would export the
+    log without that proposal. The command says so instead."""
+    import os
+    import subprocess
+    import sys
+    point, seal = read_only_volume
+    path = point / "intents.db"
+    log = IntentLog.sqlite(str(path), writer="w1", provider="stripe")
+    log.propose("t1", "refund", {"amount": 20}, "user:42:request:7")
+    log.close()                                         # t1 is in the database file
+    subprocess.run([sys.executable, "-c",
+                    "import os, sys\nfrom toolcommit.runtime import IntentLog\n"
+                    "log = IntentLog.sqlite(sys.argv[1], writer='w2', provider='stripe')\n"
+                    "log.propose('t2', 'refund', {'amount': 30}, 'user:42:request:8')\n"
+                    "os._exit(0)\n", str(path)], check=True, timeout=60)   # t2: in the -wal
+    assert os.path.getsize(str(path) + "-wal") > 0
+    os.remove(str(path) + "-shm")
+    seal()
+    for command in ("export", "status"):
+        code, out, err = cli(command, str(path))
+        assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+        assert "read-only volume" in err and "-wal" in err and "not an SQLite" not in err
+
+
+def test_a_log_the_user_may_not_read_is_refused_as_unreadable(tmp_path):
+    """Not "not an SQLite intent log": the file is one, this user may not read it."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    path = tmp_path / "intents.db"
+    IntentLog.sqlite(str(path), writer="w1", provider="stripe").close()
+    path.chmod(0)
+    argv = [os.path.join(os.path.dirname(sys.executable), "toolcommit"), "export", str(path)]
+    if os.geteuid() == 0:           # root reads anything: run as nobody
+        if shutil.which("setpriv") is None:
+            pytest.skip("root without setpriv: cannot run as another user")
+        argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+    tmp_path.chmod(0o755)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert "cannot read it (Permission denied)" in done.stderr
+    assert "not an SQLite" not in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+def test_recover_on_a_read_only_volume_says_the_volume_is_read_only(read_only_volume):
+    """recover writes the log: on a read-only volume it says why it cannot, and where the
+    log can still be read."""
+    point, seal = read_only_volume
+    IntentLog.sqlite(str(point / "intents.db"), writer="w1", provider="stripe").close()
+    seal()
+    code, out, err = cli("recover", str(point / "intents.db"), "--provider", "stripe")
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "mounted read-only" in err and "toolcommit export" in err

@@ -82,3 +82,32 @@ def test_a_report_written_to_a_file_is_visible_too(hostile_log, tmp_path):
 def test_write_atomic_writes_the_visible_text(tmp_path):
     path = write_atomic(tmp_path / "r.txt", "a\u202eb\n")
     assert path.read_text("utf-8") == "a\\u202eb\n"
+
+
+def test_an_error_quoting_a_hostile_file_name_is_visible_on_stderr(tmp_path):
+    """A log's name is as hostile as its content (`validate logs/*`): the one-line error
+    that quotes it escapes its controls and bidi characters too."""
+    result = _validate(str(tmp_path / (HOSTILE_KEY + ".jsonl")))
+    assert result.returncode == 2
+    shown = result.stderr.decode("utf-8")
+    assert "cannot read" in shown and "\\u202e" in shown and "\\u001b" in shown
+    assert [c for c in shown if _hidden(c)] == []
+
+
+def test_a_progress_line_writes_only_its_own_controls():
+    """The progress line erases itself with ``\\r`` and ``ESC[K``; a name it shows (a run, a
+    design) cannot add controls of its own."""
+    import io
+
+    from toolcommit.checker.cli.terminal import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+    out = Tty()
+    p = Progress(out)
+    p.t0 -= 60                      # as if the run had gone on for a minute
+    p.show("run " + HOSTILE_KEY)
+    shown = out.getvalue()
+    assert shown.startswith("\r\x1b[K") and "\\u202e" in shown
+    assert [c for c in shown[len("\r\x1b[K"):] if _hidden(c)] == []

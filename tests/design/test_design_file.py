@@ -219,13 +219,18 @@ def test_a_design_file_with_a_list_for_an_option_or_deep_json_is_refused_in_one_
             done = subprocess.run([sys.executable, "-m", "toolcommit.checker.cli", *argv],
                                   capture_output=True, text=True, timeout=120)
             assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-            if argv[0] == "check":
-                assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1
+            assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1
+            assert "give one option" in done.stderr or "toolcommit design" in done.stderr
 
 
-def test_design_output_with_an_empty_name_is_refused_before_any_search():
+@pytest.mark.parametrize("flag", ["-o", "--output", "--write"])
+def test_design_output_with_an_empty_name_is_refused_before_any_search(flag):
+    """The new spelling and the old one (``--write ""``): one error line, nothing searched
+    (no report on stdout)."""
     import subprocess
     import sys
     done = subprocess.run([sys.executable, "-m", "toolcommit.checker.cli", "design", "--env",
-                           "ideal", "-o", ""], capture_output=True, text=True, timeout=120)
+                           "ideal", flag, ""], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "-o/--output: give the design file's name" in done.stderr
+    errors = [ln for ln in done.stderr.splitlines() if not ln.startswith("toolcommit: note:")]
+    assert len(errors) == 1 and done.stdout == "", done.stderr

@@ -230,3 +230,55 @@ def test_two_libraries_loaded_one_after_the_other_are_each_themselves(tmp_path):
                              ["-shared", "-fPIC"]) as (p, why):
             answers.append(ctypes.CDLL(p).tc_answer())
     assert answers == [42, 7]
+
+
+def _descendants(pid: int) -> list[str]:
+    """The command names of `pid`'s descendants (from /proc)."""
+    parent = {}
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                name, rest = f.read().rsplit(")", 1)
+            parent[int(d)] = (int(rest.split()[1]), name.split("(", 1)[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    found, frontier = [], {pid}
+    while frontier:
+        kids = {p for p, (pp, _) in parent.items() if pp in frontier}
+        found += [parent[p][1] for p in kids]
+        frontier = kids
+    return found
+
+
+@pytest.mark.skipif(cbuild.compiler() is None or not os.path.isdir("/proc"),
+                    reason="no C compiler, or no /proc to see it run")
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_the_check_command_interrupted_while_it_compiles_leaves_nothing_behind(tmp_path, how):
+    """The real command with a fresh cache, so that it compiles: a Ctrl-C (SIGINT to the
+    whole process group, the compiler included) or a SIGTERM to toolcommit while the
+    compiler runs leaves no ``cc*.s`` in $TMPDIR and no ``.engine-*`` file in the cache."""
+    cache, tmpdir = tmp_path / "xdg", tmp_path / "tmp"
+    cache.mkdir()
+    tmpdir.mkdir()
+    cli = os.path.join(os.path.dirname(sys.executable), "toolcommit")
+    proc = subprocess.Popen([cli, "check"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True,
+                            env={**os.environ, "TMPDIR": str(tmpdir),
+                                 "XDG_CACHE_HOME": str(cache)})
+    try:
+        deadline = time.monotonic() + 120
+        while not {"cc1", "as"} & set(_descendants(proc.pid)):    # the compiler is at work
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+            time.sleep(0.005)
+        if how == "ctrl-c":
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == (130 if how == "ctrl-c" else -signal.SIGTERM), err
+        assert "Traceback" not in err
+        assert list(tmpdir.iterdir()) == []
+        assert [p.name for p in cache.rglob(".*")] == []
+    finally:
+        proc.kill()
+        proc.wait()

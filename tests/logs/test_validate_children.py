@@ -95,3 +95,64 @@ def test_a_ctrl_c_while_the_shards_work_ends_them_without_a_traceback():
     finally:
         p.kill()
         p.wait()
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def test_a_ctrl_c_on_the_real_command_with_two_jobs_is_exit_130_and_leaves_nothing(tmp_path):
+    """`toolcommit validate --jobs 2` on a log large enough to be sharded, Ctrl-C (SIGINT to
+    its process group, as a terminal sends it) once its shards run: one line, exit 130, no
+    BrokenPipe, no shard left, nothing left in its TMPDIR."""
+    import json
+    lines = [json.loads(x) for x in (LOG.parent / "happy-ack_loss-ok.jsonl").read_text()
+             .splitlines()]
+    big, seq = tmp_path / "big.jsonl", 0
+    with big.open("w") as f:
+        for i in range(40_000):                       # about 50 MB, many seconds of work
+            for e in lines:
+                seq += 1
+                f.write(json.dumps({**e, "key": f"k{i}", "call_id": f"t{i}", "seq": seq,
+                                    "writer": "w0"} if "key" in e else e) + "\n")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    cli = os.path.join(os.path.dirname(sys.executable), "toolcommit")
+    p = subprocess.Popen([cli, "validate", "--jobs", "2", str(big)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         env={**os.environ, "TMPDIR": str(tmp)})
+    try:
+        end = time.monotonic() + BOUND
+        while len(shards := _children(p.pid)) < 2 and p.poll() is None \
+                and time.monotonic() < end:
+            time.sleep(0.01)
+        assert len(shards) == 2, "the shards never started"
+        os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=BOUND)
+        assert p.returncode == 130, err
+        assert err == "toolcommit: interrupted\n" and out == ""
+        end = time.monotonic() + BOUND
+        while any(map(running, shards)) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert not any(map(running, shards)) and list(tmp.iterdir()) == []
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_a_ctrl_c_while_the_subcommand_is_still_imported_is_exit_130(monkeypatch, capsys):
+    """Before, an interrupt while `main` imported the subcommand's modules (a slow start on
+    a loaded machine) escaped as a KeyboardInterrupt traceback."""
+    import importlib
+
+    from toolcommit.checker import cli
+
+    def interrupted(name, *args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(importlib, "import_module", interrupted)
+    assert cli.main(["validate", str(LOG)]) == 130
+    assert capsys.readouterr().err == "toolcommit: interrupted\n"

@@ -243,3 +243,23 @@ def test_the_librarys_sqlite_log_given_to_validate_says_to_export_it_and_is_not_
     err = capsys.readouterr().err
     assert f"toolcommit export {db}" in err and "--from dbos" not in err
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+
+
+def test_the_librarys_sqlite_log_on_stdin_or_gzipped_says_to_export_it(tmp_path, monkeypatch,
+                                                                         capsys):
+    """No path to look into (stdin) or one that holds a gzip: the first bytes still say it
+    is an SQLite database, and the one line says what to do (not 'not UTF-8')."""
+    from toolcommit.runtime import IntentLog
+    db = tmp_path / "intents.db"
+    log = IntentLog.sqlite(str(db), writer="w1", provider="stripe")
+    log.propose("t1", "refund", {"amount": 20}, "user:42:request:7")
+    log.close()
+    zipped = tmp_path / "intents.db.gz"
+    zipped.write_bytes(gzip.compress(db.read_bytes()))
+    assert main(["validate", str(zipped)]) == 2
+    err = capsys.readouterr().err
+    assert "an SQLite database" in err and "toolcommit export" in err and "UTF-8" not in err
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(db.read_bytes())))
+    assert main(["validate", "-"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("toolcommit: -:1: an SQLite database") and "toolcommit export" in err

@@ -138,15 +138,20 @@ def test_a_write_the_server_refuses_is_a_store_error_in_one_line(pg):
     log.close()
 
 
-def test_recover_finds_a_schema_named_in_capitals(pg, capsys):
-    """PostgreSQL folds an unquoted name: the log made with schema="S1" is in s1, and
-    `recover --schema S1` finds it there."""
+@pytest.mark.parametrize("made", ["S1", "s1"])
+def test_recover_finds_a_schema_named_in_capitals(pg, capsys, made):
+    """PostgreSQL folds an unquoted name: the log made with schema="S1" or "s1" is in s1,
+    and `status --schema S1` and `recover --schema S1` find it there."""
     from toolcommit.checker.cli import main
-    dead = IntentLog.postgres(pg.dsn, "pod-a", schema="S1", provider="email")
+    schema = f"{made}_{'up' if made.isupper() else 'low'}"
+    dead = IntentLog.postgres(pg.dsn, "pod-a", schema=schema, provider="email")
     dead.dispatch(dead.propose("t1", "mail", {"to": "a@example.com"}, SCOPE).key)
     dead.expire_leases("pod-a")
     dead.close()
-    assert main(["recover", "--dsn", pg.dsn, "--schema", "S1", "--provider", "email"]) == 0
+    assert main(["status", "--dsn", pg.dsn, "--schema", schema.upper()]) == 3   # in doubt
+    assert "1 record(s) in doubt" in capsys.readouterr().out
+    assert main(["recover", "--dsn", pg.dsn, "--schema", schema.upper(),
+                 "--provider", "email"]) == 0
     assert "1 record(s) of dead writers taken over: 1 DEAD_LETTER" in capsys.readouterr().out
 
 

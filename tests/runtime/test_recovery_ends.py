@@ -226,11 +226,18 @@ def test_a_log_written_before_logs_stored_their_design_adopts_the_first_and_says
     again.close()
 
 
-def test_recover_without_tools_never_imports_from_the_working_directory(tmp_path):
+@pytest.mark.parametrize("argv", [
+    ["recover", "--dsn", "host=/nonexistent dbname=x", "--provider", "stripe"],
+    ["status", "--dsn", "host=/nonexistent dbname=x"],
+    ["validate", "--from", "dbos", "postgresql:///x?host=/nonexistent"],
+    ["torture", "--runs", "1", "--store", "postgres", "--dsn", "host=/nonexistent dbname=x"]],
+    ids=["recover", "status", "validate-dbos", "torture"])
+def test_a_command_without_tools_never_imports_from_the_working_directory(tmp_path, argv):
+    """Only ``recover --tools`` (and ``validate --scope MODULE:FUNCTION``) name a module to
+    load: a ``psycopg.py`` in the working directory is never run in its place."""
     (tmp_path / "psycopg.py").write_text("open('RAN', 'w').write('shadowed')\n")
     cli = os.path.join(os.path.dirname(sys.executable), "toolcommit")   # as a user runs it
-    p = subprocess.run([cli, "recover", "--dsn",
-                        "host=/nonexistent dbname=x", "--provider", "stripe"], cwd=tmp_path,
+    p = subprocess.run([cli, *argv], cwd=tmp_path,
                        capture_output=True, text=True, timeout=60,
                        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     assert p.returncode == 2 and not (tmp_path / "RAN").exists(), p.stderr
