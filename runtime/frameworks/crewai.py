@@ -32,7 +32,12 @@ def _never_cached(_args: Any = None, _result: Any = None) -> bool:
     return False
 
 
-def _told(e: EffectError):
+# the settings of `tool` the guarded tool keeps, where this CrewAI has them
+_KEPT = ("name", "description", "args_schema", "result_schema", "result_as_answer",
+         "max_usage_count", "tool_failure_policy", "env_vars")
+
+
+def _told(e: EffectError) -> Any:
     """What the model gets for `e`: a ``ToolFailure`` where this CrewAI has them."""
     said = tell(e)
     try:
@@ -42,8 +47,9 @@ def _told(e: EffectError):
     return ToolFailure(message=json.dumps(said), details=said)
 
 
-def crewai_tool(log: C.LogOrOpener, tool, *, scope: Union[str, Callable],
-                status=None, new_request: Optional[Callable] = None):
+def crewai_tool(log: C.LogOrOpener, tool: Any, *, scope: Union[str, Callable[..., str]],
+                status: Optional[Callable[..., Any]] = None,
+                new_request: Optional[Callable[..., Any]] = None) -> Any:
     """A CrewAI ``BaseTool`` with `tool`'s name, description and argument schema, running
     `tool` through the intent log.
 
@@ -74,13 +80,13 @@ def crewai_tool(log: C.LogOrOpener, tool, *, scope: Union[str, Callable],
     C.checked(log, body, status, inner.name)
     fields = list(inner.args_schema.model_fields)
 
-    def params(a: tuple, kw: dict) -> tuple:
+    def params(a: tuple[Any, ...], kw: dict[str, Any]) -> tuple[Any, ...]:
         args = {**dict(zip(fields, a)), **kw}
         cid = f"call-{uuid.uuid4().hex[:12]}"       # CrewAI gives no call id to a tool
         return (C.the_log(log), cid, inner.name, args, C.where(scope, args),
                 C.again(new_request, args))
 
-    class Guarded(BaseTool):
+    class Guarded(BaseTool):  # type: ignore[misc, unused-ignore]
         def _run(self, *a: Any, **kw: Any) -> Any:
             if has_async and isinstance(inner, Tool):
                 return self._arun(*a, **kw)          # a coroutine: ``run`` runs it
@@ -101,9 +107,5 @@ def crewai_tool(log: C.LogOrOpener, tool, *, scope: Union[str, Callable],
                 return _told(e)
 
     C.registered(inner.name, inner._arun if has_async else inner._run, status)
-    return Guarded(name=inner.name, description=inner.description,
-                   args_schema=inner.args_schema, result_schema=inner.result_schema,
-                   result_as_answer=inner.result_as_answer,
-                   max_usage_count=inner.max_usage_count,
-                   tool_failure_policy=inner.tool_failure_policy,
-                   env_vars=inner.env_vars, cache_function=_never_cached)
+    kept = {f: getattr(inner, f) for f in _KEPT if f in BaseTool.model_fields}
+    return Guarded(**kept, cache_function=_never_cached)
