@@ -11,9 +11,9 @@ by a blind re-send; recovery from the log after a restart.
 A runtime's loop for one effectful tool call (`toolcommit.runtime.shims.guard` is this loop,
 written once)::
 
-    d = log.propose(call_id, "refund", {"amount": 20}, "user:42:request:7")
+    d = log.propose(call_id, "refund", {"amount": 20}, "user:42:request:7", dispatch=True)
     if d.decision == "accepted":
-        t = log.dispatch(d.key)              # RECORDED -> DISPATCHED
+        t = d.ticket                         # RECORDED -> DISPATCHED, in the same commit
         try:
             result = provider.refund(..., idempotency_key=t.idempotency_key, fence=t.fence)
         except Timeout:
@@ -24,6 +24,8 @@ written once)::
 
 Every decision writes its lines of `spec/log.schema.json` in the same transaction
 (`toolcommit.runtime.lines`), so ``toolcommit validate`` can check any run from `export`.
+The happy path is two durable commits: the record and its dispatch before the effect (the
+proposal accepted and dispatched at once, ``dispatch=True``), the outcome after (`ack`).
 
 Contracts
 ---------
@@ -88,8 +90,11 @@ _OPEN = "('RECORDED', 'DISPATCHED', 'UNKNOWN', 'RECONCILING')"   # = store.OPEN_
 _LOGGER = logging.getLogger("toolcommit.runtime")
 
 
-def _background(ref, name: str, step, event: threading.Event) -> None:
-    """The loop of a log's background thread (`IntentLog._start`)."""
+def _background(ref, name: str, step, event: threading.Event, first: float = 0.0) -> None:
+    """The loop of a log's background thread (`IntentLog._start`): its first step after
+    `first` seconds (or `event`)."""
+    if first > 0:
+        event.wait(first)
     while True:
         log = ref()
         if log is None or log._stop.is_set():
@@ -328,7 +333,8 @@ class IntentLog:
 
     # ----- propose --------------------------------------------------------------------------
     def propose(self, call_id: str, tool: str, args: dict, scope: str, *,
-                new_attempt: bool = False, exclusive: Optional[bool] = None) -> Decision:
+                new_attempt: bool = False, exclusive: Optional[bool] = None,
+                dispatch: bool = False) -> Decision:
         """Atomic insert under the uniqueness constraint: the log decides.
 
         The key is the canonical intent of (`tool`, `args`, `scope`) at the intent's current
@@ -337,6 +343,14 @@ class IntentLog:
         advances epochs (``epoch=per_intent``; under ``none``, as email's, the re-ask is a
         duplicate of the given-up record: at most once). An accepted
         proposal's record is ``RECORDED`` with this writer holding the lease.
+
+        With `dispatch`, an accepted proposal is also dispatched in the same transaction
+        (as `dispatch` would: ``DISPATCHED``, fence 1, its first send stamped) and
+        `Decision.ticket` says what to send: the happy path is then two commits, this one
+        before the effect and the outcome's (`ack` or `timeout`) after. The lines are the
+        same three (the proposal, PROPOSED -> RECORDED, RECORDED -> DISPATCHED), written
+        together; a crash after the commit leaves the record DISPATCHED, which a takeover
+        makes UNKNOWN, as a crash after a separate `dispatch` does.
 
         Raises
         ------
@@ -355,6 +369,9 @@ class IntentLog:
         excl = tool in self.exclusive_tools if exclusive is None else exclusive
         slot = f"{scope}\x1f{tool}" if excl else None
         same = self._same_content(call_id, tool, args)
+        # accepted and dispatched at once: the values `dispatch`'s compare-and-set writes
+        state, fence = ("DISPATCHED", 1) if dispatch else ("RECORDED", 0)
+        sent = self.store.now_sql if dispatch else "NULL"
 
         def fn(tx):
             met = None if same is None else R.meet(tx, self._get, same, scope,
@@ -374,19 +391,23 @@ class IntentLog:
                     epoch += 1
                 key = semantic_key(ci.digest, epoch)
                 n = tx.run(f"INSERT INTO tc_records (key, intent, epoch, tool, scope, args, "
-                           f"call_id, state, fence, owner, owner_inc, lease_until, slot) "
-                           f"VALUES (?, ?, ?, ?, ?, ?, ?, 'RECORDED', 0, ?, ?, "
-                           f"{self._lease_sql()}, ?) ON CONFLICT DO NOTHING",
-                           (key, ci.digest, epoch, tool, scope, args_text, call_id,
-                            *self._mine(), slot))
+                           f"call_id, state, fence, owner, owner_inc, lease_until, slot, "
+                           f"first_sent, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                           f"{self._lease_sql()}, ?, {sent}, {sent}) ON CONFLICT DO NOTHING",
+                           (key, ci.digest, epoch, tool, scope, args_text, call_id, state,
+                            fence, *self._mine(), slot))
                 if n == 1:
                     if same is not None:
                         R.remember(tx, same, key, scope)
                     rec = self._get(tx, key)
-                    return (Decision("accepted", key, rec),
-                            [L.proposal(call_id, tool, args, scope, key, "accepted", epoch),
+                    lines = [L.proposal(call_id, tool, args, scope, key, "accepted", epoch),
                              L.transition(key, "PROPOSED", "RECORDED", call_id=call_id,
-                                          epoch=epoch)], ci.digest)
+                                          epoch=epoch)]
+                    if not dispatch:
+                        return Decision("accepted", key, rec), lines, ci.digest
+                    lines.append(L.transition(key, "RECORDED", "DISPATCHED", rec.fence))
+                    return (Decision("accepted", key, rec, self._ticket(rec, "apply")), lines,
+                            ci.digest)
                 rec = self._get(tx, key)
                 decision = "duplicate"
                 if rec is None and slot is not None:
@@ -682,7 +703,8 @@ class IntentLog:
         the class docstring) and the settler leaves it alone. Bounded by the call."""
         with self._bg_lock:
             self._busy[key] = self._busy.get(key, 0) + 1
-            self._start("heartbeat", IntentLog._beat, self._stop)
+            # its first beat a third of the lease on: the call's own write just renewed it
+            self._start("heartbeat", IntentLog._beat, self._stop, first=self.lease / 3)
         try:
             yield
         finally:
@@ -736,13 +758,14 @@ class IntentLog:
         return self.settler
 
     def _start(self, name: str, step: Callable[["IntentLog"], float],
-               event: threading.Event) -> None:
+               event: threading.Event, first: float = 0.0) -> None:
         """Start the daemon thread `name` (once) calling ``step(log)`` until close (or until
-        the log is garbage: the thread holds it weakly), pausing what it returns (at most
-        `settle_every`) or until `event` is set."""
+        the log is garbage: the thread holds it weakly), first after `first` seconds, then
+        pausing what it returns (at most `settle_every`) or until `event` is set."""
         if name in self._threads or self._stop.is_set():
             return
-        t = threading.Thread(target=_background, args=(weakref.ref(self), name, step, event),
+        t = threading.Thread(target=_background,
+                             args=(weakref.ref(self), name, step, event, first),
                              name=f"toolcommit-{name}-{self.writer}", daemon=True)
         self._threads[name] = t
         t.start()
