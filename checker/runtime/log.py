@@ -244,8 +244,11 @@ class IntentLog:
                   (seq, self.writer, self.incarnation)) != 1:
             raise Superseded(f"writer {self.writer!r} was opened by another process; "
                              "this one must stop (one live process per writer name)")
-        tx.many("INSERT INTO tc_events (writer, seq, line) VALUES (?, ?, ?)",
-                [(self.writer, ln["seq"], L.dumps(ln)) for ln in out])
+        for i in range(0, len(out), 300):      # a statement per 300 lines (SQLite's 999
+            part = out[i:i + 300]                # parameters): one round trip per decision
+            tx.run("INSERT INTO tc_events (writer, seq, line) VALUES "
+                   + ", ".join(["(?, ?, ?)"] * len(part)),
+                   [x for ln in part for x in (self.writer, ln["seq"], L.dumps(ln))])
         return out, seq
 
     def _publish(self, line: dict, intent: Optional[str]) -> None:
@@ -390,16 +393,11 @@ class IntentLog:
                         and self.design.new_epochs:
                     epoch += 1
                 key = semantic_key(ci.digest, epoch)
-                n = tx.run(f"INSERT INTO tc_records (key, intent, epoch, tool, scope, args, "
-                           f"call_id, state, fence, owner, owner_inc, lease_until, slot, "
-                           f"first_sent, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                           f"{self._lease_sql()}, ?, {sent}, {sent}) ON CONFLICT DO NOTHING",
-                           (key, ci.digest, epoch, tool, scope, args_text, call_id, state,
-                            fence, *self._mine(), slot))
-                if n == 1:
+                rec = self._insert(tx, (key, ci.digest, epoch, tool, scope, args_text,
+                                        call_id, state, fence, *self._mine(), slot), sent)
+                if rec is not None:
                     if same is not None:
                         R.remember(tx, same, key, scope)
-                    rec = self._get(tx, key)
                     lines = [L.proposal(call_id, tool, args, scope, key, "accepted", epoch),
                              L.transition(key, "PROPOSED", "RECORDED", call_id=call_id,
                                           epoch=epoch)]
@@ -419,6 +417,17 @@ class IntentLog:
                             ci.digest)
             raise StoreError(f"call {call_id}: the insert neither won nor met a record")
         return self._decide(fn)
+
+    def _insert(self, tx, values: tuple, sent: str) -> Optional[Record]:
+        """Insert a record unless its key (or slot) has one: the record inserted, or None."""
+        sql = (f"INSERT INTO tc_records (key, intent, epoch, tool, scope, args, call_id, state, "
+               f"fence, owner, owner_inc, lease_until, slot, first_sent, sent_at) VALUES "
+               f"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {self._lease_sql()}, ?, {sent}, {sent}) "
+               f"ON CONFLICT DO NOTHING")
+        if self.store.returning:      # the row back in the same round trip
+            rows = tx.all(f"{sql} RETURNING {_COLS}", values)
+            return record_of(rows[0]) if rows else None
+        return self._get(tx, values[0]) if tx.run(sql, values) == 1 else None
 
     def _same_content(self, call_id: str, tool: str, args: dict) -> Optional[str]:
         """The content digest a ``reask=hold`` design compares across scopes, else None."""
@@ -464,18 +473,29 @@ class IntentLog:
             if fence is not None:
                 where.append("fence = ?")
                 params.append(fence)
-            before = self._get(tx, key, lock=True)
-            if before is None or (when is not None and not when(before, self._now(tx))):
-                return None, [], None
-            if tx.run(f"UPDATE tc_records SET {', '.join(sets)} "
-                      f"WHERE {' AND '.join(where)}", params) != 1:
-                return None, [], None
-            if then is not None:
-                then(tx)
-            after = self._get(tx, key)
-            if before.state == to:    # no move (a replay's missed answer): no line
+            update = f"UPDATE tc_records SET {', '.join(sets)} WHERE {' AND '.join(where)}"
+            if when is None and len(frm) == 1 and self.store.returning:
+                # one statement: the update's own row lock and re-check name the state it
+                # left (frm[0]), and RETURNING gives the record after it
+                rows = tx.all(f"{update} RETURNING {_COLS}", params)
+                if not rows:
+                    return None, [], None
+                before, after = None, record_of(rows[0])
+                if then is not None:
+                    then(tx)
+            else:
+                before = self._get(tx, key, lock=True)
+                if before is None or (when is not None and not when(before, self._now(tx))):
+                    return None, [], None
+                if tx.run(update, params) != 1:
+                    return None, [], None
+                if then is not None:
+                    then(tx)
+                after = self._get(tx, key)
+            left = frm[0] if before is None else before.state
+            if left == to:            # no move (a replay's missed answer): no line
                 return after, [], after.intent
-            return after, [L.transition(key, before.state, to, after.fence, reason)], after.intent
+            return after, [L.transition(key, left, to, after.fence, reason)], after.intent
         return self._decide(fn)
 
     def _now(self, tx) -> float:
