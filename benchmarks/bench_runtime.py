@@ -20,8 +20,11 @@ Stores:
 - postgres: a throwaway local server (`TempPostgres(fsync=True)`: fsync and
   synchronous_commit on), over a Unix socket.
 
-Each configuration runs `--repeat` times, the modes alternating within a repeat, and the
-fastest run of each mode counts (the machine is shared); the load average is printed.
+Each configuration runs `--repeat` times, the modes alternating within a repeat; the
+fastest run of each mode is printed, and each ratio to the reference is the median over the
+repeats of the ratio within one repeat (runs seconds apart: the shared disk's fsync time
+drifts by several times over minutes, which a ratio of two best-ofs would pick up). The
+load average is printed.
 
 Usage::
 
@@ -34,6 +37,7 @@ import argparse
 import os
 import shutil
 import sqlite3
+import statistics
 import tempfile
 import time
 
@@ -163,7 +167,7 @@ def main() -> None:
     modes = a.modes.split(",")
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     print("| store | processes | " + " | ".join(f"{m}/s" for m in modes)
-          + " | library / reference | library-3 / reference | intents |")
+          + " | library / reference (median) | library-3 / reference (median) | intents |")
     print("|---|---:|" + "---:|" * (len(modes) + 3))
     for store in a.stores.split(","):
         pg = None
@@ -173,7 +177,7 @@ def main() -> None:
         try:
             for procs in [int(x) for x in a.procs.split(",")]:
                 n = max(1, a.total // procs)
-                best = {m: 0.0 for m in modes}
+                rates = {m: [] for m in modes}
                 for _ in range(a.repeat):
                     for mode in modes:
                         tmp = tempfile.mkdtemp(prefix="bench-runtime-")
@@ -181,19 +185,24 @@ def main() -> None:
                         try:
                             if pg:
                                 _drop(pg.dsn)
-                            best[mode] = max(best[mode], run(store, where, procs, n, mode))
+                            rates[mode].append(run(store, where, procs, n, mode))
                         finally:
                             shutil.rmtree(tmp, ignore_errors=True)
-                ref = best.get("reference") or float("nan")
                 print(f"| {store} | {procs} | "
-                      + " | ".join(f"{best[m]:,.0f}" for m in modes)
-                      + f" | {best.get('library', 0) / ref:.2f}"
-                      + f" | {best.get('library-3', 0) / ref:.2f} | {procs * n:,} |",
-                      flush=True)
+                      + " | ".join(f"{max(rates[m]):,.0f}" for m in modes)
+                      + f" | {_ratio(rates, 'library')} | {_ratio(rates, 'library-3')} "
+                      f"| {procs * n:,} |", flush=True)
         finally:
             if pg:
                 pg.__exit__(None, None, None)
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
+
+
+def _ratio(rates: dict, mode: str) -> str:
+    """The median over the repeats of `mode`'s rate over the reference's in that repeat."""
+    if mode not in rates or "reference" not in rates:
+        return "-"
+    return f"{statistics.median(x / r for x, r in zip(rates[mode], rates['reference'])):.2f}"
 
 
 def _drop(dsn: str) -> None:
