@@ -11,9 +11,9 @@ by a blind re-send; recovery from the log after a restart.
 A runtime's loop for one effectful tool call (`toolcommit.runtime.shims.guard` is this loop,
 written once)::
 
-    d = log.propose(call_id, "refund", {"amount": 20}, "user:42:request:7")
+    d = log.propose(call_id, "refund", {"amount": 20}, "user:42:request:7", dispatch=True)
     if d.decision == "accepted":
-        t = log.dispatch(d.key)              # RECORDED -> DISPATCHED
+        t = d.ticket                         # RECORDED -> DISPATCHED, in the same commit
         try:
             result = provider.refund(..., idempotency_key=t.idempotency_key, fence=t.fence)
         except Timeout:
@@ -24,6 +24,8 @@ written once)::
 
 Every decision writes its lines of `spec/log.schema.json` in the same transaction
 (`toolcommit.runtime.lines`), so ``toolcommit validate`` can check any run from `export`.
+The happy path is two durable commits: the record and its dispatch before the effect (the
+proposal accepted and dispatched at once, ``dispatch=True``), the outcome after (`ack`).
 
 Contracts
 ---------
@@ -89,8 +91,11 @@ _OPEN = "('RECORDED', 'DISPATCHED', 'UNKNOWN', 'RECONCILING')"   # = store.OPEN_
 _LOGGER = logging.getLogger("toolcommit.runtime")
 
 
-def _background(ref, name: str, step, event: threading.Event) -> None:
-    """The loop of a log's background thread (`IntentLog._start`)."""
+def _background(ref, name: str, step, event: threading.Event, first: float = 0.0) -> None:
+    """The loop of a log's background thread (`IntentLog._start`): its first step after
+    `first` seconds (or `event`)."""
+    if first > 0:
+        event.wait(first)
     while True:
         log = ref()
         if log is None or log._stop.is_set():
@@ -243,8 +248,11 @@ class IntentLog:
                   (seq, self.writer, self.incarnation)) != 1:
             raise Superseded(f"writer {self.writer!r} was opened by another process; "
                              "this one must stop (one live process per writer name)")
-        tx.many("INSERT INTO tc_events (writer, seq, line) VALUES (?, ?, ?)",
-                [(self.writer, ln["seq"], L.dumps(ln)) for ln in out])
+        for i in range(0, len(out), 300):      # a statement per 300 lines (SQLite's 999
+            part = out[i:i + 300]                # parameters): one round trip per decision
+            tx.run("INSERT INTO tc_events (writer, seq, line) VALUES "
+                   + ", ".join(["(?, ?, ?)"] * len(part)),
+                   [x for ln in part for x in (self.writer, ln["seq"], L.dumps(ln))])
         return out, seq
 
     def _publish(self, line: dict, intent: Optional[str]) -> None:
@@ -333,7 +341,8 @@ class IntentLog:
 
     # ----- propose --------------------------------------------------------------------------
     def propose(self, call_id: str, tool: str, args: dict, scope: str, *,
-                new_attempt: bool = False, exclusive: Optional[bool] = None) -> Decision:
+                new_attempt: bool = False, exclusive: Optional[bool] = None,
+                dispatch: bool = False) -> Decision:
         """Atomic insert under the uniqueness constraint: the log decides.
 
         The key is the canonical intent of (`tool`, `args`, `scope`) at the intent's current
@@ -342,6 +351,14 @@ class IntentLog:
         advances epochs (``epoch=per_intent``; under ``none``, as email's, the re-ask is a
         duplicate of the given-up record: at most once). An accepted
         proposal's record is ``RECORDED`` with this writer holding the lease.
+
+        With `dispatch`, an accepted proposal is also dispatched in the same transaction
+        (as `dispatch` would: ``DISPATCHED``, fence 1, its first send stamped) and
+        `Decision.ticket` says what to send: the happy path is then two commits, this one
+        before the effect and the outcome's (`ack` or `timeout`) after. The lines are the
+        same three (the proposal, PROPOSED -> RECORDED, RECORDED -> DISPATCHED), written
+        together; a crash after the commit leaves the record DISPATCHED, which a takeover
+        makes UNKNOWN, as a crash after a separate `dispatch` does.
 
         Raises
         ------
@@ -360,6 +377,9 @@ class IntentLog:
         excl = tool in self.exclusive_tools if exclusive is None else exclusive
         slot = f"{scope}\x1f{tool}" if excl else None
         same = self._same_content(call_id, tool, args)
+        # accepted and dispatched at once: the values `dispatch`'s compare-and-set writes
+        state, fence = ("DISPATCHED", 1) if dispatch else ("RECORDED", 0)
+        sent = self.store.now_sql if dispatch else "NULL"
 
         def fn(tx):
             met = None if same is None else R.meet(tx, self._get, same, scope,
@@ -378,20 +398,19 @@ class IntentLog:
                         and self.design.new_epochs:
                     epoch += 1
                 key = semantic_key(ci.digest, epoch)
-                n = tx.run(f"INSERT INTO tc_records (key, intent, epoch, tool, scope, args, "
-                           f"call_id, state, fence, owner, owner_inc, lease_until, slot) "
-                           f"VALUES (?, ?, ?, ?, ?, ?, ?, 'RECORDED', 0, ?, ?, "
-                           f"{self._lease_sql()}, ?) ON CONFLICT DO NOTHING",
-                           (key, ci.digest, epoch, tool, scope, args_text, call_id,
-                            *self._mine(), slot))
-                if n == 1:
+                rec = self._insert(tx, (key, ci.digest, epoch, tool, scope, args_text,
+                                        call_id, state, fence, *self._mine(), slot), sent)
+                if rec is not None:
                     if same is not None:
                         R.remember(tx, same, key, scope)
-                    rec = self._get(tx, key)
-                    return (Decision("accepted", key, rec),
-                            [L.proposal(call_id, tool, args, scope, key, "accepted", epoch),
+                    lines = [L.proposal(call_id, tool, args, scope, key, "accepted", epoch),
                              L.transition(key, "PROPOSED", "RECORDED", call_id=call_id,
-                                          epoch=epoch)], ci.digest)
+                                          epoch=epoch)]
+                    if not dispatch:
+                        return Decision("accepted", key, rec), lines, ci.digest
+                    lines.append(L.transition(key, "RECORDED", "DISPATCHED", rec.fence))
+                    return (Decision("accepted", key, rec, self._ticket(rec, "apply")), lines,
+                            ci.digest)
                 rec = self._get(tx, key)
                 decision = "duplicate"
                 if rec is None and slot is not None:
@@ -403,6 +422,17 @@ class IntentLog:
                             ci.digest)
             raise StoreError(f"call {call_id}: the insert neither won nor met a record")
         return self._decide(fn)
+
+    def _insert(self, tx, values: tuple, sent: str) -> Optional[Record]:
+        """Insert a record unless its key (or slot) has one: the record inserted, or None."""
+        sql = (f"INSERT INTO tc_records (key, intent, epoch, tool, scope, args, call_id, state, "
+               f"fence, owner, owner_inc, lease_until, slot, first_sent, sent_at) VALUES "
+               f"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {self._lease_sql()}, ?, {sent}, {sent}) "
+               f"ON CONFLICT DO NOTHING")
+        if self.store.returning:      # the row back in the same round trip
+            rows = tx.all(f"{sql} RETURNING {_COLS}", values)
+            return record_of(rows[0]) if rows else None
+        return self._get(tx, values[0]) if tx.run(sql, values) == 1 else None
 
     def _same_content(self, call_id: str, tool: str, args: dict) -> Optional[str]:
         """The content digest a ``reask=hold`` design compares across scopes, else None."""
@@ -448,18 +478,29 @@ class IntentLog:
             if fence is not None:
                 where.append("fence = ?")
                 params.append(fence)
-            before = self._get(tx, key, lock=True)
-            if before is None or (when is not None and not when(before, self._now(tx))):
-                return None, [], None
-            if tx.run(f"UPDATE tc_records SET {', '.join(sets)} "
-                      f"WHERE {' AND '.join(where)}", params) != 1:
-                return None, [], None
-            if then is not None:
-                then(tx)
-            after = self._get(tx, key)
-            if before.state == to:    # no move (a replay's missed answer): no line
+            update = f"UPDATE tc_records SET {', '.join(sets)} WHERE {' AND '.join(where)}"
+            if when is None and len(frm) == 1 and self.store.returning:
+                # one statement: the update's own row lock and re-check name the state it
+                # left (frm[0]), and RETURNING gives the record after it
+                rows = tx.all(f"{update} RETURNING {_COLS}", params)
+                if not rows:
+                    return None, [], None
+                before, after = None, record_of(rows[0])
+                if then is not None:
+                    then(tx)
+            else:
+                before = self._get(tx, key, lock=True)
+                if before is None or (when is not None and not when(before, self._now(tx))):
+                    return None, [], None
+                if tx.run(update, params) != 1:
+                    return None, [], None
+                if then is not None:
+                    then(tx)
+                after = self._get(tx, key)
+            left = frm[0] if before is None else before.state
+            if left == to:            # no move (a replay's missed answer): no line
                 return after, [], after.intent
-            return after, [L.transition(key, before.state, to, after.fence, reason)], after.intent
+            return after, [L.transition(key, left, to, after.fence, reason)], after.intent
         return self._decide(fn)
 
     def _now(self, tx) -> float:
@@ -687,7 +728,8 @@ class IntentLog:
         the class docstring) and the settler leaves it alone. Bounded by the call."""
         with self._bg_lock:
             self._busy[key] = self._busy.get(key, 0) + 1
-            self._start("heartbeat", IntentLog._beat, self._stop)
+            # its first beat a third of the lease on: the call's own write just renewed it
+            self._start("heartbeat", IntentLog._beat, self._stop, first=self.lease / 3)
         try:
             yield
         finally:
@@ -741,13 +783,14 @@ class IntentLog:
         return self.settler
 
     def _start(self, name: str, step: Callable[["IntentLog"], float],
-               event: threading.Event) -> None:
+               event: threading.Event, first: float = 0.0) -> None:
         """Start the daemon thread `name` (once) calling ``step(log)`` until close (or until
-        the log is garbage: the thread holds it weakly), pausing what it returns (at most
-        `settle_every`) or until `event` is set."""
+        the log is garbage: the thread holds it weakly), first after `first` seconds, then
+        pausing what it returns (at most `settle_every`) or until `event` is set."""
         if name in self._threads or self._stop.is_set():
             return
-        t = threading.Thread(target=_background, args=(weakref.ref(self), name, step, event),
+        t = threading.Thread(target=_background,
+                             args=(weakref.ref(self), name, step, event, first),
                              name=f"toolcommit-{name}-{self.writer}", daemon=True)
         self._threads[name] = t
         t.start()

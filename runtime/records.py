@@ -37,11 +37,13 @@ class Record:
 class Decision:
     """What the log decided about one proposal: ``accepted``, ``duplicate`` (the key has a
     record: `record` is it) or ``conflict`` (an exclusive tool's scope holds another live
-    intent: `record` is that one)."""
+    intent: `record` is that one). `ticket`: what to send, when the proposal was accepted
+    and dispatched in the same transaction (``propose(..., dispatch=True)``), else None."""
 
     decision: str
     key: str
     record: Record
+    ticket: Optional["Ticket"] = None
 
     @property
     def accepted(self) -> bool:

@@ -3,8 +3,9 @@ sync or async.
 
 `guard` (sync) and `aguard` (async) share one core, `_steps`: a generator that makes the
 log's decisions and yields the I/O it needs (send the request, read the status, sleep) to a
-driver, so the protocol is written once. Propose (the log decides); for a record this writer
-holds, dispatch and run the effect under its ticket; ack only with the effect's (awaited)
+driver, so the protocol is written once. Propose (the log decides) and, when accepted,
+dispatch in the same commit; for a record this writer holds, run the effect under its
+ticket (dispatching first a record found RECORDED); ack only with the effect's (awaited)
 result; resolve an unknown outcome as the log's design says (a replay under the same key
 within the replay window, a status read once the design trusts one, a visible give-up),
 never by a blind re-send. A duplicate proposal whose record is ``ACKED`` gets the saved
@@ -179,13 +180,19 @@ def _mine(log: IntentLog, rec: Record) -> bool:
     return (rec.owner, rec.owner_inc) == (log.writer, log.incarnation)
 
 
-def _steps(log: IntentLog, key: str, saved: Callable[[Any], Any], wait: Optional[float] = None):
+def _steps(log: IntentLog, key: str, saved: Callable[[Any], Any], wait: Optional[float] = None,
+           ticket: Optional[Ticket] = None):
     """Drive `key`'s record to a settled state, waiting at most `wait` (default: the log's)
     for another holder or a deferred read; yields ``("send", ticket)`` and ``("read",
     ticket)`` (answered with ``(ok, value)``) and ``("sleep", seconds)``; returns the
-    effect's result (the live one when this call sent it, else the saved one). While it
-    runs the log renews the record's lease (`IntentLog.driving`): close the generator."""
+    effect's result (the live one when this call sent it, else the saved one). `ticket`:
+    the record was dispatched by its proposal's commit, send it first. While it runs the
+    log renews the record's lease (`IntentLog.driving`): close the generator."""
     with log.driving(key):
+        if ticket is not None:
+            got = yield from _send(log, ticket, saved)
+            if got is not None:
+                return got[0]
         return (yield from _drive_key(log, key, saved, log.wait if wait is None else wait))
 
 
@@ -231,7 +238,9 @@ def _drive_key(log: IntentLog, key: str, saved, wait: float):
 def _send(log: IntentLog, t: Ticket, saved):
     ok, value = yield "send", t
     if ok:
-        log.ack(t, _json_result(saved(value)))
+        if log.ack(t, _json_result(saved(value))):
+            otel.answered()
+            return (value,)
         rec = log.record(t.key)
         if rec.state == "ACKED":
             otel.answered()
@@ -277,7 +286,7 @@ def _status_contract(rec: Record, value) -> None:
 
 # ----- drivers -----------------------------------------------------------------------------
 def _propose(log, call_id, tool, args, scope, new_request, on_proposed=None) -> Decision:
-    d = log.propose(call_id, tool, args, scope, new_attempt=new_request)
+    d = log.propose(call_id, tool, args, scope, new_attempt=new_request, dispatch=True)
     otel.decided(d)
     if d.decision == "held":
         return d
@@ -301,7 +310,7 @@ def _call(log: IntentLog, propose: Callable[[], Decision], saved):
             raise _met(d, d.record.tool)
         yield "sleep", _POLL
         d = propose()
-    return (yield from _steps(log, d.key, saved))
+    return (yield from _steps(log, d.key, saved, ticket=d.ticket))
 
 
 def _refuse_coroutine(fn, what: str) -> None:
@@ -417,9 +426,9 @@ def guard(log: IntentLog, call_id: str, tool: str, args: dict, scope: str,
         What the log keeps of a result (a duplicate gets it back); the result itself if it
         is JSON, else its repr.
     on_proposed : callable(Decision), optional
-        Called with the log's decision on the proposal, before anything is dispatched (a
-        conflict included, before `Conflict` is raised): where a runtime marks the call
-        proposed.
+        Called with the log's decision on the proposal, before anything is sent (an
+        accepted proposal is already dispatched: the same commit; a conflict included,
+        before `Conflict` is raised): where a runtime marks the call proposed.
 
     Returns
     -------

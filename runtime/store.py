@@ -112,6 +112,7 @@ class Store:
     dialect = ""
     now_sql = ""
     lock_sql = ""     # appended to a SELECT that must lock its row until the commit
+    returning = True  # INSERT / UPDATE ... RETURNING (SQLite since 3.35)
 
     def __init__(self):
         self._lock = threading.RLock()
@@ -161,6 +162,7 @@ class SqliteStore(Store):
 
     dialect = "sqlite"
     now_sql = "((julianday('now') - 2440587.5) * 86400.0)"
+    returning = sqlite3.sqlite_version_info >= (3, 35, 0)
 
     def __init__(self, path: str, synchronous: str = "FULL", busy_timeout: float = 30.0,
                  adopt: bool = False):
