@@ -66,6 +66,7 @@ from toolcommit.model.values import ENV_FAULTS
 from toolcommit.spec import protocol
 
 from toolcommit.checker.engines.base import Limits
+from toolcommit.checker.engines.explicit.engine import Explicit
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.verify.check import check_instance
 
@@ -73,6 +74,9 @@ from toolcommit.checker.verify.check import check_instance
 # user's cancel (P3), fulfilment. P2, LEGAL and FENCE judge the mechanism (the article's
 # lifecycle and fencing), not the outcome; add them with `props`.
 DEFAULT_PROPS = outcomes()
+
+# The engine that judges candidates: many small searches, one shared native engine
+SHARED = Explicit(shared=True)
 
 # Instances judged only to confirm a design found on the others (the big combined one).
 LAZY = ("default",)
@@ -235,7 +239,7 @@ class Oracle:
             insts = [i for i in insts if i.name in LAZY]
         for inst in sorted(insts, key=lambda i: (i.name in LAZY, self.cost[i.name])):
             t0 = time.perf_counter()
-            r = check_instance(cfg, inst, self.props, self.limits)
+            r = check_instance(cfg, inst, self.props, self.limits, engine=SHARED)
             self.cost[inst.name] = max(self.cost[inst.name], r.stats.get("states", 0))
             bad = [v for v in r.verdicts if v.status is not Status.HOLDS]
             if self.progress:

@@ -48,6 +48,18 @@ class Compiled:
     def bits(self) -> int:
         return sum(self.widths.values())
 
+    def __getattr__(self, name: str):
+        """The Python functions `compile_system` left to first use (`LAZY`)."""
+        load = self.__dict__.get("_load")
+        if name in LAZY and load is not None:
+            load()
+            return self.__dict__[name]
+        raise AttributeError(name)
+
+
+# generated and compiled on first use: a search by a native engine never calls them
+LAZY = ("successors", "violations", "witnesses", "end_violations", "settled")
+
 
 def _layout(system: System):
     offsets, widths, off = {}, {}, 0
@@ -288,29 +300,40 @@ def commuting(symmetries) -> bool:
 
 
 def compile_system(system: System) -> Compiled:
-    """Generate and load the packed-state functions for `system`."""
+    """Generate and load the packed-state functions for `system`: the symmetry's at once
+    (the initial state is canonical), the others (`LAZY`) on first use, since a native
+    search (the shared engine, or the model's own C) never calls them."""
     offsets, widths = _layout(system)
     gen = _Gen(system, offsets, widths)
     inv_names = tuple(system.invariants)
     wit_names = tuple(system.witnesses)
     end_names = tuple(system.ends)
-    src = "\n\n".join([
-        gen.successors_src(),
-        gen.mask_src("violations", [system.invariants[n] for n in inv_names], True),
-        gen.mask_src("witnesses", [system.witnesses[n] for n in wit_names], False),
-        gen.mask_src("end_violations", [system.ends[n] for n in end_names], True),
-        gen.settled_src(), gen.canon_src(), gen.group_src(),
-    ])
     namespace: dict = {}
+    src = "\n\n".join([gen.canon_src(), gen.group_src()])
     exec(compile(src, "<toolcommit-generated>", "exec"), namespace)  # our own generated code
     canon = namespace["canon"]
     if system.symmetries:
         canon = memoized_canon(canon, gen.symmetric_mask())
-    c = Compiled(system, offsets, widths, 0, namespace["successors"], namespace["violations"],
-                 namespace["witnesses"], namespace["settled"], canon, inv_names, wit_names,
-                 namespace["end_violations"], end_names)
+    c = Compiled(system, offsets, widths, 0, None, None, None, None, canon, inv_names,
+                 wit_names, None, end_names)
+    for name in LAZY:
+        del c.__dict__[name]
+
+    def load() -> None:
+        rest = "\n\n".join([
+            gen.successors_src(),
+            gen.mask_src("violations", [system.invariants[n] for n in inv_names], True),
+            gen.mask_src("witnesses", [system.witnesses[n] for n in wit_names], False),
+            gen.mask_src("end_violations", [system.ends[n] for n in end_names], True),
+            gen.settled_src()])
+        exec(compile(rest, "<toolcommit-generated>", "exec"), namespace)  # our own code
+        for name in LAZY:
+            c.__dict__[name] = namespace[name]
+        c.__dict__.pop("_load", None)
+        c.source = rest + "\n\n" + src
+
+    c._load = load
     c.init = c.canon(c.pack(system.init))
-    c.source = src
     c.groups = namespace["GROUPS"]
     return c
 

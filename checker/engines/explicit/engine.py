@@ -35,6 +35,7 @@ class Explicit:
     name: str = "explicit"
     jobs: int = 1
     quick: bool = True      # 'auto' tries the Python engine first (False: `first_try` did)
+    shared: bool = False    # many small searches: the shared engine (`native_vm`) where it can
 
     def judges(self, name: str) -> bool:
         p = prop(name)
@@ -59,7 +60,8 @@ class Explicit:
         """`explore` of a system already compiled."""
         stop = stop_when(c, props, require) if limits.first else None
         return c, explore_any(c, limits.max_states, limits.timeout, graph, _ticks(progress),
-                              stop=stop, jobs=self.jobs, later=later, quick=self.quick)
+                              stop=stop, jobs=self.jobs, later=later, quick=self.quick,
+                              shared=self.shared)
 
     def run(self, system: System, props: Sequence[str], limits: Limits = Limits(),
             progress: Optional[Progress] = None) -> Result:
