@@ -151,6 +151,7 @@ static int settled(st s) {
     return vm_eval(M.settled, s) ? 1 : 0;
 }
 
+#if HAS_SYMMETRY
 static inline void vm_put(st *t, int64_t off, int64_t wid, val x) {
 #if ST_WORDS <= 2
     (void)wid;
@@ -207,6 +208,7 @@ static st canon_raw(st s) {
     for (i = 0; i < n; i++) if (st_lt(orbit[i], best)) best = orbit[i];
     return best;
 }
+#endif
 
 static int vm_set(const int64_t *p) {
     M.p = p;
