@@ -94,3 +94,12 @@ def test_shared_path_finds_the_designs_the_plain_path_finds(monkeypatch):
                          [(x.promises, x.without) for x in lv.strengthening]) for lv in s.levels],
                        s.checked, s.pruned)
     assert out["1"] == out["0"]
+
+
+@pytest.mark.parametrize("widths", [[], [62, 62, 30]])
+def test_shared_engine_gives_a_states_successors_as_the_python_functions_do(widths):
+    """What makes a counterexample of a shared search concrete without the Python functions."""
+    c = compile_system(padded(build(preset("naive"), instance("zombie")), widths))
+    lib = native_vm.library(c)[0]
+    for s in list(explore(c, max_states=2000).states):
+        assert lib.successors(c, s) == c.successors(s)[0]

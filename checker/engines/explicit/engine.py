@@ -24,6 +24,7 @@ from toolcommit.checker.engines.verdict import Status, Verdict
 from .codegen import Compiled, compile_system
 from .explore import Exploration, StopWhen
 from .native import engine_choice, explore_any, find_stuck, library, quick_try
+from .native_vm import Bound
 
 
 @dataclass(frozen=True)
@@ -199,8 +200,10 @@ def concretize(c: Compiled, ex: Exploration, sid: int, prop_name: str, note: str
     system = c.system
     state = c.pack(system.init)
     actions = []
+    lib = getattr(ex, "lib", None)
+    shared = lib.successors if isinstance(lib, Bound) else None     # no Python functions needed
     for _, target in ex.path(sid)[1:]:
-        moves = c.successors(state)[0]
+        moves = shared(c, state) if shared else c.successors(state)[0]
         hit = next(((a, t) for a, t in moves if c.canon(t) == target), None)
         if hit is None:
             raise InternalError(f"BFS path to a {prop_name} violation does not concretize")

@@ -224,6 +224,30 @@ def vm_source(words: int, symmetry: bool) -> str:
         "        rc = tc_explore(init_words, max_states, timeout, graph, jobs, chunk, tick, stop, out);",
         "    pthread_mutex_unlock(&vm_lock);",
         "    return rc;",
+        "}",
+        "/* the successors of one state (for a counterexample's concrete path): how many, their",
+        " * actions in `acts` and their words in `outs` (ST_WORDS each, word 0 first), -1 if the",
+        " * program is refused; `cut` set when a cut action is enabled */",
+        "int tc_vm_successors(const int64_t *prog, const uint64_t *words, uint32_t *acts,",
+        "                     uint64_t *outs, int *cut) {",
+        "    int k = -1;",
+        "    pthread_mutex_lock(&vm_lock);",
+        "    if (vm_set(prog)) {",
+        "        st *t = malloc((NACTIONS + 1) * sizeof(st));",
+        "        if (t) {",
+        "            k = successors(st_from_words(words), acts, t, cut);",
+        "            for (int i = 0; i < k; i++) {",
+        "#if ST_WORDS <= 2",
+        "                outs[2 * i] = (uint64_t)t[i]; outs[2 * i + 1] = (uint64_t)(t[i] >> 64);",
+        "#else",
+        "                memcpy(outs + ST_WORDS * i, t[i].w, sizeof t[i].w);",
+        "#endif",
+        "            }",
+        "            free(t);",
+        "        }",
+        "    }",
+        "    pthread_mutex_unlock(&vm_lock);",
+        "    return k;",
         "}", ""])
 
 
@@ -239,6 +263,19 @@ class Bound:
 
     def tc_explore(self, *args):
         return self.lib.tc_vm_explore(self.program.array, *args)
+
+    def successors(self, c: Compiled, state: int) -> list[tuple[int, int]]:
+        """`c.successors(state)`'s moves, [(action, state)], by the shared engine (so a
+        counterexample of its search is made concrete without the Python functions)."""
+        words, n = max(2, state_words(c.bits)), len(c.system.actions) + 1
+        mask = (1 << 64) - 1
+        init = (ctypes.c_uint64 * words)(*[(state >> (64 * i)) & mask for i in range(words)])
+        acts, outs, cut = (ctypes.c_uint32 * n)(), (ctypes.c_uint64 * (n * words))(), ctypes.c_int(0)
+        k = self.lib.tc_vm_successors(self.program.array, init, acts, outs, ctypes.byref(cut))
+        if k < 0:
+            raise MemoryError("the shared native engine could not take the model's successors")
+        return [(acts[i], sum(outs[words * i + j] << (64 * j) for j in range(words)))
+                for i in range(k)]
 
 
 def library(c: Compiled) -> tuple[Optional[Bound], str]:
@@ -272,6 +309,8 @@ def library(c: Compiled) -> tuple[Optional[Bound], str]:
                 if lib is not None:
                     lib.tc_vm_explore.argtypes = [ctypes.c_void_p] + lib.tc_explore.argtypes
                     lib.tc_vm_explore.restype = ctypes.c_int
+                    lib.tc_vm_successors.argtypes = [ctypes.c_void_p] * 5
+                    lib.tc_vm_successors.restype = ctypes.c_int
                 _loaded[key] = (lib, why)
     lib, why = _loaded[key]
     return (None, why) if lib is None else (Bound(lib, program), "")
