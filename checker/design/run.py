@@ -12,8 +12,12 @@ module only merges their verdicts into `Cell`s.
 """
 from __future__ import annotations
 
+import itertools
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 from toolcommit.model.environment import IDEAL
 from toolcommit.model.errors import UsageError
@@ -62,15 +66,46 @@ def in_profile(q: Question) -> Question:
 
 
 def _cells(q: Question, progress: Optional[Callable]) -> dict:
-    """Every cell judged; `progress` also hears of each cell done (as "k of n cells")."""
-    out, n = {}, len(q.rows) * len(q.columns)
-    for r in q.rows:
-        for c in q.columns:
-            cell = out[(r.name, c.name)] = run_cell(q, r, c, progress)
-            if progress:
-                progress(f"{q.name}: {len(out)} of {n} cells", {"states": cell.states,
-                                                                 "depth": 0, "seconds": 0.0})
+    """Every cell judged; `progress` also hears of each cell done (as "k of n cells").
+
+    The first cell is judged here (it loads the shared engine), the others on every core
+    this process may use (`jobs`), each in a forked worker: a cell depends on nothing but
+    the question, so the grid is the same in any order. Within a worker a search reports
+    no progress; the cells done are still counted."""
+    pairs = [(r, c) for r in q.rows for c in q.columns]
+    out, n = {}, len(pairs)
+    first = [run_cell(q, *pairs[0], progress)] if pairs else []
+    for (r, c), cell in zip(pairs, itertools.chain(first, _map_cells(q, pairs[1:]))):
+        out[(r.name, c.name)] = cell
+        if progress:
+            progress(f"{q.name}: {len(out)} of {n} cells", {"states": cell.states,
+                                                             "depth": 0, "seconds": 0.0})
     return out
+
+
+def jobs() -> int:
+    """The cores this process may use (1 where that cannot be known)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):        # pragma: no cover - not Linux
+        return 1
+
+
+def _map_cells(q: Question, pairs: list) -> Iterator[Cell]:
+    """`run_cell` of each pair, in order: in forked workers when there are cores to share."""
+    workers = min(jobs(), len(pairs))
+    if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        yield from (run_cell(q, r, c) for r, c in pairs)
+        return
+    # each run is bounded by the question's limits; the wait for all of them is too
+    per = (q.limits.timeout + q.limits.smt_timeout) * 4
+    bound = per * len(pairs) if q.limits.timeout and q.limits.smt_timeout else None
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        yield from pool.map(_run_pair, [(q, r, c) for r, c in pairs], timeout=bound)
+
+
+def _run_pair(job: tuple) -> Cell:
+    return run_cell(*job)
 
 
 def run_cell(q: Question, r: Variant, c: Variant, progress: Optional[Callable] = None) -> Cell:
