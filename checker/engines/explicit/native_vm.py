@@ -80,12 +80,12 @@ def encode(c: Compiled) -> Optional[Program]:
         return None
     index = {n: i for i, n in enumerate(names)}
     expr: list[int] = []
-    seen: dict[str, int] = {}
+    seen: dict[int, int] = {}      # id of an expression (all alive: the system holds them)
     deepest = [0]
     gen = _Gen(system, c.offsets, c.widths)
 
-    def code(e: Expr) -> int:
-        key = gen.py(e)
+    def code(e: Expr) -> int:       # each expression object encoded once
+        key = id(e)
         if key not in seen:
             seen[key] = len(expr)
             deepest[0] = max(deepest[0], _expr_code(e, index, expr))
