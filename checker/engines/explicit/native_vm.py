@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import itertools
+from array import array
 import platform
 from importlib import resources
 from typing import Optional
@@ -44,8 +45,8 @@ class Program:
     """A model encoded for `native_vm.c`: `words` (int64 each), held as a ctypes array."""
 
     def __init__(self, words: list[int]):
-        self.words = words
-        self.array = (ctypes.c_int64 * len(words))(*words)
+        self.words = array("q", words)
+        self.array = (ctypes.c_int64 * len(words)).from_buffer(self.words)
 
 
 def _expr_code(e: Expr, index: dict, out: list) -> int:
@@ -176,7 +177,7 @@ def encode(c: Compiled) -> Optional[Program]:
               sections["inv"], sections["wit"], sections["end"], settled, sections["sym"],
               sections["symmask"]]
     body[:_HEADER] = header
-    return Program([_signed(x) for x in body])
+    return Program(body)
 
 
 def _perm_code(gen: _Gen, sym, perm, index: dict, words: int) -> list[int]:
@@ -197,7 +198,7 @@ def _perm_code(gen: _Gen, sym, perm, index: dict, words: int) -> list[int]:
             continue
         keep &= ~(((1 << gen.wid[v.name]) - 1) << gen.off[v.name])
     count = sum(1 for v in gen.sys.variables if v.name in moved or v.name in sym.valued)
-    return [(keep >> (64 * i)) & ((1 << 64) - 1) for i in range(words)] + [count] + placed
+    return [_signed(keep >> (64 * i)) for i in range(words)] + [count] + placed
 
 
 def _signed(x: int) -> int:
