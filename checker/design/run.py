@@ -13,9 +13,6 @@ module only merges their verdicts into `Cell`s.
 from __future__ import annotations
 
 import itertools
-import multiprocessing
-import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator, Optional
 
@@ -35,6 +32,7 @@ from toolcommit.checker.engines.portfolio import for_ask
 from toolcommit.checker.engines.verdict import Status, Verdict
 
 from .changes import compare
+from .cores import fork_map
 from .grid import Answer, Cell, cell_model, cell_settings, outside
 from .question import ADVERSARIES, GRAPH, INVARIANTS, Limits, Question, Variant
 
@@ -69,7 +67,7 @@ def _cells(q: Question, progress: Optional[Callable]) -> dict:
     """Every cell judged; `progress` also hears of each cell done (as "k of n cells").
 
     The first cell is judged here (it loads the shared engine), the others on every core
-    this process may use (`jobs`), each in a forked worker: a cell depends on nothing but
+    this process may use (`cores.fork_map`), each in a forked worker: a cell depends on nothing but
     the question, so the grid is the same in any order. Within a worker a search reports
     no progress; the cells done are still counted."""
     pairs = [(r, c) for r in q.rows for c in q.columns]
@@ -83,25 +81,12 @@ def _cells(q: Question, progress: Optional[Callable]) -> dict:
     return out
 
 
-def jobs() -> int:
-    """The cores this process may use (1 where that cannot be known)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):        # pragma: no cover - not Linux
-        return 1
-
-
 def _map_cells(q: Question, pairs: list) -> Iterator[Cell]:
-    """`run_cell` of each pair, in order: in forked workers when there are cores to share."""
-    workers = min(jobs(), len(pairs))
-    if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        yield from (run_cell(q, r, c) for r, c in pairs)
-        return
+    """`run_cell` of each pair, in order, on every core (`cores.fork_map`)."""
     # each run is bounded by the question's limits; the wait for all of them is too
     per = (q.limits.timeout + q.limits.smt_timeout) * 4
     bound = per * len(pairs) if q.limits.timeout and q.limits.smt_timeout else None
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        yield from pool.map(_run_pair, [(q, r, c) for r, c in pairs], timeout=bound)
+    return fork_map(_run_pair, [(q, r, c) for r, c in pairs], bound)
 
 
 def _run_pair(job: tuple) -> Cell:
