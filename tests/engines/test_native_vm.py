@@ -3,7 +3,6 @@ the Python engine state for state on the shipped instances (wide states, limits,
 left for later included), and the plain path (each model's own C, or Python) verdict for
 verdict on a design question and a design search."""
 import pytest
-
 from toolcommit.checker.engines.explicit import native, native_vm
 from toolcommit.checker.engines.explicit.codegen import compile_system
 from toolcommit.checker.engines.explicit.explore import explore
@@ -83,17 +82,37 @@ def test_shared_path_answers_a_question_as_the_plain_path_does(monkeypatch):
     assert out["1"] == out["0"]
 
 
-def test_shared_path_finds_the_designs_the_plain_path_finds(monkeypatch):
-    """`design`: the same minimal designs, counterexamples and counts, on two instances."""
+def _designs(monkeypatch, env: str, names: list) -> dict:
     from toolcommit.checker.design.synthesis import synthesize
     out = {}
     for shared in ("0", "1"):
         monkeypatch.setenv("TOOLCOMMIT_SHARED", shared)
-        s = synthesize("email", ["zombie", "give_up_retry"])
+        s = synthesize(env, names)
         out[shared] = ([(lv.guarantee, lv.recommended, [(m.design, m.needed) for m in lv.minimal],
                          [(x.promises, x.without) for x in lv.strengthening]) for lv in s.levels],
                        s.checked, s.pruned)
-    assert out["1"] == out["0"]
+    return out
+
+
+def test_shared_path_finds_the_designs_the_plain_path_finds(monkeypatch):
+    """`design`: the same minimal designs, counterexamples and counts (170 designs judged)."""
+    out = _designs(monkeypatch, "email", ["ack_loss"])
+    assert out["1"] == out["0"] and out["0"][0][0][2]
+
+
+@pytest.mark.slow
+def test_shared_path_finds_the_strengthenings_the_plain_path_finds(monkeypatch):
+    """`design`, where no design holds and the environment is strengthened (its sets of
+    promises searched on every core): the same answer, on two instances."""
+    out = _designs(monkeypatch, "email", ["zombie", "give_up_retry"])
+    assert out["1"] == out["0"] and out["0"][0][0][3]
+
+
+def test_fork_map_gives_the_results_in_order_and_raises_a_pieces_error():
+    from toolcommit.checker.design.cores import fork_map
+    assert list(fork_map(abs, [-3, 2, -1, 0])) == [3, 2, 1, 0]
+    with pytest.raises(TypeError):
+        list(fork_map(abs, [1, "x"]))
 
 
 @pytest.mark.parametrize("widths", [[], [62, 62, 30]])

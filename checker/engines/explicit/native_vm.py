@@ -18,14 +18,13 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import itertools
-from array import array
 import platform
+from array import array
 from importlib import resources
 from typing import Optional
 
-from toolcommit.model.expr import Const, Expr, Var
-
 from toolcommit.checker.cbuild import cache_dir, compiler, verified
+from toolcommit.model.expr import Const, Expr, Var
 
 from .codegen import Compiled, _Gen, split_on_shared
 from .native_c import refusal, state_words
@@ -139,7 +138,7 @@ def encode(c: Compiled) -> Optional[Program]:
     if deepest[0] > VM_STACK:
         return None
     words = max(2, state_words(c.bits))
-    perms, groups, orbit = [], [], 1
+    groups, orbit = [], 1
     for g, sym in enumerate(system.symmetries):
         ps = [p for p in itertools.permutations(range(len(sym.slots))) if list(p) != list(range(len(p)))]
         groups.append(ps)
