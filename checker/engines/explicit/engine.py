@@ -23,8 +23,10 @@ from toolcommit.checker.engines.verdict import Status, Verdict
 
 from .codegen import Compiled, compile_system
 from .explore import Exploration, StopWhen
-from .native import engine_choice, explore_any, find_stuck, library, quick_try
+from .native import (check_limits, engine_choice, explore_any, explore_native, find_stuck,
+                     library, quick_try, shared_enabled)
 from .native_vm import Bound
+from .native_vm import library as shared_library
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,10 @@ class Explicit:
     name: str = "explicit"
     jobs: int = 1
     quick: bool = True      # 'auto' tries the Python engine first (False: `first_try` did)
-    shared: bool = False    # many small searches: the shared engine (`native_vm`) where it can
+    shared: bool = False    # many small searches (ask's cells, design's candidates): the
+    #                         shared engine (`native_vm`, compiled once for every model, no
+    #                         first try in Python) where it takes the model, unless
+    #                         TOOLCOMMIT_ENGINE=python or TOOLCOMMIT_SHARED=0
 
     def judges(self, name: str) -> bool:
         p = prop(name)
@@ -60,9 +65,15 @@ class Explicit:
                          require: str = "", later: bool = False) -> tuple[Compiled, Exploration]:
         """`explore` of a system already compiled."""
         stop = stop_when(c, props, require) if limits.first else None
+        if self.shared and shared_enabled() and engine_choice() != "python":
+            lib = shared_library(c)[0]      # None: the model's own C, or Python, as below
+            if lib is not None:
+                check_limits(limits.max_states, limits.timeout)
+                return c, explore_native(c, limits.max_states, limits.timeout, graph,
+                                         _ticks(progress), lib=lib, stop=stop, jobs=self.jobs,
+                                         later=later)
         return c, explore_any(c, limits.max_states, limits.timeout, graph, _ticks(progress),
-                              stop=stop, jobs=self.jobs, later=later, quick=self.quick,
-                              shared=self.shared)
+                              stop=stop, jobs=self.jobs, later=later, quick=self.quick)
 
     def run(self, system: System, props: Sequence[str], limits: Limits = Limits(),
             progress: Optional[Progress] = None) -> Result:

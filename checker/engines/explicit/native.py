@@ -370,8 +370,7 @@ def shared_enabled() -> bool:
 def explore_any(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool = True,
                 progress: Optional[Callable[[dict], None]] = None,
                 engine: Optional[str] = None, stop: Optional[StopWhen] = None,
-                jobs: int = 1, later: bool = False, quick: bool = True,
-                shared: bool = False) -> Exploration:
+                jobs: int = 1, later: bool = False, quick: bool = True) -> Exploration:
     """Explore `c` with the engine chosen by `engine_choice`; the same result either way
     (`later`: see `explore_native`; the Python engine runs PROGRESS's search at once).
 
@@ -382,21 +381,11 @@ def explore_any(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: b
     instance starts over natively (`stop` is passed to either engine, which stop alike), on
     `jobs` threads; when the native engine cannot be built, the Python engine goes on (on
     one core: it is the oracle, kept simple) and the result's `engine_note` says why.
-
-    `shared` (many small searches: `ask`'s cells, `design`'s candidates): unless 'python'
-    is asked for, the shared engine (`native_vm`: compiled once for every model, no first
-    try needed) searches where it can take `c`; else as above.
     """
     want = engine_choice(engine)
     check_limits(max_states, timeout)     # the same range for either engine
     if want == "python":
         return explore(c, max_states, timeout, graph=graph, progress=progress, stop=stop)
-    if shared and shared_enabled():
-        from .native_vm import library as shared_library
-        lib, _why = shared_library(c)
-        if lib is not None:
-            return explore_native(c, max_states, timeout, graph, progress, lib=lib, stop=stop,
-                                  jobs=jobs, later=later)
     if want == "auto" and quick:     # not quick: the caller made the first try
         ex, timeout = quick_try(c, max_states, timeout, graph, progress, stop)
         if ex is not None:

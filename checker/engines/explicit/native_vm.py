@@ -27,6 +27,7 @@ from toolcommit.checker.cbuild import cache_dir, compiler, verified
 from toolcommit.model.expr import Const, Expr, Var
 
 from .codegen import Compiled, _Gen, split_on_shared
+from .native import ABI, _configure
 from .native_c import refusal, state_words
 
 FLAGS = ("-O2", "-shared", "-fPIC", "-pthread", "-w")   # built once: the fastest search
@@ -291,7 +292,6 @@ def library(c: Compiled) -> tuple[Optional[Bound], str]:
     cc = compiler()
     if cc is None:
         return None, "no C compiler (set CC or install cc)"
-    from .native import ABI, _configure
     words, sym = max(2, state_words(c.bits)), bool(c.system.symmetries)
     source = vm_source(words, sym)
     key = hashlib.sha256("\0".join([source, *cc, *FLAGS, platform.machine(), str(ABI)])
