@@ -12,8 +12,9 @@ module only merges their verdicts into `Cell`s.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 from toolcommit.model.environment import IDEAL
 from toolcommit.model.errors import UsageError
@@ -31,6 +32,7 @@ from toolcommit.checker.engines.portfolio import for_ask
 from toolcommit.checker.engines.verdict import Status, Verdict
 
 from .changes import compare
+from .cores import fork_map
 from .grid import Answer, Cell, cell_model, cell_settings, outside
 from .question import ADVERSARIES, GRAPH, INVARIANTS, Limits, Question, Variant
 
@@ -64,14 +66,21 @@ def in_profile(q: Question) -> Question:
 
 
 def _cells(q: Question, progress: Optional[Callable], deadline: float = 0.0) -> dict:
-    """Every cell judged; `progress` also hears of each cell done (as "k of n cells")."""
-    out, n = {}, len(q.rows) * len(q.columns)
-    for r in q.rows:
-        for c in q.columns:
-            cell = out[(r.name, c.name)] = run_cell(_within(q, deadline), r, c, progress)
-            if progress:
-                progress(f"{q.name}: {len(out)} of {n} cells", {"states": cell.states,
-                                                                 "depth": 0, "seconds": 0.0})
+    """Every cell judged; `progress` also hears of each cell done (as "k of n cells").
+
+    The first cell is judged here (it loads the shared engine), the others on every core
+    this process may use (`cores.fork_map`), each in a forked worker: a cell depends on
+    nothing but the question, so the grid is the same in any order. Each run's time limits
+    are cut to what is left before `deadline` (0: none) when it starts. Within a worker a
+    search reports no progress; the cells done are still counted."""
+    pairs = [(r, c) for r in q.rows for c in q.columns]
+    out, n = {}, len(pairs)
+    first = [run_cell(_within(q, deadline), *pairs[0], progress)] if pairs else []
+    for (r, c), cell in zip(pairs, itertools.chain(first, _map_cells(q, pairs[1:], deadline))):
+        out[(r.name, c.name)] = cell
+        if progress:
+            progress(f"{q.name}: {len(out)} of {n} cells", {"states": cell.states,
+                                                             "depth": 0, "seconds": 0.0})
     return out
 
 
@@ -83,6 +92,19 @@ def _within(q: Question, deadline: float) -> Question:
     cut = lambda t: within(EngineLimits(0, t), deadline).timeout     # noqa: E731
     return replace(q, limits=replace(q.limits, timeout=cut(q.limits.timeout),
                                      bmc_timeout=cut(q.limits.bmc_timeout)))
+
+
+def _map_cells(q: Question, pairs: list, deadline: float = 0.0) -> Iterator[Cell]:
+    """`run_cell` of each pair, in order, on every core (`cores.fork_map`)."""
+    # each run is bounded by the question's limits; the wait for all of them is too
+    per = (q.limits.timeout + q.limits.smt_timeout) * 4
+    bound = per * len(pairs) if q.limits.timeout and q.limits.smt_timeout else None
+    return fork_map(_run_pair, [(q, r, c, deadline) for r, c in pairs], bound)
+
+
+def _run_pair(job: tuple) -> Cell:
+    q, r, c, deadline = job
+    return run_cell(_within(q, deadline), r, c)
 
 
 def run_cell(q: Question, r: Variant, c: Variant, progress: Optional[Callable] = None) -> Cell:

@@ -68,13 +68,19 @@ from toolcommit.model.design import (DESIGN_TIMING, departures, guarantee_of, gu
                                      knob_names, options_of, preset_design)
 
 from toolcommit.checker.engines.base import Limits
+from toolcommit.checker.engines.explicit.engine import Explicit
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.verify.check import check_instance
+
+from .cores import fork_map
 
 # The outcome properties a design must keep by default: I1 (and what it implies), the
 # user's cancel (P3), fulfilment. P2, LEGAL and FENCE judge the mechanism (the article's
 # lifecycle and fencing), not the outcome; add them with `props`.
 DEFAULT_PROPS = outcomes()
+
+# The engine that judges candidates: many small searches, one shared native engine
+SHARED = Explicit(shared=True)
 
 # Instances judged only to confirm a design found on the others (the big combined one).
 LAZY = ("default",)
@@ -192,7 +198,7 @@ class Oracle:
             insts = [i for i in insts if i.name in LAZY]
         for inst in sorted(insts, key=lambda i: (i.name in LAZY, self.cost[i.name])):
             t0 = time.perf_counter()
-            r = check_instance(cfg, inst, self.props, self.limits)
+            r = check_instance(cfg, inst, self.props, self.limits, engine=SHARED)
             self.cost[inst.name] = max(self.cost[inst.name], r.stats.get("states", 0))
             bad = [v for v in r.verdicts if v.status is not Status.HOLDS]
             if self.progress:
@@ -444,31 +450,50 @@ def strengthen(env: str, instances, props, limits, clock: _Clock, max_size: int 
     ways out); without, every departure (to say why a guarantee is out of reach), each set
     marking its inherent promises."""
     given = dict(given or {})
+    counts = counts if counts is not None else {"checked": 0, "pruned": 0}
     base = Oracle(Environment(env, given), instances, props, limits, progress, counts)
     p = profile(env)
     options = [o for o in environment_departures(env) if not (promisable and p.inherent(o[0]))]
     for size in range(1, min(max_size, len(options)) + 1):
         found = []
-        for combo in itertools.combinations(options, size):
-            if clock.out():
+        combos = list(itertools.combinations(options, size))
+        jobs = [(env, given, combo, instances, props, limits, clock) for combo in combos]
+        for combo, (m, tally, late) in zip(combos, fork_map(_strengthened, jobs)):
+            for k, n in tally.items():
+                counts[k] = counts.get(k, 0) + n
+            if late:
                 return found
-            e = Environment(env, {**given, **{n: ideal for n, _, ideal in combo if n not in ENV_FAULTS}},
-                            tuple(n for n, _, _ in combo if n in ENV_FAULTS))
-            oracle = Oracle(e, instances, props, limits, progress, counts)
-            for d in [preset_design("recommended")] + neighbours(preset_design("recommended")):
-                if clock.out():
-                    break
-                if oracle.check(d) is None and oracle.confirm(d) is None:
-                    m = confirmed_minimal(oracle, d, clock)
-                    if m is None:
-                        break
-                    promises = [(n, ideal) for n, _, ideal in combo]
-                    inherent = {n: p.inherent(n) for n, _ in promises if p.inherent(n)}
-                    found.append(Strengthening(e, promises, m, base.confirm(m.design), inherent))
-                    break
+            if m is not None:
+                promises = [(n, ideal) for n, _, ideal in combo]
+                inherent = {n: p.inherent(n) for n, _ in promises if p.inherent(n)}
+                found.append(Strengthening(_promised(env, given, combo), promises, m,
+                                           base.confirm(m.design), inherent))
         if found:
             return found
     return []
+
+
+def _promised(env: str, given: dict, combo) -> Environment:
+    """The environment `env` (with `given`) plus the promises of `combo`."""
+    return Environment(env, {**given, **{n: ideal for n, _, ideal in combo if n not in ENV_FAULTS}},
+                       tuple(n for n, _, _ in combo if n in ENV_FAULTS))
+
+
+def _strengthened(job: tuple) -> tuple[Optional[Minimal], dict, bool]:
+    """One set of promises (`strengthen`'s inner search, a piece for `cores.fork_map`):
+    the minimal design recommended or a neighbour gives under them (None: none holds),
+    the oracle's counts, and whether the clock ran out before it began."""
+    env, given, combo, instances, props, limits, clock = job
+    tally: dict = {"checked": 0, "pruned": 0, "unknown": 0, "open": 0}
+    if clock.out():
+        return None, tally, True
+    oracle = Oracle(_promised(env, given, combo), instances, props, limits, None, tally)
+    for d in [preset_design("recommended")] + neighbours(preset_design("recommended")):
+        if clock.out():
+            break
+        if oracle.check(d) is None and oracle.confirm(d) is None:
+            return confirmed_minimal(oracle, d, clock), tally, False
+    return None, tally, False
 
 
 def search_level(env: str, insts, guarantee: Optional[str], props, limits, clock: _Clock,

@@ -40,7 +40,8 @@ class Portfolio:
     def run(self, system: System, props: Sequence[str], limits: Limits = Limits(),
             progress: Optional[Progress] = None, require: str = "") -> Result:
         """Verdicts for `props`; `stats["reached"]` says whether `require` is reachable."""
-        c, ex = Explicit().explore(system, limits, needs_edges(props), progress, props, require)
+        c, ex = Explicit(shared=True).explore(system, limits, needs_edges(props), progress,
+                                              props, require)
         out = Result("explicit", [], scope_of(ex), {**stats_of(ex), "reached": True}, ex.fired,
                      {w: ex.depth_of(s) for w, s in ex.first_witness.items()})
         if ex.complete and require and require not in ex.first_witness:

@@ -47,3 +47,11 @@ def test_the_native_engine_compiles_without_a_warning(tmp_path, label, env, name
     source = tmp_path / "engine.c"
     source.write_text(c_source(compile_system(build(config, instance_in(instance(name), env)))))
     compiles(source, native.FLAGS, tmp_path)
+
+
+@pytest.mark.parametrize("words,symmetry", [(2, True), (2, False), (3, True), (4, False)])
+def test_the_shared_native_engine_compiles_without_a_warning(tmp_path, words, symmetry):
+    from toolcommit.checker.engines.explicit import native_vm
+    source = tmp_path / "engine.c"
+    source.write_text(native_vm.vm_source(words, symmetry))
+    compiles(source, native_vm.FLAGS, tmp_path)

@@ -48,6 +48,23 @@ class Compiled:
     def bits(self) -> int:
         return sum(self.widths.values())
 
+    def __getattr__(self, name: str):
+        """The Python functions `compile_system` left to first use (`LAZY`), and `source`,
+        their generated code."""
+        loaders = self.__dict__.get("_loaders", {})
+        for part, names in LAZY.items():
+            if (name in names or name == "source") and part in loaders:
+                loaders.pop(part)()
+        if name in self.__dict__:
+            return self.__dict__[name]
+        raise AttributeError(name)
+
+
+# generated and compiled on first use (a search by a native engine never calls them), in
+# two parts: the canonical form (a counterexample needs it), and the rest
+LAZY = {"canon": ("canon", "groups"),
+        "rest": ("successors", "violations", "witnesses", "end_violations", "settled")}
+
 
 def _layout(system: System):
     offsets, widths, off = {}, {}, 0
@@ -288,31 +305,82 @@ def commuting(symmetries) -> bool:
 
 
 def compile_system(system: System) -> Compiled:
-    """Generate and load the packed-state functions for `system`."""
+    """The packed-state layout of `system`, its canonical initial state (`least_image`),
+    and its Python functions, generated and compiled on first use (`LAZY`):
+    a native search (the shared engine, or the model's own C) never calls them."""
     offsets, widths = _layout(system)
     gen = _Gen(system, offsets, widths)
     inv_names = tuple(system.invariants)
     wit_names = tuple(system.witnesses)
     end_names = tuple(system.ends)
-    src = "\n\n".join([
-        gen.successors_src(),
-        gen.mask_src("violations", [system.invariants[n] for n in inv_names], True),
-        gen.mask_src("witnesses", [system.witnesses[n] for n in wit_names], False),
-        gen.mask_src("end_violations", [system.ends[n] for n in end_names], True),
-        gen.settled_src(), gen.canon_src(), gen.group_src(),
-    ])
     namespace: dict = {}
-    exec(compile(src, "<toolcommit-generated>", "exec"), namespace)  # our own generated code
-    canon = namespace["canon"]
-    if system.symmetries:
-        canon = memoized_canon(canon, gen.symmetric_mask())
-    c = Compiled(system, offsets, widths, 0, namespace["successors"], namespace["violations"],
-                 namespace["witnesses"], namespace["settled"], canon, inv_names, wit_names,
-                 namespace["end_violations"], end_names)
-    c.init = c.canon(c.pack(system.init))
-    c.source = src
-    c.groups = namespace["GROUPS"]
+    c = Compiled(system, offsets, widths, 0, None, None, None, None, None, inv_names,
+                 wit_names, None, end_names)
+    for name in LAZY["canon"][:1] + LAZY["rest"]:
+        del c.__dict__[name]
+    sources: dict = {}
+
+    def load(part: str, src: str) -> None:
+        exec(compile(src, "<toolcommit-generated>", "exec"), namespace)  # our own code
+        sources[part] = src
+        if len(sources) == len(LAZY):
+            c.source = "\n\n".join(sources[p] for p in ("rest", "canon"))
+
+    def load_canon() -> None:
+        load("canon", "\n\n".join([gen.canon_src(), gen.group_src()]))
+        canon = namespace["canon"]
+        if system.symmetries:
+            canon = memoized_canon(canon, gen.symmetric_mask())
+        c.__dict__.update(canon=canon, groups=namespace["GROUPS"])
+
+    def load_rest() -> None:
+        load("rest", "\n\n".join([
+            gen.successors_src(),
+            gen.mask_src("violations", [system.invariants[n] for n in inv_names], True),
+            gen.mask_src("witnesses", [system.witnesses[n] for n in wit_names], False),
+            gen.mask_src("end_violations", [system.ends[n] for n in end_names], True),
+            gen.settled_src()]))
+        c.__dict__.update({name: namespace[name] for name in LAZY["rest"]})
+
+    c._loaders = {"canon": load_canon, "rest": load_rest}
+    c.init = least_image(c, c.pack(system.init))
     return c
+
+
+def least_image(c: Compiled, s: int) -> int:
+    """The least state of `s`'s orbit under the symmetries (what `c.canon(s)` gives),
+    computed on the variables' values, without generating code: for the initial state."""
+    syms = c.system.symmetries
+    if not syms:
+        return s
+    seen, todo = {s}, [s]
+    while todo:
+        values = c.unpack(todo.pop())
+        for sym in syms:
+            for perm in itertools.permutations(range(len(sym.slots))):
+                if list(perm) == list(range(len(perm))):
+                    continue
+                u = c.pack(permuted_values(values, sym, perm))
+                if u not in seen:
+                    seen.add(u)
+                    todo.append(u)
+    return min(seen)
+
+
+def permuted_values(values: dict, sym, perm) -> dict:
+    """`_Gen.permuted` on values: slot i moved to slot perm[i], valued variables renamed."""
+    moved = {}
+    for i, slot in enumerate(sym.slots):
+        for src, dst in zip(slot, sym.slots[perm[i]]):
+            moved[dst] = src
+    out = dict(values)
+    for name in values:
+        if name in moved:
+            out[name] = values[moved[name]]
+        elif name in sym.valued:
+            x = values[name]
+            out[name] = perm[x] if x < len(perm) else x
+    return out
 
 
 def memoized_canon(canon: Callable, mask: int) -> Callable:

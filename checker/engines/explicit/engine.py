@@ -23,7 +23,10 @@ from toolcommit.checker.engines.verdict import Status, Verdict
 
 from .codegen import Compiled, compile_system
 from .explore import Exploration, StopWhen
-from .native import engine_choice, explore_any, find_stuck, library, quick_try
+from .native import (check_limits, engine_choice, explore_any, explore_native, find_stuck,
+                     library, quick_try, shared_enabled)
+from .native_vm import Bound
+from .native_vm import library as shared_library
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,10 @@ class Explicit:
     name: str = "explicit"
     jobs: int = 1
     quick: bool = True      # 'auto' tries the Python engine first (False: `first_try` did)
+    shared: bool = False    # many small searches (ask's cells, design's candidates): the
+    #                         shared engine (`native_vm`, compiled once for every model, no
+    #                         first try in Python) where it takes the model, unless
+    #                         TOOLCOMMIT_ENGINE=python or TOOLCOMMIT_SHARED=0
 
     def judges(self, name: str) -> bool:
         p = prop(name)
@@ -58,6 +65,13 @@ class Explicit:
                          require: str = "", later: bool = False) -> tuple[Compiled, Exploration]:
         """`explore` of a system already compiled."""
         stop = stop_when(c, props, require) if limits.first else None
+        if self.shared and shared_enabled() and engine_choice() != "python":
+            lib = shared_library(c)[0]      # None: the model's own C, or Python, as below
+            if lib is not None:
+                check_limits(limits.max_states, limits.timeout)
+                return c, explore_native(c, limits.max_states, limits.timeout, graph,
+                                         _ticks(progress), lib=lib, stop=stop, jobs=self.jobs,
+                                         later=later)
         return c, explore_any(c, limits.max_states, limits.timeout, graph, _ticks(progress),
                               stop=stop, jobs=self.jobs, later=later, quick=self.quick)
 
@@ -197,8 +211,10 @@ def concretize(c: Compiled, ex: Exploration, sid: int, prop_name: str, note: str
     system = c.system
     state = c.pack(system.init)
     actions = []
+    lib = getattr(ex, "lib", None)
+    shared = lib.successors if isinstance(lib, Bound) else None     # no Python functions needed
     for _, target in ex.path(sid)[1:]:
-        moves = c.successors(state)[0]
+        moves = shared(c, state) if shared else c.successors(state)[0]
         hit = next(((a, t) for a, t in moves if c.canon(t) == target), None)
         if hit is None:
             raise InternalError(f"BFS path to a {prop_name} violation does not concretize")

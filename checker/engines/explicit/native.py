@@ -122,6 +122,7 @@ class NativeExploration(Exploration):
     # search would take on idle cores, for benchmarks on a shared machine)
     phase_seconds: tuple = ()
     search_cpu: float = 0.0    # the process's CPU seconds in the search (all threads)
+    lib: object = None         # the library that searched (`find_stuck` goes on with it)
 
 
 # ----- building ---------------------------------------------------------------------------
@@ -150,22 +151,29 @@ def _build_and_load(key: str, source: str, cc: list[str]) -> tuple[Optional[ctyp
         if path is None:
             return None, why
         try:
-            lib = ctypes.CDLL(path)
-            if lib.tc_abi() != ABI:
-                return None, f"{target} is from another version of the engine"
-            lib.tc_explore.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_double,
-                                       ctypes.c_int, ctypes.c_int, ctypes.c_uint64, _TICK,
-                                       ctypes.POINTER(_Stop), ctypes.POINTER(_Out)]
-            lib.tc_explore.restype = ctypes.c_int
-            lib.tc_state_bytes.restype = ctypes.c_int
-            lib.tc_free.argtypes = [ctypes.c_void_p]
-            lib.tc_free.restype = None
-            lib.tc_first_stuck.argtypes = [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p,
-                                           ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p,
-                                           ctypes.c_uint64]
-            lib.tc_first_stuck.restype = ctypes.c_int64
-        except (OSError, AttributeError) as e:     # a symbol missing is not the engine
+            return _configure(ctypes.CDLL(path), target)
+        except OSError as e:
             return None, f"cannot load {target}: {e}"
+
+
+def _configure(lib: ctypes.CDLL, target: Path) -> tuple[Optional[ctypes.CDLL], str]:
+    """`lib` with its functions' types declared, or (None, why it is not the engine)."""
+    try:
+        if lib.tc_abi() != ABI:
+            return None, f"{target} is from another version of the engine"
+        lib.tc_explore.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_double,
+                                   ctypes.c_int, ctypes.c_int, ctypes.c_uint64, _TICK,
+                                   ctypes.POINTER(_Stop), ctypes.POINTER(_Out)]
+        lib.tc_explore.restype = ctypes.c_int
+        lib.tc_state_bytes.restype = ctypes.c_int
+        lib.tc_free.argtypes = [ctypes.c_void_p]
+        lib.tc_free.restype = None
+        lib.tc_first_stuck.argtypes = [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p,
+                                       ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p,
+                                       ctypes.c_uint64]
+        lib.tc_first_stuck.restype = ctypes.c_int64
+    except AttributeError as e:     # a symbol missing is not the engine
+        return None, f"cannot load {target}: {e}"
     return lib, ""
 
 
@@ -288,6 +296,7 @@ def _result(c: Compiled, lib, out: _Out, max_states: int, timeout: float, graph:
     ex.graph_seconds, ex.jobs = out.graph_seconds, out.jobs
     ex.phase_seconds, ex.search_cpu = tuple(out.phase_seconds), out.cpu_seconds
     ex.early = out.stop == STOP_EARLY
+    ex.lib = lib
     if measure_memory:
         ex.peak_bytes = out.peak_bytes
     return ex
@@ -298,7 +307,7 @@ def find_stuck(ex: Exploration) -> None:
     the edges it kept; sets `ex.stuck`. MemoryError when it runs out of memory."""
     if not ex.stuck_later:
         return
-    lib, why = library(ex.compiled)
+    lib, why = (ex.lib, "") if getattr(ex, "lib", None) is not None else library(ex.compiled)
     if lib is None:
         raise InternalError(f"a native search left PROGRESS for later, but: {why}")
     eoff, edst = ex.edges
@@ -350,6 +359,12 @@ def engine_choice(engine: Optional[str] = None) -> str:
         raise UsageError(f"unknown explicit engine {want!r} (TOOLCOMMIT_ENGINE or engine=); "
                          f"valid: {', '.join(ENGINES)}")
     return want
+
+
+def shared_enabled() -> bool:
+    """Whether `shared` searches may use the shared engine (`native_vm`): yes unless
+    TOOLCOMMIT_SHARED=0 (the plain answer back: each model's own C, or Python)."""
+    return os.environ.get("TOOLCOMMIT_SHARED", "1").strip() != "0"
 
 
 def explore_any(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool = True,
