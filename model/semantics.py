@@ -34,9 +34,8 @@ from .recovery import Recovery
 from .resolution import Resolution
 from .system import Action, Symmetry, System, VarDecl
 from .values import (CAP, GAVE_UP, M_ACK, M_DELAYED, M_DONE, M_INFLIGHT, M_LOST, M_NONE,
-                     MONITOR_ORDER, MSG_VALUES, P2_ALLOWED, P_DUP, P_PROPOSED,
-                     PLAIN_MSG, PROP_VALUES, RV, SEAL_VALUES, SEEN_VALUES, SETTLED, UNSETTLED,
-                     r, record_values)
+                     MONITOR_ORDER, MSG_VALUES, P2_ALLOWED, P_PROPOSED,
+                     PLAIN_MSG, PROP_VALUES, RV, SEAL_VALUES, SEEN_VALUES, SETTLED, r, record_values)
 
 @dataclass(frozen=True)
 class Key:

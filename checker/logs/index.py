@@ -32,7 +32,7 @@ from toolcommit.checker.logs import typed
 from toolcommit.checker.logs.conformance import Conformance
 from toolcommit.checker.logs.events import problem
 from toolcommit.checker.logs.findings import LINE_BITS
-from toolcommit.checker.logs.read import _BOM, _CHUNK, _Lines, _too_long, decode
+from toolcommit.checker.logs.read import _BOM, _CHUNK, _too_long, decode
 from toolcommit.checker.logs.typed import from_dict
 from toolcommit.checker.logs.writers import note_seq, report_gaps
 

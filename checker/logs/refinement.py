@@ -16,7 +16,7 @@ breaks (RACE, LEGAL: the generic findings) is judged up to where it breaks.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Optional, Sequence
+from typing import Sequence
 
 from toolcommit.model.canon import CanonError, canonical_intent
 

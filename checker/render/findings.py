@@ -8,7 +8,6 @@ counterexample: *Let* names the actors, *Then* lists the steps in log order with
 from __future__ import annotations
 
 import json
-import os
 import re
 import textwrap
 from functools import lru_cache

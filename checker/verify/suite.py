@@ -10,7 +10,7 @@ from typing import Callable, Mapping, Optional
 from toolcommit.model.environment import instance_in
 from toolcommit.model.instance import Instance, failure_classes, instance, stress_instances
 from toolcommit.model.knobs import Config
-from toolcommit.model.properties import all_names, default_names, names, prop
+from toolcommit.model.properties import default_names, names, prop
 from toolcommit.spec import protocol
 
 from toolcommit.checker.engines.base import Engine, Limits, Tick, state_predicates_only, within

@@ -163,7 +163,6 @@ def test_the_search_judges_the_sealed_saga_and_the_human_gate_as_neighbours_of_r
 def test_design_never_proposes_an_option_the_model_flatters_and_says_so():
     """lease=none is safe in the model only because it detects every crash at once."""
     from toolcommit.checker.design.synthesis import neighbours, unsearched
-    from toolcommit.model.knobs import preset
     rec = preset_design("recommended")
     assert all(d["lease"] == rec["lease"] for d in neighbours(rec))
     assert [o for o, _ in unsearched()] == ["lease=none"]

@@ -482,7 +482,7 @@ def test_mermaid_text_cannot_break_out_of_its_message():
                                                             key="k1;\nNote over K: pwned")
     out = render_mermaid(evil.report())
     assert all(not line.startswith("Note over K: pwned") for line in out.splitlines())
-    assert ";" not in "".join(l for l in out.splitlines() if not l.startswith("%%"))
+    assert ";" not in "".join(line for line in out.splitlines() if not line.startswith("%%"))
 
 
 # ----- hostile shapes stay bounded -----------------------------------------------------------

@@ -27,7 +27,6 @@ import sys
 import time
 from array import array
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Optional
 
 from toolcommit.model.errors import InternalError, UsageError
