@@ -103,6 +103,14 @@ class Tx:
         self._c.execute(self._sql(sql), tuple(params))
         return self._c.fetchone()
 
+    def first(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...]:
+        """The row of a query that always returns one (an aggregate, a row known to exist);
+        `StoreError` if it returned none."""
+        row = self.one(sql, params)
+        if row is None:
+            raise StoreError(f"no row where one was certain: {sql}")
+        return row
+
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         self._c.execute(self._sql(sql), tuple(params))
         return self._c.fetchall()
