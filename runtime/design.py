@@ -229,8 +229,8 @@ def read(provider: Union[str, os.PathLike[str]]) -> Design:
     """The `Design` of a shipped profile's name or a design file's path, every knob of the
     file kept, whether the library implements it or not (what ``validate --design`` checks a
     log against); DesignError for an unknown name or an unreadable file."""
-    from toolcommit.model.design_file import design_of
     from toolcommit.model import timing
+    from toolcommit.model.design_file import design_of
     from toolcommit.model.environment import profile
     from toolcommit.model.errors import UsageError
 

@@ -70,14 +70,21 @@ from typing import IO, Any, Callable, Iterable, Iterator, Optional, Sequence, Ty
 
 from toolcommit.model.canon import CanonError, canonical_intent
 from toolcommit.model.errors import ToolcommitError
-
 from toolcommit.runtime import design as D
 from toolcommit.runtime import lines as L
 from toolcommit.runtime import reask as R
 from toolcommit.runtime import telemetry
 from toolcommit.runtime.records import Decision, Record, Ticket, record_of, semantic_key
-from toolcommit.runtime.store import (GAVE_UP, PostgresStore, SqliteStore, Store, StoreError,
-                                      Tx, expire_leases, read_lines)
+from toolcommit.runtime.store import (
+    GAVE_UP,
+    PostgresStore,
+    SqliteStore,
+    Store,
+    StoreError,
+    Tx,
+    expire_leases,
+    read_lines,
+)
 
 __all__ = ["IntentLog", "IntentLogError", "Superseded", "Decision", "Record", "Ticket",
            "semantic_key", "read_lines", "expire_leases"]

@@ -27,7 +27,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Union
 
 from toolcommit.model.canon import CanonError, canonical_intent
-
 from toolcommit.runtime.store import OPEN_STATES, Tx
 
 if TYPE_CHECKING:

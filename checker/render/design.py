@@ -11,16 +11,20 @@ from __future__ import annotations
 
 import json
 
-from toolcommit.model.environment import held_fixed, profile
-
 from toolcommit.checker.design.advice import advice
 from toolcommit.checker.design.file import assumes, failure_json
-from toolcommit.model.design import departures, knob_names, meaning_of, preset_design
-
-from toolcommit.checker.design.synthesis import (Failure, Level, Minimal, Synthesis, preferred,
-                                                 unsearched)
+from toolcommit.checker.design.synthesis import (
+    Failure,
+    Level,
+    Minimal,
+    Synthesis,
+    preferred,
+    unsearched,
+)
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.render.fit import DEFAULT, fit, sequence, table
+from toolcommit.model.design import departures, knob_names, meaning_of, preset_design
+from toolcommit.model.environment import held_fixed, profile
 
 
 def _steps(f: Failure, indent: str, width: int) -> list[str]:

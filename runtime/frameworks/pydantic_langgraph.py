@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Optional
 
 from toolcommit.runtime.frameworks.common import Scope, Status
 from toolcommit.runtime.log import IntentLog, IntentLogError, Ticket
-from toolcommit.runtime.shims import (EffectError, aguard, check_status, guard,
-                                              register, tell)
+from toolcommit.runtime.shims import EffectError, aguard, check_status, guard, register, tell
 
 if TYPE_CHECKING:
     from langchain_core.messages import ToolMessage

@@ -17,6 +17,7 @@ from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
 
+
 def _script(calls):
     """A model that emits `calls` (tool name, args, call id) one per turn, then text."""
     def model(messages, info):

@@ -99,8 +99,8 @@ def test_temporal_snake_case_json_reads_as_the_camel_case_json(fresh):
     """protobuf's other JSON spelling (preserving field names), made by protobuf's own
     serializer from the SDK's history, gives the same report."""
     from google.protobuf.json_format import MessageToJson
-    from temporalio.client import WorkflowHistory
     from temporalio.api.history.v1 import History
+    from temporalio.client import WorkflowHistory
     text = (fresh / "temporal-retry.json").read_text()
     h = WorkflowHistory.from_json("refund-o-7", text)
     snake = fresh / "temporal-retry-snake.json"
@@ -115,8 +115,9 @@ def test_dbos_on_postgresql_killed_and_recovered_gives_the_sqlite_verdicts(tmp_p
     """The same crash on a PostgreSQL system database (a throwaway server on a Unix
     socket), read through its postgresql:// URL."""
     pytest.importorskip("psycopg", reason="the postgres extra is not installed")
-    from toolcommit.checker.torture.pgserver import NoPostgres, TempPostgres
     import dbos_runs
+
+    from toolcommit.checker.torture.pgserver import NoPostgres, TempPostgres
     try:
         server = TempPostgres()
     except NoPostgres as e:

@@ -9,8 +9,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
 from test_trace_fixtures import T, run, verdict_of
+
 from toolcommit.checker.logs.adapters import check_trace
 from toolcommit.checker.logs.adapters.rules import Rules
 

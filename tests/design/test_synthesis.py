@@ -3,10 +3,16 @@ environment promise when none holds, and sound pruning."""
 import pytest
 
 from toolcommit.checker.cli import main
-from toolcommit.checker.design.synthesis import SUPERSETS, Environment, Oracle, simulates, synthesize
-from toolcommit.model.design import departures, preset_design
+from toolcommit.checker.design.synthesis import (
+    SUPERSETS,
+    Environment,
+    Oracle,
+    simulates,
+    synthesize,
+)
 from toolcommit.checker.engines.trace import breaks, replay
 from toolcommit.checker.engines.verdict import Status
+from toolcommit.model.design import departures, preset_design
 from toolcommit.model.environment import from_label, instance_in
 from toolcommit.model.instance import instance
 from toolcommit.model.semantics import build

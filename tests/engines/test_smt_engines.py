@@ -10,18 +10,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolcommit.checker.engines import simulate
-from toolcommit.checker.engines.smt import bmc, induction
-from toolcommit.checker.verify.check import run_instance
-from toolcommit.model.properties import state_predicates
 from toolcommit.checker.engines.base import Limits
+from toolcommit.checker.engines.smt import bmc, induction
+from toolcommit.checker.engines.smt.encode import Encoding, to_z3
 from toolcommit.checker.engines.trace import breaks, replay
 from toolcommit.checker.engines.verdict import Status
+from toolcommit.checker.verify.check import run_instance
 from toolcommit.model.errors import UsageError
 from toolcommit.model.expr import evaluate
 from toolcommit.model.instance import failure_classes, instance
 from toolcommit.model.knobs import PRESETS, preset
+from toolcommit.model.properties import state_predicates
 from toolcommit.model.semantics import build
-from toolcommit.checker.engines.smt.encode import Encoding, to_z3
 from toolcommit.spec import protocol
 
 INVARIANTS = state_predicates()

@@ -13,13 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Optional, Sequence
 
-from toolcommit.model.errors import InternalError
-from toolcommit.model.properties import prop
-from toolcommit.model.system import System
-
 from toolcommit.checker.engines.base import Limits, Progress, Result, Scope, Tick
 from toolcommit.checker.engines.trace import Counterexample, from_actions, verified
 from toolcommit.checker.engines.verdict import Status, Verdict
+from toolcommit.model.errors import InternalError
+from toolcommit.model.properties import prop
+from toolcommit.model.system import System
 
 from .codegen import Compiled, compile_system
 from .explore import Exploration, StopWhen
