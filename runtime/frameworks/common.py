@@ -7,12 +7,10 @@ import inspect
 from typing import Any, Callable, Iterable, Optional, Union
 
 from toolcommit.runtime.log import IntentLog
-from toolcommit.runtime.records import Ticket
 from toolcommit.runtime.shims import EffectError, aguard, check_status, guard, register
+from toolcommit.runtime.shims import Status as Status  # re-exported for the wrappers
 
 LogOrOpener = Union[IntentLog, Callable[[], IntentLog]]
-#: the provider's status read: the effect's result, or None when absent
-Status = Optional[Callable[[Ticket], Any]]
 #: a request's scope: a string, or a function of what the framework knows of the call
 Scope = Union[str, Callable[..., str]]
 
