@@ -25,11 +25,11 @@ import time
 from pathlib import Path
 
 from toolcommit.checker.engines import simulate
-from toolcommit.checker.engines.smt import bmc, induction
 from toolcommit.checker.engines.explicit.codegen import compile_system
 from toolcommit.checker.engines.explicit.engine import stop_when
 from toolcommit.checker.engines.explicit.explore import explore
 from toolcommit.checker.engines.explicit.native import explore_native, library
+from toolcommit.checker.engines.smt import bmc, induction
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.model.instance import instance
 from toolcommit.model.knobs import preset

@@ -166,6 +166,7 @@ def run_mode(mode: str, path: str, jobs: int) -> dict:
         from toolcommit.checker.cli.validate import validate
         if mode == "dask-N":
             from dask.distributed import LocalCluster
+
             from toolcommit.checker.logs import cluster
             shards = _parts_peak(cluster)
             t0 = time.perf_counter()

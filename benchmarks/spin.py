@@ -11,8 +11,8 @@ import subprocess
 import tempfile
 import time
 
-from toolcommit.model.system import System
 from toolcommit.checker.render.promela import promela
+from toolcommit.model.system import System
 
 MEMORY_MB = 4096      # pan's memory bound (-DMEMLIM)
 TIME_LIMIT = 300.0    # seconds per pan run; past it pan is stopped and the run is incomplete

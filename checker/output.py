@@ -37,9 +37,8 @@ import sys
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from toolcommit.model.errors import OutputError
-
 from toolcommit.checker.interrupts import Interrupts
+from toolcommit.model.errors import OutputError
 
 PREFIX = ".toolcommit-"
 TEMP = re.compile(r"^\.toolcommit-(\d+)-[0-9a-f]{8}\.")

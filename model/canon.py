@@ -54,7 +54,8 @@ from json.encoder import encode_basestring  # the C string escaper when availabl
 from typing import Callable, NamedTuple
 
 try:  # optional: a C fast path for calls whose v1 form is their plain sorted JSON
-    from orjson import OPT_SORT_KEYS as _SORT, dumps as _dumps
+    from orjson import OPT_SORT_KEYS as _SORT
+    from orjson import dumps as _dumps
 except ImportError:  # pragma: no cover - depends on the machine
     _dumps, _SORT = None, 0
 

@@ -21,7 +21,8 @@ from typing import Mapping
 
 from toolcommit.model import timing
 from toolcommit.model.design import DESIGN_TIMING, knob_names, preset_design
-from toolcommit.model.environment import held_fixed, names as env_names
+from toolcommit.model.environment import held_fixed
+from toolcommit.model.environment import names as env_names
 from toolcommit.model.errors import UsageError
 from toolcommit.model.instance import instance_names
 from toolcommit.model.properties import all_names

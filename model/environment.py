@@ -28,9 +28,9 @@ from typing import Mapping, Optional
 
 from toolcommit.spec import environments, protocol
 
+from . import timing
 from .errors import UsageError
 from .instance import Instance
-from . import timing
 from .knobs import Config, parse_settings, preset
 from .values import ENV_FAULTS
 

@@ -22,7 +22,6 @@ from toolcommit.spec import instances, protocol
 from .errors import UsageError
 from .values import LISTED_WHEN_SET
 
-
 # The largest bounds any command accepts, checked before any work: the state space grows
 # exponentially in each (workers are permuted, every fault may strike at every step). The
 # shipped instances use workers <= 2, max_fence 3 and budgets <= 1; docs/check.md's largest

@@ -26,8 +26,8 @@ from functools import lru_cache
 from importlib import resources
 
 from .expr import TRUE, Const, Expr, Op, Var, all_of, any_of, implies, in_, not_
-from .values import M_DELAYED, M_INFLIGHT, M_NONE, RV
 from .system import System
+from .values import M_DELAYED, M_INFLIGHT, M_NONE, RV
 
 ARRIVING = (M_INFLIGHT, M_DELAYED)
 LIVE_NOT = tuple(RV[n] for n in ("PROPOSED", "COMPENSATED", "DEAD_LETTER", "REJECTED_CONFLICT"))

@@ -30,9 +30,23 @@ UNKNOWN, since an error cannot tell it whether the effect happened.
 from __future__ import annotations
 
 from .expr import FALSE, TRUE, Expr, all_of, any_of, in_, ite, max_, min_, not_
-from .values import (CAP, M_ACK, M_DELAYED, M_DONE, M_ERR, M_INFLIGHT, M_LOST, RV, S_ERR, S_OK,
-                     SEAL_ACK, SEAL_LOST, SEAL_NONE, SEAL_SENT, const)
-
+from .values import (
+    CAP,
+    M_ACK,
+    M_DELAYED,
+    M_DONE,
+    M_ERR,
+    M_INFLIGHT,
+    M_LOST,
+    RV,
+    S_ERR,
+    S_OK,
+    SEAL_ACK,
+    SEAL_LOST,
+    SEAL_NONE,
+    SEAL_SENT,
+    const,
+)
 
 # The request slots an SDK's automatic retry re-sends from (stripe-python's `_should_retry`:
 # no response, a connection error or a timeout, is re-sent, and so is an error response

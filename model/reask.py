@@ -30,6 +30,7 @@ from __future__ import annotations
 from .expr import FALSE, Expr, all_of, any_of, in_, ite
 from .values import P_DUP, RV, UNSETTLED, r
 
+
 class Reask:
     """Siblings, the `told` flags, and the guards of `refuse` and `hold`; mixed into the
     builder (uses its keys, records and proposals)."""

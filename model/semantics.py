@@ -20,8 +20,8 @@ from functools import lru_cache
 
 from toolcommit.spec import protocol
 
-from .expr import FALSE, TRUE, Expr, lift, Var, all_of, any_of, in_, ite, not_, sum_
 from .clock import Clock
+from .expr import FALSE, TRUE, Expr, Var, all_of, any_of, in_, ite, lift, not_, sum_
 from .faults import LogFaults
 from .instance import Instance, Proposal
 from .intents import Intents
@@ -33,10 +33,29 @@ from .reask import Reask
 from .recovery import Recovery
 from .resolution import Resolution
 from .system import Action, Symmetry, System, VarDecl
-from .values import (CAP, GAVE_UP, M_ACK, M_DELAYED, M_DONE, M_INFLIGHT, M_LOST, M_NONE,
-                     MONITOR_ORDER, MSG_VALUES, P2_ALLOWED, P_DUP, P_PROPOSED,
-                     PLAIN_MSG, PROP_VALUES, RV, SEAL_VALUES, SEEN_VALUES, SETTLED, UNSETTLED,
-                     r, record_values)
+from .values import (
+    CAP,
+    GAVE_UP,
+    M_ACK,
+    M_DELAYED,
+    M_DONE,
+    M_INFLIGHT,
+    M_LOST,
+    M_NONE,
+    MONITOR_ORDER,
+    MSG_VALUES,
+    P2_ALLOWED,
+    P_PROPOSED,
+    PLAIN_MSG,
+    PROP_VALUES,
+    RV,
+    SEAL_VALUES,
+    SEEN_VALUES,
+    SETTLED,
+    r,
+    record_values,
+)
+
 
 @dataclass(frozen=True)
 class Key:

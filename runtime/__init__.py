@@ -13,12 +13,29 @@ libraries send (`toolcommit.runtime.wire`).
 """
 from toolcommit.runtime.design import Design, DesignError
 from toolcommit.runtime.lines import JsonlSink
-from toolcommit.runtime.log import (Decision, IntentLog, IntentLogError, Record,
-                                            Superseded, Ticket, semantic_key)
-from toolcommit.runtime.shims import (Answered, Conflict, EffectError, GaveUp, Held,
-                                              InDoubt, aguard,
-                                              current_ticket, effectful, guard, recover_settle,
-                                              tell)
+from toolcommit.runtime.log import (
+                                            Decision,
+                                            IntentLog,
+                                            IntentLogError,
+                                            Record,
+                                            Superseded,
+                                            Ticket,
+                                            semantic_key,
+)
+from toolcommit.runtime.shims import (
+                                            Answered,
+                                            Conflict,
+                                            EffectError,
+                                            GaveUp,
+                                            Held,
+                                            InDoubt,
+                                            aguard,
+                                            current_ticket,
+                                            effectful,
+                                            guard,
+                                            recover_settle,
+                                            tell,
+)
 from toolcommit.runtime.store import PostgresStore, SqliteStore, StoreError
 from toolcommit.runtime.wire import UnkeyedWrite, instrument, unguarded, uninstrument
 

@@ -32,7 +32,7 @@ import json
 import os
 from dataclasses import dataclass, field, replace
 from importlib import resources
-from typing import TYPE_CHECKING, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 
 from toolcommit.model.errors import ToolcommitError
 
@@ -83,7 +83,8 @@ class Design:
         if bad:
             raise DesignError(f"with_timing: {bad[0]!r} is not delay_bound, replay_window "
                               "or key_lifetime")
-        return replace(self, **{k: None if v is None else float(v) for k, v in seconds.items()})
+        changes: dict[str, Any] = {k: None if v is None else float(v) for k, v in seconds.items()}
+        return replace(self, **changes)
 
     @property
     def name(self) -> str:
@@ -185,7 +186,7 @@ def after_replay(d: Design, answered: bool) -> str:
 
 
 # ----- loading -------------------------------------------------------------------------------
-def _read_doc(provider: str) -> tuple[dict, str]:
+def _read_doc(provider: str) -> tuple[dict[str, Any], str]:
     if provider in SHIPPED:
         text = resources.files("toolcommit.spec").joinpath(f"designs/{provider}.json") \
             .read_text("utf-8")
@@ -205,7 +206,7 @@ def _read_doc(provider: str) -> tuple[dict, str]:
                       "nor a design file; write one with `toolcommit design --env NAME -o FILE`")
 
 
-def load(provider: Union[str, os.PathLike, Design, None]) -> Design:
+def load(provider: Union[str, os.PathLike[str], Design, None]) -> Design:
     """The `Design` of `provider` (a shipped profile's name, a design file's path, or a
     `Design`); DesignError naming the choices for None or an unknown name, or for a design
     the library does not implement."""
@@ -226,12 +227,12 @@ def load(provider: Union[str, os.PathLike, Design, None]) -> Design:
     return d
 
 
-def read(provider: Union[str, os.PathLike]) -> Design:
+def read(provider: Union[str, os.PathLike[str]]) -> Design:
     """The `Design` of a shipped profile's name or a design file's path, every knob of the
     file kept, whether the library implements it or not (what ``validate --design`` checks a
     log against); DesignError for an unknown name or an unreadable file."""
-    from toolcommit.model.design_file import design_of
     from toolcommit.model import timing
+    from toolcommit.model.design_file import design_of
     from toolcommit.model.environment import profile
     from toolcommit.model.errors import UsageError
 
@@ -253,5 +254,5 @@ def read(provider: Union[str, os.PathLike]) -> Design:
                   _f(env_time.get("key_lifetime")), assumptions, profile(env).wire)
 
 
-def _f(v) -> Optional[float]:
+def _f(v: Optional[float]) -> Optional[float]:
     return None if v is None else float(v)

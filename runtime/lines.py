@@ -15,9 +15,11 @@ import json
 import os
 from datetime import datetime, timezone
 from importlib import resources
-from typing import IO, Callable, Iterable, Optional
+from typing import IO, Any, Callable, Iterable, Optional
 
-Sink = Callable[[dict], None]
+#: one line of the log contract, as a JSON object
+Line = dict[str, Any]
+Sink = Callable[[Line], None]
 
 #: the ``reason`` of each step the design tells apart (``spec/log-design.json``, which
 #: ``toolcommit validate --design`` reads): a replay, a sealed read, a read's answer, a give-up
@@ -30,20 +32,20 @@ def now_rfc3339() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def dumps(line: dict) -> str:
+def dumps(line: Line) -> str:
     """One compact JSON line (no newline)."""
     return json.dumps(line, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def proposal(call_id: str, tool: str, args: dict, scope: str, key: str, decision: str,
-             epoch: int) -> dict:
+def proposal(call_id: str, tool: str, args: dict[str, Any], scope: str, key: str,
+             decision: str, epoch: int) -> Line:
     return {"type": "proposal", "call_id": call_id, "key": key, "decision": decision,
             "tool": tool, "args": args, "scope": scope, "epoch": epoch}
 
 
 def transition(key: str, frm: str, to: str, fence: int = 0, reason: Optional[str] = None,
-               call_id: Optional[str] = None, epoch: Optional[int] = None) -> dict:
-    ev = {"type": "transition", "key": key, "from": frm, "to": to}
+               call_id: Optional[str] = None, epoch: Optional[int] = None) -> Line:
+    ev: Line = {"type": "transition", "key": key, "from": frm, "to": to}
     if fence:
         ev["fence"] = fence
     if epoch is not None:
@@ -55,14 +57,14 @@ def transition(key: str, frm: str, to: str, fence: int = 0, reason: Optional[str
     return ev
 
 
-def lifecycle(kind: str) -> dict:
+def lifecycle(kind: str) -> Line:
     """A ``crash`` or ``restart`` line."""
     return {"type": kind}
 
 
-def stamp(body: dict, writer: str, seq: int, ts: str) -> dict:
+def stamp(body: Line, writer: str, seq: int, ts: str) -> Line:
     """`body` as a full line: ``type, writer, seq, ts`` first."""
-    line = {"type": body["type"], "writer": writer, "seq": seq, "ts": ts}
+    line: Line = {"type": body["type"], "writer": writer, "seq": seq, "ts": ts}
     line.update((k, v) for k, v in body.items() if k != "type")
     return line
 
@@ -82,7 +84,7 @@ class JsonlSink:
         self.path = os.fspath(path)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
-    def __call__(self, line: dict) -> None:
+    def __call__(self, line: Line) -> None:
         os.write(self._fd, (dumps(line) + "\n").encode("utf-8"))
 
     def close(self) -> None:

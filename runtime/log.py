@@ -68,19 +68,25 @@ import os
 import threading
 import weakref
 from contextlib import contextmanager
-from typing import IO, Callable, Iterable, Iterator, Optional, Sequence
+from typing import IO, Any, Callable, Iterable, Iterator, Optional, Sequence, TypeVar, Union
 
 from toolcommit.model.canon import CanonError, canonical_intent
 from toolcommit.model.errors import ToolcommitError
-
 from toolcommit.runtime import design as D
 from toolcommit.runtime import lines as L
-from toolcommit.runtime import otel
+from toolcommit.runtime import otel, telemetry
 from toolcommit.runtime import reask as R
-from toolcommit.runtime import telemetry
 from toolcommit.runtime.records import Decision, Record, Ticket, record_of, semantic_key
-from toolcommit.runtime.store import (GAVE_UP, PostgresStore, SqliteStore, Store, StoreError,
-                                      expire_leases, read_lines)
+from toolcommit.runtime.store import (
+    GAVE_UP,
+    PostgresStore,
+    SqliteStore,
+    Store,
+    StoreError,
+    Tx,
+    expire_leases,
+    read_lines,
+)
 
 __all__ = ["IntentLog", "IntentLogError", "Superseded", "Decision", "Record", "Ticket",
            "semantic_key", "read_lines", "expire_leases"]
@@ -89,9 +95,12 @@ _COLS = ("key, intent, epoch, tool, scope, args, call_id, state, fence, owner, o
          "lease_until, slot, result, first_sent, sent_at")
 _OPEN = "('RECORDED', 'DISPATCHED', 'UNKNOWN', 'RECONCILING')"   # = store.OPEN_STATES
 _LOGGER = logging.getLogger("toolcommit.runtime")
+_T = TypeVar("_T")
 
 
-def _background(ref, name: str, step, event: threading.Event, first: float = 0.0) -> None:
+def _background(ref: Callable[[], Optional[IntentLog]], name: str,
+                step: Callable[[IntentLog], float], event: threading.Event,
+                first: float = 0.0) -> None:
     """The loop of a log's background thread (`IntentLog._start`): its first step after
     `first` seconds (or `event`)."""
     if first > 0:
@@ -172,9 +181,10 @@ class IntentLog:
     """
 
     def __init__(self, store: Store, writer: Optional[str] = None, lease: float = 30.0,
-                 sinks: Sequence[Callable[[dict], None]] = (), exclusive_tools: Iterable[str] = (),
-                 *, provider=None, wait: Optional[float] = None, same: R.SameRule = None,
-                 settler: bool = True, settle_every: float = 1.0):
+                 sinks: Sequence[L.Sink] = (), exclusive_tools: Iterable[str] = (),
+                 *, provider: Union[str, os.PathLike[str], D.Design, None] = None,
+                 wait: Optional[float] = None, same: R.SameRule = None,
+                 settler: bool = True, settle_every: float = 1.0) -> None:
         try:
             self.design = D.load(provider)
         except D.DesignError:
@@ -197,7 +207,7 @@ class IntentLog:
         self.settler, self.settle_every = bool(settler), float(settle_every)
         # the tools whose records the settler settles and keeps (`effectful` adds; None: all)
         self.tools: Optional[set[str]] = set()
-        self._bg_lock, self._busy = threading.Lock(), {}
+        self._bg_lock, self._busy = threading.Lock(), dict[str, int]()
         self._threads: dict[str, threading.Thread] = {}
         self._stop, self._wake = threading.Event(), threading.Event()
         try:
@@ -211,20 +221,20 @@ class IntentLog:
 
     @classmethod
     def sqlite(cls, path: str, writer: Optional[str] = None, synchronous: str = "FULL",
-               adopt: bool = False, **kw) -> "IntentLog":
+               adopt: bool = False, **kw: Any) -> "IntentLog":
         """An intent log in the SQLite file `path` (WAL): a new file, or one holding an
         intent log; a database holding other tables only with `adopt` (see `SqliteStore`)."""
         return cls(SqliteStore(path, synchronous, adopt=adopt), writer, **kw)
 
     @classmethod
     def postgres(cls, conninfo: str, writer: Optional[str] = None, schema: Optional[str] = None,
-                 adopt: bool = False, **kw) -> "IntentLog":
+                 adopt: bool = False, **kw: Any) -> "IntentLog":
         """An intent log in a PostgreSQL database (psycopg 3); a schema holding other
         tables only with `adopt` (see `PostgresStore`)."""
         return cls(PostgresStore(conninfo, schema, adopt=adopt), writer, **kw)
 
     # ----- the transaction of one decision -------------------------------------------------
-    def _decide(self, fn):
+    def _decide(self, fn: Callable[[Tx], tuple[_T, Sequence[L.Line], Optional[str]]]) -> _T:
         """Run ``fn(tx) -> (result, bodies, intent)`` and write its lines, in one
         transaction; then publish the lines to the sinks and the current span."""
         with self._lock:
@@ -236,8 +246,8 @@ class IntentLog:
             self._publish(line, intent)
         return result
 
-    def _stamp(self, tx, bodies) -> tuple[list[dict], int]:
-        seq, out = self._seq, []
+    def _stamp(self, tx: Tx, bodies: Sequence[L.Line]) -> tuple[list[L.Line], int]:
+        seq, out = self._seq, list[L.Line]()
         if not bodies:
             return out, seq
         ts = L.now_rfc3339()
@@ -255,7 +265,7 @@ class IntentLog:
                    [x for ln in part for x in (self.writer, ln["seq"], L.dumps(ln))])
         return out, seq
 
-    def _publish(self, line: dict, intent: Optional[str]) -> None:
+    def _publish(self, line: L.Line, intent: Optional[str]) -> None:
         for sink in self.sinks:
             sink(line)
         telemetry.annotate(line, intent)
@@ -264,30 +274,30 @@ class IntentLog:
     def _lease_sql(self) -> str:
         return f"{self.store.now_sql} + {self.lease!r}"
 
-    def _get(self, tx, key: str, lock: bool = False) -> Optional[Record]:
+    def _get(self, tx: Tx, key: str, lock: bool = False) -> Optional[Record]:
         """The record of `key`; with `lock`, its row stays locked until the commit (so a
         transition line names the state the write really left)."""
         row = tx.one(f"SELECT {_COLS} FROM tc_records WHERE key = ?"
                      + (self.store.lock_sql if lock else ""), (key,))
         return None if row is None else record_of(row)
 
-    def _mine(self) -> tuple:
+    def _mine(self) -> tuple[str, int]:
         return (self.writer, self.incarnation)
 
     # ----- opening: crash detection and takeover of a dead incarnation's records ----------
-    def _check_design(self, tx) -> None:
+    def _check_design(self, tx: Tx) -> None:
         """Store this log's design if the log has none yet; `DesignError` if it was created
         under another (a log replayed under another design's decisions can send twice)."""
         d = self.design
         if tx.run("INSERT INTO tc_design (id, name, digest) VALUES (1, ?, ?) "
                   "ON CONFLICT (id) DO NOTHING", (d.name, d.digest)) == 1:
-            if tx.one("SELECT count(*) FROM tc_writers")[0]:
+            if tx.first("SELECT count(*) FROM tc_writers")[0]:
                 self.design_adopted = (f"this intent log was written before logs stored their "
                                        f"design: it now follows {d.name} (digest {d.digest}), "
                                        "the first design that opened it")
                 _LOGGER.warning("%s", self.design_adopted)
             return
-        name, digest = tx.one("SELECT name, digest FROM tc_design WHERE id = 1")
+        name, digest = tx.first("SELECT name, digest FROM tc_design WHERE id = 1")
         if digest != d.digest:
             raise D.DesignError(
                 f"this intent log was created under design {name} (digest {digest}) and is "
@@ -295,11 +305,11 @@ class IntentLog:
                 f"written under (provider={name}, with its timing), or start a new log")
 
     def _open_writer(self) -> None:
-        def fn(tx):
+        def fn(tx: Tx) -> tuple[None, list[L.Line], None]:
             self._check_design(tx)
             row = tx.one("SELECT incarnation, running, seq FROM tc_writers WHERE writer = ?",
                          (self.writer,))
-            bodies = []
+            bodies: list[L.Line] = []
             if row is None:
                 tx.run("INSERT INTO tc_writers (writer, incarnation, running, seq) "
                        "VALUES (?, 1, 1, 0)", (self.writer,))
@@ -320,7 +330,7 @@ class IntentLog:
             return None, bodies, None
         self._decide(fn)
 
-    def _take(self, tx, r: Record, why: str, expired: bool = False) -> Optional[dict]:
+    def _take(self, tx: Tx, r: Record, why: str, expired: bool = False) -> Optional[L.Line]:
         """Compare-and-set the lease of `r` to this incarnation (DISPATCHED -> UNKNOWN),
         only while its lease is still expired if `expired`; the transition line, or None if
         there is nothing to write or the write lost."""
@@ -340,7 +350,7 @@ class IntentLog:
         return L.transition(r.key, r.state, to, r.fence, L.REASON["takeover"] + why)
 
     # ----- propose --------------------------------------------------------------------------
-    def propose(self, call_id: str, tool: str, args: dict, scope: str, *,
+    def propose(self, call_id: str, tool: str, args: dict[str, Any], scope: str, *,
                 new_attempt: bool = False, exclusive: Optional[bool] = None,
                 dispatch: bool = False) -> Decision:
         """Atomic insert under the uniqueness constraint: the log decides.
@@ -381,7 +391,8 @@ class IntentLog:
         state, fence = ("DISPATCHED", 1) if dispatch else ("RECORDED", 0)
         sent = self.store.now_sql if dispatch else "NULL"
 
-        def fn(tx):
+        def fn(tx: Tx) -> tuple[Decision, list[L.Line], str]:
+            rec: Optional[Record]
             met = None if same is None else R.meet(tx, self._get, same, scope,
                                                    self.design.settles_by_read)
             if met is not None:       # reask=hold: an earlier call of another scope
@@ -390,9 +401,9 @@ class IntentLog:
                     L.proposal(call_id, tool, args, scope, rec.key, "duplicate", rec.epoch)]
                 return Decision(decision, rec.key, rec), lines, ci.digest
             for _ in range(8):
-                latest = tx.one(f"SELECT {_COLS} FROM tc_records WHERE intent = ? "
-                                "ORDER BY epoch DESC LIMIT 1", (ci.digest,))
-                latest = None if latest is None else record_of(latest)
+                row = tx.one(f"SELECT {_COLS} FROM tc_records WHERE intent = ? "
+                             "ORDER BY epoch DESC LIMIT 1", (ci.digest,))
+                latest = None if row is None else record_of(row)
                 epoch = 0 if latest is None else latest.epoch
                 if new_attempt and latest is not None and latest.state in GAVE_UP \
                         and self.design.new_epochs:
@@ -423,7 +434,7 @@ class IntentLog:
             raise StoreError(f"call {call_id}: the insert neither won nor met a record")
         return self._decide(fn)
 
-    def _insert(self, tx, values: tuple, sent: str) -> Optional[Record]:
+    def _insert(self, tx: Tx, values: tuple[Any, ...], sent: str) -> Optional[Record]:
         """Insert a record unless its key (or slot) has one: the record inserted, or None."""
         sql = (f"INSERT INTO tc_records (key, intent, epoch, tool, scope, args, call_id, state, "
                f"fence, owner, owner_inc, lease_until, slot, first_sent, sent_at) VALUES "
@@ -434,7 +445,7 @@ class IntentLog:
             return record_of(rows[0]) if rows else None
         return self._get(tx, values[0]) if tx.run(sql, values) == 1 else None
 
-    def _same_content(self, call_id: str, tool: str, args: dict) -> Optional[str]:
+    def _same_content(self, call_id: str, tool: str, args: dict[str, Any]) -> Optional[str]:
         """The content digest a ``reask=hold`` design compares across scopes, else None."""
         if self.design.knobs.get("reask") != "hold":
             return None
@@ -445,16 +456,18 @@ class IntentLog:
 
     # ----- dispatch and its outcomes ---------------------------------------------------------
     def _cas(self, key: str, frm: Sequence[str], to: str, *, fence: Optional[int] = None,
-             bump: bool = False, release: bool = False, result=None, reason=None,
-             mine: bool = True, sent: bool = False, first: bool = False, when=None, then=None):
+             bump: bool = False, release: bool = False, result: Any = None,
+             reason: Optional[str] = None, mine: bool = True, sent: bool = False,
+             first: bool = False, when: Optional[Callable[[Record, float], bool]] = None,
+             then: Optional[Callable[[Tx], None]] = None) -> Optional[Record]:
         """One compare-and-set from a state in `frm` to `to` (see the module contracts);
         returns the record after it, or None if the log refused (state, lease or fence).
         `sent` stamps ``sent_at`` (and `first` ``first_sent``) with the store's clock;
         `when(record, now)`, if given, must hold of the locked record for the write;
         `then(tx)`, if given, runs after a write that won, in the same transaction."""
-        def fn(tx):
+        def fn(tx: Tx) -> tuple[Optional[Record], list[L.Line], Optional[str]]:
             sets = ["state = ?"]
-            params: list = [to]
+            params: list[Any] = [to]
             if bump:
                 sets.append("fence = fence + 1")
             if result is not None:
@@ -496,15 +509,17 @@ class IntentLog:
                     return None, [], None
                 if then is not None:
                     then(tx)
-                after = self._get(tx, key)
+                got = self._get(tx, key)
+                assert got is not None                # updated in this transaction
+                after = got
             left = frm[0] if before is None else before.state
             if left == to:            # no move (a replay's missed answer): no line
                 return after, [], after.intent
             return after, [L.transition(key, left, to, after.fence, reason)], after.intent
         return self._decide(fn)
 
-    def _now(self, tx) -> float:
-        return float(tx.one(f"SELECT {self.store.now_sql}")[0])
+    def _now(self, tx: Tx) -> float:
+        return float(tx.first(f"SELECT {self.store.now_sql}")[0])
 
     def dispatch(self, key: str) -> Optional[Ticket]:
         """Compare-and-set RECORDED -> DISPATCHED with a new fence, if this writer holds the
@@ -512,7 +527,7 @@ class IntentLog:
         r = self._cas(key, ("RECORDED",), "DISPATCHED", bump=True, sent=True, first=True)
         return None if r is None else self._ticket(r, "apply")
 
-    def ack(self, ticket: Ticket, result=None) -> bool:
+    def ack(self, ticket: Ticket, result: Any = None) -> bool:
         """The provider answered `ticket`'s request: DISPATCHED (an ``apply``) or
         RECONCILING (a ``replay``) at the ticket's generation -> ACKED, saving `result`."""
         frm = "RECONCILING" if ticket.purpose == "replay" else "DISPATCHED"
@@ -573,7 +588,7 @@ class IntentLog:
     def _replays(self, r: Record, now: float) -> bool:
         return D.unknown_action(self.design, self.window_open(r, now)) == "replay"
 
-    def settle(self, ticket: Ticket, present: bool, result=None) -> bool:
+    def settle(self, ticket: Ticket, present: bool, result: Any = None) -> bool:
         """RECONCILING at the ticket's generation -> ACKED (the status read shows the effect)
         or DEAD_LETTER (it shows none: final for this key; a new attempt is a new epoch).
         An "absent" the design does not trust yet (`read_wait` > 0: a request may still
@@ -676,7 +691,7 @@ class IntentLog:
         `recover`); a DISPATCHED record becomes UNKNOWN, and its last send counts as now
         (the dead holder may have been sending). The record now held, or None (not
         takeable, or lost the race)."""
-        def fn(tx):
+        def fn(tx: Tx) -> tuple[Optional[Record], list[L.Line], Optional[str]]:
             cur = self._get(tx, key, lock=True)
             if cur is None or tx.one(f"SELECT key FROM tc_records WHERE key = ? AND "
                                      f"{self._takeable_sql()}", (key, *self._mine())) is None:
@@ -747,7 +762,7 @@ class IntentLog:
         with self._bg_lock:
             keys = sorted(self._busy)
         tools = None if self.tools is None else sorted(self.tools)
-        which, params = [], []
+        which, params = [], list[str]()
         if "settler" in self._threads and tools is None:
             which = ["1 = 1"]
         else:
@@ -765,7 +780,7 @@ class IntentLog:
         what it took while it waits); how many."""
         return self._renew("1 = 1", [])
 
-    def _renew(self, which: str, params: list) -> int:
+    def _renew(self, which: str, params: Sequence[str]) -> int:
         with self._lock, self.store.tx() as tx:
             return tx.run(f"UPDATE tc_records SET lease_until = {self._lease_sql()} WHERE "
                           f"owner = ? AND owner_inc = ? AND state IN {_OPEN} AND ({which})",
@@ -827,14 +842,14 @@ class IntentLog:
     def unsettled(self) -> int:
         """How many records are not in a terminal state."""
         with self._lock, self.store.read() as tx:
-            return int(tx.one(f"SELECT count(*) FROM tc_records WHERE state IN {_OPEN}")[0])
+            return int(tx.first(f"SELECT count(*) FROM tc_records WHERE state IN {_OPEN}")[0])
 
     def lines(self, batch: int = 5000) -> Iterator[str]:
         """Every stored line (JSON text), in the order they were written."""
         with self._lock:
             yield from read_lines(self.store, batch)
 
-    def events(self) -> list[dict]:
+    def events(self) -> list[L.Line]:
         """Every stored line, decoded."""
         return [json.loads(t) for t in self.lines()]
 
@@ -864,6 +879,6 @@ class IntentLog:
     def __enter__(self) -> "IntentLog":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 

@@ -25,15 +25,19 @@ import threading
 import time
 import weakref
 from contextlib import contextmanager
-from typing import Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 try:  # optional: the extra ``otel``
     from opentelemetry import metrics as _metrics
     from opentelemetry import trace as _trace
 except ImportError:  # pragma: no cover - depends on the environment
-    _metrics = _trace = None
+    _metrics = _trace = None  # type: ignore[assignment]  # no opentelemetry: nothing traced
 
 from toolcommit.runtime import lines as L
+
+if TYPE_CHECKING:
+    from toolcommit.runtime.log import IntentLog
+    from toolcommit.runtime.records import Decision, Record
 
 SCOPE = "toolcommit.runtime"
 IN_DOUBT = ("UNKNOWN", "RECONCILING")
@@ -58,16 +62,18 @@ METRICS = {
                             "log's store (gen_ai.tool.name, toolcommit.writer)"),
 }
 
-_tp = _mp = None                      # configured providers; None: the global ones
-_inst: Optional[dict] = None          # the instruments, made on first use
-_tracer_made = None                   # the tracer, made on first use under a real provider
+_tp: Any = None                       # configured providers; None: the global ones
+_mp: Any = None
+_inst: Optional[dict[str, Any]] = None  # the instruments, made on first use
+_tracer_made: Any = None                  # the tracer, made on first use under a real provider
 _inst_lock = threading.Lock()
-_LOGS: "weakref.WeakSet" = weakref.WeakSet()
-_DOUBT_SINCE: dict = {}               # key -> monotonic time it went UNKNOWN here
+_LOGS: "weakref.WeakSet[IntentLog]" = weakref.WeakSet()
+_DOUBT_SINCE: dict[str, float] = {}              # key -> monotonic time it went UNKNOWN here
 _doubt_lock = threading.Lock()
 _MAX_KEYS = 10000
-_CURRENT: contextvars.ContextVar = contextvars.ContextVar("toolcommit_otel_call", default=None)
-_PASS: contextvars.ContextVar = contextvars.ContextVar("toolcommit_otel_pass", default=False)
+_CURRENT: contextvars.ContextVar[Optional[_Call]] = contextvars.ContextVar(
+    "toolcommit_otel_call", default=None)
+_PASS: contextvars.ContextVar[bool] = contextvars.ContextVar("toolcommit_otel_pass", default=False)
 
 
 def available() -> bool:
@@ -75,7 +81,7 @@ def available() -> bool:
     return _trace is not None
 
 
-def configure(tracer_provider=None, meter_provider=None) -> None:
+def configure(tracer_provider: Any = None, meter_provider: Any = None) -> None:
     """Use these providers for toolcommit's spans and instruments (None: the global ones,
     as OpenTelemetry's instrumentations do). Instruments are made again on the next use."""
     global _tp, _mp, _inst, _tracer_made
@@ -94,19 +100,20 @@ def tracing() -> bool:
     return not isinstance(tp, (_trace.ProxyTracerProvider, _trace.NoOpTracerProvider))
 
 
-def _tracer():
+def _tracer() -> Any:
     global _tracer_made
     if _tracer_made is None:      # made once a real provider is set (see `tracing`)
         _tracer_made = _trace.get_tracer(SCOPE, tracer_provider=_tp)
     return _tracer_made
 
 
-def _instruments() -> dict:
+def _instruments() -> dict[str, Any]:
     global _inst
     with _inst_lock:
         if _inst is None:
             m = _metrics.get_meter(SCOPE, meter_provider=_mp)
-            make = {"counter": m.create_counter, "histogram": m.create_histogram}
+            make: dict[str, Callable[..., Any]] = {"counter": m.create_counter,
+                                                   "histogram": m.create_histogram}
             _inst = {name: make[kind](name, unit=unit, description=text)
                      for name, (kind, unit, text) in METRICS.items() if kind in make}
             kind, unit, text = METRICS["toolcommit.in_doubt"]
@@ -115,8 +122,8 @@ def _instruments() -> dict:
         return _inst
 
 
-def _observe_doubt(options=None):
-    out = []
+def _observe_doubt(options: Any = None) -> list[Any]:
+    out: list[Any] = []
     for log in list(_LOGS):
         try:
             counts = log.doubt_counts()
@@ -128,7 +135,7 @@ def _observe_doubt(options=None):
     return out
 
 
-def watch(log) -> None:
+def watch(log: IntentLog) -> None:
     """Report `log`'s records in doubt on the gauge while it is open (held weakly)."""
     if _trace is None:
         return
@@ -140,13 +147,16 @@ def watch(log) -> None:
 class _Call:
     """What one guard or settle span has seen (the span itself, its tool, its last state)."""
 
-    def __init__(self, span, tool: Optional[str]):
+    def __init__(self, span: Any, tool: Optional[str]) -> None:
         self.span, self.tool = span, tool
-        self.key = self.decision = self.resolution = self.state = None
+        self.key: Optional[str] = None
+        self.decision: Optional[str] = None
+        self.resolution: Optional[str] = None
+        self.state: Optional[str] = None
         self.sent = False
 
 
-def committed(log, line: dict) -> None:
+def committed(log: IntentLog, line: dict[str, Any]) -> None:
     """One line `log` committed: note it on the current guard or settle span and feed the
     metrics (a give-up, time to settle)."""
     if _trace is None or line.get("type") != "transition":
@@ -166,9 +176,10 @@ def committed(log, line: dict) -> None:
     if since is None and to not in GIVE_UP:
         return
     try:
-        tool = cur.tool if cur is not None and cur.key == key else log.record(key).tool
+        rec = None if cur is not None and cur.key == key else log.record(key)
     except Exception:      # the store went down after the commit: the line stands, untold
         return
+    tool = cur.tool if rec is None and cur is not None else getattr(rec, "tool", None)
     attrs = {"gen_ai.tool.name": tool, "toolcommit.state": to}
     inst = _instruments()
     if since is not None:
@@ -179,7 +190,7 @@ def committed(log, line: dict) -> None:
 
 # ----- spans --------------------------------------------------------------------------------
 @contextmanager
-def guard_span(log, call_id: str, tool: str) -> Iterator[Optional[_Call]]:
+def guard_span(log: IntentLog, call_id: str, tool: str) -> Iterator[Optional[_Call]]:
     """The span of one guarded call (current inside), ended with what the model was told;
     None (and nothing done) without opentelemetry."""
     if _trace is None:
@@ -198,7 +209,7 @@ def guard_span(log, call_id: str, tool: str) -> Iterator[Optional[_Call]]:
         yield from _run(_Call(span, tool))
 
 
-def _run(cur: _Call):
+def _run(cur: _Call) -> Iterator[_Call]:
     """The body of `guard_span`: `cur` current while the call runs, then ended."""
     token = _CURRENT.set(cur)
     try:
@@ -212,7 +223,7 @@ def _run(cur: _Call):
         _CURRENT.reset(token)
 
 
-def decided(d) -> None:
+def decided(d: Decision) -> None:
     """The log's decision on the current guarded call's proposal (the last, after a hold)."""
     cur = _CURRENT.get()
     if cur is None:
@@ -250,11 +261,12 @@ def _end(cur: _Call, e: Optional[BaseException]) -> None:
 
 
 @contextmanager
-def recover_span(log, trigger: str, quiet: bool = False) -> Iterator[Optional[dict]]:
+def recover_span(log: IntentLog, trigger: str,
+                 quiet: bool = False) -> Iterator[dict[str, Any]]:
     """The span of one recovery pass (`trigger`: ``open``, ``recover``, ``pass``,
     ``settler``); a dict the pass fills with its counts (``taken``, ``settled``, ``left``).
     Inside another pass, or `quiet`, or without opentelemetry: no span (the dict still)."""
-    counts: dict = {}
+    counts: dict[str, Any] = {}
     if _trace is None or _PASS.get():
         yield counts
         return
@@ -274,7 +286,7 @@ def recover_span(log, trigger: str, quiet: bool = False) -> Iterator[Optional[di
 
 
 @contextmanager
-def settle_span(log, rec) -> Iterator[None]:
+def settle_span(log: IntentLog, rec: Record) -> Iterator[None]:
     """The span of settling one record in doubt in a recovery pass; status ERROR when the
     record was given up."""
     if not tracing():

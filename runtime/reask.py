@@ -24,13 +24,15 @@ Pure functions over one open transaction (`tx`); the log calls them inside its o
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Union
 
 from toolcommit.model.canon import CanonError, canonical_intent
+from toolcommit.runtime.store import OPEN_STATES, Tx
 
-from toolcommit.runtime.store import OPEN_STATES
+if TYPE_CHECKING:
+    from toolcommit.runtime.records import Record
 
-Rule = Union[None, tuple, Callable[[dict], dict]]
+Rule = Union[None, tuple[str, ...], Callable[[dict[str, Any]], dict[str, Any]]]
 SameRule = Union[Rule, Mapping[str, Rule]]
 
 
@@ -42,7 +44,7 @@ def rule_for(same: SameRule, tool: str) -> Rule:
     return same
 
 
-def content(tool: str, args: dict, same: SameRule = None) -> str:
+def content(tool: str, args: dict[str, Any], same: SameRule = None) -> str:
     """The digest of (tool, the arguments the rule keeps), scope left out: equal for a
     re-ask of the same thing in any request.
 
@@ -70,11 +72,12 @@ def content(tool: str, args: dict, same: SameRule = None) -> str:
         raise ValueError(f"same= rule for {tool}: no canonical form: {e}") from None
 
 
-def meet(tx, get, digest: str, scope: str, settles_by_read: bool):
+def meet(tx: Tx, get: Callable[[Tx, str], Optional[Record]], digest: str, scope: str,
+         settles_by_read: bool) -> Optional[tuple[str, Record]]:
     """What a new call of content `digest` in `scope` meets: ``("held", record)``,
     ``("answered", record)`` (marked told here, and the answer kept for `scope`, so a retry
     in that scope gets it again), or None (insert as usual). `get(tx, key)` reads a record."""
-    answer = None
+    answer: Optional[Record] = None
     for key, where, told in tx.all("SELECT key, scope, told FROM tc_asks WHERE content = ? "
                                    "ORDER BY key, scope", (digest,)):
         rec = get(tx, key)
@@ -99,14 +102,14 @@ def meet(tx, get, digest: str, scope: str, settles_by_read: bool):
     return "answered", answer
 
 
-def remember(tx, digest: str, key: str, scope: str, told: int = 0) -> None:
+def remember(tx: Tx, digest: str, key: str, scope: str, told: int = 0) -> None:
     """Note an accepted record's content (or, `told`, an answer given in `scope`), so a
     later call meets it."""
     tx.run("INSERT INTO tc_asks (key, content, scope, told) VALUES (?, ?, ?, ?) "
            "ON CONFLICT DO NOTHING", (key, digest, scope, told))
 
 
-def told(tx, key: str) -> None:
+def told(tx: Tx, key: str) -> None:
     """The call that sent `key`'s request heard its outcome (its own ack)."""
     tx.run("UPDATE tc_asks SET told = 1 WHERE key = ?", (key,))   # its own row only: an
     #                                                              answer row is told already

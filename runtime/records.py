@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional, Sequence
 
 from toolcommit.runtime.store import OPEN_STATES
 
@@ -17,7 +17,7 @@ class Record:
     epoch: int
     tool: str
     scope: str
-    args: dict
+    args: dict[str, Any]
     call_id: str         # the call that created it (evidence, not identity)
     state: str
     fence: int
@@ -65,7 +65,7 @@ class Ticket:
     fence: Optional[int]
     purpose: str
     tool: str
-    args: dict
+    args: dict[str, Any]
     scope: str
     epoch: int
     generation: int = 0
@@ -79,7 +79,7 @@ def semantic_key(digest: str, epoch: int) -> str:
     return f"tc1-{digest[:32]}-e{epoch}"
 
 
-def record_of(row) -> Record:
+def record_of(row: Sequence[Any]) -> Record:
     (key, intent, epoch, tool, scope, args, call_id, state, fence, owner, owner_inc,
      lease_until, _slot, result, first_sent, sent_at) = row
     return Record(key, intent, int(epoch), tool, scope, json.loads(args), call_id, state,

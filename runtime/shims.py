@@ -41,7 +41,7 @@ import functools
 import inspect
 import time
 import uuid
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Generator, Optional, TypeVar, Union
 
 from toolcommit.runtime import design as D
 from toolcommit.runtime import lines as L
@@ -51,8 +51,13 @@ from toolcommit.runtime.store import GAVE_UP, OPEN_STATES
 
 _TICKET: contextvars.ContextVar[Optional[Ticket]] = contextvars.ContextVar(
     "toolcommit_ticket", default=None)
+_R = TypeVar("_R")
 _RESERVED = ("call_id", "new_request")
 _POLL = 0.05      # seconds between looks at a record another writer holds
+#: the core's steps: yields ("send" | "read", ticket) or ("sleep", seconds), is sent
+#: (ok, value) after a send or read, returns R
+_Steps = Generator[tuple[str, Any], Any, _R]
+Status = Optional[Callable[[Ticket], Any]]
 
 
 class EffectError(IntentLogError):
@@ -113,7 +118,7 @@ def current_ticket() -> Optional[Ticket]:
     return _TICKET.get()
 
 
-def tell(e: EffectError) -> dict:
+def tell(e: EffectError) -> dict[str, Any]:
     """What a framework wrapper returns to the model for `e`: plain words first."""
     rec = e.record
     out = {"toolcommit": type(e).__name__, "happened": e.happened, "message": str(e),
@@ -123,7 +128,7 @@ def tell(e: EffectError) -> dict:
     return out
 
 
-def _json_result(value) -> Any:
+def _json_result(value: Any) -> Any:
     try:
         from toolcommit.runtime.lines import dumps
         dumps(value)
@@ -181,7 +186,7 @@ def _mine(log: IntentLog, rec: Record) -> bool:
 
 
 def _steps(log: IntentLog, key: str, saved: Callable[[Any], Any], wait: Optional[float] = None,
-           ticket: Optional[Ticket] = None):
+           ticket: Optional[Ticket] = None) -> _Steps[Any]:
     """Drive `key`'s record to a settled state, waiting at most `wait` (default: the log's)
     for another holder or a deferred read; yields ``("send", ticket)`` and ``("read",
     ticket)`` (answered with ``(ok, value)``) and ``("sleep", seconds)``; returns the
@@ -196,10 +201,12 @@ def _steps(log: IntentLog, key: str, saved: Callable[[Any], Any], wait: Optional
         return (yield from _drive_key(log, key, saved, log.wait if wait is None else wait))
 
 
-def _drive_key(log: IntentLog, key: str, saved, wait: float):
+def _drive_key(log: IntentLog, key: str, saved: Callable[[Any], Any], wait: float
+               ) -> _Steps[Any]:
     deadline = time.monotonic() + wait
     while True:
         rec = log.record(key)
+        assert rec is not None          # proposed before it is driven
         if rec.state == "ACKED":
             return rec.result
         if rec.state in GAVE_UP:
@@ -235,13 +242,15 @@ def _drive_key(log: IntentLog, key: str, saved, wait: float):
             return got[0]
 
 
-def _send(log: IntentLog, t: Ticket, saved):
+def _send(log: IntentLog, t: Ticket, saved: Callable[[Any], Any]
+          ) -> _Steps[Optional[tuple[Any]]]:
     ok, value = yield "send", t
     if ok:
         if log.ack(t, _json_result(saved(value))):
             otel.answered()
             return (value,)
         rec = log.record(t.key)
+        assert rec is not None
         if rec.state == "ACKED":
             otel.answered()
             return (value,)
@@ -250,9 +259,11 @@ def _send(log: IntentLog, t: Ticket, saved):
     return None
 
 
-def _read(log: IntentLog, rec: Record, deadline: float, saved):
+def _read(log: IntentLog, rec: Record, deadline: float, saved: Callable[[Any], Any]
+          ) -> _Steps[Optional[tuple[Any]]]:
     """A status read of a RECONCILING record this writer holds, once the design trusts it."""
     t = log.ticket(rec.key)
+    assert t is not None
     if not log.design.status_read:
         log.settle(t, False)
         return None
@@ -272,7 +283,7 @@ def _read(log: IntentLog, rec: Record, deadline: float, saved):
     return None
 
 
-def _status_contract(rec: Record, value) -> None:
+def _status_contract(rec: Record, value: Any) -> None:
     """Refuse a status read that broke the contract (the result, or None): a tuple or a
     bool says neither, so the record stays in doubt rather than read as present."""
     if isinstance(value, (tuple, bool)):
@@ -285,7 +296,9 @@ def _status_contract(rec: Record, value) -> None:
 
 
 # ----- drivers -----------------------------------------------------------------------------
-def _propose(log, call_id, tool, args, scope, new_request, on_proposed=None) -> Decision:
+def _propose(log: IntentLog, call_id: str, tool: str, args: dict[str, Any], scope: str,
+             new_request: bool, on_proposed: Optional[Callable[[Decision], None]] = None
+             ) -> Decision:
     d = log.propose(call_id, tool, args, scope, new_attempt=new_request, dispatch=True)
     otel.decided(d)
     if d.decision == "held":
@@ -300,7 +313,8 @@ def _propose(log, call_id, tool, args, scope, new_request, on_proposed=None) -> 
     return d
 
 
-def _call(log: IntentLog, propose: Callable[[], Decision], saved):
+def _call(log: IntentLog, propose: Callable[[], Decision], saved: Callable[[Any], Any]
+          ) -> _Steps[Any]:
     """The whole call as steps: propose, waiting while a hold holds (`reask=hold`, at most
     the log's `wait`), then drive the record (`_steps`)."""
     deadline = time.monotonic() + log.wait
@@ -313,21 +327,22 @@ def _call(log: IntentLog, propose: Callable[[], Decision], saved):
     return (yield from _steps(log, d.key, saved, ticket=d.ticket))
 
 
-def _refuse_coroutine(fn, what: str) -> None:
+def _refuse_coroutine(fn: Optional[Callable[..., Any]], what: str) -> None:
     if fn is not None and (inspect.iscoroutinefunction(fn)
                            or inspect.iscoroutinefunction(getattr(fn, "__call__", None))):
         raise IntentLogError(f"{what} {getattr(fn, '__name__', fn)!r} is async: use the async "
                              "form (aguard, or @effectful on the async def itself)")
 
 
-def _needs_status(log: IntentLog, status) -> None:
+def _needs_status(log: IntentLog, status: Status) -> None:
     d = log.design
     if status is None and d.settles_by_read:
         raise IntentLogError(f"design {d.source} settles an unknown outcome by a status read "
                              "(status_via=" + d.knobs["status_via"] + "): pass status=")
 
 
-def check_status(log, status, sync: bool = False) -> None:
+def check_status(log: Union[IntentLog, Callable[[], IntentLog]], status: Status,
+                 sync: bool = False) -> None:
     """Refuse, when a tool is wrapped, a `status` it cannot use: not a function, ``async``
     for a `sync` tool, or missing where `log`'s design settles an unknown outcome by a
     status read. The last is known here when `log` is an `IntentLog`; a lazy log (a
@@ -341,7 +356,8 @@ def check_status(log, status, sync: bool = False) -> None:
         _needs_status(log, status)
 
 
-def _drive_sync(log: IntentLog, gen, execute, status):
+def _drive_sync(log: IntentLog, gen: _Steps[Any], execute: Callable[[Ticket], Any],
+                status: Status) -> Any:
     reply = None
     while True:
         try:
@@ -355,6 +371,8 @@ def _drive_sync(log: IntentLog, gen, execute, status):
         fn = execute if op == "send" else status
         token = _TICKET.set(arg)
         try:
+            if fn is None:              # no status read given: the read fails
+                raise TypeError("'NoneType' object is not callable")
             value = fn(arg)
             if inspect.isawaitable(value):
                 getattr(value, "close", lambda: None)()
@@ -375,7 +393,8 @@ def _drive_sync(log: IntentLog, gen, execute, status):
             _TICKET.reset(token)
 
 
-async def _drive_async(log: IntentLog, gen, execute, status):
+async def _drive_async(log: IntentLog, gen: _Steps[Any], execute: Callable[[Ticket], Any],
+                       status: Status) -> Any:
     reply = None
     while True:
         try:
@@ -389,6 +408,8 @@ async def _drive_async(log: IntentLog, gen, execute, status):
         fn = execute if op == "send" else status
         token = _TICKET.set(arg)
         try:
+            if fn is None:              # no status read registered: the read fails
+                raise TypeError("'NoneType' object is not callable")
             value = fn(arg)
             if inspect.isawaitable(value):
                 value = await value
@@ -403,7 +424,7 @@ async def _drive_async(log: IntentLog, gen, execute, status):
             _TICKET.reset(token)
 
 
-def guard(log: IntentLog, call_id: str, tool: str, args: dict, scope: str,
+def guard(log: IntentLog, call_id: str, tool: str, args: dict[str, Any], scope: str,
           execute: Callable[[Ticket], Any], status: Optional[Callable[[Ticket], Any]] = None,
           new_request: bool = False, saved: Callable[[Any], Any] = lambda r: r,
           on_proposed: Optional[Callable[[Decision], None]] = None) -> Any:
@@ -450,7 +471,7 @@ def guard(log: IntentLog, call_id: str, tool: str, args: dict, scope: str,
         return _drive_sync(log, gen, execute, status)
 
 
-async def aguard(log: IntentLog, call_id: str, tool: str, args: dict, scope: str,
+async def aguard(log: IntentLog, call_id: str, tool: str, args: dict[str, Any], scope: str,
                  execute: Callable[[Ticket], Any], status: Optional[Callable[[Ticket], Any]] = None,
                  new_request: bool = False, saved: Callable[[Any], Any] = lambda r: r,
                  on_proposed: Optional[Callable[[Decision], None]] = None) -> Any:
@@ -467,10 +488,10 @@ async def aguard(log: IntentLog, call_id: str, tool: str, args: dict, scope: str
 
 
 # ----- recovery through registered tools -------------------------------------------------------
-_TOOLS: dict[str, tuple[Callable[[dict], Any], Optional[Callable[[Ticket], Any]]]] = {}
+_TOOLS: dict[str, tuple[Callable[[dict[str, Any]], Any], Status]] = {}
 
 
-def register(tool: str, run: Callable[[dict], Any], status=None,
+def register(tool: str, run: Callable[[dict[str, Any]], Any], status: Status = None,
              log: Optional[IntentLog] = None) -> None:
     """Let `recover_settle` settle `tool`'s records: ``run(args)`` performs the effect (under
     `current_ticket()`), `status` reads it. `effectful` registers what it decorates. With
@@ -506,7 +527,7 @@ def recover_settle(log: IntentLog, limit: int = 100,
 
 
 def _recover_settle(log: IntentLog, limit: int, tools: Optional[set[str]],
-                    counts: dict) -> dict[str, str]:
+                    counts: dict[str, Any]) -> dict[str, str]:
     taken = len(log.taken_over)
     log.recover(limit, tools)
     out = {}
@@ -517,14 +538,18 @@ def _recover_settle(log: IntentLog, limit: int, tools: Optional[set[str]],
             out[rec.key] = rec.state      # needs the tool, or not due yet: left for later
             continue
         run, status = _TOOLS.get(rec.tool, (None, None))
-        execute = (lambda t, run=run: run(t.args))
+
+        def execute(t: Ticket, run: Optional[Callable[..., Any]] = run) -> Any:
+            assert run is not None       # needs_tool said the tool is registered
+            return run(t.args)
         with otel.settle_span(log, rec), \
                 contextlib.closing(_steps(log, rec.key, lambda r: r, wait=0)) as gen:
             try:
                 asyncio.run(_drive_async(log, gen, execute, status))
             except EffectError:
                 pass
-        out[rec.key] = log.record(rec.key).state
+        now = log.record(rec.key)
+        out[rec.key] = rec.state if now is None else now.state
     left = sum(s in OPEN_STATES for s in out.values())
     counts.update(taken=len(log.taken_over) - taken, settled=len(out) - left, left=left)
     return out
@@ -549,7 +574,8 @@ def _serve(log: IntentLog, tool: str) -> None:
 
 
 def effectful(log: Union[IntentLog, Callable[[], IntentLog]], tool: str,
-              scope: Union[str, Callable[..., str]], *, status=None):
+              scope: Union[str, Callable[..., str]], *, status: Status = None
+              ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorate a function (sync or ``async def``) that performs one effect: its calls go
     through `guard` (or `aguard`, awaited, for an async function).
 
@@ -566,14 +592,15 @@ def effectful(log: Union[IntentLog, Callable[[], IntentLog]], tool: str,
     the design needs one, here for a log given as an `IntentLog`, and at the first call
     for a lazy one (its design is known once it is open).
     """
-    def wrap(fn):
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         sig = inspect.signature(fn)
         params = [p for n, p in sig.parameters.items() if n not in _RESERVED]
         public = sig.replace(parameters=params)
         is_async = inspect.iscoroutinefunction(fn)
         check_status(log, status, sync=not is_async)
 
-        def prepare(a, kw):
+        def prepare(a: tuple[Any, ...], kw: dict[str, Any]
+                    ) -> tuple[IntentLog, dict[str, Any], str, Callable[[Ticket], Any]]:
             bound = public.bind(*a, **kw)
             bound.apply_defaults()
             args = dict(bound.arguments)
@@ -582,19 +609,21 @@ def effectful(log: Union[IntentLog, Callable[[], IntentLog]], tool: str,
             _serve(the_log, tool)
             return the_log, args, where, lambda _t: fn(*bound.args, **bound.kwargs)
 
-        if is_async:
-            @functools.wraps(fn)
-            async def call(*a, call_id: Optional[str] = None, new_request: bool = False, **kw):
-                the_log, args, where, run = prepare(a, kw)
-                return await aguard(the_log, call_id or f"call-{uuid.uuid4().hex[:12]}", tool,
-                                    args, where, run, status, new_request)
-        else:
-            @functools.wraps(fn)
-            def call(*a, call_id: Optional[str] = None, new_request: bool = False, **kw):
-                the_log, args, where, run = prepare(a, kw)
-                return guard(the_log, call_id or f"call-{uuid.uuid4().hex[:12]}", tool, args,
-                             where, run, status, new_request)
-        call.__signature__ = public
+        @functools.wraps(fn)
+        async def acall(*a: Any, call_id: Optional[str] = None, new_request: bool = False,
+                        **kw: Any) -> Any:
+            the_log, args, where, run = prepare(a, kw)
+            return await aguard(the_log, call_id or f"call-{uuid.uuid4().hex[:12]}", tool,
+                                args, where, run, status, new_request)
+
+        @functools.wraps(fn)
+        def scall(*a: Any, call_id: Optional[str] = None, new_request: bool = False,
+                  **kw: Any) -> Any:
+            the_log, args, where, run = prepare(a, kw)
+            return guard(the_log, call_id or f"call-{uuid.uuid4().hex[:12]}", tool, args,
+                         where, run, status, new_request)
+        call: Callable[..., Any] = acall if is_async else scall
+        setattr(call, "__signature__", public)
         register(tool, lambda args: fn(**args), status,
                  log if isinstance(log, IntentLog) else None)
         return call

@@ -22,7 +22,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 from toolcommit.runtime.design import Design, read_wait, window_open
 from toolcommit.runtime.records import Record
@@ -48,7 +48,7 @@ class Entry:
     lease_left: float
     waits_for: str
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {"key": self.key, "tool": self.tool, "scope": self.scope, "state": self.state,
                 "kind": self.kind, "age_s": None if self.age is None else round(self.age, 3),
                 "holder": self.holder, "lease_left_s": round(self.lease_left, 3),

@@ -39,8 +39,8 @@ import os
 import sqlite3
 import threading
 import time
-from contextlib import contextmanager
-from typing import Iterator, Optional, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, Iterator, Optional, Protocol, Sequence
 
 from toolcommit.model.errors import ToolcommitError
 
@@ -79,28 +79,47 @@ class StoreError(ToolcommitError):
     """The store cannot be opened or used (bad path, server down, driver missing)."""
 
 
+class Cursor(Protocol):
+    """What `Tx` uses of a DB-API cursor (sqlite3's, psycopg's)."""
+
+    @property
+    def rowcount(self) -> int: ...
+    def execute(self, sql: str, params: tuple[Any, ...], /) -> object: ...
+    def executemany(self, sql: str, rows: list[tuple[Any, ...]], /) -> object: ...
+    def fetchone(self) -> Optional[tuple[Any, ...]]: ...
+    def fetchall(self) -> list[tuple[Any, ...]]: ...
+
+
 class Tx:
     """One open transaction: `one`, `all` and `run` (which returns the row count)."""
 
-    def __init__(self, cursor, convert: bool):
+    def __init__(self, cursor: Cursor, convert: bool):
         self._c, self._convert = cursor, convert
 
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s") if self._convert else sql
 
-    def one(self, sql: str, params: Sequence = ()) -> Optional[tuple]:
+    def one(self, sql: str, params: Sequence[Any] = ()) -> Optional[tuple[Any, ...]]:
         self._c.execute(self._sql(sql), tuple(params))
         return self._c.fetchone()
 
-    def all(self, sql: str, params: Sequence = ()) -> list:
+    def first(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...]:
+        """The row of a query that always returns one (an aggregate, a row known to exist);
+        `StoreError` if it returned none."""
+        row = self.one(sql, params)
+        if row is None:
+            raise StoreError(f"no row where one was certain: {sql}")
+        return row
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         self._c.execute(self._sql(sql), tuple(params))
         return self._c.fetchall()
 
-    def run(self, sql: str, params: Sequence = ()) -> int:
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
         self._c.execute(self._sql(sql), tuple(params))
         return self._c.rowcount
 
-    def many(self, sql: str, rows: Sequence[Sequence]) -> None:
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self._c.executemany(self._sql(sql), [tuple(r) for r in rows])
 
 
@@ -114,13 +133,13 @@ class Store:
     lock_sql = ""     # appended to a SELECT that must lock its row until the commit
     returning = True  # INSERT / UPDATE ... RETURNING (SQLite since 3.35)
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.RLock()
 
-    def tx(self):  # pragma: no cover - abstract
+    def tx(self) -> AbstractContextManager[Tx]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def read(self):
+    def read(self) -> AbstractContextManager[Tx]:
         return self.tx()
 
     def close(self) -> None:  # pragma: no cover - abstract

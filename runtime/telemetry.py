@@ -20,12 +20,12 @@ judged by what the guard decided.
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import Any, Optional, Union
 
 try:  # optional
     from opentelemetry import trace as _trace
 except ImportError:  # pragma: no cover - depends on the environment
-    _trace = None
+    _trace = None  # type: ignore[assignment]  # the module, or None without the extra
 
 PREFIX = "toolcommit."
 
@@ -35,13 +35,13 @@ def available() -> bool:
     return _trace is not None
 
 
-def _scalar(v):
+def _scalar(v: Any) -> Union[str, bool, int, float]:
     if isinstance(v, (str, bool, int, float)):
         return v
     return json.dumps(v, separators=(",", ":"), sort_keys=True)
 
 
-def annotate(line: dict, intent: Optional[str] = None) -> None:
+def annotate(line: dict[str, Any], intent: Optional[str] = None) -> None:
     """Put one committed `line` on the current span (see the module docstring)."""
     if _trace is None:
         return

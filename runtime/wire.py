@@ -35,11 +35,12 @@ import contextlib
 import contextvars
 import functools
 import threading
-from typing import Any, Callable, Iterable, Iterator, Optional
+from types import ModuleType
+from typing import Any, Callable, Iterable, Iterator, Optional, Union
 from urllib.parse import urlsplit
 
 from toolcommit.runtime import design as D
-from toolcommit.runtime.log import IntentLogError
+from toolcommit.runtime.log import IntentLog, IntentLogError
 from toolcommit.runtime.shims import current_ticket
 
 SAFE = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
@@ -114,26 +115,26 @@ def stamp(method: str, url: str) -> Optional[tuple[str, str]]:
 # ----- the client libraries -------------------------------------------------------------------
 def _patch(library: str, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
     original = getattr(owner, name)
-    wrapped = functools.wraps(original)(make(original))
+    wrapped: Any = functools.wraps(original)(make(original))
     wrapped.__toolcommit_wire__ = original
     setattr(owner, name, wrapped)
     _PATCHES.append((library, owner, name, original))
 
 
-def _httpx(httpx) -> None:
-    def on(request) -> None:
+def _httpx(httpx: ModuleType) -> None:
+    def on(request: Any) -> None:
         got = stamp(request.method, str(request.url))
         if got is not None:
             request.headers[got[0]] = got[1]      # httpx.Headers: replaces any case of it
 
-    def sync(send):
-        def wrapped(self, request, *a, **kw):
+    def sync(send: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapped(self: Any, request: Any, *a: Any, **kw: Any) -> Any:
             on(request)
             return send(self, request, *a, **kw)
         return wrapped
 
-    def asynchronous(send):
-        async def wrapped(self, request, *a, **kw):
+    def asynchronous(send: Callable[..., Any]) -> Callable[..., Any]:
+        async def wrapped(self: Any, request: Any, *a: Any, **kw: Any) -> Any:
             on(request)
             return await send(self, request, *a, **kw)
         return wrapped
@@ -142,12 +143,13 @@ def _httpx(httpx) -> None:
     _patch("httpx", httpx.AsyncClient, "send", asynchronous)
 
 
-def _urllib3(urllib3) -> None:
+def _urllib3(urllib3: ModuleType) -> None:
     from urllib3._collections import HTTPHeaderDict
     from urllib3.connectionpool import HTTPConnectionPool
 
-    def make(urlopen):
-        def wrapped(self, method, url, body=None, headers=None, *a, **kw):
+    def make(urlopen: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapped(self: Any, method: str, url: str, body: Any = None, headers: Any = None,
+                    *a: Any, **kw: Any) -> Any:
             # through a proxy the URL is absolute and names the destination
             where = url if "://" in url else f"{self.scheme}://{self.host}:{self.port}{url}"
             got = stamp(method, where)
@@ -160,11 +162,12 @@ def _urllib3(urllib3) -> None:
     _patch("urllib3", HTTPConnectionPool, "urlopen", make)
 
 
-def _aiohttp(aiohttp) -> None:
+def _aiohttp(aiohttp: ModuleType) -> None:
     from multidict import CIMultiDict
 
-    def make(request):
-        async def wrapped(self, method, str_or_url, *a, headers=None, **kw):
+    def make(request: Callable[..., Any]) -> Callable[..., Any]:
+        async def wrapped(self: Any, method: str, str_or_url: Any, *a: Any, headers: Any = None,
+                          **kw: Any) -> Any:
             got = stamp(method, str(self._build_url(str_or_url)))
             if got is not None:
                 headers = CIMultiDict(headers or {})
@@ -183,7 +186,8 @@ def _installed() -> tuple[str, ...]:
 
 
 # ----- the API --------------------------------------------------------------------------------
-def instrument(provider=None, hosts: Optional[Iterable[str]] = None) -> tuple[str, ...]:
+def instrument(provider: Union[IntentLog, D.Design, str, None] = None,
+               hosts: Optional[Iterable[str]] = None) -> tuple[str, ...]:
     """Wrap the importable HTTP client libraries (once) and guard `provider`'s hosts.
 
     Parameters
@@ -223,13 +227,14 @@ def instrument(provider=None, hosts: Optional[Iterable[str]] = None) -> tuple[st
         return _installed()
 
 
-def _entries(provider, hosts) -> dict[tuple[str, Optional[int]], tuple[str, str]]:
+def _entries(provider: Union[IntentLog, D.Design, str, None], hosts: Optional[Iterable[str]]
+             ) -> dict[tuple[str, Optional[int]], tuple[str, str]]:
     if provider is None:
         if hosts:
             raise D.DesignError("instrument: hosts= needs the provider whose hosts they are")
         return {}
-    d = D.load(getattr(provider, "design", provider))
-    if d.key_header is None:
+    d = D.load(provider.design if isinstance(provider, IntentLog) else provider)
+    if d.key_header is None or d.wire is None:    # (a key header comes with a wire)
         if hosts:
             raise D.DesignError(f"instrument: design {d.source} sends no idempotency key in a "
                                 "header (its profile names none), so there is nothing to stamp "

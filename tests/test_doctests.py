@@ -18,6 +18,7 @@ import toolcommit.model
 import toolcommit.runtime
 import toolcommit.spec
 
+
 def modules() -> list[str]:
     out = []
     for pkg in (toolcommit.model, toolcommit.checker, toolcommit.runtime, toolcommit.spec):

@@ -20,7 +20,8 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from toolcommit.checker.cli import main
 from toolcommit.model.errors import InternalError, ToolcommitError

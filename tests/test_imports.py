@@ -2,7 +2,7 @@
 the layers run one way (cli -> render -> torture/gateway -> design -> verify/logs ->
 engines -> support (C builds, files, cores, signals) -> runtime -> model -> spec): a module imports its own part or a lower layer, never a higher
 one nor a neighbour on its own layer. Imports inside functions count: a lazy import is an
-import."""
+import; an `if TYPE_CHECKING:` import is not (it never runs)."""
 import ast
 from functools import lru_cache
 from pathlib import Path
@@ -55,7 +55,13 @@ def imports(name: str, path: Path, known: dict) -> set[str]:
         return target
 
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                   and getattr(block.test, "id", None) == "TYPE_CHECKING"
+                   for stmt in block.body for n in ast.walk(stmt)}
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue     # `if TYPE_CHECKING:` imports are for the type checker, never run
         if isinstance(node, ast.Import):
             found |= {owner(a.name) for a in node.names}
         elif isinstance(node, ast.ImportFrom):

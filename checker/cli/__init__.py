@@ -11,10 +11,10 @@ import argparse
 import importlib
 import sys
 
-from toolcommit.model.errors import InternalError, ResourceError, ToolcommitError
-from toolcommit.checker.output import guarded_stdout, visible
 from toolcommit.checker.cli import flags
 from toolcommit.checker.cli.terminal import close_all
+from toolcommit.checker.output import guarded_stdout, visible
+from toolcommit.model.errors import InternalError, ResourceError, ToolcommitError
 
 COMMANDS = ("spec", "check", "prove", "validate", "ask", "design", "torture", "export", "recover",
             "status", "gateway")

@@ -24,20 +24,23 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from toolcommit.model.errors import UsageError
-
-from toolcommit.checker.design.run import answer
-from toolcommit.checker.design.question import Limits
-from toolcommit.checker.design.schema import builtin_names, load_question
-from toolcommit.checker.render.answers import (counterexample_files, render_answer_json, render_answer_markdown,
-                         render_answer_text)
 from toolcommit.checker.cli.check import add_env_option, add_out_dir
-from toolcommit.checker.cli.terminal import Progress, width
-from toolcommit.checker.render.fit import fit, wrap_line
 from toolcommit.checker.cli.exits import EXIT
+from toolcommit.checker.cli.terminal import Progress, width
+from toolcommit.checker.design.question import Limits
+from toolcommit.checker.design.run import answer
+from toolcommit.checker.design.schema import builtin_names, load_question
 from toolcommit.checker.output import write_atomic
+from toolcommit.checker.render.answers import (
+    counterexample_files,
+    render_answer_json,
+    render_answer_markdown,
+    render_answer_text,
+)
 from toolcommit.checker.render.catalogue import write_question
+from toolcommit.checker.render.fit import fit, wrap_line
 from toolcommit.model.environment import profile as env_profile
+from toolcommit.model.errors import UsageError
 
 
 def add_parser(sub):

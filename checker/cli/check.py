@@ -5,24 +5,29 @@ import sys
 import time
 from dataclasses import replace
 
-from toolcommit.model.environment import configure, names as env_names
+from toolcommit.checker.cli import flags
+from toolcommit.checker.cli.exits import EXIT
+from toolcommit.checker.cli.terminal import Progress, width
+from toolcommit.checker.engines.base import Limits, without_state_limit
+from toolcommit.checker.engines.portfolio import for_check
+from toolcommit.checker.engines.verdict import Status
+from toolcommit.checker.machine import cores
+from toolcommit.checker.output import write_atomic
+from toolcommit.checker.render.fit import DEFAULT, fit
+from toolcommit.checker.render.suite import render_json, render_programs, render_suite_text
+from toolcommit.checker.verify.suite import (
+    outside_claim,
+    reliance,
+    resolve_instances,
+    run_suite,
+    suite_names,
+)
+from toolcommit.model.environment import configure
+from toolcommit.model.environment import names as env_names
 from toolcommit.model.errors import UsageError
 from toolcommit.model.instance import instance_names, parse_bounds
 from toolcommit.model.knobs import PRESETS, parse_settings, preset
 from toolcommit.model.properties import all_names
-
-from toolcommit.checker.engines.base import Limits, without_state_limit
-from toolcommit.checker.engines.portfolio import for_check
-from toolcommit.checker.cli import flags
-from toolcommit.checker.cli.exits import EXIT
-from toolcommit.checker.cli.terminal import Progress, width
-from toolcommit.checker.machine import cores
-from toolcommit.checker.output import write_atomic
-from toolcommit.checker.render.fit import DEFAULT, fit
-from toolcommit.checker.engines.verdict import Status
-from toolcommit.checker.render.suite import render_json, render_programs, render_suite_text
-from toolcommit.checker.verify.suite import outside_claim, reliance, resolve_instances, run_suite, \
-    suite_names
 
 ALL = all_names()
 
@@ -139,6 +144,7 @@ def design_file(args):
     """(design, environment, claim) of `--design FILE`; InputError naming the file and
     field, UsageError if --preset or another --env is given beside it."""
     import json
+
     from toolcommit.model.design_file import claim_of, design_of
     from toolcommit.model.errors import InputError
     if args.preset:
@@ -243,6 +249,7 @@ def _text(suite, explain: str, w: int, fixture: bool) -> str:
 def _with_fixture(out: str, fmt: str) -> str:
     """The seed preset's report with the article's fixture itself (its flaws, its own run)."""
     import json
+
     from toolcommit.checker.render.fixture import fixture_json, render_fixture_text
     from toolcommit.checker.verify.fixture import flaws, run_fixture
     run, found = run_fixture(), flaws()

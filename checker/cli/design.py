@@ -9,10 +9,6 @@ from __future__ import annotations
 
 import sys
 
-from toolcommit.model.errors import UsageError
-from toolcommit.model.instance import instance_names
-from toolcommit.model.knobs import parse_settings
-
 from toolcommit.checker.cli import flags
 from toolcommit.checker.cli.check import add_env_option
 from toolcommit.checker.cli.terminal import Progress, width
@@ -23,6 +19,9 @@ from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.output import write_atomic
 from toolcommit.checker.render.design import render_json, render_text
 from toolcommit.checker.verify.suite import design_names
+from toolcommit.model.errors import UsageError
+from toolcommit.model.instance import instance_names
+from toolcommit.model.knobs import parse_settings
 
 
 def add_parser(sub):

@@ -14,12 +14,11 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
-from toolcommit.model.errors import UsageError
-from toolcommit.model.semantics import build
-
 from toolcommit.checker.cli.check import add_model_options, bounds_from, config_from
 from toolcommit.checker.output import write_atomic
 from toolcommit.checker.verify.suite import resolve_instances
+from toolcommit.model.errors import UsageError
+from toolcommit.model.semantics import build
 
 
 @dataclass(frozen=True)

@@ -191,6 +191,7 @@ def run(args) -> int:
     lease = _positive("--lease", args.lease)
     try:
         import anyio
+
         from toolcommit.checker.gateway.calls import Effectful
         from toolcommit.checker.gateway.http import serve_http
         from toolcommit.checker.gateway.stdio import serve_stdio
@@ -224,6 +225,7 @@ async def _until_signalled(main) -> None:
     """Run `main()` until it returns or SIGINT / SIGTERM arrives (then stop cleanly: the
     downstream server's process group is stopped and the log closed)."""
     import signal
+
     import anyio
     async with anyio.create_task_group() as tg:
         async def watch():

@@ -8,14 +8,7 @@ from __future__ import annotations
 import sys
 import time
 
-from toolcommit.model.environment import instance_in
-from toolcommit.model.instance import instance, instance_names
-from toolcommit.model.knobs import PRESETS
-from toolcommit.model.semantics import build
-
-from toolcommit.model.errors import UsageError
-from toolcommit.model.properties import state_predicates
-from toolcommit.checker.cli.check import bounds_from
+from toolcommit.checker.cli.check import add_env_option, bounds_from, config_from
 from toolcommit.checker.cli.exits import EXIT
 from toolcommit.checker.cli.terminal import Progress, width
 from toolcommit.checker.engines.base import Limits, Tick
@@ -23,7 +16,12 @@ from toolcommit.checker.engines.portfolio import for_prove
 from toolcommit.checker.engines.smt.induction import METHODS
 from toolcommit.checker.engines.verdict import overall
 from toolcommit.checker.render.proof import render_proof_json, render_proof_text
-from toolcommit.checker.cli.check import add_env_option, config_from
+from toolcommit.model.environment import instance_in
+from toolcommit.model.errors import UsageError
+from toolcommit.model.instance import instance, instance_names
+from toolcommit.model.knobs import PRESETS
+from toolcommit.model.properties import state_predicates
+from toolcommit.model.semantics import build
 
 INVARIANTS = state_predicates()
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import sys
 
-from toolcommit.spec import protocol
-
 from toolcommit.checker.cli.terminal import width
 from toolcommit.checker.render.spec import RENDER, render_envs, render_text
+from toolcommit.spec import protocol
 
 
 def add_parser(sub):

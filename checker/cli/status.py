@@ -12,11 +12,10 @@ import json
 import os
 import sys
 
-from toolcommit.model.errors import UsageError
-
 from toolcommit.checker.cli.export_log import WHAT, read_log
 from toolcommit.checker.cli.terminal import width
 from toolcommit.checker.render.fit import wrap_line
+from toolcommit.model.errors import UsageError
 
 IN_DOUBT_EXIT = 3
 

@@ -11,13 +11,12 @@ import argparse
 import os
 import sys
 
-from toolcommit.model.errors import UsageError
-
 from toolcommit.checker.cli import flags
 from toolcommit.checker.cli.terminal import Progress, width
 from toolcommit.checker.interrupts import Interrupts
 from toolcommit.checker.render.fit import fit
 from toolcommit.checker.torture.profiles import PROFILES, has_design
+from toolcommit.model.errors import UsageError
 
 MAX_RUNS = 100_000
 

@@ -13,8 +13,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from toolcommit.model.errors import InputError, UsageError
-
 from toolcommit.checker.cli import validate_design, validate_from
 from toolcommit.checker.logs import lane, pool
 from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES, check_paths
@@ -22,6 +20,7 @@ from toolcommit.checker.logs.report import LogVerdict, Report, count, with_findi
 from toolcommit.checker.logs.validate import validate
 from toolcommit.checker.output import refuse_inputs, visible, write_atomic
 from toolcommit.checker.render.findings import RENDERERS
+from toolcommit.model.errors import InputError, UsageError
 
 EXIT_CODES = {LogVerdict.CONFORMS: 0, LogVerdict.VIOLATES: 1, LogVerdict.INCONCLUSIVE: 3}
 

@@ -10,13 +10,12 @@ import json
 import sys
 from pathlib import Path
 
-from toolcommit.model.errors import UsageError
-
 from toolcommit.checker.logs.adapters import READERS, check_trace
 from toolcommit.checker.logs.adapters.rules import Rules
 from toolcommit.checker.logs.read import check_paths
 from toolcommit.checker.output import refuse_inputs, write_atomic
 from toolcommit.checker.render.findings import RENDERERS
+from toolcommit.model.errors import UsageError
 
 EXIT = {"CONFORMS": 0, "VIOLATES": 1, "INCONCLUSIVE": 3}
 

@@ -18,15 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from toolcommit.checker.engines.trace import transfers
+from toolcommit.checker.engines.verdict import Status, Verdict
 from toolcommit.model.environment import Behaviour, profile
 from toolcommit.model.properties import prop
 from toolcommit.model.scenario import restrict
 from toolcommit.model.semantics import build
 from toolcommit.model.values import ENV_FAULTS
 from toolcommit.spec import protocol
-
-from toolcommit.checker.engines.trace import transfers
-from toolcommit.checker.engines.verdict import Status, Verdict
 
 from .grid import Answer, Cell
 

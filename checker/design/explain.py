@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import itertools
 
-from toolcommit.model.properties import headline, of_kind, outcomes, prop
-from toolcommit.model.scenario import SCENARIO
-
 from toolcommit.checker.engines.trace import Counterexample
 from toolcommit.checker.engines.verdict import Status
+from toolcommit.model.properties import headline, of_kind, outcomes, prop
+from toolcommit.model.scenario import SCENARIO
 
 from .advice import act
 from .grid import Answer, Cell

@@ -18,9 +18,9 @@ from typing import Mapping
 from toolcommit.model.design import DESIGN_TIMING, departures, meaning_of, preset_design
 from toolcommit.model.design_file import KIND, VERSION
 from toolcommit.model.environment import configure, held_fixed, instance_in, profile
+from toolcommit.model.instance import instance
 from toolcommit.model.knobs import Config, preset
 from toolcommit.model.semantics import build
-from toolcommit.model.instance import instance
 from toolcommit.spec import protocol
 
 from .synthesis import Failure, Level, Minimal, Synthesis, preferred

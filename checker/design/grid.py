@@ -14,17 +14,17 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional
 
+from toolcommit.checker.engines.verdict import Status, Verdict
 from toolcommit.model.environment import configure, instance_in, profile
 from toolcommit.model.errors import UsageError
-from toolcommit.model.instance import Instance, instance as named_instance, proposal
+from toolcommit.model.instance import Instance, proposal
+from toolcommit.model.instance import instance as named_instance
 from toolcommit.model.knobs import Config, preset
 from toolcommit.model.scenario import restrict
 from toolcommit.model.semantics import build
 from toolcommit.model.system import System
 from toolcommit.model.values import ENV_FAULTS
 from toolcommit.spec import protocol
-
-from toolcommit.checker.engines.verdict import Status, Verdict
 
 if TYPE_CHECKING:  # the question types import this module to cross-check cells
     from .question import Question, Variant

@@ -16,6 +16,12 @@ import itertools
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator, Optional
 
+from toolcommit.checker.engines.base import Limits as EngineLimits
+from toolcommit.checker.engines.base import Result, within
+from toolcommit.checker.engines.explicit.engine import needs_edges
+from toolcommit.checker.engines.portfolio import for_ask
+from toolcommit.checker.engines.verdict import Status, Verdict
+from toolcommit.checker.verify.check import check_adversary
 from toolcommit.model.environment import IDEAL
 from toolcommit.model.errors import UsageError
 from toolcommit.model.instance import Instance
@@ -24,12 +30,6 @@ from toolcommit.model.properties import prop
 from toolcommit.model.scenario import SCENARIO, restrict
 from toolcommit.model.semantics import build
 from toolcommit.model.system import System
-
-from toolcommit.checker.verify.check import check_adversary
-from toolcommit.checker.engines.base import Limits as EngineLimits, Result, within
-from toolcommit.checker.engines.explicit.engine import needs_edges
-from toolcommit.checker.engines.portfolio import for_ask
-from toolcommit.checker.engines.verdict import Status, Verdict
 
 from .changes import compare
 from .cores import fork_map

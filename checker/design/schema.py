@@ -25,17 +25,26 @@ from pathlib import Path
 from typing import Optional
 
 from toolcommit.model.errors import InputError, ToolcommitError, UsageError
-from toolcommit.model.instance import allowed_bounds, bound_range, instance as named_instance, proposal
+from toolcommit.model.instance import allowed_bounds, bound_range, proposal
+from toolcommit.model.instance import instance as named_instance
 from toolcommit.model.knobs import PRESETS
+from toolcommit.model.properties import of_kind, prop
 from toolcommit.model.scenario import Pattern, restrict
 from toolcommit.model.semantics import build
 from toolcommit.spec import protocol
 
-from toolcommit.model.properties import of_kind, prop
-
 from .grid import cell_model, cell_settings
-from .question import (FAULT_ALIAS, GRAPH, PROPERTIES, Limits, Question, Variant, alias,
-                       column_meaning, column_name)
+from .question import (
+    FAULT_ALIAS,
+    GRAPH,
+    PROPERTIES,
+    Limits,
+    Question,
+    Variant,
+    alias,
+    column_meaning,
+    column_name,
+)
 
 TOP_FIELDS = ("question", "title", "asks", "preset", "set", "env_set", "instance", "scenario",
               "properties", "rows", "columns", "limits", "notes", "row_header")

@@ -57,20 +57,26 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
+from toolcommit.checker.engines.base import Limits
+from toolcommit.checker.engines.explicit.engine import Explicit
+from toolcommit.checker.engines.verdict import Status
+from toolcommit.checker.verify.check import check_instance
 from toolcommit.model import timing
+from toolcommit.model.design import (
+    DESIGN_TIMING,
+    departures,
+    guarantee_of,
+    guarantees,
+    knob_names,
+    options_of,
+    preset_design,
+)
 from toolcommit.model.environment import configure, instance_in, profile
 from toolcommit.model.instance import Instance, instance
 from toolcommit.model.knobs import preset
 from toolcommit.model.properties import names, outcomes, prop
 from toolcommit.model.values import ENV_FAULTS
 from toolcommit.spec import protocol
-from toolcommit.model.design import (DESIGN_TIMING, departures, guarantee_of, guarantees,
-                                     knob_names, options_of, preset_design)
-
-from toolcommit.checker.engines.base import Limits
-from toolcommit.checker.engines.explicit.engine import Explicit
-from toolcommit.checker.engines.verdict import Status
-from toolcommit.checker.verify.check import check_instance
 
 from .cores import fork_map
 

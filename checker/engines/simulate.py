@@ -18,15 +18,20 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
+from toolcommit.checker.engines.base import (
+    Limits,
+    Progress,
+    Result,
+    Scope,
+    state_predicates_only,
+    without_state_limit,
+)
+from toolcommit.checker.engines.explicit.codegen import compile_system
+from toolcommit.checker.engines.trace import from_actions, verified
+from toolcommit.checker.engines.verdict import Status, Verdict
 from toolcommit.model.errors import UsageError
 from toolcommit.model.properties import prop
 from toolcommit.model.system import Action, System
-
-from toolcommit.checker.engines.explicit.codegen import compile_system
-from toolcommit.checker.engines.base import Limits, Progress, Result, Scope, \
-    state_predicates_only, without_state_limit
-from toolcommit.checker.engines.trace import from_actions, verified
-from toolcommit.checker.engines.verdict import Status, Verdict
 
 
 def _violates(system: System, actions: list[Action], prop: str) -> bool:

@@ -39,10 +39,10 @@ import anyio.from_thread
 import anyio.to_thread
 from mcp_types import JSONRPCError, JSONRPCResponse
 
+from toolcommit.checker.logs.adapters.rules import Rules
 from toolcommit.model.canon import CanonError, canonical_intent
 from toolcommit.model.errors import UsageError
 from toolcommit.runtime import GaveUp, InDoubt, IntentLog, Superseded, guard
-from toolcommit.checker.logs.adapters.rules import Rules
 
 META_KEY, META_FENCE = "toolcommit/idempotency_key", "toolcommit/fence"
 META_INTENT, META_REPLAYED = "toolcommit/intent", "toolcommit/replayed"

@@ -20,8 +20,13 @@ from typing import Awaitable, Callable, Optional
 import anyio
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.message import SessionMessage
-from mcp_types import (JSONRPCError, JSONRPCMessage, JSONRPCNotification, JSONRPCRequest,
-                       JSONRPCResponse)
+from mcp_types import (
+    JSONRPCError,
+    JSONRPCMessage,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+)
 
 GATEWAY_ID = "toolcommit-gateway-"     # the prefix of the gateway's own request ids
 

@@ -27,8 +27,7 @@ from typing import Optional
 
 import anyio
 from mcp.shared.message import SessionMessage
-from mcp_types import (JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse)
-from mcp_types import ErrorData
+from mcp_types import ErrorData, JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
 from toolcommit.checker.gateway.calls import Effectful, malformed
 from toolcommit.checker.gateway.downstream import Downstream, DownstreamGone

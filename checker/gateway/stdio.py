@@ -21,6 +21,7 @@ from mcp.shared.message import SessionMessage
 from toolcommit.checker.gateway.calls import Effectful
 from toolcommit.checker.gateway.proxy import Unreadable, serve_session
 
+
 def _lines(fd: int):
     """The lines read from `fd` (raw reads: no buffered object a daemon thread could hold
     locked when the interpreter exits), each without its line end; ends at EOF."""

@@ -35,11 +35,30 @@ from __future__ import annotations
 from typing import Iterable
 
 from toolcommit.checker.logs.findings import Findings
-from toolcommit.checker.logs.store import (ACKED, AFTER_UNKNOWN, CANCELLED, CODE, DEAD_LETTER,
-                                           DISPATCHED, EDGES, F_CANCELLED, F_CLOSED, F_JUDGE,
-                                           F_RECORD, F_SEALED, F_TRANSITIONS, IN_DOUBT,
-                                           INITIAL, RECONCILING, RECORDED, STATES, TERMINAL,
-                                           UNKNOWN, Key, Store)
+from toolcommit.checker.logs.store import (
+    ACKED,
+    AFTER_UNKNOWN,
+    CANCELLED,
+    CODE,
+    DEAD_LETTER,
+    DISPATCHED,
+    EDGES,
+    F_CANCELLED,
+    F_CLOSED,
+    F_JUDGE,
+    F_RECORD,
+    F_SEALED,
+    F_TRANSITIONS,
+    IN_DOUBT,
+    INITIAL,
+    RECONCILING,
+    RECORDED,
+    STATES,
+    TERMINAL,
+    UNKNOWN,
+    Key,
+    Store,
+)
 from toolcommit.checker.logs.writers import Writer, crashed_between
 
 MAX_PENDING = 4096   # buffered transitions per key before they are classified at once

@@ -24,11 +24,10 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator, Optional, Sequence
 
-from toolcommit.model.errors import InternalError, ResourceError, UsageError
-
 from toolcommit.checker.logs.merge import merge
 from toolcommit.checker.logs.report import Report
 from toolcommit.checker.logs.shards import Part, Shard, changed, coordinate
+from toolcommit.model.errors import InternalError, ResourceError, UsageError
 
 EXTRA = "pip install 'toolcommit[distributed]'"
 CONNECT_S = 20.0     # seconds to connect to a scheduler, handshake included

@@ -61,9 +61,22 @@ from toolcommit.checker.logs.findings import LINE_BITS, describe
 from toolcommit.checker.logs.intents import EventError
 from toolcommit.checker.logs.report import LogVerdict, Report, verdict_of
 from toolcommit.checker.logs.stages import STAGE
-from toolcommit.checker.logs.store import (CANCELLED, CODE, DEAD_LETTER, DISPATCHED, F_CANCELLED,
-                                           F_RECORD, F_SEALED, F_TRANSITIONS, NEXT,
-                                           RECONCILING, RECORDED, TERMINAL, Key, Store)
+from toolcommit.checker.logs.store import (
+    CANCELLED,
+    CODE,
+    DEAD_LETTER,
+    DISPATCHED,
+    F_CANCELLED,
+    F_RECORD,
+    F_SEALED,
+    F_TRANSITIONS,
+    NEXT,
+    RECONCILING,
+    RECORDED,
+    TERMINAL,
+    Key,
+    Store,
+)
 from toolcommit.checker.logs.writers import note_crash, note_seq, report_gaps
 
 __all__ = ["Conformance", "EventError", "LogVerdict", "Report", "check"]

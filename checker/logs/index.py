@@ -26,15 +26,14 @@ import time
 import zlib
 from typing import Optional, Sequence
 
-from toolcommit.model.errors import InputError, ToolcommitError
-
 from toolcommit.checker.logs import typed
 from toolcommit.checker.logs.conformance import Conformance
 from toolcommit.checker.logs.events import problem
 from toolcommit.checker.logs.findings import LINE_BITS
-from toolcommit.checker.logs.read import _BOM, _CHUNK, _Lines, _too_long, decode
+from toolcommit.checker.logs.read import _BOM, _CHUNK, _too_long, decode
 from toolcommit.checker.logs.typed import from_dict
 from toolcommit.checker.logs.writers import note_seq, report_gaps
+from toolcommit.model.errors import InputError, ToolcommitError
 
 RUNNING, DONE, STOPPED, ABANDONED = 0, 1, 2, 3
 NONE, KEYED, ALL = 0, 1, 2            # a line's kind: no event, routed by name, every shard's

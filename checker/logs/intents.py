@@ -9,15 +9,26 @@ FENCE between a key's chain and its applies are `toolcommit.checker.logs.chains`
 """
 from __future__ import annotations
 
-from toolcommit.model.canon import (CanonError, digest_of_form, fast_form_v1, flat_digest_v1,
-                                    intent_digest)
-from toolcommit.model.canon import sorted_dump
-
 from toolcommit.checker.logs.chains import acked, chain_steps, check_effects
 from toolcommit.checker.logs.findings import effect_text, form_hint
-from toolcommit.checker.logs.store import (F_CLOSED, F_PROPOSED, F_RECORD, F_TRANSITIONS,
-                                           Intent, Key, Store)
+from toolcommit.checker.logs.store import (
+    F_CLOSED,
+    F_PROPOSED,
+    F_RECORD,
+    F_TRANSITIONS,
+    Intent,
+    Key,
+    Store,
+)
 from toolcommit.checker.logs.writers import Writer
+from toolcommit.model.canon import (
+    CanonError,
+    digest_of_form,
+    fast_form_v1,
+    flat_digest_v1,
+    intent_digest,
+    sorted_dump,
+)
 
 _MEMO_MAX = 1 << 14
 

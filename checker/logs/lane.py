@@ -107,12 +107,11 @@ def _immutable(v) -> bool:
 
 def config() -> dict:
     """The core's classes, stage functions and constants, from their one home each."""
-    from toolcommit.model.canon import _PREFIX_V1, _sha256
-
     from toolcommit.checker.logs import chains, intents, store, typed
-    from toolcommit.checker.logs.stages import STAGE
     from toolcommit.checker.logs.findings import LINE_BITS
+    from toolcommit.checker.logs.stages import STAGE
     from toolcommit.checker.logs.writers import Writer, note_seq
+    from toolcommit.model.canon import _PREFIX_V1, _sha256
 
     key, ent = store.Key(""), store.Intent("", None, 0, 0)
     for obj in (key, ent):

@@ -12,10 +12,9 @@ from __future__ import annotations
 from itertools import islice
 from typing import Optional, Sequence
 
-from toolcommit.model.errors import UsageError
-
 from toolcommit.checker.logs.report import Report, verdict_of
 from toolcommit.checker.logs.shards import Part
+from toolcommit.model.errors import UsageError
 
 
 def merge(parts: Sequence[Part], fixup: Optional[Part], focus: Sequence[str],

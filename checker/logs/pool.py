@@ -21,15 +21,13 @@ import stat
 import traceback
 from typing import Sequence
 
-from toolcommit.model.errors import InternalError, ResourceError, ToolcommitError, UsageError
-
-from toolcommit.checker.machine import cores  # noqa: F401 - validate's default --jobs
-
 from toolcommit.checker.logs import index, lane
 from toolcommit.checker.logs.children import child_start, held_signals
 from toolcommit.checker.logs.merge import merge
 from toolcommit.checker.logs.report import Report
 from toolcommit.checker.logs.shards import IndexGaveUp, Part, Shard, changed, coordinate
+from toolcommit.checker.machine import cores  # noqa: F401 - validate's default --jobs
+from toolcommit.model.errors import InternalError, ResourceError, ToolcommitError, UsageError
 
 DEFAULT_SHARD_MIN_BYTES = 32 << 20
 MAX_JOBS = 1024      # shards of one run, on this machine or a cluster

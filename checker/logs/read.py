@@ -37,12 +37,11 @@ import sys
 import zlib
 from typing import BinaryIO, Callable, Iterator, Optional, Sequence
 
-from toolcommit.model.canon import memory_limited
-from toolcommit.model.errors import InputError
-
 from toolcommit.checker.logs import typed
 from toolcommit.checker.logs.events import fast_ok, problem
 from toolcommit.checker.logs.typed import from_dict
+from toolcommit.model.canon import memory_limited
+from toolcommit.model.errors import InputError
 
 try:  # optional: the fastest decoder available
     import orjson as _orjson

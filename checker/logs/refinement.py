@@ -16,15 +16,14 @@ breaks (RACE, LEGAL: the generic findings) is judged up to where it breaks.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Optional, Sequence
-
-from toolcommit.model.canon import CanonError, canonical_intent
+from typing import Sequence
 
 from toolcommit.checker.logs import refine
 from toolcommit.checker.logs.findings import MAX_PER_PROPERTY, Citation, Finding
 from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES, read_batches
 from toolcommit.checker.logs.refine import Claim, Departure, Line
 from toolcommit.checker.logs.report import Report, count, verdict_of
+from toolcommit.model.canon import CanonError, canonical_intent
 
 PROPERTY = "DESIGN"   # the finding's name (spec/log-findings.json)
 

@@ -33,8 +33,6 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from toolcommit.model.errors import InputError, ToolcommitError
-
 from toolcommit.checker.logs import typed
 from toolcommit.checker.logs.conformance import Conformance
 from toolcommit.checker.logs.events import problem
@@ -43,6 +41,7 @@ from toolcommit.checker.logs.intents import EventError
 from toolcommit.checker.logs.read import _BATCH, decode, read_batches
 from toolcommit.checker.logs.stages import STAGE
 from toolcommit.checker.logs.writers import Writer, note_crash
+from toolcommit.model.errors import InputError, ToolcommitError
 
 WRITER_PROPS = frozenset(("SEQ_GAP", "SEQ_DUP", "CUT_OFF"))   # keyed by writer or file
 ABANDONED_READ = ("abandoned",)        # what a shard read when the line index gave up

@@ -18,10 +18,9 @@ from __future__ import annotations
 import struct
 from typing import Iterable, Optional, Sequence
 
-from toolcommit.spec import protocol
-
 from toolcommit.checker.logs.findings import Findings
 from toolcommit.checker.logs.writers import Writer
+from toolcommit.spec import protocol
 
 # ----- the spec's names, as small integers for the hot path ------------------------------
 _REC = protocol().record

@@ -30,9 +30,19 @@ from __future__ import annotations
 
 from typing import Annotated, Callable, Literal, Optional, Union
 
-from toolcommit.checker.logs.events import (COMMON, COMMON_OPTIONAL, DECISIONS, INT_MAX, KINDS,
-                                            NON_EMPTY, ONE_OF, OPTIONAL, REQUIRED, STATES,
-                                            TYPES)
+from toolcommit.checker.logs.events import (
+    COMMON,
+    COMMON_OPTIONAL,
+    DECISIONS,
+    INT_MAX,
+    KINDS,
+    NON_EMPTY,
+    ONE_OF,
+    OPTIONAL,
+    REQUIRED,
+    STATES,
+    TYPES,
+)
 
 try:  # optional: typed decoding in C
     import msgspec as _msgspec

@@ -6,14 +6,13 @@ from __future__ import annotations
 import gc
 from itertools import islice
 
-from toolcommit.model.errors import InputError, UsageError
-
 from toolcommit.checker.logs import pool
 from toolcommit.checker.logs.conformance import Conformance, EventError
 from toolcommit.checker.logs.merge import focus_message
 from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES, check_paths, read_batches
 from toolcommit.checker.logs.report import Report
 from toolcommit.checker.logs.typed import from_dict
+from toolcommit.model.errors import InputError, UsageError
 
 
 def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdin=None,

@@ -61,9 +61,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Iterable, Mapping, Optional
 
-from toolcommit.model.system import System
-
 from toolcommit.checker.engines.trace import Counterexample
+from toolcommit.model.system import System
 
 PROVIDER = "provider"
 USER = "user"

@@ -11,16 +11,21 @@ import json
 import posixpath
 from typing import Mapping
 
+from toolcommit.checker.design.explain import (
+    explain,
+    footnotes,
+    ordering,
+    ordering_steps,
+    recommendation,
+)
+from toolcommit.checker.design.grid import Answer, Cell
+from toolcommit.checker.engines.verdict import Status
+from toolcommit.checker.render.changes import change_lines
+from toolcommit.checker.render.counterexample import itf_json, render_mermaid, render_text
+from toolcommit.checker.render.fit import DEFAULT, fit, paragraph, sequence, table
 from toolcommit.model import timing
 from toolcommit.model.semantics import build
 from toolcommit.model.values import ENV_FAULTS
-from toolcommit.checker.design.explain import (explain, footnotes, ordering, ordering_steps,
-                                              recommendation)
-from toolcommit.checker.design.grid import Answer, Cell
-from toolcommit.checker.render.changes import change_lines
-from toolcommit.checker.render.counterexample import itf_json, render_mermaid, render_text
-from toolcommit.checker.engines.verdict import Status
-from toolcommit.checker.render.fit import DEFAULT, fit, paragraph, sequence, table
 
 
 def counterexample_files(a: Answer) -> dict[str, str]:

@@ -13,15 +13,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from toolcommit.model.errors import OutputError
-from toolcommit.model.instance import instance
-from toolcommit.model.knobs import bearing, stored_assumptions, stored_knobs
-from toolcommit.model.properties import all_names, default_names
-
+from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.output import write_tree
 from toolcommit.checker.render.counterexample import itf_json, render_mermaid, render_text
 from toolcommit.checker.verify.suite import SuiteResult
-from toolcommit.checker.engines.verdict import Status
+from toolcommit.model.errors import OutputError
+from toolcommit.model.instance import instance
+from toolcommit.model.knobs import bearing, stored_assumptions, stored_knobs
+from toolcommit.model.properties import default_names
 
 
 def files_for(suite: SuiteResult) -> dict[str, str]:

@@ -12,14 +12,18 @@ import json
 import re
 from typing import Optional
 
+from toolcommit.checker.engines.trace import Counterexample, Step, context
+from toolcommit.checker.render.fit import DEFAULT, fit
 from toolcommit.model.errors import InputError
-from toolcommit.model.knobs import complete_assumptions, complete_knobs, stored_assumptions, stored_knobs
+from toolcommit.model.knobs import (
+    complete_assumptions,
+    complete_knobs,
+    stored_assumptions,
+    stored_knobs,
+)
 from toolcommit.model.properties import Property, effects, prop
 from toolcommit.model.system import System
 from toolcommit.spec import protocol
-
-from toolcommit.checker.engines.trace import Counterexample, Step, context
-from toolcommit.checker.render.fit import DEFAULT, fit
 
 ITF_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 

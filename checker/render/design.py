@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import json
 
-from toolcommit.model.environment import held_fixed, profile
-from toolcommit.spec import protocol
-
 from toolcommit.checker.design.advice import advice
 from toolcommit.checker.design.file import assumes, failure_json
-from toolcommit.model.design import departures, knob_names, meaning_of, preset_design
-
-from toolcommit.checker.design.synthesis import (Failure, Level, Minimal, Synthesis, preferred,
-                                                 unsearched)
+from toolcommit.checker.design.synthesis import (
+    Failure,
+    Level,
+    Minimal,
+    Synthesis,
+    preferred,
+    unsearched,
+)
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.render.fit import DEFAULT, fit, sequence, table
+from toolcommit.model.design import departures, knob_names, meaning_of, preset_design
+from toolcommit.model.environment import held_fixed, profile
 
 
 def _steps(f: Failure, indent: str, width: int) -> list[str]:
@@ -114,8 +117,8 @@ def _level_lines(s: Synthesis, lv: Level, explain, width: int) -> list[str]:
     if offered:
         lines.append("  Weakest environment promises under which one holds:")
     elif lv.strengthening:
-        lines.append(f"  Impossible with a provider of this kind: every promise that would make "
-                     f"one hold is one no such provider can make:")
+        lines.append("  Impossible with a provider of this kind: every promise that would make "
+                     "one hold is one no such provider can make:")
     else:
         lines.append("  No set of up to three environment promises makes one hold.")
     for st in lv.strengthening:

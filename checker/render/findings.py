@@ -8,19 +8,16 @@ counterexample: *Let* names the actors, *Then* lists the steps in log order with
 from __future__ import annotations
 
 import json
-import os
 import re
 import textwrap
 from functools import lru_cache
 from importlib import resources
 from typing import Optional
 
+from toolcommit.checker.logs.findings import MAX_PER_PROPERTY, Citation, Finding
+from toolcommit.checker.logs.report import Report, count
 from toolcommit.model.canon import VERSIONS
 from toolcommit.spec import protocol
-
-from toolcommit.checker.logs.findings import Citation, Finding
-from toolcommit.checker.logs.findings import MAX_PER_PROPERTY
-from toolcommit.checker.logs.report import Report, count
 
 
 @lru_cache(maxsize=1)

@@ -2,7 +2,7 @@
 their article lines, and what its own acceptance run can and cannot see."""
 from __future__ import annotations
 
-from toolcommit.checker.verify.fixture import Flaw, FixtureRun, manifest
+from toolcommit.checker.verify.fixture import FixtureRun, Flaw, manifest
 
 
 def render_fixture_text(run: FixtureRun, flaws: list[Flaw]) -> list[str]:

@@ -31,10 +31,9 @@ from __future__ import annotations
 
 import re
 
+from toolcommit.checker.engines.explicit.native_c import is_boolean
 from toolcommit.model.expr import Const, Expr, Var, variables
 from toolcommit.model.system import System
-
-from toolcommit.checker.engines.explicit.native_c import is_boolean
 
 _OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "add": "+", "sub": "-"}
 

@@ -7,9 +7,8 @@ import json
 
 import networkx as nx
 
-from toolcommit.spec import protocol
-
 from toolcommit.checker.render.fit import DEFAULT, fit
+from toolcommit.spec import protocol
 
 
 def render_text(lifecycles, width: int = DEFAULT) -> str:

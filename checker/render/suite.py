@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 
-from toolcommit.spec import protocol
-from toolcommit.model.knobs import bearing
-from toolcommit.model.properties import all_names, of_kind
-
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.render.counterexample import render_itf, render_python, render_text
 from toolcommit.checker.render.fit import DEFAULT, fit, sequence, table
 from toolcommit.checker.verify.suite import SuiteResult
+from toolcommit.model.knobs import bearing
+from toolcommit.model.properties import all_names, of_kind
+from toolcommit.spec import protocol
 
 
 def _cell(v) -> str:

@@ -21,12 +21,11 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Optional
 
-from toolcommit.model.knobs import preset
-
 from toolcommit.checker.logs.children import fork, held_signals
 from toolcommit.checker.torture.harness import RunResult, run_once, sweep
 from toolcommit.checker.torture.plan import Plan, Timing, random_plan
 from toolcommit.checker.torture.profiles import PROFILES, design
+from toolcommit.model.knobs import preset
 
 VERDICTS = ("CONFORMS", "VIOLATES", "INCONCLUSIVE", "STUCK", "ERROR")
 GRACE = 10.0    # seconds a job process has to clean up after SIGTERM before SIGKILL

@@ -31,17 +31,15 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Optional
 
-from toolcommit.runtime import IntentLog
-from toolcommit.runtime import lines as L
-from toolcommit.runtime.log import expire_leases, read_lines
-from toolcommit.runtime.store import PostgresStore, SqliteStore
-
 from toolcommit.checker.logs.children import fork, held_signals
 from toolcommit.checker.logs.validate import validate
 from toolcommit.checker.torture import provider as P
 from toolcommit.checker.torture.plan import Plan
 from toolcommit.checker.torture.worker import LIBRARY_DESIGN, env_design, worker_main
-
+from toolcommit.runtime import IntentLog
+from toolcommit.runtime import lines as L
+from toolcommit.runtime.log import expire_leases, read_lines
+from toolcommit.runtime.store import PostgresStore, SqliteStore
 
 # what the provider counts of its own rules and faults (`provider.Provider.counts`)
 PROVIDER_COUNTS = ("slow", "errors_before", "errors_after", "in_flight", "mismatched", "pruned",

@@ -37,11 +37,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from toolcommit.model.errors import InputError, UsageError
-from toolcommit.model.instance import instance
-
 from toolcommit.checker.logs.write import forms
 from toolcommit.checker.torture.plan import Plan, Session, Timing
+from toolcommit.model.errors import InputError, UsageError
+from toolcommit.model.instance import instance
 
 _EMIT = ("check", "propose")
 _SENDS = ("dispatch", "retry")
@@ -237,6 +236,7 @@ def replay(path: str, runtime: str = "library", profile=None, store: str = "sqli
     profile matching its assumptions (`profile_for`)."""
     import time
     from dataclasses import replace as _replace
+
     from toolcommit.checker.torture.campaign import Campaign, sdk_retries
     from toolcommit.checker.torture.harness import run_once
     from toolcommit.checker.torture.profiles import PROFILES, profile_for

@@ -46,8 +46,9 @@ from importlib import resources
 from typing import Optional
 
 from toolcommit.model import timing as model_timing
-from toolcommit.model.environment import configure, names as environment_names, \
-    profile as environment
+from toolcommit.model.environment import configure
+from toolcommit.model.environment import names as environment_names
+from toolcommit.model.environment import profile as environment
 from toolcommit.model.knobs import preset
 
 HOUR = 1.0                  # seconds here per hour of a profile

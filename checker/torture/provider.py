@@ -41,10 +41,9 @@ import time
 from typing import Optional
 from urllib.parse import parse_qs, urlsplit
 
-from toolcommit.model.canon import CanonError, canonical_intent
-
 from toolcommit.checker.torture.plan import PROVIDER_FAULTS
 from toolcommit.checker.torture.profiles import PROFILES, Profile, profile_for  # noqa: F401
+from toolcommit.model.canon import CanonError, canonical_intent
 
 
 async def read_request(reader: asyncio.StreamReader) -> Optional[tuple[str, str, dict, bytes]]:

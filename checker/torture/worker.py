@@ -27,18 +27,24 @@ import http.client
 import json
 import os
 import time
-from typing import Optional
-
 from dataclasses import replace
-
-from toolcommit.runtime import (Answered, Conflict, GaveUp, Held, InDoubt, IntentLog,
-                                        JsonlSink, guard)
-from toolcommit.runtime import lines as L
-from toolcommit.runtime.design import load as load_design
-from toolcommit.runtime.store import OPEN_STATES
+from typing import Optional
 
 from toolcommit.checker.torture.plan import Plan, Session, Timing
 from toolcommit.checker.torture.profiles import PROFILES, compress
+from toolcommit.runtime import (
+    Answered,
+    Conflict,
+    GaveUp,
+    Held,
+    InDoubt,
+    IntentLog,
+    JsonlSink,
+    guard,
+)
+from toolcommit.runtime import lines as L
+from toolcommit.runtime.design import load as load_design
+from toolcommit.runtime.store import OPEN_STATES
 
 # the design torture has measured the library under on the harness's own profiles (and the
 # runtime park everywhere): ideal's, with the semantic key sent too (the recommended

@@ -19,18 +19,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
-from toolcommit.model.errors import InternalError
-from toolcommit.model.instance import Instance
-from toolcommit.model.knobs import Config
-from toolcommit.model.properties import all_names, names, of_kind, prop
-from toolcommit.model.semantics import build
-
 from toolcommit.checker.engines.base import Engine, Limits, Progress
 from toolcommit.checker.engines.explicit.codegen import compile_system
 from toolcommit.checker.engines.explicit.engine import Explicit, needs_edges
 from toolcommit.checker.engines.trace import assumes
 from toolcommit.checker.engines.verdict import Status, Verdict
 from toolcommit.checker.verify.beside import beside
+from toolcommit.model.errors import InternalError
+from toolcommit.model.instance import Instance
+from toolcommit.model.knobs import Config
+from toolcommit.model.properties import all_names, names, of_kind, prop
+from toolcommit.model.semantics import build
 
 
 @dataclass

@@ -26,13 +26,12 @@ from functools import lru_cache
 from importlib import resources
 from typing import Optional
 
+from toolcommit.checker.engines.verdict import Status
+from toolcommit.checker.verify.check import check_instance
 from toolcommit.model.errors import InternalError
 from toolcommit.model.instance import instance
 from toolcommit.model.knobs import preset
 from toolcommit.spec import instances as instances_spec
-
-from toolcommit.checker.engines.verdict import Status
-from toolcommit.checker.verify.check import check_instance
 
 
 @lru_cache(maxsize=1)

@@ -10,17 +10,16 @@ from __future__ import annotations
 
 from typing import Optional
 
-from toolcommit.model.errors import InternalError
+from toolcommit.checker.engines.base import Limits, Progress
+from toolcommit.checker.engines.explicit.engine import Explicit, concretize
+from toolcommit.checker.engines.verdict import Status, Verdict
 from toolcommit.model.environment import instance_in
+from toolcommit.model.errors import InternalError
 from toolcommit.model.instance import Instance, personalities, personality
 from toolcommit.model.knobs import Config
 from toolcommit.model.properties import effects
 from toolcommit.model.semantics import build
 from toolcommit.model.system import System
-
-from toolcommit.checker.engines.base import Limits, Progress
-from toolcommit.checker.engines.explicit.engine import Explicit, concretize
-from toolcommit.checker.engines.verdict import Status, Verdict
 
 
 def outcome(system: System, state: dict) -> tuple:

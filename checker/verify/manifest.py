@@ -15,12 +15,11 @@ import json
 import sys
 from importlib import resources
 
-from toolcommit.model.environment import configure, names
-from toolcommit.model.knobs import PRESETS, preset
-
+from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.output import write_atomic
 from toolcommit.checker.verify.suite import SuiteResult, resolve_instances, run_suite
-from toolcommit.checker.engines.verdict import Status
+from toolcommit.model.environment import configure, names
+from toolcommit.model.knobs import PRESETS, preset
 
 MANIFEST = "expected.json"
 
@@ -63,8 +62,8 @@ ABOUT = ("expected results of `toolcommit check --preset P` (presets: the ideal 
 def profile_configs(env: str) -> list[tuple]:
     """(label, config, instances) recorded for environment `env`."""
     from toolcommit.checker.design.file import config_for
-    from toolcommit.model.design_file import design_of
     from toolcommit.checker.verify.suite import design_names, suite_names
+    from toolcommit.model.design_file import design_of
     classes = [n for n in suite_names() if n != "default"]
     out = [(p, configure(preset(p), env), classes if p != "recommended" else suite_names())
            for p in PRESETS]

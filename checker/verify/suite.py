@@ -7,17 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Optional
 
-from toolcommit.model.environment import instance_in
-from toolcommit.model.instance import Instance, failure_classes, instance, stress_instances
-from toolcommit.model.knobs import Config
-from toolcommit.model.properties import all_names, default_names, names, prop
-from toolcommit.spec import protocol
-
 from toolcommit.checker.engines.base import Engine, Limits, Tick, state_predicates_only, within
 from toolcommit.checker.engines.explicit.engine import Explicit
 from toolcommit.checker.engines.verdict import Status, Verdict, overall
 from toolcommit.checker.verify.check import InstanceResult, check_instance
 from toolcommit.checker.verify.hyper import check_p5
+from toolcommit.model.environment import instance_in
+from toolcommit.model.instance import Instance, failure_classes, instance, stress_instances
+from toolcommit.model.knobs import Config
+from toolcommit.model.properties import default_names, names, prop
+from toolcommit.spec import protocol
 
 
 def suite_names() -> list[str]:

@@ -8,8 +8,11 @@ from typing import Any, Callable, Iterable, Optional, Union
 
 from toolcommit.runtime.log import IntentLog
 from toolcommit.runtime.shims import EffectError, aguard, check_status, guard, register
+from toolcommit.runtime.shims import Status as Status  # re-exported for the wrappers
 
 LogOrOpener = Union[IntentLog, Callable[[], IntentLog]]
+#: a request's scope: a string, or a function of what the framework knows of the call
+Scope = Union[str, Callable[..., str]]
 
 
 def the_log(log: LogOrOpener) -> IntentLog:
@@ -17,15 +20,16 @@ def the_log(log: LogOrOpener) -> IntentLog:
     return log if isinstance(log, IntentLog) else log()
 
 
-def checked(log: LogOrOpener, fn: Callable, status, tool: str) -> None:
+def checked(log: LogOrOpener, fn: Optional[Callable[..., Any]], status: Status,
+            tool: str) -> None:
     """Refuse misuse when the tool is wrapped, not at its first call (`shims.check_status`:
     a `status` that is not a function, async for a sync tool, or missing where the log's
     design needs one, when the log is already open)."""
     check_status(log, status, sync=not inspect.iscoroutinefunction(fn))
 
 
-def bound_args(sig: inspect.Signature, a: tuple, kw: dict,
-               skip: Iterable[str] = ()) -> tuple[inspect.BoundArguments, dict]:
+def bound_args(sig: inspect.Signature, a: tuple[Any, ...], kw: dict[str, Any],
+               skip: Iterable[str] = ()) -> tuple[inspect.BoundArguments, dict[str, Any]]:
     """Bind a call to `sig` with defaults applied; the intent's arguments by name, without
     the parameters in `skip` (a framework's context)."""
     bound = sig.bind(*a, **kw)
@@ -34,8 +38,7 @@ def bound_args(sig: inspect.Signature, a: tuple, kw: dict,
     return bound, {k: v for k, v in bound.arguments.items() if k not in drop}
 
 
-def where(scope: Union[str, Callable[..., str], None], *about: Any,
-          default: Optional[str] = None) -> str:
+def where(scope: Optional[Scope], *about: Any, default: Optional[str] = None) -> Optional[str]:
     """The scope: the string, or `scope(*about)`, or `default` when `scope` is None."""
     if scope is None:
         return default
@@ -47,31 +50,30 @@ def again(new_request: Optional[Callable[..., Any]], *about: Any) -> bool:
     return bool(new_request(*about)) if new_request is not None else False
 
 
-def registered(tool: str, fn: Callable, status) -> None:
+def registered(tool: str, fn: Callable[..., Any], status: Status) -> None:
     """Register `tool` for `recover_settle`: the effect is ``fn(**args)``."""
     register(tool, lambda args: fn(**args), status)
 
 
-def guarded(fn: Callable, prepare: Callable[..., tuple],
-            failed: Optional[Callable[[EffectError], Any]] = None) -> Callable:
+def guarded(fn: Callable[..., Any], prepare: Callable[..., tuple[Any, ...]],
+            failed: Optional[Callable[[EffectError], Any]] = None) -> Callable[..., Any]:
     """A function calling `guard` with ``prepare(*a, **kw)``'s arguments, or an ``async
     def`` awaiting `aguard` when `fn` is one. An `EffectError` goes to ``failed(e)``, whose
     return (or raise) is the call's; without `failed` it is raised."""
-    def settle(e: EffectError):
+    def settle(e: EffectError) -> Any:
         if failed is None:
             raise e
         return failed(e)
 
-    if inspect.iscoroutinefunction(fn):
-        async def call(*a, **kw):
-            try:
-                return await aguard(*prepare(*a, **kw))
-            except EffectError as e:
-                return settle(e)
-    else:
-        def call(*a, **kw):
-            try:
-                return guard(*prepare(*a, **kw))
-            except EffectError as e:
-                return settle(e)
-    return call
+    async def acall(*a: Any, **kw: Any) -> Any:
+        try:
+            return await aguard(*prepare(*a, **kw))
+        except EffectError as e:
+            return settle(e)
+
+    def call(*a: Any, **kw: Any) -> Any:
+        try:
+            return guard(*prepare(*a, **kw))
+        except EffectError as e:
+            return settle(e)
+    return acall if inspect.iscoroutinefunction(fn) else call

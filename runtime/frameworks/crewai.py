@@ -67,8 +67,8 @@ def crewai_tool(log: C.LogOrOpener, tool: Any, *, scope: Union[str, Callable[...
         The user asked again: an intent given up gets a new attempt.
     """
     from crewai.tools import BaseTool
-    from crewai.tools.base_tool import Tool
     from crewai.tools import tool as as_tool
+    from crewai.tools.base_tool import Tool
 
     inner = tool if isinstance(tool, BaseTool) else as_tool(tool)
     if isinstance(inner, Tool):                      # @tool: one function, sync or async

@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Callable, Optional, Union
+from typing import Any, Callable, Optional
 
 from toolcommit.runtime.frameworks import common as C
 
 
-def dbos_step(log: C.LogOrOpener, fn: Callable, *, name: Optional[str] = None,
-              scope: Union[str, Callable, None] = None, status=None,
-              new_request: Optional[Callable] = None, **step_kw):
+def dbos_step(log: C.LogOrOpener, fn: Callable[..., Any], *, name: Optional[str] = None,
+              scope: Optional[C.Scope] = None, status: C.Status = None,
+              new_request: Optional[Callable[..., Any]] = None,
+              **step_kw: Any) -> Callable[..., Any]:
     """`fn` as a DBOS step (``DBOS.step``) running through the intent log; `log`, `fn`,
     `name` and `status` as `temporal_activity` takes them.
 
@@ -39,7 +40,7 @@ def dbos_step(log: C.LogOrOpener, fn: Callable, *, name: Optional[str] = None,
     C.checked(log, fn, status, tool)
     sig = inspect.signature(fn)
 
-    def prepare(*a, **kw):
+    def prepare(*a: Any, **kw: Any) -> tuple[Any, ...]:
         wf = DBOS.workflow_id
         bound, args = C.bound_args(sig, a, kw)
         return (C.the_log(log), f"{wf}:{DBOS.step_id}", tool, args,

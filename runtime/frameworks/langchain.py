@@ -17,19 +17,22 @@ Injected arguments (``InjectedToolCallId``, ``InjectedState``...) are not part o
 import inspect
 import json
 import uuid
-from typing import Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Optional
 
 from toolcommit.runtime.frameworks import common as C
 from toolcommit.runtime.log import IntentLogError
 from toolcommit.runtime.shims import EffectError, aguard, guard, tell
 
+if TYPE_CHECKING:
+    from langchain_core.tools import BaseTool
+
 _CALL_ID = "__toolcommit_call_id"
 
 
-def _passing(method, config, run_manager) -> dict:
+def _passing(method: Callable[..., Any], config: Any, run_manager: Any) -> dict[str, Any]:
     """The ``config`` and ``run_manager`` keywords `method` (a tool's ``_run``) accepts."""
     params = inspect.signature(method).parameters
-    out = {}
+    out: dict[str, Any] = {}
     if "run_manager" in params:
         out["run_manager"] = run_manager
     if "config" in params:
@@ -37,8 +40,9 @@ def _passing(method, config, run_manager) -> dict:
     return out
 
 
-def langchain_tool(log: C.LogOrOpener, tool, *, scope: Union[str, Callable],
-                   status=None, new_request: Optional[Callable] = None):
+def langchain_tool(log: C.LogOrOpener, tool: "BaseTool", *, scope: C.Scope,
+                   status: C.Status = None,
+                   new_request: Optional[Callable[..., Any]] = None) -> "BaseTool":
     """A ``BaseTool`` with `tool`'s name, description and schema, running `tool` through the
     intent log.
 
@@ -62,16 +66,17 @@ def langchain_tool(log: C.LogOrOpener, tool, *, scope: Union[str, Callable],
         raise IntentLogError(f"tool {tool.name!r}: response_format='content_and_artifact' is "
                              "not supported; return the content only")
     async_only = isinstance(tool, StructuredTool) and tool.func is None
-    C.checked(log, tool.coroutine if async_only else tool._run, status, tool.name)
+    C.checked(log, tool.coroutine if isinstance(tool, StructuredTool) and async_only else tool._run,
+              status, tool.name)
     inner, injected = tool, frozenset(tool._injected_args_keys)
 
-    def params(kw, config):
+    def params(kw: dict[str, Any], config: Any) -> tuple[Any, ...]:
         cid = kw.pop(_CALL_ID, None) or f"call-{uuid.uuid4().hex[:12]}"
         args = {k: v for k, v in kw.items() if k not in injected}
         return (C.the_log(log), cid, inner.name, args, C.where(scope, args, config),
                 C.again(new_request, config))
 
-    def failed(e: EffectError):
+    def failed(e: EffectError) -> NoReturn:
         raise ToolException(json.dumps(tell(e)))
 
     class Guarded(BaseTool):
@@ -80,11 +85,13 @@ def langchain_tool(log: C.LogOrOpener, tool, *, scope: Union[str, Callable],
         args_schema: Any = inner.args_schema
         handle_tool_error: Any = True
 
-        def _to_args_and_kwargs(self, tool_input, tool_call_id):
+        def _to_args_and_kwargs(self, tool_input: Any, tool_call_id: Optional[str]
+                                ) -> tuple[tuple[Any, ...], dict[str, Any]]:
             a, kw = inner._to_args_and_kwargs(tool_input, tool_call_id)
             return a, {**kw, _CALL_ID: tool_call_id}
 
-        def _run(self, *a, config: RunnableConfig, run_manager=None, **kw):
+        def _run(self, *a: Any, config: RunnableConfig, run_manager: Any = None,
+                 **kw: Any) -> Any:
             if async_only:
                 raise IntentLogError(f"tool {inner.name!r} is async only: call it with "
                                      "ainvoke (graph.ainvoke); nothing was sent")
@@ -96,7 +103,8 @@ def langchain_tool(log: C.LogOrOpener, tool, *, scope: Union[str, Callable],
             except EffectError as e:
                 failed(e)
 
-        async def _arun(self, *a, config: RunnableConfig, run_manager=None, **kw):
+        async def _arun(self, *a: Any, config: RunnableConfig, run_manager: Any = None,
+                        **kw: Any) -> Any:
             the_log, cid, name, args, where, new = params(kw, config)
             extra = _passing(inner._arun, config, run_manager)
             try:

@@ -15,13 +15,16 @@ reaches it. In recovery (`recover_settle`) a tool taking the context gets ``None
 from __future__ import annotations
 
 import inspect
-from typing import Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from toolcommit.runtime.frameworks import common as C
 from toolcommit.runtime.shims import tell
 
+if TYPE_CHECKING:
+    from agents import FunctionTool
 
-def _takes_ctx(params) -> bool:
+
+def _takes_ctx(params: Sequence[inspect.Parameter]) -> bool:
     from agents import RunContextWrapper
     from agents.tool_context import ToolContext
     if not params:
@@ -32,9 +35,10 @@ def _takes_ctx(params) -> bool:
             or (isinstance(ann, str) and ann.split("[")[0] in names))
 
 
-def openai_agents_tool(log: C.LogOrOpener, fn: Callable, *, scope: Union[str, Callable],
-                       name: Optional[str] = None, status=None,
-                       new_request: Optional[Callable] = None, **tool_kw):
+def openai_agents_tool(log: C.LogOrOpener, fn: Callable[..., Any], *, scope: C.Scope,
+                       name: Optional[str] = None, status: C.Status = None,
+                       new_request: Optional[Callable[..., Any]] = None,
+                       **tool_kw: Any) -> FunctionTool:
     """A ``FunctionTool`` (``agents.function_tool``) running `fn` through the intent log.
 
     Parameters
@@ -62,13 +66,13 @@ def openai_agents_tool(log: C.LogOrOpener, fn: Callable, *, scope: Union[str, Ca
     takes_ctx = _takes_ctx(params)
     skip = (params[0].name,) if takes_ctx else ()
 
-    def prepare(ctx, *a, **kw):
+    def prepare(ctx: Any, *a: Any, **kw: Any) -> tuple[Any, ...]:
         bound, args = C.bound_args(sig, ((ctx,) + a) if takes_ctx else a, kw, skip)
         return (C.the_log(log), ctx.tool_call_id, tool, args, C.where(scope, ctx, args),
                 lambda _t: fn(*bound.args, **bound.kwargs), status,
                 C.again(new_request, ctx))
 
-    wrapper = C.guarded(fn, prepare, tell)
+    wrapper: Any = C.guarded(fn, prepare, tell)     # a function: its metadata set below
     wrapper.__name__, wrapper.__doc__, wrapper.__wrapped__ = tool, fn.__doc__, fn
     wrapper.__module__ = fn.__module__
     ctx_param = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD,

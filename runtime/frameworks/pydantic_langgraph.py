@@ -21,16 +21,23 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import Any, Callable, Iterable, Optional, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Optional
 
-from toolcommit.runtime.log import IntentLog, IntentLogError
-from toolcommit.runtime.shims import (EffectError, aguard, check_status, guard,
-                                              register, tell)
+from toolcommit.runtime.frameworks.common import Scope, Status
+from toolcommit.runtime.log import IntentLog, IntentLogError, Ticket
+from toolcommit.runtime.shims import EffectError, aguard, check_status, guard, register, tell
+
+if TYPE_CHECKING:
+    from langchain_core.messages import ToolMessage
+    from langchain_core.tools import BaseTool
+    from langgraph.prebuilt import ToolNode
+    from pydantic_ai import Tool
 
 
-def pydantic_ai_tool(log: IntentLog, fn: Callable, *, scope: Union[str, Callable],
-                     name: Optional[str] = None, status=None,
-                     new_request: Optional[Callable] = None, **tool_kw):
+def pydantic_ai_tool(log: IntentLog, fn: Callable[..., Any], *, scope: Scope,
+                     name: Optional[str] = None, status: Status = None,
+                     new_request: Optional[Callable[..., Any]] = None,
+                     **tool_kw: Any) -> Tool[Any]:
     """A ``pydantic_ai.Tool`` running `fn` (sync or ``async def``) through the intent log.
 
     `fn` performs the effect (its first parameter may be the ``RunContext``); `scope` is a
@@ -52,7 +59,7 @@ def pydantic_ai_tool(log: IntentLog, fn: Callable, *, scope: Union[str, Callable
     register(tool, (lambda args: fn(None, **args)) if takes_ctx else (lambda args: fn(**args)),
              status)
 
-    def prepare(ctx, a, kw):
+    def prepare(ctx: Any, a: tuple[Any, ...], kw: dict[str, Any]) -> tuple[Any, ...]:
         bound = (sig.bind(ctx, *a, **kw) if takes_ctx else sig.bind(*a, **kw))
         bound.apply_defaults()
         args = {k: v for k, v in bound.arguments.items() if not (takes_ctx and v is ctx)}
@@ -61,18 +68,20 @@ def pydantic_ai_tool(log: IntentLog, fn: Callable, *, scope: Union[str, Callable
         return (log, ctx.tool_call_id, tool, args, where,
                 lambda t: fn(*bound.args, **bound.kwargs), status, again)
 
-    if inspect.iscoroutinefunction(fn):
-        async def wrapper(ctx, *a, **kw):
-            try:
-                return await aguard(*prepare(ctx, a, kw))
-            except EffectError as e:
-                return tell(e)
-    else:
-        def wrapper(ctx, *a, **kw):
-            try:
-                return guard(*prepare(ctx, a, kw))
-            except EffectError as e:
-                return tell(e)
+    async def awrapper(ctx: Any, *a: Any, **kw: Any) -> Any:
+        try:
+            return await aguard(*prepare(ctx, a, kw))
+        except EffectError as e:
+            return tell(e)
+
+    def swrapper(ctx: Any, *a: Any, **kw: Any) -> Any:
+        try:
+            return guard(*prepare(ctx, a, kw))
+        except EffectError as e:
+            return tell(e)
+
+    # a function: its name, annotations and signature are the tool's, set below
+    wrapper: Any = awrapper if inspect.iscoroutinefunction(fn) else swrapper
 
     wrapper.__name__, wrapper.__doc__ = fn.__name__, fn.__doc__
     wrapper.__annotations__ = {**getattr(fn, "__annotations__", {}), "ctx": RunContext}
@@ -86,9 +95,10 @@ def pydantic_ai_tool(log: IntentLog, fn: Callable, *, scope: Union[str, Callable
     return Tool(wrapper, takes_ctx=True, name=tool, **tool_kw)
 
 
-def langgraph_tool_node(log: IntentLog, tools: Iterable, *, scope: Union[str, Callable],
-                        effectful: Optional[Iterable[str]] = None, status=None,
-                        new_request: Optional[Callable] = None, **node_kw):
+def langgraph_tool_node(log: IntentLog, tools: Iterable[BaseTool], *, scope: Scope,
+                        effectful: Optional[Iterable[str]] = None, status: Status = None,
+                        new_request: Optional[Callable[..., Any]] = None,
+                        **node_kw: Any) -> ToolNode:
     """A ``langgraph.prebuilt.ToolNode`` whose effectful tools run through the intent log,
     sync (``graph.invoke``) or async (``graph.ainvoke``, the tools' coroutines awaited inside
     the guard).
@@ -119,32 +129,32 @@ def langgraph_tool_node(log: IntentLog, tools: Iterable, *, scope: Union[str, Ca
     class _Failed(Exception):
         pass
 
-    def checked(out):
+    def checked(out: Any) -> Any:
         if isinstance(out, ToolMessage) and out.status == "error":
             raise _Failed(str(out.content))
         return out
 
-    def saved(m):
+    def saved(m: Any) -> Any:
         return {"content": m.content} if isinstance(m, ToolMessage) else m
 
-    def message(call, out):
+    def message(call: dict[str, Any], out: Any) -> ToolMessage:
         if isinstance(out, ToolMessage):
             return out
         content: Any = out.get("content", out) if isinstance(out, dict) else out
         return ToolMessage(content=content if isinstance(content, str) else json.dumps(content),
                            tool_call_id=call["id"], name=call["name"])
 
-    def failed(call, e):
+    def failed(call: dict[str, Any], e: EffectError) -> ToolMessage:
         return ToolMessage(content=json.dumps(tell(e)), tool_call_id=call["id"],
                            name=call["name"], status="error")
 
-    def params(request):
+    def params(request: Any) -> tuple[dict[str, Any], str, bool]:
         call = request.tool_call
         where = scope(request) if callable(scope) else scope
         again = bool(new_request(request)) if new_request is not None else False
         return call, where, again
 
-    def wrap(request, execute):
+    def wrap(request: Any, execute: Callable[[Any], Any]) -> Any:
         call = request.tool_call
         if only is not None and call["name"] not in only:
             return execute(request)
@@ -157,13 +167,13 @@ def langgraph_tool_node(log: IntentLog, tools: Iterable, *, scope: Union[str, Ca
             return failed(call, e)
         return message(call, out)
 
-    async def awrap(request, execute):
+    async def awrap(request: Any, execute: Callable[[Any], Awaitable[Any]]) -> Any:
         call = request.tool_call
         if only is not None and call["name"] not in only:
             return await execute(request)
         call, where, again = params(request)
 
-        async def run(_t):
+        async def run(_t: Ticket) -> Any:
             return checked(await execute(request))
         try:
             out = await aguard(log, call["id"], call["name"], dict(call["args"]), where, run,
@@ -175,12 +185,12 @@ def langgraph_tool_node(log: IntentLog, tools: Iterable, *, scope: Union[str, Ca
     return ToolNode(tools, wrap_tool_call=wrap, awrap_tool_call=awrap, **node_kw)
 
 
-def _async_only(tool) -> bool:
+def _async_only(tool: Any) -> bool:
     """A LangChain tool with a coroutine and no sync function (``@tool async def``)."""
     return getattr(tool, "func", True) is None and getattr(tool, "coroutine", None) is not None
 
 
-def _refuse_sync_run(tool, name: str) -> None:
+def _refuse_sync_run(tool: Any, name: str) -> None:
     if _async_only(tool):
         raise IntentLogError(f"The {name} was not done: nothing was sent and no intent was "
                              f"recorded. Tool {name!r} is async and the graph ran it "
@@ -188,7 +198,7 @@ def _refuse_sync_run(tool, name: str) -> None:
                              "(or astream).")
 
 
-def _recovery_run(tool) -> Callable[[dict], Any]:
+def _recovery_run(tool: BaseTool) -> Callable[[dict[str, Any]], Any]:
     """How `recover_settle` performs `tool`'s effect from its arguments (awaitable for an
     async-only tool)."""
     if _async_only(tool):

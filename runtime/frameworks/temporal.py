@@ -20,21 +20,25 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Optional
 
 from toolcommit.runtime.frameworks import common as C
 from toolcommit.runtime.shims import EffectError, InDoubt, tell
 
+if TYPE_CHECKING:
+    from temporalio.exceptions import ApplicationError
 
-def _raised(e: EffectError):
+
+def _raised(e: EffectError) -> ApplicationError:
     from temporalio.exceptions import ApplicationError
     return ApplicationError(str(e), tell(e), type=type(e).__name__,
                             non_retryable=not isinstance(e, InDoubt))
 
 
-def temporal_activity(log: C.LogOrOpener, fn: Callable, *, name: Optional[str] = None,
-                      scope: Union[str, Callable, None] = None, status=None,
-                      new_request: Optional[Callable] = None, **defn_kw):
+def temporal_activity(log: C.LogOrOpener, fn: Callable[..., Any], *, name: Optional[str] = None,
+                      scope: Optional[C.Scope] = None, status: C.Status = None,
+                      new_request: Optional[Callable[..., Any]] = None,
+                      **defn_kw: Any) -> Callable[..., Any]:
     """`fn` as a Temporal activity (``activity.defn``) running through the intent log.
 
     Parameters
@@ -57,7 +61,7 @@ def temporal_activity(log: C.LogOrOpener, fn: Callable, *, name: Optional[str] =
     C.checked(log, fn, status, tool)
     sig = inspect.signature(fn)
 
-    def prepare(*a, **kw):
+    def prepare(*a: Any, **kw: Any) -> tuple[Any, ...]:
         info = activity.info()
         bound, args = C.bound_args(sig, a, kw)
         return (C.the_log(log), info.activity_id, tool, args,
@@ -65,7 +69,7 @@ def temporal_activity(log: C.LogOrOpener, fn: Callable, *, name: Optional[str] =
                 lambda _t: fn(*bound.args, **bound.kwargs), status,
                 C.again(new_request, info))
 
-    def failed(e: EffectError):
+    def failed(e: EffectError) -> NoReturn:
         raise _raised(e) from e
 
     run = functools.update_wrapper(C.guarded(fn, prepare, failed), fn)

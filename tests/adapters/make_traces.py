@@ -114,6 +114,7 @@ def library_scenario(out):
     """The intent-log library's own log for one refund, and the ledger of a provider that
     applied its request twice (it ignored the idempotency key on a transport retry)."""
     import tempfile
+
     from toolcommit.runtime import IntentLog
     with tempfile.TemporaryDirectory() as tmp:
         log = IntentLog.sqlite(os.path.join(tmp, "intents.db"), writer="worker-1",

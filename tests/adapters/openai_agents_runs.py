@@ -16,8 +16,11 @@ from agents.models.interface import Model
 from agents.tool_context import ToolContext
 from agents.tracing import TracingProcessor, set_trace_processors
 from agents.usage import Usage
-from openai.types.responses import (ResponseFunctionToolCall, ResponseOutputMessage,
-                                    ResponseOutputText)
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
 
 GROUP = "user-42"
 

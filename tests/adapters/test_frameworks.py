@@ -7,7 +7,6 @@ here, and replayed by its Replayer) give the verdicts pinned for the fixtures. N
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -41,15 +40,15 @@ def test_freshly_produced_trace_gives_the_pinned_verdict(fresh, case):
 def test_pydantic_ai_reissues_a_retried_call_under_a_new_id(fresh):
     text = (fresh / "pydantic-reissue.otlp.json").read_text()
     assert '"pydantic_ai.tool.retry.cause"' in text
-    assert [json.loads(l)["idempotency_key"]
-            for l in (fresh / "pydantic-reissue-ledger.jsonl").read_text().splitlines()] \
+    assert [json.loads(line)["idempotency_key"]
+            for line in (fresh / "pydantic-reissue-ledger.jsonl").read_text().splitlines()] \
         == ["call_A", "call_B"]
 
 
 def test_langgraph_keeps_the_task_id_across_a_retry_and_a_resume(fresh):
     def tasks(name):
-        return {json.loads(l)["metadata"]["langgraph_checkpoint_ns"]
-                for l in (fresh / name).read_text().splitlines()}
+        return {json.loads(line)["metadata"]["langgraph_checkpoint_ns"]
+                for line in (fresh / name).read_text().splitlines()}
     assert len(tasks("langgraph-retry.jsonl")) == 1
     assert tasks("langgraph-crash-1.jsonl") == tasks("langgraph-crash-2.jsonl")
 
@@ -65,8 +64,8 @@ def test_openai_agents_spans_carry_no_call_id_but_the_run_items_do(fresh):
 
 
 def test_dbos_recovery_ran_the_killed_refund_step_again_under_one_key(fresh):
-    keys = [json.loads(l)["idempotency_key"]
-            for l in (fresh / "dbos-crash-ledger.jsonl").read_text().splitlines()]
+    keys = [json.loads(line)["idempotency_key"]
+            for line in (fresh / "dbos-crash-ledger.jsonl").read_text().splitlines()]
     assert keys == ["refund-o-7:2", "refund-o-7:2"]
     tables = json.loads((fresh / "dbos-crash.json").read_text())
     assert [w["recovery_attempts"] for w in tables["workflow_status"]] == [2]
@@ -100,8 +99,8 @@ def test_temporal_snake_case_json_reads_as_the_camel_case_json(fresh):
     """protobuf's other JSON spelling (preserving field names), made by protobuf's own
     serializer from the SDK's history, gives the same report."""
     from google.protobuf.json_format import MessageToJson
-    from temporalio.client import WorkflowHistory
     from temporalio.api.history.v1 import History
+    from temporalio.client import WorkflowHistory
     text = (fresh / "temporal-retry.json").read_text()
     h = WorkflowHistory.from_json("refund-o-7", text)
     snake = fresh / "temporal-retry-snake.json"
@@ -116,8 +115,9 @@ def test_dbos_on_postgresql_killed_and_recovered_gives_the_sqlite_verdicts(tmp_p
     """The same crash on a PostgreSQL system database (a throwaway server on a Unix
     socket), read through its postgresql:// URL."""
     pytest.importorskip("psycopg", reason="the postgres extra is not installed")
-    from toolcommit.checker.torture.pgserver import NoPostgres, TempPostgres
     import dbos_runs
+
+    from toolcommit.checker.torture.pgserver import NoPostgres, TempPostgres
     try:
         server = TempPostgres()
     except NoPostgres as e:

@@ -9,8 +9,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
 from test_trace_fixtures import T, run, verdict_of
+
 from toolcommit.checker.logs.adapters import check_trace
 from toolcommit.checker.logs.adapters.rules import Rules
 
@@ -43,7 +43,7 @@ def test_openai_agents_without_run_items_each_span_is_its_own_call_and_says_so()
 
 
 def test_openai_agents_spans_without_arguments_join_the_run_items_by_order(tmp_path):
-    docs = [json.loads(l) for l in OA.read_text().splitlines()]
+    docs = [json.loads(line) for line in OA.read_text().splitlines()]
     for d in docs:
         if (d.get("span_data") or {}).get("type") == "function":
             d["span_data"]["input"] = None
@@ -58,8 +58,8 @@ def test_openai_agents_spans_without_arguments_join_the_run_items_by_order(tmp_p
 
 def test_openai_agents_a_span_exported_at_its_start_only_is_a_crash_inside_the_call(tmp_path):
     lines = (T / "openai-agents-clean.jsonl").read_text().splitlines()
-    refund_end = next(i for i, l in enumerate(lines)
-                      if '"name": "refund"' in l and '"ended_at": null' not in l)
+    refund_end = next(i for i, line in enumerate(lines)
+                      if '"name": "refund"' in line and '"ended_at": null' not in line)
     trace = tmp_path / "died.jsonl"
     trace.write_text("\n".join(lines[:refund_end]) + "\n")
     tr = check_trace("openai-agents", [str(trace)], REFUND)
@@ -68,7 +68,7 @@ def test_openai_agents_a_span_exported_at_its_start_only_is_a_crash_inside_the_c
 
 
 def test_openai_agents_a_call_the_approval_flow_rejected_never_ran(tmp_path):
-    docs = [json.loads(l) for l in (T / "openai-agents-clean.jsonl").read_text().splitlines()]
+    docs = [json.loads(line) for line in (T / "openai-agents-clean.jsonl").read_text().splitlines()]
     for d in docs:
         if (d.get("span_data") or {}).get("name") == "refund" and d.get("ended_at"):
             d["error"] = {"message": "Tool execution rejected", "data": {

@@ -29,7 +29,9 @@ def run(argv, fmt="json"):
 def verdict_of(argv):
     code, out, err = run(argv)
     d = json.loads(out)
-    props = lambda c: sorted({f["property"] for f in d["findings"] if f["certainty"] == c})
+
+    def props(c):
+        return sorted({f["property"] for f in d["findings"] if f["certainty"] == c})
     return d["verdict"], props("certain"), props("possible"), code, d
 
 

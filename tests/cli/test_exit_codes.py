@@ -7,7 +7,8 @@ import contextlib
 import io
 from pathlib import Path
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toolcommit.checker.cli import main
 from toolcommit.model.errors import InternalError

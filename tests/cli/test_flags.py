@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from toolcommit.checker.cli import main, parser
-from toolcommit.checker.cli import terminal
+from toolcommit.checker.cli import main, parser, terminal
 from toolcommit.checker.cli.terminal import Progress
 from toolcommit.checker.render.fit import fit
 from toolcommit.model.errors import UsageError

@@ -87,9 +87,10 @@ def test_readme_install_and_test_commands_are_what_ci_runs():
     ci = (ROOT / ".ci" / "run").read_text("utf-8")
     blocks = re.findall(r"```sh\n(.*?)```", README, re.S)
     install, test = blocks[0].strip(), blocks[1].strip()
-    # CI adds the extra whose tests would otherwise skip (validate --engine dask)
+    # CI adds the extra whose tests would otherwise skip (validate --engine dask) and the
+    # tools of the checks it runs first (dev: ruff, mypy)
     assert "pip install -e '.[test]'" in install and \
-        "pip install --quiet -e '.[test,distributed]'" in ci
+        "pip install --quiet -e '.[test,distributed,dev]'" in ci
     assert "python3 -m venv .venv" in install and "python3 -m venv .venv" in ci
     assert test == "python -m pytest -q -n 2" and ci.rstrip().endswith(test)
 

@@ -4,16 +4,16 @@ from pathlib import Path
 
 import pytest
 
+from toolcommit.checker.cli import main
+from toolcommit.checker.cli.ask import answer_links
 from toolcommit.checker.design.explain import explain
 from toolcommit.checker.design.grid import cell_system
 from toolcommit.checker.design.run import answer
 from toolcommit.checker.design.schema import QuestionError, builtin_names, load_question
-from toolcommit.checker.render.answers import counterexample_files, render_answer_markdown
-from toolcommit.checker.cli import main
-from toolcommit.checker.cli.ask import answer_links
-from toolcommit.checker.render.counterexample import parse_itf
 from toolcommit.checker.engines.trace import replay
 from toolcommit.checker.engines.verdict import Status
+from toolcommit.checker.render.answers import counterexample_files, render_answer_markdown
+from toolcommit.checker.render.counterexample import parse_itf
 
 REPO = Path(__file__).resolve().parents[2]
 BUILTINS = ("late-replay", "failure-classes", "tradeoffs", "multi-orchestrator", "reask")

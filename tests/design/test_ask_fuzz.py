@@ -15,14 +15,24 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, assume, event, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import strategies as st
 
 from toolcommit.checker.design.run import answer
-from toolcommit.checker.design.schema import (INSTANCE_FIELDS, LIMIT_FIELDS, TOP_FIELDS,
-                                              VARIANT_FIELDS, load_question,
-                                              parse_question)
-from toolcommit.checker.render.answers import (counterexample_files, render_answer_json,
-                                               render_answer_markdown, render_answer_text)
+from toolcommit.checker.design.schema import (
+    INSTANCE_FIELDS,
+    LIMIT_FIELDS,
+    TOP_FIELDS,
+    VARIANT_FIELDS,
+    load_question,
+    parse_question,
+)
+from toolcommit.checker.render.answers import (
+    counterexample_files,
+    render_answer_json,
+    render_answer_markdown,
+    render_answer_text,
+)
 from toolcommit.model.errors import InternalError, ToolcommitError
 from toolcommit.spec import instances, protocol
 

@@ -5,8 +5,8 @@ import json
 from pathlib import Path
 
 from toolcommit.checker.cli import main
-from toolcommit.checker.design.run import answer
 from toolcommit.checker.design.question import Limits
+from toolcommit.checker.design.run import answer
 from toolcommit.checker.design.schema import load_question
 from toolcommit.checker.engines.verdict import Status
 

@@ -8,9 +8,9 @@ import pytest
 
 from toolcommit.checker.cli import main
 from toolcommit.checker.design.file import config_for
-from toolcommit.model.design_file import design_of
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.verify.check import check_instance
+from toolcommit.model.design_file import design_of
 from toolcommit.model.environment import instance_in
 from toolcommit.model.instance import instance
 
@@ -137,6 +137,7 @@ def test_check_design_judges_the_files_claim_and_it_holds(path, capsys):
 
 def test_a_violation_outside_the_claim_is_kept_apart_and_never_moves_the_status():
     from dataclasses import replace
+
     from toolcommit.checker.verify.suite import outside_claim, resolve_instances, run_suite
     doc = json.loads((DESIGNS / "stripe.json").read_text("utf-8"))
     design, env = design_of(doc)

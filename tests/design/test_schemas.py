@@ -8,9 +8,9 @@ import pytest
 
 jsonschema = pytest.importorskip("jsonschema", reason="needs jsonschema (the test extra)")
 
-from toolcommit.checker.cli import main
-from toolcommit.checker.design import schema as reader
-from toolcommit.checker.design.file import claim_of, design_of
+from toolcommit.checker.cli import main  # noqa: E402 (after the skip without jsonschema)
+from toolcommit.checker.design import schema as reader  # noqa: E402
+from toolcommit.model.design_file import claim_of, design_of  # noqa: E402
 
 SPEC = Path(__file__).resolve().parents[2] / "spec"
 QUESTIONS = sorted((SPEC / "questions").glob("*.json"))

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from toolcommit.checker.design.file import config_for
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.verify.check import check_instance
 from toolcommit.checker.verify.suite import design_names, suite_names
-from toolcommit.checker.design.file import config_for
 from toolcommit.model.design_file import design_of
 from toolcommit.model.environment import configure, instance_in, names, profile
 from toolcommit.model.instance import instance, stress_instances

@@ -3,10 +3,16 @@ environment promise when none holds, and sound pruning."""
 import pytest
 
 from toolcommit.checker.cli import main
-from toolcommit.checker.design.synthesis import SUPERSETS, Environment, Oracle, simulates, synthesize
-from toolcommit.model.design import departures, preset_design
+from toolcommit.checker.design.synthesis import (
+    SUPERSETS,
+    Environment,
+    Oracle,
+    simulates,
+    synthesize,
+)
 from toolcommit.checker.engines.trace import breaks, replay
 from toolcommit.checker.engines.verdict import Status
+from toolcommit.model.design import departures, preset_design
 from toolcommit.model.environment import from_label, instance_in
 from toolcommit.model.instance import instance
 from toolcommit.model.semantics import build
@@ -163,7 +169,6 @@ def test_the_search_judges_the_sealed_saga_and_the_human_gate_as_neighbours_of_r
 def test_design_never_proposes_an_option_the_model_flatters_and_says_so():
     """lease=none is safe in the model only because it detects every crash at once."""
     from toolcommit.checker.design.synthesis import neighbours, unsearched
-    from toolcommit.model.knobs import preset
     rec = preset_design("recommended")
     assert all(d["lease"] == rec["lease"] for d in neighbours(rec))
     assert [o for o, _ in unsearched()] == ["lease=none"]

@@ -1,10 +1,12 @@
 """The cache of compiled libraries stays bounded: the least recently used beyond the cap go
 with their sources, recently used ones and files of other names never do."""
+import ctypes
 import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -89,14 +91,6 @@ def test_a_build_folder_left_by_a_killed_build_is_pruned_once_old(tmp_path):
 
 
 # ----- what is loaded: only a checked file of this user (the reliability issue) ---------------
-import ctypes
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
-import pytest
-
 needs_cc = pytest.mark.skipif(cbuild.compiler() is None, reason="no C compiler")
 SOURCE = "int tc_answer(void) { return 42; }\n"
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"

@@ -4,11 +4,11 @@ from dataclasses import replace
 
 import pytest
 
-from toolcommit.checker.verify.check import check_instance, run_instance
 from toolcommit.checker.engines.base import Limits
 from toolcommit.checker.engines.explicit.codegen import compile_system
 from toolcommit.checker.engines.explicit.explore import explore
 from toolcommit.checker.engines.trace import replay
+from toolcommit.checker.verify.check import check_instance, run_instance
 from toolcommit.model.errors import InternalError
 from toolcommit.model.instance import instance
 from toolcommit.model.knobs import PRESETS, preset

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from toolcommit.checker.engines.base import Limits
 from toolcommit.checker.engines.explicit import native
 from toolcommit.checker.engines.explicit.codegen import compile_system
+from toolcommit.checker.engines.explicit.engine import Explicit
 from toolcommit.checker.engines.explicit.explore import explore
 from toolcommit.checker.engines.explicit.native import explore_native
-from toolcommit.checker.engines.base import Limits
-from toolcommit.checker.engines.explicit.engine import Explicit
 from toolcommit.checker.verify.check import check_instance, run_instance
 from toolcommit.checker.verify.hyper import check_p5, personalities, personality_instance
 from toolcommit.checker.verify.suite import suite_names

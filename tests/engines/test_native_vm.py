@@ -3,6 +3,8 @@ the Python engine state for state on the shipped instances (wide states, limits,
 left for later included), and the plain path (each model's own C, or Python) verdict for
 verdict on a design question and a design search."""
 import pytest
+
+from tests.engines.test_native import W3, assert_same_exploration, padded
 from toolcommit.checker.engines.explicit import native, native_vm
 from toolcommit.checker.engines.explicit.codegen import compile_system
 from toolcommit.checker.engines.explicit.explore import explore
@@ -12,8 +14,6 @@ from toolcommit.model.environment import configure, instance_in
 from toolcommit.model.instance import instance
 from toolcommit.model.knobs import PRESETS, preset
 from toolcommit.model.semantics import build
-
-from tests.engines.test_native import W3, assert_same_exploration, padded
 
 pytestmark = pytest.mark.skipif(native.compiler() is None, reason="no C compiler on this machine")
 

@@ -10,20 +10,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolcommit.checker.engines import simulate
-from toolcommit.checker.engines.smt import bmc, induction
-from toolcommit.checker.verify.check import run_instance
-from toolcommit.model.properties import state_predicates
-INVARIANTS = state_predicates()
 from toolcommit.checker.engines.base import Limits
+from toolcommit.checker.engines.smt import bmc, induction
+from toolcommit.checker.engines.smt.encode import Encoding, to_z3
 from toolcommit.checker.engines.trace import breaks, replay
 from toolcommit.checker.engines.verdict import Status
+from toolcommit.checker.verify.check import run_instance
 from toolcommit.model.errors import UsageError
 from toolcommit.model.expr import evaluate
 from toolcommit.model.instance import failure_classes, instance
 from toolcommit.model.knobs import PRESETS, preset
+from toolcommit.model.properties import state_predicates
 from toolcommit.model.semantics import build
-from toolcommit.checker.engines.smt.encode import Encoding, to_z3
 from toolcommit.spec import protocol
+
+INVARIANTS = state_predicates()
 
 # a larger instance than the explicit engine finishes in 60 s on the development machine
 # (2 CPUs, shared): 327,944 states explored at its 60 s limit, depth 20, incomplete (its

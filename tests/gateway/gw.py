@@ -17,11 +17,11 @@ import pytest
 
 anyio = pytest.importorskip("anyio")
 pytest.importorskip("mcp")
-from mcp import Client                                       # noqa: E402
-from mcp.client.stdio import StdioServerParameters           # noqa: E402
+from mcp import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
-from toolcommit.checker.cli import main                       # noqa: E402
-from toolcommit.runtime import IntentLog                      # noqa: E402
+from toolcommit.checker.cli import main  # noqa: E402
+from toolcommit.runtime import IntentLog  # noqa: E402
 
 HERE = Path(__file__).parent
 SERVER, FAULTY = HERE / "refund_server.py", HERE / "faulty_server.py"

@@ -8,10 +8,10 @@ import pytest
 
 anyio = pytest.importorskip("anyio")
 pytest.importorskip("mcp")
-from mcp_types import JSONRPCResponse                        # noqa: E402
+from mcp_types import JSONRPCResponse  # noqa: E402
 
-from toolcommit.checker.gateway.calls import Effectful       # noqa: E402
-from toolcommit.runtime import IntentLog                     # noqa: E402
+from toolcommit.checker.gateway.calls import Effectful  # noqa: E402
+from toolcommit.runtime import IntentLog  # noqa: E402
 
 
 def test_two_calls_of_one_intent_apply_once_and_leave_no_lock_behind(tmp_path):

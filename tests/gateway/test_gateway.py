@@ -21,8 +21,8 @@ import pytest
 from .gw import LIMIT, anyio, cli, run, text, until
 
 pytest.importorskip("mcp")
-from mcp import Client                                       # noqa: E402
-from mcp.client.stdio import StdioServerParameters           # noqa: E402
+from mcp import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
 
 def test_a_refund_called_twice_with_the_same_arguments_is_applied_once(gateway_env):

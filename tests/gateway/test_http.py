@@ -18,7 +18,7 @@ from .gw import LIMIT, run, text
 
 pytest.importorskip("mcp")
 httpx = pytest.importorskip("httpx")
-from mcp import Client                                       # noqa: E402
+from mcp import Client  # noqa: E402
 
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

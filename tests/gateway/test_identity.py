@@ -15,7 +15,7 @@ import pytest
 from .gw import LIMIT, anyio, run, text, until
 
 pytest.importorskip("mcp")
-from mcp import Client                                       # noqa: E402
+from mcp import Client  # noqa: E402
 
 REFUND = {"order": "o-7", "amount": 20}
 

@@ -16,7 +16,6 @@ import pytest
 
 from .gw import FAULTY, LIMIT, anyio, cli, run, text, until
 
-
 REFUND = {"order": "o-7", "amount": 20}
 
 

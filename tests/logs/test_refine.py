@@ -101,7 +101,8 @@ def test_fencing_on_wants_a_bumped_seal_and_fenced_effects():
 
 
 def test_a_new_epoch_needs_the_previous_attempt_given_up():
-    p = lambda line: Line("proposal", "w1", line, "a.jsonl", line, decision="accepted")
+    def p(line):
+        return Line("proposal", "w1", line, "a.jsonl", line, decision="accepted")
     accepted = [("i", 0, "k0", p(1)), ("i", 1, "k1", p(7))]
     deps, hits = refine.judge_epochs(STRIPE, accepted, {"k0": "DEAD_LETTER", "k1": "ACKED"})
     assert deps == [] and [h for h, _ in hits] == ["new_epoch"]

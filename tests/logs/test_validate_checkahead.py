@@ -1,13 +1,12 @@
 """The second-core field checks (used for large plain files on the dict path, i.e. without
 msgspec) change nothing: every fixture, and every kind of bad line, gives the same output
 with and without them."""
-import json
 from pathlib import Path
 
 import pytest
 
-from toolcommit.checker.logs import read as logread
 from toolcommit.checker.cli import main
+from toolcommit.checker.logs import read as logread
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 

@@ -12,8 +12,7 @@ from toolcommit.checker.logs import events as logevents
 from toolcommit.checker.logs.conformance import Conformance, LogVerdict, check
 from toolcommit.checker.logs.typed import from_dict
 from toolcommit.checker.logs.write import events_to_jsonl
-from toolcommit.checker.render.findings import (meanings, render_json, render_mermaid,
-                                                render_text)
+from toolcommit.checker.render.findings import meanings, render_json, render_mermaid, render_text
 from toolcommit.model.canon import CanonError, canonical_intent, intent_digest
 from toolcommit.spec import protocol
 
@@ -482,7 +481,7 @@ def test_mermaid_text_cannot_break_out_of_its_message():
                                                             key="k1;\nNote over K: pwned")
     out = render_mermaid(evil.report())
     assert all(not line.startswith("Note over K: pwned") for line in out.splitlines())
-    assert ";" not in "".join(l for l in out.splitlines() if not l.startswith("%%"))
+    assert ";" not in "".join(line for line in out.splitlines() if not line.startswith("%%"))
 
 
 # ----- hostile shapes stay bounded -----------------------------------------------------------
@@ -517,7 +516,8 @@ def test_focus_key_and_output_file(tmp_path, capsys):
 
 
 # ----- the canonicalizer's fast path is the full one, where it applies ----------------------
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 from toolcommit.model import canon  # noqa: E402
 

@@ -18,15 +18,14 @@ from functools import lru_cache
 from pathlib import Path
 
 import pytest
+from logtools import interleave
 
 from toolcommit.checker.engines.explicit.codegen import compile_system
-from toolcommit.checker.logs.conformance import check
-from toolcommit.checker.logs.write import events_to_jsonl
-from toolcommit.checker.logs.write import counterexample_to_events
-from toolcommit.checker.render.counterexample import parse_itf
 from toolcommit.checker.engines.trace import from_actions
+from toolcommit.checker.logs.conformance import check
+from toolcommit.checker.logs.write import counterexample_to_events, events_to_jsonl
+from toolcommit.checker.render.counterexample import parse_itf
 from toolcommit.model import instance, knobs, semantics
-from logtools import interleave
 
 ROOT = Path(__file__).resolve().parents[2]
 STORED = ROOT / "counterexamples"

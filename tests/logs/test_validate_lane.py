@@ -9,7 +9,10 @@ import random
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_validate_decoders import BAD
+from test_validate_properties import conforming, hostile, merge, picks
 
 from toolcommit.checker.cli import main
 from toolcommit.checker.logs import lane, typed
@@ -19,8 +22,6 @@ from toolcommit.checker.logs.store import Intent, Key
 from toolcommit.checker.logs.write import events_to_jsonl
 from toolcommit.checker.logs.writers import Writer
 from toolcommit.model.errors import InputError
-from test_validate_decoders import BAD
-from test_validate_properties import conforming, hostile, merge, picks
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 LANE, WHY = lane.load()
@@ -202,6 +203,7 @@ def sharded_reports(path: str, monkeypatch) -> list:
     """Reports of the sharded checker (forked, routed by hash; in process, by CRC-32, as on
     a cluster), rendered, with the lane and without it."""
     from test_validate_sharded import in_process
+
     from toolcommit.checker.cli.validate import EXIT_CODES, validate
     from toolcommit.checker.logs import pool
     from toolcommit.checker.render.findings import RENDERERS

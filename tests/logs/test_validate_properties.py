@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import gzip
 
-
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from toolcommit.checker.cli.validate import validate
 from toolcommit.checker.logs.conformance import check

@@ -7,14 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
+from test_validate_decoders import BAD
 
 from toolcommit.checker.cli import main
 from toolcommit.checker.cli.validate import EXIT_CODES, validate
-from toolcommit.checker.render.findings import RENDERERS, render_json
 from toolcommit.checker.logs import pool, shards
 from toolcommit.checker.logs.findings import MAX_PER_PROPERTY
 from toolcommit.checker.logs.write import events_to_jsonl
-from test_validate_decoders import BAD
+from toolcommit.checker.render.findings import RENDERERS, render_json
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from toolcommit.checker.logs import read as logread
 from toolcommit.checker.cli import main
+from toolcommit.checker.logs import read as logread
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 

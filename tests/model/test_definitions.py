@@ -8,7 +8,6 @@ from toolcommit.checker.verify.check import run_instance
 from toolcommit.model.environment import configure, from_label, instance_in
 from toolcommit.model.expr import evaluate
 from toolcommit.model.instance import instance
-from toolcommit.model.knobs import preset
 
 
 @lru_cache(maxsize=None)

@@ -4,9 +4,16 @@ changes nothing."""
 import pytest
 
 from toolcommit.checker.engines.base import Limits
-from toolcommit.checker.verify.check import check_instance, run_instance
 from toolcommit.checker.engines.verdict import Status
-from toolcommit.model.environment import ENV_FAULTS, configure, from_label, instance_in, names, profile
+from toolcommit.checker.verify.check import check_instance, run_instance
+from toolcommit.model.environment import (
+    ENV_FAULTS,
+    configure,
+    from_label,
+    instance_in,
+    names,
+    profile,
+)
 from toolcommit.model.instance import instance
 from toolcommit.model.knobs import preset
 from toolcommit.model.semantics import build

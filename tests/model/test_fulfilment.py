@@ -1,7 +1,7 @@
 """FULFIL: every intent ends applied exactly once or visibly given up; a design cannot keep
 I1 by refusing the user forever."""
-from toolcommit.checker.verify.check import check_instance
 from toolcommit.checker.engines.verdict import Status
+from toolcommit.checker.verify.check import check_instance
 from toolcommit.model.instance import instance
 from toolcommit.model.knobs import preset
 from toolcommit.model.properties import prop

@@ -1,12 +1,12 @@
 """What the three presets do on the failure classes: claims about the protocol itself."""
 import pytest
 
-from toolcommit.checker.verify.check import check_instance
 from toolcommit.checker.engines.base import Limits
-from toolcommit.checker.verify.suite import resolve_instances, run_suite, suite_names
 from toolcommit.checker.engines.verdict import Status
-from toolcommit.model.instance import failure_classes, instance
+from toolcommit.checker.verify.check import check_instance
+from toolcommit.checker.verify.suite import resolve_instances, run_suite, suite_names
 from toolcommit.model.environment import configure, instance_in
+from toolcommit.model.instance import failure_classes, instance
 from toolcommit.model.knobs import preset
 from toolcommit.spec import protocol
 

@@ -84,7 +84,8 @@ def _built_actions():
     for env in names():     # the profiles' faults, and the clock where keys are pruned
         cfg = configure(preset("recommended"), env).with_knobs({"on_unknown": "replay_then_reconcile"})
         yield from build(cfg, instance_in(instance("default"), env)).actions
-    from toolcommit.model.environment import configure, instance_in, names as env_names
+    from toolcommit.model.environment import configure, instance_in
+    from toolcommit.model.environment import names as env_names
     for env in env_names():     # the real systems' faults exist only in their profiles
         for p in PRESETS:
             yield from build(configure(preset(p), env),

@@ -1,7 +1,6 @@
 """Time (PROTOCOL.md, Time): the order the key lifetime L, the delay bound D and the replay
 window W impose, the design teams ship on Stripe (replay under the same key within W, then
 a consistent list), and the counterexamples once W or D outlives L."""
-from functools import lru_cache
 
 import pytest
 
@@ -13,7 +12,6 @@ from toolcommit.model.environment import configure, instance_in
 from toolcommit.model.expr import evaluate
 from toolcommit.model.instance import instance
 from toolcommit.model.knobs import PRESETS, preset
-from toolcommit.model.semantics import build
 from toolcommit.model.timing import Relations, seconds
 from toolcommit.spec import protocol
 

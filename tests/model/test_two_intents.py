@@ -5,13 +5,13 @@ an intent id minted by the runtime per user request (and inherited by retries) c
 """
 import pytest
 
+from toolcommit.checker.engines.base import Limits
 from toolcommit.checker.engines.trace import find_action, from_actions
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.logs.conformance import check
 from toolcommit.checker.logs.write import counterexample_to_events
 from toolcommit.checker.verify.check import check_instance, run_instance
-from toolcommit.checker.engines.base import Limits
-from toolcommit.model.expr import evaluate, sum_, Var
+from toolcommit.model.expr import Var, evaluate, sum_
 from toolcommit.model.instance import instance, instance_names
 from toolcommit.model.knobs import preset
 from toolcommit.model.semantics import build

@@ -2,13 +2,14 @@
 are reachable, so a HOLDS never comes from nothing happening."""
 import pytest
 
-from toolcommit.checker.verify.check import run_instance
 from toolcommit.checker.engines.base import Limits
+from toolcommit.checker.verify.check import run_instance
 from toolcommit.checker.verify.suite import suite_names
 from toolcommit.model.instance import instance
 from toolcommit.model.knobs import preset
 from toolcommit.model.semantics import build
-from toolcommit.spec import instances as instances_spec, protocol
+from toolcommit.spec import instances as instances_spec
+from toolcommit.spec import protocol
 
 
 @pytest.fixture(scope="module")

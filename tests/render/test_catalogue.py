@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
+from toolcommit.checker.engines.trace import breaks, replay
 from toolcommit.checker.render.catalogue import files_for
+from toolcommit.checker.render.counterexample import parse_itf
 from toolcommit.checker.verify.hyper import personality_instance
 from toolcommit.checker.verify.manifest import compute, stored
-from toolcommit.checker.render.counterexample import parse_itf
-from toolcommit.checker.engines.trace import breaks, replay
 from toolcommit.model.instance import instance
 from toolcommit.model.knobs import PRESETS, preset
 from toolcommit.model.semantics import build

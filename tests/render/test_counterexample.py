@@ -9,6 +9,7 @@ from toolcommit.model.knobs import preset
 from toolcommit.model.semantics import build
 from toolcommit.spec import protocol
 
+
 def _walk(wipe=False, steps=4):
     """The first enabled fault-free action, `steps` times, on the default instance: a trace
     that breaks nothing, labelled I1."""

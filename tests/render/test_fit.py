@@ -1,6 +1,7 @@
 """Text fits its width: wrapped lines hang under their marker, tables split or turn, and no
 line is ever wider than the width asked for."""
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toolcommit.checker.render.fit import NARROWEST, blocks, fit, sequence, table, wrap_line
 

@@ -35,14 +35,14 @@ def _loopback_only(self, address):
 
 socket.socket.connect = _loopback_only
 
-from crewai import Agent, Crew, Task                     # noqa: E402
-from crewai.llms.base_llm import BaseLLM                 # noqa: E402
-from crewai.tools import BaseTool                        # noqa: E402
-from crewai.tools import tool as crewai_tool_decorator   # noqa: E402
+from crewai import Agent, Crew, Task  # noqa: E402
+from crewai.llms.base_llm import BaseLLM  # noqa: E402
+from crewai.tools import BaseTool  # noqa: E402
+from crewai.tools import tool as crewai_tool_decorator  # noqa: E402
 
-from tests.runtime.fw_cases import ARGS, CASES, Case     # noqa: E402
-from toolcommit.runtime import IntentLog, shims          # noqa: E402
-from toolcommit.runtime.frameworks import crewai_tool    # noqa: E402
+from tests.runtime.fw_cases import ARGS, CASES, Case  # noqa: E402
+from toolcommit.runtime import IntentLog, shims  # noqa: E402
+from toolcommit.runtime.frameworks import crewai_tool  # noqa: E402
 
 CALLS = [("refund", {"order": "o-7", "amount": 20}, "call_A"), ("refund", ARGS, "call_B")]
 FORMS = ("function", "async", "subclass", "arun")

@@ -10,8 +10,8 @@ lost_ack: the first answer is lost after the refund applied (design stripe): one
 import ast
 import json
 
-from toolcommit.runtime.design import load
 from toolcommit.runtime import IntentLog
+from toolcommit.runtime.design import load
 
 from .ledger import Bank, conforms
 

@@ -34,8 +34,11 @@ def _scripted_agent_model(calls):
     from agents.items import ModelResponse
     from agents.models.interface import Model
     from agents.usage import Usage
-    from openai.types.responses import (ResponseFunctionToolCall, ResponseOutputMessage,
-                                        ResponseOutputText)
+    from openai.types.responses import (
+        ResponseFunctionToolCall,
+        ResponseOutputMessage,
+        ResponseOutputText,
+    )
 
     class Scripted(Model):
         """Emits one function call per turn (by how many are in the conversation), then

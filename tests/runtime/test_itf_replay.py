@@ -101,7 +101,7 @@ def test_a_provider_fault_counterexample_breaks_its_weak_design_on_the_fake_not_
     """recommended@email: the provider executes the request and answers 500; the
     recommended design reads a status, finds none, parks it and lets the user ask again: a
     second email. The email design gives up visibly and refuses the re-ask."""
-    from toolcommit.checker.torture.itf import weak_runtime, _load
+    from toolcommit.checker.torture.itf import _load, weak_runtime
     path = str(QUESTIONS / f"{case}.itf.json")
     plan = plan_from_itf(path)
     assert ((("apply", "*", 1), "error_after")) in plan.net
@@ -114,7 +114,7 @@ def test_a_provider_fault_counterexample_breaks_its_weak_design_on_the_fake_not_
 
 
 def test_a_trace_found_on_a_design_the_harness_has_no_runtime_for_is_named_with_why():
-    from toolcommit.checker.torture.itf import weak_runtime, _load
+    from toolcommit.checker.torture.itf import _load, weak_runtime
     meta = _load(str(QUESTIONS / "failure-classes@stripe" / "Ack_loss__common_bug.itf.json"))
     weak, why = weak_runtime(meta["#meta"])
     assert weak == "" and "recommended+dedupe_by=call_id has no harness runtime" in why

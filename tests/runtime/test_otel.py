@@ -13,13 +13,20 @@ from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
-    InMemorySpanExporter)
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 from opentelemetry.trace import StatusCode  # noqa: E402
 
-from toolcommit.runtime import otel  # noqa: E402
-from toolcommit.runtime import (Conflict, GaveUp, InDoubt, IntentLog, current_ticket,  # noqa: E402
-                                effectful, guard, recover_settle)
+from toolcommit.runtime import (  # noqa: E402
+    Conflict,
+    GaveUp,
+    InDoubt,
+    IntentLog,
+    current_ticket,
+    effectful,
+    guard,
+    otel,  # noqa: E402
+    recover_settle,
+)
 
 from .ledger import Bank  # noqa: E402
 

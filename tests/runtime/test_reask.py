@@ -125,8 +125,9 @@ def test_a_sameness_rule_naming_a_missing_argument_is_refused_before_anything_is
 
 
 def test_the_library_refuses_a_design_with_refuse():
-    from toolcommit.runtime.design import DesignError
     import tempfile
+
+    from toolcommit.runtime.design import DesignError
     with tempfile.TemporaryDirectory() as d:
         with pytest.raises(DesignError, match="reask=refuse"):
             IntentLog.sqlite(str(Path(d) / "i.db"), writer="w1",

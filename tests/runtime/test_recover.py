@@ -11,7 +11,7 @@ import sys
 from toolcommit.checker.cli import main
 from toolcommit.runtime import IntentLog
 
-from .test_recovery_ends import TOOLS     # the refund tool over a file ledger
+from .test_recovery_ends import TOOLS  # the refund tool over a file ledger
 
 
 def _env(tmp_path, writer, **extra):

@@ -4,8 +4,18 @@ import asyncio
 
 import pytest
 
-from toolcommit.runtime import (Answered, Conflict, GaveUp, InDoubt, IntentLog, IntentLogError,
-                                current_ticket, effectful, guard, tell)
+from toolcommit.runtime import (
+    Answered,
+    Conflict,
+    GaveUp,
+    InDoubt,
+    IntentLog,
+    IntentLogError,
+    current_ticket,
+    effectful,
+    guard,
+    tell,
+)
 from toolcommit.runtime.design import load
 
 from .ledger import Bank, conforms

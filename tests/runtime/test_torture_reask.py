@@ -6,11 +6,10 @@ from dataclasses import replace
 
 import pytest
 
+from toolcommit.checker.torture.plan import Session, Timing, random_plan
+from toolcommit.checker.torture.worker import DesignRuntime, Hook, LibraryRuntime, Net, env_design
 from toolcommit.runtime import IntentLog
 from toolcommit.runtime import reask as R
-from toolcommit.checker.torture.plan import Session, Timing, random_plan
-from toolcommit.checker.torture.worker import (DesignRuntime, Hook, LibraryRuntime, Net,
-                                               env_design)
 
 ARGS = {"charge": "ch_7", "amount": 20, "reason": "damaged item"}
 

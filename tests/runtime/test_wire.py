@@ -13,9 +13,20 @@ from pathlib import Path
 
 import pytest
 
-from toolcommit.runtime import (DesignError, GaveUp, InDoubt, IntentLog, UnkeyedWrite, aguard,
-                                effectful, guard, instrument, unguarded, uninstrument)
-from toolcommit.runtime import wire
+from toolcommit.runtime import (
+    DesignError,
+    GaveUp,
+    InDoubt,
+    IntentLog,
+    UnkeyedWrite,
+    aguard,
+    effectful,
+    guard,
+    instrument,
+    unguarded,
+    uninstrument,
+    wire,
+)
 
 stripe = pytest.importorskip("stripe", reason="the 'test' extra is not installed")
 httpx = pytest.importorskip("httpx", reason="the 'test' extra is not installed")

@@ -13,18 +13,25 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Optional, Sequence
 
+from toolcommit.checker.engines.base import Limits, Progress, Result, Scope, Tick
+from toolcommit.checker.engines.trace import Counterexample, from_actions, verified
+from toolcommit.checker.engines.verdict import Status, Verdict
 from toolcommit.model.errors import InternalError
 from toolcommit.model.properties import prop
 from toolcommit.model.system import System
 
-from toolcommit.checker.engines.base import Limits, Progress, Result, Scope, Tick
-from toolcommit.checker.engines.trace import Counterexample, from_actions, verified
-from toolcommit.checker.engines.verdict import Status, Verdict
-
 from .codegen import Compiled, compile_system
 from .explore import Exploration, StopWhen
-from .native import (check_limits, engine_choice, explore_any, explore_native, find_stuck,
-                     library, quick_try, shared_enabled)
+from .native import (
+    check_limits,
+    engine_choice,
+    explore_any,
+    explore_native,
+    find_stuck,
+    library,
+    quick_try,
+    shared_enabled,
+)
 from .native_vm import Bound
 from .native_vm import library as shared_library
 

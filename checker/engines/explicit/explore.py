@@ -29,7 +29,6 @@ from typing import Callable, Optional
 from toolcommit.checker.engines.explicit.codegen import Compiled
 from toolcommit.checker.engines.explicit.graph import first_stuck
 
-
 EARLY = "stopped early: every property asked for is violated"
 
 

@@ -19,7 +19,7 @@ NX_LIMIT = 100_000
 
 def reachable_graph(n: int, eoff: array, edst: array) -> nx.DiGraph:
     """The explored graph as a networkx DiGraph over state ids 0..n-1."""
-    import networkx as nx      # here, not at import: a native search never needs it
+    import networkx as nx  # here, not at import: a native search never needs it
     g = nx.DiGraph()
     g.add_nodes_from(range(n))
     g.add_edges_from((s, edst[e]) for s in range(n) for e in range(eoff[s], eoff[s + 1]))

@@ -30,14 +30,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from toolcommit.model.errors import InternalError, UsageError
-
 from toolcommit.checker.cbuild import cache_dir, compiler, verified
-
 from toolcommit.checker.engines.explicit.codegen import Compiled
-from toolcommit.checker.engines.explicit.explore import (EARLY, Exploration, StopWhen,
-                                                         _fired_by_name, explore)
+from toolcommit.checker.engines.explicit.explore import (
+    EARLY,
+    Exploration,
+    StopWhen,
+    _fired_by_name,
+    explore,
+)
 from toolcommit.checker.engines.explicit.native_c import c_source, refusal
+from toolcommit.model.errors import InternalError, UsageError
 
 ENGINES = ("auto", "native", "python")
 FLAGS = ("-O1", "-shared", "-fPIC", "-pthread", "-w")   # -O2: no faster, compiles 2x slower

@@ -21,9 +21,8 @@ import sys
 from importlib import resources
 from typing import Callable, Optional
 
-from toolcommit.model.expr import Const, Expr, Op, Var, variables
-
-from toolcommit.checker.engines.explicit.codegen import Compiled, _Gen, commuting, split_on_shared
+from toolcommit.checker.engines.explicit.codegen import Compiled, _Gen, commuting
+from toolcommit.model.expr import Const, Expr, Op, Var, variables  # noqa: F401 (Op: doctests)
 
 MAX_FIELD_BITS = 62  # a variable's values are computed in int64 arithmetic
 MAX_PROPS = 64        # invariants and witnesses each: one 64-bit mask

@@ -20,15 +20,21 @@ from typing import Callable, Optional
 
 import z3
 
-from toolcommit.model.errors import InternalError, UsageError
-from toolcommit.model.properties import prop
+from toolcommit.checker.engines.base import (
+    Limits,
+    Result,
+    Scope,
+    Tick,
+    state_predicates_only,
+    without_state_limit,
+)
+from toolcommit.checker.engines.base import Progress as Tick_
 from toolcommit.checker.engines.smt.encode import Encoding
-from toolcommit.model.system import System
-
-from toolcommit.checker.engines.base import Limits, Progress as Tick_, Result, Scope, Tick, \
-    state_predicates_only, without_state_limit
 from toolcommit.checker.engines.trace import Counterexample, from_actions, verified
 from toolcommit.checker.engines.verdict import Status, Verdict
+from toolcommit.model.errors import InternalError, UsageError
+from toolcommit.model.properties import prop
+from toolcommit.model.system import System
 
 Progress = Callable[[int, float], None]
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import z3
 
-from toolcommit.model.errors import InternalError
-from toolcommit.model.system import System
-
 from toolcommit.checker.engines.smt import bmc
 from toolcommit.checker.engines.smt.encode import Encoding
 from toolcommit.checker.engines.verdict import Status, Verdict
+from toolcommit.model.errors import InternalError
+from toolcommit.model.system import System
 
 
 def pdr(system: System, props: list, lemmas: dict, clock, progress=None) -> dict:

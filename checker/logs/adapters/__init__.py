@@ -29,20 +29,28 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Optional, Sequence
 
-from toolcommit.model.errors import InputError, UsageError
-
 from toolcommit.checker.logs.adapters import calls as _calls
-from toolcommit.checker.logs.adapters import (capability, dbos, intentlog, langgraph, ledger,
-                                              openai_agents, otel, temporal)
-from toolcommit.checker.logs.adapters.docs import long_line, names as unique_names
+from toolcommit.checker.logs.adapters import (
+    capability,
+    dbos,
+    intentlog,
+    langgraph,
+    ledger,
+    openai_agents,
+    otel,
+    temporal,
+)
+from toolcommit.checker.logs.adapters.docs import long_line
+from toolcommit.checker.logs.adapters.docs import names as unique_names
 from toolcommit.checker.logs.adapters.rules import Rules
 from toolcommit.checker.logs.conformance import Conformance, EventError
 from toolcommit.checker.logs.events import problem
 from toolcommit.checker.logs.findings import Citation, Finding
-from toolcommit.checker.logs.report import LogVerdict, with_findings
 from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES
+from toolcommit.checker.logs.report import LogVerdict, with_findings
 from toolcommit.checker.logs.typed import from_dict
 from toolcommit.checker.logs.validate import feed_files
+from toolcommit.model.errors import InputError, UsageError
 
 READERS = {"otel": otel.read, "langgraph": langgraph.read, "openai-agents": openai_agents.read,
            "dbos": dbos.read, "temporal": temporal.read}

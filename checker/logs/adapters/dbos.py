@@ -45,10 +45,9 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Optional
 
-from toolcommit.model.errors import InputError, UsageError
-
 from toolcommit.checker.logs.adapters.calls import ERROR, OK, Call
 from toolcommit.checker.logs.adapters.docs import Lines, documents, read_text
+from toolcommit.model.errors import InputError, UsageError
 
 CLOCK_MS = 1000
 _ALIASES = {"workflow_id": "workflow_uuid", "dequeued_at": "started_at_epoch_ms"}

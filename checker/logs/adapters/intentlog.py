@@ -15,13 +15,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
-from toolcommit.model.errors import InputError
-
 from toolcommit.checker.logs.adapters import ledger
 from toolcommit.checker.logs.adapters.calls import OK, Call, Placed
 from toolcommit.checker.logs.events import problem
 from toolcommit.checker.logs.read import read_lines
 from toolcommit.checker.logs.typed import from_dict
+from toolcommit.model.errors import InputError
 
 
 def calls(paths: Sequence[str], entries: list, max_line_bytes: int, first_index: int = 0,

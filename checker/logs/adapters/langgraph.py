@@ -43,10 +43,9 @@ import re
 import uuid
 from typing import Optional
 
-from toolcommit.model.errors import InputError, UsageError
-
 from toolcommit.checker.logs.adapters.calls import ERROR, OK, OPEN, Call
 from toolcommit.checker.logs.adapters.docs import Lines, documents, names, read_text
+from toolcommit.model.errors import InputError, UsageError
 
 _REPR_ID = re.compile(r"tool_call_id=['\"]([^'\"]+)['\"]")
 _REPR_ERR = re.compile(r"status=['\"]error['\"]")

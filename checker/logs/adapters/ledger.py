@@ -34,12 +34,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from toolcommit.model.canon import CanonError, canonical_intent
-from toolcommit.model.errors import InputError
-
 from toolcommit.checker.logs.adapters.calls import Call, Placed, log_args
 from toolcommit.checker.logs.adapters.docs import Lines, documents, read_text, shallow
 from toolcommit.checker.logs.findings import MAX_PER_PROPERTY, Citation, Finding
+from toolcommit.model.canon import CanonError, canonical_intent
+from toolcommit.model.errors import InputError
 
 POWERTOOLS = ("INPROGRESS", "COMPLETED", "EXPIRED")
 

@@ -32,10 +32,9 @@ import json
 import os
 from typing import Optional
 
-from toolcommit.model.errors import InputError
-
 from toolcommit.checker.logs.adapters.calls import ERROR, OK, OPEN, Call
 from toolcommit.checker.logs.adapters.docs import Lines, documents, read_text
+from toolcommit.model.errors import InputError
 
 _REJECTED = "was manually rejected by user"
 

@@ -49,10 +49,9 @@ import json
 from datetime import datetime
 from typing import Iterator, Optional
 
-from toolcommit.model.errors import InputError
-
 from toolcommit.checker.logs.adapters.calls import ERROR, OK, Call
 from toolcommit.checker.logs.adapters.docs import Lines, documents, read_text
+from toolcommit.model.errors import InputError
 
 TOOL_OPERATION = "execute_tool"
 ARG_NAMES = ("gen_ai.tool.call.arguments", "tool_arguments", "gen_ai.prompt")

@@ -34,10 +34,9 @@ import os
 import re
 from typing import Optional
 
-from toolcommit.model.errors import InputError
-
 from toolcommit.checker.logs.adapters.calls import ERROR, OK, PENDING, Call
 from toolcommit.checker.logs.adapters.docs import Lines, documents, read_text
+from toolcommit.model.errors import InputError
 
 _CLOSE = {"ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut",
           "ActivityTaskCanceled"}

@@ -3,12 +3,11 @@ counterexample), every counterexample as a sequence diagram, the text report, an
 report embedded."""
 from __future__ import annotations
 
-from toolcommit.model.properties import all_names, of_kind
-
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.render.html.page import esc, page, pre, table, verdict
 from toolcommit.checker.render.html.sequence import counterexample_section
 from toolcommit.checker.verify.suite import SuiteResult
+from toolcommit.model.properties import all_names, of_kind
 
 
 def _pid(instance: str, prop: str) -> str:

@@ -4,15 +4,13 @@ counterexample that appears when it is turned back, drawn as a sequence diagram)
 promises a stronger guarantee would need, and the JSON report embedded."""
 from __future__ import annotations
 
-from toolcommit.model.environment import profile
-
-from toolcommit.model.design import knob_names, meaning_of, preset_design
-
 from toolcommit.checker.design.synthesis import Synthesis, preferred
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.render.design import failure_text, recommendation
 from toolcommit.checker.render.html.page import esc, page, table, verdict
 from toolcommit.checker.render.html.sequence import counterexample_section
+from toolcommit.model.design import knob_names, meaning_of, preset_design
+from toolcommit.model.environment import profile
 
 
 def _design(m, prefix: str, title: str, open_: bool) -> list[str]:

@@ -9,8 +9,13 @@ the report gives each counterexample.
 from __future__ import annotations
 
 from toolcommit.checker.engines.trace import Counterexample
-from toolcommit.checker.render.counterexample import (changes, messages, participants,
-                                                      render_text, sentence)
+from toolcommit.checker.render.counterexample import (
+    changes,
+    messages,
+    participants,
+    render_text,
+    sentence,
+)
 from toolcommit.checker.render.html.page import esc
 
 CALL, REPLY, NOTE, FAULT = "#0b57d0", "#8250df", "#fff8c5", "#cf222e"   # CALL: only arrows use it
