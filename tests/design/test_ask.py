@@ -8,12 +8,12 @@ from toolcommit.checker.design.explain import explain
 from toolcommit.checker.design.grid import cell_system
 from toolcommit.checker.design.run import answer
 from toolcommit.checker.design.schema import QuestionError, builtin_names, load_question
-from toolcommit.checker.render.answers import counterexample_files, render_answer_markdown
 from toolcommit.checker.cli import main
-from toolcommit.checker.cli.ask import answer_links
 from toolcommit.checker.render.counterexample import parse_itf
 from toolcommit.checker.engines.trace import replay
 from toolcommit.checker.engines.verdict import Status
+
+from .answers import assert_stored_answer
 
 REPO = Path(__file__).resolve().parents[2]
 BUILTINS = ("late-replay", "failure-classes", "tradeoffs", "multi-orchestrator", "reask")
@@ -120,19 +120,6 @@ def test_stored_answers_match_regeneration(answers):
     prints today: regenerate with `toolcommit ask Q --write --answer spec/questions/Q.answer.md`."""
     for name, a in answers.items():
         assert_stored_answer(name, a)
-
-
-def assert_stored_answer(name, a):
-    """The stored markdown answer `name` and its counterexample folder are exactly `a`'s."""
-    folder = REPO / "counterexamples" / "questions" / name
-    target = REPO / "spec" / "questions" / f"{name}.answer.md"
-    links = answer_links(folder, target, {c.stem for c in a.violated_cells()})
-    assert target.read_text("utf-8") == render_answer_markdown(a, links), name
-    files = counterexample_files(a)
-    stored = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
-    assert stored == set(files), name
-    for rel, text in files.items():
-        assert (folder / rel).read_text("utf-8") == text, (name, rel)
 
 
 # ----- a re-ask while in doubt ------------------------------------------------------------

@@ -14,7 +14,8 @@ from toolcommit.checker.design.schema import load_question
 from toolcommit.checker.engines.trace import replay
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.render.counterexample import parse_itf
-from test_ask import assert_stored_answer
+
+from .answers import assert_stored_answer
 
 REPO = Path(__file__).resolve().parents[2]
 QUESTIONS = ("failure-classes", "tradeoffs", "late-replay")

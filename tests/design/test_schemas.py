@@ -10,7 +10,7 @@ jsonschema = pytest.importorskip("jsonschema", reason="needs jsonschema (the tes
 
 from toolcommit.checker.cli import main
 from toolcommit.checker.design import schema as reader
-from toolcommit.checker.design.file import claim_of, design_of
+from toolcommit.model.design_file import claim_of, design_of
 
 SPEC = Path(__file__).resolve().parents[2] / "spec"
 QUESTIONS = sorted((SPEC / "questions").glob("*.json"))

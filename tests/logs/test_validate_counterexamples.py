@@ -26,7 +26,8 @@ from toolcommit.checker.logs.write import counterexample_to_events
 from toolcommit.checker.render.counterexample import parse_itf
 from toolcommit.checker.engines.trace import from_actions
 from toolcommit.model import instance, knobs, semantics
-from logtools import interleave
+
+from .logtools import interleave
 
 ROOT = Path(__file__).resolve().parents[2]
 STORED = ROOT / "counterexamples"

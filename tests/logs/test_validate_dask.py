@@ -9,8 +9,8 @@ import pytest
 from toolcommit.checker.cli import main
 from toolcommit.checker.cli.validate import EXIT_CODES, validate
 from toolcommit.checker.render.findings import RENDERERS
-from test_validate_decoders import BAD
-from test_validate_sharded import effect, keys_on_different_shards, move, proposal
+
+from .logtools import BAD, effect, move, proposal
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 

@@ -18,8 +18,8 @@ for _module in ("agents", "dbos", "temporalio.worker"):
     pytest.importorskip(_module, reason="the frameworks extra is not installed "
                         "(pip install -e '.[frameworks]')")
 
-import make_traces  # noqa: E402
-from test_trace_fixtures import CASES, verdict_of  # noqa: E402
+from . import make_traces  # noqa: E402
+from .traces import CASES, verdict_of  # noqa: E402
 
 FRAMEWORK_CASES = [c for c in CASES if c["made_by"] == "frameworks"]
 
