@@ -38,11 +38,12 @@ def rendered(paths, jobs, focus=()):
     return code, {fmt: render(report, code) for fmt, render in RENDERERS.items()}
 
 
+@pytest.mark.parametrize("jobs", [2, pytest.param(3, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.jsonl*")), ids=lambda p: p.name)
-def test_sharding_gives_the_same_report_on_every_fixture_in_every_format(path):
-    single = rendered([str(path)], 1)
-    assert rendered([str(path)], 2) == single
-    assert rendered([str(path)], 3) == single
+def test_sharding_gives_the_same_report_on_every_fixture_in_every_format(path, jobs):
+    """Two shards by default; three with -m slow (any number of shards, routed stably, in
+    one process: test_any_number_of_stably_routed_shards_gives_the_same_report)."""
+    assert rendered([str(path)], jobs) == rendered([str(path)], 1)
 
 
 @pytest.mark.parametrize("name", sorted(BAD))
