@@ -24,12 +24,19 @@ def _columns(monkeypatch):
 HERE = Path(__file__).resolve().parent
 
 
+def pytest_configure(config):
+    """`-n N` distributes by `loadgroup` rather than xdist's plain `load` (an explicit
+    `--dist` other than load is kept): see pytest_collection_modifyitems."""
+    if getattr(config.option, "numprocesses", None) and getattr(config.option, "dist", "") == "load":
+        config.option.dist = "loadgroup"
+
+
 def pytest_collection_modifyitems(items):
     """Every test that uses a module- or session-scoped fixture of this suite (the presets'
     suites, the built-in questions' answers, freshly made traces, a Dask cluster, a
     PostgreSQL server) is put in that fixture's `xdist_group`: under `--dist loadgroup`
-    (pyproject's addopts) the fixture is computed by one worker, not by each worker a test
-    of it lands on. A test with two such fixtures joins the first one's group."""
+    (pytest_configure) the fixture is computed by one worker, not by each worker a test of
+    it lands on. A test with two such fixtures joins the first one's group."""
     for item in items:
         defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
         for name in item.fixturenames:
