@@ -31,12 +31,14 @@ def pytest_configure(config):
         config.option.dist = "loadgroup"
 
 
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
     """Every test that uses a module- or session-scoped fixture of this suite (the presets'
     suites, the built-in questions' answers, freshly made traces, a Dask cluster, a
     PostgreSQL server) is put in that fixture's `xdist_group`: under `--dist loadgroup`
     (pytest_configure) the fixture is computed by one worker, not by each worker a test of
     it lands on. A test with two such fixtures joins the first one's group."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
     for item in items:
         defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
         for name in item.fixturenames:
