@@ -9,10 +9,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from test_trace_fixtures import T, run, verdict_of
 
 from toolcommit.checker.logs.adapters import check_trace
 from toolcommit.checker.logs.adapters.rules import Rules
+
+from .traces import T, run, verdict_of
 
 REFUND = Rules(effectful=frozenset({"refund"}))
 OA = T / "openai-agents-reissue.jsonl"

@@ -8,7 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
-from test_trace_fixtures import T, run, verdict_of
+from .traces import T, run, verdict_of
 
 REFUND = ["--from", "otel", "{T}/pydantic-clean.console.json", "--effectful", "refund"]
 CRASH = ["{T}/langgraph-crash-1.jsonl", "{T}/langgraph-crash-2.jsonl"]

@@ -6,7 +6,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_ask import assert_stored_answer
 
 from toolcommit.checker.cli import main
 from toolcommit.checker.design.grid import cell_system
@@ -15,6 +14,8 @@ from toolcommit.checker.design.schema import load_question
 from toolcommit.checker.engines.trace import replay
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.render.counterexample import parse_itf
+
+from .answers import assert_stored_answer
 
 REPO = Path(__file__).resolve().parents[2]
 QUESTIONS = ("failure-classes", "tradeoffs", "late-replay")

@@ -3,8 +3,9 @@ mutated question text are either a valid question or a `ToolcommitError` the CLI
 one line with exit 2, never another exception (a traceback) or an `InternalError` (exit 4).
 A sample of the valid mutants is also answered and rendered, one cell each.
 
-Run with `--hypothesis-show-statistics` for the number of cases; `-m slow` runs four times
-more; TOOLCOMMIT_FUZZ_EXAMPLES=N sets the count and TOOLCOMMIT_FUZZ_RANDOM=1 draws new cases
+Run with `--hypothesis-show-statistics` for the number of cases: 50 of each by default,
+and `-m slow` runs twelve times more (mutated text three times); TOOLCOMMIT_FUZZ_EXAMPLES=N
+sets the count and TOOLCOMMIT_FUZZ_RANDOM=1 draws new cases
 (by default the cases are the same on every run).
 """
 import copy
@@ -44,10 +45,10 @@ NAMES = sorted(set(protocol().knobs) | set(protocol().assumptions) | set(protoco
                | set(protocol().actions) | set(protocol().faults) | set(instances()["instances"])
                | set(instances()["proposals"]) | {o for k in protocol().knobs.values() for o in k.options}
                | {"yes", "no", "HOLDS", "VIOLATED", "rec(t1)", "UNKNOWN", "P5", "P9"})
-N = int(os.environ.get("TOOLCOMMIT_FUZZ_EXAMPLES", "150"))
+N = int(os.environ.get("TOOLCOMMIT_FUZZ_EXAMPLES", "50"))
 FUZZ = settings(max_examples=N, deadline=None, derandomize="TOOLCOMMIT_FUZZ_RANDOM" not in os.environ,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-DEEP = settings(FUZZ, max_examples=4 * N)
+DEEP = settings(FUZZ, max_examples=12 * N)
 
 scalars = (st.none() | st.booleans() | st.integers(-2, 12) | st.integers()
            | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=12)
@@ -133,7 +134,7 @@ def test_mutated_builtin_question_is_a_question_or_a_one_line_error(doc):
 
 
 @pytest.mark.slow
-@FUZZ
+@settings(FUZZ, max_examples=3 * N)
 @given(mutated_text())
 def test_mutated_question_text_is_a_question_or_a_one_line_error(text):
     _load(text)

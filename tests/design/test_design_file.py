@@ -115,9 +115,10 @@ def test_a_shipped_design_is_what_the_search_finds_today(path, tmp_path, capsys)
 
 def test_design_under_a_delay_that_outlives_the_key_finds_no_exactly_once_on_stripe(capsys):
     """design --set delay_bound=48h: D >= L, a late request can land after its key was
-    pruned; what is left is at-most-once, and the profile's own numbers are shown changed."""
+    pruned; what is left is at-most-once, and the profile's own numbers are shown changed
+    (give_up_retry alone shows it: with ack_loss too the search costs half as much again)."""
     from toolcommit.checker.design.synthesis import synthesize
-    s = synthesize("stripe", ["ack_loss", "give_up_retry"], given={"delay_bound": "48h"})
+    s = synthesize("stripe", ["give_up_retry"], given={"delay_bound": "48h"})
     assert s.levels[0].guarantee == "exactly-once" and not s.levels[0].minimal
     assert s.chosen.guarantee == "at-most-once"
     assert main(["design", "--env", "stripe", "--set", "on_unknown=reconcile"]) == 2

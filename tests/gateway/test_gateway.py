@@ -140,10 +140,12 @@ def test_over_http_a_scope_rule_makes_a_retry_in_a_new_session_apply_once(gatewa
     (["--effectful", "refund", "--db", "x.db", "--http", "0", "--token-file", "no-such",
       "--", "true"], "--token-file no-such: No such file"),
 ])
-def test_bad_usage_is_one_line_and_exit_2(tmp_path, argv, needle):
-    p = subprocess.run([sys.executable, "-m", "toolcommit.checker.cli", "gateway", *argv],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=LIMIT)
-    assert p.returncode == 2 and needle in p.stderr and len(p.stderr.splitlines()) == 1
+def test_bad_usage_is_one_line_and_exit_2(tmp_path, monkeypatch, argv, needle):
+    """In this process (the usage is judged before anything starts; the other tests run the
+    gateway's own process)."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli("gateway", *argv)
+    assert code == 2 and needle in err and len(err.splitlines()) == 1
     assert list(tmp_path.iterdir()) == []                   # nothing created
 
 

@@ -5,12 +5,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_validate_decoders import BAD
-from test_validate_sharded import effect, move, proposal
 
 from toolcommit.checker.cli import main
 from toolcommit.checker.cli.validate import EXIT_CODES, validate
 from toolcommit.checker.render.findings import RENDERERS
+
+from .logtools import BAD, effect, move, proposal
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 

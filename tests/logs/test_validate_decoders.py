@@ -13,6 +13,8 @@ from toolcommit.checker.logs import events as logevents
 from toolcommit.checker.logs import read as logread
 from toolcommit.checker.logs import typed
 
+from .logtools import BAD
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 needs_msgspec = pytest.mark.skipif(typed.decode is None, reason="msgspec is not installed "
                                    "(the typed decoder is an installed dependency)")
@@ -123,29 +125,6 @@ def test_the_dict_path_gives_the_same_report_on_every_fixture(path, capsys, monk
     typed_out = outputs(["validate", str(path), "--format", "json"], capsys)
     monkeypatch.setattr(logread, "TYPED", None)
     assert outputs(["validate", str(path), "--format", "json"], capsys) == typed_out
-
-
-BAD = {
-    "not_json": b'{"type":"crash","writer":"w","seq":1}\n{"type": "crash",, }\n',
-    "bad_field": b'{"type":"crash","writer":"w","seq":1}\n{"type":"crash","writer":"w","seq":"two"}\n',
-    "missing_field": b'{"type":"transition","writer":"w","seq":1,"key":"k","to":"RECORDED"}\n',
-    "unknown_state": b'{"type":"transition","writer":"w","seq":1,"key":"k","from":"PROPOSED","to":"DONE"}\n',
-    "unknown_type": b'{"type":"heartbeat","writer":"w","seq":1}\n',
-    "not_object": b"[1, 2]\n",
-    "not_utf8": b'{"type":"cr\xffash","writer":"w","seq":1}\n',
-    "empty_key": b'{"type":"transition","writer":"w","seq":1,"key":"","from":"PROPOSED","to":"RECORDED"}\n',
-    "effect_without_key": b'{"type":"effect","writer":"w","seq":1,"tool":"t","args":{},"scope":"s","kind":"apply"}\n',
-    "big_seq": b'{"type":"crash","writer":"w","seq":9223372036854775808}\n',
-    "nested": b'{"type":"crash","writer":"w","seq":1,"x":' + b"[" * 80 + b"]" * 80 + b"}\n",
-    "no_canonical_form": b'{"type":"proposal","writer":"w","seq":1,"call_id":"c","tool":"t",'
-                         b'"args":{"amount":1," amount":2},"scope":"s","key":"k","decision":"accepted"}\n',
-    "too_long": b'{"type":"crash","writer":"w","seq":1,"pad":"' + b"x" * 200 + b'"}\n',
-    "cut_off": b'{"type":"crash","writer":"w","seq":1}\n{"type":"restart","writer":"w","se',
-    "only_cut_off": b'{"type":"crash","wri',
-    "blank_only": b"\n  \n",
-    "bom_and_blank": b'\xef\xbb\xbf{"type":"crash","writer":"w","seq":1}\n\n   \n',
-    "unknown_field": b'{"type":"crash","writer":"w","seq":1,"extra":{"a":[1]}}\n',
-}
 
 
 @pytest.mark.parametrize("name", sorted(BAD))

@@ -9,12 +9,13 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from logtools import interleave
 
 from toolcommit.checker.cli import main
 from toolcommit.checker.cli.validate import validate
 from toolcommit.checker.logs.conformance import check
 from toolcommit.checker.logs.write import events_to_jsonl
+
+from .logtools import interleave
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "logs"
 EXPECTED = json.loads((LOGS / "expected.json").read_text())["expected"]

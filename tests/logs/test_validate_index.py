@@ -7,11 +7,11 @@ import random
 import zlib
 
 import pytest
-from test_validate_lane import bench_like, damaged
-from test_validate_sharded import outputs
 
 from toolcommit.checker.logs import index, lane, pool, shards, typed
 from toolcommit.checker.logs.write import events_to_jsonl
+
+from .logtools import bench_like, damaged, outputs
 
 LANE = lane.load()[0]
 pytestmark = pytest.mark.skipif(LANE is None, reason="the native lane is not available here")

@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_validate_decoders import BAD
-from test_validate_properties import conforming, hostile, merge, picks
 
 from toolcommit.checker.cli import main
 from toolcommit.checker.logs import lane, typed
@@ -22,6 +20,8 @@ from toolcommit.checker.logs.store import Intent, Key
 from toolcommit.checker.logs.write import events_to_jsonl
 from toolcommit.checker.logs.writers import Writer
 from toolcommit.model.errors import InputError
+
+from .logtools import BAD, bench_like, conforming, damaged, hostile, in_process, merge, picks
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 LANE, WHY = lane.load()
@@ -101,54 +101,6 @@ def test_the_lane_leaves_the_same_state_as_the_python_core(lanes, a, batch):
     assert run(lines, True, batch) == run(lines, False, batch)
 
 
-def bench_like(n: int, seed: int) -> list[dict]:
-    """Many interleaved intents: proposals, chains to ACKED (some through UNKNOWN and a
-    reconcile by another writer), effects, duplicate proposals, crashes and lost lines."""
-    rng = random.Random(seed)
-    out, seqs = [], {}
-
-    def emit(ev):
-        w = ev["writer"]
-        seqs[w] = seqs.get(w, 0) + (2 if rng.random() < 0.01 else 1)   # a lost line
-        out.append(dict(ev, seq=seqs[w]))
-    live = []
-    for i in range(n):
-        w = f"w{rng.randrange(4)}"
-        call = {"tool": "refund", "args": {"amount": rng.randrange(1, 5), "order": f"o{i % 50}"},
-                "scope": f"u{i % 7}"}
-        key = f"k{i % (n - 3)}"          # a few keys come back
-        steps = [{"type": "proposal", "writer": w, "call_id": f"t{i}", "key": key,
-                  "decision": "accepted", **call},
-                 {"type": "transition", "writer": w, "key": key, "from": "PROPOSED",
-                  "to": "RECORDED"},
-                 {"type": "transition", "writer": w, "key": key, "from": "RECORDED",
-                  "to": "DISPATCHED", "fence": 1}]
-        if rng.random() < 0.2:
-            other = f"w{rng.randrange(4)}"
-            steps += [{"type": "transition", "writer": w, "key": key, "from": "DISPATCHED",
-                       "to": "UNKNOWN", "fence": 1},
-                      {"type": "proposal", "writer": other, "call_id": f"r{i}", "key": key,
-                       "decision": "duplicate", **call},
-                      {"type": "transition", "writer": other, "key": key, "from": "UNKNOWN",
-                       "to": "RECONCILING", "fence": 2},
-                      {"type": "transition", "writer": other, "key": key,
-                       "from": "RECONCILING", "to": "ACKED", "fence": 2}]
-        else:
-            steps.append({"type": "transition", "writer": w, "key": key,
-                          "from": "DISPATCHED", "to": "ACKED", "fence": 1})
-        steps.insert(3, {"type": "effect", "writer": "bank", "key": key, "kind": "apply",
-                         "fence": 1, "effect_id": f"e{i}", **call})
-        if rng.random() < 0.02:
-            steps.insert(2, {"type": "crash", "writer": w})
-        live.append(steps)
-        while len(live) > 6 or (i == n - 1 and live):
-            s = live[rng.randrange(len(live))]
-            emit(s.pop(0))
-            if not s:
-                live.remove(s)
-    return out
-
-
 @pytest.mark.parametrize("seed", range(3))
 def test_the_lane_leaves_the_same_state_on_many_interleaved_intents(seed):
     lines = lines_of(bench_like(400, seed))
@@ -202,8 +154,6 @@ def test_the_lanes_crc32_is_zlibs(data):
 def sharded_reports(path: str, monkeypatch) -> list:
     """Reports of the sharded checker (forked, routed by hash; in process, by CRC-32, as on
     a cluster), rendered, with the lane and without it."""
-    from test_validate_sharded import in_process
-
     from toolcommit.checker.cli.validate import EXIT_CODES, validate
     from toolcommit.checker.logs import pool
     from toolcommit.checker.render.findings import RENDERERS
@@ -260,26 +210,6 @@ def test_extreme_numbers_leave_the_same_state_with_and_without_the_lane():
             ev["epoch"] = big - j
     lines = lines_of(evs)
     assert run(lines, True, 16) == run(lines, False, 16)
-
-
-def damaged(base: list, rng: random.Random, alphabet: bytes) -> list:
-    """`base`'s lines with one to four hostile edits drawn from `rng`: a byte flipped to
-    one of `alphabet`, a line repeated, dropped, or cut (keeping its newline)."""
-    lines = list(base)
-    for _ in range(rng.randint(1, 4)):
-        i = rng.randrange(len(lines))
-        op = rng.randrange(4)
-        if op == 0:
-            b = bytearray(lines[i])
-            b[rng.randrange(len(b))] = rng.choice(alphabet)
-            lines[i] = bytes(b)
-        elif op == 1:
-            lines.insert(i, lines[i])
-        elif op == 2:
-            del lines[i]
-        else:
-            lines[i] = lines[i][:rng.randrange(len(lines[i]))] + b"\n"
-    return lines
 
 
 def test_randomly_damaged_logs_give_the_same_report_or_error_with_and_without_the_lane(

@@ -17,20 +17,10 @@ from toolcommit.checker.logs.conformance import check
 from toolcommit.checker.logs.write import events_to_jsonl
 from toolcommit.checker.render.findings import render_json
 
+from .logtools import conforming, hostile, merge, picks
+
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
-
-STATES = ["PROPOSED", "RECORDED", "DISPATCHED", "ACKED", "UNKNOWN", "RECONCILING",
-          "COMPENSATED", "DEAD_LETTER", "REJECTED_CONFLICT"]
-# conforming histories: (states, index at which a second writer takes over, or None)
-PATHS = [
-    (["PROPOSED", "RECORDED", "DISPATCHED", "ACKED"], None),
-    (["PROPOSED", "RECORDED", "REJECTED_CONFLICT"], None),
-    (["PROPOSED", "RECORDED", "DISPATCHED", "UNKNOWN", "RECONCILING", "ACKED"], 3),
-    (["PROPOSED", "RECORDED", "DISPATCHED", "UNKNOWN", "RECONCILING", "DEAD_LETTER"], 3),
-    (["PROPOSED", "RECORDED", "DISPATCHED", "UNKNOWN", "COMPENSATED"], None),
-    (["PROPOSED", "RECORDED", "DISPATCHED", "UNKNOWN", "DEAD_LETTER"], 3),
-]
 
 
 def summary(report) -> tuple:
@@ -38,97 +28,6 @@ def summary(report) -> tuple:
     certainty (line numbers and stories may)."""
     return report.verdict.value, sorted({(f.property, f.key, f.certainty)
                                          for f in report.findings})
-
-
-def number(lanes: dict[str, list[dict]]) -> dict[str, list[dict]]:
-    """Give each writer's events seq 1, 2, ..."""
-    for w, evs in lanes.items():
-        for i, ev in enumerate(evs, 1):
-            ev["writer"], ev["seq"] = w, i
-    return lanes
-
-
-def merge(lanes: dict[str, list[dict]], picks: list[int]) -> list[dict]:
-    """One interleaving of the writers' own orders, chosen by `picks`."""
-    queues = {w: list(evs) for w, evs in lanes.items() if evs}
-    out, i = [], 0
-    while queues:
-        names = sorted(queues)
-        w = names[picks[i % len(picks)] % len(names)] if picks else names[0]
-        i += 1
-        out.append(queues[w].pop(0))
-        if not queues[w]:
-            del queues[w]
-    return out
-
-
-# ----- conforming logs ------------------------------------------------------------------------
-@st.composite
-def conforming(draw) -> dict[str, list[dict]]:
-    """A conforming multi-writer log: each key one intent, one legal history (a takeover by a
-    second writer with a higher fence after UNKNOWN), the provider's effect records."""
-    lanes: dict[str, list[dict]] = {"w1": [], "w2": [], "w3": [], "bank": []}
-    for i in range(draw(st.integers(1, 4))):
-        key, call = f"k{i}", {"tool": "refund", "args": {"amount": i + 1}, "scope": "u"}
-        states, takeover = draw(st.sampled_from(PATHS))
-        first, second = draw(st.permutations(["w1", "w2", "w3"]))[:2]
-        lanes[first].append({"type": "proposal", "call_id": f"t{i}", "key": key,
-                             "decision": "accepted", **call})
-        fence = 0
-        for j, (a, b) in enumerate(zip(states, states[1:])):
-            w = second if takeover is not None and j >= takeover else first
-            if b in ("DISPATCHED", "RECONCILING"):
-                fence += 1
-            ev = {"type": "transition", "key": key, "from": a, "to": b}
-            if fence:
-                ev["fence"] = fence
-            lanes[w].append(ev)
-            if b == "DISPATCHED" and states[-1] in ("ACKED", "COMPENSATED"):
-                lanes["bank"].append({"type": "effect", "key": key, "kind": "apply",
-                                      "fence": fence, "effect_id": f"e{i}", **call})
-        if states[-1] == "COMPENSATED":
-            lanes["bank"].append({"type": "effect", "key": key, "kind": "compensate", **call})
-        if draw(st.booleans()):
-            lanes[draw(st.sampled_from(["w1", "w2", "w3"]))].append({"type": "restart"})
-    return number(lanes)
-
-
-@st.composite
-def hostile(draw) -> dict[str, list[dict]]:
-    """Anything well-formed: random moves (legal or not) of a few keys by a few writers,
-    crashes, duplicate and paraphrased proposals, effects by key or idempotency key."""
-    lanes: dict[str, list[dict]] = {"w1": [], "w2": [], "w3": [], "bank": []}
-    keys = [f"k{i}" for i in range(draw(st.integers(1, 3)))]
-    for _ in range(draw(st.integers(1, 14))):
-        kind = draw(st.sampled_from(["proposal", "move", "move", "move", "effect", "crash"]))
-        w = draw(st.sampled_from(["w1", "w2", "w3"]))
-        key = draw(st.sampled_from(keys))
-        call = {"tool": "refund", "args": {"amount": draw(st.sampled_from([20, 20.0, 7]))},
-                "scope": "u"}
-        if kind == "proposal":
-            lanes[w].append({"type": "proposal", "call_id": "t", "key": key,
-                             "decision": draw(st.sampled_from(["accepted", "duplicate"])),
-                             "epoch": draw(st.integers(1, 2)), **call})
-        elif kind == "move":
-            ev = {"type": "transition", "key": key, "from": draw(st.sampled_from(STATES)),
-                  "to": draw(st.sampled_from(STATES))}
-            if draw(st.booleans()):
-                ev["fence"] = draw(st.integers(1, 3))
-            lanes[w].append(ev)
-        elif kind == "effect":
-            ev = {"type": "effect", "kind": draw(st.sampled_from(["apply", "apply", "compensate"])),
-                  **call, **({"key": key} if draw(st.booleans()) else {"idempotency_key": key})}
-            if draw(st.booleans()):
-                ev["fence"] = draw(st.integers(1, 3))
-            if draw(st.booleans()):
-                ev["effect_id"] = draw(st.sampled_from(["e1", "e2"]))
-            lanes["bank"].append(ev)
-        else:
-            lanes[w].append({"type": "crash"})
-    return number(lanes)
-
-
-picks = st.lists(st.integers(0, 3), min_size=1, max_size=30)
 
 
 @SETTINGS

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from test_validate_decoders import BAD
 
 from toolcommit.checker.cli import main
 from toolcommit.checker.cli.validate import EXIT_CODES, validate
@@ -16,18 +15,14 @@ from toolcommit.checker.logs.findings import MAX_PER_PROPERTY
 from toolcommit.checker.logs.write import events_to_jsonl
 from toolcommit.checker.render.findings import RENDERERS, render_json
 
+from .logtools import BAD, effect, in_process, keys_on_different_shards, move, outputs, proposal
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 
 
 @pytest.fixture(autouse=True)
 def shard_small_logs(monkeypatch):
     monkeypatch.setattr(pool, "SHARD_MIN_BYTES", 0)
-
-
-def outputs(args, capsys):
-    code = main(args)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def same_with_shards(args, capsys, jobs=(2,)):
@@ -43,43 +38,21 @@ def rendered(paths, jobs, focus=()):
     return code, {fmt: render(report, code) for fmt, render in RENDERERS.items()}
 
 
+@pytest.mark.parametrize("jobs", [2, pytest.param(3, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.jsonl*")), ids=lambda p: p.name)
-def test_sharding_gives_the_same_report_on_every_fixture_in_every_format(path):
-    single = rendered([str(path)], 1)
-    assert rendered([str(path)], 2) == single
-    assert rendered([str(path)], 3) == single
+def test_sharding_gives_the_same_report_on_every_fixture_in_every_format(path, jobs):
+    """Two shards by default; three with -m slow (any number of shards, routed stably, in
+    one process: test_any_number_of_stably_routed_shards_gives_the_same_report)."""
+    assert rendered([str(path)], jobs) == rendered([str(path)], 1)
 
 
+@pytest.mark.parametrize("jobs", [2, pytest.param(3, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", sorted(BAD))
-def test_sharding_gives_the_same_error_or_warning_for_every_bad_line_kind(name, tmp_path, capsys):
+def test_sharding_gives_the_same_error_or_warning_for_every_bad_line_kind(name, jobs, tmp_path,
+                                                                          capsys):
     p = tmp_path / f"{name}.jsonl"
     p.write_bytes(BAD[name])
-    same_with_shards(["validate", str(p), "--max-line-bytes", "200"], capsys, jobs=(2, 3))
-
-
-def proposal(key, seq, amount, w="w1", epoch=None):
-    ev = {"type": "proposal", "writer": w, "seq": seq, "call_id": f"c{seq}", "tool": "refund",
-          "args": {"amount": amount}, "scope": "u", "key": key, "decision": "accepted"}
-    return ev if epoch is None else dict(ev, epoch=epoch)
-
-
-def move(key, seq, frm, to, w="w1"):
-    return {"type": "transition", "writer": w, "seq": seq, "key": key, "from": frm, "to": to}
-
-
-def effect(key, seq, amount, w="bank"):
-    return {"type": "effect", "writer": w, "seq": seq, "key": key, "tool": "refund",
-            "args": {"amount": amount}, "scope": "u", "kind": "apply"}
-
-
-def keys_on_different_shards(n=2):
-    """Two key names that shard `n` ways land on different shards, whether routed by
-    Python's hash (forked shards without the line index) or by CRC-32 (with it, and on a
-    cluster)."""
-    names = [f"key-{i}" for i in range(50)]
-    a = names[0]
-    return a, next(b for b in names if all(shards.shard_of(b, n, stable) != shards.shard_of(a, n, stable)
-                                           for stable in (False, True)))
+    same_with_shards(["validate", str(p), "--max-line-bytes", "200"], capsys, jobs=(jobs,))
 
 
 def test_an_intent_whose_keys_sit_on_two_shards_is_judged_whole(tmp_path, capsys, monkeypatch):
@@ -160,30 +133,6 @@ def test_a_bad_line_after_an_uncanonical_call_on_another_shard_reports_the_first
 def test_jobs_below_one_is_a_usage_error(capsys):
     assert main(["validate", str(FIXTURES / "i1-ok.jsonl"), "--jobs", "0"]) == 2
     assert "--jobs 0" in capsys.readouterr().err
-
-
-def in_process(paths, jobs, focus=(), between=lambda method, i: None):
-    """The shard protocol with every shard in this process, routed by CRC-32 (as on a
-    cluster, where shards are not forked from one parent); `between` runs before each
-    call of a shard."""
-    from toolcommit.checker.logs.merge import merge
-    from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES as limit
-    from toolcommit.checker.logs.shards import Shard, coordinate
-    every = [Shard(paths, limit, focus, i, jobs, None, True) for i in range(jobs)]
-
-    def call(method, args):
-        out = []
-        for i, (s, a) in enumerate(zip(every, args)):
-            between(method, i)
-            out.append(getattr(s, method)(*a))
-        return out
-
-    def fixup(keys):
-        s = Shard(paths, limit, focus, 0, jobs, keys, True)
-        s.run()
-        return s.finish()
-
-    return merge(*coordinate(call, jobs, fixup), focus)
 
 
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("*-bad.jsonl")), ids=lambda p: p.name)

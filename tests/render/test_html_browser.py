@@ -35,7 +35,8 @@ REPORTS = [
                         "--instance", "ack_loss", "--property", "I1"], CALL, 300),
     ("validate", "validate", ["validate", "tests/fixtures/logs/zombie-bad.jsonl"],
      LANE_COLOUR, 1500),
-    ("ask-late-replay", None, ["ask", "late-replay", "--env", "stripe"], CALL, 300),
+    pytest.param("ask-late-replay", None, ["ask", "late-replay", "--env", "stripe"], CALL, 300,
+                 marks=pytest.mark.slow),     # a second ask page, no picture: with -m slow
     ("ask-failure-classes", "ask", ["ask", "failure-classes"], CALL, 300),
     ("design", "design", ["design", "--env", "stripe", "--instance", "ack_loss", "--instance",
                           "give_up_retry"], CALL, 300),
@@ -59,7 +60,8 @@ def _pixels(image, colour: str, tolerance: int = 8) -> int:
                if abs(r - r0) <= tolerance and abs(g - g0) <= tolerance and abs(b - b0) <= tolerance)
 
 
-@pytest.mark.parametrize("kind,picture,argv,colour,least", REPORTS, ids=[r[0] for r in REPORTS])
+@pytest.mark.parametrize("kind,picture,argv,colour,least", REPORTS,
+                         ids=[(r.values if hasattr(r, "values") else r)[0] for r in REPORTS])
 def test_chromium_renders_the_report_with_its_diagrams(kind, picture, argv, colour, least,
                                                        tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)

@@ -6,19 +6,20 @@ here, and replayed by its Replayer) give the verdicts pinned for the fixtures. N
 ``frameworks`` extra; CI installs it."""
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
 
-pytest.importorskip("pydantic_ai", reason="the frameworks extra is not installed "
-                    "(pip install -e '.[frameworks]')")
-pytest.importorskip("langgraph.checkpoint.sqlite", reason="the frameworks extra is not installed")
-for _module in ("agents", "dbos", "temporalio.worker"):
-    pytest.importorskip(_module, reason="the frameworks extra is not installed "
-                        "(pip install -e '.[frameworks]')")
+from . import make_traces
+from .traces import CASES, verdict_of
 
-import make_traces  # noqa: E402
-from test_trace_fixtures import CASES, verdict_of  # noqa: E402
+# found, not imported: importing the frameworks takes seconds, which every worker would
+# spend at collection; make_traces imports them when it runs
+if any(importlib.util.find_spec(m) is None for m in
+       ("pydantic_ai", "langgraph", "langgraph.checkpoint.sqlite", "agents", "dbos", "temporalio")):
+    pytest.skip("the frameworks extra is not installed (pip install -e '.[frameworks]')",
+                allow_module_level=True)
 
 FRAMEWORK_CASES = [c for c in CASES if c["made_by"] == "frameworks"]
 
