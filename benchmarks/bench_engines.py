@@ -14,6 +14,7 @@ explicit engines stop at the first I1 violation on naive (`Limits(first=True)`, 
 `check --first`), and Spin's BFS stops at its first assertion failure. An engine that hits
 its limit on one size is not run on the larger ones ("stops scaling").
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,13 +42,38 @@ from spin import spin_run  # noqa: E402
 SIZES = [
     ("S1 default", {}),
     ("S2 w3 f4 c2", {"workers": 3, "crashes": 2, "max_fence": 4}),
-    ("S3 w3 f4 faults2", {"workers": 3, "crashes": 2, "max_fence": 4, "delays": 2,
-                          "ack_losses": 2, "lease_expiries": 2}),
-    ("S4 w4 f5 faults3", {"workers": 4, "crashes": 3, "max_fence": 5, "delays": 3,
-                          "ack_losses": 3, "lease_expiries": 3}),
+    (
+        "S3 w3 f4 faults2",
+        {
+            "workers": 3,
+            "crashes": 2,
+            "max_fence": 4,
+            "delays": 2,
+            "ack_losses": 2,
+            "lease_expiries": 2,
+        },
+    ),
+    (
+        "S4 w4 f5 faults3",
+        {
+            "workers": 4,
+            "crashes": 3,
+            "max_fence": 5,
+            "delays": 3,
+            "ack_losses": 3,
+            "lease_expiries": 3,
+        },
+    ),
 ]
-LIMIT = {"native": 60.0, "python": 60.0, "spin": 120.0, "bmc": 60.0, "kind": 60.0, "pdr": 90.0,
-         "random": 60.0}
+LIMIT = {
+    "native": 60.0,
+    "python": 60.0,
+    "spin": 120.0,
+    "bmc": 60.0,
+    "kind": 60.0,
+    "pdr": 90.0,
+    "random": 60.0,
+}
 PROPS = ["I1", "FENCE"]
 
 
@@ -66,8 +92,9 @@ def explicit_run(engine: str, system, first: bool, graph: bool = False, limit: b
     lib, why = library(c)
     if lib is None:
         return why, None
-    return timed(lambda: explore_native(c, timeout=LIMIT["native"] * limit, graph=graph, lib=lib,
-                                       stop=stop))
+    return timed(
+        lambda: explore_native(c, timeout=LIMIT["native"] * limit, graph=graph, lib=lib, stop=stop)
+    )
 
 
 def cell_explicit(engine, system, want_violation):
@@ -79,11 +106,24 @@ def cell_explicit(engine, system, want_violation):
         return f"limit ({ex.state_count:,} states, depth {ex.depth})", False, None
     if want_violation:
         sid = ex.first_violation.get("I1")
-        return (f"{s:.2f}s, x{ex.depth_of(sid)} ({ex.state_count:,} states)" if sid is not None
-                else f"{s:.2f}s, no violation"), True, s
+        return (
+            (
+                f"{s:.2f}s, x{ex.depth_of(sid)} ({ex.state_count:,} states)"
+                if sid is not None
+                else f"{s:.2f}s, no violation"
+            ),
+            True,
+            s,
+        )
     ok = not any(p in ex.first_violation for p in PROPS)
-    return (f"{s:.2f}s {'exhaustive' if ok else 'VIOLATED'} ({ex.state_count:,} states, "
-            f"{rate:,.0f}/s)"), True, s
+    return (
+        (
+            f"{s:.2f}s {'exhaustive' if ok else 'VIOLATED'} ({ex.state_count:,} states, "
+            f"{rate:,.0f}/s)"
+        ),
+        True,
+        s,
+    )
 
 
 def cell_spin(system, want_violation):
@@ -94,8 +134,15 @@ def cell_spin(system, want_violation):
     if not r["complete"]:
         return f"limit ({r['states']:,} states)", False, None
     if want_violation:
-        return (f"{s:.2f}s, x{r['depth']} ({r['states']:,} states)" if r["errors"]
-                else f"{s:.2f}s, no violation"), True, s
+        return (
+            (
+                f"{s:.2f}s, x{r['depth']} ({r['states']:,} states)"
+                if r["errors"]
+                else f"{s:.2f}s, no violation"
+            ),
+            True,
+            s,
+        )
     return f"{s:.2f}s exhaustive ({r['states']:,} states, no symmetry)", True, s
 
 
@@ -133,7 +180,9 @@ def main() -> None:
                 elif engine == "spin":
                     text, ok, secs[engine] = cell_spin(system, want)
                 elif engine == "bmc":
-                    vs, s = timed(lambda: bmc.check(system, props, 12 if want else 20, LIMIT["bmc"]))
+                    vs, s = timed(
+                        lambda: bmc.check(system, props, 12 if want else 20, LIMIT["bmc"])
+                    )
                     text, ok = cell_verdicts(vs, s, LIMIT["bmc"])
                 elif engine in ("kind", "pdr"):
                     vs, s = timed(lambda: induction.prove(system, props, engine, 12, LIMIT[engine]))
@@ -148,14 +197,26 @@ def main() -> None:
                 alive[(goal, engine)] = ok
                 cells[engine] = text
                 print("   ", text, flush=True)
-            rows.append((label, len(system.variables), len([a for a in system.actions if not a.cut]),
-                         goal, cells, secs))
+            rows.append(
+                (
+                    label,
+                    len(system.variables),
+                    len([a for a in system.actions if not a.cut]),
+                    goal,
+                    cells,
+                    secs,
+                )
+            )
     full = full_bfs(engines)
     write(rows, engines, full)
 
 
 def ratio(a, b) -> str:
-    return f"{b / a:.0f}x" if a and b and a > 0.005 else ("-" if not (a and b) else "(too fast to time)")
+    return (
+        f"{b / a:.0f}x"
+        if a and b and a > 0.005
+        else ("-" if not (a and b) else "(too fast to time)")
+    )
 
 
 def full_bfs(engines) -> list:
@@ -174,40 +235,66 @@ def full_bfs(engines) -> list:
 
 
 def write(rows, engines, full) -> None:
-    out = ["# Engines on growing instances", "",
-           f"Machine: {platform.machine()}, {os.cpu_count()} CPUs shared with other jobs while this "
-           f"ran, Python {platform.python_version()}; one run of `python benchmarks/bench_engines.py`. "
-           f"Limits per cell: " + ", ".join(f"{e} {s:g}s" for e, s in LIMIT.items() if e in engines) + ".",
-           "",
-           "Times are CPU seconds of the search alone (read them as orders of magnitude: other jobs "
-           "shared the two cores). naive: time to the first I1 counterexample (xN = its length), "
-           "each explicit engine stopping there (`check --first`) and Spin's BFS at its first "
-           "assertion failure. recommended: time to a proof (kind, pdr) or a clean pass of I1 and "
-           "FENCE (native, python, spin: exhaustive; bmc: up to depth 20; random: 1000 runs of up "
-           "to 60 steps, not a proof). Our engines reduce by symmetry (orbits of interchangeable "
-           "workers and calls); Spin has no symmetry reduction, so it stores more states. "
-           "'skipped' = the engine hit its limit, or was refused, on a smaller size; 'refused' = the native engine "
-           "cannot take the instance (the Python engine answers it, as `check` does).", "",
-           "Sizes are `default` with `--bounds`: S2 = workers=3,crashes=2,max_fence=4; S3 = S2 plus "
-           "delays=2,ack_losses=2,lease_expiries=2; S4 = workers=4,crashes=3,max_fence=5 and 3 of "
-           "each of those faults.", "",
-           "| size | vars | actions | preset | " + " | ".join(engines) + " |",
-           "|---|---|---|---|" + "---|" * len(engines)]
+    out = [
+        "# Engines on growing instances",
+        "",
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs shared with other jobs while this "
+        f"ran, Python {platform.python_version()}; one run of `python benchmarks/bench_engines.py`. "
+        f"Limits per cell: "
+        + ", ".join(f"{e} {s:g}s" for e, s in LIMIT.items() if e in engines)
+        + ".",
+        "",
+        "Times are CPU seconds of the search alone (read them as orders of magnitude: other jobs "
+        "shared the two cores). naive: time to the first I1 counterexample (xN = its length), "
+        "each explicit engine stopping there (`check --first`) and Spin's BFS at its first "
+        "assertion failure. recommended: time to a proof (kind, pdr) or a clean pass of I1 and "
+        "FENCE (native, python, spin: exhaustive; bmc: up to depth 20; random: 1000 runs of up "
+        "to 60 steps, not a proof). Our engines reduce by symmetry (orbits of interchangeable "
+        "workers and calls); Spin has no symmetry reduction, so it stores more states. "
+        "'skipped' = the engine hit its limit, or was refused, on a smaller size; 'refused' = the native engine "
+        "cannot take the instance (the Python engine answers it, as `check` does).",
+        "",
+        "Sizes are `default` with `--bounds`: S2 = workers=3,crashes=2,max_fence=4; S3 = S2 plus "
+        "delays=2,ack_losses=2,lease_expiries=2; S4 = workers=4,crashes=3,max_fence=5 and 3 of "
+        "each of those faults.",
+        "",
+        "| size | vars | actions | preset | " + " | ".join(engines) + " |",
+        "|---|---|---|---|" + "---|" * len(engines),
+    ]
     for label, nv, na, goal, cells, _ in rows:
-        out.append(f"| {label} | {nv} | {na} | {goal} | " + " | ".join(cells[e] for e in engines) + " |")
-    out += ["", "Ratios in this run (CPU seconds; a time under 5 ms is not timed): native over "
-            "Python, and native over Spin.", "", "| size | preset | native vs python | native vs spin |",
-            "|---|---|---:|---:|"]
+        out.append(
+            f"| {label} | {nv} | {na} | {goal} | " + " | ".join(cells[e] for e in engines) + " |"
+        )
+    out += [
+        "",
+        "Ratios in this run (CPU seconds; a time under 5 ms is not timed): native over "
+        "Python, and native over Spin.",
+        "",
+        "| size | preset | native vs python | native vs spin |",
+        "|---|---|---:|---:|",
+    ]
     for label, _, _, goal, _, secs in rows:
         n = secs.get("native")
-        out.append(f"| {label} | {goal} | {ratio(n, secs.get('python'))} | {ratio(n, secs.get('spin'))} |")
-    first = next((c for label, _, _, goal, c, _ in rows if label == "S1 default" and goal == "naive"), {})
-    out += ["", "Stopping at the first I1 violation against the whole BFS, naive `default` "
-            "(the whole search keeps the edge list for DEADLOCK and PROGRESS; Spin's asserts nothing):",
-            "", "| engine | first I1 (stops) | whole BFS |", "|---|---|---|"]
+        out.append(
+            f"| {label} | {goal} | {ratio(n, secs.get('python'))} | {ratio(n, secs.get('spin'))} |"
+        )
+    first = next(
+        (c for label, _, _, goal, c, _ in rows if label == "S1 default" and goal == "naive"), {}
+    )
+    out += [
+        "",
+        "Stopping at the first I1 violation against the whole BFS, naive `default` "
+        "(the whole search keeps the edge list for DEADLOCK and PROGRESS; Spin's asserts nothing):",
+        "",
+        "| engine | first I1 (stops) | whole BFS |",
+        "|---|---|---|",
+    ]
     for engine, states, s, complete in full:
-        out.append(f"| {engine} | {first.get(engine, '-')} | {s:.2f}s, {states:,} states"
-                   + ("" if complete else " (incomplete: limit)") + " |")
+        out.append(
+            f"| {engine} | {first.get(engine, '-')} | {s:.2f}s, {states:,} states"
+            + ("" if complete else " (incomplete: limit)")
+            + " |"
+        )
     Path(__file__).with_name("RESULTS-engines.md").write_text("\n".join(out) + "\n")
     print("\n".join(out))
 

@@ -14,6 +14,7 @@
 
     python benchmarks/bench_jobs.py [--repeat 2] [--only check|explore]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,24 +25,53 @@ import subprocess
 import sys
 import time
 
-BIG = ("seed", ["on_restart=replay_chat", "on_ack=record", "cancel_api=log", "lease=expiring"],
-       "default", "workers=3,crashes=2,max_fence=4,delays=2")
-EXPLORE = [("naive", "default", ""), ("seed", "default", ""),
-           ("recommended", "default", "workers=5,crashes=4,max_fence=6,delays=4,ack_losses=4,"
-                                      "lease_expiries=4,cancels=2"),
-           ("naive", "default", "workers=3,max_fence=4,crashes=2"),
-           ("seed+on_restart=replay_chat+on_ack=record+cancel_api=log+lease=expiring", "default",
-            "workers=3,crashes=2,max_fence=4,delays=2")]
+BIG = (
+    "seed",
+    ["on_restart=replay_chat", "on_ack=record", "cancel_api=log", "lease=expiring"],
+    "default",
+    "workers=3,crashes=2,max_fence=4,delays=2",
+)
+EXPLORE = [
+    ("naive", "default", ""),
+    ("seed", "default", ""),
+    (
+        "recommended",
+        "default",
+        "workers=5,crashes=4,max_fence=6,delays=4,ack_losses=4,lease_expiries=4,cancels=2",
+    ),
+    ("naive", "default", "workers=3,max_fence=4,crashes=2"),
+    (
+        "seed+on_restart=replay_chat+on_ack=record+cancel_api=log+lease=expiring",
+        "default",
+        "workers=3,crashes=2,max_fence=4,delays=2",
+    ),
+]
 
 
 def check_once(jobs: int) -> tuple[float, float, bytes, int]:
     preset, sets, inst, bounds = BIG
-    argv = [sys.executable, "-m", "toolcommit.checker.cli", "check", "--preset", preset,
-            *[x for s in sets for x in ("--set", s)], "--instance", inst, "--bounds", bounds,
-            "--jobs", str(jobs), "--explain", "none"]
+    argv = [
+        sys.executable,
+        "-m",
+        "toolcommit.checker.cli",
+        "check",
+        "--preset",
+        preset,
+        *[x for s in sets for x in ("--set", s)],
+        "--instance",
+        inst,
+        "--bounds",
+        bounds,
+        "--jobs",
+        str(jobs),
+        "--explain",
+        "none",
+    ]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, env=dict(os.environ, TOOLCOMMIT_ENGINE="native"))
+    done = subprocess.run(
+        argv, capture_output=True, env=dict(os.environ, TOOLCOMMIT_ENGINE="native")
+    )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -54,6 +84,7 @@ def explore_child(label: str, inst: str, bounds: str, jobs: int) -> dict:
     from toolcommit.model.environment import from_label
     from toolcommit.model.instance import instance, parse_bounds
     from toolcommit.model.semantics import build
+
     c = compile_system(build(from_label(label), instance(inst).with_bounds(parse_bounds(bounds))))
     lib, why = library(c)
     if lib is None:
@@ -63,13 +94,23 @@ def explore_child(label: str, inst: str, bounds: str, jobs: int) -> dict:
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     # on idle cores: the parallel steps' busiest threads, plus what is not the search
     # (copying the result into Python), which one thread and two do alike
-    return {"states": ex.state_count, "depth": ex.depth, "bits": c.bits, "wall": wall,
-            "cpu": cpu, "critical": sum(ex.phase_seconds) + (cpu - ex.search_cpu)}
+    return {
+        "states": ex.state_count,
+        "depth": ex.depth,
+        "bits": c.bits,
+        "wall": wall,
+        "cpu": cpu,
+        "critical": sum(ex.phase_seconds) + (cpu - ex.search_cpu),
+    }
 
 
 def _explore(label, inst, bounds, jobs) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", label, inst, bounds, str(jobs)],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", label, inst, bounds, str(jobs)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout)
 
 
@@ -98,17 +139,24 @@ def main() -> int:
         if len(outputs) != 1:
             print("the outputs of --jobs 1 and --jobs 2 differ", file=sys.stderr)
             return 1
-        states = next(line for line in next(iter(outputs))[0].decode().splitlines()
-                      if line.startswith("default"))
-        print(f"check {BIG[0]}+{'+'.join(BIG[1])} --instance {BIG[2]} --bounds {BIG[3]}: "
-              f"{' '.join(states.split()[1:3])} (states, depth); outputs identical\n")
+        states = next(
+            line
+            for line in next(iter(outputs))[0].decode().splitlines()
+            if line.startswith("default")
+        )
+        print(
+            f"check {BIG[0]}+{'+'.join(BIG[1])} --instance {BIG[2]} --bounds {BIG[3]}: "
+            f"{' '.join(states.split()[1:3])} (states, depth); outputs identical\n"
+        )
         print("| --jobs | wall s | CPU s | load (1 min) |\n|---:|---:|---:|---|")
         for jobs, (wall, cpu, load) in sorted(best.items()):
             print(f"| {jobs} | {wall:.2f} | {cpu:.2f} | {load} |")
         print(f"\n--jobs 2 is {best[1][0] / best[2][0]:.2f}x --jobs 1 (wall clock)\n", flush=True)
     if a.only in (None, "explore"):
-        print("| preset | instance | bits | states | depth | 1 thread: wall s | CPU s | "
-              "2 threads: wall s | CPU s | critical path s | wall ratio | critical ratio |")
+        print(
+            "| preset | instance | bits | states | depth | 1 thread: wall s | CPU s | "
+            "2 threads: wall s | CPU s | critical path s | wall ratio | critical ratio |"
+        )
         print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for label, inst, bounds in EXPLORE:
             runs: dict = {}
@@ -124,10 +172,13 @@ def main() -> int:
                 continue
             one, two = runs[1], runs[2]
             name = f"{inst}" + (f" ({bounds})" if bounds else "")
-            print(f"| {label} | {name} | {one['bits']} | {one['states']:,} | {one['depth']} | "
-                  f"{one['wall']:.2f} | {one['cpu']:.2f} | {two['wall']:.2f} | {two['cpu']:.2f} | "
-                  f"{two['critical']:.2f} | {one['wall'] / two['wall']:.2f} | "
-                  f"{one['cpu'] / two['critical']:.2f} |", flush=True)
+            print(
+                f"| {label} | {name} | {one['bits']} | {one['states']:,} | {one['depth']} | "
+                f"{one['wall']:.2f} | {one['cpu']:.2f} | {two['wall']:.2f} | {two['cpu']:.2f} | "
+                f"{two['critical']:.2f} | {one['wall'] / two['wall']:.2f} | "
+                f"{one['cpu'] / two['critical']:.2f} |",
+                flush=True,
+            )
     return 0
 
 

@@ -18,6 +18,7 @@ Usage::
 
     python benchmarks/bench_otel.py [--calls 2000] [--repeat 5] [--modes absent,api,sdk]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,8 +66,9 @@ print(n / dt)
 
 
 def run(mode: str, calls: int) -> float:
-    out = subprocess.run([sys.executable, "-c", CHILD, mode, str(calls)], capture_output=True,
-                         text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, mode, str(calls)], capture_output=True, text=True, timeout=600
+    )
     if out.returncode:
         raise SystemExit(f"mode {mode} failed:\n{out.stderr}")
     return float(out.stdout.strip())
@@ -86,11 +88,17 @@ def main() -> None:
     base = rates.get("absent")
     out = {}
     for m in modes:
-        ratio = (statistics.median(r / b for r, b in zip(rates[m], base)) if base else None)
-        out[m] = {"calls_per_s": round(statistics.median(rates[m]), 1),
-                  "ratio_to_absent": None if ratio is None else round(ratio, 3)}
-    print(json.dumps({"calls": args.calls, "repeat": args.repeat, "load": os.getloadavg(),
-                      "modes": out}, indent=1))
+        ratio = statistics.median(r / b for r, b in zip(rates[m], base)) if base else None
+        out[m] = {
+            "calls_per_s": round(statistics.median(rates[m]), 1),
+            "ratio_to_absent": None if ratio is None else round(ratio, 3),
+        }
+    print(
+        json.dumps(
+            {"calls": args.calls, "repeat": args.repeat, "load": os.getloadavg(), "modes": out},
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

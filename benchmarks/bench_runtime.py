@@ -31,6 +31,7 @@ Usage::
     python benchmarks/bench_runtime.py [--total 1600] [--procs 1,8,32] [--repeat 3]
         [--stores sqlite-full,sqlite-normal,postgres] [--modes library,library-3,reference]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,14 +48,17 @@ from toolcommit.runtime import IntentLog
 def _open(store: str, where: str, writer: str) -> IntentLog:
     if store == "postgres":
         return IntentLog.postgres(where, writer, schema="bench", provider="ideal")
-    return IntentLog.sqlite(where, writer, synchronous=store.split("-")[1].upper(), provider="ideal")
+    return IntentLog.sqlite(
+        where, writer, synchronous=store.split("-")[1].upper(), provider="ideal"
+    )
 
 
 def _reference(store: str, where: str, writer: str, n: int, go_fd: int, ready_fd: int) -> None:
     """The floor: per intent an INSERT committed, then an UPDATE of its row committed."""
     if store == "postgres":
         import psycopg
-        db = psycopg.connect(where, autocommit=True)      # each statement its own commit
+
+        db = psycopg.connect(where, autocommit=True)  # each statement its own commit
         db.execute("SET search_path TO bench")
 
         def one(sql, params):
@@ -67,22 +71,31 @@ def _reference(store: str, where: str, writer: str, n: int, go_fd: int, ready_fd
             db.execute("BEGIN IMMEDIATE")
             db.execute(sql, params)
             db.execute("COMMIT")
+
     os.write(ready_fd, b"r")
     os.read(go_fd, 1)
     for i in range(n):
         key = f"{writer}:{i}"
-        one("INSERT INTO ref (key, state, fence, lease) VALUES (?, 'DISPATCHED', 1, ?)",
-            (key, time.time() + 30))
-        one("UPDATE ref SET state = 'ACKED', result = ? WHERE key = ? AND state = 'DISPATCHED' "
-            "AND fence = 1", (f'{{"id": "e{i}"}}', key))
+        one(
+            "INSERT INTO ref (key, state, fence, lease) VALUES (?, 'DISPATCHED', 1, ?)",
+            (key, time.time() + 30),
+        )
+        one(
+            "UPDATE ref SET state = 'ACKED', result = ? WHERE key = ? AND state = 'DISPATCHED' "
+            "AND fence = 1",
+            (f'{{"id": "e{i}"}}', key),
+        )
     db.close()
 
 
 def _ref_setup(store: str, where: str) -> None:
-    ddl = ("CREATE TABLE IF NOT EXISTS ref (key TEXT PRIMARY KEY, state TEXT NOT NULL, "
-           "fence INTEGER NOT NULL, lease {real} NOT NULL, result TEXT)")
+    ddl = (
+        "CREATE TABLE IF NOT EXISTS ref (key TEXT PRIMARY KEY, state TEXT NOT NULL, "
+        "fence INTEGER NOT NULL, lease {real} NOT NULL, result TEXT)"
+    )
     if store == "postgres":
         import psycopg
+
         with psycopg.connect(where, autocommit=True) as c:
             c.execute("CREATE SCHEMA IF NOT EXISTS bench")
             c.execute("SET search_path TO bench")
@@ -94,16 +107,17 @@ def _ref_setup(store: str, where: str) -> None:
         c.close()
 
 
-def _work(store: str, where: str, writer: str, n: int, go_fd: int, ready_fd: int,
-          mode: str) -> None:
+def _work(
+    store: str, where: str, writer: str, n: int, go_fd: int, ready_fd: int, mode: str
+) -> None:
     if mode == "reference":
         return _reference(store, where, writer, n, go_fd, ready_fd)
     log = _open(store, where, writer)
     calls = [(f"user:{writer}:checkout:{i}", {"amount": i, "order": writer}) for i in range(n)]
-    if mode == "duplicate":                       # before the barrier: record them once
+    if mode == "duplicate":  # before the barrier: record them once
         for i, (scope, args) in enumerate(calls):
             log.ack(log.propose(f"t{i}", "refund", args, scope, dispatch=True).ticket, {})
-    os.write(ready_fd, b"r")                      # opened (and recorded): ready
+    os.write(ready_fd, b"r")  # opened (and recorded): ready
     os.read(go_fd, 1)
     for i, (scope, args) in enumerate(calls):
         if mode == "duplicate":
@@ -157,8 +171,9 @@ def run(store: str, where: str, procs: int, n: int, mode: str) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--total", type=int, default=1600,
-                    help="intents per run, split among the processes")
+    ap.add_argument(
+        "--total", type=int, default=1600, help="intents per run, split among the processes"
+    )
     ap.add_argument("--procs", default="1,8,32", help="process counts, comma-separated")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--stores", default="sqlite-full,sqlite-normal,postgres")
@@ -166,13 +181,17 @@ def main() -> None:
     a = ap.parse_args()
     modes = a.modes.split(",")
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
-    print("| store | processes | " + " | ".join(f"{m}/s" for m in modes)
-          + " | library / reference (median) | library-3 / reference (median) | intents |")
+    print(
+        "| store | processes | "
+        + " | ".join(f"{m}/s" for m in modes)
+        + " | library / reference (median) | library-3 / reference (median) | intents |"
+    )
     print("|---|---:|" + "---:|" * (len(modes) + 3))
     for store in a.stores.split(","):
         pg = None
         if store == "postgres":
             from toolcommit.checker.torture.pgserver import TempPostgres
+
             pg = TempPostgres(fsync=True).__enter__()
         try:
             for procs in [int(x) for x in a.procs.split(",")]:
@@ -188,10 +207,13 @@ def main() -> None:
                             rates[mode].append(run(store, where, procs, n, mode))
                         finally:
                             shutil.rmtree(tmp, ignore_errors=True)
-                print(f"| {store} | {procs} | "
-                      + " | ".join(f"{max(rates[m]):,.0f}" for m in modes)
-                      + f" | {_ratio(rates, 'library')} | {_ratio(rates, 'library-3')} "
-                      f"| {procs * n:,} |", flush=True)
+                print(
+                    f"| {store} | {procs} | "
+                    + " | ".join(f"{max(rates[m]):,.0f}" for m in modes)
+                    + f" | {_ratio(rates, 'library')} | {_ratio(rates, 'library-3')} "
+                    f"| {procs * n:,} |",
+                    flush=True,
+                )
         finally:
             if pg:
                 pg.__exit__(None, None, None)
@@ -207,6 +229,7 @@ def _ratio(rates: dict, mode: str) -> str:
 
 def _drop(dsn: str) -> None:
     import psycopg
+
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute("DROP SCHEMA IF EXISTS bench CASCADE")
 

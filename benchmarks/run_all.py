@@ -10,6 +10,7 @@ RESULTS-engines.md as it always did.
 
 DIR keeps the generated logs (1M and 10M lines, 1M writers) between runs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,25 +30,70 @@ def steps(logs: Path) -> list[tuple[str, str, list[str]]]:
     """(name, what it measures, command) in run order."""
     py = sys.executable
     return [
-        ("native", "explicit engines: Python, C (one thread), Spin; first-use compile",
-         [py, str(HERE / "bench_native.py")]),
-        ("jobs", "check --jobs 1 against --jobs 2, and the search alone on one and two threads",
-         [py, str(HERE / "bench_jobs.py"), "--repeat", "2"]),
-        ("validate-1m", "validate on 1,000,172 lines: bare parse, reader, one process, two shards",
-         [py, str(HERE / "bench_validate.py"), "--lines", "1000000", "--keep",
-          str(logs / "1m.jsonl"), "--repeat", "3"]),
-        ("validate-10m", "validate on 10,000,141 lines, once",
-         [py, str(HERE / "bench_validate.py"), "--lines", "10000000", "--keep",
-          str(logs / "10m.jsonl"), "--only", "parse", "validate-1", "validate-N",
-          "validate-N-old"]),
-        ("validate-writers", "validate with a writer per intent (memory held per writer)",
-         [py, str(HERE / "bench_validate.py"), "--lines", "5300000", "--distinct-writers",
-          "--keep", str(logs / "writers.jsonl"), "--only", "validate-1", "validate-N",
-          "validate-N-old"]),
-        ("engines", "every engine on growing instances (also writes RESULTS-engines.md)",
-         [py, str(HERE / "bench_engines.py")]),
-        ("runtime", "the intent-log library's throughput",
-         [py, str(HERE / "bench_runtime.py")]),
+        (
+            "native",
+            "explicit engines: Python, C (one thread), Spin; first-use compile",
+            [py, str(HERE / "bench_native.py")],
+        ),
+        (
+            "jobs",
+            "check --jobs 1 against --jobs 2, and the search alone on one and two threads",
+            [py, str(HERE / "bench_jobs.py"), "--repeat", "2"],
+        ),
+        (
+            "validate-1m",
+            "validate on 1,000,172 lines: bare parse, reader, one process, two shards",
+            [
+                py,
+                str(HERE / "bench_validate.py"),
+                "--lines",
+                "1000000",
+                "--keep",
+                str(logs / "1m.jsonl"),
+                "--repeat",
+                "3",
+            ],
+        ),
+        (
+            "validate-10m",
+            "validate on 10,000,141 lines, once",
+            [
+                py,
+                str(HERE / "bench_validate.py"),
+                "--lines",
+                "10000000",
+                "--keep",
+                str(logs / "10m.jsonl"),
+                "--only",
+                "parse",
+                "validate-1",
+                "validate-N",
+                "validate-N-old",
+            ],
+        ),
+        (
+            "validate-writers",
+            "validate with a writer per intent (memory held per writer)",
+            [
+                py,
+                str(HERE / "bench_validate.py"),
+                "--lines",
+                "5300000",
+                "--distinct-writers",
+                "--keep",
+                str(logs / "writers.jsonl"),
+                "--only",
+                "validate-1",
+                "validate-N",
+                "validate-N-old",
+            ],
+        ),
+        (
+            "engines",
+            "every engine on growing instances (also writes RESULTS-engines.md)",
+            [py, str(HERE / "bench_engines.py")],
+        ),
+        ("runtime", "the intent-log library's throughput", [py, str(HERE / "bench_runtime.py")]),
     ]
 
 
@@ -61,12 +107,16 @@ def machine() -> list[str]:
             return subprocess.run(cmd, capture_output=True, text=True).stdout.splitlines()[0]
         except (OSError, IndexError):
             return "not installed"
-    commit = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
-    return [f"- commit {commit}, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
-            f"- {platform.machine()}, {len(os.sched_getaffinity(0))} CPUs shared with other "
-            f"jobs, Python {platform.python_version()}, {version(['gcc', '--version'])}, "
-            f"Spin: {version(['spin', '-V']) if shutil.which('spin') else 'not installed'}"]
+
+    commit = subprocess.run(
+        ["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    return [
+        f"- commit {commit}, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        f"- {platform.machine()}, {len(os.sched_getaffinity(0))} CPUs shared with other "
+        f"jobs, Python {platform.python_version()}, {version(['gcc', '--version'])}, "
+        f"Spin: {version(['spin', '-V']) if shutil.which('spin') else 'not installed'}",
+    ]
 
 
 def main() -> int:
@@ -76,11 +126,16 @@ def main() -> int:
     a = ap.parse_args()
     logs = Path(a.logs)
     logs.mkdir(parents=True, exist_ok=True)
-    out = ["# Benchmarks: one run of `python benchmarks/run_all.py`", "",
-           "Every table below comes from the same run, in this order; each states the load "
-           "averages (1, 5, 15 minutes) before and after it. The machine is shared with other "
-           "engineers' jobs: wall clock includes waiting for a core, so compare within a table.",
-           "", *machine(), ""]
+    out = [
+        "# Benchmarks: one run of `python benchmarks/run_all.py`",
+        "",
+        "Every table below comes from the same run, in this order; each states the load "
+        "averages (1, 5, 15 minutes) before and after it. The machine is shared with other "
+        "engineers' jobs: wall clock includes waiting for a core, so compare within a table.",
+        "",
+        *machine(),
+        "",
+    ]
     target = HERE / "RESULTS-current.md"
     for name, what, cmd in steps(logs):
         if name in a.skip:
@@ -89,8 +144,13 @@ def main() -> int:
         print(f"[{name}] {what} (load {before})", file=sys.stderr, flush=True)
         done = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE.parent)
         took = time.perf_counter() - t0
-        out += [f"## {name}: {what}", "", f"`{' '.join(Path(c).name if c.endswith('.py') else c for c in cmd[1:])}`"
-                f" -- load before {before}, after {load()}, {took:.0f} s", ""]
+        out += [
+            f"## {name}: {what}",
+            "",
+            f"`{' '.join(Path(c).name if c.endswith('.py') else c for c in cmd[1:])}`"
+            f" -- load before {before}, after {load()}, {took:.0f} s",
+            "",
+        ]
         out += [done.stdout.rstrip(), ""]
         if done.returncode:
             out += ["(exit code %d) %s" % (done.returncode, done.stderr.strip()[-2000:]), ""]

@@ -2,6 +2,7 @@
 `toolcommit export --format promela` (`toolcommit.checker.render.promela`), compiled with
 -DBFS -DSAFETY and run; pan's own statistics.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,8 +15,8 @@ import time
 from toolcommit.checker.render.promela import promela
 from toolcommit.model.system import System
 
-MEMORY_MB = 4096      # pan's memory bound (-DMEMLIM)
-TIME_LIMIT = 300.0    # seconds per pan run; past it pan is stopped and the run is incomplete
+MEMORY_MB = 4096  # pan's memory bound (-DMEMLIM)
+TIME_LIMIT = 300.0  # seconds per pan run; past it pan is stopped and the run is incomplete
 
 
 def spin_run(system: System, stop_at: str = "") -> dict:
@@ -34,8 +35,22 @@ def run_promela(program: str, stop_at: bool = False) -> dict:
         with open(os.path.join(tmp, "model.pml"), "w") as f:
             f.write(program)
         subprocess.run(["spin", "-a", "model.pml"], cwd=tmp, check=True, capture_output=True)
-        subprocess.run(["cc", "-O2", "-DBFS", "-DSAFETY", "-DNOBOUNDCHECK", f"-DMEMLIM={MEMORY_MB}",
-                        "-o", "pan", "pan.c"], cwd=tmp, check=True, capture_output=True)
+        subprocess.run(
+            [
+                "cc",
+                "-O2",
+                "-DBFS",
+                "-DSAFETY",
+                "-DNOBOUNDCHECK",
+                f"-DMEMLIM={MEMORY_MB}",
+                "-o",
+                "pan",
+                "pan.c",
+            ],
+            cwd=tmp,
+            check=True,
+            capture_output=True,
+        )
         first = _pan(tmp, 18)
         if not first["complete"] or stop_at:
             return first
@@ -46,8 +61,9 @@ def _pan(folder: str, w: int) -> dict:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     try:
-        out = subprocess.run(["./pan", f"-w{w}"], cwd=folder, capture_output=True, text=True,
-                             timeout=TIME_LIMIT).stdout
+        out = subprocess.run(
+            ["./pan", f"-w{w}"], cwd=folder, capture_output=True, text=True, timeout=TIME_LIMIT
+        ).stdout
     except subprocess.TimeoutExpired:
         return {"error": f"spin: no result within {TIME_LIMIT:g} s", "complete": False}
     wall = time.perf_counter() - t0
@@ -57,9 +73,14 @@ def _pan(folder: str, w: int) -> dict:
         return float(re.search(pattern, out).group(1))
 
     states = int(num(r"(\d+) states, stored"))
-    return {"states": states, "transitions": int(num(r"(\d+) transitions")),
-            "depth": int(num(r"depth reached (\d+)")), "wall_s": wall,
-            "complete": "MEMLIM" not in out and "out of memory" not in out,
-            "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
-            "bytes_per_state": num(r"([\d.]+)\s+total actual memory usage") * 1048576 / states,
-            "errors": int(num(r"errors: (\d+)")), "w": w}
+    return {
+        "states": states,
+        "transitions": int(num(r"(\d+) transitions")),
+        "depth": int(num(r"depth reached (\d+)")),
+        "wall_s": wall,
+        "complete": "MEMLIM" not in out and "out of memory" not in out,
+        "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+        "bytes_per_state": num(r"([\d.]+)\s+total actual memory usage") * 1048576 / states,
+        "errors": int(num(r"errors: (\d+)")),
+        "w": w,
+    }

@@ -29,6 +29,7 @@ What is loaded (`verified`)
 The directory stays bounded: each build drops the least recently used libraries beyond
 `KEEP` (loading one marks it used), never one used in the last `MIN_AGE` seconds.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -45,12 +46,12 @@ from typing import Iterator, Optional, Sequence
 
 from toolcommit.checker.interrupts import Interrupts
 
-KEEP = 256          # libraries kept in the cache (each with its C source beside it)
-MIN_AGE = 3600.0    # seconds: a library used this recently is never dropped
+KEEP = 256  # libraries kept in the cache (each with its C source beside it)
+MIN_AGE = 3600.0  # seconds: a library used this recently is never dropped
 _OURS = (".engine-", ".lane-", "engine-", "lane-")
 MANIFEST = ".sha256"
-NOTES: list[str] = []    # why a library was built outside the cache, once per reason
-_HELD: list[int] = []    # descriptors of the libraries loaded: open as long as they are
+NOTES: list[str] = []  # why a library was built outside the cache, once per reason
+_HELD: list[int] = []  # descriptors of the libraries loaded: open as long as they are
 
 
 def cache_dir() -> Path:
@@ -82,14 +83,14 @@ def private(folder: Path, levels: int = 2) -> str:
     chain = [folder]
     for _ in range(levels - 1):
         chain.insert(0, chain[0].parent)
-    try:                                     # the cache base ($XDG_CACHE_HOME), as XDG says
+    try:  # the cache base ($XDG_CACHE_HOME), as XDG says
         os.makedirs(chain[0].parent, 0o700, exist_ok=True)
     except OSError as e:
         return f"cannot create the cache folder {chain[0].parent}: {e.strerror or e}"
     for d in chain:
         try:
             os.mkdir(d, 0o700)
-            os.chmod(d, 0o700)              # whatever the umask took away or left
+            os.chmod(d, 0o700)  # whatever the umask took away or left
         except FileExistsError:
             pass
         except OSError as e:
@@ -110,19 +111,27 @@ def _own_folder(d: Path) -> str:
     if st.st_uid != os.geteuid():
         return f"the cache folder {d} belongs to another user (uid {st.st_uid})"
     if st.st_mode & 0o022:
-        return (f"the cache folder {d} can be written by others (mode "
-                f"{stat.S_IMODE(st.st_mode):o}); make it 0700 or remove it")
+        return (
+            f"the cache folder {d} can be written by others (mode "
+            f"{stat.S_IMODE(st.st_mode):o}); make it 0700 or remove it"
+        )
     if st.st_mode & 0o077:
         try:
-            os.chmod(d, 0o700)              # ours, readable by others: tightened
+            os.chmod(d, 0o700)  # ours, readable by others: tightened
         except OSError as e:
             return f"cannot make the cache folder {d} private: {e.strerror or e}"
     return ""
 
 
 # ----- building ----------------------------------------------------------------------------
-def compile_atomic(folder: Path, target: Path, source: str, cc: list[str],
-                   flags: Sequence[str], prefix: str = ".engine-") -> str:
+def compile_atomic(
+    folder: Path,
+    target: Path,
+    source: str,
+    cc: list[str],
+    flags: Sequence[str],
+    prefix: str = ".engine-",
+) -> str:
     """Compile `source` into `target` atomically, with its manifest entry; '' on success,
     else why not. `folder` must be `private` already.
 
@@ -153,8 +162,8 @@ def compile_atomic(folder: Path, target: Path, source: str, cc: list[str],
         except OSError as e:
             return f"cannot write the cache directory {folder}: {e.strerror or e}"
         with sig.hold():
-            os.replace(tmp, target)                       # atomic: a reader sees all or nothing
-            os.replace(src, target.with_suffix(".c"))     # kept beside it, for reading
+            os.replace(tmp, target)  # atomic: a reader sees all or nothing
+            os.replace(src, target.with_suffix(".c"))  # kept beside it, for reading
     prune(folder)
     return ""
 
@@ -163,9 +172,14 @@ def _run_compiler(argv: list[str], work: str) -> str:
     """Run the compiler with `work` as its ``TMPDIR``; '' on success, else why not. On any
     exception (an interrupt included) the compiler is stopped before it propagates."""
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, "TMPDIR": work})
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "TMPDIR": work},
+        )
     except OSError as e:
         return f"C compiler {argv[0]} did not run: {e}"
     try:
@@ -215,8 +229,9 @@ def manifest_of(target: Path) -> Path:
 
 # ----- loading -----------------------------------------------------------------------------
 @contextmanager
-def verified(target: Path, source: str, cc: list[str], flags: Sequence[str],
-             prefix: str = ".engine-") -> Iterator[tuple[Optional[str], str]]:
+def verified(
+    target: Path, source: str, cc: list[str], flags: Sequence[str], prefix: str = ".engine-"
+) -> Iterator[tuple[Optional[str], str]]:
     """The cached library `target` (built from `source` when absent or not to be trusted),
     as ``(path to load, '')`` while the block runs, or ``(None, why not)``. See the module
     docstring: the path names the one open file that was checked."""
@@ -230,7 +245,7 @@ def verified(target: Path, source: str, cc: list[str], flags: Sequence[str],
     fd = None
     try:
         fd, bad = _open_checked(target)
-        if fd is None and bad not in ("absent", "no manifest entry"):   # not an older build's
+        if fd is None and bad not in ("absent", "no manifest entry"):  # not an older build's
             _note(f"{bad}: built again")
         if fd is None:
             why = compile_atomic(target.parent, target, source, cc, flags, prefix)
@@ -242,15 +257,15 @@ def verified(target: Path, source: str, cc: list[str], flags: Sequence[str],
                 yield None, f"the library just built does not check: {bad}"
                 return
         touch(target)
-        if not os.path.isdir("/proc/self/fd"):     # pragma: no cover - not Linux
+        if not os.path.isdir("/proc/self/fd"):  # pragma: no cover - not Linux
             yield str(target), ""
             return
-        _HELD.append(fd)            # kept open: no later library can get its name
+        _HELD.append(fd)  # kept open: no later library can get its name
         yield f"/proc/self/fd/{fd}", ""
     finally:
         if fd is not None and fd not in _HELD:
             os.close(fd)
-        if temp is not None:        # a loaded library stays mapped without its file
+        if temp is not None:  # a loaded library stays mapped without its file
             shutil.rmtree(temp, ignore_errors=True)
 
 
@@ -312,14 +327,24 @@ def prune(folder: Path, keep: int = KEEP, min_age: float = MIN_AGE) -> int:
     many files went."""
     now = time.time()
     try:
-        entries = [(e.stat().st_mtime, e) for e in os.scandir(folder)
-                   if e.is_file() and e.name.startswith(_OURS)]
+        entries = [
+            (e.stat().st_mtime, e)
+            for e in os.scandir(folder)
+            if e.is_file() and e.name.startswith(_OURS)
+        ]
     except OSError:
         return 0
-    libs = sorted(((t, e) for t, e in entries if not e.name.startswith(".")
-                   and not e.name.endswith((".c", MANIFEST))), key=lambda x: x[0], reverse=True)
+    libs = sorted(
+        (
+            (t, e)
+            for t, e in entries
+            if not e.name.startswith(".") and not e.name.endswith((".c", MANIFEST))
+        ),
+        key=lambda x: x[0],
+        reverse=True,
+    )
     old = [e.path for t, e in libs[keep:] if now - t > min_age]
-    doomed = old + [p[:-len(Path(p).suffix)] + ".c" for p in old] + [p + MANIFEST for p in old]
+    doomed = old + [p[: -len(Path(p).suffix)] + ".c" for p in old] + [p + MANIFEST for p in old]
     doomed += [e.path for t, e in entries if e.name.startswith(".") and now - t > min_age]
     gone = _prune_build_folders(folder, now - min_age)
     for path in doomed:
@@ -336,9 +361,13 @@ def _prune_build_folders(folder: Path, before: float) -> int:
     before time `before`; how many went."""
     gone = 0
     try:
-        stale = [e.path for e in os.scandir(folder) if e.is_dir(follow_symlinks=False)
-                 and e.name.startswith(tuple(p + "build-" for p in _OURS if p[0] == "."))
-                 and e.stat(follow_symlinks=False).st_mtime < before]
+        stale = [
+            e.path
+            for e in os.scandir(folder)
+            if e.is_dir(follow_symlinks=False)
+            and e.name.startswith(tuple(p + "build-" for p in _OURS if p[0] == "."))
+            and e.stat(follow_symlinks=False).st_mtime < before
+        ]
     except OSError:
         return 0
     for path in stale:

@@ -3,6 +3,7 @@
 Used by `toolcommit.checker.output`; a write registers each temporary in `temps` before
 creating it, so whatever moment a signal arrives, nothing it made is left behind.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,7 +42,7 @@ class Interrupts:
                 if current in (signal.SIG_DFL, signal.default_int_handler):
                     signal.signal(signum, self._on_signal)
                     self.saved[signum] = current
-            except ValueError:   # not the main thread
+            except ValueError:  # not the main thread
                 pass
         return self
 
@@ -88,5 +89,5 @@ def _deliver(signum: int) -> None:
     """Give `signum` its usual effect now that the temporaries are gone."""
     if signum == signal.SIGINT:
         raise KeyboardInterrupt from None
-    signal.raise_signal(signum)   # default action: the process ends by this signal
+    signal.raise_signal(signum)  # default action: the process ends by this signal
     raise SystemExit(128 + signum)

@@ -1,5 +1,6 @@
 """What this machine offers the checkers: its cores (the default of `check --jobs` and
 `validate --jobs`)."""
+
 from __future__ import annotations
 
 import os

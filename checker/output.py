@@ -24,6 +24,7 @@ Contract of every write here
 
 Not thread-safe: one write at a time per process (the CLI never writes concurrently).
 """
+
 from __future__ import annotations
 
 import errno
@@ -51,12 +52,13 @@ _HIDDEN = re.compile(
     r"[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891"
     r"\u08e2\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ud800-\udfff"
     r"\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
-    r"\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]")
+    r"\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
+)
 
 
 def _escape(m: re.Match) -> str:
     c = ord(m.group())
-    if c > 0xFFFF:     # as a JSON surrogate pair, so a JSON text stays valid
+    if c > 0xFFFF:  # as a JSON surrogate pair, so a JSON text stays valid
         c -= 0x10000
         return "\\u%04x\\u%04x" % (0xD800 + (c >> 10), 0xDC00 + (c & 0x3FF))
     return "\\u%04x" % c
@@ -71,6 +73,7 @@ def visible(text: str) -> str:
     'k1\\\\u202eevil\\\\u001b[2J\\\\u000d'
     """
     return _HIDDEN.sub(_escape, text)
+
 
 HINTS = {
     errno.ENOSPC: "free some space or write elsewhere",
@@ -106,6 +109,7 @@ def _errors(shown: str):
 
 # --- one file ----------------------------------------------------------------------------
 
+
 def write_atomic(path, text: str, inputs=()) -> Path:
     """Replace the file at `path` with `text` (UTF-8), atomically; returns `path`.
 
@@ -115,7 +119,7 @@ def write_atomic(path, text: str, inputs=()) -> Path:
     """
     shown, text = str(path), visible(text)
     with _errors(shown):
-        if _special(Path(path)):   # a device or a pipe (/dev/stdout, a FIFO): written in place
+        if _special(Path(path)):  # a device or a pipe (/dev/stdout, a FIFO): written in place
             refuse_inputs(Path(path), inputs, shown)
             with open(path, "wb") as f:
                 f.write(text.encode("utf-8"))
@@ -162,8 +166,11 @@ def refuse_inputs(dest: Path, inputs, shown: str) -> None:
         except (OSError, ValueError):
             continue
         if same:
-            raise OutputError(shown, f"it is the input {given}",
-                              "write the output to another file, never over an input")
+            raise OutputError(
+                shown,
+                f"it is the input {given}",
+                "write the output to another file, never over an input",
+            )
 
 
 def _temp_name(name: str, suffix: str) -> str:
@@ -185,7 +192,7 @@ def _write_file(tmp: Path, data: bytes, meta) -> None:
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         if meta is not None:
             mode, uid, gid = meta
             with suppress(PermissionError):
@@ -207,6 +214,7 @@ def _fsync_dir(folder: Path) -> None:
 
 
 # --- a folder of files -------------------------------------------------------------------
+
 
 def write_tree(target, files: dict, stale=(), inputs=()) -> Path:
     """Write `files` (relative path -> text, in the order given) into folder `target`, and
@@ -319,7 +327,7 @@ def _move(staged: Path, dest: Path) -> None:
     try:
         os.replace(staged, dest)
     except OSError as e:
-        if e.errno != errno.EXDEV:   # dest is a symlink into another file system
+        if e.errno != errno.EXDEV:  # dest is a symlink into another file system
             raise
         tmp = dest.parent / _temp_name(dest.name, ".tmp")
         try:
@@ -343,6 +351,7 @@ def _prune(folder: Path, root: Path) -> Path:
 
 
 # --- what a killed run left behind -------------------------------------------------------
+
 
 def sweep(folder: Path) -> None:
     """Remove the temporaries that killed toolcommit runs left in `folder` (their pid is
@@ -398,13 +407,14 @@ def _roll_forward(stage: Path) -> bool:
     try:
         doc = json.loads((stage / JOURNAL).read_text("utf-8"))
         root = Path(doc["root"])
-        moves = [(a, b) for a, b in doc["moves"]
-                 if Path(a).parent == stage and _within(Path(b), root)]
+        moves = [
+            (a, b) for a, b in doc["moves"] if Path(a).parent == stage and _within(Path(b), root)
+        ]
         removals = [r for r in doc["remove"] if _within(Path(r), root)]
     except FileNotFoundError:
-        return True   # killed while staging: nothing was committed
+        return True  # killed while staging: nothing was committed
     except (OSError, ValueError, KeyError, TypeError):
-        return True   # not a journal of ours
+        return True  # not a journal of ours
     if root.parent != stage.parent:
         return True
     try:
@@ -415,6 +425,7 @@ def _roll_forward(stage: Path) -> bool:
 
 
 # --- stdout ------------------------------------------------------------------------------
+
 
 class _Guarded:
     """A text stream whose write errors are `OutputError`s about `<stdout>`, and that writes

@@ -45,6 +45,7 @@ Traceback (most recent call last):
 ...
 toolcommit.model.canon.CanonError: args.a: NaN or infinity has no canonical form
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -67,17 +68,20 @@ def memory_limited() -> bool:
     standard library raises MemoryError: under a limit, orjson is not used."""
     try:
         import resource
-        return any(resource.getrlimit(r)[0] != resource.RLIM_INFINITY
-                   for r in (resource.RLIMIT_AS, resource.RLIMIT_DATA))
+
+        return any(
+            resource.getrlimit(r)[0] != resource.RLIM_INFINITY
+            for r in (resource.RLIMIT_AS, resource.RLIMIT_DATA)
+        )
     except (ImportError, AttributeError, OSError, ValueError):  # pragma: no cover - not Unix
         return False
 
 
-if memory_limited():   # then the full canonicalizer runs, as without orjson: same digests
+if memory_limited():  # then the full canonicalizer runs, as without orjson: same digests
     _dumps = None
 
 MAX_DEPTH = 64
-_EXACT = 2 ** 53
+_EXACT = 2**53
 
 
 class CanonError(ValueError):
@@ -107,8 +111,9 @@ def _number(v) -> str:
         try:
             v = float(v)
         except OverflowError:
-            raise _Fail("an integer beyond the float range (about 1.8e308) has no canonical "
-                        "form") from None
+            raise _Fail(
+                "an integer beyond the float range (about 1.8e308) has no canonical form"
+            ) from None
     if not math.isfinite(v):
         raise _Fail("NaN or infinity has no canonical form")
     if v.is_integer() and -_EXACT <= v <= _EXACT:
@@ -210,8 +215,15 @@ def _intent_form_v1(tool: str, args, scope: str) -> str:
         form = _form_v1(args, 0)
     except _Fail as e:
         raise CanonError("args" + "".join(reversed(e.path)) + ": " + e.what) from None
-    return "[" + (_ENC.get(tool) or _enc(tool)) + "," + (_ENC.get(scope) or _enc(scope)) + "," \
-        + form + "]"
+    return (
+        "["
+        + (_ENC.get(tool) or _enc(tool))
+        + ","
+        + (_ENC.get(scope) or _enc(scope))
+        + ","
+        + form
+        + "]"
+    )
 
 
 VERSIONS: dict[int, tuple[bytes, Callable[[str, object, str], str]]] = {
@@ -244,11 +256,11 @@ def canonical_intent(tool: str, args, scope: str, version: int = 1) -> Canonical
     try:
         prefix, form_of = VERSIONS[version]
     except KeyError:
-        raise CanonError(f"unknown canonicalizer version {version!r}; "
-                         f"known: {', '.join(map(str, VERSIONS))}") from None
+        raise CanonError(
+            f"unknown canonicalizer version {version!r}; known: {', '.join(map(str, VERSIONS))}"
+        ) from None
     form = form_of(tool, args, scope)
-    return CanonicalIntent(hashlib.sha256(prefix + form.encode("utf-8")).hexdigest(), form,
-                           version)
+    return CanonicalIntent(hashlib.sha256(prefix + form.encode("utf-8")).hexdigest(), form, version)
 
 
 def _plain(v, depth: int, spaced: bool) -> bool:
@@ -257,7 +269,7 @@ def _plain(v, depth: int, spaced: bool) -> bool:
     when `spaced` (a name with a space may sort differently once quoted)."""
     if depth >= MAX_DEPTH:
         return False
-    for name, x in (v.items() if type(v) is dict else enumerate(v)):
+    for name, x in v.items() if type(v) is dict else enumerate(v):
         if spaced and type(name) is str and " " in name:
             return False
         t = type(x)
@@ -285,7 +297,7 @@ def sorted_dump(tool, args, scope) -> bytes | None:
         return None
     try:
         return _dumps([tool, scope, args], option=_SORT)
-    except (TypeError, ValueError):   # e.g. an integer beyond 64 bits, a non-str name
+    except (TypeError, ValueError):  # e.g. an integer beyond 64 bits, a non-str name
         return None
 
 
@@ -323,8 +335,15 @@ def flat_digest_v1(tool, args, scope, dump: bytes) -> bytes | None:
     (then `fast_form_v1` and the full canonicalizer decide): `dump` is `sorted_dump`'s,
     has no space at all, and `args` is a flat object of strings, booleans, null and
     integers within +-2**53 (a test checks it against `fast_form_v1`)."""
-    if type(tool) is not str or type(scope) is not str or type(args) is not dict \
-            or not dump.isascii() or b"\\" in dump or b"!" in dump or b" " in dump:
+    if (
+        type(tool) is not str
+        or type(scope) is not str
+        or type(args) is not dict
+        or not dump.isascii()
+        or b"\\" in dump
+        or b"!" in dump
+        or b" " in dump
+    ):
         return None
     for x in args.values():
         t = type(x)

@@ -16,6 +16,7 @@ open. Then:
 With no pruning nothing here adds a variable or changes a guard, so `--env ideal` keeps
 every state count.
 """
+
 from __future__ import annotations
 
 from .expr import TRUE, Expr, all_of, in_, not_
@@ -37,11 +38,16 @@ class Clock:
         insert over the record, a failover). `_send` checks the claim for every re-send it
         builds; the dispatch's is confirmed by exploration in the tests."""
         k = self.k
-        return (k["on_unknown"] in RESENDING_UNKNOWN or k["late_replay"] == "replay_same_key"
-                or k["on_absent"] == "rerecord" or k["on_restart"] == "rollback"
-                or k["reaccept"] == "overwrite" or k["insert"] == "check_then_insert"
-                or self.has("failovers")
-                or (self.has("duplicates") and k["sdk_retries"] == "on"))
+        return (
+            k["on_unknown"] in RESENDING_UNKNOWN
+            or k["late_replay"] == "replay_same_key"
+            or k["on_absent"] == "rerecord"
+            or k["on_restart"] == "rollback"
+            or k["reaccept"] == "overwrite"
+            or k["insert"] == "check_then_insert"
+            or self.has("failovers")
+            or (self.has("duplicates") and k["sdk_retries"] == "on")
+        )
 
     def pruning(self) -> bool:
         """Whether the provider may prune a key here (the only thing time orders)."""
@@ -56,8 +62,12 @@ class Clock:
         return self.pruning() and self.resends() and self.cfg.timing["replay_window"] is not None
 
     def declare_windows(self) -> None:
-        self.win = [self.var(f"win.{key.name}", 2, 0, ("OPEN", "CLOSED"), "win", (key.name,))
-                    if self.windowed() else None for key in self.keys]
+        self.win = [
+            self.var(f"win.{key.name}", 2, 0, ("OPEN", "CLOSED"), "win", (key.name,))
+            if self.windowed()
+            else None
+            for key in self.keys
+        ]
 
     def may_send(self, k: int, f: int) -> Expr:
         """The window's guard on sending key k's request under fence f (f > 1: a re-send)."""
@@ -66,19 +76,28 @@ class Clock:
         return self.win[k] == 0
 
     def check_send(self, k: int, f: int) -> None:
-        if f > 1 and self.pruning() and self.cfg.timing["replay_window"] is not None \
-                and not self.resends():
+        if (
+            f > 1
+            and self.pruning()
+            and self.cfg.timing["replay_window"] is not None
+            and not self.resends()
+        ):
             raise AssertionError(f"a re-send of key {self.keys[k].name} that resends() misses")
 
     def close_windows(self) -> None:
         for k, w in enumerate(self.win):
             if w is not None:
-                self.act("close_window", {"key": self.keys[k].name},
-                         all_of(self.fence[k] >= 1, w == 0), {w.name: 1})
+                self.act(
+                    "close_window",
+                    {"key": self.keys[k].name},
+                    all_of(self.fence[k] >= 1, w == 0),
+                    {w.name: 1},
+                )
 
     def on_its_way(self, keys) -> Expr:
         """Some request of `keys` is in flight or held in the network."""
         from .expr import any_of
+
         return any_of(*[in_(m, (M_INFLIGHT, M_DELAYED)) for k in keys for m in self.msg[k]])
 
     def expiry_guard(self, keys) -> Expr:
@@ -102,15 +121,25 @@ class Clock:
         out, t = [], self.cfg.timing
         if self.pruning():
             rel = self.relations()
-            out.append({"relation": rel.text() or "no order: keys may be pruned at any time",
-                        "key_lifetime": show(t["key_lifetime"], "key_lifetime"),
-                        "delay_bound": show(t["delay_bound"], "delay_bound"),
-                        "replay_window": show(t["replay_window"], "replay_window"),
-                        "resends": self.resends()})
+            out.append(
+                {
+                    "relation": rel.text() or "no order: keys may be pruned at any time",
+                    "key_lifetime": show(t["key_lifetime"], "key_lifetime"),
+                    "delay_bound": show(t["delay_bound"], "delay_bound"),
+                    "replay_window": show(t["replay_window"], "replay_window"),
+                    "resends": self.resends(),
+                }
+            )
         if self.k["on_unknown"] == "replay_then_reconcile":
-            out.append({"relation": ("the status read waits out delay_bound="
-                                     f"{show(t['delay_bound'], 'delay_bound')}"
-                                     if t["delay_bound"] is not None else
-                                     "delay_bound=unbounded: the read cannot wait out a late request"),
-                        "delay_bound": show(t["delay_bound"], "delay_bound")})
+            out.append(
+                {
+                    "relation": (
+                        "the status read waits out delay_bound="
+                        f"{show(t['delay_bound'], 'delay_bound')}"
+                        if t["delay_bound"] is not None
+                        else "delay_bound=unbounded: the read cannot wait out a late request"
+                    ),
+                    "delay_bound": show(t["delay_bound"], "delay_bound"),
+                }
+            )
         return out

@@ -9,6 +9,7 @@ True
 >>> guarantee_of(["I1", "I1net", "P1", "P3", "VISIBLE"]), guarantee_of(["I1"])
 ('at-most-once', None)
 """
+
 from __future__ import annotations
 
 from typing import Optional

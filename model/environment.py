@@ -20,6 +20,7 @@ Traceback (most recent call last):
 ...
 toolcommit.model.errors.UsageError: unknown environment 'paypal'; valid environments: ideal, stripe, email, fenced-store, async-log
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -72,8 +73,8 @@ class Profile:
     assumptions: Mapping[str, str]
     budgets: Mapping[str, int]
     behaviours: tuple[Behaviour, ...]
-    timing: Mapping[str, Optional[int]] = None   # environment timing params it sets (seconds)
-    wire: Optional[Wire] = None                  # where its key travels (None: no key header)
+    timing: Mapping[str, Optional[int]] = None  # environment timing params it sets (seconds)
+    wire: Optional[Wire] = None  # where its key travels (None: no key header)
 
     def inherent(self, name: str) -> str:
         """Why no provider of this kind can promise `name` away ('' if one could)."""
@@ -96,11 +97,17 @@ def _wire(name: str, raw: Optional[Mapping]) -> Optional[Wire]:
     if raw is None:
         return None
     if raw.get("key_placement") != "header" or not isinstance(raw.get("key_header"), str):
-        raise ValueError(f"spec/environments.json: profile {name} has a wire without a "
-                         "key_header placed in a header (key_placement: header)")
+        raise ValueError(
+            f"spec/environments.json: profile {name} has a wire without a "
+            "key_header placed in a header (key_placement: header)"
+        )
     src = raw.get("source") or {}
-    return Wire(raw["key_header"], tuple(h.lower() for h in raw.get("hosts", ())),
-                src.get("url"), src.get("rests_on", raw.get("what", "")))
+    return Wire(
+        raw["key_header"],
+        tuple(h.lower() for h in raw.get("hosts", ())),
+        src.get("url"),
+        src.get("rests_on", raw.get("what", "")),
+    )
 
 
 @lru_cache(maxsize=None)
@@ -119,11 +126,14 @@ def _profiles() -> dict[str, Profile]:
                 elif key in timing.params() and timing.params()[key]["of"] == "environment":
                     times[key] = timing.seconds(value)
                 else:
-                    raise ValueError(f"spec/environments.json: profile {name} sets {key}={value!r}, "
-                                     "which is neither an assumption option, a fault budget nor "
-                                     "an environment timing parameter")
-        out[name] = Profile(name, raw["meaning"], a, budgets, behaviours, times,
-                            _wire(name, raw.get("wire")))
+                    raise ValueError(
+                        f"spec/environments.json: profile {name} sets {key}={value!r}, "
+                        "which is neither an assumption option, a fault budget nor "
+                        "an environment timing parameter"
+                    )
+        out[name] = Profile(
+            name, raw["meaning"], a, budgets, behaviours, times, _wire(name, raw.get("wire"))
+        )
     return out
 
 
@@ -134,7 +144,9 @@ def names() -> list[str]:
 def profile(name: str) -> Profile:
     """The named profile; UsageError listing the valid ones otherwise."""
     if name not in _profiles():
-        raise UsageError(f"unknown environment {name!r}; valid environments: {', '.join(_profiles())}")
+        raise UsageError(
+            f"unknown environment {name!r}; valid environments: {', '.join(_profiles())}"
+        )
     return _profiles()[name]
 
 
@@ -143,8 +155,9 @@ def configure(config: Config, name: str) -> Config:
     config's (a timing param the config changed itself, by `--set`, stays)."""
     p = profile(name)
     times = {**config.timing, **{k: v for k, v in p.timing.items() if k not in config.changed}}
-    return replace(config, assumptions={**config.assumptions, **p.assumptions}, env=name,
-                   timing=times)
+    return replace(
+        config, assumptions={**config.assumptions, **p.assumptions}, env=name, timing=times
+    )
 
 
 def from_label(label: str) -> Config:
@@ -174,4 +187,3 @@ def held_fixed(name: str) -> dict[str, object]:
     a = {k: p.assumptions.get(k, spec["default"]) for k, spec in protocol().assumptions.items()}
     times = {k: timing.show(v, k) for k, v in p.timing.items()}
     return {**a, **{f: p.budgets.get(f, 0) for f in ENV_FAULTS}, **times}
-

@@ -15,6 +15,7 @@ Examples
 >>> str(e)
 'ite((x == 2), (x + 1), 0)'
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -89,8 +90,17 @@ class Op(Expr):
         return f"{self.op}(" + ", ".join(map(str, self.args)) + ")"
 
 
-_INFIX = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "add": "+", "sub": "-",
-          "and": "and", "or": "or"}
+_INFIX = {
+    "eq": "==",
+    "ne": "!=",
+    "lt": "<",
+    "le": "<=",
+    "add": "+",
+    "sub": "-",
+    "and": "and",
+    "or": "or",
+}
+
 
 def _binary(op: str, a: "Expr", b: "Expr") -> "Expr":
     """Build a binary Op, folding it when both sides are constants."""
@@ -191,9 +201,12 @@ def variables(e: Expr) -> set[str]:
 
 
 _PY = {
-    "eq": lambda a, b: int(a == b), "ne": lambda a, b: int(a != b),
-    "lt": lambda a, b: int(a < b), "le": lambda a, b: int(a <= b),
-    "add": lambda a, b: a + b, "sub": lambda a, b: a - b,
+    "eq": lambda a, b: int(a == b),
+    "ne": lambda a, b: int(a != b),
+    "lt": lambda a, b: int(a < b),
+    "le": lambda a, b: int(a <= b),
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
 }
 
 

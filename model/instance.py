@@ -11,6 +11,7 @@ Examples
 >>> inst.with_bounds({"workers": 2}).workers
 2
 """
+
 from __future__ import annotations
 
 import re
@@ -41,8 +42,10 @@ def bound_range(name: str) -> tuple[int, int]:
 
 def allowed_bounds() -> str:
     """The allowed bounds in words, for error messages."""
-    return (f"workers 1..{MAX_BOUNDS['workers']}, max_fence 1..{MAX_BOUNDS['max_fence']}, "
-            f"each fault budget 0..{MAX_BOUNDS['faults']}")
+    return (
+        f"workers 1..{MAX_BOUNDS['workers']}, max_fence 1..{MAX_BOUNDS['max_fence']}, "
+        f"each fault budget 0..{MAX_BOUNDS['faults']}"
+    )
 
 
 def check_bound(name: str, value) -> None:
@@ -58,8 +61,10 @@ def check_bound(name: str, value) -> None:
     """
     lo, hi = bound_range(name)
     if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-        raise UsageError(f"bound {name} must be a whole number from {lo} to {hi}, got {value!r} "
-                         f"(allowed: {allowed_bounds()})")
+        raise UsageError(
+            f"bound {name} must be a whole number from {lo} to {hi}, got {value!r} "
+            f"(allowed: {allowed_bounds()})"
+        )
 
 
 FIRST_INTENT = "i1"
@@ -126,8 +131,11 @@ class Instance:
     def bounds(self) -> dict[str, int]:
         """Workers, fence bound and fault budgets (a real system's fault and the user's
         second request only when set)."""
-        return {"workers": self.workers, "max_fence": self.max_fence,
-                **{f: n for f, n in self.faults.items() if n or f not in LISTED_WHEN_SET}}
+        return {
+            "workers": self.workers,
+            "max_fence": self.max_fence,
+            **{f: n for f, n in self.faults.items() if n or f not in LISTED_WHEN_SET},
+        }
 
 
 def instance_names() -> list[str]:
@@ -151,8 +159,15 @@ def proposal(name: str) -> Proposal:
     if name not in raw:
         raise UsageError(f"unknown proposal {name!r}; valid proposals: {', '.join(raw)}")
     p = raw[name]
-    return Proposal(name, p["call_id"], p["form"], p["epoch"], p["trigger"],
-                    p.get("intent", FIRST_INTENT), p.get("request", ""))
+    return Proposal(
+        name,
+        p["call_id"],
+        p["form"],
+        p["epoch"],
+        p["trigger"],
+        p.get("intent", FIRST_INTENT),
+        p.get("request", ""),
+    )
 
 
 def instance(name: str) -> Instance:
@@ -162,9 +177,16 @@ def instance(name: str) -> Instance:
         raise UsageError(f"unknown instance {name!r}; valid instances: {', '.join(raw)}")
     i = raw[name]
     faults = {f: int(i["faults"].get(f, 0)) for f in protocol().faults if f != "wipe"}
-    return Instance(name, i["meaning"], tuple(proposal(p) for p in i["proposals"]),
-                    i["workers"], i["max_fence"], faults, dict(i.get("assumptions", {})),
-                    i.get("class", ""))
+    return Instance(
+        name,
+        i["meaning"],
+        tuple(proposal(p) for p in i["proposals"]),
+        i["workers"],
+        i["max_fence"],
+        faults,
+        dict(i.get("assumptions", {})),
+        i.get("class", ""),
+    )
 
 
 def personalities() -> tuple[str, dict]:
@@ -185,8 +207,9 @@ def personality(name: str) -> Instance:
     base, variants = personalities()
     if name not in variants:
         raise UsageError(f"unknown personality {name!r}; valid: {', '.join(variants)}")
-    return replace(instance(base), name=f"{base}/{name}",
-                   proposals=tuple(proposal(p) for p in variants[name]))
+    return replace(
+        instance(base), name=f"{base}/{name}", proposals=tuple(proposal(p) for p in variants[name])
+    )
 
 
 def parse_bounds(text: str | None) -> dict[str, int]:

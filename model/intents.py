@@ -18,6 +18,7 @@ asked so far (the first request from the start, another once `new_intent` fired)
 intent there is one group holding every key, asked once, and every expression is exactly the
 one-intent one (same System, same state counts).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -49,8 +50,11 @@ class Intents:
         """One flag per later intent (the user has asked it), where the instance has both a
         later intent and a `new_intents` budget."""
         later = self.inst.intents()[1:]
-        self.asked = {i: self.var(f"asked.{i}", 2, family="asked", index=(i,))
-                      for i in later} if self.has("new_intents") else {}
+        self.asked = (
+            {i: self.var(f"asked.{i}", 2, family="asked", index=(i,)) for i in later}
+            if self.has("new_intents")
+            else {}
+        )
 
     def several_intents(self) -> bool:
         return len(self.inst.intents()) > 1
@@ -58,16 +62,22 @@ class Intents:
     def intent_trigger(self, p) -> Expr:
         """`after_new_intent`: the user asked the proposal's intent (never for the first)."""
         if p.intent == FIRST_INTENT:
-            raise ValueError(f"proposal {p.name}: the first intent is asked from the start; "
-                             "after_new_intent needs another intent")
+            raise ValueError(
+                f"proposal {p.name}: the first intent is asked from the start; "
+                "after_new_intent needs another intent"
+            )
         flag = self.asked.get(p.intent)
         return flag == 1 if flag is not None else FALSE
 
     def new_intent(self) -> None:
         for i, flag in self.asked.items():
-            self.act("new_intent", {"intent": i},
-                     all_of(flag == 0, self.budget["new_intents"] > 0),
-                     {flag.name: 1, **self.spend("new_intents")}, fault=True)
+            self.act(
+                "new_intent",
+                {"intent": i},
+                all_of(flag == 0, self.budget["new_intents"] > 0),
+                {flag.name: 1, **self.spend("new_intents")},
+                fault=True,
+            )
 
     # ----- groups -------------------------------------------------------------------
     def groups(self) -> tuple[Group, ...]:
@@ -84,6 +94,7 @@ class Intents:
             while root[i] != i:
                 i = root[i]
             return i
+
         owner: dict[int, str] = {}
         for p in self.props:
             for k in self._keys_of(p):
@@ -96,7 +107,9 @@ class Intents:
         out = []
         for head in dict.fromkeys(find(i) for i in self.inst.intents()):
             ints = tuple(i for i in self.inst.intents() if find(i) == head)
-            keys = tuple(k for k in range(len(self.keys)) if find(owner.get(k, FIRST_INTENT)) == head)
+            keys = tuple(
+                k for k in range(len(self.keys)) if find(owner.get(k, FIRST_INTENT)) == head
+            )
             props = tuple(p.name for p in self.props if p.intent in ints)
             out.append(Group(ints, keys, props))
         return tuple(out)
@@ -105,8 +118,11 @@ class Intents:
         """p's key, and the next-epoch keys a late replay (`next_key`) or the human gate's
         new attempt (`next_of`) derives from it: they serve p's intent too."""
         k = self.key_of[p.name]
-        return ([k] + ([self.next_key[p.name]] if p.name in self.next_key else [])
-                + ([self.next_of[k]] if k in self.next_of else []))
+        return (
+            [k]
+            + ([self.next_key[p.name]] if p.name in self.next_key else [])
+            + ([self.next_of[k]] if k in self.next_of else [])
+        )
 
     def asked_count(self, g: Group):
         """How many of the group's intents the user has asked so far: the int 1 for the
@@ -172,23 +188,30 @@ class Intents:
         n = self.asked_count(g)
         visible, stuck = self._visible(g), self._stuck(g)
         props = [p for p in self.props if p.name in g.proposals]
-        approved = set(self.next_of.values())      # the human gate's new attempts
-        refused = any_of(*[self.prop[p.name] == P_DUP for p in props
-                           if p.trigger == "after_give_up" and self.key_of[p.name] not in approved])
+        approved = set(self.next_of.values())  # the human gate's new attempts
+        refused = any_of(
+            *[
+                self.prop[p.name] == P_DUP
+                for p in props
+                if p.trigger == "after_give_up" and self.key_of[p.name] not in approved
+            ]
+        )
         cancel = self.cancelled_in(g)
-        if isinstance(n, int) and n == 1:     # the first intent alone: as with one intent
+        if isinstance(n, int) and n == 1:  # the first intent alone: as with one intent
             short, swallowed, exact = total == comp, FALSE, total == comp + 1
         else:
             short, swallowed, exact = total < comp + n, self._swallowed(g), total == comp + n
-        if cancel is not FALSE:    # a cancelled intent: no effect (the cancel is its give-up)
+        if cancel is not FALSE:  # a cancelled intent: no effect (the cancel is its give-up)
             exact = all_of(not_(cancel), exact)
             short = ite_bool(cancel, total == comp, short)
         return any_of(exact, all_of(short, visible, not_(stuck), not_(refused), not_(swallowed)))
 
     def _visible(self, g: Group) -> Expr:
         """A record of the group parked, or a call of it answered by a hold (`reask`)."""
-        return any_of(*[in_(self.rec[k], r(*GAVE_UP)) for k in g.keys],
-                      self.answered_in([p for p in self.props if p.name in g.proposals]))
+        return any_of(
+            *[in_(self.rec[k], r(*GAVE_UP)) for k in g.keys],
+            self.answered_in([p for p in self.props if p.name in g.proposals]),
+        )
 
     def _stuck(self, g: Group) -> Expr:
         return any_of(*[in_(self.rec[k], r(*UNSETTLED)) for k in g.keys])
@@ -199,8 +222,12 @@ class Intents:
         out = []
         for g in self.groups():
             total, comp = self._sums(g)
-            out.append(all_of(not_(self._stuck(g)),
-                              any_of(total >= comp + self.asked_count(g), self._visible(g))))
+            out.append(
+                all_of(
+                    not_(self._stuck(g)),
+                    any_of(total >= comp + self.asked_count(g), self._visible(g)),
+                )
+            )
         return all_of(*out)
 
     def applied_at_least_once(self) -> Expr:
@@ -219,7 +246,11 @@ class Intents:
         out = []
         for i in g.intents:
             mine = [p for p in self.props if p.intent == i]
-            out.append(all_of(any_of(*[self.prop[p.name] == P_DUP for p in mine]),
-                              not_(self.answered_in(mine)),
-                              *[self.prop[p.name] != P_RECORDED for p in mine]))
+            out.append(
+                all_of(
+                    any_of(*[self.prop[p.name] == P_DUP for p in mine]),
+                    not_(self.answered_in(mine)),
+                    *[self.prop[p.name] != P_RECORDED for p in mine],
+                )
+            )
         return any_of(*out)

@@ -15,6 +15,7 @@ Traceback (most recent call last):
 ...
 toolcommit.model.errors.UsageError: unknown preset 'nope'; valid presets: naive, seed, recommended
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -36,8 +37,8 @@ class Config:
     knobs: Mapping[str, str]
     assumptions: Mapping[str, str]
     changed: tuple[str, ...] = field(default=())
-    env: str = "ideal"      # the environment profile the assumptions came from
-    timing: Mapping[str, Optional[int]] = field(default_factory=dict)   # seconds; None:
+    env: str = "ideal"  # the environment profile the assumptions came from
+    timing: Mapping[str, Optional[int]] = field(default_factory=dict)  # seconds; None:
     #                         forever / unbounded (spec `timing`; `timing.defaults` if empty)
 
     def __post_init__(self):
@@ -59,8 +60,10 @@ class Config:
                 times[name] = timing.check_param(name, value)
             else:
                 valid = ", ".join(list(knobs) + list(assumptions) + list(timing.params()))
-                raise UsageError(f"unknown knob {name!r}; valid knobs, assumptions and timing "
-                                 f"parameters: {valid}")
+                raise UsageError(
+                    f"unknown knob {name!r}; valid knobs, assumptions and timing "
+                    f"parameters: {valid}"
+                )
         changed = tuple(dict.fromkeys(self.changed + tuple(updates)))
         return Config(self.preset, knobs, assumptions, changed, self.env, times)
 
@@ -115,7 +118,9 @@ def bearing(knobs: Mapping[str, str], instances) -> dict[str, str]:
 
 def _check_option(name: str, value: str, options) -> None:
     if value not in options:
-        raise UsageError(f"knob {name!r} has no option {value!r}; valid options: {', '.join(options)}")
+        raise UsageError(
+            f"knob {name!r} has no option {value!r}; valid options: {', '.join(options)}"
+        )
 
 
 def preset(name: str) -> Config:
@@ -152,12 +157,15 @@ def stored_assumptions(assumptions: Mapping[str, str]) -> dict[str, str]:
 def complete_assumptions(stored: Mapping[str, str]) -> dict[str, str]:
     """Every assumption of a stored record (those left out at their implied option back)."""
     spec = protocol().assumptions
-    return {**{k: a["implied"] for k, a in spec.items() if "implied" in a and k not in stored},
-            **stored}
+    return {
+        **{k: a["implied"] for k, a in spec.items() if "implied" in a and k not in stored},
+        **stored,
+    }
 
 
-def complete_knobs(stored: Mapping[str, str], bounds: Mapping[str, int] | None = None,
-                   requests: int | None = None) -> dict[str, str]:
+def complete_knobs(
+    stored: Mapping[str, str], bounds: Mapping[str, int] | None = None, requests: int | None = None
+) -> dict[str, str]:
     """Every knob of a stored record: the stored ones, and each `implied` knob it leaves out
     at its implied option (in spec order, then any the spec does not know); given the
     record's `bounds`, a knob that bears on none of them (`BUDGET_ONLY`) is not put back,
@@ -168,12 +176,17 @@ def complete_knobs(stored: Mapping[str, str], bounds: Mapping[str, int] | None =
     True
     """
     spec = protocol().knobs
+
     def bears(k):
         if k in SEVERAL_INTENTS_ONLY and requests is not None and requests <= 1:
             return False
         return bounds is None or k not in BUDGET_ONLY or bounds.get(BUDGET_ONLY[k], 0) > 0
-    out = {k: stored.get(k, knob.implied) for k, knob in spec.items()
-           if k in stored or (knob.implied is not None and bears(k))}
+
+    out = {
+        k: stored.get(k, knob.implied)
+        for k, knob in spec.items()
+        if k in stored or (knob.implied is not None and bears(k))
+    }
     return {**out, **{k: v for k, v in stored.items() if k not in out}}
 
 

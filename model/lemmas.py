@@ -19,6 +19,7 @@ Examples
 >>> str(c["pfence_le_fence[k0]"])
 '(pfence.k0 <= fence.k0)'
 """
+
 from __future__ import annotations
 
 import json
@@ -51,8 +52,12 @@ class _Vars:
     def __init__(self, system: System):
         self.by = {(v.family, v.index): Var(v.name) for v in system.variables}
         self.keys = [v.index[0] for v in system.variables if v.family == "rec"]
-        self.slots = {k: sorted(int(v.index[1]) for v in system.variables
-                                if v.family == "msg" and v.index[0] == k) for k in self.keys}
+        self.slots = {
+            k: sorted(
+                int(v.index[1]) for v in system.variables if v.family == "msg" and v.index[0] == k
+            )
+            for k in self.keys
+        }
 
     def get(self, family: str, *index: str):
         return self.by.get((family, tuple(index)))
@@ -96,18 +101,31 @@ def _reask_lemmas(V: _Vars, inst, key_of: dict) -> dict[str, Expr]:
     out: dict[str, Expr] = {}
     gave_up = (RV["COMPENSATED"], RV["DEAD_LETTER"], RV["REJECTED_CONFLICT"])
     for i in dict.fromkeys(p.intent for p in inst.proposals if p.trigger == "after_doubt"):
-        first = sorted({f"k{key_of[p.name]}" for p in inst.proposals if p.intent == i
-                        and p.trigger != "after_doubt" and p.name in key_of})
-        again = sorted({f"k{key_of[p.name]}" for p in inst.proposals if p.intent == i
-                        and p.trigger == "after_doubt" and p.name in key_of} - set(first))
+        first = sorted(
+            {
+                f"k{key_of[p.name]}"
+                for p in inst.proposals
+                if p.intent == i and p.trigger != "after_doubt" and p.name in key_of
+            }
+        )
+        again = sorted(
+            {
+                f"k{key_of[p.name]}"
+                for p in inst.proposals
+                if p.intent == i and p.trigger == "after_doubt" and p.name in key_of
+            }
+            - set(first)
+        )
         doubt = V.get("doubt", i)
         if doubt is not None and first:
             out[f"doubt_after_record[{i}]"] = implies(
-                doubt == 1, any_of(*[V.get("rec", k) != RV["PROPOSED"] for k in first]))
+                doubt == 1, any_of(*[V.get("rec", k) != RV["PROPOSED"] for k in first])
+            )
         for k in again:
             for s in first:
                 out[f"reask_after_give_up[{k},{s}]"] = implies(
-                    V.get("rec", k) != RV["PROPOSED"], in_(V.get("rec", s), gave_up))
+                    V.get("rec", k) != RV["PROPOSED"], in_(V.get("rec", s), gave_up)
+                )
     return out
 
 
@@ -130,8 +148,11 @@ def candidates(system: System) -> dict[str, Expr]:
         for p in inst.proposals:
             if p.name in key_of:
                 intents_of.setdefault(f"k{key_of[p.name]}", set()).add(p.intent)
-        later_keys = {k: next(iter(i)) for k, i in intents_of.items()
-                      if len(i) == 1 and V.get("asked", next(iter(i))) is not None}
+        later_keys = {
+            k: next(iter(i))
+            for k, i in intents_of.items()
+            if len(i) == 1 and V.get("asked", next(iter(i))) is not None
+        }
         out.update(_reask_lemmas(V, inst, key_of))
     for k in V.keys:
         rec, fence, applied = V.get("rec", k), V.get("fence", k), V.get("applied", k)
@@ -143,10 +164,17 @@ def candidates(system: System) -> dict[str, Expr]:
         none_sent = all_of(fence == 0, *[m == M_NONE for m in msgs.values()])
         out[f"quiet_before_record[{k}]"] = implies(
             rec == RV["PROPOSED"],
-            all_of(none_sent, applied == 0, comp == 0, cancelled == 0,
-                   *([pfence == 0] if pfence is not None else [])))
-        out[f"recorded_not_yet_sent[{k}]"] = implies(rec == RV["RECORDED"],
-                                                     all_of(none_sent, applied == 0))
+            all_of(
+                none_sent,
+                applied == 0,
+                comp == 0,
+                cancelled == 0,
+                *([pfence == 0] if pfence is not None else []),
+            ),
+        )
+        out[f"recorded_not_yet_sent[{k}]"] = implies(
+            rec == RV["RECORDED"], all_of(none_sent, applied == 0)
+        )
         for f in slots:
             out[f"slot_above_fence_is_none[{k}.{f}]"] = implies(fence < f, msgs[f] == M_NONE)
         if pfence is not None:
@@ -154,30 +182,35 @@ def candidates(system: System) -> dict[str, Expr]:
             for f in slots:
                 arriving = in_(msgs[f], ARRIVING)
                 out[f"stale_request_fenced_out[{k}.{f}]"] = implies(
-                    all_of(arriving, fence > f), pfence > f)
+                    all_of(arriving, fence > f), pfence > f
+                )
                 out[f"in_doubt_requests_fenced[{k}.{f}]"] = implies(
-                    all_of(arriving, in_(rec, (RV["RECONCILING"], RV["DEAD_LETTER"]))), pfence > f)
+                    all_of(arriving, in_(rec, (RV["RECONCILING"], RV["DEAD_LETTER"]))), pfence > f
+                )
         out[f"effect_needs_request[{k}]"] = implies(applied > 0, fence >= 1)
         seen = V.get("seen", k)
         if seen is not None:
             out[f"effect_marks_token[{k}]"] = implies(applied > 0, seen == 1)
         out[f"at_most_once_per_key[{k}]"] = applied <= 1
         out[f"parked_without_effect[{k}]"] = implies(rec == RV["DEAD_LETTER"], applied == 0)
-        out[f"compensated_without_net_effect[{k}]"] = implies(rec == RV["COMPENSATED"],
-                                                              applied <= comp)
+        out[f"compensated_without_net_effect[{k}]"] = implies(
+            rec == RV["COMPENSATED"], applied <= comp
+        )
         if V.get("cancelled", k) is not None:
             out[f"cancelled_never_sent[{k}]"] = implies(
-                cancelled == 1, all_of(rec == RV["REJECTED_CONFLICT"], none_sent))
+                cancelled == 1, all_of(rec == RV["REJECTED_CONFLICT"], none_sent)
+            )
         if k in give_up_keys:
             earlier = [V.get("rec", j) for j in V.keys if j not in give_up_keys]
             out[f"next_epoch_after_give_up[{k}]"] = implies(
                 rec != RV["PROPOSED"],
-                any_of(*[in_(r, (RV["COMPENSATED"], RV["DEAD_LETTER"])) for r in earlier]))
+                any_of(*[in_(r, (RV["COMPENSATED"], RV["DEAD_LETTER"])) for r in earlier]),
+            )
         if k in later_keys:
             out[f"asked_before_record[{k}]"] = implies(
-                rec != RV["PROPOSED"], V.get("asked", later_keys[k]) == 1)
-        out[f"conflict_without_effect[{k}]"] = implies(rec == RV["REJECTED_CONFLICT"],
-                                                       applied == 0)
+                rec != RV["PROPOSED"], V.get("asked", later_keys[k]) == 1
+            )
+        out[f"conflict_without_effect[{k}]"] = implies(rec == RV["REJECTED_CONFLICT"], applied == 0)
         for j in V.keys:
             if j > k:
                 live = [not_(in_(V.get("rec", x), LIVE_NOT)) for x in (k, j)]
@@ -185,6 +218,7 @@ def candidates(system: System) -> dict[str, Expr]:
         owner = V.get("owner", k)
         workers = sorted(v.index[0] for v in system.variables if v.family == "alive")
         if owner is not None:
-            out[f"owner_is_alive[{k}]"] = all_of(*[
-                implies(owner == i, V.get("alive", w) == 1) for i, w in enumerate(workers)])
+            out[f"owner_is_alive[{k}]"] = all_of(
+                *[implies(owner == i, V.get("alive", w) == 1) for i, w in enumerate(workers)]
+            )
     return {n: e for n, e in out.items() if e is not TRUE}

@@ -29,6 +29,7 @@ Traceback (most recent call last):
 ...
 toolcommit.model.errors.UsageError: unknown property 'P9'; valid properties: I1, FULFIL, VISIBLE, ALO, I1net, P1, P2, P3, P4, P5, FENCE, LEGAL, DEADLOCK, PROGRESS
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -52,13 +53,13 @@ class Property:
     kind: str
     meaning: str
     witness: str
-    flag: str = ""          # monitor: the sticky variable the breaking step sets
-    reads: str = ""         # what a violation reads: "effects" (counted per key), or for a
+    flag: str = ""  # monitor: the sticky variable the breaking step sets
+    reads: str = ""  # what a violation reads: "effects" (counted per key), or for a
     #                         graph property "dead_end" / "no_way_to_settle" or one of END_READS
-    stuck: str = ""         # graph: what is wrong with a counterexample's last state
-    adversary: Optional[Mapping[str, str]] = None   # adversary: its action, name, and
+    stuck: str = ""  # graph: what is wrong with a counterexample's last state
+    adversary: Optional[Mapping[str, str]] = None  # adversary: its action, name, and
     #                                                 how a violation under it is phrased
-    outcome: bool = False   # judges what the world sees (effects, the user's cancel,
+    outcome: bool = False  # judges what the world sees (effects, the user's cancel,
     #                         fulfilment), not the mechanism (lifecycle edges, fences)
     headline: bool = False  # the invariant the tool exists for (I1)
     on_request: bool = False  # judged only when asked for (a guarantee's weaker reading)
@@ -83,11 +84,24 @@ def _rows() -> tuple[Property, ...]:
     rows = []
     for name, raw in protocol().properties.items():
         if raw["kind"] not in KINDS:
-            raise ValueError(f"spec/protocol.json: property {name} has unknown kind {raw['kind']!r}")
-        rows.append(Property(name, raw["kind"], raw["meaning"], raw["witness"],
-                             raw.get("flag", ""), raw.get("reads", ""), raw.get("stuck", ""),
-                             raw.get("adversary"), bool(raw.get("outcome")),
-                             bool(raw.get("headline")), bool(raw.get("on_request"))))
+            raise ValueError(
+                f"spec/protocol.json: property {name} has unknown kind {raw['kind']!r}"
+            )
+        rows.append(
+            Property(
+                name,
+                raw["kind"],
+                raw["meaning"],
+                raw["witness"],
+                raw.get("flag", ""),
+                raw.get("reads", ""),
+                raw.get("stuck", ""),
+                raw.get("adversary"),
+                bool(raw.get("outcome")),
+                bool(raw.get("headline")),
+                bool(raw.get("on_request")),
+            )
+        )
     return tuple(rows)
 
 
@@ -139,8 +153,11 @@ def monitors() -> tuple[Property, ...]:
     return tuple(p for p in _rows() if p.kind == "monitor")
 
 
-def names(requested: Optional[Iterable[str]] = None, allowed: Optional[Iterable[str]] = None,
-          what: str = "properties") -> tuple[str, ...]:
+def names(
+    requested: Optional[Iterable[str]] = None,
+    allowed: Optional[Iterable[str]] = None,
+    what: str = "properties",
+) -> tuple[str, ...]:
     """`requested` (default: every allowed one, or every default one), each checked to be an
     allowed name.
 
@@ -161,7 +178,8 @@ def effects(families: Mapping[str, str], state: Mapping[str, int]) -> tuple[dict
     `families` maps each variable name to its family (`applied`, `comp`, ...), as the
     model declares them; how an effect is read is written here once.
     """
-    applied = {n.split(".", 1)[1]: v for n, v in state.items()
-               if families.get(n) == "applied" and v}
+    applied = {
+        n.split(".", 1)[1]: v for n, v in state.items() if families.get(n) == "applied" and v
+    }
     comp = sum(v for n, v in state.items() if families.get(n) == "comp")
     return applied, comp

@@ -27,6 +27,7 @@ variables of the ideal environment, so `--env ideal` keeps every state count.
 A worker treats an error response like a timeout (`receive_error`): the record becomes
 UNKNOWN, since an error cannot tell it whether the effect happened.
 """
+
 from __future__ import annotations
 
 from .expr import FALSE, TRUE, Expr, all_of, any_of, in_, ite, max_, min_, not_
@@ -62,13 +63,17 @@ class Provider:
     def errors_modelled(self) -> bool:
         """Whether a request slot can hold an error response (ERR)."""
         return self.key_in_use_refused() or any(
-            self.inst.faults.get(f, 0) > 0 for f in ("errors_before", "errors_after", "deadlines"))
+            self.inst.faults.get(f, 0) > 0 for f in ("errors_before", "errors_after", "deadlines")
+        )
 
     def key_in_use_refused(self) -> bool:
         """Whether a request meeting another still executing under its key is refused (409):
         only where requests carry a key the provider honours."""
-        return (self.a["in_flight_key"] == "refused" and self.a["provider_idempotent"] == "yes"
-                and self.token_kind() != "none")
+        return (
+            self.a["in_flight_key"] == "refused"
+            and self.a["provider_idempotent"] == "yes"
+            and self.token_kind() != "none"
+        )
 
     def saved_errors(self) -> bool:
         """Whether the idempotency layer can save an error for a token (3-valued `seen`)."""
@@ -84,17 +89,32 @@ class Provider:
                 m = self.msg[k][f - 1]
                 params = {"key": self.keys[k].name, "fence": str(f)}
                 if self.has("delays"):
-                    self.act("delay", params, all_of(m == M_INFLIGHT, self.budget["delays"] > 0),
-                             {m.name: M_DELAYED, **self.spend("delays")}, fault=True)
+                    self.act(
+                        "delay",
+                        params,
+                        all_of(m == M_INFLIGHT, self.budget["delays"] > 0),
+                        {m.name: M_DELAYED, **self.spend("delays")},
+                        fault=True,
+                    )
                 if self.has("duplicates") and self.k["sdk_retries"] == "on":
                     self.check_send(k, 2)
-                    self.act("redeliver", params,
-                             all_of(in_(m, SDK_RESENDS), self.budget["duplicates"] > 0,
-                                    self.may_send(k, 2)),
-                             {m.name: M_INFLIGHT, **self.spend("duplicates")}, fault=True)
+                    self.act(
+                        "redeliver",
+                        params,
+                        all_of(
+                            in_(m, SDK_RESENDS), self.budget["duplicates"] > 0, self.may_send(k, 2)
+                        ),
+                        {m.name: M_INFLIGHT, **self.spend("duplicates")},
+                        fault=True,
+                    )
                 if self.has("ack_losses"):
-                    self.act("lose_ack", params, all_of(m == M_ACK, self.budget["ack_losses"] > 0),
-                             {m.name: M_LOST, **self.spend("ack_losses")}, fault=True)
+                    self.act(
+                        "lose_ack",
+                        params,
+                        all_of(m == M_ACK, self.budget["ack_losses"] > 0),
+                        {m.name: M_LOST, **self.spend("ack_losses")},
+                        fault=True,
+                    )
                 self._deliver(k, f)
                 self._provider_faults(k, f)
             self._seal_messages(k)
@@ -115,20 +135,38 @@ class Provider:
         seen = self._seen_expr(k, f)
         seal = self._seal_on_delivery(k, f)
         if fenced is not FALSE:
-            self.act("deliver", {**params, "outcome": "fenced out"}, all_of(arriving, fenced),
-                     {m.name: M_LOST})
+            self.act(
+                "deliver",
+                {**params, "outcome": "fenced out"},
+                all_of(arriving, fenced),
+                {m.name: M_LOST},
+            )
         if seen is not FALSE and not self.saved_errors():
-            self.act("deliver", {**params, "outcome": "deduplicated"},
-                     all_of(arriving, not_(fenced), seen), {m.name: M_ACK, **seal})
+            self.act(
+                "deliver",
+                {**params, "outcome": "deduplicated"},
+                all_of(arriving, not_(fenced), seen),
+                {m.name: M_ACK, **seal},
+            )
         elif seen is not FALSE:
-            self.act("deliver", {**params, "outcome": "deduplicated"},
-                     all_of(arriving, not_(fenced), self._seen_expr(k, f, S_OK)),
-                     {m.name: M_ACK, **seal})
-            self.act("deliver", {**params, "outcome": "replays the saved error"},
-                     all_of(arriving, not_(fenced), self._seen_expr(k, f, S_ERR)),
-                     {m.name: M_ERR, **seal})
-        self.act("deliver", {**params, "outcome": "applied"},
-                 all_of(arriving, not_(fenced), not_(seen)), self._apply(k, f, M_ACK, S_OK))
+            self.act(
+                "deliver",
+                {**params, "outcome": "deduplicated"},
+                all_of(arriving, not_(fenced), self._seen_expr(k, f, S_OK)),
+                {m.name: M_ACK, **seal},
+            )
+            self.act(
+                "deliver",
+                {**params, "outcome": "replays the saved error"},
+                all_of(arriving, not_(fenced), self._seen_expr(k, f, S_ERR)),
+                {m.name: M_ERR, **seal},
+            )
+        self.act(
+            "deliver",
+            {**params, "outcome": "applied"},
+            all_of(arriving, not_(fenced), not_(seen)),
+            self._apply(k, f, M_ACK, S_OK),
+        )
         self._key_in_use(k, f, arriving, fenced, seen)
 
     def _key_in_use(self, k: int, f: int, arriving: Expr, fenced: Expr, seen: Expr) -> None:
@@ -141,10 +179,17 @@ class Provider:
         others = self._same_token_on_its_way(k, f)
         if others is FALSE:
             return
-        self.act("deliver", {"key": self.keys[k].name, "fence": str(f),
-                             "outcome": "refused: its key is in use by a request still executing "
-                                        "(409), unapplied, nothing saved"},
-                 all_of(arriving, not_(fenced), not_(seen), others), {self.msg[k][f - 1].name: M_ERR})
+        self.act(
+            "deliver",
+            {
+                "key": self.keys[k].name,
+                "fence": str(f),
+                "outcome": "refused: its key is in use by a request still executing "
+                "(409), unapplied, nothing saved",
+            },
+            all_of(arriving, not_(fenced), not_(seen), others),
+            {self.msg[k][f - 1].name: M_ERR},
+        )
 
     def _same_token_on_its_way(self, k: int, f: int) -> Expr:
         """Another request carrying message (k, f)'s token is in flight or held."""
@@ -162,18 +207,25 @@ class Provider:
     def _same_token(self, a, ka: int, fa: int, b, kb: int, fb: int) -> Expr:
         """Whether messages (ka, fa) and (kb, fb), with static tokens or per-message token
         variables `a` and `b` (see `_token_of_msg`), carry the same token."""
+
         def pairs(tok, k, f):
             if isinstance(tok, str):
                 return [(TRUE, tok)]
             mt = self.mtok[k][f - 1]
             return [(mt == i, c) for i, c in tok]
-        out = [all_of(ca, cb) for ca, ta in pairs(a, ka, fa) for cb, tb in pairs(b, kb, fb) if ta == tb]
+
+        out = [
+            all_of(ca, cb) for ca, ta in pairs(a, ka, fa) for cb, tb in pairs(b, kb, fb) if ta == tb
+        ]
         return any_of(*out)
 
     def _apply(self, k: int, f: int, response: int, saved: int) -> dict:
         """Updates for applying key k's request at fence f, answering `response`."""
-        up = {self.msg[k][f - 1].name: response,
-              self.applied[k].name: min_(self.applied[k] + 1, CAP), **self._seal_on_delivery(k, f)}
+        up = {
+            self.msg[k][f - 1].name: response,
+            self.applied[k].name: min_(self.applied[k] + 1, CAP),
+            **self._seal_on_delivery(k, f),
+        }
         up.update(self._mark_seen(k, f, saved))
         up[self.bad["FENCE"].name] = ite(self.fence_in_force(k) > f, 1, self.bad["FENCE"])
         cancelled = self.intent_cancelled(k)
@@ -187,22 +239,40 @@ class Provider:
         seen = self._seen_expr(k, f)
         if self.has("errors_before"):
             spend = self.spend("errors_before")
-            self.act("fail_before_apply", {**params, "outcome": "refused, nothing saved"},
-                     all_of(arriving, self.budget["errors_before"] > 0), {m.name: M_ERR, **spend},
-                     fault=True)
+            self.act(
+                "fail_before_apply",
+                {**params, "outcome": "refused, nothing saved"},
+                all_of(arriving, self.budget["errors_before"] > 0),
+                {m.name: M_ERR, **spend},
+                fault=True,
+            )
             saving = self._mark_seen(k, f, S_ERR) if self._token_of_msg(k, f) is not None else {}
             if saving and self.a["provider_idempotent"] == "yes":
-                self.act("fail_before_apply", {**params, "outcome": "failed, error saved"},
-                         all_of(arriving, not_(seen), self.budget["errors_before"] > 0),
-                         {m.name: M_ERR, **saving, **spend}, fault=True)
+                self.act(
+                    "fail_before_apply",
+                    {**params, "outcome": "failed, error saved"},
+                    all_of(arriving, not_(seen), self.budget["errors_before"] > 0),
+                    {m.name: M_ERR, **saving, **spend},
+                    fault=True,
+                )
         if self.has("errors_after"):
             up = self._apply(k, f, M_ERR, S_ERR)
             up.update(self.spend("errors_after"))
-            self.act("fail_after_apply", params,
-                     all_of(arriving, not_(seen), self.budget["errors_after"] > 0), up, fault=True)
+            self.act(
+                "fail_after_apply",
+                params,
+                all_of(arriving, not_(seen), self.budget["errors_after"] > 0),
+                up,
+                fault=True,
+            )
         if self.has("deadlines"):
-            self.act("expire_request", params, all_of(m == M_DELAYED, self.budget["deadlines"] > 0),
-                     {m.name: M_ERR, **self.spend("deadlines")}, fault=True)
+            self.act(
+                "expire_request",
+                params,
+                all_of(m == M_DELAYED, self.budget["deadlines"] > 0),
+                {m.name: M_ERR, **self.spend("deadlines")},
+                fault=True,
+            )
 
     # ----- responses -------------------------------------------------------------------
     def receive_error(self, k: int, w: int, f: int) -> None:
@@ -213,10 +283,16 @@ class Provider:
         current = rec == RV["DISPATCHED"]
         if self.k["fencing"] == "on":
             current = all_of(current, self.fence[k] == f)
-        self.act("receive_error", {"key": self.keys[k].name, "worker": f"w{w}", "fence": str(f)},
-                 all_of(self._owned(k, w), m == M_ERR),
-                 {m.name: M_DONE, rec.name: ite(current, RV["UNKNOWN"], rec),
-                  self.retry_ok.name: ite(current, 1, self.retry_ok)})
+        self.act(
+            "receive_error",
+            {"key": self.keys[k].name, "worker": f"w{w}", "fence": str(f)},
+            all_of(self._owned(k, w), m == M_ERR),
+            {
+                m.name: M_DONE,
+                rec.name: ite(current, RV["UNKNOWN"], rec),
+                self.retry_ok.name: ite(current, 1, self.retry_ok),
+            },
+        )
 
     # ----- idempotency tokens ------------------------------------------------------------
     def _token_of_msg(self, k: int, f: int):
@@ -244,6 +320,7 @@ class Provider:
             if value is not None:
                 return s == value
             return s == 1 if not self.saved_errors() else s > 0
+
         if isinstance(tok, str):
             return known(tok)
         mt = self.mtok[k][f - 1]
@@ -264,9 +341,13 @@ class Provider:
         if not self.has("key_expiries") or self.token_kind() != "semantic_key":
             return
         s = self.seen[self.keys[k].name]
-        self.act("expire_key", {"token": self.keys[k].name},
-                 all_of(s > 0, self.budget["key_expiries"] > 0, self.expiry_guard([k])),
-                 {s.name: 0, **self.spend("key_expiries")}, fault=True)
+        self.act(
+            "expire_key",
+            {"token": self.keys[k].name},
+            all_of(s > 0, self.budget["key_expiries"] > 0, self.expiry_guard([k])),
+            {s.name: 0, **self.spend("key_expiries")},
+            fault=True,
+        )
 
     def call_token_expiry(self) -> None:
         """The provider forgets a call-id token. The lifetime orders it only for a token one
@@ -278,9 +359,13 @@ class Provider:
             s = self.seen[c]
             users = [k for k in range(len(self.keys)) if c in self.callers.get(k, ())]
             order = self.expiry_guard(users) if len(users) == 1 else TRUE
-            self.act("expire_key", {"token": c},
-                     all_of(s > 0, self.budget["key_expiries"] > 0, order),
-                     {s.name: 0, **self.spend("key_expiries")}, fault=True)
+            self.act(
+                "expire_key",
+                {"token": c},
+                all_of(s > 0, self.budget["key_expiries"] > 0, order),
+                {s.name: 0, **self.spend("key_expiries")},
+                fault=True,
+            )
 
     # ----- the fence seal as a message -----------------------------------------------------
     def seal_updates(self, k: int, f: int) -> dict:
@@ -316,17 +401,27 @@ class Provider:
         if self.pfence[k] is None or not self.seal_is_message():
             return
         kn, sm, sf = self.keys[k].name, self.sealm[k], self.sealf[k]
-        self.act("deliver_seal", {"key": kn}, sm == SEAL_SENT,
-                 {sm.name: SEAL_ACK, self.pfence[k].name: max_(self.pfence[k], sf)})
-        self.act("lose_seal", {"key": kn},
-                 all_of(in_(sm, (SEAL_SENT, SEAL_ACK)), self.budget["seal_losses"] > 0),
-                 {sm.name: SEAL_LOST, **self.spend("seal_losses")}, fault=True)
+        self.act(
+            "deliver_seal",
+            {"key": kn},
+            sm == SEAL_SENT,
+            {sm.name: SEAL_ACK, self.pfence[k].name: max_(self.pfence[k], sf)},
+        )
+        self.act(
+            "lose_seal",
+            {"key": kn},
+            all_of(in_(sm, (SEAL_SENT, SEAL_ACK)), self.budget["seal_losses"] > 0),
+            {sm.name: SEAL_LOST, **self.spend("seal_losses")},
+            fault=True,
+        )
 
     def reseal(self, k: int, w: int) -> None:
         """The reconciler re-sends a lost seal (same fence)."""
         if self.pfence[k] is None or not self.seal_is_message():
             return
-        self.act("reseal", {"key": self.keys[k].name, "worker": f"w{w}"},
-                 all_of(self._owned(k, w), self.rec[k] == RV["RECONCILING"],
-                        self.sealm[k] == SEAL_LOST),
-                 {self.sealm[k].name: SEAL_SENT})
+        self.act(
+            "reseal",
+            {"key": self.keys[k].name, "worker": f"w{w}"},
+            all_of(self._owned(k, w), self.rec[k] == RV["RECONCILING"], self.sealm[k] == SEAL_LOST),
+            {self.sealm[k].name: SEAL_SENT},
+        )

@@ -25,6 +25,7 @@ The re-ask itself is a proposal of the first intent in another request, with tri
 it may or may not have happened. With one request per instance there are no siblings and
 nothing here adds a variable or an action: every other instance builds the same System.
 """
+
 from __future__ import annotations
 
 from .expr import FALSE, Expr, all_of, any_of, in_, ite
@@ -58,17 +59,27 @@ class Reask:
         """`told.<key>` (its outcome reached the call that sent it): per sibling key under
         `hold`, and per key of an intent the user may re-ask (whatever the design: a user
         told the outcome does not re-ask)."""
-        keys = {s for sib in self.siblings.values() for s in sib} \
-            if self.k["reask"] == "hold" else set()
+        keys = (
+            {s for sib in self.siblings.values() for s in sib}
+            if self.k["reask"] == "hold"
+            else set()
+        )
         keys |= set(self._reasked_keys())
-        self.told = {k: self.var(f"told.{self.keys[k].name}", 2, family="told",
-                                 index=(self.keys[k].name,)) for k in sorted(keys)}
+        self.told = {
+            k: self.var(f"told.{self.keys[k].name}", 2, family="told", index=(self.keys[k].name,))
+            for k in sorted(keys)
+        }
 
     def _reasked_keys(self) -> list[int]:
         """Keys of the first request's calls of an intent with a re-ask (`after_doubt`)."""
         asked = {p.intent for p in self.props if p.trigger == "after_doubt"}
-        return sorted({self.key_of[p.name] for p in self.props
-                       if p.intent in asked and p.trigger != "after_doubt"})
+        return sorted(
+            {
+                self.key_of[p.name]
+                for p in self.props
+                if p.intent in asked and p.trigger != "after_doubt"
+            }
+        )
 
     def declare_doubt(self) -> None:
         """`doubt.<intent>` per intent with a re-ask (trigger `after_doubt`): a record of
@@ -80,8 +91,11 @@ class Reask:
         """`doubt.<intent>` := 1 where the action writes UNKNOWN to a record of the intent."""
         for i, flag in self.doubt.items():
             keys = {k for p in self.props if p.intent == i for k in self._keys_of(p)}
-            hits = [updates[self.rec[k].name] == RV["UNKNOWN"] for k in sorted(keys)
-                    if self.rec[k].name in updates]
+            hits = [
+                updates[self.rec[k].name] == RV["UNKNOWN"]
+                for k in sorted(keys)
+                if self.rec[k].name in updates
+            ]
             if hits:
                 updates[flag.name] = ite(any_of(*hits), 1, flag)
         return updates
@@ -92,8 +106,11 @@ class Reask:
         flag = self.doubt.get(p.intent)
         if flag is None:
             return FALSE
-        mine = {self.key_of[q.name] for q in self.props
-                if q.intent == p.intent and q.trigger != "after_doubt"}
+        mine = {
+            self.key_of[q.name]
+            for q in self.props
+            if q.intent == p.intent and q.trigger != "after_doubt"
+        }
         return all_of(flag == 1, *[self.told[k] == 0 for k in sorted(mine) if k in self.told])
 
     def reask_wait(self, k: int) -> Expr:
@@ -107,8 +124,9 @@ class Reask:
         key can land after it": a status read that is never stale, after the fence seal
         (`reconcile` with a provider that fences) or after waiting out a finite delay bound
         (`replay_then_reconcile`). Any other give-up may hide an applied effect."""
-        if self.a["status_read"] != "yes" or (self.has("stale_reads")
-                                              and self.k["status_via"] == "search"):
+        if self.a["status_read"] != "yes" or (
+            self.has("stale_reads") and self.k["status_via"] == "search"
+        ):
             return False
         policy = self.k["on_unknown"]
         if policy == "reconcile":
@@ -124,11 +142,21 @@ class Reask:
         for s in self.siblings[k]:
             untold = self.told[s] == 0
             name = self.keys[s].name
-            out.append((s, f"answered: done (key {name} ACKED)",
-                        all_of(untold, self.rec[s] == RV["ACKED"])))
+            out.append(
+                (
+                    s,
+                    f"answered: done (key {name} ACKED)",
+                    all_of(untold, self.rec[s] == RV["ACKED"]),
+                )
+            )
             if not self._absent_final():
-                out.append((s, f"refused: may have happened (key {name} given up)",
-                            all_of(untold, self.rec[s] == RV["DEAD_LETTER"])))
+                out.append(
+                    (
+                        s,
+                        f"refused: may have happened (key {name} given up)",
+                        all_of(untold, self.rec[s] == RV["DEAD_LETTER"]),
+                    )
+                )
         return out
 
     def reask_answered(self, k: int) -> Expr:
@@ -139,8 +167,12 @@ class Reask:
         """The `hold` answers: the call is refused as a duplicate of its sibling's outcome,
         which is now told."""
         for s, decision, guard in self.reask_answers(k):
-            self.act("propose", {**params, "decision": decision},
-                     all_of(fresh, guard), {self.prop[p.name].name: P_DUP, self.told[s].name: 1})
+            self.act(
+                "propose",
+                {**params, "decision": decision},
+                all_of(fresh, guard),
+                {self.prop[p.name].name: P_DUP, self.told[s].name: 1},
+            )
 
     def told_on_ack(self, k: int, settles_from_dispatch: Expr) -> dict:
         """`told.<key>` := 1 when an ack settles k's record from DISPATCHED: the call that
@@ -154,7 +186,10 @@ class Reask:
         visible to the user, who was told the earlier outcome and may ask again."""
         if self.k["reask"] != "hold":
             return FALSE
-        return any_of(*[all_of(self.prop[p.name] == P_DUP,
-                               self.rec[self.key_of[p.name]] == RV["PROPOSED"])
-                        for p in props if self.key_of[p.name] in self.siblings])
-
+        return any_of(
+            *[
+                all_of(self.prop[p.name] == P_DUP, self.rec[self.key_of[p.name]] == RV["PROPOSED"])
+                for p in props
+                if self.key_of[p.name] in self.siblings
+            ]
+        )

@@ -10,6 +10,7 @@ whose restart sets `rec.state=S.RECORDED` and dispatches under a new fence). Onl
 rolls back: a record orphaned by a memory wipe stays orphaned until a crashed worker
 restarts (the fixture has no code that finds work in the log otherwise).
 """
+
 from __future__ import annotations
 
 from .expr import all_of, any_of, in_, ite
@@ -25,10 +26,12 @@ class Recovery:
         if self.k["on_restart"] != "reload_log":
             return
         rec = self.rec[k]
-        self.act("takeover", {"key": self.keys[k].name, "worker": f"w{w}"},
-                 all_of(self.alive[w] == 1, self.owner[k] == self.W, in_(rec, r(*UNSETTLED))),
-                 {self.owner[k].name: w,
-                  rec.name: ite(rec == RV["DISPATCHED"], RV["UNKNOWN"], rec)})
+        self.act(
+            "takeover",
+            {"key": self.keys[k].name, "worker": f"w{w}"},
+            all_of(self.alive[w] == 1, self.owner[k] == self.W, in_(rec, r(*UNSETTLED))),
+            {self.owner[k].name: w, rec.name: ite(rec == RV["DISPATCHED"], RV["UNKNOWN"], rec)},
+        )
 
     def lifecycle(self, w: int) -> None:
         """Worker w crashes (a budgeted fault) and restarts; with on_restart=rollback the
@@ -40,8 +43,13 @@ class Recovery:
             return
         up = self._forget(w)
         up.update({self.alive[w].name: 0, **self.spend("crashes")})
-        self.act("crash", {"worker": wn}, all_of(self.alive[w] == 1, self.budget["crashes"] > 0),
-                 up, fault=True)
+        self.act(
+            "crash",
+            {"worker": wn},
+            all_of(self.alive[w] == 1, self.budget["crashes"] > 0),
+            up,
+            fault=True,
+        )
         if self.k["on_restart"] != "rollback":
             self.act("restart", {"worker": wn}, self.alive[w] == 0, {self.alive[w].name: 1})
             return
@@ -71,9 +79,12 @@ class Recovery:
             if self.racy:
                 c = self.chk[p.name]
                 up[c.name] = const(self.W)
-                up[self.prop[p.name].name] = ite(self.prop[p.name] == P_PROPOSED, P_ABSENT,
-                                                 self.prop[p.name])
+                up[self.prop[p.name].name] = ite(
+                    self.prop[p.name] == P_PROPOSED, P_ABSENT, self.prop[p.name]
+                )
         up[self.retry_ok.name] = const(1)
-        holds = any_of(*[o != self.W for o in self.owner],
-                       *[self.chk[p.name] != self.W for p in self.props if self.racy])
+        holds = any_of(
+            *[o != self.W for o in self.owner],
+            *[self.chk[p.name] != self.W for p in self.props if self.racy],
+        )
         self.act("wipe", {}, holds, up, fault=True)

@@ -26,6 +26,7 @@ Next-epoch keys exist only under `human_approval` (one per proposal's key, deriv
 `semantics._derive_keys`); a re-issued record can be re-issued again only where its own
 next key was derived.
 """
+
 from __future__ import annotations
 
 from .expr import TRUE, Expr, all_of, ite, min_, not_
@@ -45,8 +46,13 @@ class Resolution:
         for f in range(1, self.F + 1):
             up = {rec.name: RV["RECONCILING"], self.fence[k].name: f, **self.seal_updates(k, f)}
             self.act(name, {**params, "fence": str(f)}, all_of(guard, self.fence[k] == f - 1), up)
-        self.act(name, {**params, "fence": "beyond bound"}, all_of(guard, self.fence[k] == self.F),
-                 {}, cut=True)
+        self.act(
+            name,
+            {**params, "fence": "beyond bound"},
+            all_of(guard, self.fence[k] == self.F),
+            {},
+            cut=True,
+        )
 
     # ----- replay under the same key, then reconcile ------------------------------------------
     def replay_then_reconcile(self, k: int, w: int, unknown: Expr) -> None:
@@ -59,16 +65,33 @@ class Resolution:
         params = {"key": kn, "worker": wn}
         for f in range(1, self.F + 1):
             up = {rec.name: RV["RECONCILING"], **self._send(k, f), **self.seal_updates(k, f)}
-            self.act("reconcile", {**params, "fence": str(f), "replay": "under the same key"},
-                     all_of(unknown, self.fence[k] == f - 1, self.may_send(k, f)), up)
-        self.act("reconcile", {**params, "fence": "beyond bound", "replay": "under the same key"},
-                 all_of(unknown, self.fence[k] == self.F, self.may_send(k, self.F + 1)), {}, cut=True)
+            self.act(
+                "reconcile",
+                {**params, "fence": str(f), "replay": "under the same key"},
+                all_of(unknown, self.fence[k] == f - 1, self.may_send(k, f)),
+                up,
+            )
+        self.act(
+            "reconcile",
+            {**params, "fence": "beyond bound", "replay": "under the same key"},
+            all_of(unknown, self.fence[k] == self.F, self.may_send(k, self.F + 1)),
+            {},
+            cut=True,
+        )
         if self.win[k] is not None:
-            self.fence_and_seal(k, "reconcile", {**params, "replay": "none: the window is closed"},
-                                all_of(unknown, self.win[k] == 1))
+            self.fence_and_seal(
+                k,
+                "reconcile",
+                {**params, "replay": "none: the window is closed"},
+                all_of(unknown, self.win[k] == 1),
+            )
         sealed = self.seal_read_guard(k)
-        guard = all_of(self._owned(k, w), rec == RV["RECONCILING"], self.arrivals_over(k),
-                       *([sealed] if sealed is not None else []))
+        guard = all_of(
+            self._owned(k, w),
+            rec == RV["RECONCILING"],
+            self.arrivals_over(k),
+            *([sealed] if sealed is not None else []),
+        )
         after = self.seal_read_updates(k)
         self.act("read_status", params, guard, {rec.name: self._read(k), **after})
         self.stale_read(k, w, guard, params, after)
@@ -103,16 +126,29 @@ class Resolution:
         guard = all_of(self._owned(k, w), read)
         params = {"key": kn, "worker": wn}
         if self.a["status_read"] == "no":
-            self.act("compensate_after_seal",
-                     {**params, "status": "no status read",
-                      "outcome": "the effect cannot be found to reverse: DEAD_LETTER"},
-                     guard, {rec.name: RV["DEAD_LETTER"], **after})
+            self.act(
+                "compensate_after_seal",
+                {
+                    **params,
+                    "status": "no status read",
+                    "outcome": "the effect cannot be found to reverse: DEAD_LETTER",
+                },
+                guard,
+                {rec.name: RV["DEAD_LETTER"], **after},
+            )
         else:
-            self.act("compensate_after_seal", {**params, "status": "applied", **self._reversal(k)[0]},
-                     all_of(guard, self.applied[k] > 0), {**self._reversal(k)[1], **after})
-            self.act("compensate_after_seal",
-                     {**params, "status": "absent", "outcome": "nothing to reverse: COMPENSATED"},
-                     all_of(guard, self.applied[k] == 0), {rec.name: RV["COMPENSATED"], **after})
+            self.act(
+                "compensate_after_seal",
+                {**params, "status": "applied", **self._reversal(k)[0]},
+                all_of(guard, self.applied[k] > 0),
+                {**self._reversal(k)[1], **after},
+            )
+            self.act(
+                "compensate_after_seal",
+                {**params, "status": "absent", "outcome": "nothing to reverse: COMPENSATED"},
+                all_of(guard, self.applied[k] == 0),
+                {rec.name: RV["COMPENSATED"], **after},
+            )
             self.stale_read(k, w, guard, params, after, absent=RV["COMPENSATED"])
         self.reseal(k, w)
 
@@ -120,11 +156,15 @@ class Resolution:
         """(outcome parameter, updates) of reversing key k's applied effect."""
         rec = self.rec[k]
         if self.a["compensable"] == "no":
-            return ({"outcome": "the provider cannot reverse it: DEAD_LETTER, the effect stands"},
-                    {rec.name: RV["DEAD_LETTER"]})
+            return (
+                {"outcome": "the provider cannot reverse it: DEAD_LETTER, the effect stands"},
+                {rec.name: RV["DEAD_LETTER"]},
+            )
         comp = self.comp[k]
-        return ({"outcome": "reverses it: COMPENSATED"},
-                {rec.name: RV["COMPENSATED"], comp.name: min_(self.applied[k], comp + 1)})
+        return (
+            {"outcome": "reverses it: COMPENSATED"},
+            {rec.name: RV["COMPENSATED"], comp.name: min_(self.applied[k], comp + 1)},
+        )
 
     # ----- the human approval gate ---------------------------------------------------------
     def human(self) -> None:
@@ -142,20 +182,38 @@ class Resolution:
         read, after = self._sealed_read(k)
         told = "parks it in DEAD_LETTER and tells the user"
         if self.a["status_read"] == "no":
-            self.act("approve", {"key": kn, "status": "no status read", "decision": told},
-                     read, {rec.name: RV["DEAD_LETTER"], **after})
+            self.act(
+                "approve",
+                {"key": kn, "status": "no status read", "decision": told},
+                read,
+                {rec.name: RV["DEAD_LETTER"], **after},
+            )
             return
-        self.act("approve", {"key": kn, "status": "applied", "decision": "approves it as done: ACKED"},
-                 all_of(read, self.applied[k] > 0), {rec.name: RV["ACKED"], **after})
+        self.act(
+            "approve",
+            {"key": kn, "status": "applied", "decision": "approves it as done: ACKED"},
+            all_of(read, self.applied[k] > 0),
+            {rec.name: RV["ACKED"], **after},
+        )
         reads = [("absent", self.applied[k] == 0, False)]
         if self.has("stale_reads") and self.k["status_via"] == "search":
-            reads.append(("absent, from a stale view (it was applied)",
-                          all_of(self.applied[k] > 0, self.budget["stale_reads"] > 0), True))
+            reads.append(
+                (
+                    "absent, from a stale view (it was applied)",
+                    all_of(self.applied[k] > 0, self.budget["stale_reads"] > 0),
+                    True,
+                )
+            )
         for status, cond, fault in reads:
             spend = self.spend("stale_reads") if fault else {}
             for decision, guard, up in self._absent_decisions(k, told):
-                self.act("approve", {"key": kn, "status": status, "decision": decision},
-                         all_of(read, cond, guard), {**up, **after, **spend}, fault=fault)
+                self.act(
+                    "approve",
+                    {"key": kn, "status": status, "decision": decision},
+                    all_of(read, cond, guard),
+                    {**up, **after, **spend},
+                    fault=fault,
+                )
 
     def _absent_decisions(self, k: int, told: str):
         """(decision, guard, updates) of the human finding key k's effect absent: a new
@@ -167,10 +225,17 @@ class Resolution:
             return
         up = {**park, self.rec[nk].name: RV["RECORDED"], self.owner[nk].name: self.owner[k]}
         if self.via[nk] is not None:
-            up[self.via[nk].name] = (self.via[k] if self.via[k] is not None
-                                     else self.call_ids.index(min(self.callers[k])))
+            up[self.via[nk].name] = (
+                self.via[k]
+                if self.via[k] is not None
+                else self.call_ids.index(min(self.callers[k]))
+            )
         nkn = self.keys[nk].name
         free = self.rec[nk] == RV["PROPOSED"]
-        yield (f"approves a new attempt: parks it in DEAD_LETTER and records key {nkn} "
-               f"(the next epoch) for dispatch", free, up)
+        yield (
+            f"approves a new attempt: parks it in DEAD_LETTER and records key {nkn} "
+            f"(the next epoch) for dispatch",
+            free,
+            up,
+        )
         yield f"key {nkn} has a record already: {told}", not_(free), park

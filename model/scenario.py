@@ -46,6 +46,7 @@ Traceback (most recent call last):
 ...
 toolcommit.model.errors.UsageError: scenario[0].action: unknown action 'nope'; valid actions: ...
 """
+
 from __future__ import annotations
 
 import re
@@ -84,11 +85,15 @@ class Pattern:
     def parse(raw, system: System | None = None, where: str = "scenario[0]") -> "Pattern":
         """A pattern from JSON-like data; with `system`, names are checked against it."""
         if not isinstance(raw, Mapping):
-            raise UsageError(f"{where}: an event pattern is an object like "
-                             '{"action": "timeout", "params": {...}, "when": {...}}')
+            raise UsageError(
+                f"{where}: an event pattern is an object like "
+                '{"action": "timeout", "params": {...}, "when": {...}}'
+            )
         extra = sorted(set(raw) - {"action", "params", "when"})
         if extra:
-            raise UsageError(f"{where}.{extra[0]}: unknown field; valid fields: action, params, when")
+            raise UsageError(
+                f"{where}.{extra[0]}: unknown field; valid fields: action, params, when"
+            )
         action = raw.get("action")
         if not isinstance(action, str) or not action:
             raise UsageError(f"{where}.action: required, the name of a spec action")
@@ -97,8 +102,9 @@ class Pattern:
             raise UsageError(f"{where}.params: an object of parameter name -> string value")
         when = raw.get("when", {})
         if not isinstance(when, Mapping) or not all(
-                isinstance(v, list) and v and all(isinstance(x, (str, int)) for x in v)
-                for v in when.values()):
+            isinstance(v, list) and v and all(isinstance(x, (str, int)) for x in v)
+            for v in when.values()
+        ):
             raise UsageError(f"{where}.when: an object of variable -> non-empty list of values")
         p = Pattern(action, dict(params), {k: tuple(v) for k, v in when.items()})
         if system is not None:
@@ -109,18 +115,24 @@ class Pattern:
         """Raise `UsageError` naming the field if the pattern can never match `system`."""
         names = sorted({a.name for a in system.actions})
         if self.action not in names:
-            raise UsageError(f"{where}.action: unknown action {self.action!r}; valid actions: "
-                             + ", ".join(names))
+            raise UsageError(
+                f"{where}.action: unknown action {self.action!r}; valid actions: "
+                + ", ".join(names)
+            )
         same = [a for a in system.actions if a.name == self.action]
         keys = sorted({k for a in same for k in a.params})
         for k, v in self.params.items():
             if k not in keys:
-                raise UsageError(f"{where}.params.{k}: action {self.action!r} has no parameter "
-                                 f"{k!r}; its parameters: {', '.join(keys) or 'none'}")
+                raise UsageError(
+                    f"{where}.params.{k}: action {self.action!r} has no parameter "
+                    f"{k!r}; its parameters: {', '.join(keys) or 'none'}"
+                )
             values = sorted({a.params[k] for a in same if k in a.params})
             if v not in values:
-                raise UsageError(f"{where}.params.{k}: no {self.action} action has {k}={v!r} "
-                                 f"in this model; values: {', '.join(values)}")
+                raise UsageError(
+                    f"{where}.params.{k}: no {self.action} action has {k}={v!r} "
+                    f"in this model; values: {', '.join(values)}"
+                )
         for name, values in self.when.items():
             decl = system.var(resolve(system, name, f"{where}.when"))
             for v in values:
@@ -129,7 +141,8 @@ class Pattern:
     def matches(self, action: Action) -> bool:
         """Whether `action` is this pattern's event, ignoring the `when` condition."""
         return action.name == self.action and all(
-            action.params.get(k) == v for k, v in self.params.items())
+            action.params.get(k) == v for k, v in self.params.items()
+        )
 
     def condition(self, system: System) -> Expr:
         """The `when` condition as an expression over `system`'s variables."""
@@ -150,24 +163,31 @@ def resolve(system: System, name: str, where: str = "when") -> str:
         family, prop = m.groups()
         key_of = system.meta.get("key_of", {})
         if prop not in key_of:
-            raise UsageError(f"{where}.{name}: no proposal {prop!r} in this instance; "
-                             f"proposals: {', '.join(key_of) or 'none'}")
+            raise UsageError(
+                f"{where}.{name}: no proposal {prop!r} in this instance; "
+                f"proposals: {', '.join(key_of) or 'none'}"
+            )
         key = system.meta["keys"][key_of[prop]]["name"]
         if f"{family}.{key}" in names:
             return f"{family}.{key}"
         fams = sorted({v.family for v in system.variables if v.index and v.index[0] == key})
-        raise UsageError(f"{where}.{name}: no variable family {family!r} per key; "
-                         f"families: {', '.join(fams)}")
+        raise UsageError(
+            f"{where}.{name}: no variable family {family!r} per key; families: {', '.join(fams)}"
+        )
     fams = sorted({v.family for v in system.variables})
-    raise UsageError(f"{where}.{name}: unknown variable; write a variable name (e.g. rec.k0) or "
-                     f"family(proposal) (e.g. rec(t1)); families: {', '.join(fams)}")
+    raise UsageError(
+        f"{where}.{name}: unknown variable; write a variable name (e.g. rec.k0) or "
+        f"family(proposal) (e.g. rec(t1)); families: {', '.join(fams)}"
+    )
 
 
 def _value(decl: VarDecl, v, where: str) -> int:
     if decl.labels:
         if v in decl.labels:
             return decl.labels.index(v)
-        raise UsageError(f"{where}: {decl.name} has no value {v!r}; values: {', '.join(decl.labels)}")
+        raise UsageError(
+            f"{where}: {decl.name} has no value {v!r}; values: {', '.join(decl.labels)}"
+        )
     if isinstance(v, int) and 0 <= v < decl.size:
         return v
     raise UsageError(f"{where}: {decl.name} takes numbers 0..{decl.size - 1}, got {v!r}")
@@ -212,8 +232,16 @@ def restrict(system: System, patterns: Sequence[Pattern], judge: str = "complete
         for i in hits:
             ups = dict(a.updates)
             ups[SCENARIO] = Const(i + 1)
-            actions.append(Action(a.name, {**a.params, SCENARIO: labels[i + 1]},
-                                  all_of(a.guard, sc == i, conds[i]), ups, a.fault, a.cut))
+            actions.append(
+                Action(
+                    a.name,
+                    {**a.params, SCENARIO: labels[i + 1]},
+                    all_of(a.guard, sc == i, conds[i]),
+                    ups,
+                    a.fault,
+                    a.cut,
+                )
+            )
     done = sc == n
     invariants = dict(system.invariants)
     if judge == "complete":
@@ -224,10 +252,19 @@ def restrict(system: System, patterns: Sequence[Pattern], judge: str = "complete
         sym = ()
     meta = {**system.meta, "scenario": [p.label() for p in patterns], "scenario_judge": judge}
     decl = VarDecl(SCENARIO, n + 1, labels, SCENARIO)
-    ends = {k: any_of(not_(done), e) for k, e in system.ends.items()}   # judged once complete:
+    ends = {k: any_of(not_(done), e) for k, e in system.ends.items()}  # judged once complete:
     #   then nothing is blocked, so an end state is one of the unrestricted system too
-    return System(system.variables + (decl,), {**system.init, SCENARIO: 0}, tuple(actions),
-                  invariants, witnesses, system.done, sym, meta, ends)
+    return System(
+        system.variables + (decl,),
+        {**system.init, SCENARIO: 0},
+        tuple(actions),
+        invariants,
+        witnesses,
+        system.done,
+        sym,
+        meta,
+        ends,
+    )
 
 
 def _reads_workers(system: System, patterns) -> bool:
@@ -236,8 +273,12 @@ def _reads_workers(system: System, patterns) -> bool:
     return any(resolve(system, name) in worker_vars for p in patterns for name in p.when)
 
 
-def follows(events: Sequence[tuple[str, Mapping[str, str]]], patterns: Sequence[Pattern],
-            states: Sequence[Mapping[str, int]] | None = None, system: System | None = None):
+def follows(
+    events: Sequence[tuple[str, Mapping[str, str]]],
+    patterns: Sequence[Pattern],
+    states: Sequence[Mapping[str, int]] | None = None,
+    system: System | None = None,
+):
     """How many patterns a trace has completed, or None if it breaks the scenario (a
     pattern's event happens before its turn).
 
@@ -248,10 +289,12 @@ def follows(events: Sequence[tuple[str, Mapping[str, str]]], patterns: Sequence[
     s = 0
     for k, (name, params) in enumerate(events):
         a = Action(name, {p: v for p, v in params.items() if p != SCENARIO}, TRUE, {})
+
         def holds(i):
             if not patterns[i].when:
                 return True
             return bool(evaluate(patterns[i].condition(system), states[k]))
+
         hits = [i for i, p in enumerate(patterns) if p.matches(a) and holds(i)]
         if s in hits:
             s += 1

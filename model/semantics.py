@@ -13,6 +13,7 @@ Abstractions (see spec/PROTOCOL.md, "Choices"):
 - per-key counters saturate at 2 (two effects already break I1);
 - a zombie's further log writes are not modelled: its harm is its requests still in flight.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -120,7 +121,7 @@ class _Builder(Planner, Provider, LogFaults, Intents, Reask, Resolution, Recover
         if self.k["late_replay"] == "compensate":
             for p in self.props:
                 self.next_key[p.name] = key_for(p, p.epoch + 1)
-        self.next_of = {}     # key -> its next-epoch key, for the human gate's new attempt
+        self.next_of = {}  # key -> its next-epoch key, for the human gate's new attempt
         if self.k["on_unknown"] == "human_approval":
             for p in self.props:
                 nk = key_for(p, p.epoch + 1)
@@ -152,47 +153,85 @@ class _Builder(Planner, Provider, LogFaults, Intents, Reask, Resolution, Recover
     def declare(self) -> None:
         W, F = self.W, self.F
         self.retry_ok = self.var("retry_ok", 2)
-        self.budget = {f: self.var(f"budget.{f}", n + 1, n, family="budget", index=(f,))
-                       for f, n in self.inst.faults.items() if n > 0}
+        self.budget = {
+            f: self.var(f"budget.{f}", n + 1, n, family="budget", index=(f,))
+            for f, n in self.inst.faults.items()
+            if n > 0
+        }
         self.revised = self.var("revised", 2) if "revisions" in self.budget else None
         self.declare_intents()
-        self.alive = [self.var(f"alive.w{w}", 2, 1, ("DOWN", "UP"), "alive", (f"w{w}",))
-                      for w in range(W)]
-        self.prop = {p.name: self.var(f"prop.{p.name}", len(PROP_VALUES), 0, PROP_VALUES,
-                                      "prop", (p.name,)) for p in self.props}
+        self.alive = [
+            self.var(f"alive.w{w}", 2, 1, ("DOWN", "UP"), "alive", (f"w{w}",)) for w in range(W)
+        ]
+        self.prop = {
+            p.name: self.var(f"prop.{p.name}", len(PROP_VALUES), 0, PROP_VALUES, "prop", (p.name,))
+            for p in self.props
+        }
         self.racy = self.k["insert"] == "check_then_insert"
         wl = [f"w{w}" for w in range(W)] + ["none"]
-        self.chk = {p.name: self.var(f"chk.{p.name}", W + 1, W, wl, "chk", (p.name,))
-                    for p in self.props} if self.racy else {}
+        self.chk = (
+            {p.name: self.var(f"chk.{p.name}", W + 1, W, wl, "chk", (p.name,)) for p in self.props}
+            if self.racy
+            else {}
+        )
         self.rec, self.owner, self.fence, self.pfence = [], [], [], []
-        self.applied, self.comp, self.cancelled, self.via, self.msg, self.mtok = [], [], [], [], [], []
+        self.applied, self.comp, self.cancelled, self.via, self.msg, self.mtok = (
+            [],
+            [],
+            [],
+            [],
+            [],
+            [],
+        )
         for i, key in enumerate(self.keys):
             n = key.name
             self.rec.append(self.var(f"rec.{n}", len(RV), 0, record_values(), "rec", (n,)))
             self.owner.append(self.var(f"owner.{n}", W + 1, W, wl, "owner", (n,)))
             self.fence.append(self.var(f"fence.{n}", F + 1, 0, family="fence", index=(n,)))
-            self.pfence.append(self.var(f"pfence.{n}", F + 1, 0, family="pfence", index=(n,))
-                               if self.provider_fenced() else None)
+            self.pfence.append(
+                self.var(f"pfence.{n}", F + 1, 0, family="pfence", index=(n,))
+                if self.provider_fenced()
+                else None
+            )
             self.applied.append(self.var(f"applied.{n}", CAP + 1, 0, family="applied", index=(n,)))
-            self.comp.append(self.var(f"comp.{n}", CAP + 1, 0, family="comp", index=(n,))
-                             if self.compensation_used() else None)
-            self.cancelled.append(self.var(f"cancelled.{n}", 2, 0, family="cancelled", index=(n,))
-                                  if "cancels" in self.budget else None)
+            self.comp.append(
+                self.var(f"comp.{n}", CAP + 1, 0, family="comp", index=(n,))
+                if self.compensation_used()
+                else None
+            )
+            self.cancelled.append(
+                self.var(f"cancelled.{n}", 2, 0, family="cancelled", index=(n,))
+                if "cancels" in self.budget
+                else None
+            )
             cl = self.call_ids
-            self.via.append(self.var(f"via.{n}", len(cl), 0, cl, "via", (n,))
-                            if self.needs_via(i) else None)
+            self.via.append(
+                self.var(f"via.{n}", len(cl), 0, cl, "via", (n,)) if self.needs_via(i) else None
+            )
             mv = MSG_VALUES if self.errors_modelled() else MSG_VALUES[:PLAIN_MSG]
-            self.msg.append([self.var(f"msg.{n}.{f}", len(mv), 0, mv, "msg",
-                                      (n, str(f))) for f in range(1, F + 1)])
-            self.mtok.append([self.var(f"mtok.{n}.{f}", len(cl), 0, cl, "mtok", (n, str(f)))
-                              for f in range(1, F + 1)] if self.needs_via(i) else None)
+            self.msg.append(
+                [
+                    self.var(f"msg.{n}.{f}", len(mv), 0, mv, "msg", (n, str(f)))
+                    for f in range(1, F + 1)
+                ]
+            )
+            self.mtok.append(
+                [
+                    self.var(f"mtok.{n}.{f}", len(cl), 0, cl, "mtok", (n, str(f)))
+                    for f in range(1, F + 1)
+                ]
+                if self.needs_via(i)
+                else None
+            )
         self._declare_seals()
         self.declare_windows()
         self.declare_told()
         self.declare_doubt()
         sv = SEEN_VALUES if self.saved_errors() else ()
-        self.seen = {t: self.var(f"seen.{t}", len(sv) or 2, 0, sv, family="seen", index=(t,))
-                     for t in self.tokens()}
+        self.seen = {
+            t: self.var(f"seen.{t}", len(sv) or 2, 0, sv, family="seen", index=(t,))
+            for t in self.tokens()
+        }
         flags = {m.name: m.flag for m in monitors()}
         assert set(flags) == set(MONITOR_ORDER), "spec monitors and the model's flags differ"
         self.bad = {p: self.var(flags[p], 2, family="bad", index=(p,)) for p in MONITOR_ORDER}
@@ -203,17 +242,23 @@ class _Builder(Planner, Provider, LogFaults, Intents, Reask, Resolution, Recover
         for k, key in enumerate(self.keys):
             on = self.pfence[k] is not None and self.seal_is_message()
             n = key.name
-            self.sealm.append(self.var(f"seal.{n}", len(SEAL_VALUES), 0, SEAL_VALUES, "seal", (n,))
-                              if on else None)
-            self.sealf.append(self.var(f"sealf.{n}", self.F + 1, 0, family="sealf", index=(n,))
-                              if on else None)
+            self.sealm.append(
+                self.var(f"seal.{n}", len(SEAL_VALUES), 0, SEAL_VALUES, "seal", (n,))
+                if on
+                else None
+            )
+            self.sealf.append(
+                self.var(f"sealf.{n}", self.F + 1, 0, family="sealf", index=(n,)) if on else None
+            )
 
     def provider_fenced(self) -> bool:
         return self.k["fencing"] == "on" and self.a["provider_fences"] == "yes"
 
     def compensation_used(self) -> bool:
-        return (self.k["on_unknown"] in ("compensate", "sealed_compensate")
-                or self.k["late_replay"] == "compensate")
+        return (
+            self.k["on_unknown"] in ("compensate", "sealed_compensate")
+            or self.k["late_replay"] == "compensate"
+        )
 
     def tokens(self) -> list[str]:
         kind = self.token_kind()
@@ -233,7 +278,7 @@ class _Builder(Planner, Provider, LogFaults, Intents, Reask, Resolution, Recover
 
     def _monitor(self, updates: dict) -> dict:
         """Add LEGAL and P2 monitor updates for every record variable the action writes."""
-        legal = _legal_edges()   # spec order: the generated code must not depend on the
+        legal = _legal_edges()  # spec order: the generated code must not depend on the
         #                          process's string hashing (a set's order)
         bad_legal, bad_p2 = [], []
         for i, rec in enumerate(self.rec):
@@ -283,8 +328,9 @@ class _Builder(Planner, Provider, LogFaults, Intents, Reask, Resolution, Recover
             self.check_send(k, f)
         up = {self.fence[k].name: f, self.msg[k][f - 1].name: M_INFLIGHT}
         if self.mtok[k] is not None:
-            up[self.mtok[k][f - 1].name] = (self.call_ids.index(p.call_id) if p is not None
-                                            else self.via[k])
+            up[self.mtok[k][f - 1].name] = (
+                self.call_ids.index(p.call_id) if p is not None else self.via[k]
+            )
         return up
 
     def workers(self) -> None:
@@ -307,14 +353,26 @@ class _Builder(Planner, Provider, LogFaults, Intents, Reask, Resolution, Recover
         for f in range(1, self.F + 1):
             up = self._send(k, f, resend=False)
             up[rec.name] = RV["DISPATCHED"]
-            guard = all_of(owned, ready, self.fence[k] == f - 1,
-                           self.msg[k][f - 1] == M_NONE, self.may_send(k, f))
+            guard = all_of(
+                owned,
+                ready,
+                self.fence[k] == f - 1,
+                self.msg[k][f - 1] == M_NONE,
+                self.may_send(k, f),
+            )
             self.act("dispatch", {"key": kn, "worker": wn, "fence": str(f)}, guard, up)
             cur = self.fence[k] == f
-            self.act("timeout", {"key": kn, "worker": wn, "fence": str(f)},
-                     all_of(owned, rec == RV["DISPATCHED"], cur,
-                            in_(self.msg[k][f - 1], (M_DELAYED, M_LOST))),
-                     {rec.name: RV["UNKNOWN"], self.retry_ok.name: 1})
+            self.act(
+                "timeout",
+                {"key": kn, "worker": wn, "fence": str(f)},
+                all_of(
+                    owned,
+                    rec == RV["DISPATCHED"],
+                    cur,
+                    in_(self.msg[k][f - 1], (M_DELAYED, M_LOST)),
+                ),
+                {rec.name: RV["UNKNOWN"], self.retry_ok.name: 1},
+            )
             self._receive_ack(k, w, f)
             self.receive_error(k, w, f)
         self._dispatch_bound(k, w, ready)
@@ -324,9 +382,18 @@ class _Builder(Planner, Provider, LogFaults, Intents, Reask, Resolution, Recover
     def _dispatch_bound(self, k: int, w: int, ready: Expr) -> None:
         """A dispatch or retry the fence budget forbids: marks the state truncated."""
         retry = self.rec[k] == RV["UNKNOWN"] if self.k["on_unknown"] == "blind_retry" else FALSE
-        self.act("dispatch", {"key": self.keys[k].name, "worker": f"w{w}", "fence": "beyond bound"},
-                 all_of(self._owned(k, w), any_of(ready, retry), self.fence[k] == self.F,
-                        self.may_send(k, self.F + 1)), {}, cut=True)
+        self.act(
+            "dispatch",
+            {"key": self.keys[k].name, "worker": f"w{w}", "fence": "beyond bound"},
+            all_of(
+                self._owned(k, w),
+                any_of(ready, retry),
+                self.fence[k] == self.F,
+                self.may_send(k, self.F + 1),
+            ),
+            {},
+            cut=True,
+        )
 
     def _receive_ack(self, k: int, w: int, f: int) -> None:
         """The ack of key k's request at fence f reaches w: ACKED, or nothing (on_ack)."""
@@ -339,9 +406,16 @@ class _Builder(Planner, Provider, LogFaults, Intents, Reask, Resolution, Recover
         current = TRUE if self.k["fencing"] == "off" else self.fence[k] == f
         direct = all_of(rec == RV["DISPATCHED"], current)
         settles = any_of(direct, rec == RV["RECONCILING"])
-        self.act("receive_ack", params, guard,
-                 {m.name: M_DONE, rec.name: ite(settles, RV["ACKED"], rec),
-                  **self.told_on_ack(k, direct)})
+        self.act(
+            "receive_ack",
+            params,
+            guard,
+            {
+                m.name: M_DONE,
+                rec.name: ite(settles, RV["ACKED"], rec),
+                **self.told_on_ack(k, direct),
+            },
+        )
 
     def _unknown(self, k: int, w: int) -> None:
         kn, wn = self.keys[k].name, f"w{w}"
@@ -351,26 +425,38 @@ class _Builder(Planner, Provider, LogFaults, Intents, Reask, Resolution, Recover
             for f in range(1, self.F + 1):
                 up = self._send(k, f)
                 up[rec.name] = RV["DISPATCHED"]
-                self.act("retry", {"key": kn, "worker": wn, "fence": str(f)},
-                         all_of(unknown, self.fence[k] == f - 1, self.may_send(k, f)), up)
+                self.act(
+                    "retry",
+                    {"key": kn, "worker": wn, "fence": str(f)},
+                    all_of(unknown, self.fence[k] == f - 1, self.may_send(k, f)),
+                    up,
+                )
         elif policy == "reconcile":
             self._reconcile(k, w, unknown)
             sealed = self.seal_read_guard(k)
-            guard = all_of(owned, rec == RV["RECONCILING"], *([sealed] if sealed is not None else []))
+            guard = all_of(
+                owned, rec == RV["RECONCILING"], *([sealed] if sealed is not None else [])
+            )
             after = self.seal_read_updates(k)
-            self.act("read_status", {"key": kn, "worker": wn}, guard,
-                     {rec.name: self._read(k), **after})
+            self.act(
+                "read_status", {"key": kn, "worker": wn}, guard, {rec.name: self._read(k), **after}
+            )
             self.stale_read(k, w, guard, {"key": kn, "worker": wn}, after)
             self.reseal(k, w)
         elif policy == "replay_then_reconcile":
             self.replay_then_reconcile(k, w, unknown)
         elif policy == "reconcile_skip":
-            self.act("read_status", {"key": kn, "worker": wn, "from": "UNKNOWN"}, unknown,
-                     {rec.name: self._read(k)})
+            self.act(
+                "read_status",
+                {"key": kn, "worker": wn, "from": "UNKNOWN"},
+                unknown,
+                {rec.name: self._read(k)},
+            )
             self.stale_read(k, w, unknown, {"key": kn, "worker": wn, "from": "UNKNOWN"}, {})
         elif policy == "dead_letter":
-            self.act("dead_letter", {"key": kn, "worker": wn}, unknown,
-                     {rec.name: RV["DEAD_LETTER"]})
+            self.act(
+                "dead_letter", {"key": kn, "worker": wn}, unknown, {rec.name: RV["DEAD_LETTER"]}
+            )
         elif policy == "compensate":
             up = self._compensation(k)
             self.act("compensate", {"key": kn, "worker": wn}, unknown, up)
@@ -389,21 +475,34 @@ class _Builder(Planner, Provider, LogFaults, Intents, Reask, Resolution, Recover
             "I1net": self.effects_bounded(net=True),
             "P1": all_of(*[a <= 1 for a in self.applied]),
         }
-        inv = {p.name: (state_inv[p.name] if p.kind == "invariant" else self.bad[p.name] == 0)
-               for p in table() if p.state_predicate}
-        settled = all_of(*[in_(rec, r("PROPOSED", *SETTLED)) for rec in self.rec],
-                         *[p != P_PROPOSED for p in self.prop.values()],
-                         *[not_(in_(m, (M_INFLIGHT, M_DELAYED))) for ms in self.msg for m in ms])
+        inv = {
+            p.name: (state_inv[p.name] if p.kind == "invariant" else self.bad[p.name] == 0)
+            for p in table()
+            if p.state_predicate
+        }
+        settled = all_of(
+            *[in_(rec, r("PROPOSED", *SETTLED)) for rec in self.rec],
+            *[p != P_PROPOSED for p in self.prop.values()],
+            *[not_(in_(m, (M_INFLIGHT, M_DELAYED))) for ms in self.msg for m in ms],
+        )
         effect = total >= 1
         wit = {
-            "I1": effect, "I1net": effect, "P1": effect,
+            "I1": effect,
+            "I1net": effect,
+            "P1": effect,
             "P2": any_of(*[rec == RV["UNKNOWN"] for rec in self.rec]),
             "P3": any_of(*[c == 1 for c in self.cancelled if c is not None]),
-            "FENCE": any_of(*[all_of(in_(m, (M_INFLIGHT, M_DELAYED)), self.fence[k] > f + 1)
-                              for k, ms in enumerate(self.msg) for f, m in enumerate(ms)]),
+            "FENCE": any_of(
+                *[
+                    all_of(in_(m, (M_INFLIGHT, M_DELAYED)), self.fence[k] > f + 1)
+                    for k, ms in enumerate(self.msg)
+                    for f, m in enumerate(ms)
+                ]
+            ),
             "LEGAL": any_of(*[rec != 0 for rec in self.rec]),
-            "happy": all_of(settled, self.each_applied_once(),
-                            any_of(*[rec == RV["ACKED"] for rec in self.rec])),
+            "happy": all_of(
+                settled, self.each_applied_once(), any_of(*[rec == RV["ACKED"] for rec in self.rec])
+            ),
         }
         return inv, wit, settled
 
@@ -424,7 +523,9 @@ class _Builder(Planner, Provider, LogFaults, Intents, Reask, Resolution, Recover
             return
         groups: dict[tuple, list] = {}
         for p in self.props:
-            groups.setdefault((p.intent, p.req, p.form, p.epoch, p.trigger, p.version), []).append(p)
+            groups.setdefault((p.intent, p.req, p.form, p.epoch, p.trigger, p.version), []).append(
+                p
+            )
         users = {}
         for p in self.props:
             users[self.key_of[p.name]] = users.get(self.key_of[p.name], 0) + 1
@@ -436,16 +537,23 @@ class _Builder(Planner, Provider, LogFaults, Intents, Reask, Resolution, Recover
                 continue
             if own and self.token_kind() == "call_id" and len(set(calls)) < len(calls):
                 continue
-            yield Symmetry("calls " + ",".join(p.name for p in group),
-                           tuple(self._call_slot(p, own) for p in group))
+            yield Symmetry(
+                "calls " + ",".join(p.name for p in group),
+                tuple(self._call_slot(p, own) for p in group),
+            )
 
     def _call_slot(self, p: Proposal, own: bool) -> tuple[str, ...]:
         slot = [self.prop[p.name].name] + ([self.chk[p.name].name] if self.racy else [])
         if own:
             key = self.keys[self.key_of[p.name]].name
-            slot += sorted((v.name for v in self.vars if v.index and v.index[0] == key
-                            and v.family not in ("seen", "budget", "bad")),
-                           key=lambda n: (n.split(".")[0], n.split(".")[2:]))
+            slot += sorted(
+                (
+                    v.name
+                    for v in self.vars
+                    if v.index and v.index[0] == key and v.family not in ("seen", "budget", "bad")
+                ),
+                key=lambda n: (n.split(".")[0], n.split(".")[2:]),
+            )
             if self.token_kind() == "semantic_key":
                 slot.append(self.seen[key].name)
             elif self.token_kind() == "call_id":
@@ -474,22 +582,32 @@ def build(config: Config, inst: Instance, wipe: bool = False) -> System:
     if wipe:
         b.wipe()
     inv, wit, settled = b.properties()
-    end_of = {"unfulfilled_end": b.fulfilled, "invisible_end": b.visible,
-              "unapplied_end": b.applied_at_least_once}
+    end_of = {
+        "unfulfilled_end": b.fulfilled,
+        "invisible_end": b.visible,
+        "unapplied_end": b.applied_at_least_once,
+    }
     ends = {p.name: end_of[p.reads]() for p in table() if p.reads in end_of}
     meta = {
-        "config": config, "instance": inst,
-        "keys": [{"name": k.name, "ident": k.label(), "callers": sorted(b.callers.get(i, ()))}
-                 for i, k in enumerate(b.keys)],
+        "config": config,
+        "instance": inst,
+        "keys": [
+            {"name": k.name, "ident": k.label(), "callers": sorted(b.callers.get(i, ()))}
+            for i, k in enumerate(b.keys)
+        ],
         "key_of": dict(b.key_of),
         # the intent id the runtime mints into a call's scope (intent_id=minted, several
         # intents): the log writer puts it in the scope it writes
-        "scope_tag": ({p.name: p.req for p in b.props}
-                      if b.k["intent_id"] == "minted" and b.several_requests() else {}),
+        "scope_tag": (
+            {p.name: p.req for p in b.props}
+            if b.k["intent_id"] == "minted" and b.several_requests()
+            else {}
+        ),
         "workers": [f"w{w}" for w in range(b.W)],
         "wipe": wipe,
         "timing": b.timing_used(),
         "resends": b.resends(),
     }
-    return System(tuple(b.vars), dict(b.init), tuple(b.actions), inv, wit, settled,
-                  b.symmetries(), meta, ends)
+    return System(
+        tuple(b.vars), dict(b.init), tuple(b.actions), inv, wit, settled, b.symmetries(), meta, ends
+    )

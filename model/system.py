@@ -4,6 +4,7 @@ A `System` is plain data built by `toolcommit.model.semantics.build`. Each `Acti
 ground guarded command: `guard` over the current state, `updates` giving the next value of
 the variables it changes (all other variables keep their value).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -70,7 +71,7 @@ class System:
     done: Expr
     symmetries: tuple[Symmetry, ...] = ()
     meta: Mapping = field(default_factory=dict)
-    ends: Mapping[str, Expr] = field(default_factory=dict)   # predicates every end state
+    ends: Mapping[str, Expr] = field(default_factory=dict)  # predicates every end state
     #   (no move but faults, not truncated) must satisfy, judged on the reachable graph
 
     def fault_only(self, state: Mapping[str, int]) -> bool:
@@ -104,11 +105,14 @@ class System:
         Raises UsageError naming `engine` and the valid names otherwise.
         """
         from .errors import UsageError
+
         props = list(props or self.invariants)
         bad = [p for p in props if p not in self.invariants]
         if bad:
-            raise UsageError(f"{engine} checks invariants only; {bad[0]!r} is not one; "
-                             f"valid: {', '.join(self.invariants)}")
+            raise UsageError(
+                f"{engine} checks invariants only; {bad[0]!r} is not one; "
+                f"valid: {', '.join(self.invariants)}"
+            )
         return props
 
     def violated(self, state: Mapping[str, int]) -> list[str]:

@@ -33,6 +33,7 @@ Traceback (most recent call last):
 ...
 toolcommit.model.errors.UsageError: duration 'soon' is not a number with a unit (30s, 15m, 1h, 24h, 2d) or forever / unbounded
 """
+
 from __future__ import annotations
 
 import re
@@ -58,8 +59,10 @@ def seconds(text: str) -> Optional[int]:
         return None
     m = re.fullmatch(r"(\d{1,9})\s*([smhd])", t)
     if not m:
-        raise UsageError(f"duration {text!r} is not a number with a unit (30s, 15m, 1h, 24h, 2d) "
-                         "or forever / unbounded")
+        raise UsageError(
+            f"duration {text!r} is not a number with a unit (30s, 15m, 1h, 24h, 2d) "
+            "or forever / unbounded"
+        )
     return int(m.group(1)) * UNITS[m.group(2)]
 
 
@@ -70,7 +73,7 @@ def show(value: Optional[int], name: str = "") -> str:
     if value == 0:
         return "0s"
     for unit, n in (("d", 86400), ("h", 3600), ("m", 60)):
-        if value % n == 0 and (unit != "d" or value >= 2 * n):   # 24h, not 1d
+        if value % n == 0 and (unit != "d" or value >= 2 * n):  # 24h, not 1d
             return f"{value // n}{unit}"
     return f"{value}s"
 
@@ -79,8 +82,9 @@ def defaults(preset_name: str = "") -> dict[str, Optional[int]]:
     """Every timing param at its default, the design's at the preset's value."""
     out = {}
     for name, spec in params().items():
-        out[name] = seconds(spec.get(preset_name, spec["default"]) if spec["of"] == "design"
-                            else spec["default"])
+        out[name] = seconds(
+            spec.get(preset_name, spec["default"]) if spec["of"] == "design" else spec["default"]
+        )
     return out
 
 
@@ -126,11 +130,12 @@ class Relations:
 
     def text(self) -> str:
         """The strongest relation that holds, with its numbers ('' if none)."""
-        window = ("0, each key sent once" if self.window == 0
-                  else show(self.window, "replay_window"))
-        nums = (f"replay_window={window}, "
-                f"delay_bound={show(self.delay, 'delay_bound')}, "
-                f"key_lifetime={show(self.lifetime, 'key_lifetime')}")
+        window = "0, each key sent once" if self.window == 0 else show(self.window, "replay_window")
+        nums = (
+            f"replay_window={window}, "
+            f"delay_bound={show(self.delay, 'delay_bound')}, "
+            f"key_lifetime={show(self.lifetime, 'key_lifetime')}"
+        )
         if self.expiry_after_arrivals:
             return f"W + D < L ({nums})"
         if self.expiry_after_window:

@@ -8,6 +8,7 @@ Examples
 >>> RV["PROPOSED"], MSG_VALUES[M_ERR], SEEN_VALUES[S_ERR]
 (0, 'ERR', 'saved error')
 """
+
 from __future__ import annotations
 
 from toolcommit.spec import protocol
@@ -21,7 +22,7 @@ P_ABSENT, P_PROPOSED, P_RECORDED, P_DUP, P_CONFLICT = range(5)
 # where a profile lets the provider answer with errors; otherwise the slot has 6 values.
 MSG_VALUES = ("NONE", "INFLIGHT", "DELAYED", "ACK", "LOST", "DONE", "ERR")
 M_NONE, M_INFLIGHT, M_DELAYED, M_ACK, M_LOST, M_DONE, M_ERR = range(7)
-PLAIN_MSG = 6   # slot values without ERR
+PLAIN_MSG = 6  # slot values without ERR
 
 # What the provider's idempotency layer remembers for a token: nothing, the saved success,
 # or a saved error (only where errors are modelled; otherwise 0/1).
@@ -34,8 +35,15 @@ SEAL_NONE, SEAL_SENT, SEAL_ACK, SEAL_LOST = range(4)
 
 # Fault budgets only an environment profile raises (zero in every spec instance); an
 # instance's bounds list them only when set, so records made under `ideal` do not change.
-ENV_FAULTS = ("errors_before", "errors_after", "key_expiries", "stale_reads", "seal_losses",
-              "deadlines", "failovers")
+ENV_FAULTS = (
+    "errors_before",
+    "errors_after",
+    "key_expiries",
+    "stale_reads",
+    "seal_losses",
+    "deadlines",
+    "failovers",
+)
 
 # Budgets an instance's bounds list only when set: the real systems' faults, and the user's
 # second request (`new_intents`, set only by the instance that has a second intent), so the

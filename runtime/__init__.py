@@ -11,36 +11,63 @@ Pydantic AI and LangGraph wrappers (optional extra ``frameworks``). `instrument(
 start-up stamps the running effect's idempotency key on every write the HTTP client
 libraries send (`toolcommit.runtime.wire`).
 """
+
 from toolcommit.runtime.design import Design, DesignError
 from toolcommit.runtime.lines import JsonlSink
 from toolcommit.runtime.log import (
-                                            Decision,
-                                            IntentLog,
-                                            IntentLogError,
-                                            Record,
-                                            Superseded,
-                                            Ticket,
-                                            semantic_key,
+    Decision,
+    IntentLog,
+    IntentLogError,
+    Record,
+    Superseded,
+    Ticket,
+    semantic_key,
 )
 from toolcommit.runtime.shims import (
-                                            Answered,
-                                            Conflict,
-                                            EffectError,
-                                            GaveUp,
-                                            Held,
-                                            InDoubt,
-                                            aguard,
-                                            current_ticket,
-                                            effectful,
-                                            guard,
-                                            recover_settle,
-                                            tell,
+    Answered,
+    Conflict,
+    EffectError,
+    GaveUp,
+    Held,
+    InDoubt,
+    aguard,
+    current_ticket,
+    effectful,
+    guard,
+    recover_settle,
+    tell,
 )
 from toolcommit.runtime.store import PostgresStore, SqliteStore, StoreError
 from toolcommit.runtime.wire import UnkeyedWrite, instrument, unguarded, uninstrument
 
-__all__ = ["IntentLog", "Decision", "Ticket", "Record", "IntentLogError", "Superseded",
-           "JsonlSink", "SqliteStore", "PostgresStore", "StoreError", "semantic_key",
-           "Design", "DesignError", "Conflict", "EffectError", "GaveUp", "InDoubt", "Held",
-           "Answered", "guard", "aguard", "effectful", "current_ticket", "recover_settle", "tell",
-           "instrument", "uninstrument", "unguarded", "UnkeyedWrite"]
+__all__ = [
+    "IntentLog",
+    "Decision",
+    "Ticket",
+    "Record",
+    "IntentLogError",
+    "Superseded",
+    "JsonlSink",
+    "SqliteStore",
+    "PostgresStore",
+    "StoreError",
+    "semantic_key",
+    "Design",
+    "DesignError",
+    "Conflict",
+    "EffectError",
+    "GaveUp",
+    "InDoubt",
+    "Held",
+    "Answered",
+    "guard",
+    "aguard",
+    "effectful",
+    "current_ticket",
+    "recover_settle",
+    "tell",
+    "instrument",
+    "uninstrument",
+    "unguarded",
+    "UnkeyedWrite",
+]

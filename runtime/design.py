@@ -25,6 +25,7 @@ Decisions
 ``after_replay(d, answered)``  ``ACKED`` on an answer, else still ``RECONCILING`` (an error,
     a 409 in use, a timeout: no answer, never re-sent).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -43,13 +44,23 @@ SHIPPED = ("ideal", "stripe", "email", "fenced-store")
 
 # the options the library implements, per knob (a knob absent here: any option)
 IMPLEMENTS = {
-    "dedupe_by": ("semantic_key",), "canonicalizer": ("normalizing",), "insert": ("atomic",),
-    "idempotency_key": ("semantic_key", "none"), "fencing": ("on", "off"),
+    "dedupe_by": ("semantic_key",),
+    "canonicalizer": ("normalizing",),
+    "insert": ("atomic",),
+    "idempotency_key": ("semantic_key", "none"),
+    "fencing": ("on", "off"),
     "on_unknown": ("reconcile", "replay_then_reconcile", "dead_letter"),
-    "on_absent": ("dead_letter", "rerecord"), "on_restart": ("reload_log",),
-    "dispatch_guard": ("log_cas",), "late_replay": ("reject",), "on_ack": ("record",),
-    "cancel_api": ("log",), "lease": ("expiring",), "epoch": ("per_intent", "none"),
-    "sdk_retries": ("on", "off"), "status_via": ("search", "list"), "reaccept": ("reject",),
+    "on_absent": ("dead_letter", "rerecord"),
+    "on_restart": ("reload_log",),
+    "dispatch_guard": ("log_cas",),
+    "late_replay": ("reject",),
+    "on_ack": ("record",),
+    "cancel_api": ("log",),
+    "lease": ("expiring",),
+    "epoch": ("per_intent", "none"),
+    "sdk_retries": ("on", "off"),
+    "status_via": ("search", "list"),
+    "reaccept": ("reject",),
     "reask": ("proceed", "hold"),
 }
 
@@ -81,8 +92,9 @@ class Design:
         the numbers measured on your network; the file's verdict assumed its own."""
         bad = sorted(set(seconds) - {"delay_bound", "replay_window", "key_lifetime"})
         if bad:
-            raise DesignError(f"with_timing: {bad[0]!r} is not delay_bound, replay_window "
-                              "or key_lifetime")
+            raise DesignError(
+                f"with_timing: {bad[0]!r} is not delay_bound, replay_window or key_lifetime"
+            )
         changes: dict[str, Any] = {k: None if v is None else float(v) for k, v in seconds.items()}
         return replace(self, **changes)
 
@@ -96,9 +108,13 @@ class Design:
         """A digest of what the log's decisions read: the environment, guarantee, knobs,
         timing and provider assumptions (not where the design was read from), so two
         designs with one digest decide alike and a log refuses any other (`IntentLog`)."""
-        doc = {"environment": self.environment, "guarantee": self.guarantee,
-               "knobs": dict(self.knobs), "provider": dict(self.provider),
-               "timing": [self.replay_window, self.delay_bound, self.key_lifetime]}
+        doc = {
+            "environment": self.environment,
+            "guarantee": self.guarantee,
+            "knobs": dict(self.knobs),
+            "provider": dict(self.provider),
+            "timing": [self.replay_window, self.delay_bound, self.key_lifetime],
+        }
         text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
@@ -188,22 +204,31 @@ def after_replay(d: Design, answered: bool) -> str:
 # ----- loading -------------------------------------------------------------------------------
 def _read_doc(provider: str) -> tuple[dict[str, Any], str]:
     if provider in SHIPPED:
-        text = resources.files("toolcommit.spec").joinpath(f"designs/{provider}.json") \
+        text = (
+            resources.files("toolcommit.spec")
+            .joinpath(f"designs/{provider}.json")
             .read_text("utf-8")
+        )
         return json.loads(text), provider
     if os.path.exists(provider):
         try:
             with open(provider, encoding="utf-8") as f:
                 return json.load(f), provider
         except (OSError, ValueError) as e:
-            raise DesignError(f"{provider}: cannot read the design file: {e}; give a design "
-                              "file `toolcommit design --env NAME -o FILE` wrote") from None
+            raise DesignError(
+                f"{provider}: cannot read the design file: {e}; give a design "
+                "file `toolcommit design --env NAME -o FILE` wrote"
+            ) from None
         except RecursionError:
-            raise DesignError(f"{provider}: not a design file: JSON nested deeper than a "
-                              "reader follows; write one with `toolcommit design --env NAME "
-                              "-o FILE`") from None
-    raise DesignError(f"provider={provider!r} is neither a shipped design ({', '.join(SHIPPED)}) "
-                      "nor a design file; write one with `toolcommit design --env NAME -o FILE`")
+            raise DesignError(
+                f"{provider}: not a design file: JSON nested deeper than a "
+                "reader follows; write one with `toolcommit design --env NAME "
+                "-o FILE`"
+            ) from None
+    raise DesignError(
+        f"provider={provider!r} is neither a shipped design ({', '.join(SHIPPED)}) "
+        "nor a design file; write one with `toolcommit design --env NAME -o FILE`"
+    )
 
 
 def load(provider: Union[str, os.PathLike[str], Design, None]) -> Design:
@@ -213,17 +238,23 @@ def load(provider: Union[str, os.PathLike[str], Design, None]) -> Design:
     if isinstance(provider, Design):
         return provider
     if provider is None:
-        raise DesignError("the intent log needs provider=: the provider it talks to decides "
-                          f"the design; one of {', '.join(SHIPPED)}, or the path of a design file "
-                          "(`toolcommit design --env NAME -o FILE`)")
+        raise DesignError(
+            "the intent log needs provider=: the provider it talks to decides "
+            f"the design; one of {', '.join(SHIPPED)}, or the path of a design file "
+            "(`toolcommit design --env NAME -o FILE`)"
+        )
     d = read(provider)
     for knob, options in IMPLEMENTS.items():
         if d.knobs[knob] not in options:
-            raise DesignError(f"{d.source}: {knob}={d.knobs[knob]} is a design the library does "
-                              f"not implement (it implements {knob}={' or '.join(options)})")
+            raise DesignError(
+                f"{d.source}: {knob}={d.knobs[knob]} is a design the library does "
+                f"not implement (it implements {knob}={' or '.join(options)})"
+            )
     if d.knobs["on_absent"] == "rerecord" and d.status_read:
-        raise DesignError(f"{d.source}: on_absent=rerecord needs an edge RECONCILING -> RECORDED "
-                          "the log contract does not have; the library implements dead_letter")
+        raise DesignError(
+            f"{d.source}: on_absent=rerecord needs an edge RECONCILING -> RECORDED "
+            "the log contract does not have; the library implements dead_letter"
+        )
     return d
 
 
@@ -241,17 +272,30 @@ def read(provider: Union[str, os.PathLike[str]]) -> Design:
         design, env = design_of(doc)
     except UsageError as e:
         raise DesignError(f"{source}: {e}") from None
-    assumptions = {**profile(env).assumptions, **{k: v for k, v in
-                   doc.get("assumes", {}).get("environment", {}).items() if isinstance(v, str)}}
+    assumptions = {
+        **profile(env).assumptions,
+        **{
+            k: v
+            for k, v in doc.get("assumes", {}).get("environment", {}).items()
+            if isinstance(v, str)
+        },
+    }
     env_time = {**profile(env).timing}
     for k, v in doc.get("assumes", {}).get("environment", {}).items():
         if k in ("delay_bound", "key_lifetime"):
             env_time[k] = timing.seconds(v)
     w = timing.seconds(design.get("replay_window", "unbounded"))
-    return Design(source, env, str(doc.get("guarantee", "")),
-                  {k: design[k] for k in design if k in IMPLEMENTS or k in doc.get("knobs", {})},
-                  None if w is None else float(w), _f(env_time.get("delay_bound")),
-                  _f(env_time.get("key_lifetime")), assumptions, profile(env).wire)
+    return Design(
+        source,
+        env,
+        str(doc.get("guarantee", "")),
+        {k: design[k] for k in design if k in IMPLEMENTS or k in doc.get("knobs", {})},
+        None if w is None else float(w),
+        _f(env_time.get("delay_bound")),
+        _f(env_time.get("key_lifetime")),
+        assumptions,
+        profile(env).wire,
+    )
 
 
 def _f(v: Optional[float]) -> Optional[float]:

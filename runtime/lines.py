@@ -9,6 +9,7 @@ sink loses lines there, never in the store.
 
 Field order follows the checker's own (`type, writer, seq, ts`, then the event's fields).
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,9 @@ Sink = Callable[[Line], None]
 
 #: the ``reason`` of each step the design tells apart (``spec/log-design.json``, which
 #: ``toolcommit validate --design`` reads): a replay, a sealed read, a read's answer, a give-up
-REASON: dict[str, str] = json.loads(resources.files("toolcommit.spec")
-                                    .joinpath("log-design.json").read_text("utf-8"))["reasons"]
+REASON: dict[str, str] = json.loads(
+    resources.files("toolcommit.spec").joinpath("log-design.json").read_text("utf-8")
+)["reasons"]
 
 
 def now_rfc3339() -> str:
@@ -37,14 +39,30 @@ def dumps(line: Line) -> str:
     return json.dumps(line, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def proposal(call_id: str, tool: str, args: dict[str, Any], scope: str, key: str,
-             decision: str, epoch: int) -> Line:
-    return {"type": "proposal", "call_id": call_id, "key": key, "decision": decision,
-            "tool": tool, "args": args, "scope": scope, "epoch": epoch}
+def proposal(
+    call_id: str, tool: str, args: dict[str, Any], scope: str, key: str, decision: str, epoch: int
+) -> Line:
+    return {
+        "type": "proposal",
+        "call_id": call_id,
+        "key": key,
+        "decision": decision,
+        "tool": tool,
+        "args": args,
+        "scope": scope,
+        "epoch": epoch,
+    }
 
 
-def transition(key: str, frm: str, to: str, fence: int = 0, reason: Optional[str] = None,
-               call_id: Optional[str] = None, epoch: Optional[int] = None) -> Line:
+def transition(
+    key: str,
+    frm: str,
+    to: str,
+    fence: int = 0,
+    reason: Optional[str] = None,
+    call_id: Optional[str] = None,
+    epoch: Optional[int] = None,
+) -> Line:
     ev: Line = {"type": "transition", "key": key, "from": frm, "to": to}
     if fence:
         ev["fence"] = fence

@@ -60,6 +60,7 @@ Examples
 [('proposal', 'accepted'), ('transition', 'RECORDED'), ('proposal', 'duplicate'), ('transition', 'DISPATCHED'), ('transition', 'ACKED')]
 >>> log.close()
 """
+
 from __future__ import annotations
 
 import json
@@ -88,19 +89,34 @@ from toolcommit.runtime.store import (
     read_lines,
 )
 
-__all__ = ["IntentLog", "IntentLogError", "Superseded", "Decision", "Record", "Ticket",
-           "semantic_key", "read_lines", "expire_leases"]
+__all__ = [
+    "IntentLog",
+    "IntentLogError",
+    "Superseded",
+    "Decision",
+    "Record",
+    "Ticket",
+    "semantic_key",
+    "read_lines",
+    "expire_leases",
+]
 
-_COLS = ("key, intent, epoch, tool, scope, args, call_id, state, fence, owner, owner_inc, "
-         "lease_until, slot, result, first_sent, sent_at")
-_OPEN = "('RECORDED', 'DISPATCHED', 'UNKNOWN', 'RECONCILING')"   # = store.OPEN_STATES
+_COLS = (
+    "key, intent, epoch, tool, scope, args, call_id, state, fence, owner, owner_inc, "
+    "lease_until, slot, result, first_sent, sent_at"
+)
+_OPEN = "('RECORDED', 'DISPATCHED', 'UNKNOWN', 'RECONCILING')"  # = store.OPEN_STATES
 _LOGGER = logging.getLogger("toolcommit.runtime")
 _T = TypeVar("_T")
 
 
-def _background(ref: Callable[[], Optional[IntentLog]], name: str,
-                step: Callable[[IntentLog], float], event: threading.Event,
-                first: float = 0.0) -> None:
+def _background(
+    ref: Callable[[], Optional[IntentLog]],
+    name: str,
+    step: Callable[[IntentLog], float],
+    event: threading.Event,
+    first: float = 0.0,
+) -> None:
     """The loop of a log's background thread (`IntentLog._start`): its first step after
     `first` seconds (or `event`)."""
     if first > 0:
@@ -113,11 +129,11 @@ def _background(ref: Callable[[], Optional[IntentLog]], name: str,
             pause = step(log)
         except Superseded:
             return
-        except Exception as e:     # the store or provider down: try again later
+        except Exception as e:  # the store or provider down: try again later
             _LOGGER.warning("%s: %s", name, e)
             pause = log.settle_every
         pause, stop = min(max(pause, 0.001), log.settle_every), log._stop
-        del log                    # the wait holds no reference: a dropped log ends the loop
+        del log  # the wait holds no reference: a dropped log ends the loop
         event.wait(pause)
         if event is not stop:
             event.clear()
@@ -180,11 +196,20 @@ class IntentLog:
     long its effect runs.
     """
 
-    def __init__(self, store: Store, writer: Optional[str] = None, lease: float = 30.0,
-                 sinks: Sequence[L.Sink] = (), exclusive_tools: Iterable[str] = (),
-                 *, provider: Union[str, os.PathLike[str], D.Design, None] = None,
-                 wait: Optional[float] = None, same: R.SameRule = None,
-                 settler: bool = True, settle_every: float = 1.0) -> None:
+    def __init__(
+        self,
+        store: Store,
+        writer: Optional[str] = None,
+        lease: float = 30.0,
+        sinks: Sequence[L.Sink] = (),
+        exclusive_tools: Iterable[str] = (),
+        *,
+        provider: Union[str, os.PathLike[str], D.Design, None] = None,
+        wait: Optional[float] = None,
+        same: R.SameRule = None,
+        settler: bool = True,
+        settle_every: float = 1.0,
+    ) -> None:
         try:
             self.design = D.load(provider)
         except D.DesignError:
@@ -193,8 +218,10 @@ class IntentLog:
         writer = os.environ.get("TOOLCOMMIT_WRITER") if writer is None else writer
         if not writer or not isinstance(writer, str):
             store.close()
-            raise IntentLogError("writer must be a non-empty string (or set TOOLCOMMIT_WRITER "
-                                 "to a name that survives a restart, such as the pod's name)")
+            raise IntentLogError(
+                "writer must be a non-empty string (or set TOOLCOMMIT_WRITER "
+                "to a name that survives a restart, such as the pod's name)"
+            )
         self.store, self.writer, self.lease = store, writer, float(lease)
         self.wait = self.lease if wait is None else float(wait)
         self.sinks = list(sinks)
@@ -220,15 +247,27 @@ class IntentLog:
         otel.watch(self)
 
     @classmethod
-    def sqlite(cls, path: str, writer: Optional[str] = None, synchronous: str = "FULL",
-               adopt: bool = False, **kw: Any) -> "IntentLog":
+    def sqlite(
+        cls,
+        path: str,
+        writer: Optional[str] = None,
+        synchronous: str = "FULL",
+        adopt: bool = False,
+        **kw: Any,
+    ) -> "IntentLog":
         """An intent log in the SQLite file `path` (WAL): a new file, or one holding an
         intent log; a database holding other tables only with `adopt` (see `SqliteStore`)."""
         return cls(SqliteStore(path, synchronous, adopt=adopt), writer, **kw)
 
     @classmethod
-    def postgres(cls, conninfo: str, writer: Optional[str] = None, schema: Optional[str] = None,
-                 adopt: bool = False, **kw: Any) -> "IntentLog":
+    def postgres(
+        cls,
+        conninfo: str,
+        writer: Optional[str] = None,
+        schema: Optional[str] = None,
+        adopt: bool = False,
+        **kw: Any,
+    ) -> "IntentLog":
         """An intent log in a PostgreSQL database (psycopg 3); a schema holding other
         tables only with `adopt` (see `PostgresStore`)."""
         return cls(PostgresStore(conninfo, schema, adopt=adopt), writer, **kw)
@@ -254,15 +293,24 @@ class IntentLog:
         for body in bodies:
             seq += 1
             out.append(L.stamp(body, self.writer, seq, ts))
-        if tx.run("UPDATE tc_writers SET seq = ? WHERE writer = ? AND incarnation = ?",
-                  (seq, self.writer, self.incarnation)) != 1:
-            raise Superseded(f"writer {self.writer!r} was opened by another process; "
-                             "this one must stop (one live process per writer name)")
-        for i in range(0, len(out), 300):      # a statement per 300 lines (SQLite's 999
-            part = out[i:i + 300]                # parameters): one round trip per decision
-            tx.run("INSERT INTO tc_events (writer, seq, line) VALUES "
-                   + ", ".join(["(?, ?, ?)"] * len(part)),
-                   [x for ln in part for x in (self.writer, ln["seq"], L.dumps(ln))])
+        if (
+            tx.run(
+                "UPDATE tc_writers SET seq = ? WHERE writer = ? AND incarnation = ?",
+                (seq, self.writer, self.incarnation),
+            )
+            != 1
+        ):
+            raise Superseded(
+                f"writer {self.writer!r} was opened by another process; "
+                "this one must stop (one live process per writer name)"
+            )
+        for i in range(0, len(out), 300):  # a statement per 300 lines (SQLite's 999
+            part = out[i : i + 300]  # parameters): one round trip per decision
+            tx.run(
+                "INSERT INTO tc_events (writer, seq, line) VALUES "
+                + ", ".join(["(?, ?, ?)"] * len(part)),
+                [x for ln in part for x in (self.writer, ln["seq"], L.dumps(ln))],
+            )
         return out, seq
 
     def _publish(self, line: L.Line, intent: Optional[str]) -> None:
@@ -277,8 +325,10 @@ class IntentLog:
     def _get(self, tx: Tx, key: str, lock: bool = False) -> Optional[Record]:
         """The record of `key`; with `lock`, its row stays locked until the commit (so a
         transition line names the state the write really left)."""
-        row = tx.one(f"SELECT {_COLS} FROM tc_records WHERE key = ?"
-                     + (self.store.lock_sql if lock else ""), (key,))
+        row = tx.one(
+            f"SELECT {_COLS} FROM tc_records WHERE key = ?" + (self.store.lock_sql if lock else ""),
+            (key,),
+        )
         return None if row is None else record_of(row)
 
     def _mine(self) -> tuple[str, int]:
@@ -289,12 +339,20 @@ class IntentLog:
         """Store this log's design if the log has none yet; `DesignError` if it was created
         under another (a log replayed under another design's decisions can send twice)."""
         d = self.design
-        if tx.run("INSERT INTO tc_design (id, name, digest) VALUES (1, ?, ?) "
-                  "ON CONFLICT (id) DO NOTHING", (d.name, d.digest)) == 1:
+        if (
+            tx.run(
+                "INSERT INTO tc_design (id, name, digest) VALUES (1, ?, ?) "
+                "ON CONFLICT (id) DO NOTHING",
+                (d.name, d.digest),
+            )
+            == 1
+        ):
             if tx.first("SELECT count(*) FROM tc_writers")[0]:
-                self.design_adopted = (f"this intent log was written before logs stored their "
-                                       f"design: it now follows {d.name} (digest {d.digest}), "
-                                       "the first design that opened it")
+                self.design_adopted = (
+                    f"this intent log was written before logs stored their "
+                    f"design: it now follows {d.name} (digest {d.digest}), "
+                    "the first design that opened it"
+                )
                 _LOGGER.warning("%s", self.design_adopted)
             return
         name, digest = tx.first("SELECT name, digest FROM tc_design WHERE id = 1")
@@ -302,32 +360,45 @@ class IntentLog:
             raise D.DesignError(
                 f"this intent log was created under design {name} (digest {digest}) and is "
                 f"opened under {d.name} (digest {d.digest}): open it with the design it was "
-                f"written under (provider={name}, with its timing), or start a new log")
+                f"written under (provider={name}, with its timing), or start a new log"
+            )
 
     def _open_writer(self) -> None:
         def fn(tx: Tx) -> tuple[None, list[L.Line], None]:
             self._check_design(tx)
-            row = tx.one("SELECT incarnation, running, seq FROM tc_writers WHERE writer = ?",
-                         (self.writer,))
+            row = tx.one(
+                "SELECT incarnation, running, seq FROM tc_writers WHERE writer = ?", (self.writer,)
+            )
             bodies: list[L.Line] = []
             if row is None:
-                tx.run("INSERT INTO tc_writers (writer, incarnation, running, seq) "
-                       "VALUES (?, 1, 1, 0)", (self.writer,))
+                tx.run(
+                    "INSERT INTO tc_writers (writer, incarnation, running, seq) "
+                    "VALUES (?, 1, 1, 0)",
+                    (self.writer,),
+                )
                 self.incarnation, self._seq = 1, 0
                 return None, bodies, None
             self.incarnation, self._seq = int(row[0]) + 1, int(row[2])
             self.crashed = bool(row[1])
             if self.crashed:
                 bodies += [L.lifecycle("crash"), L.lifecycle("restart")]
-            tx.run("UPDATE tc_writers SET incarnation = ?, running = 1 WHERE writer = ?",
-                   (self.incarnation, self.writer))
-            for r in [record_of(x) for x in tx.all(
+            tx.run(
+                "UPDATE tc_writers SET incarnation = ?, running = 1 WHERE writer = ?",
+                (self.incarnation, self.writer),
+            )
+            for r in [
+                record_of(x)
+                for x in tx.all(
                     f"SELECT {_COLS} FROM tc_records WHERE owner = ? AND owner_inc < ? "
-                    f"AND state IN {_OPEN} ORDER BY key", (self.writer, self.incarnation))]:
+                    f"AND state IN {_OPEN} ORDER BY key",
+                    (self.writer, self.incarnation),
+                )
+            ]:
                 body = self._take(tx, r, f"restart of {self.writer}")
                 if body is not None:
                     bodies.append(body)
             return None, bodies, None
+
         self._decide(fn)
 
     def _take(self, tx: Tx, r: Record, why: str, expired: bool = False) -> Optional[L.Line]:
@@ -336,23 +407,36 @@ class IntentLog:
         there is nothing to write or the write lost."""
         to = "UNKNOWN" if r.state == "DISPATCHED" else r.state
         sent = "" if r.state == "RECORDED" else f", sent_at = {self.store.now_sql}"
-        n = tx.run(f"UPDATE tc_records SET owner = ?, owner_inc = ?, state = ?, "
-                   f"lease_until = {self._lease_sql()}{sent} WHERE key = ? AND state = ? "
-                   f"AND owner = ? AND owner_inc = ?"
-                   + (f" AND lease_until < {self.store.now_sql}" if expired else ""),
-                   (*self._mine(), to, r.key, r.state, r.owner, r.owner_inc))
+        n = tx.run(
+            f"UPDATE tc_records SET owner = ?, owner_inc = ?, state = ?, "
+            f"lease_until = {self._lease_sql()}{sent} WHERE key = ? AND state = ? "
+            f"AND owner = ? AND owner_inc = ?"
+            + (f" AND lease_until < {self.store.now_sql}" if expired else ""),
+            (*self._mine(), to, r.key, r.state, r.owner, r.owner_inc),
+        )
         if n != 1:
             return None
-        self.taken_over.append(Record(**{**r.__dict__, "state": to, "owner": self.writer,
-                                         "owner_inc": self.incarnation}))
+        self.taken_over.append(
+            Record(
+                **{**r.__dict__, "state": to, "owner": self.writer, "owner_inc": self.incarnation}
+            )
+        )
         if to == r.state:
             return None
         return L.transition(r.key, r.state, to, r.fence, L.REASON["takeover"] + why)
 
     # ----- propose --------------------------------------------------------------------------
-    def propose(self, call_id: str, tool: str, args: dict[str, Any], scope: str, *,
-                new_attempt: bool = False, exclusive: Optional[bool] = None,
-                dispatch: bool = False) -> Decision:
+    def propose(
+        self,
+        call_id: str,
+        tool: str,
+        args: dict[str, Any],
+        scope: str,
+        *,
+        new_attempt: bool = False,
+        exclusive: Optional[bool] = None,
+        dispatch: bool = False,
+    ) -> Decision:
         """Atomic insert under the uniqueness constraint: the log decides.
 
         The key is the canonical intent of (`tool`, `args`, `scope`) at the intent's current
@@ -393,54 +477,90 @@ class IntentLog:
 
         def fn(tx: Tx) -> tuple[Decision, list[L.Line], str]:
             rec: Optional[Record]
-            met = None if same is None else R.meet(tx, self._get, same, scope,
-                                                   self.design.settles_by_read)
-            if met is not None:       # reask=hold: an earlier call of another scope
+            met = (
+                None
+                if same is None
+                else R.meet(tx, self._get, same, scope, self.design.settles_by_read)
+            )
+            if met is not None:  # reask=hold: an earlier call of another scope
                 decision, rec = met
-                lines = [] if decision == "held" else [
-                    L.proposal(call_id, tool, args, scope, rec.key, "duplicate", rec.epoch)]
+                lines = (
+                    []
+                    if decision == "held"
+                    else [L.proposal(call_id, tool, args, scope, rec.key, "duplicate", rec.epoch)]
+                )
                 return Decision(decision, rec.key, rec), lines, ci.digest
             for _ in range(8):
-                row = tx.one(f"SELECT {_COLS} FROM tc_records WHERE intent = ? "
-                             "ORDER BY epoch DESC LIMIT 1", (ci.digest,))
+                row = tx.one(
+                    f"SELECT {_COLS} FROM tc_records WHERE intent = ? ORDER BY epoch DESC LIMIT 1",
+                    (ci.digest,),
+                )
                 latest = None if row is None else record_of(row)
                 epoch = 0 if latest is None else latest.epoch
-                if new_attempt and latest is not None and latest.state in GAVE_UP \
-                        and self.design.new_epochs:
+                if (
+                    new_attempt
+                    and latest is not None
+                    and latest.state in GAVE_UP
+                    and self.design.new_epochs
+                ):
                     epoch += 1
                 key = semantic_key(ci.digest, epoch)
-                rec = self._insert(tx, (key, ci.digest, epoch, tool, scope, args_text,
-                                        call_id, state, fence, *self._mine(), slot), sent)
+                rec = self._insert(
+                    tx,
+                    (
+                        key,
+                        ci.digest,
+                        epoch,
+                        tool,
+                        scope,
+                        args_text,
+                        call_id,
+                        state,
+                        fence,
+                        *self._mine(),
+                        slot,
+                    ),
+                    sent,
+                )
                 if rec is not None:
                     if same is not None:
                         R.remember(tx, same, key, scope)
-                    lines = [L.proposal(call_id, tool, args, scope, key, "accepted", epoch),
-                             L.transition(key, "PROPOSED", "RECORDED", call_id=call_id,
-                                          epoch=epoch)]
+                    lines = [
+                        L.proposal(call_id, tool, args, scope, key, "accepted", epoch),
+                        L.transition(key, "PROPOSED", "RECORDED", call_id=call_id, epoch=epoch),
+                    ]
                     if not dispatch:
                         return Decision("accepted", key, rec), lines, ci.digest
                     lines.append(L.transition(key, "RECORDED", "DISPATCHED", rec.fence))
-                    return (Decision("accepted", key, rec, self._ticket(rec, "apply")), lines,
-                            ci.digest)
+                    return (
+                        Decision("accepted", key, rec, self._ticket(rec, "apply")),
+                        lines,
+                        ci.digest,
+                    )
                 rec = self._get(tx, key)
                 decision = "duplicate"
                 if rec is None and slot is not None:
                     row = tx.one(f"SELECT {_COLS} FROM tc_records WHERE slot = ?", (slot,))
                     rec, decision = (None if row is None else record_of(row)), "conflict"
                 if rec is not None:
-                    return (Decision(decision, rec.key if decision == "duplicate" else key, rec),
-                            [L.proposal(call_id, tool, args, scope, key, decision, epoch)],
-                            ci.digest)
+                    return (
+                        Decision(decision, rec.key if decision == "duplicate" else key, rec),
+                        [L.proposal(call_id, tool, args, scope, key, decision, epoch)],
+                        ci.digest,
+                    )
             raise StoreError(f"call {call_id}: the insert neither won nor met a record")
+
         return self._decide(fn)
 
     def _insert(self, tx: Tx, values: tuple[Any, ...], sent: str) -> Optional[Record]:
         """Insert a record unless its key (or slot) has one: the record inserted, or None."""
-        sql = (f"INSERT INTO tc_records (key, intent, epoch, tool, scope, args, call_id, state, "
-               f"fence, owner, owner_inc, lease_until, slot, first_sent, sent_at) VALUES "
-               f"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {self._lease_sql()}, ?, {sent}, {sent}) "
-               f"ON CONFLICT DO NOTHING")
-        if self.store.returning:      # the row back in the same round trip
+        sql = (
+            f"INSERT INTO tc_records (key, intent, epoch, tool, scope, args, call_id, state, "
+            f"fence, owner, owner_inc, lease_until, slot, first_sent, sent_at) VALUES "
+            f"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {self._lease_sql()}, ?, {sent}, {sent}) "
+            f"ON CONFLICT DO NOTHING"
+        )
+        if self.store.returning:  # the row back in the same round trip
             rows = tx.all(f"{sql} RETURNING {_COLS}", values)
             return record_of(rows[0]) if rows else None
         return self._get(tx, values[0]) if tx.run(sql, values) == 1 else None
@@ -455,16 +575,29 @@ class IntentLog:
             raise IntentLogError(f"call {call_id}: {e}") from None
 
     # ----- dispatch and its outcomes ---------------------------------------------------------
-    def _cas(self, key: str, frm: Sequence[str], to: str, *, fence: Optional[int] = None,
-             bump: bool = False, release: bool = False, result: Any = None,
-             reason: Optional[str] = None, mine: bool = True, sent: bool = False,
-             first: bool = False, when: Optional[Callable[[Record, float], bool]] = None,
-             then: Optional[Callable[[Tx], None]] = None) -> Optional[Record]:
+    def _cas(
+        self,
+        key: str,
+        frm: Sequence[str],
+        to: str,
+        *,
+        fence: Optional[int] = None,
+        bump: bool = False,
+        release: bool = False,
+        result: Any = None,
+        reason: Optional[str] = None,
+        mine: bool = True,
+        sent: bool = False,
+        first: bool = False,
+        when: Optional[Callable[[Record, float], bool]] = None,
+        then: Optional[Callable[[Tx], None]] = None,
+    ) -> Optional[Record]:
         """One compare-and-set from a state in `frm` to `to` (see the module contracts);
         returns the record after it, or None if the log refused (state, lease or fence).
         `sent` stamps ``sent_at`` (and `first` ``first_sent``) with the store's clock;
         `when(record, now)`, if given, must hold of the locked record for the write;
         `then(tx)`, if given, runs after a write that won, in the same transaction."""
+
         def fn(tx: Tx) -> tuple[Optional[Record], list[L.Line], Optional[str]]:
             sets = ["state = ?"]
             params: list[Any] = [to]
@@ -510,12 +643,13 @@ class IntentLog:
                 if then is not None:
                     then(tx)
                 got = self._get(tx, key)
-                assert got is not None                # updated in this transaction
+                assert got is not None  # updated in this transaction
                 after = got
             left = frm[0] if before is None else before.state
-            if left == to:            # no move (a replay's missed answer): no line
+            if left == to:  # no move (a replay's missed answer): no line
                 return after, [], after.intent
             return after, [L.transition(key, left, to, after.fence, reason)], after.intent
+
         return self._decide(fn)
 
     def _now(self, tx: Tx) -> float:
@@ -532,10 +666,19 @@ class IntentLog:
         RECONCILING (a ``replay``) at the ticket's generation -> ACKED, saving `result`."""
         frm = "RECONCILING" if ticket.purpose == "replay" else "DISPATCHED"
         told = frm == "DISPATCHED" and self.design.knobs.get("reask") == "hold"
-        return self._cas(ticket.key, (frm,), "ACKED", fence=ticket.generation, result=result,
-                         release=True, reason=L.REASON["replay_answered"]
-                         if frm == "RECONCILING" else None,
-                         then=(lambda tx: R.told(tx, ticket.key)) if told else None) is not None
+        return (
+            self._cas(
+                ticket.key,
+                (frm,),
+                "ACKED",
+                fence=ticket.generation,
+                result=result,
+                release=True,
+                reason=L.REASON["replay_answered"] if frm == "RECONCILING" else None,
+                then=(lambda tx: R.told(tx, ticket.key)) if told else None,
+            )
+            is not None
+        )
 
     def timeout(self, ticket: Ticket, reason: str = "timeout") -> bool:
         """No answer to `ticket`'s request (a timeout, an error, a cancelled task): an
@@ -544,8 +687,10 @@ class IntentLog:
         one, from which the delay bound runs."""
         frm = "RECONCILING" if ticket.purpose == "replay" else "DISPATCHED"
         to = "RECONCILING" if frm == "RECONCILING" else "UNKNOWN"
-        return self._cas(ticket.key, (frm,), to, fence=ticket.generation, reason=reason,
-                         sent=True) is not None
+        return (
+            self._cas(ticket.key, (frm,), to, fence=ticket.generation, reason=reason, sent=True)
+            is not None
+        )
 
     def window_open(self, r: Record, now: float) -> bool:
         """Whether a re-send of `r` falls inside the design's replay window (store clock;
@@ -573,8 +718,15 @@ class IntentLog:
         unknown outcomes (`dead_letter`)."""
         if D.unknown_action(self.design, True) == "park":
             return None
-        r = self._cas(key, ("UNKNOWN",), "RECONCILING", bump=True, sent=True,
-                      when=lambda r, now: self._replays(r, now), reason=L.REASON["replay"])
+        r = self._cas(
+            key,
+            ("UNKNOWN",),
+            "RECONCILING",
+            bump=True,
+            sent=True,
+            when=lambda r, now: self._replays(r, now),
+            reason=L.REASON["replay"],
+        )
         if r is not None:
             return self._ticket(r, "replay")
         r = self._cas(key, ("UNKNOWN",), "RECONCILING", bump=True, reason=L.REASON["seal"])
@@ -595,32 +747,60 @@ class IntentLog:
         land) is refused: False, and the record stays RECONCILING."""
         to = D.after_read(self.design, present)
         if to == "ACKED":
-            return self._cas(ticket.key, ("RECONCILING",), "ACKED", fence=ticket.generation,
-                             result=result, release=True, reason=L.REASON["present"]) is not None
+            return (
+                self._cas(
+                    ticket.key,
+                    ("RECONCILING",),
+                    "ACKED",
+                    fence=ticket.generation,
+                    result=result,
+                    release=True,
+                    reason=L.REASON["present"],
+                )
+                is not None
+            )
         if to != "DEAD_LETTER":
-            raise IntentLogError(f"design {self.design.source}: a status read leads to {to}, "
-                                 "which the log contract has no edge to")
-        return self._cas(ticket.key, ("RECONCILING",), "DEAD_LETTER", fence=ticket.generation,
-                         release=True, reason=L.REASON["absent"] if self.design.status_read
-                         else L.REASON["no_read"],
-                         when=lambda r, now: self._read_wait(r, now) <= 0) is not None
+            raise IntentLogError(
+                f"design {self.design.source}: a status read leads to {to}, "
+                "which the log contract has no edge to"
+            )
+        return (
+            self._cas(
+                ticket.key,
+                ("RECONCILING",),
+                "DEAD_LETTER",
+                fence=ticket.generation,
+                release=True,
+                reason=L.REASON["absent"] if self.design.status_read else L.REASON["no_read"],
+                when=lambda r, now: self._read_wait(r, now) <= 0,
+            )
+            is not None
+        )
 
     def dead_letter(self, key: str, reason: str = "parked for a human") -> bool:
         """UNKNOWN or RECONCILING -> DEAD_LETTER (no safe status read exists)."""
-        return self._cas(key, ("UNKNOWN", "RECONCILING"), "DEAD_LETTER", release=True,
-                         reason=reason) is not None
+        return (
+            self._cas(key, ("UNKNOWN", "RECONCILING"), "DEAD_LETTER", release=True, reason=reason)
+            is not None
+        )
 
     def compensated(self, key: str, reason: str = "reversal issued") -> bool:
         """UNKNOWN or RECONCILING -> COMPENSATED. Issue the reversal first (idempotently,
         under a key of its own), then record it: a crash in between re-issues, never loses."""
-        return self._cas(key, ("UNKNOWN", "RECONCILING"), "COMPENSATED", release=True,
-                         reason=reason) is not None
+        return (
+            self._cas(key, ("UNKNOWN", "RECONCILING"), "COMPENSATED", release=True, reason=reason)
+            is not None
+        )
 
     def cancel(self, key: str, reason: str = "cancelled") -> bool:
         """The user cancels before dispatch: RECORDED -> REJECTED_CONFLICT, whoever holds the
         lease. False if the record was already dispatched (then it is a compensation)."""
-        return self._cas(key, ("RECORDED",), "REJECTED_CONFLICT", release=True, reason=reason,
-                         mine=False) is not None
+        return (
+            self._cas(
+                key, ("RECORDED",), "REJECTED_CONFLICT", release=True, reason=reason, mine=False
+            )
+            is not None
+        )
 
     def renew(self, key: str) -> bool:
         """Extend this writer's lease on `key` (the heartbeat does it for a call `driving`
@@ -629,10 +809,20 @@ class IntentLog:
 
     def _ticket(self, r: Record, purpose: str) -> Ticket:
         d = self.design
-        return Ticket(r.key, r.key if d.sends_key else None, r.fence if d.sends_fence else None,
-                      purpose, r.tool, r.args, r.scope, r.epoch, generation=r.fence,
-                      via=d.knobs["status_via"], sdk_retries=d.knobs["sdk_retries"] == "on",
-                      key_header=d.key_header)
+        return Ticket(
+            r.key,
+            r.key if d.sends_key else None,
+            r.fence if d.sends_fence else None,
+            purpose,
+            r.tool,
+            r.args,
+            r.scope,
+            r.epoch,
+            generation=r.fence,
+            via=d.knobs["status_via"],
+            sdk_retries=d.knobs["sdk_retries"] == "on",
+            key_header=d.key_header,
+        )
 
     def ticket(self, key: str, purpose: str = "status") -> Optional[Ticket]:
         """The current ticket of `key` for `purpose` (None: no such record)."""
@@ -640,15 +830,16 @@ class IntentLog:
         return None if r is None else self._ticket(r, purpose)
 
     # ----- recovery ----------------------------------------------------------------------------
-    _DEAD = ("owner_inc < (SELECT w.incarnation FROM tc_writers w "
-             "WHERE w.writer = tc_records.owner)")
+    _DEAD = "owner_inc < (SELECT w.incarnation FROM tc_writers w WHERE w.writer = tc_records.owner)"
 
     def _takeable_sql(self) -> str:
         """Open records whose holder is gone: its lease expired, or its writer name was
         opened again since (a dead incarnation, this writer's own earlier ones included);
         never this incarnation's."""
-        return (f"state IN {_OPEN} AND (lease_until < {self.store.now_sql} OR {self._DEAD}) "
-                "AND NOT (owner = ? AND owner_inc = ?)")
+        return (
+            f"state IN {_OPEN} AND (lease_until < {self.store.now_sql} OR {self._DEAD}) "
+            "AND NOT (owner = ? AND owner_inc = ?)"
+        )
 
     def recover(self, limit: int = 100, tools: Optional[Iterable[str]] = None) -> list[Record]:
         """Take over up to `limit` open records whose holder is gone (an expired lease, a
@@ -661,11 +852,21 @@ class IntentLog:
         only = None if tools is None else sorted(tools)
         with otel.recover_span(self, "recover") as counts:
             with self._lock, self.store.read() as tx:
-                keys = [x[0] for x in tx.all(
-                    f"SELECT key FROM tc_records WHERE {self._takeable_sql()}"
-                    + ("" if only is None else f" AND tool IN ({', '.join('?' * len(only))})"
-                       if only else " AND 1 = 0") + " ORDER BY key LIMIT ?",
-                    (*self._mine(), *(only or ()), int(limit)))]
+                keys = [
+                    x[0]
+                    for x in tx.all(
+                        f"SELECT key FROM tc_records WHERE {self._takeable_sql()}"
+                        + (
+                            ""
+                            if only is None
+                            else f" AND tool IN ({', '.join('?' * len(only))})"
+                            if only
+                            else " AND 1 = 0"
+                        )
+                        + " ORDER BY key LIMIT ?",
+                        (*self._mine(), *(only or ()), int(limit)),
+                    )
+                ]
             counts["taken"] = sum(self.take(key) is not None for key in keys)
             taken = {r.key for r in self.taken_over}
             return [r for r in self._idle() if r.key in taken]
@@ -675,14 +876,18 @@ class IntentLog:
         driving: those it took over, and its UNKNOWN and RECONCILING ones (a call that gave
         up waiting, `InDoubt`). What the settler settles."""
         taken = {r.key for r in self.taken_over}
-        return [r for r in self._idle() if r.key in taken
-                or r.state in ("UNKNOWN", "RECONCILING")]
+        return [r for r in self._idle() if r.key in taken or r.state in ("UNKNOWN", "RECONCILING")]
 
     def _idle(self) -> list[Record]:
         with self._lock, self.store.read() as tx:
-            rows = [record_of(x) for x in tx.all(
-                f"SELECT {_COLS} FROM tc_records WHERE owner = ? AND owner_inc = ? "
-                f"AND state IN {_OPEN} ORDER BY key", self._mine())]
+            rows = [
+                record_of(x)
+                for x in tx.all(
+                    f"SELECT {_COLS} FROM tc_records WHERE owner = ? AND owner_inc = ? "
+                    f"AND state IN {_OPEN} ORDER BY key",
+                    self._mine(),
+                )
+            ]
         with self._bg_lock:
             return [r for r in rows if r.key not in self._busy]
 
@@ -691,17 +896,30 @@ class IntentLog:
         `recover`); a DISPATCHED record becomes UNKNOWN, and its last send counts as now
         (the dead holder may have been sending). The record now held, or None (not
         takeable, or lost the race)."""
+
         def fn(tx: Tx) -> tuple[Optional[Record], list[L.Line], Optional[str]]:
             cur = self._get(tx, key, lock=True)
-            if cur is None or tx.one(f"SELECT key FROM tc_records WHERE key = ? AND "
-                                     f"{self._takeable_sql()}", (key, *self._mine())) is None:
+            if (
+                cur is None
+                or tx.one(
+                    f"SELECT key FROM tc_records WHERE key = ? AND {self._takeable_sql()}",
+                    (key, *self._mine()),
+                )
+                is None
+            ):
                 return None, [], None
-            dead = tx.one(f"SELECT key FROM tc_records WHERE key = ? AND {self._DEAD}",
-                          (key,)) is not None
-            why = (f"{cur.owner}#{cur.owner_inc} is dead" if dead
-                   else f"lease of {cur.owner}#{cur.owner_inc} expired")
+            dead = (
+                tx.one(f"SELECT key FROM tc_records WHERE key = ? AND {self._DEAD}", (key,))
+                is not None
+            )
+            why = (
+                f"{cur.owner}#{cur.owner_inc} is dead"
+                if dead
+                else f"lease of {cur.owner}#{cur.owner_inc} expired"
+            )
             body = self._take(tx, cur, why, expired=not dead)
             return self._get(tx, key), [] if body is None else [body], cur.intent
+
         got = self._decide(fn)
         return got if got is not None and (got.owner, got.owner_inc) == self._mine() else None
 
@@ -713,9 +931,13 @@ class IntentLog:
         doubt = {r.key for r in self.in_doubt()}
         with self._lock, self.store.read() as tx:
             now = self._now(tx)
-            rows = [(record_of(x[:-1]), bool(x[-1])) for x in tx.all(
-                f"SELECT {_COLS}, CASE WHEN {self._DEAD} THEN 1 ELSE 0 END FROM tc_records "
-                f"WHERE state IN {_OPEN}")]
+            rows = [
+                (record_of(x[:-1]), bool(x[-1]))
+                for x in tx.all(
+                    f"SELECT {_COLS}, CASE WHEN {self._DEAD} THEN 1 ELSE 0 END FROM tc_records "
+                    f"WHERE state IN {_OPEN}"
+                )
+            ]
         waits = []
         for r, dead in rows:
             if (r.owner, r.owner_inc) != self._mine():
@@ -727,8 +949,9 @@ class IntentLog:
     def lease_left(self, key: str) -> float:
         """Seconds until `key`'s lease expires (store clock; 0 if it has)."""
         with self._lock, self.store.read() as tx:
-            row = tx.one(f"SELECT lease_until - {self.store.now_sql} FROM tc_records "
-                         "WHERE key = ?", (key,))
+            row = tx.one(
+                f"SELECT lease_until - {self.store.now_sql} FROM tc_records WHERE key = ?", (key,)
+            )
         return 0.0 if row is None else max(0.0, float(row[0]))
 
     def expire_leases(self, writer: Optional[str] = None) -> int:
@@ -752,7 +975,7 @@ class IntentLog:
                 n = self._busy.pop(key) - 1
                 if n:
                     self._busy[key] = n
-            self._wake.set()          # the settler looks again: the call may have left doubt
+            self._wake.set()  # the settler looks again: the call may have left doubt
 
     def _beat(self) -> float:
         """Renew the leases this process keeps: those of the records its calls drive and,
@@ -766,8 +989,10 @@ class IntentLog:
         if "settler" in self._threads and tools is None:
             which = ["1 = 1"]
         else:
-            for col, values in (("key", keys), ("tool", tools if "settler" in self._threads
-                                                 else [])):
+            for col, values in (
+                ("key", keys),
+                ("tool", tools if "settler" in self._threads else []),
+            ):
                 if values:
                     which.append(f"{col} IN ({', '.join('?' * len(values))})")
                     params += values
@@ -782,9 +1007,11 @@ class IntentLog:
 
     def _renew(self, which: str, params: Sequence[str]) -> int:
         with self._lock, self.store.tx() as tx:
-            return tx.run(f"UPDATE tc_records SET lease_until = {self._lease_sql()} WHERE "
-                          f"owner = ? AND owner_inc = ? AND state IN {_OPEN} AND ({which})",
-                          (*self._mine(), *params))
+            return tx.run(
+                f"UPDATE tc_records SET lease_until = {self._lease_sql()} WHERE "
+                f"owner = ? AND owner_inc = ? AND state IN {_OPEN} AND ({which})",
+                (*self._mine(), *params),
+            )
 
     def settle_with(self, step: Callable[["IntentLog"], float]) -> bool:
         """Run ``step(log)`` (one settle pass; returns the seconds until the next is due) in
@@ -797,16 +1024,24 @@ class IntentLog:
             self._wake.set()
         return self.settler
 
-    def _start(self, name: str, step: Callable[["IntentLog"], float],
-               event: threading.Event, first: float = 0.0) -> None:
+    def _start(
+        self,
+        name: str,
+        step: Callable[["IntentLog"], float],
+        event: threading.Event,
+        first: float = 0.0,
+    ) -> None:
         """Start the daemon thread `name` (once) calling ``step(log)`` until close (or until
         the log is garbage: the thread holds it weakly), first after `first` seconds, then
         pausing what it returns (at most `settle_every`) or until `event` is set."""
         if name in self._threads or self._stop.is_set():
             return
-        t = threading.Thread(target=_background,
-                             args=(weakref.ref(self), name, step, event, first),
-                             name=f"toolcommit-{name}-{self.writer}", daemon=True)
+        t = threading.Thread(
+            target=_background,
+            args=(weakref.ref(self), name, step, event, first),
+            name=f"toolcommit-{name}-{self.writer}",
+            daemon=True,
+        )
         self._threads[name] = t
         t.start()
 
@@ -834,9 +1069,13 @@ class IntentLog:
         if self._stop.is_set():
             return {}
         with self._lock, self.store.read() as tx:
-            got = {t: int(n) for t, n in tx.all(
-                "SELECT tool, count(*) FROM tc_records WHERE state IN ('UNKNOWN', "
-                "'RECONCILING') GROUP BY tool ORDER BY tool")}
+            got = {
+                t: int(n)
+                for t, n in tx.all(
+                    "SELECT tool, count(*) FROM tc_records WHERE state IN ('UNKNOWN', "
+                    "'RECONCILING') GROUP BY tool ORDER BY tool"
+                )
+            }
         return {**dict.fromkeys(sorted(self.tools or ()), 0), **got}
 
     def unsettled(self) -> int:
@@ -867,10 +1106,15 @@ class IntentLog:
         with self._lock:
             try:
                 with self.store.tx() as tx:
-                    tx.run(f"UPDATE tc_records SET lease_until = 0 WHERE owner = ? "
-                           f"AND owner_inc = ? AND state IN {_OPEN}", self._mine())
-                    tx.run("UPDATE tc_writers SET running = 0 WHERE writer = ? "
-                           "AND incarnation = ?", self._mine())
+                    tx.run(
+                        f"UPDATE tc_records SET lease_until = 0 WHERE owner = ? "
+                        f"AND owner_inc = ? AND state IN {_OPEN}",
+                        self._mine(),
+                    )
+                    tx.run(
+                        "UPDATE tc_writers SET running = 0 WHERE writer = ? AND incarnation = ?",
+                        self._mine(),
+                    )
             except StoreError:
                 pass
             finally:
@@ -881,4 +1125,3 @@ class IntentLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-

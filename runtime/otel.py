@@ -18,6 +18,7 @@ call ended in doubt: the log settles it later), an outcome what the model was to
 sent by this call; or the error's class: ``Conflict``, ``GaveUp``, ``InDoubt``,
 ``Held``, ``Answered``).
 """
+
 from __future__ import annotations
 
 import contextvars
@@ -44,35 +45,56 @@ IN_DOUBT = ("UNKNOWN", "RECONCILING")
 SETTLED = ("ACKED", "DEAD_LETTER", "COMPENSATED")
 GIVE_UP = ("DEAD_LETTER", "COMPENSATED")
 #: a transition's reason (`lines.REASON`) -> the resolution it is (a path of log-design.json)
-RESOLUTION = {L.REASON["replay_answered"]: "replay_answered", L.REASON["present"]: "read_present",
-              L.REASON["absent"]: "read_absent", L.REASON["no_read"]: "give_up",
-              L.REASON["park"]: "give_up"}
+RESOLUTION = {
+    L.REASON["replay_answered"]: "replay_answered",
+    L.REASON["present"]: "read_present",
+    L.REASON["absent"]: "read_absent",
+    L.REASON["no_read"]: "give_up",
+    L.REASON["park"]: "give_up",
+}
 #: error classes that end the span with status ERROR (a give-up, a refusal)
 ERRORS = ("GaveUp", "Conflict")
 #: the instruments (name: kind, unit, meaning)
 METRICS = {
-    "toolcommit.decisions": ("counter", "{call}", "guarded calls by the log's decision on "
-                             "their proposal (toolcommit.decision, gen_ai.tool.name)"),
-    "toolcommit.give_ups": ("counter", "{record}", "records given up (DEAD_LETTER, "
-                            "COMPENSATED) by this process (toolcommit.state, gen_ai.tool.name)"),
-    "toolcommit.settle.duration": ("histogram", "s", "seconds from a record's line into doubt "
-                                   "(DISPATCHED -> UNKNOWN) to its settling line, both written "
-                                   "by this process (gen_ai.tool.name, toolcommit.state)"),
-    "toolcommit.in_doubt": ("gauge", "{record}", "records UNKNOWN or RECONCILING in each open "
-                            "log's store (gen_ai.tool.name, toolcommit.writer)"),
+    "toolcommit.decisions": (
+        "counter",
+        "{call}",
+        "guarded calls by the log's decision on "
+        "their proposal (toolcommit.decision, gen_ai.tool.name)",
+    ),
+    "toolcommit.give_ups": (
+        "counter",
+        "{record}",
+        "records given up (DEAD_LETTER, "
+        "COMPENSATED) by this process (toolcommit.state, gen_ai.tool.name)",
+    ),
+    "toolcommit.settle.duration": (
+        "histogram",
+        "s",
+        "seconds from a record's line into doubt "
+        "(DISPATCHED -> UNKNOWN) to its settling line, both written "
+        "by this process (gen_ai.tool.name, toolcommit.state)",
+    ),
+    "toolcommit.in_doubt": (
+        "gauge",
+        "{record}",
+        "records UNKNOWN or RECONCILING in each open "
+        "log's store (gen_ai.tool.name, toolcommit.writer)",
+    ),
 }
 
-_tp: Any = None                       # configured providers; None: the global ones
+_tp: Any = None  # configured providers; None: the global ones
 _mp: Any = None
 _inst: Optional[dict[str, Any]] = None  # the instruments, made on first use
-_tracer_made: Any = None                  # the tracer, made on first use under a real provider
+_tracer_made: Any = None  # the tracer, made on first use under a real provider
 _inst_lock = threading.Lock()
 _LOGS: "weakref.WeakSet[IntentLog]" = weakref.WeakSet()
-_DOUBT_SINCE: dict[str, float] = {}              # key -> monotonic time it went UNKNOWN here
+_DOUBT_SINCE: dict[str, float] = {}  # key -> monotonic time it went UNKNOWN here
 _doubt_lock = threading.Lock()
 _MAX_KEYS = 10000
 _CURRENT: contextvars.ContextVar[Optional[_Call]] = contextvars.ContextVar(
-    "toolcommit_otel_call", default=None)
+    "toolcommit_otel_call", default=None
+)
 _PASS: contextvars.ContextVar[bool] = contextvars.ContextVar("toolcommit_otel_pass", default=False)
 
 
@@ -102,7 +124,7 @@ def tracing() -> bool:
 
 def _tracer() -> Any:
     global _tracer_made
-    if _tracer_made is None:      # made once a real provider is set (see `tracing`)
+    if _tracer_made is None:  # made once a real provider is set (see `tracing`)
         _tracer_made = _trace.get_tracer(SCOPE, tracer_provider=_tp)
     return _tracer_made
 
@@ -112,13 +134,19 @@ def _instruments() -> dict[str, Any]:
     with _inst_lock:
         if _inst is None:
             m = _metrics.get_meter(SCOPE, meter_provider=_mp)
-            make: dict[str, Callable[..., Any]] = {"counter": m.create_counter,
-                                                   "histogram": m.create_histogram}
-            _inst = {name: make[kind](name, unit=unit, description=text)
-                     for name, (kind, unit, text) in METRICS.items() if kind in make}
+            make: dict[str, Callable[..., Any]] = {
+                "counter": m.create_counter,
+                "histogram": m.create_histogram,
+            }
+            _inst = {
+                name: make[kind](name, unit=unit, description=text)
+                for name, (kind, unit, text) in METRICS.items()
+                if kind in make
+            }
             kind, unit, text = METRICS["toolcommit.in_doubt"]
             _inst["toolcommit.in_doubt"] = m.create_observable_gauge(
-                "toolcommit.in_doubt", callbacks=[_observe_doubt], unit=unit, description=text)
+                "toolcommit.in_doubt", callbacks=[_observe_doubt], unit=unit, description=text
+            )
         return _inst
 
 
@@ -127,11 +155,12 @@ def _observe_doubt(options: Any = None) -> list[Any]:
     for log in list(_LOGS):
         try:
             counts = log.doubt_counts()
-        except Exception:        # closed, or the store is down: nothing to report
+        except Exception:  # closed, or the store is down: nothing to report
             continue
-        out += [_metrics.Observation(n, {"gen_ai.tool.name": tool,
-                                         "toolcommit.writer": log.writer})
-                for tool, n in sorted(counts.items())]
+        out += [
+            _metrics.Observation(n, {"gen_ai.tool.name": tool, "toolcommit.writer": log.writer})
+            for tool, n in sorted(counts.items())
+        ]
     return out
 
 
@@ -177,7 +206,7 @@ def committed(log: IntentLog, line: dict[str, Any]) -> None:
         return
     try:
         rec = None if cur is not None and cur.key == key else log.record(key)
-    except Exception:      # the store went down after the commit: the line stands, untold
+    except Exception:  # the store went down after the commit: the line stands, untold
         return
     tool = cur.tool if rec is None and cur is not None else getattr(rec, "tool", None)
     attrs = {"gen_ai.tool.name": tool, "toolcommit.state": to}
@@ -196,16 +225,24 @@ def guard_span(log: IntentLog, call_id: str, tool: str) -> Iterator[Optional[_Ca
     if _trace is None:
         yield None
         return
-    if not tracing():                 # no span to make: the metrics still count
+    if not tracing():  # no span to make: the metrics still count
         yield from _run(_Call(_trace.INVALID_SPAN, tool))
         return
-    attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
-             "gen_ai.tool.call.id": call_id, "gen_ai.tool.type": "function",
-             "toolcommit.span": "guard", "toolcommit.writer": log.writer,
-             "toolcommit.design": log.design.name}
-    with _tracer().start_as_current_span(f"execute_tool {tool}", attributes=attrs,
-                                         record_exception=False,
-                                         set_status_on_exception=False) as span:
+    attrs = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": tool,
+        "gen_ai.tool.call.id": call_id,
+        "gen_ai.tool.type": "function",
+        "toolcommit.span": "guard",
+        "toolcommit.writer": log.writer,
+        "toolcommit.design": log.design.name,
+    }
+    with _tracer().start_as_current_span(
+        f"execute_tool {tool}",
+        attributes=attrs,
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
         yield from _run(_Call(span, tool))
 
 
@@ -230,8 +267,13 @@ def decided(d: Decision) -> None:
         return
     cur.key, cur.decision = d.key, d.decision
     rec = d.record
-    cur.span.set_attributes({"toolcommit.decision": d.decision, "toolcommit.key": d.key,
-                             **({"toolcommit.epoch": rec.epoch} if rec is not None else {})})
+    cur.span.set_attributes(
+        {
+            "toolcommit.decision": d.decision,
+            "toolcommit.key": d.key,
+            **({"toolcommit.epoch": rec.epoch} if rec is not None else {}),
+        }
+    )
 
 
 def answered() -> None:
@@ -247,8 +289,11 @@ def _end(cur: _Call, e: Optional[BaseException]) -> None:
     happened = getattr(e, "happened", None) if e is not None else "yes"
     if cur.resolution is None and (name in ("InDoubt", "Held") or cur.state in IN_DOUBT):
         cur.resolution = "settler"
-    attrs = {"toolcommit.outcome": name, "toolcommit.happened": happened,
-             "toolcommit.resolution": cur.resolution}
+    attrs = {
+        "toolcommit.outcome": name,
+        "toolcommit.happened": happened,
+        "toolcommit.resolution": cur.resolution,
+    }
     span.set_attributes({k: v for k, v in attrs.items() if v is not None})
     if e is not None and (name in ERRORS or not hasattr(e, "happened")):
         span.set_attribute("error.type", name)
@@ -257,12 +302,12 @@ def _end(cur: _Call, e: Optional[BaseException]) -> None:
         span.set_status(_trace.Status(_trace.StatusCode.ERROR, str(e)[:200]))
     if cur.decision is not None:
         _instruments()["toolcommit.decisions"].add(
-            1, {"toolcommit.decision": cur.decision, "gen_ai.tool.name": cur.tool})
+            1, {"toolcommit.decision": cur.decision, "gen_ai.tool.name": cur.tool}
+        )
 
 
 @contextmanager
-def recover_span(log: IntentLog, trigger: str,
-                 quiet: bool = False) -> Iterator[dict[str, Any]]:
+def recover_span(log: IntentLog, trigger: str, quiet: bool = False) -> Iterator[dict[str, Any]]:
     """The span of one recovery pass (`trigger`: ``open``, ``recover``, ``pass``,
     ``settler``); a dict the pass fills with its counts (``taken``, ``settled``, ``left``).
     Inside another pass, or `quiet`, or without opentelemetry: no span (the dict still)."""
@@ -270,15 +315,19 @@ def recover_span(log: IntentLog, trigger: str,
     if _trace is None or _PASS.get():
         yield counts
         return
-    token = _PASS.set(True)          # a quiet pass is still a pass: nothing inside is traced
+    token = _PASS.set(True)  # a quiet pass is still a pass: nothing inside is traced
     try:
         if quiet or not tracing():
             yield counts
             return
         with _tracer().start_as_current_span(
-                "toolcommit.recover", attributes={"toolcommit.span": "recover",
-                                                  "toolcommit.trigger": trigger,
-                                                  "toolcommit.writer": log.writer}) as span:
+            "toolcommit.recover",
+            attributes={
+                "toolcommit.span": "recover",
+                "toolcommit.trigger": trigger,
+                "toolcommit.writer": log.writer,
+            },
+        ) as span:
             yield counts
             span.set_attributes({f"toolcommit.{k}": v for k, v in counts.items()})
     finally:
@@ -292,11 +341,15 @@ def settle_span(log: IntentLog, rec: Record) -> Iterator[None]:
     if not tracing():
         yield
         return
-    attrs = {"gen_ai.tool.name": rec.tool, "toolcommit.span": "settle",
-             "toolcommit.key": rec.key, "toolcommit.epoch": rec.epoch,
-             "toolcommit.from": rec.state, "toolcommit.writer": log.writer}
-    with _tracer().start_as_current_span(f"toolcommit.settle {rec.tool}",
-                                         attributes=attrs) as span:
+    attrs = {
+        "gen_ai.tool.name": rec.tool,
+        "toolcommit.span": "settle",
+        "toolcommit.key": rec.key,
+        "toolcommit.epoch": rec.epoch,
+        "toolcommit.from": rec.state,
+        "toolcommit.writer": log.writer,
+    }
+    with _tracer().start_as_current_span(f"toolcommit.settle {rec.tool}", attributes=attrs) as span:
         cur = _Call(span, rec.tool)
         cur.key = rec.key
         token = _CURRENT.set(cur)
@@ -305,8 +358,15 @@ def settle_span(log: IntentLog, rec: Record) -> Iterator[None]:
         finally:
             _CURRENT.reset(token)
             state = cur.state or rec.state
-            span.set_attributes({k: v for k, v in (("toolcommit.state", state),
-                                                   ("toolcommit.resolution", cur.resolution))
-                                 if v is not None})
+            span.set_attributes(
+                {
+                    k: v
+                    for k, v in (
+                        ("toolcommit.state", state),
+                        ("toolcommit.resolution", cur.resolution),
+                    )
+                    if v is not None
+                }
+            )
             if state in GIVE_UP:
                 span.set_status(_trace.Status(_trace.StatusCode.ERROR, f"given up: {state}"))

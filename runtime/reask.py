@@ -22,6 +22,7 @@ the dict to compare. `rule_for` picks a tool's rule from a log-wide rule or a pe
 
 Pure functions over one open transaction (`tx`); the log calls them inside its own.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Union
@@ -63,8 +64,10 @@ def content(tool: str, args: dict[str, Any], same: SameRule = None) -> str:
     else:
         missing = [n for n in rule if n not in args]
         if missing:
-            raise ValueError(f"same= rule for {tool} names {', '.join(missing)}, which the "
-                             f"call's arguments ({', '.join(sorted(args))}) do not have")
+            raise ValueError(
+                f"same= rule for {tool} names {', '.join(missing)}, which the "
+                f"call's arguments ({', '.join(sorted(args))}) do not have"
+            )
         kept = {n: args[n] for n in rule}
     try:
         return canonical_intent(tool, kept, "").digest
@@ -72,27 +75,34 @@ def content(tool: str, args: dict[str, Any], same: SameRule = None) -> str:
         raise ValueError(f"same= rule for {tool}: no canonical form: {e}") from None
 
 
-def meet(tx: Tx, get: Callable[[Tx, str], Optional[Record]], digest: str, scope: str,
-         settles_by_read: bool) -> Optional[tuple[str, Record]]:
+def meet(
+    tx: Tx,
+    get: Callable[[Tx, str], Optional[Record]],
+    digest: str,
+    scope: str,
+    settles_by_read: bool,
+) -> Optional[tuple[str, Record]]:
     """What a new call of content `digest` in `scope` meets: ``("held", record)``,
     ``("answered", record)`` (marked told here, and the answer kept for `scope`, so a retry
     in that scope gets it again), or None (insert as usual). `get(tx, key)` reads a record."""
     answer: Optional[Record] = None
-    for key, where, told in tx.all("SELECT key, scope, told FROM tc_asks WHERE content = ? "
-                                   "ORDER BY key, scope", (digest,)):
+    for key, where, told in tx.all(
+        "SELECT key, scope, told FROM tc_asks WHERE content = ? ORDER BY key, scope", (digest,)
+    ):
         rec = get(tx, key)
         if rec is None:
             continue
         if where == scope:
-            if rec.scope != scope:           # this scope was answered by an earlier record
+            if rec.scope != scope:  # this scope was answered by an earlier record
                 return "answered", rec
             continue
-        if rec.scope != where:               # another scope's answer: not a record of it
+        if rec.scope != where:  # another scope's answer: not a record of it
             continue
         if rec.state in OPEN_STATES:
             return "held", rec
-        untold = not told and (rec.state == "ACKED" or (rec.state == "DEAD_LETTER"
-                                                        and not settles_by_read))
+        untold = not told and (
+            rec.state == "ACKED" or (rec.state == "DEAD_LETTER" and not settles_by_read)
+        )
         if untold and answer is None:
             answer = rec
     if answer is None:
@@ -105,12 +115,14 @@ def meet(tx: Tx, get: Callable[[Tx, str], Optional[Record]], digest: str, scope:
 def remember(tx: Tx, digest: str, key: str, scope: str, told: int = 0) -> None:
     """Note an accepted record's content (or, `told`, an answer given in `scope`), so a
     later call meets it."""
-    tx.run("INSERT INTO tc_asks (key, content, scope, told) VALUES (?, ?, ?, ?) "
-           "ON CONFLICT DO NOTHING", (key, digest, scope, told))
+    tx.run(
+        "INSERT INTO tc_asks (key, content, scope, told) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT DO NOTHING",
+        (key, digest, scope, told),
+    )
 
 
 def told(tx: Tx, key: str) -> None:
     """The call that sent `key`'s request heard its outcome (its own ack)."""
-    tx.run("UPDATE tc_asks SET told = 1 WHERE key = ?", (key,))   # its own row only: an
+    tx.run("UPDATE tc_asks SET told = 1 WHERE key = ?", (key,))  # its own row only: an
     #                                                              answer row is told already
-

@@ -1,4 +1,5 @@
 """The values the intent log hands out: `Record`, `Decision`, `Ticket`, and the key format."""
+
 from __future__ import annotations
 
 import json
@@ -13,20 +14,20 @@ class Record:
     """One intent record, as the store holds it."""
 
     key: str
-    intent: str          # canonical digest (v1) of (tool, args, scope)
+    intent: str  # canonical digest (v1) of (tool, args, scope)
     epoch: int
     tool: str
     scope: str
     args: dict[str, Any]
-    call_id: str         # the call that created it (evidence, not identity)
+    call_id: str  # the call that created it (evidence, not identity)
     state: str
     fence: int
     owner: Optional[str]
     owner_inc: int
     lease_until: float
     result: Optional[object] = None
-    first_sent: Optional[float] = None   # store clock: the first send (the replay window)
-    sent_at: Optional[float] = None      # store clock: the last send ended (the delay bound)
+    first_sent: Optional[float] = None  # store clock: the first send (the replay window)
+    sent_at: Optional[float] = None  # store clock: the last send ended (the delay bound)
 
     @property
     def settled(self) -> bool:
@@ -80,10 +81,38 @@ def semantic_key(digest: str, epoch: int) -> str:
 
 
 def record_of(row: Sequence[Any]) -> Record:
-    (key, intent, epoch, tool, scope, args, call_id, state, fence, owner, owner_inc,
-     lease_until, _slot, result, first_sent, sent_at) = row
-    return Record(key, intent, int(epoch), tool, scope, json.loads(args), call_id, state,
-                  int(fence), owner, int(owner_inc), float(lease_until),
-                  None if result is None else json.loads(result),
-                  None if first_sent is None else float(first_sent),
-                  None if sent_at is None else float(sent_at))
+    (
+        key,
+        intent,
+        epoch,
+        tool,
+        scope,
+        args,
+        call_id,
+        state,
+        fence,
+        owner,
+        owner_inc,
+        lease_until,
+        _slot,
+        result,
+        first_sent,
+        sent_at,
+    ) = row
+    return Record(
+        key,
+        intent,
+        int(epoch),
+        tool,
+        scope,
+        json.loads(args),
+        call_id,
+        state,
+        int(fence),
+        owner,
+        int(owner_inc),
+        float(lease_until),
+        None if result is None else json.loads(result),
+        None if first_sent is None else float(first_sent),
+        None if sent_at is None else float(sent_at),
+    )

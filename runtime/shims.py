@@ -32,6 +32,7 @@ Examples
 >>> refund("o7", 20, call_id="t1"), refund("o7", 20.0, call_id="t2"), sent
 ({'refund': 're_1'}, {'refund': 're_1'}, ['tc1-'])
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -50,10 +51,11 @@ from toolcommit.runtime.log import Decision, IntentLog, IntentLogError, Record, 
 from toolcommit.runtime.store import GAVE_UP, OPEN_STATES
 
 _TICKET: contextvars.ContextVar[Optional[Ticket]] = contextvars.ContextVar(
-    "toolcommit_ticket", default=None)
+    "toolcommit_ticket", default=None
+)
 _R = TypeVar("_R")
 _RESERVED = ("call_id", "new_request")
-_POLL = 0.05      # seconds between looks at a record another writer holds
+_POLL = 0.05  # seconds between looks at a record another writer holds
 #: the core's steps: yields ("send" | "read", ticket) or ("sleep", seconds), is sent
 #: (ok, value) after a send or read, returns R
 _Steps = Generator[tuple[str, Any], Any, _R]
@@ -66,8 +68,9 @@ class EffectError(IntentLogError):
 
     happened = "unknown"
 
-    def __init__(self, message: str, record: Optional[Record] = None,
-                 happened: Optional[str] = None):
+    def __init__(
+        self, message: str, record: Optional[Record] = None, happened: Optional[str] = None
+    ):
         super().__init__(message)
         self.record = record
         if happened is not None:
@@ -107,8 +110,13 @@ class Answered(EffectError):
     is the earlier effect's (``happened="yes"``), or None where it was given up and may have
     happened (``"unknown"``). The user's next request proceeds."""
 
-    def __init__(self, message: str, record: Optional[Record] = None,
-                 happened: Optional[str] = None, result: Any = None):
+    def __init__(
+        self,
+        message: str,
+        record: Optional[Record] = None,
+        happened: Optional[str] = None,
+        result: Any = None,
+    ):
         super().__init__(message, record, happened)
         self.result = result
 
@@ -121,16 +129,22 @@ def current_ticket() -> Optional[Ticket]:
 def tell(e: EffectError) -> dict[str, Any]:
     """What a framework wrapper returns to the model for `e`: plain words first."""
     rec = e.record
-    out = {"toolcommit": type(e).__name__, "happened": e.happened, "message": str(e),
-           "intent": rec.key if rec else None, "state": rec.state if rec else None}
+    out = {
+        "toolcommit": type(e).__name__,
+        "happened": e.happened,
+        "message": str(e),
+        "intent": rec.key if rec else None,
+        "state": rec.state if rec else None,
+    }
     if isinstance(e, Answered) and e.result is not None:
-        out["result"] = e.result          # the earlier request's answer
+        out["result"] = e.result  # the earlier request's answer
     return out
 
 
 def _json_result(value: Any) -> Any:
     try:
         from toolcommit.runtime.lines import dumps
+
         dumps(value)
         return value
     except (TypeError, ValueError):
@@ -140,44 +154,75 @@ def _json_result(value: Any) -> Any:
 # ----- what the model is told ------------------------------------------------------------------
 def _gave_up(log: IntentLog, rec: Record) -> GaveUp:
     if rec.state == "REJECTED_CONFLICT":
-        return GaveUp(f"The {rec.tool} was not done: it was cancelled before it was sent "
-                      f"(intent {rec.key}).", rec, "no")
+        return GaveUp(
+            f"The {rec.tool} was not done: it was cancelled before it was sent (intent {rec.key}).",
+            rec,
+            "no",
+        )
     if rec.state == "COMPENSATED":
-        return GaveUp(f"The {rec.tool} was reversed or never took effect (intent {rec.key}): "
-                      "do not tell the user it was done.", rec, "no")
+        return GaveUp(
+            f"The {rec.tool} was reversed or never took effect (intent {rec.key}): "
+            "do not tell the user it was done.",
+            rec,
+            "no",
+        )
     if log.design.settles_by_read:
-        return GaveUp(f"The {rec.tool} did not happen: the provider shows no effect, and no "
-                      f"request of it can still arrive (intent {rec.key}). Tell the user it "
-                      "was not done; they may ask again.", rec, "no")
-    return GaveUp(f"The {rec.tool} may or may not have happened: its answer was lost and the "
-                  f"provider cannot be asked (intent {rec.key}). Do not tell the user it was "
-                  "done; tell them it may have happened, and that asking again may do it twice.",
-                  rec, "unknown")
+        return GaveUp(
+            f"The {rec.tool} did not happen: the provider shows no effect, and no "
+            f"request of it can still arrive (intent {rec.key}). Tell the user it "
+            "was not done; they may ask again.",
+            rec,
+            "no",
+        )
+    return GaveUp(
+        f"The {rec.tool} may or may not have happened: its answer was lost and the "
+        f"provider cannot be asked (intent {rec.key}). Do not tell the user it was "
+        "done; tell them it may have happened, and that asking again may do it twice.",
+        rec,
+        "unknown",
+    )
 
 
 def _met(d: Decision, tool: str) -> EffectError:
     """What the model is told when a hold met an earlier request (`reask=hold`)."""
     rec = d.record
     if d.decision == "held":
-        return Held(f"The {tool} was not sent: an earlier request for the same {tool} "
-                    f"(intent {rec.key}) may or may not have happened and is still being "
-                    "settled. Do not tell the user it was done, and do not send it again: "
-                    "asking again later gets that request's outcome.", rec, "unknown")
+        return Held(
+            f"The {tool} was not sent: an earlier request for the same {tool} "
+            f"(intent {rec.key}) may or may not have happened and is still being "
+            "settled. Do not tell the user it was done, and do not send it again: "
+            "asking again later gets that request's outcome.",
+            rec,
+            "unknown",
+        )
     if rec.state == "ACKED":
-        return Answered(f"The {tool} was not sent again: an earlier request for the same "
-                        f"{tool}, whose outcome the user was told was in doubt, was done "
-                        f"(intent {rec.key}; its answer: {rec.result!r}). Tell the user; if "
-                        "they want another, they may ask again.", rec, "yes", rec.result)
-    return Answered(f"The {tool} was not sent: an earlier request for the same {tool} "
-                    f"(intent {rec.key}) was given up and may have happened; sending again "
-                    "may do it twice. Tell the user; if they still want it, they may ask "
-                    "again.", rec, "unknown")
+        return Answered(
+            f"The {tool} was not sent again: an earlier request for the same "
+            f"{tool}, whose outcome the user was told was in doubt, was done "
+            f"(intent {rec.key}; its answer: {rec.result!r}). Tell the user; if "
+            "they want another, they may ask again.",
+            rec,
+            "yes",
+            rec.result,
+        )
+    return Answered(
+        f"The {tool} was not sent: an earlier request for the same {tool} "
+        f"(intent {rec.key}) was given up and may have happened; sending again "
+        "may do it twice. Tell the user; if they still want it, they may ask "
+        "again.",
+        rec,
+        "unknown",
+    )
 
 
 def _in_doubt(rec: Record, why: str) -> InDoubt:
-    return InDoubt(f"The {rec.tool} may or may not have happened: {why} (intent {rec.key}). "
-                   "Do not tell the user it was done, and do not retry it: the intent log "
-                   "settles it.", rec, "unknown")
+    return InDoubt(
+        f"The {rec.tool} may or may not have happened: {why} (intent {rec.key}). "
+        "Do not tell the user it was done, and do not retry it: the intent log "
+        "settles it.",
+        rec,
+        "unknown",
+    )
 
 
 # ----- the core: the log's decisions, yielding the I/O they need ----------------------------
@@ -185,8 +230,13 @@ def _mine(log: IntentLog, rec: Record) -> bool:
     return (rec.owner, rec.owner_inc) == (log.writer, log.incarnation)
 
 
-def _steps(log: IntentLog, key: str, saved: Callable[[Any], Any], wait: Optional[float] = None,
-           ticket: Optional[Ticket] = None) -> _Steps[Any]:
+def _steps(
+    log: IntentLog,
+    key: str,
+    saved: Callable[[Any], Any],
+    wait: Optional[float] = None,
+    ticket: Optional[Ticket] = None,
+) -> _Steps[Any]:
     """Drive `key`'s record to a settled state, waiting at most `wait` (default: the log's)
     for another holder or a deferred read; yields ``("send", ticket)`` and ``("read",
     ticket)`` (answered with ``(ok, value)``) and ``("sleep", seconds)``; returns the
@@ -201,12 +251,11 @@ def _steps(log: IntentLog, key: str, saved: Callable[[Any], Any], wait: Optional
         return (yield from _drive_key(log, key, saved, log.wait if wait is None else wait))
 
 
-def _drive_key(log: IntentLog, key: str, saved: Callable[[Any], Any], wait: float
-               ) -> _Steps[Any]:
+def _drive_key(log: IntentLog, key: str, saved: Callable[[Any], Any], wait: float) -> _Steps[Any]:
     deadline = time.monotonic() + wait
     while True:
         rec = log.record(key)
-        assert rec is not None          # proposed before it is driven
+        assert rec is not None  # proposed before it is driven
         if rec.state == "ACKED":
             return rec.result
         if rec.state in GAVE_UP:
@@ -216,8 +265,11 @@ def _drive_key(log: IntentLog, key: str, saved: Callable[[Any], Any], wait: floa
             if left <= 0 and log.take(key) is not None:
                 continue
             if time.monotonic() + min(left, _POLL) > deadline:
-                raise _in_doubt(rec, f"writer {rec.owner} holds it ({rec.state}) and its lease "
-                                     f"has {left:.1f} s left")
+                raise _in_doubt(
+                    rec,
+                    f"writer {rec.owner} holds it ({rec.state}) and its lease "
+                    f"has {left:.1f} s left",
+                )
             yield "sleep", min(max(left, 0.001), _POLL)
             continue
         if rec.state == "RECORDED":
@@ -237,13 +289,12 @@ def _drive_key(log: IntentLog, key: str, saved: Callable[[Any], Any], wait: floa
                 if got is not None:
                     return got[0]
             continue
-        got = yield from _read(log, rec, deadline, saved)   # RECONCILING, ours
+        got = yield from _read(log, rec, deadline, saved)  # RECONCILING, ours
         if got is not None:
             return got[0]
 
 
-def _send(log: IntentLog, t: Ticket, saved: Callable[[Any], Any]
-          ) -> _Steps[Optional[tuple[Any]]]:
+def _send(log: IntentLog, t: Ticket, saved: Callable[[Any], Any]) -> _Steps[Optional[tuple[Any]]]:
     ok, value = yield "send", t
     if ok:
         if log.ack(t, _json_result(saved(value))):
@@ -259,8 +310,9 @@ def _send(log: IntentLog, t: Ticket, saved: Callable[[Any], Any]
     return None
 
 
-def _read(log: IntentLog, rec: Record, deadline: float, saved: Callable[[Any], Any]
-          ) -> _Steps[Optional[tuple[Any]]]:
+def _read(
+    log: IntentLog, rec: Record, deadline: float, saved: Callable[[Any], Any]
+) -> _Steps[Optional[tuple[Any]]]:
     """A status read of a RECONCILING record this writer holds, once the design trusts it."""
     t = log.ticket(rec.key)
     assert t is not None
@@ -270,8 +322,11 @@ def _read(log: IntentLog, rec: Record, deadline: float, saved: Callable[[Any], A
     wait = log.read_wait(rec.key)
     if wait > 0:
         if time.monotonic() + wait > deadline:
-            raise _in_doubt(rec, f"a request of it may still reach the provider for "
-                                 f"{wait:.0f} s, and only then does a status read tell")
+            raise _in_doubt(
+                rec,
+                f"a request of it may still reach the provider for "
+                f"{wait:.0f} s, and only then does a status read tell",
+            )
         yield "sleep", wait
         return None
     ok, value = yield "read", t
@@ -292,13 +347,20 @@ def _status_contract(rec: Record, value: Any) -> None:
             f"read returned {value!r}, but status must return the effect's result when the "
             "provider shows it and None when it does not (a (found, result) tuple or a bool "
             "is not the contract). The record stays in doubt until a status read that keeps "
-            "the contract settles it: fix the status function.")
+            "the contract settles it: fix the status function."
+        )
 
 
 # ----- drivers -----------------------------------------------------------------------------
-def _propose(log: IntentLog, call_id: str, tool: str, args: dict[str, Any], scope: str,
-             new_request: bool, on_proposed: Optional[Callable[[Decision], None]] = None
-             ) -> Decision:
+def _propose(
+    log: IntentLog,
+    call_id: str,
+    tool: str,
+    args: dict[str, Any],
+    scope: str,
+    new_request: bool,
+    on_proposed: Optional[Callable[[Decision], None]] = None,
+) -> Decision:
     d = log.propose(call_id, tool, args, scope, new_attempt=new_request, dispatch=True)
     otel.decided(d)
     if d.decision == "held":
@@ -306,15 +368,19 @@ def _propose(log: IntentLog, call_id: str, tool: str, args: dict[str, Any], scop
     if on_proposed is not None:
         on_proposed(d)
     if d.decision == "conflict":
-        raise Conflict(f"The {tool} was not done: scope {scope} already holds another "
-                       f"{tool} ({d.record.key}).", d.record)
+        raise Conflict(
+            f"The {tool} was not done: scope {scope} already holds another "
+            f"{tool} ({d.record.key}).",
+            d.record,
+        )
     if d.decision == "answered":
         raise _met(d, tool)
     return d
 
 
-def _call(log: IntentLog, propose: Callable[[], Decision], saved: Callable[[Any], Any]
-          ) -> _Steps[Any]:
+def _call(
+    log: IntentLog, propose: Callable[[], Decision], saved: Callable[[Any], Any]
+) -> _Steps[Any]:
     """The whole call as steps: propose, waiting while a hold holds (`reask=hold`, at most
     the log's `wait`), then drive the record (`_steps`)."""
     deadline = time.monotonic() + log.wait
@@ -328,36 +394,46 @@ def _call(log: IntentLog, propose: Callable[[], Decision], saved: Callable[[Any]
 
 
 def _refuse_coroutine(fn: Optional[Callable[..., Any]], what: str) -> None:
-    if fn is not None and (inspect.iscoroutinefunction(fn)
-                           or inspect.iscoroutinefunction(getattr(fn, "__call__", None))):
-        raise IntentLogError(f"{what} {getattr(fn, '__name__', fn)!r} is async: use the async "
-                             "form (aguard, or @effectful on the async def itself)")
+    if fn is not None and (
+        inspect.iscoroutinefunction(fn)
+        or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+    ):
+        raise IntentLogError(
+            f"{what} {getattr(fn, '__name__', fn)!r} is async: use the async "
+            "form (aguard, or @effectful on the async def itself)"
+        )
 
 
 def _needs_status(log: IntentLog, status: Status) -> None:
     d = log.design
     if status is None and d.settles_by_read:
-        raise IntentLogError(f"design {d.source} settles an unknown outcome by a status read "
-                             "(status_via=" + d.knobs["status_via"] + "): pass status=")
+        raise IntentLogError(
+            f"design {d.source} settles an unknown outcome by a status read "
+            "(status_via=" + d.knobs["status_via"] + "): pass status="
+        )
 
 
-def check_status(log: Union[IntentLog, Callable[[], IntentLog]], status: Status,
-                 sync: bool = False) -> None:
+def check_status(
+    log: Union[IntentLog, Callable[[], IntentLog]], status: Status, sync: bool = False
+) -> None:
     """Refuse, when a tool is wrapped, a `status` it cannot use: not a function, ``async``
     for a `sync` tool, or missing where `log`'s design settles an unknown outcome by a
     status read. The last is known here when `log` is an `IntentLog`; a lazy log (a
     function returning one) is checked when a call first opens it."""
     if status is not None and not callable(status):
-        raise IntentLogError(f"status={status!r} is not a function: pass "
-                             "status(ticket) -> the effect's result, or None when absent")
+        raise IntentLogError(
+            f"status={status!r} is not a function: pass "
+            "status(ticket) -> the effect's result, or None when absent"
+        )
     if sync:
         _refuse_coroutine(status, "status of a sync tool")
     if isinstance(log, IntentLog):
         _needs_status(log, status)
 
 
-def _drive_sync(log: IntentLog, gen: _Steps[Any], execute: Callable[[Ticket], Any],
-                status: Status) -> Any:
+def _drive_sync(
+    log: IntentLog, gen: _Steps[Any], execute: Callable[[Ticket], Any], status: Status
+) -> Any:
     reply = None
     while True:
         try:
@@ -371,16 +447,18 @@ def _drive_sync(log: IntentLog, gen: _Steps[Any], execute: Callable[[Ticket], An
         fn = execute if op == "send" else status
         token = _TICKET.set(arg)
         try:
-            if fn is None:              # no status read given: the read fails
+            if fn is None:  # no status read given: the read fails
                 raise TypeError("'NoneType' object is not callable")
             value = fn(arg)
             if inspect.isawaitable(value):
                 getattr(value, "close", lambda: None)()
-                raise IntentLogError(f"{getattr(fn, '__name__', 'the effect')} returned an "
-                                     "awaitable to a sync guard: use aguard")
+                raise IntentLogError(
+                    f"{getattr(fn, '__name__', 'the effect')} returned an "
+                    "awaitable to a sync guard: use aguard"
+                )
             reply = (True, value)
         except IntentLogError as e:
-            if op == "send":     # an awaitable returned, a keyless write refused: say which
+            if op == "send":  # an awaitable returned, a keyless write refused: say which
                 log.timeout(arg, f"the effect was stopped: {type(e).__name__}: {e}"[:200])
             raise
         except Exception as e:
@@ -393,8 +471,9 @@ def _drive_sync(log: IntentLog, gen: _Steps[Any], execute: Callable[[Ticket], An
             _TICKET.reset(token)
 
 
-async def _drive_async(log: IntentLog, gen: _Steps[Any], execute: Callable[[Ticket], Any],
-                       status: Status) -> Any:
+async def _drive_async(
+    log: IntentLog, gen: _Steps[Any], execute: Callable[[Ticket], Any], status: Status
+) -> Any:
     reply = None
     while True:
         try:
@@ -408,7 +487,7 @@ async def _drive_async(log: IntentLog, gen: _Steps[Any], execute: Callable[[Tick
         fn = execute if op == "send" else status
         token = _TICKET.set(arg)
         try:
-            if fn is None:              # no status read registered: the read fails
+            if fn is None:  # no status read registered: the read fails
                 raise TypeError("'NoneType' object is not callable")
             value = fn(arg)
             if inspect.isawaitable(value):
@@ -416,7 +495,7 @@ async def _drive_async(log: IntentLog, gen: _Steps[Any], execute: Callable[[Tick
             reply = (True, value)
         except Exception as e:
             reply = (False, e)
-        except BaseException:        # the task was cancelled: an unknown outcome
+        except BaseException:  # the task was cancelled: an unknown outcome
             if op == "send":
                 log.timeout(arg, "task cancelled")
             raise
@@ -424,10 +503,18 @@ async def _drive_async(log: IntentLog, gen: _Steps[Any], execute: Callable[[Tick
             _TICKET.reset(token)
 
 
-def guard(log: IntentLog, call_id: str, tool: str, args: dict[str, Any], scope: str,
-          execute: Callable[[Ticket], Any], status: Optional[Callable[[Ticket], Any]] = None,
-          new_request: bool = False, saved: Callable[[Any], Any] = lambda r: r,
-          on_proposed: Optional[Callable[[Decision], None]] = None) -> Any:
+def guard(
+    log: IntentLog,
+    call_id: str,
+    tool: str,
+    args: dict[str, Any],
+    scope: str,
+    execute: Callable[[Ticket], Any],
+    status: Optional[Callable[[Ticket], Any]] = None,
+    new_request: bool = False,
+    saved: Callable[[Any], Any] = lambda r: r,
+    on_proposed: Optional[Callable[[Decision], None]] = None,
+) -> Any:
     """Run one effectful call through the log (see the module docstring).
 
     Parameters
@@ -464,26 +551,30 @@ def guard(log: IntentLog, call_id: str, tool: str, args: dict[str, Any], scope: 
     _refuse_coroutine(execute, "execute")
     _refuse_coroutine(status, "status")
     _needs_status(log, status)
-    propose = functools.partial(_propose, log, call_id, tool, args, scope, new_request,
-                                on_proposed)
-    with otel.guard_span(log, call_id, tool), \
-            contextlib.closing(_call(log, propose, saved)) as gen:
+    propose = functools.partial(_propose, log, call_id, tool, args, scope, new_request, on_proposed)
+    with otel.guard_span(log, call_id, tool), contextlib.closing(_call(log, propose, saved)) as gen:
         return _drive_sync(log, gen, execute, status)
 
 
-async def aguard(log: IntentLog, call_id: str, tool: str, args: dict[str, Any], scope: str,
-                 execute: Callable[[Ticket], Any], status: Optional[Callable[[Ticket], Any]] = None,
-                 new_request: bool = False, saved: Callable[[Any], Any] = lambda r: r,
-                 on_proposed: Optional[Callable[[Decision], None]] = None) -> Any:
+async def aguard(
+    log: IntentLog,
+    call_id: str,
+    tool: str,
+    args: dict[str, Any],
+    scope: str,
+    execute: Callable[[Ticket], Any],
+    status: Optional[Callable[[Ticket], Any]] = None,
+    new_request: bool = False,
+    saved: Callable[[Any], Any] = lambda r: r,
+    on_proposed: Optional[Callable[[Decision], None]] = None,
+) -> Any:
     """`guard` for async code: `execute` and `status` may be ``async def`` (or return an
     awaitable), and are awaited inside the guard; ACKED only with the awaited result. A
     cancellation while the effect runs makes the record UNKNOWN, then is re-raised. The
     log's own decisions are synchronous (milliseconds on SQLite)."""
     _needs_status(log, status)
-    propose = functools.partial(_propose, log, call_id, tool, args, scope, new_request,
-                                on_proposed)
-    with otel.guard_span(log, call_id, tool), \
-            contextlib.closing(_call(log, propose, saved)) as gen:
+    propose = functools.partial(_propose, log, call_id, tool, args, scope, new_request, on_proposed)
+    with otel.guard_span(log, call_id, tool), contextlib.closing(_call(log, propose, saved)) as gen:
         return await _drive_async(log, gen, execute, status)
 
 
@@ -491,8 +582,12 @@ async def aguard(log: IntentLog, call_id: str, tool: str, args: dict[str, Any], 
 _TOOLS: dict[str, tuple[Callable[[dict[str, Any]], Any], Status]] = {}
 
 
-def register(tool: str, run: Callable[[dict[str, Any]], Any], status: Status = None,
-             log: Optional[IntentLog] = None) -> None:
+def register(
+    tool: str,
+    run: Callable[[dict[str, Any]], Any],
+    status: Status = None,
+    log: Optional[IntentLog] = None,
+) -> None:
     """Let `recover_settle` settle `tool`'s records: ``run(args)`` performs the effect (under
     `current_ticket()`), `status` reads it. `effectful` registers what it decorates. With
     `log`, that log's settler settles them too (`IntentLog` ``settler=``)."""
@@ -512,8 +607,9 @@ def needs_tool(log: IntentLog, rec: Record) -> bool:
     return rec.tool not in _TOOLS and (log.design.status_read or rec.state == "RECORDED")
 
 
-def recover_settle(log: IntentLog, limit: int = 100,
-                   tools: Optional[set[str]] = None) -> dict[str, str]:
+def recover_settle(
+    log: IntentLog, limit: int = 100, tools: Optional[set[str]] = None
+) -> dict[str, str]:
     """One pass that never waits: take over the records of gone holders (`IntentLog.recover`)
     and settle every record in doubt this writer holds (`IntentLog.in_doubt`) through the
     design, with the registered tool (only `tools` if given): a replay under the same key,
@@ -526,8 +622,9 @@ def recover_settle(log: IntentLog, limit: int = 100,
         return _recover_settle(log, limit, tools, counts)
 
 
-def _recover_settle(log: IntentLog, limit: int, tools: Optional[set[str]],
-                    counts: dict[str, Any]) -> dict[str, str]:
+def _recover_settle(
+    log: IntentLog, limit: int, tools: Optional[set[str]], counts: dict[str, Any]
+) -> dict[str, str]:
     taken = len(log.taken_over)
     log.recover(limit, tools)
     out = {}
@@ -535,15 +632,18 @@ def _recover_settle(log: IntentLog, limit: int, tools: Optional[set[str]],
         if tools is not None and rec.tool not in tools:
             continue
         if needs_tool(log, rec) or rec.state == "RECONCILING" and log.read_wait(rec.key) > 0:
-            out[rec.key] = rec.state      # needs the tool, or not due yet: left for later
+            out[rec.key] = rec.state  # needs the tool, or not due yet: left for later
             continue
         run, status = _TOOLS.get(rec.tool, (None, None))
 
         def execute(t: Ticket, run: Optional[Callable[..., Any]] = run) -> Any:
-            assert run is not None       # needs_tool said the tool is registered
+            assert run is not None  # needs_tool said the tool is registered
             return run(t.args)
-        with otel.settle_span(log, rec), \
-                contextlib.closing(_steps(log, rec.key, lambda r: r, wait=0)) as gen:
+
+        with (
+            otel.settle_span(log, rec),
+            contextlib.closing(_steps(log, rec.key, lambda r: r, wait=0)) as gen,
+        ):
             try:
                 asyncio.run(_drive_async(log, gen, execute, status))
             except EffectError:
@@ -573,9 +673,13 @@ def _serve(log: IntentLog, tool: str) -> None:
         log.settle_with(settle_pass)
 
 
-def effectful(log: Union[IntentLog, Callable[[], IntentLog]], tool: str,
-              scope: Union[str, Callable[..., str]], *, status: Status = None
-              ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def effectful(
+    log: Union[IntentLog, Callable[[], IntentLog]],
+    tool: str,
+    scope: Union[str, Callable[..., str]],
+    *,
+    status: Status = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorate a function (sync or ``async def``) that performs one effect: its calls go
     through `guard` (or `aguard`, awaited, for an async function).
 
@@ -592,6 +696,7 @@ def effectful(log: Union[IntentLog, Callable[[], IntentLog]], tool: str,
     the design needs one, here for a log given as an `IntentLog`, and at the first call
     for a lazy one (its design is known once it is open).
     """
+
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         sig = inspect.signature(fn)
         params = [p for n, p in sig.parameters.items() if n not in _RESERVED]
@@ -599,8 +704,9 @@ def effectful(log: Union[IntentLog, Callable[[], IntentLog]], tool: str,
         is_async = inspect.iscoroutinefunction(fn)
         check_status(log, status, sync=not is_async)
 
-        def prepare(a: tuple[Any, ...], kw: dict[str, Any]
-                    ) -> tuple[IntentLog, dict[str, Any], str, Callable[[Ticket], Any]]:
+        def prepare(
+            a: tuple[Any, ...], kw: dict[str, Any]
+        ) -> tuple[IntentLog, dict[str, Any], str, Callable[[Ticket], Any]]:
             bound = public.bind(*a, **kw)
             bound.apply_defaults()
             args = dict(bound.arguments)
@@ -610,21 +716,40 @@ def effectful(log: Union[IntentLog, Callable[[], IntentLog]], tool: str,
             return the_log, args, where, lambda _t: fn(*bound.args, **bound.kwargs)
 
         @functools.wraps(fn)
-        async def acall(*a: Any, call_id: Optional[str] = None, new_request: bool = False,
-                        **kw: Any) -> Any:
+        async def acall(
+            *a: Any, call_id: Optional[str] = None, new_request: bool = False, **kw: Any
+        ) -> Any:
             the_log, args, where, run = prepare(a, kw)
-            return await aguard(the_log, call_id or f"call-{uuid.uuid4().hex[:12]}", tool,
-                                args, where, run, status, new_request)
+            return await aguard(
+                the_log,
+                call_id or f"call-{uuid.uuid4().hex[:12]}",
+                tool,
+                args,
+                where,
+                run,
+                status,
+                new_request,
+            )
 
         @functools.wraps(fn)
-        def scall(*a: Any, call_id: Optional[str] = None, new_request: bool = False,
-                  **kw: Any) -> Any:
+        def scall(
+            *a: Any, call_id: Optional[str] = None, new_request: bool = False, **kw: Any
+        ) -> Any:
             the_log, args, where, run = prepare(a, kw)
-            return guard(the_log, call_id or f"call-{uuid.uuid4().hex[:12]}", tool, args,
-                         where, run, status, new_request)
+            return guard(
+                the_log,
+                call_id or f"call-{uuid.uuid4().hex[:12]}",
+                tool,
+                args,
+                where,
+                run,
+                status,
+                new_request,
+            )
+
         call: Callable[..., Any] = acall if is_async else scall
         setattr(call, "__signature__", public)
-        register(tool, lambda args: fn(**args), status,
-                 log if isinstance(log, IntentLog) else None)
+        register(tool, lambda args: fn(**args), status, log if isinstance(log, IntentLog) else None)
         return call
+
     return wrap

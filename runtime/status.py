@@ -19,6 +19,7 @@ Examples
 >>> e.kind, e.age, e.waits_for
 ('in doubt', 300.0, 'the delay bound: a request of it may still arrive for 600 s, then a status read by list')
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -49,10 +50,17 @@ class Entry:
     waits_for: str
 
     def as_json(self) -> dict[str, Any]:
-        return {"key": self.key, "tool": self.tool, "scope": self.scope, "state": self.state,
-                "kind": self.kind, "age_s": None if self.age is None else round(self.age, 3),
-                "holder": self.holder, "lease_left_s": round(self.lease_left, 3),
-                "waits_for": self.waits_for}
+        return {
+            "key": self.key,
+            "tool": self.tool,
+            "scope": self.scope,
+            "state": self.state,
+            "kind": self.kind,
+            "age_s": None if self.age is None else round(self.age, 3),
+            "holder": self.holder,
+            "lease_left_s": round(self.lease_left, 3),
+            "waits_for": self.waits_for,
+        }
 
 
 def kind_of(r: Record, now: float) -> Optional[str]:
@@ -69,16 +77,19 @@ def kind_of(r: Record, now: float) -> Optional[str]:
 def waits_for(d: Design, r: Record, now: float) -> str:
     """What settles `r` next under design `d` (a sentence)."""
     if r.state == "DEAD_LETTER":
-        return "nothing: given up visibly" + ("" if d.settles_by_read else
-                                              " (the effect may have happened)")
+        return "nothing: given up visibly" + (
+            "" if d.settles_by_read else " (the effect may have happened)"
+        )
     if r.state == "COMPENSATED":
         return "nothing: reversed or never applied"
     left = r.lease_until - now
     if r.owner is not None and left > 0:
         return f"writer {r.owner}'s lease ({left:.0f} s left): that process is settling it"
     if r.state == "DISPATCHED":
-        return "a takeover: its holder's lease ran out with the request sent (the settler, " \
-               "or toolcommit recover)"
+        return (
+            "a takeover: its holder's lease ran out with the request sent (the settler, "
+            "or toolcommit recover)"
+        )
     if not d.status_read or d.knobs["on_unknown"] == "dead_letter":
         return "a give-up: there is no status read (the settler, or toolcommit recover)"
     if r.state == "UNKNOWN" and d.replays and window_open(d, r.first_sent, now):
@@ -86,8 +97,10 @@ def waits_for(d: Design, r: Record, now: float) -> str:
     wait = read_wait(d, r.sent_at, now)
     via = d.knobs["status_via"]
     if wait > 0:
-        return f"the delay bound: a request of it may still arrive for {wait:.0f} s, then a " \
-               f"status read by {via}"
+        return (
+            f"the delay bound: a request of it may still arrive for {wait:.0f} s, then a "
+            f"status read by {via}"
+        )
     return f"a status read by {via} (the settler, or toolcommit recover --tools)"
 
 
@@ -98,8 +111,17 @@ def entry(d: Design, r: Record, now: float) -> Optional[Entry]:
         return None
     since = r.first_sent if r.first_sent is not None else r.sent_at
     holder = None if r.owner is None or r.lease_until <= 0 else f"{r.owner}#{r.owner_inc}"
-    return Entry(r.key, r.tool, r.scope, r.state, kind, None if since is None else now - since,
-                 holder, max(0.0, r.lease_until - now), waits_for(d, r, now))
+    return Entry(
+        r.key,
+        r.tool,
+        r.scope,
+        r.state,
+        kind,
+        None if since is None else now - since,
+        holder,
+        max(0.0, r.lease_until - now),
+        waits_for(d, r, now),
+    )
 
 
 def entries(d: Design, records: Iterable[Record], now: float) -> list[Entry]:

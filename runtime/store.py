@@ -33,6 +33,7 @@ SQLite is for processes on one machine (one file, WAL, ``BEGIN IMMEDIATE`` seria
 writers). PostgreSQL is for orchestrators on several machines; leases then run on the
 database server's clock, never on a worker's.
 """
+
 from __future__ import annotations
 
 import os
@@ -47,7 +48,7 @@ from toolcommit.model.errors import ToolcommitError
 OPEN_STATES = ("RECORDED", "DISPATCHED", "UNKNOWN", "RECONCILING")
 _OPEN_SQL = "('RECORDED', 'DISPATCHED', 'UNKNOWN', 'RECONCILING')"
 GAVE_UP = ("DEAD_LETTER", "COMPENSATED", "REJECTED_CONFLICT")
-_ADDED = ("first_sent", "sent_at")   # store-clock times of a key's first and last send
+_ADDED = ("first_sent", "sent_at")  # store-clock times of a key's first and last send
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS tc_records (
@@ -130,7 +131,7 @@ class Store:
 
     dialect = ""
     now_sql = ""
-    lock_sql = ""     # appended to a SELECT that must lock its row until the commit
+    lock_sql = ""  # appended to a SELECT that must lock its row until the commit
     returning = True  # INSERT / UPDATE ... RETURNING (SQLite since 3.35)
 
     def __init__(self) -> None:
@@ -151,8 +152,10 @@ def _read_only_hint(path: str) -> str:
     folder = os.path.dirname(os.path.abspath(path))
     try:
         if os.statvfs(folder).f_flag & os.ST_RDONLY:
-            return ("; its volume is mounted read-only: the intent log needs a writable "
-                    "folder (`toolcommit export` and `toolcommit status` read it in place)")
+            return (
+                "; its volume is mounted read-only: the intent log needs a writable "
+                "folder (`toolcommit export` and `toolcommit status` read it in place)"
+            )
     except OSError:
         pass
     return ""
@@ -183,15 +186,17 @@ class SqliteStore(Store):
     now_sql = "((julianday('now') - 2440587.5) * 86400.0)"
     returning = sqlite3.sqlite_version_info >= (3, 35, 0)
 
-    def __init__(self, path: str, synchronous: str = "FULL", busy_timeout: float = 30.0,
-                 adopt: bool = False):
+    def __init__(
+        self, path: str, synchronous: str = "FULL", busy_timeout: float = 30.0, adopt: bool = False
+    ):
         super().__init__()
         if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise StoreError(f"synchronous={synchronous!r}: use FULL, NORMAL or EXTRA")
         self.path = os.fspath(path)
         try:
-            self._db = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None,
-                                       check_same_thread=False)
+            self._db = sqlite3.connect(
+                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            )
             if not adopt:
                 self._refuse_foreign()
             self._init(synchronous.upper(), busy_timeout)
@@ -200,18 +205,25 @@ class SqliteStore(Store):
                 self._db.close()
             if isinstance(e, StoreError):
                 raise
-            raise StoreError(f"{self.path}: cannot open the SQLite intent log: {e}"
-                             f"{_read_only_hint(self.path)}") from None
+            raise StoreError(
+                f"{self.path}: cannot open the SQLite intent log: {e}{_read_only_hint(self.path)}"
+            ) from None
 
     def _refuse_foreign(self) -> None:
         """`StoreError` if the database holds tables and none is the log's."""
-        names = [r[0] for r in self._db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        names = [
+            r[0]
+            for r in self._db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+            )
+        ]
         if names and "tc_writers" not in names:
-            raise StoreError(f"{self.path} is another application's database (tables "
-                             f"{', '.join(names[:5])}{', ...' if len(names) > 5 else ''}) and "
-                             "holds no intent log; the log would switch it to WAL and add its "
-                             "tables: give a new file, or pass adopt=True to put the log there")
+            raise StoreError(
+                f"{self.path} is another application's database (tables "
+                f"{', '.join(names[:5])}{', ...' if len(names) > 5 else ''}) and "
+                "holds no intent log; the log would switch it to WAL and add its "
+                "tables: give a new file, or pass adopt=True to put the log there"
+            )
 
     def _init(self, synchronous: str, busy_timeout: float) -> None:
         """WAL mode and the schema. Switching to WAL, and the recovery after a process died
@@ -224,18 +236,21 @@ class SqliteStore(Store):
                     self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute(f"PRAGMA synchronous={synchronous}")
                 with self._tx() as tx:
-                    for stmt in _TABLES.format(real="REAL", bigint="INTEGER",
-                                               serial="INTEGER PRIMARY KEY AUTOINCREMENT"
-                                               ).split(";"):
+                    for stmt in _TABLES.format(
+                        real="REAL", bigint="INTEGER", serial="INTEGER PRIMARY KEY AUTOINCREMENT"
+                    ).split(";"):
                         tx.run(stmt)
                     have = {r[1] for r in tx.all("PRAGMA table_info(tc_records)")}
                     for col in _ADDED:
-                        if col not in have:    # a log written before these columns existed
+                        if col not in have:  # a log written before these columns existed
                             tx.run(f"ALTER TABLE tc_records ADD COLUMN {col} REAL")
                 return
             except sqlite3.OperationalError as e:
-                if "locked" not in str(e) and "busy" not in str(e) \
-                        or time.monotonic() + pause > deadline:
+                if (
+                    "locked" not in str(e)
+                    and "busy" not in str(e)
+                    or time.monotonic() + pause > deadline
+                ):
                     raise
                 time.sleep(pause)
                 pause = min(pause * 2, 0.1)
@@ -248,7 +263,7 @@ class SqliteStore(Store):
             try:
                 yield Tx(cur, False)
             except BaseException:
-                if self._db.in_transaction:      # SQLite may have rolled it back itself
+                if self._db.in_transaction:  # SQLite may have rolled it back itself
                     cur.execute("ROLLBACK")
                 raise
             else:
@@ -287,9 +302,11 @@ class SqliteStore(Store):
 def _failed(path: str, e: Exception) -> str:
     """The one-line message of a failed SQLite statement or commit."""
     full = "full" in str(e).lower()
-    return (f"{path}: the SQLite intent log could not write ({e}); the transaction was rolled "
-            "back, so this decision was not written: "
-            + ("free some space, then retry" if full else "check the file and the disk"))
+    return (
+        f"{path}: the SQLite intent log could not write ({e}); the transaction was rolled "
+        "back, so this decision was not written: "
+        + ("free some space, then retry" if full else "check the file and the disk")
+    )
 
 
 class PostgresStore(Store):
@@ -316,33 +333,45 @@ class PostgresStore(Store):
         try:
             import psycopg
         except ImportError:
-            raise StoreError("PostgreSQL needs psycopg 3: pip install 'toolcommit[postgres]'"
-                             ) from None
+            raise StoreError(
+                "PostgreSQL needs psycopg 3: pip install 'toolcommit[postgres]'"
+            ) from None
         self._errors = psycopg.Error
         try:
             self._db = psycopg.connect(conninfo, autocommit=True)
             with self.tx() as tx:
-                tx.one("SELECT pg_advisory_xact_lock(7277261)")   # one DDL writer at a time
+                tx.one("SELECT pg_advisory_xact_lock(7277261)")  # one DDL writer at a time
                 if schema:
                     schema = pg_schema(schema)
                     tx.run(f"CREATE SCHEMA IF NOT EXISTS {schema}")
                     tx.run(f"SET search_path TO {schema}")
-                names = [r[0] for r in tx.all(
-                    "SELECT table_name FROM information_schema.tables WHERE table_schema = "
-                    "current_schema() ORDER BY table_name")]
+                names = [
+                    r[0]
+                    for r in tx.all(
+                        "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+                        "current_schema() ORDER BY table_name"
+                    )
+                ]
                 if names and "tc_writers" not in names and not adopt:
-                    raise StoreError(f"schema {schema or 'public'} holds another "
-                                     f"application's tables ({', '.join(names[:5])}) and no "
-                                     "intent log; give a schema of its own (schema=...), or "
-                                     "pass adopt=True to put the log there")
-                for stmt in _TABLES.format(real="DOUBLE PRECISION", bigint="BIGINT",
-                                           serial="BIGSERIAL PRIMARY KEY").split(";"):
+                    raise StoreError(
+                        f"schema {schema or 'public'} holds another "
+                        f"application's tables ({', '.join(names[:5])}) and no "
+                        "intent log; give a schema of its own (schema=...), or "
+                        "pass adopt=True to put the log there"
+                    )
+                for stmt in _TABLES.format(
+                    real="DOUBLE PRECISION", bigint="BIGINT", serial="BIGSERIAL PRIMARY KEY"
+                ).split(";"):
                     tx.run(stmt)
-                have = {r[0] for r in tx.all(
-                    "SELECT column_name FROM information_schema.columns WHERE table_schema = "
-                    "current_schema() AND table_name = 'tc_records'")}
+                have = {
+                    r[0]
+                    for r in tx.all(
+                        "SELECT column_name FROM information_schema.columns WHERE table_schema = "
+                        "current_schema() AND table_name = 'tc_records'"
+                    )
+                }
                 for col in _ADDED:
-                    if col not in have:    # a log written before these columns existed
+                    if col not in have:  # a log written before these columns existed
                         tx.run(f"ALTER TABLE tc_records ADD COLUMN {col} DOUBLE PRECISION")
             if schema:
                 self._db.execute(f"SET search_path TO {schema}")
@@ -351,8 +380,11 @@ class PostgresStore(Store):
                 self._db.close()
             if isinstance(e, StoreError):
                 raise
-            raise StoreError("cannot open the PostgreSQL intent log: " + " ".join(str(e).split())
-                             + "; check the connection string") from None
+            raise StoreError(
+                "cannot open the PostgreSQL intent log: "
+                + " ".join(str(e).split())
+                + "; check the connection string"
+            ) from None
 
     @contextmanager
     def tx(self) -> Iterator[Tx]:
@@ -362,10 +394,13 @@ class PostgresStore(Store):
             with self._lock, self._db.transaction(), self._db.cursor() as cur:
                 yield Tx(cur, True)
         except self._errors as e:
-            raise StoreError("the PostgreSQL intent log could not write ("
-                             + " ".join(str(e).split()) + "); the transaction was rolled back, "
-                             "so this decision was not written: check the server, then "
-                             "retry") from None
+            raise StoreError(
+                "the PostgreSQL intent log could not write ("
+                + " ".join(str(e).split())
+                + "); the transaction was rolled back, "
+                "so this decision was not written: check the server, then "
+                "retry"
+            ) from None
 
     def close(self) -> None:
         with self._lock:
@@ -388,8 +423,9 @@ def read_lines(store: Store, batch: int = 5000) -> Iterator[str]:
     last = -1
     while True:
         with store.read() as tx:
-            rows = tx.all("SELECT id, line FROM tc_events WHERE id > ? ORDER BY id LIMIT ?",
-                          (last, batch))
+            rows = tx.all(
+                "SELECT id, line FROM tc_events WHERE id > ? ORDER BY id LIMIT ?", (last, batch)
+            )
         if not rows:
             return
         for _id, text in rows:
@@ -404,5 +440,7 @@ def expire_leases(store: Store, writer: Optional[str] = None) -> int:
     with store.tx() as tx:
         if writer is None:
             return tx.run(f"UPDATE tc_records SET lease_until = 0 WHERE state IN {_OPEN_SQL}")
-        return tx.run(f"UPDATE tc_records SET lease_until = 0 WHERE state IN {_OPEN_SQL} "
-                      "AND owner = ?", (writer,))
+        return tx.run(
+            f"UPDATE tc_records SET lease_until = 0 WHERE state IN {_OPEN_SQL} AND owner = ?",
+            (writer,),
+        )

@@ -17,6 +17,7 @@ package, or without a recording span, nothing happens (no hard dependency).
 ``validate --from otel`` reads the events back as the log's lines, so a guarded call is
 judged by what the guard decided.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,10 +49,18 @@ def annotate(line: dict[str, Any], intent: Optional[str] = None) -> None:
     span = _trace.get_current_span()
     if not span.is_recording():
         return
-    span.add_event(PREFIX + line["type"],
-                   {PREFIX + k: _scalar(v) for k, v in line.items() if v is not None})
-    attrs = {"writer": line.get("writer"), "seq": line.get("seq"), "key": line.get("key"),
-             "epoch": line.get("epoch"), "decision": line.get("decision"),
-             "state": line.get("to"), "fence": line.get("fence"),
-             "call_id": line.get("call_id"), "intent": intent}
+    span.add_event(
+        PREFIX + line["type"], {PREFIX + k: _scalar(v) for k, v in line.items() if v is not None}
+    )
+    attrs = {
+        "writer": line.get("writer"),
+        "seq": line.get("seq"),
+        "key": line.get("key"),
+        "epoch": line.get("epoch"),
+        "decision": line.get("decision"),
+        "state": line.get("to"),
+        "fence": line.get("fence"),
+        "call_id": line.get("call_id"),
+        "intent": intent,
+    }
     span.set_attributes({PREFIX + k: v for k, v in attrs.items() if v is not None})

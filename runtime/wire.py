@@ -29,6 +29,7 @@ otherwise it is a write outside an effect. An effect is one write: a second writ
 carries the same key (Stripe refuses it, 400). A redirect httpx follows keeps the stamped
 header but is not checked again.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -47,10 +48,9 @@ SAFE = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 _PORTS = {"http": 80, "https": 443}
 _EFFECT = ("apply", "replay")
 _LOCK = threading.Lock()
-_HOSTS: dict[tuple[str, Optional[int]], tuple[str, str]] = {}   # (host, port) -> (design, header)
-_PATCHES: list[tuple[str, Any, str, Any]] = []              # (library, owner, name, original)
-_OPEN: contextvars.ContextVar[bool] = contextvars.ContextVar("toolcommit_unguarded",
-                                                             default=False)
+_HOSTS: dict[tuple[str, Optional[int]], tuple[str, str]] = {}  # (host, port) -> (design, header)
+_PATCHES: list[tuple[str, Any, str, Any]] = []  # (library, owner, name, original)
+_OPEN: contextvars.ContextVar[bool] = contextvars.ContextVar("toolcommit_unguarded", default=False)
 
 
 class UnkeyedWrite(IntentLogError):
@@ -62,8 +62,10 @@ class UnkeyedWrite(IntentLogError):
 def _host_key(entry: str) -> tuple[str, Optional[int]]:
     parts = urlsplit(entry if "://" in entry else f"//{entry}")
     if not parts.hostname:
-        raise D.DesignError(f"instrument: host {entry!r} names no host (write api.stripe.com, "
-                            "127.0.0.1:8123 or https://api.stripe.com)")
+        raise D.DesignError(
+            f"instrument: host {entry!r} names no host (write api.stripe.com, "
+            "127.0.0.1:8123 or https://api.stripe.com)"
+        )
     try:
         return parts.hostname.lower(), parts.port
     except ValueError:
@@ -81,9 +83,11 @@ def _guard_of(url: str) -> Optional[tuple[str, str]]:
 
 
 def _refusal(method: str, url: str, guard: tuple[str, str], why: str, fix: str) -> UnkeyedWrite:
-    return UnkeyedWrite(f"{method} {url} was refused before it was sent: {why}, and this host is "
-                        f"instrumented for design {guard[0]}, which sends each intent's "
-                        f"{guard[1]}. {fix}")
+    return UnkeyedWrite(
+        f"{method} {url} was refused before it was sent: {why}, and this host is "
+        f"instrumented for design {guard[0]}, which sends each intent's "
+        f"{guard[1]}. {fix}"
+    )
 
 
 def stamp(method: str, url: str) -> Optional[tuple[str, str]]:
@@ -98,18 +102,33 @@ def stamp(method: str, url: str) -> Optional[tuple[str, str]]:
             return t.key_header, t.idempotency_key
         if guard is None:
             return None
-        raise _refusal(method, url, guard, "the running effect's design sends no key",
-                       "Open its log with the design of this provider (provider=).")
+        raise _refusal(
+            method,
+            url,
+            guard,
+            "the running effect's design sends no key",
+            "Open its log with the design of this provider (provider=).",
+        )
     if guard is None:
         return None
     if t is None:
-        raise _refusal(method, url, guard, "no effect runs, so it carries no intent's key "
-                       "(a retry after a lost answer would apply it twice)",
-                       "Send it from a function wrapped by @effectful (or guard/aguard), which "
-                       "stamps the key; a write that is no tool's intent goes inside "
-                       "`with toolcommit.runtime.unguarded():`.")
-    raise _refusal(method, url, guard, f"a status read ({t.tool}, intent {t.key}) must not "
-                   "write", "Read with a GET (for Stripe, the list of the charge's refunds).")
+        raise _refusal(
+            method,
+            url,
+            guard,
+            "no effect runs, so it carries no intent's key "
+            "(a retry after a lost answer would apply it twice)",
+            "Send it from a function wrapped by @effectful (or guard/aguard), which "
+            "stamps the key; a write that is no tool's intent goes inside "
+            "`with toolcommit.runtime.unguarded():`.",
+        )
+    raise _refusal(
+        method,
+        url,
+        guard,
+        f"a status read ({t.tool}, intent {t.key}) must not write",
+        "Read with a GET (for Stripe, the list of the charge's refunds).",
+    )
 
 
 # ----- the client libraries -------------------------------------------------------------------
@@ -125,18 +144,20 @@ def _httpx(httpx: ModuleType) -> None:
     def on(request: Any) -> None:
         got = stamp(request.method, str(request.url))
         if got is not None:
-            request.headers[got[0]] = got[1]      # httpx.Headers: replaces any case of it
+            request.headers[got[0]] = got[1]  # httpx.Headers: replaces any case of it
 
     def sync(send: Callable[..., Any]) -> Callable[..., Any]:
         def wrapped(self: Any, request: Any, *a: Any, **kw: Any) -> Any:
             on(request)
             return send(self, request, *a, **kw)
+
         return wrapped
 
     def asynchronous(send: Callable[..., Any]) -> Callable[..., Any]:
         async def wrapped(self: Any, request: Any, *a: Any, **kw: Any) -> Any:
             on(request)
             return await send(self, request, *a, **kw)
+
         return wrapped
 
     _patch("httpx", httpx.Client, "send", sync)
@@ -148,8 +169,15 @@ def _urllib3(urllib3: ModuleType) -> None:
     from urllib3.connectionpool import HTTPConnectionPool
 
     def make(urlopen: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapped(self: Any, method: str, url: str, body: Any = None, headers: Any = None,
-                    *a: Any, **kw: Any) -> Any:
+        def wrapped(
+            self: Any,
+            method: str,
+            url: str,
+            body: Any = None,
+            headers: Any = None,
+            *a: Any,
+            **kw: Any,
+        ) -> Any:
             # through a proxy the URL is absolute and names the destination
             where = url if "://" in url else f"{self.scheme}://{self.host}:{self.port}{url}"
             got = stamp(method, where)
@@ -157,6 +185,7 @@ def _urllib3(urllib3: ModuleType) -> None:
                 headers = HTTPHeaderDict(self.headers if headers is None else headers)
                 headers[got[0]] = got[1]
             return urlopen(self, method, url, body, headers, *a, **kw)
+
         return wrapped
 
     _patch("urllib3", HTTPConnectionPool, "urlopen", make)
@@ -166,13 +195,15 @@ def _aiohttp(aiohttp: ModuleType) -> None:
     from multidict import CIMultiDict
 
     def make(request: Callable[..., Any]) -> Callable[..., Any]:
-        async def wrapped(self: Any, method: str, str_or_url: Any, *a: Any, headers: Any = None,
-                          **kw: Any) -> Any:
+        async def wrapped(
+            self: Any, method: str, str_or_url: Any, *a: Any, headers: Any = None, **kw: Any
+        ) -> Any:
             got = stamp(method, str(self._build_url(str_or_url)))
             if got is not None:
                 headers = CIMultiDict(headers or {})
                 headers[got[0]] = got[1]
             return await request(self, method, str_or_url, *a, headers=headers, **kw)
+
         return wrapped
 
     _patch("aiohttp", aiohttp.ClientSession, "_request", make)
@@ -186,8 +217,9 @@ def _installed() -> tuple[str, ...]:
 
 
 # ----- the API --------------------------------------------------------------------------------
-def instrument(provider: Union[IntentLog, D.Design, str, None] = None,
-               hosts: Optional[Iterable[str]] = None) -> tuple[str, ...]:
+def instrument(
+    provider: Union[IntentLog, D.Design, str, None] = None, hosts: Optional[Iterable[str]] = None
+) -> tuple[str, ...]:
     """Wrap the importable HTTP client libraries (once) and guard `provider`'s hosts.
 
     Parameters
@@ -215,8 +247,10 @@ def instrument(provider: Union[IntentLog, D.Design, str, None] = None,
         entries = _entries(provider, hosts)
         for where, guard in entries.items():
             if _HOSTS.get(where, guard) != guard:
-                raise D.DesignError(f"instrument: host {where[0]} is guarded for design "
-                                    f"{_HOSTS[where][0]} already; uninstrument() first")
+                raise D.DesignError(
+                    f"instrument: host {where[0]} is guarded for design "
+                    f"{_HOSTS[where][0]} already; uninstrument() first"
+                )
         if not _PATCHES:
             for name, install in _LIBRARIES.items():
                 try:
@@ -227,21 +261,25 @@ def instrument(provider: Union[IntentLog, D.Design, str, None] = None,
         return _installed()
 
 
-def _entries(provider: Union[IntentLog, D.Design, str, None], hosts: Optional[Iterable[str]]
-             ) -> dict[tuple[str, Optional[int]], tuple[str, str]]:
+def _entries(
+    provider: Union[IntentLog, D.Design, str, None], hosts: Optional[Iterable[str]]
+) -> dict[tuple[str, Optional[int]], tuple[str, str]]:
     if provider is None:
         if hosts:
             raise D.DesignError("instrument: hosts= needs the provider whose hosts they are")
         return {}
     d = D.load(provider.design if isinstance(provider, IntentLog) else provider)
-    if d.key_header is None or d.wire is None:    # (a key header comes with a wire)
+    if d.key_header is None or d.wire is None:  # (a key header comes with a wire)
         if hosts:
-            raise D.DesignError(f"instrument: design {d.source} sends no idempotency key in a "
-                                "header (its profile names none), so there is nothing to stamp "
-                                "on its hosts: drop hosts=")
+            raise D.DesignError(
+                f"instrument: design {d.source} sends no idempotency key in a "
+                "header (its profile names none), so there is nothing to stamp "
+                "on its hosts: drop hosts="
+            )
         return {}
-    return {_host_key(h): (d.source, d.key_header)
-            for h in (d.wire.hosts if hosts is None else hosts)}
+    return {
+        _host_key(h): (d.source, d.key_header) for h in (d.wire.hosts if hosts is None else hosts)
+    }
 
 
 def uninstrument() -> None:
@@ -250,7 +288,7 @@ def uninstrument() -> None:
         while _PATCHES:
             _, owner, name, original = _PATCHES.pop()
             if getattr(getattr(owner, name), "__toolcommit_wire__", None) is original:
-                setattr(owner, name, original)   # else wrapped again since: ours passes through
+                setattr(owner, name, original)  # else wrapped again since: ours passes through
         _HOSTS.clear()
 
 
@@ -271,5 +309,12 @@ def unguarded() -> Iterator[None]:
         _OPEN.reset(token)
 
 
-__all__ = ["instrument", "uninstrument", "instrumented", "unguarded", "stamp", "UnkeyedWrite",
-           "SAFE"]
+__all__ = [
+    "instrument",
+    "uninstrument",
+    "instrumented",
+    "unguarded",
+    "stamp",
+    "UnkeyedWrite",
+    "SAFE",
+]

@@ -14,6 +14,7 @@ True
 >>> sorted(p.properties)[:3]
 ['ALO', 'DEADLOCK', 'FENCE']
 """
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Mapping
 
-if TYPE_CHECKING:      # networkx is imported where a graph is built: reading names needs none
+if TYPE_CHECKING:  # networkx is imported where a graph is built: reading names needs none
     import networkx as nx
 
 
@@ -71,7 +72,7 @@ class Knob:
     options: Mapping[str, str]
     presets: Mapping[str, str]
     implied: str | None = None
-    not_searched: Mapping[str, str] = field(default_factory=dict)   # option -> why `design`
+    not_searched: Mapping[str, str] = field(default_factory=dict)  # option -> why `design`
     #                                        never proposes it (the model flatters it)
 
 
@@ -111,8 +112,9 @@ def _read(name: str) -> dict:
 
 def _lifecycle(name: str, raw: Mapping) -> Lifecycle:
     edges = tuple(Edge(e["from"], e["to"], e["event"], e["meaning"]) for e in raw["edges"])
-    return Lifecycle(name, raw["meaning"], raw["initial"], dict(raw["states"]),
-                     tuple(raw["terminal"]), edges)
+    return Lifecycle(
+        name, raw["meaning"], raw["initial"], dict(raw["states"]), tuple(raw["terminal"]), edges
+    )
 
 
 @lru_cache(maxsize=1)
@@ -120,16 +122,26 @@ def protocol() -> Protocol:
     """The parsed `spec/protocol.json` (cached; treat as read-only)."""
     raw = _read("protocol.json")
     knobs = {
-        name: Knob(name, k["meaning"], dict(k["options"]),
-                   {p: k[p] for p in ("naive", "seed", "recommended")}, k.get("implied"),
-                   dict(k.get("not_searched", {})))
+        name: Knob(
+            name,
+            k["meaning"],
+            dict(k["options"]),
+            {p: k[p] for p in ("naive", "seed", "recommended")},
+            k.get("implied"),
+            dict(k.get("not_searched", {})),
+        )
         for name, k in raw["knobs"].items()
     }
     return Protocol(
         proposal=_lifecycle("proposal", raw["lifecycles"]["proposal"]),
         record=_lifecycle("record", raw["lifecycles"]["record"]),
-        properties=raw["properties"], actors=raw["actors"], actions=raw["actions"],
-        faults=raw["faults"], knobs=knobs, assumptions=raw["assumptions"], raw=raw,
+        properties=raw["properties"],
+        actors=raw["actors"],
+        actions=raw["actions"],
+        faults=raw["faults"],
+        knobs=knobs,
+        assumptions=raw["assumptions"],
+        raw=raw,
     )
 
 

@@ -1,5 +1,6 @@
 """Shared, expensive results (each preset's default suite is checked once per session), and
 the terminal width every test sees."""
+
 import pytest
 
 from toolcommit.checker.verify.suite import resolve_instances, run_suite

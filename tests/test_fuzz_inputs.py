@@ -10,6 +10,7 @@ traceback.
 `TOOLCOMMIT_FUZZ_EXAMPLES=N` sets the number of cases per test; the cases are the same on
 every run unless TOOLCOMMIT_FUZZ_RANDOM=1.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -29,9 +30,16 @@ from toolcommit.model.errors import InternalError, ToolcommitError
 ROOT = Path(__file__).resolve().parents[1]
 T = ROOT / "tests" / "fixtures" / "traces"
 N = int(os.environ.get("TOOLCOMMIT_FUZZ_EXAMPLES", "40"))
-FUZZ = settings(max_examples=N, deadline=None, derandomize="TOOLCOMMIT_FUZZ_RANDOM" not in os.environ,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                       HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=N,
+    deadline=None,
+    derandomize="TOOLCOMMIT_FUZZ_RANDOM" not in os.environ,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
 
 
 def deep(n: int = 300):
@@ -41,20 +49,44 @@ def deep(n: int = 300):
     return v
 
 
-HOSTILE = st.sampled_from([10 ** 400, -10 ** 400, 2 ** 64 + 1000, -1, 0, 1.5, float("nan"),
-                           float("inf"), "", "\ufeffx", "x" * 300, None, True, [], {},
-                           deep(), [deep(40)], {"N": "17e8"}, {"S": 5}, {"N": "soon"}])
+HOSTILE = st.sampled_from(
+    [
+        10**400,
+        -(10**400),
+        2**64 + 1000,
+        -1,
+        0,
+        1.5,
+        float("nan"),
+        float("inf"),
+        "",
+        "\ufeffx",
+        "x" * 300,
+        None,
+        True,
+        [],
+        {},
+        deep(),
+        [deep(40)],
+        {"N": "17e8"},
+        {"S": 5},
+        {"N": "soon"},
+    ]
+)
 
 
 def docs(text: str) -> list:
     """The JSON documents of a fixture, one after another (the adapters' own reader)."""
     from toolcommit.checker.logs.adapters.docs import documents
+
     return [v for v, _ in documents(text, "fixture")]
 
 
 def paths(doc, prefix=()):
     yield prefix
-    items = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    items = (
+        doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    )
     for k, v in items:
         yield from paths(v, prefix + (k,))
 
@@ -101,9 +133,13 @@ def write(tmp_path_factory, name: str, text: str) -> str:
     return str(p)
 
 
-TRACES = [("otel", "pydantic-reissue.otlp.json"), ("otel", "pydantic-clean.console.json"),
-          ("otel", "langsmith-reissue.otlp.json"), ("langgraph", "langgraph-retry.jsonl"),
-          ("langgraph", "langgraph-crash-2.jsonl")]
+TRACES = [
+    ("otel", "pydantic-reissue.otlp.json"),
+    ("otel", "pydantic-clean.console.json"),
+    ("otel", "langsmith-reissue.otlp.json"),
+    ("langgraph", "langgraph-retry.jsonl"),
+    ("langgraph", "langgraph-crash-2.jsonl"),
+]
 
 
 @pytest.mark.parametrize("source,name", TRACES)
@@ -112,22 +148,35 @@ def test_an_edited_trace_is_judged_or_refused_in_one_line(source, name, tmp_path
     @given(text=edited(T / name))
     def check(text):
         run(["validate", "--from", source, write(tmp_path_factory, name, text)])
+
     check()
 
 
-LEDGERS = [("otel", "pydantic-reissue.otlp.json", "stripe-events.json"),
-           ("otel", "pydantic-reissue.otlp.json", "powertools-records.jsonl"),
-           ("langgraph", "langgraph-retry.jsonl", "langgraph-retry-ledger.jsonl")]
+LEDGERS = [
+    ("otel", "pydantic-reissue.otlp.json", "stripe-events.json"),
+    ("otel", "pydantic-reissue.otlp.json", "powertools-records.jsonl"),
+    ("langgraph", "langgraph-retry.jsonl", "langgraph-retry-ledger.jsonl"),
+]
 
 
 @pytest.mark.parametrize("source,trace,name", LEDGERS)
-def test_an_edited_ledger_is_joined_or_refused_in_one_line(source, trace, name,
-                                                           tmp_path_factory):
+def test_an_edited_ledger_is_joined_or_refused_in_one_line(source, trace, name, tmp_path_factory):
     @FUZZ
     @given(text=edited(T / name))
     def check(text):
-        run(["validate", "--from", source, str(T / trace), "--effectful", "refund",
-             "--ledger", write(tmp_path_factory, name, text)])
+        run(
+            [
+                "validate",
+                "--from",
+                source,
+                str(T / trace),
+                "--effectful",
+                "refund",
+                "--ledger",
+                write(tmp_path_factory, name, text),
+            ]
+        )
+
     check()
 
 
@@ -138,16 +187,32 @@ def test_an_edited_csv_ledger_is_joined_or_refused_in_one_line(cell, column, tmp
     cells = lines[1].split(",")
     cells[min(column, len(cells) - 1)] = '"' + cell.replace('"', '""') + '"'
     text = "\n".join([lines[0], ",".join(cells), *lines[2:]]) + "\n"
-    run(["validate", "--from", "langgraph", str(T / "langgraph-retry.jsonl"), "--ledger",
-         write(tmp_path_factory, "ledger.csv", text)])
+    run(
+        [
+            "validate",
+            "--from",
+            "langgraph",
+            str(T / "langgraph-retry.jsonl"),
+            "--ledger",
+            write(tmp_path_factory, "ledger.csv", text),
+        ]
+    )
 
 
 @FUZZ
 @given(text=edited(T / "langgraph-crash-checkpoints.jsonl"))
 def test_edited_checkpoints_are_read_or_refused_in_one_line(text, tmp_path_factory):
-    run(["validate", "--from", "langgraph", str(T / "langgraph-crash-1.jsonl"),
-         str(T / "langgraph-crash-2.jsonl"), "--checkpoints",
-         write(tmp_path_factory, "checkpoints.jsonl", text)])
+    run(
+        [
+            "validate",
+            "--from",
+            "langgraph",
+            str(T / "langgraph-crash-1.jsonl"),
+            str(T / "langgraph-crash-2.jsonl"),
+            "--checkpoints",
+            write(tmp_path_factory, "checkpoints.jsonl", text),
+        ]
+    )
 
 
 ITF = sorted((ROOT / "counterexamples").glob("naive/*/I1.itf.json"))
@@ -166,6 +231,7 @@ def test_an_edited_itf_file_is_a_schedule_or_refused_in_one_line(path, tmp_path_
             raise AssertionError(f"internal error on input: {e}") from e
         except ToolcommitError as e:
             assert "\n" not in str(e), str(e)
+
     check()
 
 
@@ -174,7 +240,7 @@ QUESTIONS = sorted((ROOT / "spec" / "questions").glob("*.json"))
 
 def test_a_question_file_with_a_400_digit_limit_is_refused_in_one_line(tmp_path_factory):
     doc = json.loads(QUESTIONS[0].read_text())
-    doc["limits"] = {"max_states": 10 ** 400}
+    doc["limits"] = {"max_states": 10**400}
     run(["ask", write(tmp_path_factory, "q.json", json.dumps(doc))])
 
 
@@ -191,4 +257,5 @@ def test_an_edited_question_file_is_a_question_or_refused_in_one_line(path, tmp_
             raise AssertionError(f"internal error on input: {e}") from e
         except ToolcommitError as e:
             assert "\n" not in str(e), str(e)
+
     check()

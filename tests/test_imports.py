@@ -3,6 +3,7 @@ the layers run one way (cli -> render -> torture/gateway -> design -> verify/log
 engines -> support (C builds, files, cores, signals) -> runtime -> model -> spec): a module imports its own part or a lower layer, never a higher
 one nor a neighbour on its own layer. Imports inside functions count: a lazy import is an
 import; an `if TYPE_CHECKING:` import is not (it never runs)."""
+
 import ast
 from functools import lru_cache
 from pathlib import Path
@@ -11,24 +12,31 @@ import networkx as nx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {"model": "toolcommit.model", "checker": "toolcommit.checker",
-           "spec": "toolcommit.spec", "runtime": "toolcommit.runtime"}
+FOLDERS = {
+    "model": "toolcommit.model",
+    "checker": "toolcommit.checker",
+    "spec": "toolcommit.spec",
+    "runtime": "toolcommit.runtime",
+}
 
 # part -> layer; a part is a package of checker/ (or a module of its own), model, spec
 LAYERS = {
     "spec": 0,
     "model": 1,
-    "runtime": 2,                        # the library teams import: spec and model only
+    "runtime": 2,  # the library teams import: spec and model only
     "checker.interrupts": 3,
-    "checker.cbuild": 4, "checker.output": 4, "checker.machine": 4,    # support: C, files, cores
+    "checker.cbuild": 4,
+    "checker.output": 4,
+    "checker.machine": 4,  # support: C, files, cores
     "checker.engines": 5,
-    "checker.verify": 6, "checker.logs": 6,
+    "checker.verify": 6,
+    "checker.logs": 6,
     "checker.design": 7,
-    "checker.torture": 8,                # the harness drives the library
-    "checker.gateway": 8,                # an MCP front on the library
+    "checker.torture": 8,  # the harness drives the library
+    "checker.gateway": 8,  # an MCP front on the library
     "checker.render": 9,
-    "checker.cli": 10,                   # the command line
-    "checker": 11,                       # the package itself
+    "checker.cli": 10,  # the command line
+    "checker": 11,  # the package itself
 }
 # modules that stand on another part's layer than their folder's: the manifest writer runs
 # the suites and reads the shipped designs (design/file.py) to write spec/expected.json
@@ -49,6 +57,7 @@ def modules() -> dict[str, Path]:
 
 def imports(name: str, path: Path, known: dict) -> set[str]:
     """The modules of the house `name` imports, anywhere in its file."""
+
     def owner(target: str) -> str:
         while target and target not in known:
             target = target.rpartition(".")[0]
@@ -56,21 +65,25 @@ def imports(name: str, path: Path, known: dict) -> set[str]:
 
     found = set()
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
-                   and getattr(block.test, "id", None) == "TYPE_CHECKING"
-                   for stmt in block.body for n in ast.walk(stmt)}
+    typing_only = {
+        id(n)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and getattr(block.test, "id", None) == "TYPE_CHECKING"
+        for stmt in block.body
+        for n in ast.walk(stmt)
+    }
     for node in ast.walk(tree):
         if id(node) in typing_only:
-            continue     # `if TYPE_CHECKING:` imports are for the type checker, never run
+            continue  # `if TYPE_CHECKING:` imports are for the type checker, never run
         if isinstance(node, ast.Import):
             found |= {owner(a.name) for a in node.names}
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 pkg = name.split(".")
-                pkg = pkg[:len(pkg) - node.level + (path.name == "__init__.py")]
+                pkg = pkg[: len(pkg) - node.level + (path.name == "__init__.py")]
                 base = ".".join(pkg + ([node.module] if node.module else []))
-            for a in node.names:   # `from package import module` imports the module
+            for a in node.names:  # `from package import module` imports the module
                 sub = f"{base}.{a.name}"
                 found.add(sub if sub in known else owner(base))
     return found - {"", name}
@@ -100,7 +113,9 @@ def part(module: str) -> str:
 def test_the_graph_sees_the_houses_modules_and_their_lazy_imports():
     g = graph()
     assert g.has_edge("toolcommit.checker.cli.check", "toolcommit.checker.verify.suite")
-    assert g.has_edge("toolcommit.checker.engines.trace", "toolcommit.model.semantics")  # in a function
+    assert g.has_edge(
+        "toolcommit.checker.engines.trace", "toolcommit.model.semantics"
+    )  # in a function
     assert g.has_edge("toolcommit.runtime.design", "toolcommit.model.design_file")  # in a function
 
 
@@ -113,7 +128,9 @@ def test_no_module_imports_itself_through_others():
 def test_every_module_imports_its_own_part_or_a_lower_layer(module):
     assert part(module) in LAYERS, f"{module}: its part {part(module)} has no layer in LAYERS"
     mine = part(module)
-    upward = [m for m in graph().successors(module)
-              if part(m) != mine and LAYERS[part(m)] >= LAYERS[mine]]
+    upward = [
+        m for m in graph().successors(module) if part(m) != mine and LAYERS[part(m)] >= LAYERS[mine]
+    ]
     assert upward == [], f"{module} ({mine}, layer {LAYERS[mine]}) imports " + ", ".join(
-        f"{m} ({part(m)}, layer {LAYERS[part(m)]})" for m in upward)
+        f"{m} ({part(m)}, layer {LAYERS[part(m)]})" for m in upward
+    )

@@ -5,6 +5,7 @@ Exit codes: 0 holds / conforms, 1 violated, 3 unknown / inconclusive, 2 bad usag
 or output that cannot be written, 4 an internal error (a bug), 5 out of memory or a lost
 cluster worker (nothing was judged); each error is one line on stderr, never a traceback.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,8 +17,19 @@ from toolcommit.checker.cli.terminal import close_all
 from toolcommit.checker.output import guarded_stdout, visible
 from toolcommit.model.errors import InternalError, ResourceError, ToolcommitError
 
-COMMANDS = ("spec", "check", "prove", "validate", "ask", "design", "torture", "export", "recover",
-            "status", "gateway")
+COMMANDS = (
+    "spec",
+    "check",
+    "prove",
+    "validate",
+    "ask",
+    "design",
+    "torture",
+    "export",
+    "recover",
+    "status",
+    "gateway",
+)
 
 
 def say(line: str) -> None:
@@ -35,8 +47,11 @@ class _Parser(argparse.ArgumentParser):
 def parser(commands=COMMANDS) -> argparse.ArgumentParser:
     """The command line, with the subcommands `commands` (each module is imported only
     when its subcommand is built: `validate` needs neither z3 nor networkx)."""
-    p = _Parser(prog="toolcommit", description="Prove that agent tool calls change the "
-                "outside world at most once: model checking and log conformance.")
+    p = _Parser(
+        prog="toolcommit",
+        description="Prove that agent tool calls change the "
+        "outside world at most once: model checking and log conformance.",
+    )
     p.add_argument("--version", action="version", version=f"toolcommit {_version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
@@ -56,6 +71,7 @@ def _version() -> str:
     """The installed distribution's version (pyproject.toml), or where it is not installed
     (run from a checkout) 'unknown'."""
     from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("toolcommit")
     except PackageNotFoundError:
@@ -66,16 +82,16 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         # a Ctrl-C while the subcommand's modules are still importing is an interrupt too
-        named = argv[0] if argv and argv[0] in COMMANDS else None   # only that one is needed
+        named = argv[0] if argv and argv[0] in COMMANDS else None  # only that one is needed
         args, extra = parser((named,) if named else COMMANDS).parse_known_args(argv)
-        if extra:   # reported by the subcommand, whose usage is the one that helps
+        if extra:  # reported by the subcommand, whose usage is the one that helps
             args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
-        flags.resolve(args)      # old spellings of renamed flags: a note, or exit 2 on a clash
-        with guarded_stdout():   # a failed write to stdout is an OutputError: exit 2, one line
+        flags.resolve(args)  # old spellings of renamed flags: a note, or exit 2 on a clash
+        with guarded_stdout():  # a failed write to stdout is an OutputError: exit 2, one line
             try:
                 code = args.run(args)
             finally:
-                close_all()      # no progress line is left before the error or the report
+                close_all()  # no progress line is left before the error or the report
         _build_notes()
         return code
     except InternalError as e:
@@ -99,7 +115,8 @@ EXIT_RESOURCE = 5
 def _build_notes() -> None:
     """Say on stderr why compiled code was not taken from its cache (`cbuild.NOTES`)."""
     from toolcommit.checker import cbuild
-    while cbuild.NOTES:        # said once: a later command in this process has its own
+
+    while cbuild.NOTES:  # said once: a later command in this process has its own
         say(f"toolcommit: note: {cbuild.NOTES.pop(0)}")
 
 
@@ -107,10 +124,10 @@ def _out_of(e: BaseException) -> int:
     """One line for a run the machine could not finish (exit 5: nothing was judged)."""
     if isinstance(e, MemoryError):
         why = f": {e}" if str(e) else ""
-        e = f"out of memory{why}; nothing was judged: give the command more memory, or " \
-            "bound it (check: --max-states or smaller --bounds; validate: --engine dask spreads " \
+        e = (
+            f"out of memory{why}; nothing was judged: give the command more memory, or "
+            "bound it (check: --max-states or smaller --bounds; validate: --engine dask spreads "
             "the intents over more machines)"
+        )
     say(f"toolcommit: {e}")
     return EXIT_RESOURCE
-
-

@@ -15,6 +15,7 @@ them, it does so only if `--bmc-depth` is given too (each SMT run then lasts at 
 `--timeout` is the whole command's wall-clock limit: each run's limits are cut to the time
 left, and does not turn the fallback off. See `toolcommit.checker.design.question.Limits`.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,59 +45,108 @@ from toolcommit.model.errors import UsageError
 
 
 def add_parser(sub):
-    p = sub.add_parser("ask", help="answer a design question with the engines (a grid of verdicts)",
-                       description="Run every combination of a design question (a knob's options "
-                       "by environment assumptions, on a scenario) through the engines and print "
-                       "the grid plus the answer in words, citing shortest counterexamples.")
-    p.add_argument("question", nargs="?", metavar="QUESTION",
-                   help="a built-in question (see --list) or a path to a question JSON file")
+    p = sub.add_parser(
+        "ask",
+        help="answer a design question with the engines (a grid of verdicts)",
+        description="Run every combination of a design question (a knob's options "
+        "by environment assumptions, on a scenario) through the engines and print "
+        "the grid plus the answer in words, citing shortest counterexamples.",
+    )
+    p.add_argument(
+        "question",
+        nargs="?",
+        metavar="QUESTION",
+        help="a built-in question (see --list) or a path to a question JSON file",
+    )
     p.add_argument("--list", action="store_true", help="list the built-in questions and exit")
-    p.add_argument("--format", choices=("text", "markdown", "json", "html"), default="text",
-                   help="html: one self-contained page, the grid as a coloured matrix whose "
-                   "cells link to their counterexamples, drawn as sequence diagrams")
-    p.add_argument("-o", "--output", metavar="FILE",
-                   help="write the answer here (atomically, in --format; markdown links "
-                   "relative to FILE), not to stdout")
-    p.add_argument("--write", action="store_true",
-                   help="store the counterexamples in the repository's place: under "
-                   "--out-dir/questions/<question>/")
+    p.add_argument(
+        "--format",
+        choices=("text", "markdown", "json", "html"),
+        default="text",
+        help="html: one self-contained page, the grid as a coloured matrix whose "
+        "cells link to their counterexamples, drawn as sequence diagrams",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the answer here (atomically, in --format; markdown links "
+        "relative to FILE), not to stdout",
+    )
+    p.add_argument(
+        "--write",
+        action="store_true",
+        help="store the counterexamples in the repository's place: under "
+        "--out-dir/questions/<question>/",
+    )
     add_out_dir(p, "--write")
-    p.add_argument("--answer", metavar="FILE",
-                   help="also write the markdown answer to FILE (links relative to FILE)")
+    p.add_argument(
+        "--answer",
+        metavar="FILE",
+        help="also write the markdown answer to FILE (links relative to FILE)",
+    )
     d = Limits()
-    p.add_argument("--max-states", type=int, metavar="N",
-                   help=f"explicit-engine state limit per run (default: the question's, else "
-                   f"{d.max_states}; 0 = none). Setting it (or --run-timeout) turns the SMT fallback "
-                   "off unless --bmc-depth is given: a stopped search is then UNKNOWN")
-    p.add_argument("--timeout", type=float, default=0.0, metavar="SECONDS",
-                   help="the whole command's wall-clock limit: every search still running "
-                   "then stops, its cell UNKNOWN (default: %(default)s, no limit)")
-    p.add_argument("--run-timeout", type=float, metavar="SECONDS",
-                   help=f"seconds per engine run, explicit and SMT fallback (default: the "
-                   f"question's, else {d.timeout:g}; 0 = none)")
-    p.add_argument("--bmc-depth", type=int, metavar="K",
-                   help=f"depth of the SMT fallback that judges the invariants a stopped explicit "
-                   f"search left open (default: the question's, else {d.bmc_depth})")
+    p.add_argument(
+        "--max-states",
+        type=int,
+        metavar="N",
+        help=f"explicit-engine state limit per run (default: the question's, else "
+        f"{d.max_states}; 0 = none). Setting it (or --run-timeout) turns the SMT fallback "
+        "off unless --bmc-depth is given: a stopped search is then UNKNOWN",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="the whole command's wall-clock limit: every search still running "
+        "then stops, its cell UNKNOWN (default: %(default)s, no limit)",
+    )
+    p.add_argument(
+        "--run-timeout",
+        type=float,
+        metavar="SECONDS",
+        help=f"seconds per engine run, explicit and SMT fallback (default: the "
+        f"question's, else {d.timeout:g}; 0 = none)",
+    )
+    p.add_argument(
+        "--bmc-depth",
+        type=int,
+        metavar="K",
+        help=f"depth of the SMT fallback that judges the invariants a stopped explicit "
+        f"search left open (default: the question's, else {d.bmc_depth})",
+    )
     add_env_option(p)
     return p
 
 
 def run(args) -> int:
     if args.list:
-        for name in builtin_names():       # each title wrapped under itself
+        for name in builtin_names():  # each title wrapped under itself
             print("\n".join(wrap_line(f"{name:<20} {load_question(name).title}", width(), 21)))
         return 0
     if not args.question:
-        raise UsageError("ask needs a QUESTION: one of " + ", ".join(builtin_names())
-                         + ", or a path to a question JSON file")
+        raise UsageError(
+            "ask needs a QUESTION: one of "
+            + ", ".join(builtin_names())
+            + ", or a path to a question JSON file"
+        )
     q = load_question(args.question)
-    lim = {k: v for k, v in (("max_states", args.max_states), ("timeout", args.run_timeout),
-                             ("bmc_depth", args.bmc_depth)) if v is not None}
+    lim = {
+        k: v
+        for k, v in (
+            ("max_states", args.max_states),
+            ("timeout", args.run_timeout),
+            ("bmc_depth", args.bmc_depth),
+        )
+        if v is not None
+    }
     for name, value in [*lim.items(), ("whole_timeout", args.timeout)]:
         if not math.isfinite(value) or value < 0:
             flag = {"timeout": "run-timeout", "whole_timeout": "timeout"}.get(name, name)
-            raise UsageError(f"--{flag.replace('_', '-')} must be a number >= 0 (0 = no limit), "
-                             f"got {value:g}")
+            raise UsageError(
+                f"--{flag.replace('_', '-')} must be a number >= 0 (0 = no limit), got {value:g}"
+            )
     if lim:
         q = replace(q, limits=q.limits.override(**lim))
     if args.env != "ideal":
@@ -113,27 +163,39 @@ def run(args) -> int:
         print(f"wrote {folder}", file=sys.stderr)
     if args.answer:
         target = Path(args.answer)
-        write_atomic(target, render_answer_markdown(a, answer_links(folder, target, stems)),
-                     inputs=(args.question,))
+        write_atomic(
+            target,
+            render_answer_markdown(a, answer_links(folder, target, stems)),
+            inputs=(args.question,),
+        )
         print(f"wrote {target}", file=sys.stderr)
-    links = ({s: (folder / f"{s}.txt").as_posix() for s in stems} if not args.output else
-             answer_links(folder, Path(args.output), stems))
+    links = (
+        {s: (folder / f"{s}.txt").as_posix() for s in stems}
+        if not args.output
+        else answer_links(folder, Path(args.output), stems)
+    )
     if args.format == "text":
         out = render_answer_text(a, links, width())
         if stems and not args.write:
-            out += fit(f"(counterexample files not written; add --write to store them under "
-                       f"{folder.as_posix()})\n", width())
+            out += fit(
+                f"(counterexample files not written; add --write to store them under "
+                f"{folder.as_posix()})\n",
+                width(),
+            )
     elif args.format == "html":
         from toolcommit.checker.render.html.ask import render_ask_html
+
         out = render_ask_html(a, render_answer_json(a, links))
     else:
-        out = {"markdown": render_answer_markdown, "json": render_answer_json}[args.format](a, links)
+        out = {"markdown": render_answer_markdown, "json": render_answer_json}[args.format](
+            a, links
+        )
     if args.output:
         write_atomic(args.output, out, inputs=(args.question,))
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(out)
-    return EXIT[a.status]   # HOLDS once answered (VIOLATED cells are part of the answer)
+    return EXIT[a.status]  # HOLDS once answered (VIOLATED cells are part of the answer)
 
 
 def answer_links(folder: Path, answer_file: Path, stems) -> dict:

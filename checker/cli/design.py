@@ -5,6 +5,7 @@ naive is needed; with --write, stored as a design file), 1 the search was whole 
 holds (the weakest environment promises that make one hold are printed, if found), 3 a
 limit (--timeout, --max-states) left it open: nothing unconfirmed is reported, 2 bad usage.
 """
+
 from __future__ import annotations
 
 import sys
@@ -25,37 +26,73 @@ from toolcommit.model.knobs import parse_settings
 
 
 def add_parser(sub):
-    p = sub.add_parser("design", help="search the knob combinations for the minimal designs "
-                       "that keep the properties in an environment",
-                       description="Judge recommended and every design one knob away, minimize "
-                       "each that holds toward naive, and print the minimal designs with the "
-                       "counterexample for every departure turned back; or, when none holds, the "
-                       "weakest environment promises under which one does.")
+    p = sub.add_parser(
+        "design",
+        help="search the knob combinations for the minimal designs "
+        "that keep the properties in an environment",
+        description="Judge recommended and every design one knob away, minimize "
+        "each that holds toward naive, and print the minimal designs with the "
+        "counterexample for every departure turned back; or, when none holds, the "
+        "weakest environment promises under which one does.",
+    )
     add_env_option(p)
-    p.add_argument("--instance", action="append", metavar="NAME",
-                   help="instance to judge on (repeatable; default: default, every failure "
-                   f"class and the stress instance, every fault combined); one of: {', '.join(instance_names())}")
-    p.add_argument("--property", action="append", metavar="P",
-                   help=f"property every design must keep (repeatable; default: {', '.join(DEFAULT_PROPS)}; "
-                   "add P2, LEGAL or FENCE to require the article's mechanism too)")
-    p.add_argument("--max-states", type=int, default=0,
-                   help="per instance and design: stop after N states (that design does not hold)")
-    p.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
-                   help="the whole command's wall-clock limit (default: %(default)s; 0: none)")
-    p.add_argument("--set", action="append", metavar="NAME=VALUE",
-                   help="change an environment assumption or timing number of the profile "
-                   "(repeatable), e.g. delay_bound=48h: what if the delay outlived the key?")
-    p.add_argument("--format", choices=("text", "json", "html"), default="text",
-                   help="html: one self-contained page, the design table with each "
-                   "departure's counterexample as a sequence diagram")
-    p.add_argument("-o", "--output", metavar="FILE",
-                   help="store the design to build first (the first minimal design that needs no human "
-                   "at the approval gate) as a design file, "
-                   "for `toolcommit check --design FILE` and toolcommit.runtime")
+    p.add_argument(
+        "--instance",
+        action="append",
+        metavar="NAME",
+        help="instance to judge on (repeatable; default: default, every failure "
+        f"class and the stress instance, every fault combined); one of: {', '.join(instance_names())}",
+    )
+    p.add_argument(
+        "--property",
+        action="append",
+        metavar="P",
+        help=f"property every design must keep (repeatable; default: {', '.join(DEFAULT_PROPS)}; "
+        "add P2, LEGAL or FENCE to require the article's mechanism too)",
+    )
+    p.add_argument(
+        "--max-states",
+        type=int,
+        default=0,
+        help="per instance and design: stop after N states (that design does not hold)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="the whole command's wall-clock limit (default: %(default)s; 0: none)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="NAME=VALUE",
+        help="change an environment assumption or timing number of the profile "
+        "(repeatable), e.g. delay_bound=48h: what if the delay outlived the key?",
+    )
+    p.add_argument(
+        "--format",
+        choices=("text", "json", "html"),
+        default="text",
+        help="html: one self-contained page, the design table with each "
+        "departure's counterexample as a sequence diagram",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="store the design to build first (the first minimal design that needs no human "
+        "at the approval gate) as a design file, "
+        "for `toolcommit check --design FILE` and toolcommit.runtime",
+    )
     flags.alias(p, "--write", "--output")
-    p.add_argument("--explain", choices=("first", "all", "none"), default="all",
-                   help="which counterexamples to print step by step: the first one, all "
-                   "(default) or none (only each one's length)")
+    p.add_argument(
+        "--explain",
+        choices=("first", "all", "none"),
+        default="all",
+        help="which counterexamples to print step by step: the first one, all "
+        "(default) or none (only each one's length)",
+    )
     return p
 
 
@@ -65,25 +102,37 @@ def run(args) -> int:
     if args.max_states < 0:
         raise UsageError(f"--max-states {args.max_states}: give 0 (no limit) or a positive number")
     if not args.timeout >= 0 or args.timeout == float("inf"):
-        raise UsageError(f"--timeout must be a number of seconds >= 0 (0: no limit), not {args.timeout:g}")
+        raise UsageError(
+            f"--timeout must be a number of seconds >= 0 (0: no limit), not {args.timeout:g}"
+        )
     names = list(dict.fromkeys(args.instance or design_names()))
-    Limits(args.max_states, args.timeout)    # both range-checked before any search
+    Limits(args.max_states, args.timeout)  # both range-checked before any search
     progress = Progress()
-    s = synthesize(args.env, names, args.property, Limits(args.max_states, 0.0), args.timeout,
-                   progress.design, parse_settings(args.set))
+    s = synthesize(
+        args.env,
+        names,
+        args.property,
+        Limits(args.max_states, 0.0),
+        args.timeout,
+        progress.design,
+        parse_settings(args.set),
+    )
     progress.close()
     if args.output and s.status is Status.HOLDS:
         write_atomic(args.output, document_text(s))
         print(f"wrote {args.output}", file=sys.stderr)
     elif args.output:
-        print(f"toolcommit design: nothing written to {args.output}: no design was confirmed",
-              file=sys.stderr)
+        print(
+            f"toolcommit design: nothing written to {args.output}: no design was confirmed",
+            file=sys.stderr,
+        )
     if args.format == "text":
         out = render_text(s, args.explain, width())
     else:
         out = render_json(s)
         if args.format == "html":
             from toolcommit.checker.render.html.design import render_design_html
+
             out = render_design_html(s, out)
     sys.stdout.write(out)
     return {Status.HOLDS: 0, Status.VIOLATED: 1, Status.UNKNOWN: 3}[s.status]

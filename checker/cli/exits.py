@@ -3,6 +3,7 @@ typed verdict to a process status; verdict types carry none.
 
 2 (bad usage or input) and 4 (internal error) are `toolcommit.checker.cli.main`'s.
 """
+
 from __future__ import annotations
 
 from toolcommit.checker.engines.verdict import Status

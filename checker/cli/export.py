@@ -8,6 +8,7 @@ its SQLite file, only read, as the JSON Lines log contract for ``toolcommit vali
 is what a SOURCE without --format selects. The text goes to stdout, or atomically to
 `-o FILE` (a temporary file beside it, then a rename), never over the SOURCE.
 """
+
 from __future__ import annotations
 
 import sys
@@ -33,60 +34,84 @@ class Format:
 
 def _promela(args) -> str:
     from toolcommit.checker.render.promela import promela
+
     if args.instance and len(args.instance) > 1:
         raise UsageError("--format promela writes one instance; give --instance once")
     inst = resolve_instances(args.instance or ["default"], bounds_from(args), args.env)[0]
     system = build(config_from(args), inst)
     if args.property and args.property not in system.invariants:
-        raise UsageError(f"--property {args.property}: not an invariant of the model; valid: "
-                         f"{', '.join(system.invariants)}")
+        raise UsageError(
+            f"--property {args.property}: not an invariant of the model; valid: "
+            f"{', '.join(system.invariants)}"
+        )
     return promela(system, args.property or "")
 
 
 def _log(args) -> str:
     from toolcommit.checker.cli.export_log import log_text
+
     return log_text(args.source)
 
 
 FORMATS = {
-    "log": Format("the library's intent log (SOURCE: its SQLite file, e.g. toolcommit "
-                  "gateway's --db) as the JSON Lines log contract, for toolcommit validate",
-                  "the intent log's SQLite file (toolcommit gateway --db, or "
-                  "IntentLog.sqlite's path)", _log),
-    "promela": Format("the instance's model as a Promela program for Spin (no symmetry "
-                      "reduction; --property P adds a monitor asserting invariant P)", "",
-                      _promela),
+    "log": Format(
+        "the library's intent log (SOURCE: its SQLite file, e.g. toolcommit "
+        "gateway's --db) as the JSON Lines log contract, for toolcommit validate",
+        "the intent log's SQLite file (toolcommit gateway --db, or IntentLog.sqlite's path)",
+        _log,
+    ),
+    "promela": Format(
+        "the instance's model as a Promela program for Spin (no symmetry "
+        "reduction; --property P adds a monitor asserting invariant P)",
+        "",
+        _promela,
+    ),
 }
 
 
 def add_parser(sub):
-    p = sub.add_parser("export", help="write a model in another tool's format (Promela), or "
-                       "the intent log DB for validate",
-                       description="Write what toolcommit knows in another tool's format: "
-                       + "; ".join(f"{n}: {f.help}" for n, f in FORMATS.items()) + ".")
-    p.add_argument("source", nargs="?", metavar="SOURCE",
-                   help="the file a format converts: the intent log's SQLite file (DB) for "
-                   "--format log, the default when SOURCE is given")
-    p.add_argument("--format", choices=sorted(FORMATS), default=None,
-                   help="what to write (default: log with a SOURCE; give promela for the model)")
+    p = sub.add_parser(
+        "export",
+        help="write a model in another tool's format (Promela), or the intent log DB for validate",
+        description="Write what toolcommit knows in another tool's format: "
+        + "; ".join(f"{n}: {f.help}" for n, f in FORMATS.items())
+        + ".",
+    )
+    p.add_argument(
+        "source",
+        nargs="?",
+        metavar="SOURCE",
+        help="the file a format converts: the intent log's SQLite file (DB) for "
+        "--format log, the default when SOURCE is given",
+    )
+    p.add_argument(
+        "--format",
+        choices=sorted(FORMATS),
+        default=None,
+        help="what to write (default: log with a SOURCE; give promela for the model)",
+    )
     add_model_options(p)
     p.add_argument("--property", metavar="P", help="promela: the invariant to assert")
     p.add_argument("-o", "--output", metavar="FILE", help="write here (atomically), not stdout")
     return p
 
 
-SOURCE_DEFAULT = "log"       # the format a SOURCE without --format selects
+SOURCE_DEFAULT = "log"  # the format a SOURCE without --format selects
 
 
 def run(args) -> int:
     if args.format is None and not args.source:
-        raise UsageError("export: give a DB (the intent log's SQLite file) or --format "
-                         f"{'/'.join(sorted(FORMATS))}")
+        raise UsageError(
+            "export: give a DB (the intent log's SQLite file) or --format "
+            f"{'/'.join(sorted(FORMATS))}"
+        )
     args.format = args.format or SOURCE_DEFAULT
     fmt = FORMATS[args.format]
     if args.source and not fmt.source:
-        raise UsageError(f"--format {args.format} writes the model given by --preset, --set, "
-                         f"--instance and --bounds, and reads no SOURCE ({args.source!r})")
+        raise UsageError(
+            f"--format {args.format} writes the model given by --preset, --set, "
+            f"--instance and --bounds, and reads no SOURCE ({args.source!r})"
+        )
     if fmt.source and not args.source:
         raise UsageError(f"--format {args.format} needs SOURCE: {fmt.source}")
     text = fmt.write(args)

@@ -6,6 +6,7 @@ writer table an `IntentLog` would open, and works while a gateway or a runtime w
 `read_lines`), as ``IntentLog.export`` writes them: the log contract of
 `spec/log.schema.json`, for ``toolcommit validate``.
 """
+
 from __future__ import annotations
 
 import os
@@ -37,18 +38,21 @@ class _ReadOnly:
         except sqlite3.OperationalError as e:
             self._db.close()
             if not _read_only_fs(path):
-                raise InputError(f"{path}:1: cannot open it read-only ({e}): SQLite needs to "
-                                 "read or create its -shm file beside it; export it where "
-                                 "that folder can be written, or copy it together with its "
-                                 "-wal and -shm files") from None
+                raise InputError(
+                    f"{path}:1: cannot open it read-only ({e}): SQLite needs to "
+                    "read or create its -shm file beside it; export it where "
+                    "that folder can be written, or copy it together with its "
+                    "-wal and -shm files"
+                ) from None
             if _size(path + "-wal"):
-                raise InputError(f"{path}:1: cannot read it on this read-only volume: its last "
-                                 "writes are in its -wal file, which SQLite reads only with "
-                                 "its -shm file, and that cannot be created here; copy it "
-                                 "with its -wal file to a folder that can be written and "
-                                 "give the copy") from None
-            self._db = sqlite3.connect(uri + "?mode=ro&immutable=1", uri=True,
-                                       isolation_level=None)
+                raise InputError(
+                    f"{path}:1: cannot read it on this read-only volume: its last "
+                    "writes are in its -wal file, which SQLite reads only with "
+                    "its -shm file, and that cannot be created here; copy it "
+                    "with its -wal file to a folder that can be written and "
+                    "give the copy"
+                ) from None
+            self._db = sqlite3.connect(uri + "?mode=ro&immutable=1", uri=True, isolation_level=None)
 
     @contextmanager
     def read(self):
@@ -86,25 +90,33 @@ def read_log(db: str, table: str, read):
     (no such file, or one this user cannot read) or `InputError` (not an intent log, or one
     a read-only volume keeps from being read), each one line naming the file."""
     try:
-        with open(db, "rb"):     # SQLite would say only "unable to open database file"
+        with open(db, "rb"):  # SQLite would say only "unable to open database file"
             pass
     except FileNotFoundError:
         raise UsageError(f"{db}: no such file; give {WHAT}") from None
     except IsADirectoryError:
         raise UsageError(f"{db}: is a folder; give {WHAT}") from None
     except OSError as e:
-        raise UsageError(f"{db}: cannot read it ({e.strerror}); run as a user who may read "
-                         "it, or give a readable copy") from None
+        raise UsageError(
+            f"{db}: cannot read it ({e.strerror}); run as a user who may read "
+            "it, or give a readable copy"
+        ) from None
     if not os.path.isfile(db):
         raise UsageError(f"{db}: not a file; give {WHAT}")
     try:
         store = _ReadOnly(db)
         try:
             with store.read() as tx:
-                if tx.one("SELECT name FROM sqlite_master WHERE type = 'table' "
-                          "AND name = ?", (table,)) is None:
-                    raise InputError(f"{db}:1: an SQLite database without an intent log (no "
-                                     f"{table} table); give {WHAT}")
+                if (
+                    tx.one(
+                        "SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+                    )
+                    is None
+                ):
+                    raise InputError(
+                        f"{db}:1: an SQLite database without an intent log (no "
+                        f"{table} table); give {WHAT}"
+                    )
             return read(store)
         finally:
             store.close()
@@ -114,5 +126,6 @@ def read_log(db: str, table: str, read):
 
 def log_text(db: str) -> str:
     """The whole log in `db` as JSON Lines text (see `read_log` for its errors)."""
-    return read_log(db, "tc_events",
-                    lambda store: "".join(line + "\n" for line in read_lines(store)))
+    return read_log(
+        db, "tc_events", lambda store: "".join(line + "\n" for line in read_lines(store))
+    )

@@ -6,6 +6,7 @@ moves an old spelling's value to the new option and says so on stderr in one lin
 and a new spelling given together with different values are a `UsageError` (exit 2).
 The table of renames is `docs/flags.md`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -13,7 +14,7 @@ import sys
 
 from toolcommit.model.errors import UsageError
 
-_GIVEN = "_flags_given"      # the namespace attribute: the dests given on the command line
+_GIVEN = "_flags_given"  # the namespace attribute: the dests given on the command line
 
 
 def _marked(action: argparse.Action) -> None:
@@ -43,12 +44,26 @@ def alias(p: argparse.ArgumentParser, old: str, new: str) -> None:
     """Accept `old` as the old spelling of option `new` (already added to `p`)."""
     act = _action(p, new)
     dest = f"{act.dest}__was_{old.lstrip('-').replace('-', '_')}"
-    kind = ("store_true" if isinstance(act, argparse._StoreTrueAction) else
-            "append" if isinstance(act, argparse._AppendAction) else None)
-    kw = {} if kind == "store_true" else {"type": act.type, "choices": act.choices,
-                                          "metavar": act.metavar}
-    old_act = p.add_argument(old, dest=dest, action=kind or "store", default=argparse.SUPPRESS,
-                             help=argparse.SUPPRESS, **kw)
+    kind = (
+        "store_true"
+        if isinstance(act, argparse._StoreTrueAction)
+        else "append"
+        if isinstance(act, argparse._AppendAction)
+        else None
+    )
+    kw = (
+        {}
+        if kind == "store_true"
+        else {"type": act.type, "choices": act.choices, "metavar": act.metavar}
+    )
+    old_act = p.add_argument(
+        old,
+        dest=dest,
+        action=kind or "store",
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
+        **kw,
+    )
     _marked(act)
     _marked(old_act)
     p.set_defaults(**{"_flags_renames": _renames(p) + ((old, new, act.dest, dest),)})
@@ -69,10 +84,15 @@ def resolve(args: argparse.Namespace, err=None) -> argparse.Namespace:
         value = getattr(args, old_dest)
         delattr(args, old_dest)
         if dest in given and getattr(args, dest) != value:
-            raise UsageError(f"{old} {_shown(value)} and {new} {_shown(getattr(args, dest))} "
-                             f"disagree ({old} is the old spelling of {new}); give {new} once")
-        print(f"toolcommit: note: {old} is now spelled {new}; the old spelling goes in a "
-              "later release", file=err)
+            raise UsageError(
+                f"{old} {_shown(value)} and {new} {_shown(getattr(args, dest))} "
+                f"disagree ({old} is the old spelling of {new}); give {new} once"
+            )
+        print(
+            f"toolcommit: note: {old} is now spelled {new}; the old spelling goes in a "
+            "later release",
+            file=err,
+        )
         setattr(args, dest, value)
         given.add(dest)
     return args

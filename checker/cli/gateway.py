@@ -5,6 +5,7 @@ SIGTERM); 2 bad usage, a port in use, a --db another gateway serves under the sa
 or another process keeps locked (one line on stderr). Needs the ``gateway`` extra (the
 `mcp` SDK).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,7 +24,8 @@ PROVIDER = "email"
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
-        "gateway", help="front an MCP server: effectful tool calls at most once per intent",
+        "gateway",
+        help="front an MCP server: effectful tool calls at most once per intent",
         description="Start the MCP server COMMAND (stdio) and serve it, on stdio or on "
         "streamable HTTP (127.0.0.1 unless --host), passing every message through except "
         "each tools/call of an --effectful tool: that goes through the intent log in --db "
@@ -32,44 +34,108 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "reaches the server; a retry (any request id, session or client) gets its recorded "
         "answer; a call the server never answered in time is a tool error saying the effect "
         "may have happened, never re-sent. "
-        "'toolcommit export DB' writes the log for 'toolcommit validate'.")
-    p.add_argument("--effectful", required=True, metavar="TOOL,...",
-                   help="the tools whose calls change the world")
-    p.add_argument("--db", required=True, metavar="PATH",
-                   help="the intent log's SQLite file (created if absent)")
-    p.add_argument("--scope", metavar="RULE", default=None,
-                   help="what one user intent is: a path into the call's view (args.order, "
-                   "client.name, meta.user, session) or MODULE:FUNCTION called with the view; "
-                   "default: the tool and its canonical arguments (a client names a distinct "
-                   "intent in the request's _meta['toolcommit/intent'])")
-    p.add_argument("--writer", default="gateway", metavar="NAME",
-                   help="this process's writer name in the log (one live gateway per --db and "
-                   "name: a second one is refused; default gateway)")
-    p.add_argument("--call-timeout", type=float, default=60.0, metavar="SECONDS",
-                   help="the limit on each effectful downstream call: then the call is in "
-                   "doubt (never re-sent) and the server is restarted (default 60)")
-    p.add_argument("--lease", type=float, default=30.0, metavar="SECONDS",
-                   help="the lease on a record, renewed while its call runs (default 30)")
-    p.add_argument("--http", type=int, default=None, metavar="PORT",
-                   help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio "
-                   "(0: a free port, printed on stderr)")
-    p.add_argument("--host", default=None, metavar="ADDRESS",
-                   help="with --http: the address to bind (default 127.0.0.1, loopback only)")
-    p.add_argument("--allow-host", action="append", default=None, metavar="NAME",
-                   help="with --http: a Host name allowed besides loopback ones and --host "
-                   "(repeatable); others get 421")
-    p.add_argument("--allow-origin", action="append", default=None, metavar="ORIGIN",
-                   help="with --http: an Origin allowed besides loopback ones "
-                   "(scheme://host[:port]; repeatable); others get 403")
-    p.add_argument("--token-file", metavar="PATH", default=None,
-                   help="with --http: every request must carry 'Authorization: Bearer TOKEN', "
-                   "TOKEN the file's first line (or the environment's TOOLCOMMIT_GATEWAY_TOKEN)")
-    p.add_argument("--max-sessions", type=int, default=None, metavar="N",
-                   help="with --http: sessions (server processes) alive at once (default 16)")
-    p.add_argument("--idle-timeout", type=float, default=None, metavar="SECONDS",
-                   help="with --http: close a session idle this long (default 600)")
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
-                   help="the downstream MCP server's command line, after --")
+        "'toolcommit export DB' writes the log for 'toolcommit validate'.",
+    )
+    p.add_argument(
+        "--effectful",
+        required=True,
+        metavar="TOOL,...",
+        help="the tools whose calls change the world",
+    )
+    p.add_argument(
+        "--db",
+        required=True,
+        metavar="PATH",
+        help="the intent log's SQLite file (created if absent)",
+    )
+    p.add_argument(
+        "--scope",
+        metavar="RULE",
+        default=None,
+        help="what one user intent is: a path into the call's view (args.order, "
+        "client.name, meta.user, session) or MODULE:FUNCTION called with the view; "
+        "default: the tool and its canonical arguments (a client names a distinct "
+        "intent in the request's _meta['toolcommit/intent'])",
+    )
+    p.add_argument(
+        "--writer",
+        default="gateway",
+        metavar="NAME",
+        help="this process's writer name in the log (one live gateway per --db and "
+        "name: a second one is refused; default gateway)",
+    )
+    p.add_argument(
+        "--call-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="the limit on each effectful downstream call: then the call is in "
+        "doubt (never re-sent) and the server is restarted (default 60)",
+    )
+    p.add_argument(
+        "--lease",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="the lease on a record, renewed while its call runs (default 30)",
+    )
+    p.add_argument(
+        "--http",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio "
+        "(0: a free port, printed on stderr)",
+    )
+    p.add_argument(
+        "--host",
+        default=None,
+        metavar="ADDRESS",
+        help="with --http: the address to bind (default 127.0.0.1, loopback only)",
+    )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="with --http: a Host name allowed besides loopback ones and --host "
+        "(repeatable); others get 421",
+    )
+    p.add_argument(
+        "--allow-origin",
+        action="append",
+        default=None,
+        metavar="ORIGIN",
+        help="with --http: an Origin allowed besides loopback ones "
+        "(scheme://host[:port]; repeatable); others get 403",
+    )
+    p.add_argument(
+        "--token-file",
+        metavar="PATH",
+        default=None,
+        help="with --http: every request must carry 'Authorization: Bearer TOKEN', "
+        "TOKEN the file's first line (or the environment's TOOLCOMMIT_GATEWAY_TOKEN)",
+    )
+    p.add_argument(
+        "--max-sessions",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --http: sessions (server processes) alive at once (default 16)",
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with --http: close a session idle this long (default 600)",
+    )
+    p.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND ARGS",
+        help="the downstream MCP server's command line, after --",
+    )
     return p
 
 
@@ -78,11 +144,15 @@ def _command(args) -> list[str]:
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
     if not cmd:
-        raise UsageError("gateway: give the downstream server's command after --, such as "
-                         "'toolcommit gateway --effectful refund --db intents.db -- python server.py'")
+        raise UsageError(
+            "gateway: give the downstream server's command after --, such as "
+            "'toolcommit gateway --effectful refund --db intents.db -- python server.py'"
+        )
     if shutil.which(cmd[0]) is None:
-        raise UsageError(f"gateway: the server command {cmd[0]!r} is not an executable here "
-                         "(nor on PATH); give the downstream MCP server's command after --")
+        raise UsageError(
+            f"gateway: the server command {cmd[0]!r} is not an executable here "
+            "(nor on PATH); give the downstream MCP server's command after --"
+        )
     return cmd
 
 
@@ -108,36 +178,49 @@ def _token(args) -> "str | None":
     except OSError as e:
         raise UsageError(f"--token-file {args.token_file}: {e.strerror}") from None
     if len(token) < 16:
-        raise UsageError(f"--token-file {args.token_file}:1: the token is empty or shorter "
-                         "than 16 characters; write a long random one")
+        raise UsageError(
+            f"--token-file {args.token_file}:1: the token is empty or shorter "
+            "than 16 characters; write a long random one"
+        )
     return token
 
 
-HTTP_ONLY = ("host", "allow_host", "allow_origin", "token_file", "max_sessions",
-             "idle_timeout")
+HTTP_ONLY = ("host", "allow_host", "allow_origin", "token_file", "max_sessions", "idle_timeout")
 
 
 def _limits(args):
     """The HTTP transport's `Limits` from the flags (None for stdio, which takes none)."""
     from toolcommit.checker.gateway.http import LOOPBACK, Limits
+
     given = [name for name in HTTP_ONLY if getattr(args, name) is not None]
     if args.http is None:
         if given:
-            raise UsageError(f"--{given[0].replace('_', '-')} is for --http PORT (the stdio "
-                             "gateway has one client: the process that started it)")
+            raise UsageError(
+                f"--{given[0].replace('_', '-')} is for --http PORT (the stdio "
+                "gateway has one client: the process that started it)"
+            )
         return None
     host = args.host or LOOPBACK
     token = _token(args)
     if token is None and host not in ("127.0.0.1", "::1", "localhost"):
-        print(f"toolcommit gateway: warning: {host} is not loopback and no --token-file "
-              "is set: whoever reaches it can call the tools", file=sys.stderr, flush=True)
+        print(
+            f"toolcommit gateway: warning: {host} is not loopback and no --token-file "
+            "is set: whoever reaches it can call the tools",
+            file=sys.stderr,
+            flush=True,
+        )
     sessions = 16 if args.max_sessions is None else args.max_sessions
     if sessions < 1:
         raise UsageError(f"--max-sessions {sessions}: give 1 or more")
     idle = 600.0 if args.idle_timeout is None else args.idle_timeout
-    return Limits(host=host, hosts=frozenset(h.lower() for h in args.allow_host or ()),
-                  origins=frozenset(o.rstrip("/") for o in args.allow_origin or ()),
-                  token=token, sessions=sessions, idle=_positive("--idle-timeout", idle))
+    return Limits(
+        host=host,
+        hosts=frozenset(h.lower() for h in args.allow_host or ()),
+        origins=frozenset(o.rstrip("/") for o in args.allow_origin or ()),
+        token=token,
+        sessions=sessions,
+        idle=_positive("--idle-timeout", idle),
+    )
 
 
 def _only_gateway(db: str, writer: str):
@@ -153,8 +236,10 @@ def _only_gateway(db: str, writer: str):
             other = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
         finally:
             os.close(fd)
-        raise UsageError(f"--db {db}: another gateway (pid {other or '?'}) serves it under "
-                         f"writer {writer!r}; stop it, or give another --writer") from None
+        raise UsageError(
+            f"--db {db}: another gateway (pid {other or '?'}) serves it under "
+            f"writer {writer!r}; stop it, or give another --writer"
+        ) from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
     return fd
@@ -162,13 +247,13 @@ def _only_gateway(db: str, writer: str):
 
 def _open_log(args, lease: float):
     from toolcommit.runtime import IntentLog, StoreError
+
     db_dir = os.path.dirname(os.path.abspath(args.db))
     if not os.path.isdir(db_dir):
         raise UsageError(f"--db {args.db}: no directory {db_dir}; create it or give another path")
     lock = _only_gateway(args.db, args.writer)
     try:
-        return lock, IntentLog.sqlite(args.db, writer=args.writer, provider=PROVIDER,
-                                      lease=lease)
+        return lock, IntentLog.sqlite(args.db, writer=args.writer, provider=PROVIDER, lease=lease)
     except StoreError as e:
         os.close(lock)
         raise UsageError(f"--db {args.db}: {str(e).splitlines()[0]}") from None
@@ -176,11 +261,13 @@ def _open_log(args, lease: float):
 
 def _listen(args, limits):
     from toolcommit.checker.gateway.http import listen
+
     try:
         return listen(limits.host, args.http)
     except OSError as e:
-        raise UsageError(f"--http {args.http}: cannot listen on {limits.host}:{args.http}: "
-                         f"{e.strerror or e}") from None
+        raise UsageError(
+            f"--http {args.http}: cannot listen on {limits.host}:{args.http}: {e.strerror or e}"
+        ) from None
 
 
 def run(args) -> int:
@@ -196,24 +283,27 @@ def run(args) -> int:
         from toolcommit.checker.gateway.http import serve_http
         from toolcommit.checker.gateway.stdio import serve_stdio
     except ModuleNotFoundError as e:
-        raise UsageError(f"gateway needs the mcp SDK ({e.name} is missing): "
-                         "pip install 'toolcommit[gateway]'") from None
+        raise UsageError(
+            f"gateway needs the mcp SDK ({e.name} is missing): pip install 'toolcommit[gateway]'"
+        ) from None
     if args.scope is not None:
         from toolcommit.checker.logs.adapters.rules import Rules
-        Rules(scope=args.scope).scope_of()            # a bad rule is refused now, not per call
+
+        Rules(scope=args.scope).scope_of()  # a bad rule is refused now, not per call
     limits = _limits(args)
     lock, log = _open_log(args, lease)
     try:
         sock = _listen(args, limits) if limits is not None else None
         effectful = Effectful(log, tools, args.scope, call_timeout=timeout)
         if sock is None:
-            main = lambda: serve_stdio(effectful, cmd)          # noqa: E731
+            main = lambda: serve_stdio(effectful, cmd)  # noqa: E731
         else:
+
             def ready(port):
                 host = f"[{limits.host}]" if ":" in limits.host else limits.host
-                print(f"toolcommit gateway: http://{host}:{port}/mcp", file=sys.stderr,
-                      flush=True)
-            main = lambda: serve_http(effectful, cmd, sock, limits, ready)   # noqa: E731
+                print(f"toolcommit gateway: http://{host}:{port}/mcp", file=sys.stderr, flush=True)
+
+            main = lambda: serve_http(effectful, cmd, sock, limits, ready)  # noqa: E731
         anyio.run(_until_signalled, main)
     finally:
         log.close()
@@ -227,12 +317,15 @@ async def _until_signalled(main) -> None:
     import signal
 
     import anyio
+
     async with anyio.create_task_group() as tg:
+
         async def watch():
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for _ in signals:
                     tg.cancel_scope.cancel()
                     return
+
         tg.start_soon(watch)
         await main()
         tg.cancel_scope.cancel()

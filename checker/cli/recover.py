@@ -14,6 +14,7 @@ may still land). Exit 0: no record of the log is open. Exit 3: some are, and eac
 SIGINT or SIGTERM (then exit 0). Concurrent sweepers are safe: each takes a record by
 compare-and-set, and each runs under a writer name of its own.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -28,35 +29,66 @@ import time
 from toolcommit.checker.cli.terminal import width
 from toolcommit.model.errors import UsageError
 
-_POLL = 0.2     # the shortest pause between two passes (seconds)
+_POLL = 0.2  # the shortest pause between two passes (seconds)
 
 
 def add_parser(sub):
-    p = sub.add_parser("recover", help="settle the records of dead writers in an intent log",
-                       description=__doc__.split("\n\n")[1])
-    p.add_argument("db", metavar="DB", nargs="?",
-                   help="the SQLite intent log (IntentLog.sqlite's file); or give --dsn")
-    p.add_argument("--dsn", metavar="CONNINFO",
-                   help="the PostgreSQL intent log (IntentLog.postgres's conninfo) instead of DB")
-    p.add_argument("--schema", metavar="S",
-                   help="with --dsn: the schema the log is in (default: public; folded to "
-                        "lower case, as PostgreSQL folds an unquoted name)")
-    p.add_argument("--provider", required=True, metavar="NAME|FILE",
-                   help="the design the log follows: ideal, stripe, email, fenced-store, or a "
-                        "design file (`toolcommit design -o FILE`); the one the log was "
-                        "created under (another is refused)")
-    p.add_argument("--writer", default=None,
-                   help="the name this sweeper writes under (default: toolcommit-recover@"
-                        "HOST:PID, one per run, so concurrent sweepers never supersede each "
-                        "other)")
-    p.add_argument("--tools", action="append", default=[], metavar="MODULE",
-                   help="import MODULE (its @effectful tools) to replay and read; repeatable. "
-                        "Only then is the working directory put first on sys.path")
-    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
-                   help="wait at most this long for live leases and deferred status reads "
-                        "(default 0: name them and exit 3)")
-    p.add_argument("--watch", action="store_true",
-                   help="keep settling until SIGINT or SIGTERM, then exit 0")
+    p = sub.add_parser(
+        "recover",
+        help="settle the records of dead writers in an intent log",
+        description=__doc__.split("\n\n")[1],
+    )
+    p.add_argument(
+        "db",
+        metavar="DB",
+        nargs="?",
+        help="the SQLite intent log (IntentLog.sqlite's file); or give --dsn",
+    )
+    p.add_argument(
+        "--dsn",
+        metavar="CONNINFO",
+        help="the PostgreSQL intent log (IntentLog.postgres's conninfo) instead of DB",
+    )
+    p.add_argument(
+        "--schema",
+        metavar="S",
+        help="with --dsn: the schema the log is in (default: public; folded to "
+        "lower case, as PostgreSQL folds an unquoted name)",
+    )
+    p.add_argument(
+        "--provider",
+        required=True,
+        metavar="NAME|FILE",
+        help="the design the log follows: ideal, stripe, email, fenced-store, or a "
+        "design file (`toolcommit design -o FILE`); the one the log was "
+        "created under (another is refused)",
+    )
+    p.add_argument(
+        "--writer",
+        default=None,
+        help="the name this sweeper writes under (default: toolcommit-recover@"
+        "HOST:PID, one per run, so concurrent sweepers never supersede each "
+        "other)",
+    )
+    p.add_argument(
+        "--tools",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE (its @effectful tools) to replay and read; repeatable. "
+        "Only then is the working directory put first on sys.path",
+    )
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait at most this long for live leases and deferred status reads "
+        "(default 0: name them and exit 3)",
+    )
+    p.add_argument(
+        "--watch", action="store_true", help="keep settling until SIGINT or SIGTERM, then exit 0"
+    )
     return p
 
 
@@ -64,13 +96,14 @@ def _open(args):
     from toolcommit.runtime.design import load
 
     if (args.db is None) == (args.dsn is None):
-        raise UsageError("recover: give the SQLite file DB or --dsn CONNINFO (PostgreSQL), "
-                         "one of them")
+        raise UsageError(
+            "recover: give the SQLite file DB or --dsn CONNINFO (PostgreSQL), one of them"
+        )
     if args.schema is not None and args.dsn is None:
         raise UsageError("--schema is for --dsn (a PostgreSQL log)")
     if args.wait < 0:
         raise UsageError(f"--wait {args.wait}: give seconds, 0 or more")
-    design = load(args.provider)            # before the store: a bad provider changes nothing
+    design = load(args.provider)  # before the store: a bad provider changes nothing
     writer = args.writer or f"toolcommit-recover@{socket.gethostname()}:{os.getpid()}"
     return _postgres(args, design, writer) if args.dsn else _sqlite(args, design, writer)
 
@@ -80,6 +113,7 @@ def _postgres(args, design, writer):
     sweeper never creates a log)."""
     from toolcommit.runtime import IntentLog, PostgresStore, StoreError
     from toolcommit.runtime.store import pg_schema
+
     try:
         import psycopg
     except ImportError:
@@ -90,17 +124,24 @@ def _postgres(args, design, writer):
         raise UsageError(f"--schema: {e}") from None
     try:
         with psycopg.connect(args.dsn, connect_timeout=10) as c:
-            found = c.execute("SELECT 1 FROM information_schema.tables WHERE table_schema = %s "
-                              "AND table_name = 'tc_writers'", (where,)).fetchone()
+            found = c.execute(
+                "SELECT 1 FROM information_schema.tables WHERE table_schema = %s "
+                "AND table_name = 'tc_writers'",
+                (where,),
+            ).fetchone()
     except psycopg.Error as e:
-        raise UsageError(f"--dsn: cannot read the database: {str(e).strip().splitlines()[0]}"
-                         ) from None
+        raise UsageError(
+            f"--dsn: cannot read the database: {str(e).strip().splitlines()[0]}"
+        ) from None
     if found is None:
-        raise UsageError(f"--dsn: schema {where} holds no intent log (no tc_writers table); "
-                         "give the schema the runtime writes to (--schema)")
+        raise UsageError(
+            f"--dsn: schema {where} holds no intent log (no tc_writers table); "
+            "give the schema the runtime writes to (--schema)"
+        )
     try:
-        return IntentLog(PostgresStore(args.dsn, where), writer, provider=design,
-                         settler=args.watch)
+        return IntentLog(
+            PostgresStore(args.dsn, where), writer, provider=design, settler=args.watch
+        )
     except StoreError as e:
         raise UsageError(f"--dsn: {e}") from None
 
@@ -126,8 +167,10 @@ def _import_tools(names) -> None:
         try:
             importlib.import_module(name)
         except ImportError as e:
-            raise UsageError(f"--tools {name}: cannot import it ({e}); run from the directory "
-                             "that holds it, or install it") from None
+            raise UsageError(
+                f"--tools {name}: cannot import it ({e}); run from the directory "
+                "that holds it, or install it"
+            ) from None
 
 
 def _sweep(log, until: float) -> dict[str, str]:
@@ -139,13 +182,14 @@ def _sweep(log, until: float) -> dict[str, str]:
 
     done: dict[str, str] = {}
     while True:
-        done.update(recover_settle(log, limit=10 ** 6))
+        done.update(recover_settle(log, limit=10**6))
         if all(_stuck(log, r) for r in log.records(OPEN_STATES)):
             return done
-        log.renew_held()                 # what it took stays its own while it waits
+        log.renew_held()  # what it took stays its own while it waits
         due = log.due()
-        pause = log.settle_every if due is None or due <= 0 else max(min(due, log.settle_every),
-                                                                      _POLL)
+        pause = (
+            log.settle_every if due is None or due <= 0 else max(min(due, log.settle_every), _POLL)
+        )
         rest = until - time.monotonic()
         if rest <= 0:
             return done
@@ -160,15 +204,18 @@ def _watch(log, name: str) -> dict[str, str]:
     from toolcommit.runtime.store import OPEN_STATES
 
     if log.design.status_read and not registered():
-        raise UsageError(f"--watch: design {log.design.name} settles a record in doubt by a "
-                         "replay or a status read, through its tool: give --tools MODULE (the "
-                         "module of its @effectful tools)")
+        raise UsageError(
+            f"--watch: design {log.design.name} settles a record in doubt by a "
+            "replay or a status read, through its tool: give --tools MODULE (the "
+            "module of its @effectful tools)"
+        )
     done: dict[str, str] = {}
 
     def show(line: dict) -> None:
         if line.get("type") == "transition" and line.get("to") not in OPEN_STATES:
             done[line["key"]] = line["to"]
             print(f"recover {name}: {line['key']} {line['to']}", flush=True)
+
     log.sinks.append(show)
     log.tools = registered() if log.design.status_read else None
     stop = threading.Event()
@@ -186,6 +233,7 @@ def _watch(log, name: str) -> dict[str, str]:
 def _stuck(log, rec) -> bool:
     """Whether `rec` is this sweeper's and needs a tool it does not have."""
     from toolcommit.runtime.shims import needs_tool
+
     return (rec.owner, rec.owner_inc) == (log.writer, log.incarnation) and needs_tool(log, rec)
 
 
@@ -198,21 +246,28 @@ def _holders(log) -> list[str]:
         groups.setdefault((r.owner, r.owner_inc), []).append(r)
     out = []
     for (owner, inc), recs in sorted(groups.items(), key=lambda kv: str(kv[0])):
-        states = ", ".join(f"{sum(r.state == s for r in recs)} {s}" for s in OPEN_STATES
-                           if any(r.state == s for r in recs))
+        states = ", ".join(
+            f"{sum(r.state == s for r in recs)} {s}"
+            for s in OPEN_STATES
+            if any(r.state == s for r in recs)
+        )
         head = f"  {owner}#{inc} holds {len(recs)} record(s) ({states})"
         if (owner, inc) != (log.writer, log.incarnation):
             lease = max(log.lease_left(r.key) for r in recs)
-            out.append(f"{head} under a live lease, {lease:.1f} s left: it may still be "
-                       f"sending; run again then, or give --wait {int(lease) + 1}" if lease > 0
-                       else f"{head}, its lease ran out as this run ended: run again")
+            out.append(
+                f"{head} under a live lease, {lease:.1f} s left: it may still be "
+                f"sending; run again then, or give --wait {int(lease) + 1}"
+                if lease > 0
+                else f"{head}, its lease ran out as this run ended: run again"
+            )
             continue
         tools = sorted({r.tool for r in recs if _stuck(log, r)})
         wait = max((log.read_wait(r.key) for r in recs if r.state == "RECONCILING"), default=0)
         why = [f"tool {', '.join(tools)} is not registered (--tools MODULE)"] if tools else []
         if wait > 0:
-            why.append(f"the design defers its status read {wait:.1f} s more (--wait "
-                       f"{int(wait) + 1})")
+            why.append(
+                f"the design defers its status read {wait:.1f} s more (--wait {int(wait) + 1})"
+            )
         out.append(f"{head}: " + ("; ".join(why) or "the provider did not answer; run again"))
     return out
 
@@ -238,10 +293,22 @@ def run(args) -> int:
     for state in done.values():
         by_state[state] = by_state.get(state, 0) + 1
     parts = ", ".join(f"{n} {s}" for s, n in sorted(by_state.items())) or "nothing to take over"
-    print(f"recover {name}: {len(done)} record(s) of dead writers taken over: {parts}"
-          + (f"; {len(left)} record(s) of the log left open:" if left else
-             "; no record of the log is open"))
+    print(
+        f"recover {name}: {len(done)} record(s) of dead writers taken over: {parts}"
+        + (
+            f"; {len(left)} record(s) of the log left open:"
+            if left
+            else "; no record of the log is open"
+        )
+    )
     for line in lines:
-        print(textwrap.fill(line, width(), subsequent_indent="    ", break_on_hyphens=False,
-                            break_long_words=False))
+        print(
+            textwrap.fill(
+                line,
+                width(),
+                subsequent_indent="    ",
+                break_on_hyphens=False,
+                break_long_words=False,
+            )
+        )
     return 0 if args.watch or not left else 3

@@ -6,6 +6,7 @@ settles (`toolcommit.runtime.status`). The log is only read.
 Exit 0 when nothing is in doubt (given-up records are listed: the user was told), 3 when
 something is, 2 for bad input.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,15 +22,24 @@ IN_DOUBT_EXIT = 3
 
 
 def add_parser(sub):
-    p = sub.add_parser("status", help="what an intent log holds in doubt or gave up, and what "
-                       "each waits for", description=__doc__.split("\n\n")[0])
+    p = sub.add_parser(
+        "status",
+        help="what an intent log holds in doubt or gave up, and what each waits for",
+        description=__doc__.split("\n\n")[0],
+    )
     p.add_argument("db", metavar="DB", nargs="?", help=f"{WHAT}; or give --dsn")
-    p.add_argument("--dsn", metavar="CONNINFO",
-                   help="the PostgreSQL intent log (IntentLog.postgres's conninfo) instead of DB")
+    p.add_argument(
+        "--dsn",
+        metavar="CONNINFO",
+        help="the PostgreSQL intent log (IntentLog.postgres's conninfo) instead of DB",
+    )
     p.add_argument("--schema", metavar="S", help="with --dsn: the schema (default: public)")
-    p.add_argument("--provider", metavar="NAME|FILE",
-                   help="the design the log follows (default: the one the log was created "
-                        "under, where it names a shipped design)")
+    p.add_argument(
+        "--provider",
+        metavar="NAME|FILE",
+        help="the design the log follows (default: the one the log was created "
+        "under, where it names a shipped design)",
+    )
     p.add_argument("--format", choices=("text", "json"), default="text")
     return p
 
@@ -39,9 +49,14 @@ def _rows(tx, now_sql: str):
     from toolcommit.runtime.log import _COLS
     from toolcommit.runtime.records import record_of
     from toolcommit.runtime.status import LISTED
+
     marks = ", ".join("?" * len(LISTED))
-    records = [record_of(r) for r in tx.all(
-        f"SELECT {_COLS} FROM tc_records WHERE state IN ({marks}) ORDER BY key", LISTED)]
+    records = [
+        record_of(r)
+        for r in tx.all(
+            f"SELECT {_COLS} FROM tc_records WHERE state IN ({marks}) ORDER BY key", LISTED
+        )
+    ]
     now = float(tx.one(f"SELECT {now_sql}")[0])
     return records, now, _stored_design(tx)
 
@@ -50,7 +65,7 @@ def _stored_design(tx):
     """(name, digest) of the design the log was created under, where the log stores one."""
     try:
         return tx.one("SELECT name, digest FROM tc_design WHERE id = 1")
-    except Exception:          # a log written before logs stored their design: no table
+    except Exception:  # a log written before logs stored their design: no table
         return None
 
 
@@ -60,6 +75,7 @@ def _sqlite(db: str):
     def read(store):
         with store.read() as tx:
             return _rows(tx, SqliteStore.now_sql)
+
     return read_log(db, "tc_records", read)
 
 
@@ -69,6 +85,7 @@ def _postgres(dsn: str, schema):
     except ImportError:
         raise UsageError("--dsn needs psycopg 3: pip install 'toolcommit[postgres]'") from None
     from toolcommit.runtime.store import PostgresStore, StoreError, Tx, pg_schema
+
     try:
         where = pg_schema(schema)
     except StoreError as e:
@@ -77,35 +94,48 @@ def _postgres(dsn: str, schema):
         with psycopg.connect(dsn, connect_timeout=10, autocommit=False) as c:
             c.execute("SET TRANSACTION READ ONLY")
             cur = c.cursor()
-            if cur.execute("SELECT 1 FROM information_schema.tables WHERE table_schema = %s "
-                           "AND table_name = 'tc_records'", (where,)).fetchone() is None:
-                raise UsageError(f"--dsn: schema {where} holds no intent log (no tc_records "
-                                 "table); give the schema the runtime writes to (--schema)")
+            if (
+                cur.execute(
+                    "SELECT 1 FROM information_schema.tables WHERE table_schema = %s "
+                    "AND table_name = 'tc_records'",
+                    (where,),
+                ).fetchone()
+                is None
+            ):
+                raise UsageError(
+                    f"--dsn: schema {where} holds no intent log (no tc_records "
+                    "table); give the schema the runtime writes to (--schema)"
+                )
             cur.execute(f"SET search_path TO {where}")
             out = _rows(Tx(cur, True), PostgresStore.now_sql)
             c.rollback()
             return out
     except psycopg.Error as e:
-        raise UsageError(f"--dsn: cannot read the database: {str(e).strip().splitlines()[0]}"
-                         ) from None
+        raise UsageError(
+            f"--dsn: cannot read the database: {str(e).strip().splitlines()[0]}"
+        ) from None
 
 
 def _design(args, stored):
     """The design to read the log under: --provider, else the one the log stores; a
     --provider other than the stored one is refused (the sentences would be another's)."""
     from toolcommit.runtime.design import SHIPPED, load
+
     name, digest = stored or (None, None)
     name = args.provider or name
-    if name is None or (args.provider is None and name not in SHIPPED
-                         and not os.path.exists(name)):
-        raise UsageError("status: give --provider NAME|FILE, the design the log follows "
-                         f"({', '.join(SHIPPED)}, or a design file)"
-                         + (f"; the log names {name!r}, which is not here" if name else ""))
+    if name is None or (args.provider is None and name not in SHIPPED and not os.path.exists(name)):
+        raise UsageError(
+            "status: give --provider NAME|FILE, the design the log follows "
+            f"({', '.join(SHIPPED)}, or a design file)"
+            + (f"; the log names {name!r}, which is not here" if name else "")
+        )
     design = load(name)
     if digest is not None and design.digest != digest:
-        raise UsageError(f"--provider {name}: the log was created under design {stored[0]} "
-                         f"(digest {digest}), not this one (digest {design.digest}); give "
-                         "that design, or leave --provider out")
+        raise UsageError(
+            f"--provider {name}: the log was created under design {stored[0]} "
+            f"(digest {digest}), not this one (digest {design.digest}); give "
+            "that design, or leave --provider out"
+        )
     return design
 
 
@@ -114,28 +144,41 @@ def _age(seconds) -> str:
     if seconds is None:
         return "?"
     s = int(seconds)
-    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else \
-        f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+    return (
+        f"{s // 3600}h{s % 3600 // 60:02d}m"
+        if s >= 3600
+        else f"{s // 60}m{s % 60:02d}s"
+        if s >= 60
+        else f"{s}s"
+    )
 
 
 def _text(where: str, design, found, in_doubt: int) -> str:
     w = width()
-    head = (f"{where}: {in_doubt} record(s) in doubt, {len(found) - in_doubt} given up "
-            f"(design {design.source}, {design.guarantee or 'its guarantee'})")
+    head = (
+        f"{where}: {in_doubt} record(s) in doubt, {len(found) - in_doubt} given up "
+        f"(design {design.source}, {design.guarantee or 'its guarantee'})"
+    )
     lines = wrap_line(head, w, 2)
     for e in found:
         lines.append("")
-        lines += wrap_line(f"{e.kind}: {e.key} ({e.tool}, scope {e.scope}) {e.state}, "
-                           f"age {_age(e.age)}, holder {e.holder or 'none'}", w, 2)
+        lines += wrap_line(
+            f"{e.kind}: {e.key} ({e.tool}, scope {e.scope}) {e.state}, "
+            f"age {_age(e.age)}, holder {e.holder or 'none'}",
+            w,
+            2,
+        )
         lines += wrap_line(f"  waits for: {e.waits_for}", w, 4)
     return "\n".join(lines) + "\n"
 
 
 def run(args) -> int:
     from toolcommit.runtime.status import IN_DOUBT, entries
+
     if (args.db is None) == (args.dsn is None):
-        raise UsageError("status: give the SQLite file DB or --dsn CONNINFO (PostgreSQL), "
-                         "one of them")
+        raise UsageError(
+            "status: give the SQLite file DB or --dsn CONNINFO (PostgreSQL), one of them"
+        )
     if args.schema is not None and args.dsn is None:
         raise UsageError("--schema is for --dsn (a PostgreSQL log)")
     records, now, stored = _postgres(args.dsn, args.schema) if args.dsn else _sqlite(args.db)
@@ -144,10 +187,19 @@ def run(args) -> int:
     in_doubt = sum(1 for e in found if e.kind == IN_DOUBT)
     where = args.db or f"schema {args.schema or 'public'}"
     if args.format == "json":
-        sys.stdout.write(json.dumps({"log": where, "design": design.source,
-                                     "in_doubt": in_doubt,
-                                     "given_up": len(found) - in_doubt,
-                                     "records": [e.as_json() for e in found]}, indent=2) + "\n")
+        sys.stdout.write(
+            json.dumps(
+                {
+                    "log": where,
+                    "design": design.source,
+                    "in_doubt": in_doubt,
+                    "given_up": len(found) - in_doubt,
+                    "records": [e.as_json() for e in found],
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     else:
         sys.stdout.write(_text(where, design, found, in_doubt))
     return IN_DOUBT_EXIT if in_doubt else 0

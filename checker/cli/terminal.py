@@ -9,6 +9,7 @@ written to (`columns`: COLUMNS, else that terminal's size, else `shutil.get_term
 `close_all()` erases any line a command left (the command line calls it however the
 command ended).
 """
+
 from __future__ import annotations
 
 import os
@@ -19,10 +20,10 @@ import time
 from toolcommit.checker.output import visible
 from toolcommit.checker.render.fit import DEFAULT
 
-AFTER = 2.0      # seconds before the first progress line
-EVERY = 0.25     # seconds between rewrites
-PROGRESS_DEFAULT = 80    # a progress line's columns when no terminal says
-_OPEN: set = set()      # the Progress objects whose line is shown, not yet erased
+AFTER = 2.0  # seconds before the first progress line
+EVERY = 0.25  # seconds between rewrites
+PROGRESS_DEFAULT = 80  # a progress line's columns when no terminal says
+_OPEN: set = set()  # the Progress objects whose line is shown, not yet erased
 
 
 def width() -> int:
@@ -55,7 +56,7 @@ class Progress:
     `run` (torture's runs)."""
 
     def __init__(self, stream=None):
-        self.stream = stream            # None: sys.stderr, looked up when written (tests swap it)
+        self.stream = stream  # None: sys.stderr, looked up when written (tests swap it)
         self.t0, self.last = time.perf_counter(), 0.0
         self.shown = False
         self.designs: set = set()
@@ -82,8 +83,8 @@ class Progress:
             return
         self.last = time.perf_counter()
         out = self._out()
-        room = max(columns(out) - 1, 1)      # the last column would wrap the cursor
-        out.write("\r\x1b[K" + visible(text)[:room])    # only our own controls
+        room = max(columns(out) - 1, 1)  # the last column would wrap the cursor
+        out.write("\r\x1b[K" + visible(text)[:room])  # only our own controls
         out.flush()
         self.shown = True
         _OPEN.add(self)
@@ -91,9 +92,11 @@ class Progress:
     def __call__(self, tick, info=None) -> None:
         if not self.due():
             return
-        if info is None:        # an engine's Tick
-            name, info = tick.phase, {"states": tick.states, "depth": tick.depth,
-                                      "seconds": tick.seconds}
+        if info is None:  # an engine's Tick
+            name, info = (
+                tick.phase,
+                {"states": tick.states, "depth": tick.depth, "seconds": tick.seconds},
+            )
         else:
             name = tick
         states, depth, seconds = info.get("states"), info.get("depth"), info.get("seconds")
@@ -107,15 +110,16 @@ class Progress:
         """One instance judged for a candidate design (`toolcommit design`)."""
         self.designs.add(tuple(sorted(design.items())))
         self.checks += 1
-        self.show(f"  [design] {len(self.designs)} designs judged ({self.checks} instance "
-                  f"checks, last: {instance}), {self.elapsed():.0f}s")
+        self.show(
+            f"  [design] {len(self.designs)} designs judged ({self.checks} instance "
+            f"checks, last: {instance}), {self.elapsed():.0f}s"
+        )
 
     def run(self, result) -> None:
         """One run done (`toolcommit torture`): `result.clean` says how it ended."""
         self.runs += 1
         self.bad += not result.clean
-        self.show(f"  [torture] {self.runs} runs done, {self.bad} not clean, "
-                  f"{self.elapsed():.0f}s")
+        self.show(f"  [torture] {self.runs} runs done, {self.bad} not clean, {self.elapsed():.0f}s")
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.t0

@@ -5,6 +5,7 @@ refine`); a departure is a ``DESIGN`` finding, and the report gains the design's
 table (which of its actions and fault paths the logs took). FILE is a design file
 (``toolcommit design -o FILE``) or a shipped design's name.
 """
+
 from __future__ import annotations
 
 from toolcommit.checker.logs import refinement
@@ -14,20 +15,27 @@ from toolcommit.runtime import design as D
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--design", metavar="FILE",
-                   help="also check that every logged step is one this design allows, knob by "
-                   f"knob, and show which of its paths the logs took (a design file, or one of "
-                   f"{', '.join(D.SHIPPED)}); a departure is a DESIGN finding")
+    p.add_argument(
+        "--design",
+        metavar="FILE",
+        help="also check that every logged step is one this design allows, knob by "
+        f"knob, and show which of its paths the logs took (a design file, or one of "
+        f"{', '.join(D.SHIPPED)}); a departure is a DESIGN finding",
+    )
 
 
 def claim(args) -> Claim:
     """The design `args.design` names, refused in one line where it cannot be checked."""
     if args.source:
-        raise UsageError("--design checks intent logs; with --from, --emit the derived log "
-                         "and validate it with --design")
+        raise UsageError(
+            "--design checks intent logs; with --from, --emit the derived log "
+            "and validate it with --design"
+        )
     if "-" in args.logs:
-        raise UsageError("--design reads the log twice (the generic check, then the design's): "
-                         "give the log as a file, not stdin ('-')")
+        raise UsageError(
+            "--design reads the log twice (the generic check, then the design's): "
+            "give the log as a file, not stdin ('-')"
+        )
     try:
         return claim_of(D.read(args.design))
     except D.DesignError as e:
@@ -36,8 +44,15 @@ def claim(args) -> Claim:
 
 def claim_of(d: D.Design) -> Claim:
     """What `refine` judges a log against, of a read design."""
-    return Claim(d.source, d.environment, d.guarantee, dict(d.knobs), dict(d.provider),
-                 d.replay_window, d.delay_bound)
+    return Claim(
+        d.source,
+        d.environment,
+        d.guarantee,
+        dict(d.knobs),
+        dict(d.provider),
+        d.replay_window,
+        d.delay_bound,
+    )
 
 
 def apply(report, args, the_claim: Claim, max_line_bytes: int):

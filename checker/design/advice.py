@@ -11,15 +11,16 @@ Examples
 >>> advice({**preset_design("recommended"), "on_unknown": "replay_then_reconcile"}, "stripe")
 "send the record's semantic key as the idempotency key, turn the SDK's automatic retries off; on an unknown outcome replay under the same key within W = 1h (keys kept 24h), then reconcile by listing the parent object's children (a charge's refunds) and give up visibly if nothing is there; hold a new request for the same thing until an earlier one settles, then answer it with that outcome"
 """
+
 from __future__ import annotations
 
 from toolcommit.model import timing
 from toolcommit.model.environment import held_fixed
 from toolcommit.spec import protocol
 
-FIRST = ("idempotency_key", "sdk_retries")       # what every request carries, then
-OUTCOME = "on_unknown"                           # what meets an unknown outcome
-LAST = ("reask",)                                # what meets the user's next request
+FIRST = ("idempotency_key", "sdk_retries")  # what every request carries, then
+OUTCOME = "on_unknown"  # what meets an unknown outcome
+LAST = ("reask",)  # what meets the user's next request
 
 
 def act(knob: str, option: str) -> str:
@@ -34,8 +35,13 @@ def _words(design: dict, env: str, given: dict) -> dict:
     lifetime = fixed.get("key_lifetime", timing.params()["key_lifetime"]["default"])
     read = protocol().raw["assumptions"]["status_read"]["act"][fixed.get("status_read", "yes")]
     via, absent = act("status_via", design["status_via"]), act("on_absent", design["on_absent"])
-    return {"W": window, "L": lifetime, "via": via, "absent": absent,
-            "settle": read.format(via=via, absent=absent)}
+    return {
+        "W": window,
+        "L": lifetime,
+        "via": via,
+        "absent": absent,
+        "settle": read.format(via=via, absent=absent),
+    }
 
 
 def advice(design: dict, env: str, given: dict | None = None) -> str:

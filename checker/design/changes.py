@@ -13,6 +13,7 @@ When no single setting is a cause, the settings act together (`joint`): every on
 listed. Each cause cites the profile's behaviours that set it, with their documents.
 Replays only: no engine runs here.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -48,12 +49,12 @@ class Change:
 
     row: str
     column: str
-    ideal: Optional[Verdict]      # the ideal cell's headline verdict (None: it held)
-    here: Optional[Verdict]       # this environment's headline verdict (None: it held)
+    ideal: Optional[Verdict]  # the ideal cell's headline verdict (None: it held)
+    here: Optional[Verdict]  # this environment's headline verdict (None: it held)
     ideal_status: Status
     here_status: Status
     causes: tuple[Cause, ...]
-    joint: bool                   # no single setting is a cause: they act together
+    joint: bool  # no single setting is a cause: they act together
 
 
 def compare(here: Answer, ideal: Answer) -> tuple[Change, ...]:
@@ -74,9 +75,13 @@ def _change(here: Answer, ideal: Answer, a: Cell, b: Cell) -> Change:
     env = here.question.env
     causes, joint = (), False
     if a.status is Status.VIOLATED and b.status is not Status.UNKNOWN:
-        causes, joint = _causes(here, a, a.headline, env, {s: v0 for s, (v0, _) in diffs.items()}, diffs)
+        causes, joint = _causes(
+            here, a, a.headline, env, {s: v0 for s, (v0, _) in diffs.items()}, diffs
+        )
     elif b.status is Status.VIOLATED and a.status is Status.HOLDS:
-        causes, joint = _causes(ideal, b, b.headline, env, {s: v1 for s, (_, v1) in diffs.items()}, diffs)
+        causes, joint = _causes(
+            ideal, b, b.headline, env, {s: v1 for s, (_, v1) in diffs.items()}, diffs
+        )
     return Change(a.row, a.column, b.headline, a.headline, b.status, a.status, causes, joint)
 
 
@@ -99,8 +104,9 @@ def _causes(answer: Answer, cell: Cell, verdict: Verdict, env: str, flip: dict, 
     Each cites the behaviours of profile `env` that set it."""
     cx, inner = verdict.counterexample, verdict.extra.get("through", verdict.property)
     wipe = prop(verdict.property).kind == "adversary"
-    needed = [s for s, v in flip.items()
-              if not transfers(_system(answer, cell, s, v, wipe), cx, inner)]
+    needed = [
+        s for s, v in flip.items() if not transfers(_system(answer, cell, s, v, wipe), cx, inner)
+    ]
     names = needed or list(flip)
     causes = tuple(Cause(s, diffs[s][1], _behaviours(env, s)) for s in names)
     return causes, not needed and bool(flip)

@@ -6,6 +6,7 @@ Each piece runs in a forked worker (it inherits the loaded engines, nothing is r
 the results come back in the order of the inputs, so the caller's answer is the same as one
 computed in turn. With one core, or no `fork`, the pieces run in this process.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -18,7 +19,7 @@ def jobs() -> int:
     """The cores this process may use (1 where that cannot be known)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):        # pragma: no cover - not Linux
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
         return 1
 
 

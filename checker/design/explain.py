@@ -8,6 +8,7 @@ per claim when the question records what an article claims (`expect`). The parag
 cite counterexamples by number; their steps are the renderers' (`ordering`). Pure: it
 reads an `Answer` and returns text as data for `toolcommit.checker.render.answers`.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -32,8 +33,11 @@ def ordering_steps(cx: Counterexample) -> list[str]:
     left out)."""
     out = []
     for st in cx.steps[1:]:
-        params = {k: v for k, v in st.params.items() if k != SCENARIO
-                  and not (k == "call" and "proposal" in st.params)}
+        params = {
+            k: v
+            for k, v in st.params.items()
+            if k != SCENARIO and not (k == "call" and "proposal" in st.params)
+        }
         out.append(f"{st.action}({', '.join(f'{k}={v}' for k, v in params.items())})")
     return out
 
@@ -72,8 +76,9 @@ def _conjunction(q: Question, names: list, chosen: list) -> str:
     axes = list(q.columns[0].set)
     for size in range(1, len(axes) + 1):
         for combo in itertools.combinations(axes, size):
-            for values in itertools.product(*[sorted({by[n][a] for n in names}, key=str)
-                                              for a in combo]):
+            for values in itertools.product(
+                *[sorted({by[n][a] for n in names}, key=str) for a in combo]
+            ):
                 match = [n for n in names if all(by[n][a] == v for a, v in zip(combo, values))]
                 if match == chosen:
                     return " and ".join(f"{a}={v}" for a, v in zip(combo, values))
@@ -103,10 +108,13 @@ def _explain_sweep(a: Answer) -> list[str]:
         held = [c.column for c in cells if c.status is Status.HOLDS]
         if len(held) == len(cells):
             right.append(r.name)
-            paras.append(f"{r.name} HOLDS {describe(q, held)}: "
-                         f"{', '.join(cells[0].properties)} hold for every interleaving that "
-                         f"follows the scenario." if q.scenario else
-                         f"{r.name} HOLDS {describe(q, held)}: {', '.join(cells[0].properties)} hold.")
+            paras.append(
+                f"{r.name} HOLDS {describe(q, held)}: "
+                f"{', '.join(cells[0].properties)} hold for every interleaving that "
+                f"follows the scenario."
+                if q.scenario
+                else f"{r.name} HOLDS {describe(q, held)}: {', '.join(cells[0].properties)} hold."
+            )
             continue
         if held:
             partial.append((r.name, held))
@@ -118,19 +126,28 @@ def _explain_sweep(a: Answer) -> list[str]:
         for cols, props in groups.items():
             inside = [c for c in bad if c.column in cols]
             cite = next((c for c in inside if c.headline.property in props), inside[0])
-            where = "" if len(groups) == 1 else f" {describe(q, list(cols))}"   # said once
+            where = "" if len(groups) == 1 else f" {describe(q, list(cols))}"  # said once
             n = notes[(cite.row, cite.column)]
             # a cell's stored trace is of its headline property: never cite it for another
-            ref = f"[{n}]" if cite.headline.property in props else \
-                f"(in cell [{n}], whose trace shows {cite.headline.property})"
-            parts.append(f"{', '.join(props)} {'break' if len(props) > 1 else 'breaks'}"
-                         f"{where} {ref}")
+            ref = (
+                f"[{n}]"
+                if cite.headline.property in props
+                else f"(in cell [{n}], whose trace shows {cite.headline.property})"
+            )
+            parts.append(
+                f"{', '.join(props)} {'break' if len(props) > 1 else 'breaks'}{where} {ref}"
+            )
         text = ""
         if bad:
-            text = f"{r.name} is VIOLATED {describe(q, [c.column for c in bad])}: " + "; ".join(parts) + "."
+            text = (
+                f"{r.name} is VIOLATED {describe(q, [c.column for c in bad])}: "
+                + "; ".join(parts)
+                + "."
+            )
         if unknown:
-            text += (" UNKNOWN " if text else f"{r.name} is UNKNOWN ") + \
-                f"{describe(q, [c.column for c in unknown])}: {_unknown_reason(unknown[0])}."
+            text += (
+                " UNKNOWN " if text else f"{r.name} is UNKNOWN "
+            ) + f"{describe(q, [c.column for c in unknown])}: {_unknown_reason(unknown[0])}."
         paras.append(text)
     paras.append(_sweep_answer(a, right, partial))
     for adv in of_kind("adversary"):
@@ -138,14 +155,18 @@ def _explain_sweep(a: Answer) -> list[str]:
             continue
         kept = []
         for name in right:
-            vs = [v for col in q.columns for v in a.cell(name, col.name).verdicts if v.property == adv]
+            vs = [
+                v for col in q.columns for v in a.cell(name, col.name).verdicts if v.property == adv
+            ]
             if vs and all(v.status is Status.HOLDS for v in vs):
                 kept.append(name)
         if kept:
-            paras.append(f"{adv} holds for {' and '.join(kept)} in every column: "
-                         f"{prop(adv).adversary['under']} before any event, every property still "
-                         "holds, so the decision is taken from the intent log alone and depends "
-                         "on nothing the model must remember.")
+            paras.append(
+                f"{adv} holds for {' and '.join(kept)} in every column: "
+                f"{prop(adv).adversary['under']} before any event, every property still "
+                "holds, so the decision is taken from the intent log alone and depends "
+                "on nothing the model must remember."
+            )
     return paras
 
 
@@ -160,24 +181,43 @@ def _sweep_answer(a: Answer, right: list, partial: list) -> str:
     and whether UNKNOWN cells leave it open."""
     q = a.question
     judged = [r.name for r in q.rows if any(a.cell(r.name, c.name).judged for c in q.columns)]
-    no_cx = [n for n in judged if n not in right and not any(
-        a.cell(n, c.name).status is Status.VIOLATED for c in q.columns)]
+    no_cx = [
+        n
+        for n in judged
+        if n not in right
+        and not any(a.cell(n, c.name).status is Status.VIOLATED for c in q.columns)
+    ]
     if right:
         every = describe(q, [c.name for c in q.columns])
-        line = (f"Answer: {' and '.join(right)} is right {every}" if _assumption_columns(q)
-                else f"Answer: {' and '.join(right)} holds {every}")
-        line += "; " + ("".join(f"{n} is right only {describe(q, cols)}; " for n, cols in partial)
-                        if partial else "") + "every other option has a counterexample above"
+        line = (
+            f"Answer: {' and '.join(right)} is right {every}"
+            if _assumption_columns(q)
+            else f"Answer: {' and '.join(right)} holds {every}"
+        )
+        line += (
+            "; "
+            + (
+                "".join(f"{n} is right only {describe(q, cols)}; " for n, cols in partial)
+                if partial
+                else ""
+            )
+            + "every other option has a counterexample above"
+        )
         line += f", except {' and '.join(no_cx)}." if no_cx else "."
     elif _outcome_right(a):
         kept, broken = _outcome_right(a)
-        line = (f"Answer: on the outcome ({', '.join(p for p in outcomes() if p in q.properties)}), "
-                f"{' and '.join(kept)} {'holds' if len(kept) == 1 else 'hold'} "
-                f"{describe(q, [c.name for c in q.columns])}; no option keeps every property "
-                f"judged: what breaks there is the mechanism ({', '.join(broken)}), not the effect.")
+        line = (
+            f"Answer: on the outcome ({', '.join(p for p in outcomes() if p in q.properties)}), "
+            f"{' and '.join(kept)} {'holds' if len(kept) == 1 else 'hold'} "
+            f"{describe(q, [c.name for c in q.columns])}; no option keeps every property "
+            f"judged: what breaks there is the mechanism ({', '.join(broken)}), not the effect."
+        )
     elif partial:
-        line = "Answer: no option holds everywhere; " + "; ".join(
-            f"{n} holds only {describe(q, cols)}" for n, cols in partial) + "."
+        line = (
+            "Answer: no option holds everywhere; "
+            + "; ".join(f"{n} holds only {describe(q, cols)}" for n, cols in partial)
+            + "."
+        )
     elif no_cx:
         line = "Answer: no option is shown to hold in any column."
     else:
@@ -223,19 +263,25 @@ def _explain_claims(a: Answer) -> list[str]:
             elif c.status is Status.HOLDS:
                 got = f"HOLDS ({', '.join(c.properties)})"
             else:
-                got = f"UNKNOWN ({next(v.reason for v in c.verdicts if v.status is Status.UNKNOWN)})"
+                got = (
+                    f"UNKNOWN ({next(v.reason for v in c.verdicts if v.status is Status.UNKNOWN)})"
+                )
             verdict = ""
             if c.agrees is not None:
                 total += 1
                 agree += c.agrees
-                verdict = " -- agrees with the article" if c.agrees else " -- DISAGREES with the article"
+                verdict = (
+                    " -- agrees with the article" if c.agrees else " -- DISAGREES with the article"
+                )
                 if not c.agrees:
                     disagree.append(f"{r.name} / {col.name}")
             text = f"{head}: article: {claim}; engines: {got}{verdict}."
             if c.agrees is False and c.status is Status.HOLDS:
-                text += (f" No interleaving of instance {c.instance.name} (bounds: "
-                         f"{', '.join(f'{k}={v}' for k, v in c.instance.bounds().items() if v)}) breaks "
-                         f"any of {', '.join(c.properties)}.")
+                text += (
+                    f" No interleaving of instance {c.instance.name} (bounds: "
+                    f"{', '.join(f'{k}={v}' for k, v in c.instance.bounds().items() if v)}) breaks "
+                    f"any of {', '.join(c.properties)}."
+                )
             top = headline().name
             i1 = next((v for v in c.verdicts if v.property == top), None)
             if c.status is Status.VIOLATED and i1 is not None and i1.status is Status.HOLDS:
@@ -275,22 +321,33 @@ def recommendation(a: Answer) -> str:
     rows = [r for r in q.rows if _judged(a, r)]
     right = [r for r in rows if all(c.status is Status.HOLDS for c in _judged(a, r))]
     if right:
-        return head + " or ".join(_do(r) for r in right) + \
-            f": {'it holds' if len(right) == 1 else 'each holds'} {every}" + tail
+        return (
+            head
+            + " or ".join(_do(r) for r in right)
+            + f": {'it holds' if len(right) == 1 else 'each holds'} {every}"
+            + tail
+        )
     kept = _outcome_right(a)
     if kept:
         best = min((r for r in rows if r.name in kept[0]), key=lambda r: len(_broken(a, r)))
         outs = ", ".join(p for p in outcomes() if p in q.properties)
-        return (head + f"{_do(best)}: it keeps the outcome ({outs}) {every}; what breaks is the "
-                f"mechanism ({', '.join(_broken(a, best))}), not the effect" + tail)
+        return (
+            head + f"{_do(best)}: it keeps the outcome ({outs}) {every}; what breaks is the "
+            f"mechanism ({', '.join(_broken(a, best))}), not the effect" + tail
+        )
     held = [(r, [c.column for c in _judged(a, r) if c.status is Status.HOLDS]) for r in rows]
     held = [(r, cols) for r, cols in held if cols]
     if held:
         r, cols = max(held, key=lambda x: len(x[1]))
-        return (head + f"{_do(r)}, which holds only {describe(q, cols)}; no option holds in "
-                "the other cells (their counterexamples below show why)" + tail)
-    return head + ("none of the options holds; each cell's counterexample below shows why"
-                   + _see(q)) + tail
+        return (
+            head + f"{_do(r)}, which holds only {describe(q, cols)}; no option holds in "
+            "the other cells (their counterexamples below show why)" + tail
+        )
+    return (
+        head
+        + ("none of the options holds; each cell's counterexample below shows why" + _see(q))
+        + tail
+    )
 
 
 def _broken(a: Answer, r: Variant) -> list[str]:
@@ -303,12 +360,16 @@ def _claims_choice(a: Answer) -> str:
     cell), and how many claims the engines confirm."""
     q = a.question
     claims = [c for c in a.cells.values() if c.judged and c.agrees is not None]
-    agree = f"the engines agree with the article on {sum(c.agrees for c in claims)} of " \
-            f"{len(claims)} judged claims"
+    agree = (
+        f"the engines agree with the article on {sum(c.agrees for c in claims)} of "
+        f"{len(claims)} judged claims"
+    )
     if all(r.instance is not None for r in q.rows):
+
         def holding(col):
             cells = [a.cell(r.name, col.name) for r in q.rows if a.cell(r.name, col.name).judged]
             return sum(c.status is Status.HOLDS for c in cells), len(cells)
+
         col = max(q.columns, key=lambda c: holding(c)[0])
         k, n = holding(col)
         name = f'"{col.name}"' + (f" ({col.meaning})" if col.meaning else "")
@@ -317,15 +378,21 @@ def _claims_choice(a: Answer) -> str:
         if k:
             return f"no column holds in every row: {name} holds in {k} of {n}; {agree}{_see(q)}"
         return f"no column holds in any row; {agree}{_see(q)}"
-    rows = [r for r in q.rows if len(_judged(a, r)) > 1
-            and all(c.status is Status.HOLDS for c in _judged(a, r))]
+    rows = [
+        r
+        for r in q.rows
+        if len(_judged(a, r)) > 1 and all(c.status is Status.HOLDS for c in _judged(a, r))
+    ]
     if rows:
-        return " or ".join(_do(r) for r in rows) + \
-            f": {'it holds' if len(rows) == 1 else 'each holds'} in every situation judged; {agree}"
+        return (
+            " or ".join(_do(r) for r in rows)
+            + f": {'it holds' if len(rows) == 1 else 'each holds'} in every situation judged; {agree}"
+        )
     return f"no design in the table holds in every situation judged; {agree}{_see(q)}"
 
 
 def _see(q: Question) -> str:
     """Where to look when nothing in the question holds in its environment."""
-    return "" if q.env == "ideal" else \
-        f" (`toolcommit design --env {q.env}` searches for what does)"
+    return (
+        "" if q.env == "ideal" else f" (`toolcommit design --env {q.env}` searches for what does)"
+    )

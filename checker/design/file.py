@@ -10,6 +10,7 @@ guarantee and its properties, the instances it was judged on, what it assumes (t
 profile's assumptions, budgets and timing, the orders time imposed, the numbers assumed
 without a document), and each departure from naive with the counterexample without it.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,8 +50,11 @@ def assumes(env: str, design: Mapping[str, str], instances, given: Mapping = Non
             if t["relation"] not in orders:
                 orders.append(t["relation"])
     fixed = {**held_fixed(env), **dict(given or {})}
-    return {"environment": fixed, "assumed": [a for a in profile(env).assumed() if a not in (given or {})],
-            "timing": orders}
+    return {
+        "environment": fixed,
+        "assumed": [a for a in profile(env).assumed() if a not in (given or {})],
+        "timing": orders,
+    }
 
 
 def config_for(design: Mapping[str, str], env: str) -> Config:
@@ -62,17 +66,29 @@ def document(s: Synthesis, level: Level, m: Minimal) -> dict:
     """The design file's content for minimal design `m` of `level`."""
     naive = preset_design("naive")
     return {
-        "kind": KIND, "version": VERSION, "environment": s.env,
+        "kind": KIND,
+        "version": VERSION,
+        "environment": s.env,
         "guarantee": level.guarantee,
-        "guarantee_meaning": protocol().raw["guarantees"].get(level.guarantee, {}).get("meaning", ""),
-        "properties": list(level.props), "instances": list(s.instances),
+        "guarantee_meaning": protocol()
+        .raw["guarantees"]
+        .get(level.guarantee, {})
+        .get("meaning", ""),
+        "properties": list(level.props),
+        "instances": list(s.instances),
         "knobs": {k: m.design[k] for k in protocol().knobs},
         "timing": {t: m.design[t] for t in DESIGN_TIMING},
         "assumes": assumes(s.env, m.design, s.instances, s.given),
-        "departures": [{"knob": k, "option": m.design[k], "naive": naive[k],
-                        "meaning": meaning_of(k, m.design[k]),
-                        "without": failure_json(m.needed[k]) if m.needed.get(k) else None}
-                       for k in m.departures],
+        "departures": [
+            {
+                "knob": k,
+                "option": m.design[k],
+                "naive": naive[k],
+                "meaning": meaning_of(k, m.design[k]),
+                "without": failure_json(m.needed[k]) if m.needed.get(k) else None,
+            }
+            for k in m.departures
+        ],
     }
 
 

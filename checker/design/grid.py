@@ -8,6 +8,7 @@ fills and `toolcommit.checker.design.explain` and the renderers read.
 
 Pure: no engine runs here.
 """
+
 from __future__ import annotations
 
 import re
@@ -34,9 +35,16 @@ def cell_settings(q: "Question", r: "Variant", c: "Variant") -> dict:
     """The merged settings of cell (r, c): question (with its `env_set` for the question's
     environment), row, column, row.cells[column]."""
     layers = [r, c] + ([r.cells[c.name]] if c.name in r.cells else [])
-    out = {"set": {**q.set, **q.env_set.get(q.env, {})}, "instance": q.instance,
-           "properties": q.properties,
-           "expect": "", "article": "", "not_modelled": "", "note": "", "changed": {}}
+    out = {
+        "set": {**q.set, **q.env_set.get(q.env, {})},
+        "instance": q.instance,
+        "properties": q.properties,
+        "expect": "",
+        "article": "",
+        "not_modelled": "",
+        "note": "",
+        "changed": {},
+    }
     for v in layers:
         out["set"].update(v.set)
         for k in ("instance", "properties"):
@@ -55,9 +63,15 @@ def _instance(raw, qname: str) -> Instance:
     if isinstance(raw, str):
         return named_instance(raw)
     faults = {f: int(raw.get("faults", {}).get(f, 0)) for f in protocol().faults}
-    return Instance(raw.get("name", qname), raw.get("meaning", f"the {qname} question's instance"),
-                    tuple(proposal(p) for p in raw["proposals"]), raw.get("workers", 1),
-                    raw.get("max_fence", 3), faults, dict(raw.get("assumptions", {})))
+    return Instance(
+        raw.get("name", qname),
+        raw.get("meaning", f"the {qname} question's instance"),
+        tuple(proposal(p) for p in raw["proposals"]),
+        raw.get("workers", 1),
+        raw.get("max_fence", 3),
+        faults,
+        dict(raw.get("assumptions", {})),
+    )
 
 
 def cell_model(q: "Question", r: "Variant", c: "Variant") -> tuple[Config, Instance]:
@@ -70,8 +84,10 @@ def cell_model(q: "Question", r: "Variant", c: "Variant") -> tuple[Config, Insta
     inst = _instance(s["instance"], q.name)
     for a, val in inst.assumptions.items():
         if a in s["set"] and s["set"][a] != val:
-            raise UsageError(f"instance {inst.name} fixes {a}={val}, but the cell sets "
-                             f"{a}={s['set'][a]}; use another instance or drop the setting")
+            raise UsageError(
+                f"instance {inst.name} fixes {a}={val}, but the cell sets "
+                f"{a}={s['set'][a]}; use another instance or drop the setting"
+            )
     budgets = {k: v for k, v in s["set"].items() if k in ENV_FAULTS}
     settings = {k: v for k, v in s["set"].items() if k not in ENV_FAULTS}
     inst = instance_in(inst, q.env).with_bounds(budgets)
@@ -135,9 +151,9 @@ class Cell:
     expect: str = ""
     article: str = ""
     not_modelled: str = ""
-    outside: str = ""          # not a world of the question's profile (`outside`)
+    outside: str = ""  # not a world of the question's profile (`outside`)
     note: str = ""
-    changed: Mapping[str, str] = field(default_factory=dict)   # the row-cell's own settings
+    changed: Mapping[str, str] = field(default_factory=dict)  # the row-cell's own settings
     reached: bool = True
 
     @property
@@ -182,7 +198,7 @@ class Answer:
 
     question: "Question"
     cells: dict
-    changes: Optional[tuple] = None   # under a profile: the cells that differ from ideal
+    changes: Optional[tuple] = None  # under a profile: the cells that differ from ideal
 
     def cell(self, row: str, column: str) -> Cell:
         return self.cells[(row, column)]
@@ -197,5 +213,9 @@ class Answer:
     def violated_cells(self) -> list:
         """The VIOLATED cells, row-major in the question's order."""
         q = self.question
-        return [self.cells[(r.name, c.name)] for r in q.rows for c in q.columns
-                if self.cells[(r.name, c.name)].status is Status.VIOLATED]
+        return [
+            self.cells[(r.name, c.name)]
+            for r in q.rows
+            for c in q.columns
+            if self.cells[(r.name, c.name)].status is Status.VIOLATED
+        ]

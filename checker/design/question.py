@@ -10,6 +10,7 @@ the question's, then the row's, the column's and the row's `cells[column]`, late
 winning (`toolcommit.checker.design.grid`). `toolcommit.checker.design.schema` reads and
 validates the JSON into these types. Pure: no I/O.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -18,9 +19,9 @@ from typing import Mapping, Optional
 from toolcommit.model.properties import of_kind
 from toolcommit.spec import protocol
 
-INVARIANTS = of_kind("invariant", "monitor")   # state predicates, in spec order
+INVARIANTS = of_kind("invariant", "monitor")  # state predicates, in spec order
 GRAPH = of_kind("graph")
-ADVERSARIES = of_kind("adversary")                # P4: re-judged with the adversary added
+ADVERSARIES = of_kind("adversary")  # P4: re-judged with the adversary added
 PROPERTIES = INVARIANTS + ADVERSARIES + GRAPH
 
 
@@ -31,12 +32,12 @@ class Variant:
     name: str
     meaning: str = ""
     set: Mapping[str, str] = field(default_factory=dict)
-    instance: object = None            # a name, an inline dict, or None (inherit)
+    instance: object = None  # a name, an inline dict, or None (inherit)
     properties: Optional[tuple] = None
-    expect: str = ""                   # "HOLDS" or "VIOLATED": what the article claims
-    article: str = ""                  # the article's words for the claim
+    expect: str = ""  # "HOLDS" or "VIOLATED": what the article claims
+    article: str = ""  # the article's words for the claim
     cells: Mapping[str, "Variant"] = field(default_factory=dict)
-    not_modelled: str = ""             # why this cell is not judged
+    not_modelled: str = ""  # why this cell is not judged
     show: Mapping[str, str] = field(default_factory=dict)
     note: str = ""
 
@@ -57,7 +58,7 @@ class Limits:
     timeout: float = 300.0
     bmc_depth: int = 30
     bmc_timeout: float = 300.0
-    given: frozenset = frozenset()     # the limits the user set
+    given: frozenset = frozenset()  # the limits the user set
 
     def override(self, **values) -> "Limits":
         """A copy with `values` set, remembered as set by the user."""
@@ -95,8 +96,8 @@ class Question:
     notes: tuple = ()
     row_header: str = ""
     column_legend: Mapping[str, str] = field(default_factory=dict)
-    env: str = "ideal"      # the environment profile every cell starts from (`--env`)
-    env_set: Mapping[str, Mapping[str, str]] = field(default_factory=dict)   # per profile,
+    env: str = "ideal"  # the environment profile every cell starts from (`--env`)
+    env_set: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # per profile,
     #                          settings over `set` when asked in it (`env_set`)
 
 
@@ -112,9 +113,15 @@ def alias_meaning(assumption: str) -> str:
 
 
 # Short names of the real systems' fault budgets in column names (`exp+`: keys expire).
-FAULT_ALIAS = {"key_expiries": "exp", "stale_reads": "stale", "errors_before": "errb",
-               "errors_after": "erra", "seal_losses": "seal", "deadlines": "dl",
-               "failovers": "fo"}
+FAULT_ALIAS = {
+    "key_expiries": "exp",
+    "stale_reads": "stale",
+    "errors_before": "errb",
+    "errors_after": "erra",
+    "seal_losses": "seal",
+    "deadlines": "dl",
+    "failovers": "fo",
+}
 
 
 def column_name(assumption: str, option) -> str:

@@ -10,6 +10,7 @@ the same P4 as `toolcommit check`).
 The engine calls sit in one marked section below (`_judge`, `_judge_adversary`): the rest of the
 module only merges their verdicts into `Cell`s.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -60,8 +61,10 @@ def in_profile(q: Question) -> Question:
     cols = tuple(c for c in q.columns if any(not outside(q, r, c) for r in q.rows))
     if not cols:
         why = outside(q, q.rows[0], q.columns[0])
-        raise UsageError(f"question {q.name}: no cell is a world of environment {q.env} ({why}); "
-                         "answer it under another --env")
+        raise UsageError(
+            f"question {q.name}: no cell is a world of environment {q.env} ({why}); "
+            "answer it under another --env"
+        )
     return q if len(cols) == len(q.columns) else replace(q, columns=cols)
 
 
@@ -79,8 +82,10 @@ def _cells(q: Question, progress: Optional[Callable], deadline: float = 0.0) -> 
     for (r, c), cell in zip(pairs, itertools.chain(first, _map_cells(q, pairs[1:], deadline))):
         out[(r.name, c.name)] = cell
         if progress:
-            progress(f"{q.name}: {len(out)} of {n} cells", {"states": cell.states,
-                                                             "depth": 0, "seconds": 0.0})
+            progress(
+                f"{q.name}: {len(out)} of {n} cells",
+                {"states": cell.states, "depth": 0, "seconds": 0.0},
+            )
     return out
 
 
@@ -89,9 +94,13 @@ def _within(q: Question, deadline: float) -> Question:
     `deadline` (0: none); the limits the user set stay as they were marked."""
     if not deadline:
         return q
-    cut = lambda t: within(EngineLimits(0, t), deadline).timeout     # noqa: E731
-    return replace(q, limits=replace(q.limits, timeout=cut(q.limits.timeout),
-                                     bmc_timeout=cut(q.limits.bmc_timeout)))
+    cut = lambda t: within(EngineLimits(0, t), deadline).timeout  # noqa: E731
+    return replace(
+        q,
+        limits=replace(
+            q.limits, timeout=cut(q.limits.timeout), bmc_timeout=cut(q.limits.bmc_timeout)
+        ),
+    )
 
 
 def _map_cells(q: Question, pairs: list, deadline: float = 0.0) -> Iterator[Cell]:
@@ -113,12 +122,31 @@ def run_cell(q: Question, r: Variant, c: Variant, progress: Optional[Callable] =
     s = cell_settings(q, r, c)
     away = outside(q, r, c)
     if away:
-        return Cell(r.name, c.name, None, None, tuple(s["properties"]), expect=s["expect"],
-                    article=s["article"], outside=away, note=s["note"], changed=s["changed"])
+        return Cell(
+            r.name,
+            c.name,
+            None,
+            None,
+            tuple(s["properties"]),
+            expect=s["expect"],
+            article=s["article"],
+            outside=away,
+            note=s["note"],
+            changed=s["changed"],
+        )
     cfg, inst = cell_model(q, r, c)
-    cell = Cell(r.name, c.name, cfg, inst, tuple(s["properties"]), expect=s["expect"],
-                article=s["article"], not_modelled=s["not_modelled"], note=s["note"],
-                changed=s["changed"])
+    cell = Cell(
+        r.name,
+        c.name,
+        cfg,
+        inst,
+        tuple(s["properties"]),
+        expect=s["expect"],
+        article=s["article"],
+        not_modelled=s["not_modelled"],
+        note=s["note"],
+        changed=s["changed"],
+    )
     if cell.not_modelled:
         return cell
     props = cell.properties
@@ -136,7 +164,9 @@ def run_cell(q: Question, r: Variant, c: Variant, progress: Optional[Callable] =
         if engine != cell.engine and engine:
             cell.engine = "explicit+smt"
     order = {p: i for i, p in enumerate(props)}
-    cell.verdicts = sorted([v for v in verdicts if v.property in order], key=lambda v: order[v.property])
+    cell.verdicts = sorted(
+        [v for v in verdicts if v.property in order], key=lambda v: order[v.property]
+    )
     return cell
 
 
@@ -149,37 +179,60 @@ class Judged:
     """What the engines said about a list of properties on one system."""
 
     verdicts: list
-    engine: str          # "explicit" or "explicit+smt"
-    states: int          # states the explicit search reached
-    reached: bool        # the scenario (if any) can be completed
-    fired: dict          # adversary moves the explicit search fired (fault -> count)
+    engine: str  # "explicit" or "explicit+smt"
+    states: int  # states the explicit search reached
+    reached: bool  # the scenario (if any) can be completed
+    fired: dict  # adversary moves the explicit search fired (fault -> count)
 
 
-_NO_FALLBACK = ("; bounded SMT was not run past the state or time limit you set (give a "
-                "depth, --bmc-depth K or limits.bmc_depth, to run it)")
+_NO_FALLBACK = (
+    "; bounded SMT was not run past the state or time limit you set (give a "
+    "depth, --bmc-depth K or limits.bmc_depth, to run it)"
+)
 _FOLLOWS = "for every interleaving that follows the scenario, "
 
 
-def _judge(system: System, props: list, limits: Limits, scenario: bool, graph: bool,
-           progress: Optional[Callable]) -> Judged:
+def _judge(
+    system: System,
+    props: list,
+    limits: Limits,
+    scenario: bool,
+    graph: bool,
+    progress: Optional[Callable],
+) -> Judged:
     """Verdicts for `props` on `system`: the portfolio's, in the design questions' words."""
     engine = for_ask(limits.bmc_depth, limits.smt_fallback, EngineLimits(0, limits.smt_timeout))
-    tick = (lambda t: progress({"states": t.states, "depth": t.depth, "seconds": t.seconds})) \
-        if progress else None
-    r = engine.run(system, props, EngineLimits(limits.max_states, limits.timeout), tick,
-                   require=SCENARIO if scenario else "")
+    tick = (
+        (lambda t: progress({"states": t.states, "depth": t.depth, "seconds": t.seconds}))
+        if progress
+        else None
+    )
+    r = engine.run(
+        system,
+        props,
+        EngineLimits(limits.max_states, limits.timeout),
+        tick,
+        require=SCENARIO if scenario else "",
+    )
     verdicts = r.verdicts
     if r.engine == "explicit" and scenario and r.stats["reached"]:
-        verdicts = [replace(v, scope=_FOLLOWS + v.scope) if v.status is Status.HOLDS else v
-                    for v in verdicts]
+        verdicts = [
+            replace(v, scope=_FOLLOWS + v.scope) if v.status is Status.HOLDS else v
+            for v in verdicts
+        ]
     if not r.stats["complete"] and not limits.smt_fallback:
-        verdicts = [replace(v, reason=v.reason + _NO_FALLBACK) if v.status is Status.UNKNOWN
-                    and prop(v.property).state_predicate else v for v in verdicts]
+        verdicts = [
+            replace(v, reason=v.reason + _NO_FALLBACK)
+            if v.status is Status.UNKNOWN and prop(v.property).state_predicate
+            else v
+            for v in verdicts
+        ]
     return Judged(verdicts, r.engine, r.stats["states"], r.stats["reached"], r.coverage)
 
 
-def _judge_adversary(name: str, q: Question, cfg: Config, inst: Instance, base: list,
-                     tick) -> tuple[Verdict, str]:
+def _judge_adversary(
+    name: str, q: Question, cfg: Config, inst: Instance, base: list, tick
+) -> tuple[Verdict, str]:
     """An adversary property (P4) on a cell: the shared check of `toolcommit check`
     (`check_adversary`), judged by `_judge` on the cell's scenario-restricted system with the
     adversary; returns the verdict and the engine label of that run ("" if none ran)."""
@@ -205,8 +258,16 @@ class _CellEngine:
 
     def run(self, system: System, props, limits=None, progress=None) -> Result:
         self.system = restrict(system, self.q.scenario)
-        run = _judge(self.system, list(props), self.q.limits, bool(self.q.scenario),
-                     needs_edges(props), self.tick)
+        run = _judge(
+            self.system,
+            list(props),
+            self.q.limits,
+            bool(self.q.scenario),
+            needs_edges(props),
+            self.tick,
+        )
         self.label = run.engine
         # the adversary's coverage is counted by the explicit search only
-        return Result(run.engine, run.verdicts, coverage=run.fired if run.engine == "explicit" else {})
+        return Result(
+            run.engine, run.verdicts, coverage=run.fired if run.engine == "explicit" else {}
+        )

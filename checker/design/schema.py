@@ -14,6 +14,7 @@ Everything here is pure: `parse_question` takes text and returns a validated `Qu
 or raises `QuestionError` naming the file and the field; `load_question` only adds the
 file or built-in lookup.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -46,14 +47,39 @@ from .question import (
     column_name,
 )
 
-TOP_FIELDS = ("question", "title", "asks", "preset", "set", "env_set", "instance", "scenario",
-              "properties", "rows", "columns", "limits", "notes", "row_header")
-VARIANT_FIELDS = ("name", "meaning", "set", "instance", "properties", "expect", "article",
-                  "cells", "not_modelled", "show", "note")
+TOP_FIELDS = (
+    "question",
+    "title",
+    "asks",
+    "preset",
+    "set",
+    "env_set",
+    "instance",
+    "scenario",
+    "properties",
+    "rows",
+    "columns",
+    "limits",
+    "notes",
+    "row_header",
+)
+VARIANT_FIELDS = (
+    "name",
+    "meaning",
+    "set",
+    "instance",
+    "properties",
+    "expect",
+    "article",
+    "cells",
+    "not_modelled",
+    "show",
+    "note",
+)
 INSTANCE_FIELDS = ("name", "meaning", "proposals", "workers", "max_fence", "faults", "assumptions")
 LIMIT_FIELDS = ("max_states", "timeout", "bmc_depth", "bmc_timeout")
-MAX_QUESTION_BYTES = 1_000_000     # the built-in questions have under 6 kB
-MAX_DEPTH = 32                     # nesting of arrays and objects; the built-in ones need 6
+MAX_QUESTION_BYTES = 1_000_000  # the built-in questions have under 6 kB
+MAX_DEPTH = 32  # nesting of arrays and objects; the built-in ones need 6
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _BRACKET = re.compile(r"[\[\]{}]")
 
@@ -96,13 +122,18 @@ def load_question(ref: str) -> Question:
         res = resources.files("toolcommit.spec").joinpath("questions", f"{ref}.json")
         return parse_question(res.read_text("utf-8"), f"spec/questions/{ref}.json", ref)
     if not path.is_file():
-        raise UsageError(f"no question {ref!r}: not a built-in ({', '.join(builtin_names())}) "
-                         "and not a JSON file")
+        raise UsageError(
+            f"no question {ref!r}: not a built-in ({', '.join(builtin_names())}) "
+            "and not a JSON file"
+        )
     try:
         size = path.stat().st_size
         if size > MAX_QUESTION_BYTES:
-            raise QuestionError(f"the file has {size} bytes; a question has at most "
-                                f"{MAX_QUESTION_BYTES}: trim it or split it into several", str(path))
+            raise QuestionError(
+                f"the file has {size} bytes; a question has at most "
+                f"{MAX_QUESTION_BYTES}: trim it or split it into several",
+                str(path),
+            )
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise QuestionError(f"cannot read: {e}", str(path)) from None
@@ -110,7 +141,9 @@ def load_question(ref: str) -> Question:
     return parse_question(text, str(path), stem)
 
 
-def parse_question(text: str, source: str = "<question>", default_name: str = "question") -> Question:
+def parse_question(
+    text: str, source: str = "<question>", default_name: str = "question"
+) -> Question:
     """Parse and validate a question's JSON text (see the module docstring for fields).
 
     Examples
@@ -127,16 +160,25 @@ def parse_question(text: str, source: str = "<question>", default_name: str = "q
     if text.startswith("\ufeff"):  # a UTF-8 byte order mark, as `validate` accepts in logs
         text = text[1:]
     if len(text) > MAX_QUESTION_BYTES:
-        raise QuestionError(f"the question has {len(text)} characters; a question has at most "
-                            f"{MAX_QUESTION_BYTES}: trim it or split it into several", source)
+        raise QuestionError(
+            f"the question has {len(text)} characters; a question has at most "
+            f"{MAX_QUESTION_BYTES}: trim it or split it into several",
+            source,
+        )
     line = too_deep(text)
     if line:
-        raise QuestionError(f"arrays and objects nested more than {MAX_DEPTH} deep; a question "
-                            "needs a handful of levels (see spec/questions/): flatten it", source, line)
+        raise QuestionError(
+            f"arrays and objects nested more than {MAX_DEPTH} deep; a question "
+            "needs a handful of levels (see spec/questions/): flatten it",
+            source,
+            line,
+        )
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as e:
-        raise QuestionError(f"not valid JSON: {e.msg} (column {e.colno})", source, e.lineno) from None
+        raise QuestionError(
+            f"not valid JSON: {e.msg} (column {e.colno})", source, e.lineno
+        ) from None
     v = _Validator(source)
     try:
         return v.question(raw, default_name)
@@ -179,8 +221,10 @@ class _Validator:
             self.fail(where or "question", "must be a JSON object")
         for k in raw:
             if k not in allowed:
-                self.fail(f"{where}.{k}" if where else k,
-                          f"unknown field; valid fields: {', '.join(allowed)}")
+                self.fail(
+                    f"{where}.{k}" if where else k,
+                    f"unknown field; valid fields: {', '.join(allowed)}",
+                )
         return raw
 
     def text(self, raw, where: str, required=False) -> str:
@@ -210,8 +254,11 @@ class _Validator:
             elif k in p.assumptions:
                 options = list(p.assumptions[k]["options"])
             else:
-                self.fail(f"{where}.{k}", "unknown knob, assumption or environment fault budget; "
-                          "valid: " + ", ".join(list(p.knobs) + list(p.assumptions) + list(FAULT_ALIAS)))
+                self.fail(
+                    f"{where}.{k}",
+                    "unknown knob, assumption or environment fault budget; "
+                    "valid: " + ", ".join(list(p.knobs) + list(p.assumptions) + list(FAULT_ALIAS)),
+                )
             if val not in options:
                 self.fail(f"{where}.{k}", f"no option {val!r}; valid options: {', '.join(options)}")
         return dict(raw)
@@ -224,6 +271,7 @@ class _Validator:
         if not isinstance(raw, dict):
             self.fail("env_set", "must be an object of environment -> settings")
         from toolcommit.model.environment import names as env_names
+
         for env in raw:
             if env not in env_names():
                 self.fail(f"env_set.{env}", f"unknown environment; valid: {', '.join(env_names())}")
@@ -236,12 +284,21 @@ class _Validator:
             self.fail(where, f"must be a non-empty list of properties: {', '.join(PROPERTIES)}")
         for i, p in enumerate(raw):
             if p not in PROPERTIES:
-                self.fail(f"{where}[{i}]", f"unknown property {p!r}; valid: {', '.join(PROPERTIES)}"
-                          + (f" ({p} compares personalities across instances and is not a cell "
-                             "property)" if p in of_kind("hyper") else ""))
+                self.fail(
+                    f"{where}[{i}]",
+                    f"unknown property {p!r}; valid: {', '.join(PROPERTIES)}"
+                    + (
+                        f" ({p} compares personalities across instances and is not a cell property)"
+                        if p in of_kind("hyper")
+                        else ""
+                    ),
+                )
             if scenario and p in GRAPH and not prop(p).end_predicate:
-                self.fail(f"{where}[{i}]", f"{p} is judged only without a scenario: a scenario "
-                          "blocks events, which makes deadlocks of its own; drop it or the scenario")
+                self.fail(
+                    f"{where}[{i}]",
+                    f"{p} is judged only without a scenario: a scenario "
+                    "blocks events, which makes deadlocks of its own; drop it or the scenario",
+                )
         return tuple(raw)
 
     def inst(self, raw, where: str):
@@ -265,8 +322,11 @@ class _Validator:
             except UsageError as e:
                 self.fail(f"{where}.proposals[{i}]", str(e))
             if name in props[:i]:
-                self.fail(f"{where}.proposals[{i}]", f"{name} is listed twice; list each proposal "
-                          "once (two calls with one call id are two proposals, e.g. t1 and t1dup)")
+                self.fail(
+                    f"{where}.proposals[{i}]",
+                    f"{name} is listed twice; list each proposal "
+                    "once (two calls with one call id are two proposals, e.g. t1 and t1dup)",
+                )
         for k in ("workers", "max_fence"):
             self.bound(d.get(k, 1), k, f"{where}.{k}")
         faults = d.get("faults", {})
@@ -274,7 +334,9 @@ class _Validator:
             self.fail(f"{where}.faults", "must be an object of fault -> budget")
         for f, n in faults.items():
             if f not in protocol().faults:
-                self.fail(f"{where}.faults.{f}", f"unknown fault; valid: {', '.join(protocol().faults)}")
+                self.fail(
+                    f"{where}.faults.{f}", f"unknown fault; valid: {', '.join(protocol().faults)}"
+                )
             self.bound(n, f, f"{where}.faults.{f}")
         out = {**d, "assumptions": self.settings(d.get("assumptions"), f"{where}.assumptions")}
         for k in ("name", "meaning"):
@@ -286,11 +348,18 @@ class _Validator:
         """A bound within the caps every command shares (`toolcommit.model.instance.MAX_BOUNDS`)."""
         lo, hi = bound_range(name)
         if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-            self.fail(where, f"must be a whole number from {lo} to {hi}, got {value!r} "
-                      f"(allowed: {allowed_bounds()}; larger instances are not searched)")
+            self.fail(
+                where,
+                f"must be a whole number from {lo} to {hi}, got {value!r} "
+                f"(allowed: {allowed_bounds()}; larger instances are not searched)",
+            )
 
     def variant(self, raw, where: str, row: bool, scenario: bool, columns=()) -> Variant:
-        allowed = VARIANT_FIELDS if row else tuple(f for f in VARIANT_FIELDS if f not in ("cells", "show"))
+        allowed = (
+            VARIANT_FIELDS
+            if row
+            else tuple(f for f in VARIANT_FIELDS if f not in ("cells", "show"))
+        )
         d = self.fields(raw, allowed, where)
         name = d.get("name")
         if not isinstance(name, str) or not name.strip():
@@ -305,36 +374,57 @@ class _Validator:
         for col, c in raw_cells.items():
             if col not in columns:
                 self.fail(f"{where}.cells.{col}", f"no such column; columns: {', '.join(columns)}")
-            cells[col] = self.variant({"name": col, **c} if isinstance(c, dict) else c,
-                                      f"{where}.cells.{col}", False, scenario)
+            cells[col] = self.variant(
+                {"name": col, **c} if isinstance(c, dict) else c,
+                f"{where}.cells.{col}",
+                False,
+                scenario,
+            )
         show = d.get("show", {})
         if not isinstance(show, dict) or not all(isinstance(x, str) for x in show.values()):
             self.fail(f"{where}.show", "must be an object of column header -> text")
-        return Variant(name, self.text(d.get("meaning"), f"{where}.meaning"),
-                       self.settings(d.get("set"), f"{where}.set"),
-                       self.inst(d.get("instance"), f"{where}.instance"),
-                       self.props(d.get("properties"), f"{where}.properties", scenario),
-                       expect, self.text(d.get("article"), f"{where}.article"), cells,
-                       self.text(d.get("not_modelled"), f"{where}.not_modelled"), dict(show),
-                       self.text(d.get("note"), f"{where}.note"))
+        return Variant(
+            name,
+            self.text(d.get("meaning"), f"{where}.meaning"),
+            self.settings(d.get("set"), f"{where}.set"),
+            self.inst(d.get("instance"), f"{where}.instance"),
+            self.props(d.get("properties"), f"{where}.properties", scenario),
+            expect,
+            self.text(d.get("article"), f"{where}.article"),
+            cells,
+            self.text(d.get("not_modelled"), f"{where}.not_modelled"),
+            dict(show),
+            self.text(d.get("note"), f"{where}.note"),
+        )
 
     def columns(self, raw, scenario: bool):
         if isinstance(raw, dict) and set(raw) == {"assumptions"}:
             spec = raw["assumptions"]
             if not isinstance(spec, dict) or not spec:
-                self.fail("columns.assumptions", "must be an object of assumption -> list of options")
+                self.fail(
+                    "columns.assumptions", "must be an object of assumption -> list of options"
+                )
             axes = []
             for a, opts in spec.items():
                 if a not in protocol().assumptions and a not in FAULT_ALIAS:
-                    self.fail(f"columns.assumptions.{a}", "unknown assumption or environment "
-                              "fault budget; valid: "
-                              + ", ".join(list(protocol().assumptions) + list(FAULT_ALIAS)))
-                valid = (protocol().assumptions[a]["options"] if a not in FAULT_ALIAS
-                         else list(range(9)))
-                if not isinstance(opts, list) or not opts or any(
-                        o not in valid or isinstance(o, bool) for o in opts):
-                    self.fail(f"columns.assumptions.{a}", "must be a non-empty list of: "
-                              + ", ".join(map(str, valid)))
+                    self.fail(
+                        f"columns.assumptions.{a}",
+                        "unknown assumption or environment "
+                        "fault budget; valid: "
+                        + ", ".join(list(protocol().assumptions) + list(FAULT_ALIAS)),
+                    )
+                valid = (
+                    protocol().assumptions[a]["options"] if a not in FAULT_ALIAS else list(range(9))
+                )
+                if (
+                    not isinstance(opts, list)
+                    or not opts
+                    or any(o not in valid or isinstance(o, bool) for o in opts)
+                ):
+                    self.fail(
+                        f"columns.assumptions.{a}",
+                        "must be a non-empty list of: " + ", ".join(map(str, valid)),
+                    )
                 axes.append([(a, o) for o in opts])
             cols = []
             for combo in itertools.product(*axes):
@@ -344,24 +434,33 @@ class _Validator:
             return tuple(cols), legend
         if not isinstance(raw, list) or not raw:
             self.fail("columns", 'required: a list of variants, or {"assumptions": {...}}')
-        return tuple(self.variant(c, f"columns[{i}]", False, scenario) for i, c in enumerate(raw)), {}
+        return tuple(
+            self.variant(c, f"columns[{i}]", False, scenario) for i, c in enumerate(raw)
+        ), {}
 
     def rows(self, raw, scenario: bool, columns) -> tuple:
         if isinstance(raw, dict) and set(raw) <= {"knob", "options"}:
             knob = raw.get("knob")
             if not isinstance(knob, str) or knob not in protocol().knobs:
-                self.fail("rows.knob", f"unknown knob {knob!r}; valid: {', '.join(protocol().knobs)}")
+                self.fail(
+                    "rows.knob", f"unknown knob {knob!r}; valid: {', '.join(protocol().knobs)}"
+                )
             options = raw.get("options", list(protocol().knobs[knob].options))
             valid = protocol().knobs[knob].options
             if not isinstance(options, list) or not options:
                 self.fail("rows.options", f"must be a non-empty list of: {', '.join(valid)}")
             for i, o in enumerate(options):
                 if o not in list(valid):
-                    self.fail(f"rows.options[{i}]", f"knob {knob} has no option {o!r}; valid: {', '.join(valid)}")
+                    self.fail(
+                        f"rows.options[{i}]",
+                        f"knob {knob} has no option {o!r}; valid: {', '.join(valid)}",
+                    )
             return tuple(Variant(o, valid[o], {knob: o}) for o in options)
         if not isinstance(raw, list) or not raw:
             self.fail("rows", 'required: a list of variants, or {"knob": K, "options": [...]}')
-        return tuple(self.variant(r, f"rows[{i}]", True, scenario, columns) for i, r in enumerate(raw))
+        return tuple(
+            self.variant(r, f"rows[{i}]", True, scenario, columns) for i, r in enumerate(raw)
+        )
 
     def question(self, raw, default_name: str) -> Question:
         d = self.fields(raw, TOP_FIELDS, "")
@@ -380,12 +479,15 @@ class _Validator:
             raise QuestionError(str(e), self.source) from None
         for i, p in enumerate(scenario):
             if p.action not in protocol().actions:
-                self.fail(f"scenario[{i}].action", f"unknown action {p.action!r}; valid actions: "
-                          + ", ".join(protocol().actions))
+                self.fail(
+                    f"scenario[{i}].action",
+                    f"unknown action {p.action!r}; valid actions: " + ", ".join(protocol().actions),
+                )
         props = self.props(d.get("properties"), "properties", bool(scenario))
         if props is None:
-            props = tuple(p for p in PROPERTIES if not (scenario and p in GRAPH
-                                                    and not prop(p).end_predicate))
+            props = tuple(
+                p for p in PROPERTIES if not (scenario and p in GRAPH and not prop(p).end_predicate)
+            )
         if "columns" not in d:
             self.fail("columns", "required")
         if "rows" not in d:
@@ -400,21 +502,44 @@ class _Validator:
         lim = self.fields(d.get("limits", {}), LIMIT_FIELDS, "limits")
         for k, val in lim.items():
             counted = k in ("max_states", "bmc_depth")
-            if isinstance(val, bool) or not isinstance(val, int if counted else (int, float)) \
-                    or (isinstance(val, float) and not math.isfinite(val)) or val < 0 \
-                    or val > 10 ** 12:
-                self.fail(f"limits.{k}", ("must be a whole number from 0 to 10^12" if counted
-                                          else "must be a finite number of seconds, 0 to 10^12")
-                          + ", 0 = no limit" + (f", got {str(val)[:30]}" if isinstance(val, (int, float)) else ""))
+            if (
+                isinstance(val, bool)
+                or not isinstance(val, int if counted else (int, float))
+                or (isinstance(val, float) and not math.isfinite(val))
+                or val < 0
+                or val > 10**12
+            ):
+                self.fail(
+                    f"limits.{k}",
+                    (
+                        "must be a whole number from 0 to 10^12"
+                        if counted
+                        else "must be a finite number of seconds, 0 to 10^12"
+                    )
+                    + ", 0 = no limit"
+                    + (f", got {str(val)[:30]}" if isinstance(val, (int, float)) else ""),
+                )
         notes = d.get("notes", [])
         if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
             self.fail("notes", "must be a list of strings")
-        q = Question(name, self.text(d.get("title"), "title") or name,
-                     self.text(d.get("asks"), "asks"), self.source, pre,
-                     self.settings(d.get("set"), "set"), self.inst(d.get("instance"), "instance"),
-                     scenario, props, rows, columns, Limits().override(**lim), tuple(notes),
-                     self.text(d.get("row_header"), "row_header"), legend,
-                     env_set=self.env_settings(d.get("env_set")))
+        q = Question(
+            name,
+            self.text(d.get("title"), "title") or name,
+            self.text(d.get("asks"), "asks"),
+            self.source,
+            pre,
+            self.settings(d.get("set"), "set"),
+            self.inst(d.get("instance"), "instance"),
+            scenario,
+            props,
+            rows,
+            columns,
+            Limits().override(**lim),
+            tuple(notes),
+            self.text(d.get("row_header"), "row_header"),
+            legend,
+            env_set=self.env_settings(d.get("env_set")),
+        )
         self.cells(q)
         return q
 
@@ -423,11 +548,15 @@ class _Validator:
         checked against each cell's model."""
         for r in q.rows:
             for c in q.columns:
-                where = f"rows[{q.rows.index(r)}] x columns[{q.columns.index(c)}] ({r.name} / {c.name})"
+                where = (
+                    f"rows[{q.rows.index(r)}] x columns[{q.columns.index(c)}] ({r.name} / {c.name})"
+                )
                 s = cell_settings(q, r, c)
                 if s["instance"] is None:
-                    self.fail("instance", f"{where}: no instance; give one at the top, in the row "
-                              "or in the column")
+                    self.fail(
+                        "instance",
+                        f"{where}: no instance; give one at the top, in the row or in the column",
+                    )
                 try:
                     cfg, inst = cell_model(q, r, c)
                     if s["not_modelled"]:

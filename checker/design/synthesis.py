@@ -50,6 +50,7 @@ judged UNKNOWN holds nothing and refutes nothing: a search that met one, or ran 
 time, never says "no design holds" and never reports a design it did not confirm on every
 instance; it says UNKNOWN with what it did confirm.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -102,6 +103,7 @@ SUPERSETS = {
     "replay_window": {"unbounded": ("1h",)},
 }
 
+
 def key(design: dict) -> tuple:
     return tuple(design[k] for k in knob_names())
 
@@ -124,7 +126,7 @@ class Failure:
     status: Status
     counterexample: object = None
     reason: str = ""
-    cut: str = ""       # UNKNOWN because the model's own bound cut the graph ("fence bound"),
+    cut: str = ""  # UNKNOWN because the model's own bound cut the graph ("fence bound"),
     #                     not a limit the user set: open, whatever the limits
 
     @property
@@ -137,8 +139,8 @@ class Environment:
     """A profile, possibly strengthened: assumption overrides and zeroed budgets."""
 
     name: str
-    overrides: dict = field(default_factory=dict)     # assumption -> option
-    zeroed: tuple = ()                                # budgets set to 0
+    overrides: dict = field(default_factory=dict)  # assumption -> option
+    zeroed: tuple = ()  # budgets set to 0
 
     def label(self) -> str:
         extra = [f"{a}={v}" for a, v in self.overrides.items()] + [f"{f}=0" for f in self.zeroed]
@@ -148,16 +150,22 @@ class Environment:
 class Oracle:
     """Judges designs in one environment on a list of instances; caches and prunes."""
 
-    def __init__(self, env: Environment, instances: Sequence[Instance], props: Sequence[str],
-                 limits: Limits = Limits(), progress: Optional[Callable] = None,
-                 counts: Optional[dict] = None):
+    def __init__(
+        self,
+        env: Environment,
+        instances: Sequence[Instance],
+        props: Sequence[str],
+        limits: Limits = Limits(),
+        progress: Optional[Callable] = None,
+        counts: Optional[dict] = None,
+    ):
         self.env, self.props, self.limits, self.progress = env, tuple(props), limits, progress
         zero = {f: 0 for f in env.zeroed}
         kept, self.skipped = applicable(env, instances)
         self.instances = [instance_in(i, env.name).with_bounds(zero) for i in kept]
         self.cost = {i.name: 0 for i in self.instances}
         self.cache: dict[tuple, Optional[Failure]] = {}
-        self.full = False     # quick mode leaves the LAZY instances to `confirm`
+        self.full = False  # quick mode leaves the LAZY instances to `confirm`
         self.failures: list[tuple[dict, Failure]] = []
         self.counts = counts if counts is not None else {"checked": 0, "pruned": 0}
         self.counts.setdefault("unknown", 0)
@@ -166,7 +174,9 @@ class Oracle:
     def config(self, design: dict):
         """naive plus the design's departures (so the label replays), in the environment."""
         changes = {k: design[k] for k in departures(design)}
-        return configure(preset("naive"), self.env.name).with_knobs({**changes, **self.env.overrides})
+        return configure(preset("naive"), self.env.name).with_knobs(
+            {**changes, **self.env.overrides}
+        )
 
     def known_failure(self, design: dict) -> Optional[Failure]:
         for d, f in self.failures:
@@ -189,7 +199,7 @@ class Oracle:
         if k in self.cache:
             return self.cache[k]
         quick = self.cache.get(key(design) + (False,), None)
-        if self.full and quick is not None:       # failed on a quick instance already
+        if self.full and quick is not None:  # failed on a quick instance already
             self.cache[k] = quick
             return quick
         found = self.known_failure(design)
@@ -200,7 +210,7 @@ class Oracle:
         self.counts["checked"] += 1
         cfg = self.config(design)
         insts = [i for i in self.instances if self.full or i.name not in LAZY]
-        if self.full and (key(design) + (False,)) in self.cache:   # quick ones passed
+        if self.full and (key(design) + (False,)) in self.cache:  # quick ones passed
             insts = [i for i in insts if i.name in LAZY]
         for inst in sorted(insts, key=lambda i: (i.name in LAZY, self.cost[i.name])):
             t0 = time.perf_counter()
@@ -211,8 +221,14 @@ class Oracle:
                 self.progress(design, inst.name, time.perf_counter() - t0)
             if bad:
                 v = next((v for v in bad if v.status is Status.VIOLATED), bad[0])
-                failure = Failure(inst.name, v.property, v.status, v.counterexample, v.reason,
-                                  v.extra.get("cut", ""))
+                failure = Failure(
+                    inst.name,
+                    v.property,
+                    v.status,
+                    v.counterexample,
+                    v.reason,
+                    v.extra.get("cut", ""),
+                )
                 self.cache[k] = failure
                 if v.status is Status.VIOLATED:
                     self.failures.append((dict(design), failure))
@@ -230,7 +246,7 @@ class Minimal:
     that departure's need is unconfirmed, the design kept it to be safe)."""
 
     design: dict
-    needed: dict           # departed knob -> Failure with that knob turned back
+    needed: dict  # departed knob -> Failure with that knob turned back
 
     @property
     def departures(self) -> list[str]:
@@ -248,9 +264,9 @@ class Strengthening:
     `inherent` has, per promise no provider of the profile's kind can make, why not."""
 
     env: Environment
-    promises: list          # [(name, value)]: assumption options / budgets set to 0
-    design: Minimal         # minimal under the promises (`needed` empty if not minimized)
-    without: Failure        # that design in the environment as documented
+    promises: list  # [(name, value)]: assumption options / budgets set to 0
+    design: Minimal  # minimal under the promises (`needed` empty if not minimized)
+    without: Failure  # that design in the environment as documented
     inherent: dict = field(default_factory=dict)
 
     @property
@@ -265,13 +281,13 @@ class Level:
 
     guarantee: Optional[str]
     props: tuple
-    recommended: Optional[Failure] = None     # why recommended fails (None: it holds)
+    recommended: Optional[Failure] = None  # why recommended fails (None: it holds)
     minimal: list = field(default_factory=list)
-    strengthening: list = field(default_factory=list)   # offered ways out, then the why
+    strengthening: list = field(default_factory=list)  # offered ways out, then the why
     complete: bool = True
     stop_reason: str = ""
-    unknown: int = 0          # designs judged UNKNOWN because a limit the user set cut them
-    open: int = 0             # designs judged UNKNOWN because the fence bound cut their graph
+    unknown: int = 0  # designs judged UNKNOWN because a limit the user set cut them
+    open: int = 0  # designs judged UNKNOWN because the fence bound cut their graph
     #                           (a retry loop: no bound settles it); neither held nor refuted
 
     @property
@@ -297,18 +313,20 @@ def preferred(level: "Level") -> Optional[Minimal]:
 @dataclass
 class Synthesis:
     env: str
-    instances: list          # names judged
-    skipped: list            # (instance, why)
+    instances: list  # names judged
+    skipped: list  # (instance, why)
     levels: list = field(default_factory=list)
     checked: int = 0
     pruned: int = 0
     seconds: float = 0.0
-    given: dict = field(default_factory=dict)    # the environment settings --set changed
+    given: dict = field(default_factory=dict)  # the environment settings --set changed
 
     @property
     def chosen(self) -> Optional[Level]:
         """The first level a design keeps, or the last one searched."""
-        return next((lv for lv in self.levels if lv.minimal), self.levels[-1] if self.levels else None)
+        return next(
+            (lv for lv in self.levels if lv.minimal), self.levels[-1] if self.levels else None
+        )
 
     @property
     def status(self) -> Status:
@@ -355,8 +373,11 @@ def neighbours(design: dict) -> list[dict]:
 def unsearched() -> list[tuple[str, str]]:
     """[("knob=option", why)] for the options `design` never proposes: safe in the model
     only because of something the model idealizes (spec/protocol.json `not_searched`)."""
-    return [(f"{k}={o}", why) for k, knob in protocol().knobs.items()
-            for o, why in knob.not_searched.items()]
+    return [
+        (f"{k}={o}", why)
+        for k, knob in protocol().knobs.items()
+        for o, why in knob.not_searched.items()
+    ]
 
 
 def contains(design: dict, smaller: dict) -> bool:
@@ -431,9 +452,14 @@ def _search(oracle: Oracle, clock: _Clock, limit: int = 0) -> list[Minimal]:
     rec = preset_design("recommended")
     # fewest departures first; among equals, the one closest to recommended (a human gate
     # or a blind retry is not preferred to reconcile for sorting first by name)
-    return sorted(found, key=lambda m: (len(m.departures),
-                                        sum(m.design[k] != rec[k] for k in knob_names()),
-                                        key(m.design)))
+    return sorted(
+        found,
+        key=lambda m: (
+            len(m.departures),
+            sum(m.design[k] != rec[k] for k in knob_names()),
+            key(m.design),
+        ),
+    )
 
 
 def environment_departures(env: str) -> list[tuple[str, object, object]]:
@@ -447,9 +473,18 @@ def environment_departures(env: str) -> list[tuple[str, object, object]]:
     return out
 
 
-def strengthen(env: str, instances, props, limits, clock: _Clock, max_size: int = 3,
-               progress=None, counts: Optional[dict] = None,
-               promisable: bool = True, given: Optional[dict] = None) -> list[Strengthening]:
+def strengthen(
+    env: str,
+    instances,
+    props,
+    limits,
+    clock: _Clock,
+    max_size: int = 3,
+    progress=None,
+    counts: Optional[dict] = None,
+    promisable: bool = True,
+    given: Optional[dict] = None,
+) -> list[Strengthening]:
     """The smallest sets of environment promises under which recommended or a neighbour
     holds; empty if none up to `max_size` promises (or the clock ran out). With
     `promisable`, only promises a provider of the profile's kind could make are tried (the
@@ -472,8 +507,11 @@ def strengthen(env: str, instances, props, limits, clock: _Clock, max_size: int 
             if m is not None:
                 promises = [(n, ideal) for n, _, ideal in combo]
                 inherent = {n: p.inherent(n) for n, _ in promises if p.inherent(n)}
-                found.append(Strengthening(_promised(env, given, combo), promises, m,
-                                           base.confirm(m.design), inherent))
+                found.append(
+                    Strengthening(
+                        _promised(env, given, combo), promises, m, base.confirm(m.design), inherent
+                    )
+                )
         if found:
             return found
     return []
@@ -481,8 +519,11 @@ def strengthen(env: str, instances, props, limits, clock: _Clock, max_size: int 
 
 def _promised(env: str, given: dict, combo) -> Environment:
     """The environment `env` (with `given`) plus the promises of `combo`."""
-    return Environment(env, {**given, **{n: ideal for n, _, ideal in combo if n not in ENV_FAULTS}},
-                       tuple(n for n, _, _ in combo if n in ENV_FAULTS))
+    return Environment(
+        env,
+        {**given, **{n: ideal for n, _, ideal in combo if n not in ENV_FAULTS}},
+        tuple(n for n, _, _ in combo if n in ENV_FAULTS),
+    )
 
 
 def _strengthened(job: tuple) -> tuple[Optional[Minimal], dict, bool]:
@@ -502,8 +543,17 @@ def _strengthened(job: tuple) -> tuple[Optional[Minimal], dict, bool]:
     return None, tally, False
 
 
-def search_level(env: str, insts, guarantee: Optional[str], props, limits, clock: _Clock,
-                 progress, counts: dict, given: Optional[dict] = None) -> Level:
+def search_level(
+    env: str,
+    insts,
+    guarantee: Optional[str],
+    props,
+    limits,
+    clock: _Clock,
+    progress,
+    counts: dict,
+    given: Optional[dict] = None,
+) -> Level:
     """One level of the search: its minimal designs, or why there are none."""
     oracle = Oracle(Environment(env, dict(given or {})), insts, props, limits, progress, counts)
     unknown0, open0 = counts["unknown"], counts["open"]
@@ -511,11 +561,21 @@ def search_level(env: str, insts, guarantee: Optional[str], props, limits, clock
     level.recommended = oracle.confirm(preset_design("recommended"))
     level.minimal = search_designs(oracle, clock)
     if not level.minimal and not clock.out() and counts["unknown"] == unknown0:
-        level.strengthening = strengthen(env, insts, props, limits, clock, progress=progress,
-                                         counts=counts, given=given)
+        level.strengthening = strengthen(
+            env, insts, props, limits, clock, progress=progress, counts=counts, given=given
+        )
         if not level.strengthening and not clock.out():
-            level.strengthening = strengthen(env, insts, props, limits, clock, progress=progress,
-                                             counts=counts, promisable=False, given=given)
+            level.strengthening = strengthen(
+                env,
+                insts,
+                props,
+                limits,
+                clock,
+                progress=progress,
+                counts=counts,
+                promisable=False,
+                given=given,
+            )
     level.unknown, level.open = counts["unknown"] - unknown0, counts["open"] - open0
     if clock.out():
         level.complete, level.stop_reason = False, f"time limit {clock.seconds:g}s reached"
@@ -538,9 +598,15 @@ def applicable(env: Environment, insts: Sequence[Instance]) -> tuple[list[Instan
     return keep, skipped
 
 
-def synthesize(env: str, instance_names: Sequence[str], props: Optional[Sequence[str]] = None,
-               limits: Limits = Limits(), seconds: float = 0.0, progress=None,
-               given: Optional[dict] = None) -> Synthesis:
+def synthesize(
+    env: str,
+    instance_names: Sequence[str],
+    props: Optional[Sequence[str]] = None,
+    limits: Limits = Limits(),
+    seconds: float = 0.0,
+    progress=None,
+    given: Optional[dict] = None,
+) -> Synthesis:
     """Minimal designs for environment `env` on the named instances: for `props`, or else
     for the strongest guarantee a design keeps (module docstring), with why each stronger
     one is out of reach. `given` changes environment assumptions or timing (`--set`: what
@@ -549,17 +615,23 @@ def synthesize(env: str, instance_names: Sequence[str], props: Optional[Sequence
     for k in given:
         if k in protocol().knobs or k in DESIGN_TIMING:
             from toolcommit.model.errors import UsageError
-            raise UsageError(f"design --set {k}: {k} is the design's to choose, not the "
-                             "environment's; --set takes assumptions and environment timing "
-                             f"({', '.join(list(protocol().assumptions) + [t for t in timing.params() if t not in DESIGN_TIMING])})")
-    configure(preset("naive"), env).with_knobs(given)      # names and values checked here
+
+            raise UsageError(
+                f"design --set {k}: {k} is the design's to choose, not the "
+                "environment's; --set takes assumptions and environment timing "
+                f"({', '.join(list(protocol().assumptions) + [t for t in timing.params() if t not in DESIGN_TIMING])})"
+            )
+    configure(preset("naive"), env).with_knobs(given)  # names and values checked here
     levels = [(guarantee_of(names(props)), names(props))] if props else guarantees()
     for _, ps in levels:
         for p in ps:
             if prop(p).kind in ("adversary", "hyper"):
                 from toolcommit.model.errors import UsageError
-                raise UsageError(f"design judges properties of one model at a time; {p} is "
-                                 f"{prop(p).kind}: check a design it finds with toolcommit check")
+
+                raise UsageError(
+                    f"design judges properties of one model at a time; {p} is "
+                    f"{prop(p).kind}: check a design it finds with toolcommit check"
+                )
     clock = _Clock(seconds)
     insts = [instance(n) for n in instance_names]
     counts = {"checked": 0, "pruned": 0, "unknown": 0}
@@ -568,7 +640,7 @@ def synthesize(env: str, instance_names: Sequence[str], props: Optional[Sequence
     for guarantee, ps in levels:
         level = search_level(env, insts, guarantee, ps, limits, clock, progress, counts, given)
         out.levels.append(level)
-        if level.status is not Status.VIOLATED:     # a design, or an open question: stop
+        if level.status is not Status.VIOLATED:  # a design, or an open question: stop
             break
     out.checked, out.pruned = counts["checked"], counts["pruned"]
     out.seconds = clock.elapsed()

@@ -9,6 +9,7 @@ their own bounds, given when the engine is made (`Bmc(depth=20)`, `Simulate(runs
 Every counterexample an engine returns has been replayed through the model's interpreter
 by `toolcommit.checker.engines.trace.verified`: the one place replay-and-verify is written.
 """
+
 from __future__ import annotations
 
 import math
@@ -51,10 +52,17 @@ class Limits:
 
     def __post_init__(self):
         if not isinstance(self.max_states, int) or self.max_states < 0:
-            raise UsageError(f"--max-states must be a whole number >= 0 (0: no limit), not {self.max_states}")
-        if not (isinstance(self.timeout, (int, float)) and math.isfinite(self.timeout)
-                and self.timeout >= 0):
-            raise UsageError(f"--timeout must be a number of seconds >= 0 (0: no limit), not {self.timeout}")
+            raise UsageError(
+                f"--max-states must be a whole number >= 0 (0: no limit), not {self.max_states}"
+            )
+        if not (
+            isinstance(self.timeout, (int, float))
+            and math.isfinite(self.timeout)
+            and self.timeout >= 0
+        ):
+            raise UsageError(
+                f"--timeout must be a number of seconds >= 0 (0: no limit), not {self.timeout}"
+            )
 
 
 def within(limits: Limits, deadline: float) -> Limits:
@@ -83,9 +91,9 @@ class Result:
     verdicts: list[Verdict]
     scope: Optional[Scope] = None
     stats: dict = field(default_factory=dict)
-    coverage: dict = field(default_factory=dict)     # action name -> times fired
-    witnesses: dict = field(default_factory=dict)    # witness name -> depth first reached
-    note: str = ""                                   # e.g. why a faster engine did not answer
+    coverage: dict = field(default_factory=dict)  # action name -> times fired
+    witnesses: dict = field(default_factory=dict)  # witness name -> depth first reached
+    note: str = ""  # e.g. why a faster engine did not answer
 
     def verdict(self, name: str) -> Optional[Verdict]:
         return next((v for v in self.verdicts if v.property == name), None)
@@ -99,8 +107,13 @@ class Engine(Protocol):
     def judges(self, name: str) -> bool:
         """Whether this engine can judge property `name`."""
 
-    def run(self, system: System, props: Sequence[str], limits: Limits = Limits(),
-            progress: Optional[Progress] = None) -> Result:
+    def run(
+        self,
+        system: System,
+        props: Sequence[str],
+        limits: Limits = Limits(),
+        progress: Optional[Progress] = None,
+    ) -> Result:
         """Judge `props` on `system` within `limits`."""
 
 
@@ -109,9 +122,12 @@ def state_predicates_only(engine_name: str, props: Sequence[str]) -> list[str]:
     bad = [p for p in props if not prop(p).state_predicate]
     if bad:
         from toolcommit.model.properties import state_predicates
-        raise UsageError(f"the {engine_name} engine judges invariants only "
-                         f"({', '.join(state_predicates())}); {bad[0]!r} is not one; "
-                         "use --engine explicit for the others")
+
+        raise UsageError(
+            f"the {engine_name} engine judges invariants only "
+            f"({', '.join(state_predicates())}); {bad[0]!r} is not one; "
+            "use --engine explicit for the others"
+        )
     return list(props)
 
 
@@ -119,6 +135,8 @@ def without_state_limit(engine_name: str, limits: Limits) -> None:
     """Refuse `--max-states` for an engine that keeps no set of states to count (bounded
     SMT, random runs, induction): a limit it cannot honour is a usage error, never ignored."""
     if limits.max_states:
-        raise UsageError(f"--max-states {limits.max_states}: the {engine_name} engine keeps no "
-                         "set of states to count; bound it with --timeout (and its own --depth "
-                         "or --runs), or use --engine explicit")
+        raise UsageError(
+            f"--max-states {limits.max_states}: the {engine_name} engine keeps no "
+            "set of states to count; bound it with --timeout (and its own --depth "
+            "or --runs), or use --engine explicit"
+        )

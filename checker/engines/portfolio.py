@@ -8,6 +8,7 @@ fallback is silent. A portfolio can also `require` a witness of the system (a de
 question's scenario): verdicts on a system where it is unreachable are vacuous, so they
 are UNKNOWN with that reason.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -22,7 +23,7 @@ from .base import Engine, Limits, Progress, Result
 from .explicit.engine import Explicit, judge, needs_edges, scope_of, stats_of
 from .verdict import Status, Verdict
 
-PROBE = "scenario_unreached"   # the invariant that bounded SMT breaks iff `require` is reachable
+PROBE = "scenario_unreached"  # the invariant that bounded SMT breaks iff `require` is reachable
 
 
 @dataclass(frozen=True)
@@ -37,16 +38,31 @@ class Portfolio:
     def judges(self, name: str) -> bool:
         return Explicit().judges(name)
 
-    def run(self, system: System, props: Sequence[str], limits: Limits = Limits(),
-            progress: Optional[Progress] = None, require: str = "") -> Result:
+    def run(
+        self,
+        system: System,
+        props: Sequence[str],
+        limits: Limits = Limits(),
+        progress: Optional[Progress] = None,
+        require: str = "",
+    ) -> Result:
         """Verdicts for `props`; `stats["reached"]` says whether `require` is reachable."""
-        c, ex = Explicit(shared=True).explore(system, limits, needs_edges(props), progress,
-                                              props, require)
-        out = Result("explicit", [], scope_of(ex), {**stats_of(ex), "reached": True}, ex.fired,
-                     {w: ex.depth_of(s) for w, s in ex.first_witness.items()})
+        c, ex = Explicit(shared=True).explore(
+            system, limits, needs_edges(props), progress, props, require
+        )
+        out = Result(
+            "explicit",
+            [],
+            scope_of(ex),
+            {**stats_of(ex), "reached": True},
+            ex.fired,
+            {w: ex.depth_of(s) for w, s in ex.first_witness.items()},
+        )
         if ex.complete and require and require not in ex.first_witness:
-            why = ("vacuous: the scenario cannot be completed under this configuration "
-                   f"(no reachable state completes it; {ex.state_count} states searched)")
+            why = (
+                "vacuous: the scenario cannot be completed under this configuration "
+                f"(no reachable state completes it; {ex.state_count} states searched)"
+            )
             out.verdicts = [Verdict(p, Status.UNKNOWN, reason=why) for p in props]
             out.stats["reached"] = False
             return out
@@ -58,6 +74,7 @@ class Portfolio:
     def _bounded(self, system: System, props, out: Result, stop: str, require: str) -> Result:
         """Bounded SMT for the state predicates the stopped explicit search left open."""
         from .smt.bmc import check as bmc_check
+
         found = {v.property: v for v in out.verdicts if v.status is Status.VIOLATED}
         open_props = [p for p in props if p not in found and prop(p).state_predicate]
         if not open_props:
@@ -67,20 +84,33 @@ class Portfolio:
         if require:
             invariants[PROBE] = not_(system.witnesses[require])
         asked = open_props + ([PROBE] if require else [])
-        got = {v.property: v for v in bmc_check(replace(system, invariants=invariants), asked,
-                                                self.depth, self.later.timeout)}
+        got = {
+            v.property: v
+            for v in bmc_check(
+                replace(system, invariants=invariants), asked, self.depth, self.later.timeout
+            )
+        }
         reached = not require or got[PROBE].status is Status.VIOLATED
         verdicts = []
         for p in props:
             v = found.get(p) or got.get(p)
             if v is None:
-                v = Verdict(p, Status.UNKNOWN, reason=f"{stop}; the SMT engine judges invariants only")
+                v = Verdict(
+                    p, Status.UNKNOWN, reason=f"{stop}; the SMT engine judges invariants only"
+                )
             elif p in got and not reached and v.status is not Status.VIOLATED:
-                v = Verdict(p, Status.UNKNOWN, reason=f"the explicit search stopped ({stop}) and no "
-                            f"run completing the scenario was found up to depth {self.depth}")
+                v = Verdict(
+                    p,
+                    Status.UNKNOWN,
+                    reason=f"the explicit search stopped ({stop}) and no "
+                    f"run completing the scenario was found up to depth {self.depth}",
+                )
             elif p in got and v.status is Status.HOLDS:
-                v = replace(v, scope=f"up to depth {self.depth} (bounded, SMT; the explicit "
-                            f"search stopped: {stop})")
+                v = replace(
+                    v,
+                    scope=f"up to depth {self.depth} (bounded, SMT; the explicit "
+                    f"search stopped: {stop})",
+                )
             verdicts.append(v)
         out.engine, out.verdicts = "explicit+smt", verdicts
         out.stats["reached"] = reached
@@ -88,8 +118,14 @@ class Portfolio:
         return out
 
 
-def for_check(engine: str = "explicit", depth: int = 15, runs: int = 1000, seed: int = 0,
-              max_steps: int = 60, jobs: int = 1) -> Engine:
+def for_check(
+    engine: str = "explicit",
+    depth: int = 15,
+    runs: int = 1000,
+    seed: int = 0,
+    max_steps: int = 60,
+    jobs: int = 1,
+) -> Engine:
     """The engine `check --engine NAME` uses (no fallback: the user chose it); the explicit
     one searches on `jobs` threads."""
     if not isinstance(jobs, int) or jobs < 1:
@@ -98,9 +134,11 @@ def for_check(engine: str = "explicit", depth: int = 15, runs: int = 1000, seed:
         return Explicit(jobs=jobs)
     if engine == "smt":
         from .smt.bmc import Bmc
+
         return Bmc(depth)
     if engine == "random":
         from .simulate import Simulate
+
         return Simulate(runs, seed, max_steps)
     raise UsageError(f"unknown engine {engine!r}; valid engines: explicit, smt, random")
 
@@ -108,6 +146,7 @@ def for_check(engine: str = "explicit", depth: int = 15, runs: int = 1000, seed:
 def for_prove(method: str = "kind", max_k: int = 12) -> Engine:
     """The engine `prove` uses."""
     from .smt.induction import Prove
+
     return Prove(method, max_k)
 
 

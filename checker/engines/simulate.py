@@ -11,6 +11,7 @@ Everything is drawn from one `random.Random(seed)`: the same system, seed, runs 
 max_steps give the same result. A clean result is *not* exhaustive: it HOLDS with scope
 "in N random runs of up to M steps (seed S)", the denominator that backs it.
 """
+
 from __future__ import annotations
 
 import random
@@ -59,7 +60,7 @@ def shrink(system: System, actions: list[Action], prop: str) -> list[Action]:
         chunk = max(1, len(actions) // n)
         removed = False
         for start in range(0, len(actions), chunk):
-            trial = actions[:start] + actions[start + chunk:]
+            trial = actions[:start] + actions[start + chunk :]
             if trial and _violates(system, trial, prop):
                 actions = trial
                 n = max(n - 1, 2)
@@ -72,8 +73,14 @@ def shrink(system: System, actions: list[Action], prop: str) -> list[Action]:
     return actions
 
 
-def simulate(system: System, runs: int = 1000, seed: int = 0, max_steps: int = 60,
-             props=None, timeout: float = 0.0) -> dict:
+def simulate(
+    system: System,
+    runs: int = 1000,
+    seed: int = 0,
+    max_steps: int = 60,
+    props=None,
+    timeout: float = 0.0,
+) -> dict:
     """Random runs of `system`; returns the denominator and the first failing run per property.
 
     Returns
@@ -115,20 +122,37 @@ def simulate(system: System, runs: int = 1000, seed: int = 0, max_steps: int = 6
             if bad:
                 for b, p in enumerate(names):
                     if bad >> b & 1 and p not in found:
-                        found[p] = {"run": run, "actions": [actions[i] for i in path],
-                                    "steps": len(path)}
+                        found[p] = {
+                            "run": run,
+                            "actions": [actions[i] for i in path],
+                            "steps": len(path),
+                        }
                 want &= ~bad
                 if not want:
                     break
         if not want:
             runs = run + 1
             break
-    return {"runs": runs, "steps": total, "max_steps": max_steps, "seed": seed,
-            "faults": faults, "deadends": deadends, "violations": found, "timed_out": timed_out}
+    return {
+        "runs": runs,
+        "steps": total,
+        "max_steps": max_steps,
+        "seed": seed,
+        "faults": faults,
+        "deadends": deadends,
+        "violations": found,
+        "timed_out": timed_out,
+    }
 
 
-def check(system: System, props=None, runs: int = 1000, seed: int = 0,
-          max_steps: int = 60, timeout: float = 0.0) -> tuple[list[Verdict], dict]:
+def check(
+    system: System,
+    props=None,
+    runs: int = 1000,
+    seed: int = 0,
+    max_steps: int = 60,
+    timeout: float = 0.0,
+) -> tuple[list[Verdict], dict]:
     """Verdicts from random simulation, and the statistics (the denominator).
 
     A violated property comes with a shrunk, replayed counterexample; the others HOLD with
@@ -154,33 +178,62 @@ def check(system: System, props=None, runs: int = 1000, seed: int = 0,
     for p in props:
         hit = stats["violations"].get(p)
         if hit is None and (stats["steps"] == 0 or stats["timed_out"]):
-            why = (f"time limit {timeout:g}s reached after {stats['runs']} of {runs} runs; "
-                   "no violation in them" if stats["timed_out"] else
-                   "no step was taken, so nothing was checked")
-            out.append(Verdict(p, Status.UNKNOWN, reason=why,
-                               extra={"engine": "random", **_denominator(stats)}))
+            why = (
+                f"time limit {timeout:g}s reached after {stats['runs']} of {runs} runs; "
+                "no violation in them"
+                if stats["timed_out"]
+                else "no step was taken, so nothing was checked"
+            )
+            out.append(
+                Verdict(
+                    p, Status.UNKNOWN, reason=why, extra={"engine": "random", **_denominator(stats)}
+                )
+            )
             continue
         if hit is None:
-            out.append(Verdict(p, Status.HOLDS,
-                               f"in {stats['runs']} random runs of up to {max_steps} steps "
-                               f"(seed {seed}), not exhaustive",
-                               extra={"engine": "random", **_denominator(stats)}))
+            out.append(
+                Verdict(
+                    p,
+                    Status.HOLDS,
+                    f"in {stats['runs']} random runs of up to {max_steps} steps "
+                    f"(seed {seed}), not exhaustive",
+                    extra={"engine": "random", **_denominator(stats)},
+                )
+            )
             continue
         small = shrink(system, hit["actions"], p)
-        note = (f"found by random run {hit['run']} (seed {seed}) in {hit['steps']} steps, "
-                f"shrunk to {len(small)}")
+        note = (
+            f"found by random run {hit['run']} (seed {seed}) in {hit['steps']} steps, "
+            f"shrunk to {len(small)}"
+        )
         cx = verified(system, from_actions(system, small, p, "random", note))
-        out.append(Verdict(p, Status.VIOLATED, counterexample=cx,
-                           extra={"engine": "random", "first_run": hit["run"],
-                                  "unshrunk_steps": hit["steps"], **_denominator(stats)}))
+        out.append(
+            Verdict(
+                p,
+                Status.VIOLATED,
+                counterexample=cx,
+                extra={
+                    "engine": "random",
+                    "first_run": hit["run"],
+                    "unshrunk_steps": hit["steps"],
+                    **_denominator(stats),
+                },
+            )
+        )
     public = {k: v for k, v in stats.items() if k != "violations"}
-    public["violations"] = {p: {"run": h["run"], "steps": h["steps"]} for p, h in stats["violations"].items()}
+    public["violations"] = {
+        p: {"run": h["run"], "steps": h["steps"]} for p, h in stats["violations"].items()
+    }
     return out, public
 
 
 def _denominator(stats: dict) -> dict:
-    return {"runs": stats["runs"], "steps": stats["steps"], "seed": stats["seed"],
-            "max_steps": stats["max_steps"]}
+    return {
+        "runs": stats["runs"],
+        "steps": stats["steps"],
+        "seed": stats["seed"],
+        "max_steps": stats["max_steps"],
+    }
 
 
 @dataclass(frozen=True)
@@ -200,13 +253,22 @@ class Simulate:
     def judges(self, name: str) -> bool:
         return prop(name).state_predicate
 
-    def run(self, system: System, props, limits: Limits = Limits(),
-            progress: Optional[Progress] = None) -> Result:
+    def run(
+        self, system: System, props, limits: Limits = Limits(), progress: Optional[Progress] = None
+    ) -> Result:
         without_state_limit(self.name, limits)
         props = state_predicates_only(self.name, props)
         verdicts, sim = check(system, props, self.runs, self.seed, self.max_steps, limits.timeout)
-        scope = Scope("runs", f"in {sim['runs']} random runs of up to {self.max_steps} steps "
-                      f"(seed {self.seed}), not exhaustive")
-        stats = {"states": "-", "depth": self.max_steps, "runs": sim.get("runs"),
-                 "steps": sim.get("steps"), "faults": sim.get("faults")}
+        scope = Scope(
+            "runs",
+            f"in {sim['runs']} random runs of up to {self.max_steps} steps "
+            f"(seed {self.seed}), not exhaustive",
+        )
+        stats = {
+            "states": "-",
+            "depth": self.max_steps,
+            "runs": sim.get("runs"),
+            "steps": sim.get("steps"),
+            "faults": sim.get("faults"),
+        }
         return Result(self.name, verdicts, scope, stats)

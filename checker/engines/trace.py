@@ -10,6 +10,7 @@ the expression interpreter (`toolcommit.model.expr.evaluate`), independent of th
 code or the SMT encoding that found them: a counterexample that does not replay is an
 `InternalError`, never a report.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -69,7 +70,7 @@ class Counterexample:
     engine: str = "explicit"
     note: str = ""
     meta: Mapping = field(default_factory=dict)
-    assumes: tuple[str, ...] = ()   # the timing orders the model used (its ASSUME)
+    assumes: tuple[str, ...] = ()  # the timing orders the model used (its ASSUME)
 
     @property
     def length(self) -> int:
@@ -89,8 +90,12 @@ def context(system: System) -> dict:
     `variables`, `keys`, `workers` and `wipe`."""
     meta = system.meta
     keys = tuple(KeyInfo(k["name"], k["ident"], tuple(k["callers"])) for k in meta.get("keys", ()))
-    return {"variables": tuple(system.variables), "keys": keys,
-            "workers": tuple(meta.get("workers", ())), "wipe": bool(meta.get("wipe"))}
+    return {
+        "variables": tuple(system.variables),
+        "keys": keys,
+        "workers": tuple(meta.get("workers", ())),
+        "wipe": bool(meta.get("wipe")),
+    }
 
 
 def assumes(system: System) -> tuple[str, ...]:
@@ -105,8 +110,9 @@ def find_action(system: System, name: str, params: Mapping[str, str]) -> Action:
     raise InternalError(f"no action {name}{dict(params)} in the model")
 
 
-def from_actions(system: System, actions: list[Action], prop: str, engine: str,
-                 note: str = "") -> Counterexample:
+def from_actions(
+    system: System, actions: list[Action], prop: str, engine: str, note: str = ""
+) -> Counterexample:
     """Build a counterexample by executing `actions` from the initial state (interpreter)."""
     state = dict(system.init)
     steps = [Step("init", {}, dict(state))]
@@ -116,9 +122,19 @@ def from_actions(system: System, actions: list[Action], prop: str, engine: str,
         state = system.step(a, state)
         steps.append(Step(a.name, dict(a.params), dict(state), a.fault))
     cfg, inst = system.meta["config"], system.meta["instance"]
-    return Counterexample(prop, cfg.label(), inst.name, inst.bounds(), bearing(cfg.knobs, [inst]),
-                          dict(cfg.assumptions), tuple(steps), engine=engine, note=note,
-                          assumes=assumes(system), **context(system))
+    return Counterexample(
+        prop,
+        cfg.label(),
+        inst.name,
+        inst.bounds(),
+        bearing(cfg.knobs, [inst]),
+        dict(cfg.assumptions),
+        tuple(steps),
+        engine=engine,
+        note=note,
+        assumes=assumes(system),
+        **context(system),
+    )
 
 
 def replay(system: System, cx: Counterexample) -> Optional[str]:
@@ -166,12 +182,19 @@ def verified(system: System, cx: Counterexample) -> Counterexample:
     if problem is None and not breaks(system, cx):
         problem = "the last state does not break the property"
     if problem is not None:
-        raise InternalError(f"{cx.engine} counterexample for {cx.property} does not replay: {problem}")
+        raise InternalError(
+            f"{cx.engine} counterexample for {cx.property} does not replay: {problem}"
+        )
     return cx
 
 
-def replay_program(config_label: str, instance_name: str, steps, wipe: bool = False,
-                   bounds: Optional[Mapping[str, int]] = None) -> dict:
+def replay_program(
+    config_label: str,
+    instance_name: str,
+    steps,
+    wipe: bool = False,
+    bounds: Optional[Mapping[str, int]] = None,
+) -> dict:
     """Run `steps` ([(action, params), ...]) from the initial state of the named model (the
     instance in the label's environment, with `bounds` when given) and return the final
     state; raises InternalError if a step is not enabled. This is what a counterexample
@@ -179,8 +202,9 @@ def replay_program(config_label: str, instance_name: str, steps, wipe: bool = Fa
     from toolcommit.model.environment import from_label, instance_in
     from toolcommit.model.instance import instance, personality
     from toolcommit.model.semantics import build
+
     config = from_label(config_label)
-    if "/" in instance_name:   # a model personality of P5: "<base>/<personality>"
+    if "/" in instance_name:  # a model personality of P5: "<base>/<personality>"
         inst = instance_in(personality(instance_name.split("/", 1)[1]), config.env)
     else:
         inst = instance_in(instance(instance_name), config.env)
@@ -189,9 +213,12 @@ def replay_program(config_label: str, instance_name: str, steps, wipe: bool = Fa
     system = build(config, inst, wipe=wipe)
     cx = from_actions(system, [find_action(system, a, p) for a, p in steps], "replay", "program")
     last = cx.steps[-1].state
-    return {"state": dict(last), "violated": system.violated(last),
-            "enabled": sum(system.enabled(a, last) for a in system.actions),
-            "settled": bool(evaluate(system.done, last))}
+    return {
+        "state": dict(last),
+        "violated": system.violated(last),
+        "enabled": sum(system.enabled(a, last) for a in system.actions),
+        "settled": bool(evaluate(system.done, last)),
+    }
 
 
 def transfers(system: System, cx: Counterexample, prop: str) -> bool:

@@ -1,5 +1,6 @@
 """Typed verdicts: a property HOLDS (with its scope), is VIOLATED (with a counterexample) or
 is UNKNOWN (with the reason). Never a bare bool."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -28,6 +28,7 @@ Calls of one intent run one at a time (a lock per canonical intent): a retry tha
 while its first call is in flight waits for that call's answer instead of meeting a
 record the log would read as in doubt.
 """
+
 from __future__ import annotations
 
 import sys
@@ -46,7 +47,7 @@ from toolcommit.runtime import GaveUp, InDoubt, IntentLog, Superseded, guard
 
 META_KEY, META_FENCE = "toolcommit/idempotency_key", "toolcommit/fence"
 META_INTENT, META_REPLAYED = "toolcommit/intent", "toolcommit/replayed"
-DEFAULT_SCOPE = "mcp"          # an intent is the tool and its canonical arguments
+DEFAULT_SCOPE = "mcp"  # an intent is the tool and its canonical arguments
 MAX_INTENT_NAME = 200
 
 
@@ -68,8 +69,9 @@ def malformed(params) -> Optional[str]:
         return "params._meta must be an object"
     name = meta.get(META_INTENT)
     if name is not None and not (isinstance(name, str) and 0 < len(name) <= MAX_INTENT_NAME):
-        return (f"params._meta[{META_INTENT!r}] must be a string of 1 to {MAX_INTENT_NAME} "
-                "characters")
+        return (
+            f"params._meta[{META_INTENT!r}] must be a string of 1 to {MAX_INTENT_NAME} characters"
+        )
     return None
 
 
@@ -96,22 +98,31 @@ class Effectful:
     scope: Optional[str] = None
     call_timeout: float = 60.0
     superseded: Optional[str] = None
-    _locks: dict = field(default_factory=dict)    # intent digest -> [lock, calls using it]
+    _locks: dict = field(default_factory=dict)  # intent digest -> [lock, calls using it]
 
     def __post_init__(self):
         self._scope_of = Rules(scope=self.scope).scope_of()
-        self._threads = anyio.CapacityLimiter(256)    # guards in flight, apart from I/O's
+        self._threads = anyio.CapacityLimiter(256)  # guards in flight, apart from I/O's
 
     def wants(self, method: str, params) -> bool:
-        return method == "tools/call" and isinstance(params, dict) \
-            and isinstance(params.get("name"), str) and params["name"] in self.tools
+        return (
+            method == "tools/call"
+            and isinstance(params, dict)
+            and isinstance(params.get("name"), str)
+            and params["name"] in self.tools
+        )
 
     def view(self, params: dict, request_id, session: str, client: Optional[dict]) -> dict:
         """What a `--scope` rule reads: tool, call_id, args, session, client (the
         ``clientInfo`` of ``initialize``), meta (the request's ``_meta``)."""
-        return {"tool": params.get("name"), "call_id": f"{session}:{request_id}",
-                "args": params.get("arguments") or {}, "session": session,
-                "client": client or {}, "meta": params.get("_meta") or {}}
+        return {
+            "tool": params.get("name"),
+            "call_id": f"{session}:{request_id}",
+            "args": params.get("arguments") or {},
+            "session": session,
+            "client": client or {},
+            "meta": params.get("_meta") or {},
+        }
 
     def intent_scope(self, view: dict) -> str:
         """The scope of the call's intent: the `--scope` rule's value (default ``mcp``),
@@ -120,8 +131,14 @@ class Effectful:
         name = view["meta"].get(META_INTENT)
         return base if name is None else f"{base}|intent:{name}"
 
-    async def call(self, params: dict, request_id, session: str, client: Optional[dict],
-                   send: Callable[[str, dict], Awaitable]) -> dict:
+    async def call(
+        self,
+        params: dict,
+        request_id,
+        session: str,
+        client: Optional[dict],
+        send: Callable[[str, dict], Awaitable],
+    ) -> dict:
         """The `CallToolResult` (a dict) for one well-formed effectful call (`malformed`
         is None); `send(method, params)` asks the downstream server and returns its
         JSON-RPC answer (or raises)."""
@@ -134,14 +151,21 @@ class Effectful:
             digest = canonical_intent(tool, args, scope).digest
         except (UsageError, CanonError) as e:
             return tool_error(f"toolcommit gateway: {e}; nothing was sent")
-        entry = self._locks.setdefault(digest, [anyio.Lock(), 0])   # [lock, calls using it]
+        entry = self._locks.setdefault(digest, [anyio.Lock(), 0])  # [lock, calls using it]
         entry[1] += 1
         try:
             async with entry[0]:
                 return await anyio.to_thread.run_sync(
-                    self._guarded, params, view["call_id"], tool, args, scope, send,
-                    limiter=self._threads)
-        finally:     # the last call of an intent drops its lock: the table holds live ones
+                    self._guarded,
+                    params,
+                    view["call_id"],
+                    tool,
+                    args,
+                    scope,
+                    send,
+                    limiter=self._threads,
+                )
+        finally:  # the last call of an intent drops its lock: the table holds live ones
             entry[1] -= 1
             if entry[1] == 0:
                 del self._locks[digest]
@@ -153,8 +177,14 @@ class Effectful:
 
         def execute(ticket):
             sent.append(ticket)
-            down = {**params, "_meta": {**meta, META_KEY: ticket.idempotency_key or ticket.key,
-                                        META_FENCE: ticket.fence}}
+            down = {
+                **params,
+                "_meta": {
+                    **meta,
+                    META_KEY: ticket.idempotency_key or ticket.key,
+                    META_FENCE: ticket.fence,
+                },
+            }
             try:
                 return anyio.from_thread.run(send, "tools/call", down)
             except Exception as e:
@@ -162,29 +192,48 @@ class Effectful:
                 raise
 
         try:
-            result = answer_of(guard(self.log, call_id, tool, args, scope, execute,
-                                     saved=answer_of, on_proposed=proposed.append))
+            result = answer_of(
+                guard(
+                    self.log,
+                    call_id,
+                    tool,
+                    args,
+                    scope,
+                    execute,
+                    saved=answer_of,
+                    on_proposed=proposed.append,
+                )
+            )
             key = proposed[0].key if proposed else None
             return with_meta(result, meta.get(META_INTENT), key, replayed=not sent)
         except Superseded as e:
-            self.superseded = (f"toolcommit gateway: another process opened this gateway's "
-                               f"log under its writer name ({e})")
+            self.superseded = (
+                f"toolcommit gateway: another process opened this gateway's "
+                f"log under its writer name ({e})"
+            )
             print(self.superseded, file=sys.stderr, flush=True)
             if sent:
-                return tool_error(in_doubt(tool, sent[0].key, "this gateway was superseded "
-                                           "before it could record the server's answer"))
+                return tool_error(
+                    in_doubt(
+                        tool,
+                        sent[0].key,
+                        "this gateway was superseded before it could record the server's answer",
+                    )
+                )
             return tool_error(self.superseded + "; this call was not sent")
         except (InDoubt, GaveUp) as e:
-            if sent:      # email's design gives up at once on the call it sent
+            if sent:  # email's design gives up at once on the call it sent
                 return tool_error(in_doubt(tool, sent[0].key, why_unanswered(failed)))
             if isinstance(e, InDoubt):
-                return tool_error(in_doubt(tool, e.record.key if e.record else "?",
-                                           "another writer holds it"))
+                return tool_error(
+                    in_doubt(tool, e.record.key if e.record else "?", "another writer holds it")
+                )
             return tool_error(given_up(tool, e))
-        except Exception as e:      # noqa: BLE001 - the log's (StoreError) or the guard's
+        except Exception as e:  # noqa: BLE001 - the log's (StoreError) or the guard's
             if sent:
                 return tool_error(in_doubt(tool, sent[0].key, f"the log failed: {e}"))
             return tool_error(f"toolcommit gateway: {e}; nothing was sent")
+
 
 def answer_of(msg) -> dict:
     """What the log records of the server's answer: the `CallToolResult`, or a tool error
@@ -217,18 +266,22 @@ def why_unanswered(failed: list) -> str:
 
 def in_doubt(tool: str, key: str, why: str) -> str:
     """What the client is told of a call this gateway sent and got no answer to."""
-    return (f"toolcommit gateway: the {tool} call may have taken effect: {why}, and MCP has "
-            f"no status read to ask the server. It will not be sent again for this intent "
-            f"(record {key}); check the provider before asking again.")
+    return (
+        f"toolcommit gateway: the {tool} call may have taken effect: {why}, and MCP has "
+        f"no status read to ask the server. It will not be sent again for this intent "
+        f"(record {key}); check the provider before asking again."
+    )
 
 
 def given_up(tool: str, e: GaveUp) -> str:
     state = e.record.state if e.record else "given up"
-    return (f"toolcommit gateway: this {tool} call was not sent: an earlier call of the same "
-            f"intent ended in doubt ({state}, record {e.record.key if e.record else '?'}), and "
-            "its effect may have happened. It is never sent twice: check the provider; to ask "
-            f"for a new, distinct {tool}, name a new intent in the request's "
-            f"_meta[{META_INTENT!r}].")
+    return (
+        f"toolcommit gateway: this {tool} call was not sent: an earlier call of the same "
+        f"intent ended in doubt ({state}, record {e.record.key if e.record else '?'}), and "
+        "its effect may have happened. It is never sent twice: check the provider; to ask "
+        f"for a new, distinct {tool}, name a new intent in the request's "
+        f"_meta[{META_INTENT!r}]."
+    )
 
 
 __all__ = ["Effectful", "malformed", "tool_error", "META_INTENT", "META_REPLAYED"]

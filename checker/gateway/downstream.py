@@ -10,6 +10,7 @@ process, and replays the client's ``initialize`` handshake to it first, so the s
 goes on over a restart. A line the server writes that is not JSON-RPC is reported on
 `errlog` and otherwise ignored (the request it should have answered times out).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -28,7 +29,7 @@ from mcp_types import (
     JSONRPCResponse,
 )
 
-GATEWAY_ID = "toolcommit-gateway-"     # the prefix of the gateway's own request ids
+GATEWAY_ID = "toolcommit-gateway-"  # the prefix of the gateway's own request ids
 
 
 class DownstreamGone(Exception):
@@ -41,8 +42,8 @@ class _Process:
     def __init__(self):
         self.write = None
         self.scope: Optional[anyio.CancelScope] = None
-        self.waiting: dict[str, list] = {}          # gateway id -> [event, answer]
-        self.client_pending: set = set()            # client request ids sent down
+        self.waiting: dict[str, list] = {}  # gateway id -> [event, answer]
+        self.client_pending: set = set()  # client request ids sent down
 
 
 class Downstream:
@@ -62,18 +63,24 @@ class Downstream:
         is stopped and the message that needed it fails as on a dead server.
     """
 
-    def __init__(self, command: list[str], deliver: Callable[[JSONRPCMessage], Awaitable],
-                 lost: Callable[[object], Awaitable], errlog=sys.stderr,
-                 handshake_timeout: float = 60.0):
-        self.params = StdioServerParameters(command=command[0], args=command[1:],
-                                            env=dict(os.environ))
+    def __init__(
+        self,
+        command: list[str],
+        deliver: Callable[[JSONRPCMessage], Awaitable],
+        lost: Callable[[object], Awaitable],
+        errlog=sys.stderr,
+        handshake_timeout: float = 60.0,
+    ):
+        self.params = StdioServerParameters(
+            command=command[0], args=command[1:], env=dict(os.environ)
+        )
         self.deliver, self.lost, self.errlog = deliver, lost, errlog
         self.handshake_timeout = handshake_timeout
-        self.initialize: Optional[JSONRPCRequest] = None   # the client's, replayed on restart
+        self.initialize: Optional[JSONRPCRequest] = None  # the client's, replayed on restart
         self.initialized = False
         self.starts = 0
         self._ids = itertools.count(1)
-        self._proc: Optional[_Process] = None               # the live process, if any
+        self._proc: Optional[_Process] = None  # the live process, if any
         self._start_lock = anyio.Lock()
         self._tg = None
 
@@ -95,8 +102,10 @@ class Downstream:
                     await self._replay_handshake(proc)
                 if timer.cancelled_caught:
                     await self.restart()
-                    raise DownstreamGone(f"the restarted server did not answer initialize "
-                                         f"within {self.handshake_timeout:g} s")
+                    raise DownstreamGone(
+                        f"the restarted server did not answer initialize "
+                        f"within {self.handshake_timeout:g} s"
+                    )
             return proc
 
     async def _serve(self, proc: _Process, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:
@@ -110,9 +119,12 @@ class Downstream:
                         if isinstance(item, SessionMessage):
                             await self._route(proc, item.message)
                         else:
-                            print(f"toolcommit gateway: the downstream server wrote a line "
-                                  f"that is not JSON-RPC ({type(item).__name__}); ignored",
-                                  file=self.errlog, flush=True)
+                            print(
+                                f"toolcommit gateway: the downstream server wrote a line "
+                                f"that is not JSON-RPC ({type(item).__name__}); ignored",
+                                file=self.errlog,
+                                flush=True,
+                            )
             finally:
                 await self._died(proc)
 
@@ -132,7 +144,7 @@ class Downstream:
         if self._proc is proc:
             self._proc = None
         for slot in proc.waiting.values():
-            slot[0].set()                                    # answer None: gone
+            slot[0].set()  # answer None: gone
         proc.waiting.clear()
         pending, proc.client_pending = proc.client_pending, set()
         with anyio.CancelScope(shield=True):
@@ -143,8 +155,9 @@ class Downstream:
         params = dict(self.initialize.params or {})
         await self._request(proc, "initialize", params)
         if self.initialized:
-            await self._send(proc, JSONRPCNotification(jsonrpc="2.0",
-                                                       method="notifications/initialized"))
+            await self._send(
+                proc, JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized")
+            )
 
     async def restart(self) -> None:
         """Stop the live process (its whole group): every request waiting on it gets its
@@ -198,8 +211,9 @@ class Downstream:
         slot = [anyio.Event(), None]
         proc.waiting[rid] = slot
         try:
-            await self._send(proc, JSONRPCRequest(jsonrpc="2.0", id=rid, method=method,
-                                                  params=params))
+            await self._send(
+                proc, JSONRPCRequest(jsonrpc="2.0", id=rid, method=method, params=params)
+            )
             await slot[0].wait()
         finally:
             proc.waiting.pop(rid, None)

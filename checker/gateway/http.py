@@ -12,6 +12,7 @@ deleted, or stays idle past the idle timeout; at most `Limits.sessions` sessions
 once (503 beyond). Requests of the sessionless era of MCP (an ``MCP-Protocol-Version`` the
 handshake never had) get 400, which a client in ``auto`` mode takes as "speak initialize".
 """
+
 from __future__ import annotations
 
 import hmac
@@ -69,7 +70,7 @@ class Limits:
 def _host_name(value: str) -> str:
     value = value.strip().lower()
     if value.startswith("["):
-        return value[:value.find("]") + 1]
+        return value[: value.find("]") + 1]
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
@@ -77,12 +78,16 @@ def refusal(limits: Limits, headers: dict) -> Optional[tuple[int, str]]:
     """(HTTP status, why) for a request the transport must refuse on its headers, or None."""
     host = headers.get(b"host", b"").decode("latin-1")
     if _host_name(host) not in LOOPBACK_NAMES | {limits.host.lower()} | limits.hosts:
-        return 421, (f"Host {host!r} is not this gateway's (DNS rebinding protection); the "
-                     "operator may allow it with --allow-host")
+        return 421, (
+            f"Host {host!r} is not this gateway's (DNS rebinding protection); the "
+            "operator may allow it with --allow-host"
+        )
     origin = headers.get(b"origin", b"").decode("latin-1")
     if origin and not _origin_allowed(origin, limits.origins):
-        return 403, (f"Origin {origin!r} is not allowed (DNS rebinding protection); the "
-                     "operator may allow it with --allow-origin")
+        return 403, (
+            f"Origin {origin!r} is not allowed (DNS rebinding protection); the "
+            "operator may allow it with --allow-origin"
+        )
     if limits.token is not None:
         got = headers.get(b"authorization", b"").decode("latin-1")
         want = f"Bearer {limits.token}"
@@ -108,7 +113,7 @@ class HttpGateway:
     def __init__(self, effectful: Effectful, command: list[str], tg, limits: Limits = Limits()):
         self.effectful, self.command, self.tg, self.limits = effectful, command, tg, limits
         self.sessions: dict[str, StreamableHTTPServerTransport] = {}
-        self.seen: dict[str, list] = {}          # session id -> [last request, in flight]
+        self.seen: dict[str, list] = {}  # session id -> [last request, in flight]
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -122,8 +127,11 @@ class HttpGateway:
             return await _error(refused[1], refused[0], extra)(scope, receive, send)
         version = headers.get(VERSION_HEADER, b"").decode("latin-1")
         if version and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            return await _error(f"protocol version {version}: the toolcommit gateway speaks "
-                                "MCP with initialize (a session)", 400)(scope, receive, send)
+            return await _error(
+                f"protocol version {version}: the toolcommit gateway speaks "
+                "MCP with initialize (a session)",
+                400,
+            )(scope, receive, send)
         sid = headers.get(SESSION_HEADER, b"").decode("latin-1")
         if sid:
             return await self._in_session(sid, scope, receive, send)
@@ -145,22 +153,27 @@ class HttpGateway:
     async def _open(self, scope, receive, send):
         """A new session, for a POST of an ``initialize`` request only."""
         if scope["method"] != "POST":
-            return await _error(f"{scope['method']} without a session: open one with a POST "
-                                "of initialize", 400)(scope, receive, send)
+            return await _error(
+                f"{scope['method']} without a session: open one with a POST of initialize", 400
+            )(scope, receive, send)
         body = await _body(receive)
         if body is None:
             return await _error(f"the request body is over {MAX_BODY} bytes", 413)(
-                scope, receive, send)
+                scope, receive, send
+            )
         try:
             msg = json.loads(body)
         except ValueError:
             msg = None
         if not (isinstance(msg, dict) and msg.get("method") == "initialize" and "id" in msg):
-            return await _error("no session: the first request must be an initialize",
-                                400)(scope, receive, send)
+            return await _error("no session: the first request must be an initialize", 400)(
+                scope, receive, send
+            )
         if len(self.sessions) >= self.limits.sessions:
-            return await _error(f"{len(self.sessions)} sessions are open, the gateway's "
-                                "--max-sessions: try later", 503)(scope, receive, send)
+            return await _error(
+                f"{len(self.sessions)} sessions are open, the gateway's --max-sessions: try later",
+                503,
+            )(scope, receive, send)
         transport = StreamableHTTPServerTransport(mcp_session_id=uuid.uuid4().hex)
         sid = transport.mcp_session_id
         self.sessions[sid] = transport
@@ -172,11 +185,12 @@ class HttpGateway:
             if message["type"] == "http.response.start":
                 status.append(message["status"])
             await send(message)
+
         try:
             await transport.handle_request(scope, _replay(body), answer)
         finally:
             self.seen[sid][0], self.seen[sid][1] = time.monotonic(), self.seen[sid][1] - 1
-        if not status or status[0] >= 400:          # the transport refused it: no session
+        if not status or status[0] >= 400:  # the transport refused it: no session
             await transport.terminate()
 
     async def _run(self, transport, *, task_status=anyio.TASK_STATUS_IGNORED):
@@ -184,11 +198,13 @@ class HttpGateway:
         try:
             async with transport.connect() as (read, write):
                 task_status.started()
-                await serve_session(read, write, self.effectful, self.command, sid,
-                                    errlog=sys.stderr)
-        except Exception as e:      # noqa: BLE001 - one session's end never stops the others
-            print(f"toolcommit gateway: session {sid} ended: {type(e).__name__}: {e}",
-                  file=sys.stderr)
+                await serve_session(
+                    read, write, self.effectful, self.command, sid, errlog=sys.stderr
+                )
+        except Exception as e:  # noqa: BLE001 - one session's end never stops the others
+            print(
+                f"toolcommit gateway: session {sid} ended: {type(e).__name__}: {e}", file=sys.stderr
+            )
         finally:
             self.sessions.pop(sid, None)
             self.seen.pop(sid, None)
@@ -228,13 +244,16 @@ def _replay(body: bytes):
             sent[0] = True
             return {"type": "http.request", "body": body, "more_body": False}
         await anyio.sleep_forever()
+
     return receive
 
 
 def _error(message: str, status: int, headers: Optional[dict] = None):
-    return JSONResponse({"jsonrpc": "2.0", "id": None,
-                         "error": {"code": -32600, "message": message}}, status_code=status,
-                        headers=headers)
+    return JSONResponse(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}},
+        status_code=status,
+        headers=headers,
+    )
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -251,22 +270,29 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def serve_http(effectful: Effectful, command: list[str], sock: socket.socket,
-                     limits: Limits = Limits(), ready=None) -> None:
+async def serve_http(
+    effectful: Effectful,
+    command: list[str],
+    sock: socket.socket,
+    limits: Limits = Limits(),
+    ready=None,
+) -> None:
     """Serve streamable HTTP on the listening `sock` until cancelled; `ready(port)` is
     called once it serves."""
     import uvicorn
+
     async with anyio.create_task_group() as tg:
         app = HttpGateway(effectful, command, tg, limits)
         config = uvicorn.Config(app, log_level="warning", lifespan="off")
         server = uvicorn.Server(config)
-        server.install_signal_handlers = lambda: None      # the CLI handles signals
+        server.install_signal_handlers = lambda: None  # the CLI handles signals
 
         async def announce():
             while not server.started:
                 await anyio.sleep(0.02)
             if ready is not None:
                 ready(sock.getsockname()[1])
+
         tg.start_soon(announce)
         tg.start_soon(app.reap)
         try:

@@ -18,6 +18,7 @@ downstream call of an effectful tool has a time limit (`Effectful.call_timeout`)
 that does not answer in time is restarted, so the call is in doubt as a dead server's is,
 and the session keeps serving.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,8 +37,14 @@ PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 METHOD_NOT_FOUND, INTERNAL_ERROR = -32601, -32603
 
 
-async def serve_session(read, write, effectful: Effectful, command: list[str],
-                        session: Optional[str] = None, errlog=sys.stderr) -> None:
+async def serve_session(
+    read,
+    write,
+    effectful: Effectful,
+    command: list[str],
+    session: Optional[str] = None,
+    errlog=sys.stderr,
+) -> None:
     """Serve one session on the streams `read` / `write` (SessionMessage streams of an
     `mcp` server transport; an `Exception` item is a line that did not parse) until the
     client closes it; the downstream server is started at the first message and stopped
@@ -50,7 +57,7 @@ async def serve_session(read, write, effectful: Effectful, command: list[str],
             async for item in read:
                 await s.receive(item, tg)
         except (anyio.ClosedResourceError, anyio.EndOfStream):
-            pass                                       # the client ended the session
+            pass  # the client ended the session
         finally:
             await s.down.stop()
             tg.cancel_scope.cancel()
@@ -70,8 +77,9 @@ class Unreadable(Exception):
         rid = data.get("id") if isinstance(data, dict) else None
         self.rid = rid if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        super().__init__(("not JSON: " if self.code == PARSE_ERROR else
-                          "not a valid JSON-RPC message: ") + first)
+        super().__init__(
+            ("not JSON: " if self.code == PARSE_ERROR else "not a valid JSON-RPC message: ") + first
+        )
 
 
 def _error(rid, code: int, message: str) -> JSONRPCError:
@@ -83,7 +91,7 @@ class _Session:
         self.write, self.effectful, self.session = write, effectful, session
         self.errlog = errlog
         self.down: Downstream
-        self.calls: dict = {}          # request id -> CancelScope
+        self.calls: dict = {}  # request id -> CancelScope
         self.client: Optional[dict] = None
         self._lock = anyio.Lock()
 
@@ -92,35 +100,51 @@ class _Session:
             try:
                 await self.write.send(SessionMessage(msg))
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                pass                       # the client left; the log has what happened
+                pass  # the client left; the log has what happened
 
     async def lost(self, rid) -> None:
-        await self.to_client(_error(rid, INTERNAL_ERROR, "the downstream MCP server exited "
-                                    "before it answered (toolcommit gateway)"))
+        await self.to_client(
+            _error(
+                rid,
+                INTERNAL_ERROR,
+                "the downstream MCP server exited before it answered (toolcommit gateway)",
+            )
+        )
 
     async def receive(self, item, tg) -> None:
         """One item from the client: a message, or the exception of a line that did not
         parse. A failure handling it is answered (a request) or reported, never fatal."""
         if not isinstance(item, SessionMessage):
-            await self.to_client(_error(getattr(item, "rid", None),
-                                        getattr(item, "code", PARSE_ERROR),
-                                        f"toolcommit gateway: {item}"))
+            await self.to_client(
+                _error(
+                    getattr(item, "rid", None),
+                    getattr(item, "code", PARSE_ERROR),
+                    f"toolcommit gateway: {item}",
+                )
+            )
             return
         msg = item.message
         try:
             await self.from_client(msg, tg)
-        except Exception as e:             # noqa: BLE001 - one bad message ends nothing
+        except Exception as e:  # noqa: BLE001 - one bad message ends nothing
             print(f"toolcommit gateway: {type(e).__name__}: {e}", file=self.errlog, flush=True)
             if isinstance(msg, JSONRPCRequest):
-                await self.to_client(_error(msg.id, INTERNAL_ERROR,
-                                            f"toolcommit gateway: {type(e).__name__}: {e}"))
+                await self.to_client(
+                    _error(msg.id, INTERNAL_ERROR, f"toolcommit gateway: {type(e).__name__}: {e}")
+                )
 
     async def from_client(self, msg, tg) -> None:
         if isinstance(msg, JSONRPCRequest):
             if msg.method == "server/discover":
-                await self.to_client(_error(msg.id, METHOD_NOT_FOUND, "server/discover: the "
-                                            "toolcommit gateway speaks MCP with initialize "
-                                            "(a session)"))
+                await self.to_client(
+                    _error(
+                        msg.id,
+                        METHOD_NOT_FOUND,
+                        "server/discover: the "
+                        "toolcommit gateway speaks MCP with initialize "
+                        "(a session)",
+                    )
+                )
                 return
             if msg.method == "initialize":
                 info = (msg.params or {}).get("clientInfo")
@@ -136,11 +160,15 @@ class _Session:
         elif isinstance(msg, JSONRPCNotification) and msg.method == "notifications/cancelled":
             rid = (msg.params or {}).get("requestId") if isinstance(msg.params, dict) else None
             if not isinstance(rid, (str, int)) or isinstance(rid, bool):
-                print("toolcommit gateway: a notifications/cancelled without a valid "
-                      "requestId; dropped", file=self.errlog, flush=True)
+                print(
+                    "toolcommit gateway: a notifications/cancelled without a valid "
+                    "requestId; dropped",
+                    file=self.errlog,
+                    flush=True,
+                )
                 return
             if rid in self.calls:
-                self.calls[rid].cancel()   # it drops the call only before it is proposed
+                self.calls[rid].cancel()  # it drops the call only before it is proposed
                 return
         await self.down.forward(msg)
 
@@ -150,12 +178,14 @@ class _Session:
         result = None
         try:
             with scope:
-                result = await self.effectful.call(msg.params, msg.id, self.session,
-                                                   self.client, self._down_request)
-        except Exception as e:             # noqa: BLE001 - answered, never fatal
+                result = await self.effectful.call(
+                    msg.params, msg.id, self.session, self.client, self._down_request
+                )
+        except Exception as e:  # noqa: BLE001 - answered, never fatal
             print(f"toolcommit gateway: {type(e).__name__}: {e}", file=self.errlog, flush=True)
-            await self.to_client(_error(msg.id, INTERNAL_ERROR,
-                                        f"toolcommit gateway: {type(e).__name__}: {e}"))
+            await self.to_client(
+                _error(msg.id, INTERNAL_ERROR, f"toolcommit gateway: {type(e).__name__}: {e}")
+            )
             return
         finally:
             self.calls.pop(msg.id, None)
@@ -172,8 +202,10 @@ class _Session:
                 return await self.down.request(method, params)
             if timer.cancelled_caught:
                 await self.down.restart()
-                raise DownstreamGone(f"the server did not answer within {limit:g} s (the "
-                                     "gateway's --call-timeout; it restarted the server)")
+                raise DownstreamGone(
+                    f"the server did not answer within {limit:g} s (the "
+                    "gateway's --call-timeout; it restarted the server)"
+                )
 
 
 __all__ = ["serve_session", "DownstreamGone", "Unreadable"]

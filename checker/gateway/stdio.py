@@ -4,6 +4,7 @@ The client's lines are read by a daemon thread with raw reads, so the gateway en
 client closes stdin or a signal arrives, whatever the reading thread is blocked on; a line
 that is no JSON-RPC message reaches the session as `Unreadable` (answered with an error).
 """
+
 from __future__ import annotations
 
 import os
@@ -54,17 +55,18 @@ async def stdio_streams(stdin_fd: int = 0, stdout=None):
                 if not line:
                     continue
                 try:
-                    item = SessionMessage(types.jsonrpc_message_adapter.validate_json(
-                        line, by_name=False))
-                except Exception as e:           # noqa: BLE001 - answered as an error
+                    item = SessionMessage(
+                        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                    )
+                except Exception as e:  # noqa: BLE001 - answered as an error
                     item = Unreadable(line, e)
                 anyio.from_thread.run(in_send.send, item, token=token)
-        except Exception:                        # noqa: BLE001 - the loop is gone or closed
+        except Exception:  # noqa: BLE001 - the loop is gone or closed
             pass
         finally:
             try:
                 anyio.from_thread.run_sync(in_send.close, token=token)
-            except Exception:                    # noqa: BLE001 - the loop is gone
+            except Exception:  # noqa: BLE001 - the loop is gone
                 pass
 
     def put(data: bytes) -> None:
@@ -76,10 +78,11 @@ async def stdio_streams(stdin_fd: int = 0, stdout=None):
             async for msg in out_recv:
                 data = msg.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
                 try:
-                    await anyio.to_thread.run_sync(put, data.encode("utf-8"),
-                                                   abandon_on_cancel=True)
+                    await anyio.to_thread.run_sync(
+                        put, data.encode("utf-8"), abandon_on_cancel=True
+                    )
                 except (BrokenPipeError, ValueError, OSError):
-                    return                      # the client is gone
+                    return  # the client is gone
 
     threading.Thread(target=reader, name="toolcommit-gateway-stdin", daemon=True).start()
     async with anyio.create_task_group() as tg:

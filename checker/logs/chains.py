@@ -30,6 +30,7 @@ A key with more than `MAX_PENDING` buffered transitions (hostile input) has them
 classified at once against the chain it has then, to stay bounded; a chain longer than
 `MAX_CHAIN` (illegal anyway) is judged as it arrived, not rebuilt.
 """
+
 from __future__ import annotations
 
 from typing import Iterable
@@ -61,10 +62,10 @@ from toolcommit.checker.logs.store import (
 )
 from toolcommit.checker.logs.writers import Writer, crashed_between
 
-MAX_PENDING = 4096   # buffered transitions per key before they are classified at once
-MAX_CHAIN = 256      # transitions kept per key's chain (a legal chain has at most 5)
-MAX_SEARCH = 24      # transitions per key up to which the chain is the longest one
-_JUDGED = ("LEGAL", "P2", "FENCE", "P3")   # what judging a closed key may have found
+MAX_PENDING = 4096  # buffered transitions per key before they are classified at once
+MAX_CHAIN = 256  # transitions kept per key's chain (a legal chain has at most 5)
+MAX_SEARCH = 24  # transitions per key up to which the chain is the longest one
+_JUDGED = ("LEGAL", "P2", "FENCE", "P3")  # what judging a closed key may have found
 
 
 def tstep(t) -> tuple:
@@ -86,7 +87,7 @@ def transition(st: Store, ev, w: Writer, loc: int) -> None:
     t = (w.name, ev.seq, frm, to, ev.fence, loc)
     note_edge(k, frm, to, t[4], loc)
     k.flags |= F_RECORD | F_TRANSITIONS | F_JUDGE
-    if k.flags & F_CLOSED:          # late: reopen; judged again with the rest at the end
+    if k.flags & F_CLOSED:  # late: reopen; judged again with the rest at the end
         k.flags &= ~F_CLOSED
         k.pending = [t]
         st.found.retract(name, _JUDGED)
@@ -98,9 +99,9 @@ def transition(st: Store, ev, w: Writer, loc: int) -> None:
             k.pending.append(t)
         else:
             k.pending = [t]
-        if frm == k.tip:           # only an arrival that chains can unblock others
+        if frm == k.tip:  # only an arrival that chains can unblock others
             drain(k)
-        elif len(k.pending) > MAX_PENDING:   # hostile: classify now, stay bounded
+        elif len(k.pending) > MAX_PENDING:  # hostile: classify now, stay bounded
             _resolve(st, name, k)
     if k.tip in TERMINAL and not k.pending:
         close(st, name, k)
@@ -178,16 +179,18 @@ def _longest(transitions: list) -> list:
     lanes = [sorted(per[w], key=lambda t: t[1]) for w in sorted(per)]
     memo: dict[tuple, tuple] = {}
 
-    def best(tip: int, pos: tuple) -> tuple:     # -> (length, lanes taken in order)
+    def best(tip: int, pos: tuple) -> tuple:  # -> (length, lanes taken in order)
         got = memo.get((tip, pos))
         if got is not None:
             return got
-        ready = sorted((-1 if lane[i][4] is None else lane[i][4], lane[i][0], lane[i][1], j)
-                       for j, (lane, i) in enumerate(zip(lanes, pos))
-                       if i < len(lane) and lane[i][2] == tip)
+        ready = sorted(
+            (-1 if lane[i][4] is None else lane[i][4], lane[i][0], lane[i][1], j)
+            for j, (lane, i) in enumerate(zip(lanes, pos))
+            if i < len(lane) and lane[i][2] == tip
+        )
         out: tuple = (0, ())
         for *_, j in ready:
-            n, path = best(lanes[j][pos[j]][3], pos[:j] + (pos[j] + 1,) + pos[j + 1:])
+            n, path = best(lanes[j][pos[j]][3], pos[:j] + (pos[j] + 1,) + pos[j + 1 :])
             if n + 1 > out[0]:
                 out = (n + 1, (j,) + path)
         memo[(tip, pos)] = out
@@ -208,13 +211,17 @@ def _judge(found: Findings, name: str, k: Key) -> None:
     for i, t in enumerate(chain):
         fence = t[4]
         if (t[2], t[3]) not in EDGES:
-            _legal(found, name, t, [tstep(c) for c in chain[max(0, i - 3): i + 1]])
+            _legal(found, name, t, [tstep(c) for c in chain[max(0, i - 3) : i + 1]])
         if fence is not None:
             if top is not None and fence < top:
-                found.add("FENCE", name, "certain",
-                          f"the key's fence went backwards, from {top} to {fence}: the "
-                          f"log accepted a write from {t[0]}, whose fence was already stale",
-                          [tstep(c) for c in chain[max(0, i - 3): i + 1]])
+                found.add(
+                    "FENCE",
+                    name,
+                    "certain",
+                    f"the key's fence went backwards, from {top} to {fence}: the "
+                    f"log accepted a write from {t[0]}, whose fence was already stale",
+                    [tstep(c) for c in chain[max(0, i - 3) : i + 1]],
+                )
             else:
                 top = fence
 
@@ -225,15 +232,24 @@ def _legal(found: Findings, name: str, t, steps) -> None:
     if (frm, to) in EDGES:
         return
     if frm == UNKNOWN:
-        found.add("P2", name, "certain",
-                  f"after UNKNOWN the next transition must be one of "
-                  f"{', '.join(sorted(STATES[s] for s in AFTER_UNKNOWN))}, but {t[0]} moved "
-                  f"the key to {STATES[to]}: a blind retry from memory, not a reconcile",
-                  steps)
+        found.add(
+            "P2",
+            name,
+            "certain",
+            f"after UNKNOWN the next transition must be one of "
+            f"{', '.join(sorted(STATES[s] for s in AFTER_UNKNOWN))}, but {t[0]} moved "
+            f"the key to {STATES[to]}: a blind retry from memory, not a reconcile",
+            steps,
+        )
     else:
-        found.add("LEGAL", name, "certain",
-                  f"{STATES[frm]} -> {STATES[to]} is not an edge of the record lifecycle "
-                  "in spec/protocol.json", steps)
+        found.add(
+            "LEGAL",
+            name,
+            "certain",
+            f"{STATES[frm]} -> {STATES[to]} is not an edge of the record lifecycle "
+            "in spec/protocol.json",
+            steps,
+        )
 
 
 def _resolve(st: Store, name: str, k: Key) -> None:
@@ -241,12 +257,12 @@ def _resolve(st: Store, name: str, k: Key) -> None:
     found = st.found
     pending = sorted(k.pending, key=lambda t: (t[0], t[1]))
     k.pending = []
-    branch: dict[str, tuple] = dict(k.forks or {})   # writer -> (its branch's state, property)
+    branch: dict[str, tuple] = dict(k.forks or {})  # writer -> (its branch's state, property)
     chain = k.chain
     for t in pending:
         w, seq, frm, to, fence, loc = t
         br = branch.get(w)
-        if br is not None and br[0] == frm:   # continues this writer's fork branch
+        if br is not None and br[0] == frm:  # continues this writer's fork branch
             branch[w] = (to, br[1])
             _legal(found, name, t, [tstep(t)])
             b = found.get(br[1], name)
@@ -255,11 +271,15 @@ def _resolve(st: Store, name: str, k: Key) -> None:
             continue
         _legal(found, name, t, [tstep(t)])
         if not (k.visited >> frm) & 1:
-            found.add("LEGAL", name, "possible",
-                      f"{w} moved the key from {STATES[frm]}, a state its chain never "
-                      f"reached (it went {' -> '.join(_path(chain))}): a line that entered "
-                      f"{STATES[frm]} was lost, or the writer skipped or invented a step",
-                      chain_steps(k) + [tstep(t)])
+            found.add(
+                "LEGAL",
+                name,
+                "possible",
+                f"{w} moved the key from {STATES[frm]}, a state its chain never "
+                f"reached (it went {' -> '.join(_path(chain))}): a line that entered "
+                f"{STATES[frm]} was lost, or the writer skipped or invented a step",
+                chain_steps(k) + [tstep(t)],
+            )
             continue
         fork = next((i for i, c in enumerate(chain) if c[2] == frm), None)
         other = chain[fork] if fork is not None else None
@@ -270,38 +290,58 @@ def _resolve(st: Store, name: str, k: Key) -> None:
         if crash is None and other is not None:
             # symmetric: the transition the chain took may be the one made from memory
             theirs = [c[1] for c in chain[:fork] if c[0] == other[0]]
-            ocrash = crashed_between(st.writers.get(other[0]), max(theirs, default=-1),
-                                     other[1])
+            ocrash = crashed_between(st.writers.get(other[0]), max(theirs, default=-1), other[1])
             if ocrash is not None:
                 branch[w] = (to, "P4")
-                found.add("P4", name, "certain",
-                          f"{other[0]} crashed and then moved the key from {STATES[frm]} "
-                          f"to {STATES[other[3]]}, while {w} moved it from {STATES[frm]} to "
-                          f"{STATES[to]}: after a crash the writer acted from memory or "
-                          "chat history, not from the log",
-                          steps[:-1] + [ocrash, steps[-1], tstep(t)])
+                found.add(
+                    "P4",
+                    name,
+                    "certain",
+                    f"{other[0]} crashed and then moved the key from {STATES[frm]} "
+                    f"to {STATES[other[3]]}, while {w} moved it from {STATES[frm]} to "
+                    f"{STATES[to]}: after a crash the writer acted from memory or "
+                    "chat history, not from the log",
+                    steps[:-1] + [ocrash, steps[-1], tstep(t)],
+                )
                 continue
-        moved = (f"{other[0]} had already moved it from {STATES[frm]} to "
-                 f"{STATES[other[3]]}" if other else f"the chain had already left "
-                 f"{STATES[frm]}")
+        moved = (
+            f"{other[0]} had already moved it from {STATES[frm]} to {STATES[other[3]]}"
+            if other
+            else f"the chain had already left {STATES[frm]}"
+        )
         if crash is not None:
             branch[w] = (to, "P4")
-            found.add("P4", name, "certain",
-                      f"{w} crashed and then moved the key from {STATES[frm]}, but "
-                      f"{moved}: after a crash the writer acted from memory or chat "
-                      "history, not from the log", steps + [crash, tstep(t)])
+            found.add(
+                "P4",
+                name,
+                "certain",
+                f"{w} crashed and then moved the key from {STATES[frm]}, but "
+                f"{moved}: after a crash the writer acted from memory or chat "
+                "history, not from the log",
+                steps + [crash, tstep(t)],
+            )
         elif mine and fork is not None and max(mine) >= fork:
             branch[w] = (to, "LEGAL")
-            found.add("LEGAL", name, "certain",
-                      f"{w} had itself moved the key past {STATES[frm]}, then wrote a "
-                      f"transition from {STATES[frm]} again: a rewind (overwrite) the "
-                      "lifecycle does not have", steps + [tstep(t)])
+            found.add(
+                "LEGAL",
+                name,
+                "certain",
+                f"{w} had itself moved the key past {STATES[frm]}, then wrote a "
+                f"transition from {STATES[frm]} again: a rewind (overwrite) the "
+                "lifecycle does not have",
+                steps + [tstep(t)],
+            )
         else:
             branch[w] = (to, "RACE")
-            found.add("RACE", name, "certain",
-                      f"{w} moved the key out of {STATES[frm]}, but {moved}; a key's "
-                      "transitions must form one chain, so two writers acted on the same "
-                      "state without a compare-and-set", steps + [tstep(t)])
+            found.add(
+                "RACE",
+                name,
+                "certain",
+                f"{w} moved the key out of {STATES[frm]}, but {moved}; a key's "
+                "transitions must form one chain, so two writers acted on the same "
+                "state without a compare-and-set",
+                steps + [tstep(t)],
+            )
     if branch:
         k.forks = branch
 
@@ -318,7 +358,7 @@ def close(st: Store, name: str, k: Key) -> None:
             return
         _judge(st.found, name, k)
     k.flags = (k.flags & ~F_JUDGE) | F_CLOSED
-    if k.flags & (F_CANCELLED | F_SEALED):      # else `check_effects` has nothing to find
+    if k.flags & (F_CANCELLED | F_SEALED):  # else `check_effects` has nothing to find
         check_effects(st, name, k)
     if st.packing:
         st.pack(name, k)
@@ -330,31 +370,47 @@ def check_effects(st: Store, name: str, k: Key, loc: int = 0) -> None:
     found = st.found
     if not k.applies:
         if k.flags & F_CANCELLED and k.dispatches:
-            found.add("P3", name, "possible",
-                      "the key was cancelled before dispatch, yet a dispatch was logged; no "
-                      "effect record shows whether the provider applied it",
-                      chain_steps(k))
+            found.add(
+                "P3",
+                name,
+                "possible",
+                "the key was cancelled before dispatch, yet a dispatch was logged; no "
+                "effect record shows whether the provider applied it",
+                chain_steps(k),
+            )
         return
-    sealed_stale = (k.flags & F_SEALED and k.min_apply_fence is not None
-                    and k.max_fence is not None and k.min_apply_fence < k.max_fence)
+    sealed_stale = (
+        k.flags & F_SEALED
+        and k.min_apply_fence is not None
+        and k.max_fence is not None
+        and k.min_apply_fence < k.max_fence
+    )
     if not (k.flags & F_CANCELLED or sealed_stale):
         return
     story = chain_steps(k) or [
-        ("note", k.last_writer, f"the key is at {STATES[k.tip]}", k.last_loc)]
+        ("note", k.last_writer, f"the key is at {STATES[k.tip]}", k.last_loc)
+    ]
     if k.flags & F_CANCELLED:
-        found.add("P3", name, "certain",
-                  "the user cancelled the key before dispatch (RECORDED -> "
-                  "REJECTED_CONFLICT), yet the provider applied its effect",
-                  story + [("effect", "", "provider applied it", loc or k.apply_loc)],
-                  locs=[k.last_loc])
+        found.add(
+            "P3",
+            name,
+            "certain",
+            "the user cancelled the key before dispatch (RECORDED -> "
+            "REJECTED_CONFLICT), yet the provider applied its effect",
+            story + [("effect", "", "provider applied it", loc or k.apply_loc)],
+            locs=[k.last_loc],
+        )
     if sealed_stale:
-        found.add("FENCE", name, "certain",
-                  f"reconciling at fence {k.max_fence} found no effect (DEAD_LETTER), yet "
-                  f"the provider applied a request with the older fence "
-                  f"{k.min_apply_fence}: a stale request landed after the seal",
-                  story + [("effect", "", f"apply with fence {k.min_apply_fence}",
-                            k.min_apply_loc)],
-                  locs=[k.last_loc])
+        found.add(
+            "FENCE",
+            name,
+            "certain",
+            f"reconciling at fence {k.max_fence} found no effect (DEAD_LETTER), yet "
+            f"the provider applied a request with the older fence "
+            f"{k.min_apply_fence}: a stale request landed after the seal",
+            story + [("effect", "", f"apply with fence {k.min_apply_fence}", k.min_apply_loc)],
+            locs=[k.last_loc],
+        )
 
 
 def finish_open(st: Store) -> None:
@@ -372,11 +428,18 @@ def finish_open(st: Store) -> None:
             _resolve(st, name, k)
         check_effects(st, name, k)
         if k.flags & F_TRANSITIONS and k.tip not in TERMINAL:
-            st.found.add("UNSETTLED", name, "possible",
-                         f"the log ends with the key at {STATES[k.tip]}, not a settled state"
-                         + ("; an effect may still land" if k.tip in IN_DOUBT else
-                            "; its intent is neither done nor given up"),
-                         chain_steps(k))
+            st.found.add(
+                "UNSETTLED",
+                name,
+                "possible",
+                f"the log ends with the key at {STATES[k.tip]}, not a settled state"
+                + (
+                    "; an effect may still land"
+                    if k.tip in IN_DOUBT
+                    else "; its intent is neither done nor given up"
+                ),
+                chain_steps(k),
+            )
 
 
 def _reaccepted(st: Store, name: str, k: Key) -> None:
@@ -388,19 +451,27 @@ def _reaccepted(st: Store, name: str, k: Key) -> None:
     everyone = [(st.found.writer_of(k.accept_loc), k.accept_seq, k.accept_loc, "")]
     others = []
     for writer, seq, loc, call in everyone + k.reaccepts:
-        step = ("proposal", writer, f"call {call}: key accepted" if call else "key accepted",
-                loc)
+        step = ("proposal", writer, f"call {call}: key accepted" if call else "key accepted", loc)
         if any(t[0] == writer and t[3] in TERMINAL and t[1] < seq for t in moves):
-            st.found.add("LEGAL", name, "certain",
-                         "the key was accepted again after it had settled: a second record "
-                         "overwrote the first, so the intent can take effect twice",
-                         chain_steps(k)[-1:] + [step])
+            st.found.add(
+                "LEGAL",
+                name,
+                "certain",
+                "the key was accepted again after it had settled: a second record "
+                "overwrote the first, so the intent can take effect twice",
+                chain_steps(k)[-1:] + [step],
+            )
         else:
             others.append(step)
     if len(others) >= 2:
-        st.found.add("RACE", name, "certain",
-                     "two proposals were accepted for one key: the log inserted twice "
-                     "(check-then-insert without a uniqueness constraint)", others[:2])
+        st.found.add(
+            "RACE",
+            name,
+            "certain",
+            "two proposals were accepted for one key: the log inserted twice "
+            "(check-then-insert without a uniqueness constraint)",
+            others[:2],
+        )
 
 
 def acked(k: Key) -> bool:

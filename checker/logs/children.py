@@ -13,6 +13,7 @@ or in the child (before it could set its own handlers). Held, the signal waits u
 fork is done: the parent then stops at once, the child ignores a Ctrl-C meant for the
 whole process group (its parent decides) and takes a SIGTERM's default action.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -21,7 +22,7 @@ import signal
 from contextlib import contextmanager
 from typing import Iterator
 
-PR_SET_PDEATHSIG = 1      # <sys/prctl.h>
+PR_SET_PDEATHSIG = 1  # <sys/prctl.h>
 HELD = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -64,8 +65,8 @@ def die_with_parent(parent: int) -> bool:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         asked = libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
-    except (OSError, AttributeError):   # pragma: no cover - not Linux
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
         pass
-    if os.getppid() != parent:          # the parent died before the request: too late
+    if os.getppid() != parent:  # the parent died before the request: too late
         os._exit(1)
     return asked

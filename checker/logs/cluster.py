@@ -17,6 +17,7 @@ the shards run, the workers that hold them are looked at every `POLL_S`, and a w
 that left the cluster (killed, lost) ends the run with a `ResourceError` (exit 5) instead
 of a wait for an answer that cannot come.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -30,16 +31,18 @@ from toolcommit.checker.logs.shards import Part, Shard, changed, coordinate
 from toolcommit.model.errors import InternalError, ResourceError, UsageError
 
 EXTRA = "pip install 'toolcommit[distributed]'"
-CONNECT_S = 20.0     # seconds to connect to a scheduler, handshake included
-POLL_S = 1.0         # seconds between looks at the workers that hold the shards
+CONNECT_S = 20.0  # seconds to connect to a scheduler, handshake included
+POLL_S = 1.0  # seconds between looks at the workers that hold the shards
 
 
 def _dask():
     try:
         from dask import distributed
     except ImportError:
-        raise UsageError("--engine dask needs Dask's distributed scheduler, which is not "
-                         f"installed; install the extra: {EXTRA}") from None
+        raise UsageError(
+            "--engine dask needs Dask's distributed scheduler, which is not "
+            f"installed; install the extra: {EXTRA}"
+        ) from None
     return distributed
 
 
@@ -52,10 +55,17 @@ def client(scheduler: Optional[str], workers: int) -> Iterator:
         with _connect(distributed, scheduler) as c:
             yield c
         return
-    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None,
-                                  silence_logs=40) as cluster, \
-            distributed.Client(cluster) as c:
+    with (
+        distributed.LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            silence_logs=40,
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
         yield c
 
 
@@ -66,36 +76,54 @@ def _connect(distributed, scheduler: str) -> Iterator:
     after it, so the connection is made on a thread that is abandoned if it hangs."""
     try:
         from distributed.comm import resolve_address
+
         resolve_address(scheduler)
     except Exception as e:  # noqa: BLE001 - distributed's parsers raise several kinds
-        raise UsageError(f"--scheduler {scheduler}: not a scheduler address ({e}); give one "
-                         "such as tcp://10.0.0.5:8786") from None
+        raise UsageError(
+            f"--scheduler {scheduler}: not a scheduler address ({e}); give one "
+            "such as tcp://10.0.0.5:8786"
+        ) from None
     box: dict = {}
 
-    def connect() -> None:     # the client must be the default one: actors find it so
+    def connect() -> None:  # the client must be the default one: actors find it so
         try:
             box["client"] = distributed.Client(scheduler, timeout=f"{CONNECT_S}s")
         except BaseException as e:  # noqa: BLE001 - handed to the caller below
             box["error"] = e
+
     t = threading.Thread(target=connect, name="toolcommit-dask-connect", daemon=True)
     t.start()
     t.join(CONNECT_S + 5)
     e = box.get("error")
     if t.is_alive() or isinstance(e, (OSError, TimeoutError, asyncio.TimeoutError)):
-        why = f"cannot connect ({e})" if e else (f"no Dask scheduler answered within "
-                                                f"{CONNECT_S + 5:g} s (something else may "
-                                                "listen there)")
-        raise UsageError(f"--scheduler {scheduler}: {why}; start one with `dask scheduler` "
-                         "or leave --scheduler out")
+        why = (
+            f"cannot connect ({e})"
+            if e
+            else (
+                f"no Dask scheduler answered within "
+                f"{CONNECT_S + 5:g} s (something else may "
+                "listen there)"
+            )
+        )
+        raise UsageError(
+            f"--scheduler {scheduler}: {why}; start one with `dask scheduler` "
+            "or leave --scheduler out"
+        )
     if e is not None:
         raise e
     with box["client"] as c:
         yield c
 
 
-def check(paths: Sequence[str], max_line_bytes: int, focus: Sequence[str], shards: int,
-          scheduler: Optional[str] = None, dask_client=None,
-          complete_effects: bool = False) -> Report:
+def check(
+    paths: Sequence[str],
+    max_line_bytes: int,
+    focus: Sequence[str],
+    shards: int,
+    scheduler: Optional[str] = None,
+    dask_client=None,
+    complete_effects: bool = False,
+) -> Report:
     """Check `paths` in `shards` shards on a Dask cluster (`dask_client`'s, the one at
     `scheduler`, or a new local one); the single process's report, or its errors."""
     if dask_client is not None:
@@ -111,9 +139,20 @@ def _check(c, paths, max_line_bytes, focus, shards, complete_effects) -> Report:
         raise UsageError("the Dask cluster has no workers; start some with `dask worker`")
 
     def actor(i: int, owned=None):
-        return c.submit(Shard, paths, max_line_bytes, focus, i, shards, owned, True,
-                        complete_effects, actor=True, workers=[where[i % len(where)]],
-                        pure=False)
+        return c.submit(
+            Shard,
+            paths,
+            max_line_bytes,
+            focus,
+            i,
+            shards,
+            owned,
+            True,
+            complete_effects,
+            actor=True,
+            workers=[where[i % len(where)]],
+            pure=False,
+        )
 
     holders = [where[i % len(where)] for i in range(shards)]
     every = _results(c, [actor(i) for i in range(shards)], holders)
@@ -123,7 +162,7 @@ def _check(c, paths, max_line_bytes, focus, shards, complete_effects) -> Report:
 
     def fixup(keys: set) -> Part:
         a = _results(c, [actor(0, keys)], holders[:1])[0]
-        if _results(c, [a.run()], holders[:1])[0][0] is not None:   # the logs changed
+        if _results(c, [a.run()], holders[:1])[0][0] is not None:  # the logs changed
             raise changed()
         return _results(c, [a.finish()], holders[:1])[0]
 
@@ -142,12 +181,13 @@ def _results(c, futures: list, holders: list) -> list:
                 continue
             try:
                 out[i] = f.result(timeout=POLL_S)
-            except (TimeoutError, asyncio.TimeoutError):   # one class since Python 3.11
+            except (TimeoutError, asyncio.TimeoutError):  # one class since Python 3.11
                 continue
             except Exception as e:  # noqa: BLE001 - a bug in a shard, or a lost worker
                 _lost(c, holders, i, e)
-                raise InternalError(f"a shard of validate failed on the Dask cluster: "
-                                    f"{type(e).__name__}: {e}") from None
+                raise InternalError(
+                    f"a shard of validate failed on the Dask cluster: {type(e).__name__}: {e}"
+                ) from None
         if len(out) < len(futures):
             _lost(c, holders, None, None)
     return [out[i] for i in range(len(futures))]
@@ -158,11 +198,15 @@ def _lost(c, holders: list, i, error) -> None:
     try:
         alive = set(c.scheduler_info()["workers"])
     except Exception as e:  # noqa: BLE001 - the scheduler itself is gone
-        raise ResourceError(f"the Dask scheduler stopped answering ({type(e).__name__}: "
-                            f"{e}); nothing was judged: run again") from None
+        raise ResourceError(
+            f"the Dask scheduler stopped answering ({type(e).__name__}: "
+            f"{e}); nothing was judged: run again"
+        ) from None
     gone = sorted({w for w in holders if w not in alive})
     if gone:
         why = f" ({type(error).__name__}: {error})" if error is not None else ""
-        raise ResourceError(f"the Dask worker {', '.join(gone)} holding a shard left the "
-                            f"cluster (killed or lost){why}; nothing was judged: run again, "
-                            "on workers with enough memory") from None
+        raise ResourceError(
+            f"the Dask worker {', '.join(gone)} holding a shard left the "
+            f"cluster (killed or lost){why}; nothing was judged: run again, "
+            "on workers with enough memory"
+        ) from None

@@ -52,6 +52,7 @@ Examples
 >>> r.verdict, sorted({f.property for f in r.findings})
 (<LogVerdict.VIOLATES: 'VIOLATES'>, ['I1', 'P1'])
 """
+
 from __future__ import annotations
 
 from typing import Iterable, Optional, Sequence
@@ -102,8 +103,14 @@ class Conformance(Store):
         record is then no possible I1. Off by default: a log alone cannot promise that.
     """
 
-    def __init__(self, files: Sequence[str] = ("<events>",), focus: Iterable[str] = (),
-                 pack: bool = True, complete_effects: bool = False, native: bool = True):
+    def __init__(
+        self,
+        files: Sequence[str] = ("<events>",),
+        focus: Iterable[str] = (),
+        pack: bool = True,
+        complete_effects: bool = False,
+        native: bool = True,
+    ):
         super().__init__(files, focus, pack, complete_effects)
         self._finished = False
         # the native lane (logs/lane.py) for `feed_batch`, unless focus histories are kept
@@ -132,7 +139,7 @@ class Conformance(Store):
             w = self.writer(wname)
         loc = w.base | (file_index << LINE_BITS) | line
         seq = ev.seq
-        if seq == w.nxt:                 # the common case: the writer's next line
+        if seq == w.nxt:  # the common case: the writer's next line
             w.nxt = seq + 1
             w.hi_loc = loc
         elif not note_seq(w, seq, self.seq_found, loc):
@@ -196,8 +203,13 @@ class Conformance(Store):
             e.line = n
             raise
 
-    def lane_feed(self, numbers: Sequence[int], events: list, file_index: int = 0,
-                  route: Optional[tuple] = None) -> bool:
+    def lane_feed(
+        self,
+        numbers: Sequence[int],
+        events: list,
+        file_index: int = 0,
+        route: Optional[tuple] = None,
+    ) -> bool:
         """Feed the batch by the native lane, if it is loaded and the lines are consecutive
         (the reader's common batch); False, having done nothing, otherwise. `route`: a
         shard's routing (`toolcommit.checker.logs.shards.Shard`), else every line is fed.
@@ -207,8 +219,12 @@ class Conformance(Store):
         EventError
             With ``line`` set to the line whose event has no canonical form.
         """
-        if self.lane is None or type(numbers) is not range or numbers.step != 1 \
-                or type(events) is not list:
+        if (
+            self.lane is None
+            or type(numbers) is not range
+            or numbers.step != 1
+            or type(events) is not list
+        ):
             return False
         try:
             self.lane.feed(self, events, file_index, numbers.start, self.feed, route)
@@ -242,11 +258,15 @@ class Conformance(Store):
     def cut_off(self, file_index: int, line: int) -> None:
         """The reader found `line`, the last of a file, cut off: one event was lost."""
         name = self.files[file_index] if file_index < len(self.files) else "?"
-        self.found.add("CUT_OFF", name, "possible",
-                       f"the last line of {name} is cut off (no newline, not valid JSON): its "
-                       "writer died mid-write, so an event was lost and the log cannot prove "
-                       "conformance (or a violation hidden in it)",
-                       [("note", "", f"line {line} cut off", self.found.loc(-1, file_index, line))])
+        self.found.add(
+            "CUT_OFF",
+            name,
+            "possible",
+            f"the last line of {name} is cut off (no newline, not valid JSON): its "
+            "writer died mid-write, so an event was lost and the log cannot prove "
+            "conformance (or a violation hidden in it)",
+            [("note", "", f"line {line} cut off", self.found.loc(-1, file_index, line))],
+        )
 
     def _remember(self, ev, loc: int) -> None:
         t = ev.type
@@ -276,15 +296,28 @@ class Conformance(Store):
         """The `Report` of what `close` left."""
         findings = self.found.freeze()
         totals = self.found.totals()
-        stats = dict(self.counts, keys=len(self.keys), intents=len(self.intents),
-                     writers=len(self.writers), findings=len(findings))
+        stats = dict(
+            self.counts,
+            keys=len(self.keys),
+            intents=len(self.intents),
+            writers=len(self.writers),
+            findings=len(findings),
+        )
         history = {k: tuple(self.found.citation(s) for s in v) for k, v in self.focus.items()}
-        return Report(verdict_of(totals), tuple(findings), tuple(warnings), stats,
-                      self.found.dropped, history, totals)
+        return Report(
+            verdict_of(totals),
+            tuple(findings),
+            tuple(warnings),
+            stats,
+            self.found.dropped,
+            history,
+            totals,
+        )
 
 
-def check(events: Iterable[dict], name: str = "<events>", focus: Iterable[str] = (),
-          pack: bool = True) -> Report:
+def check(
+    events: Iterable[dict], name: str = "<events>", focus: Iterable[str] = (), pack: bool = True
+) -> Report:
     """Check a list of event dicts (line numbers are 1, 2, ... in one pseudo-file `name`).
 
     Each event is validated first (`toolcommit.checker.logs.events.problem`); a bad one

@@ -15,6 +15,7 @@ Examples
 >>> fast_ok({"type": "crash", "writer": "w1", "seq": 3}), fast_ok({"type": "crash", "writer": "w1", "seq": 3, "x": 1})
 (True, False)
 """
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,14 @@ TYPES = ("proposal", "transition", "effect", "crash", "restart")
 COMMON = {"type": "str", "writer": "str", "seq": "int"}
 COMMON_OPTIONAL = {"ts": "str"}
 REQUIRED: dict[str, dict[str, str]] = {
-    "proposal": {"call_id": "str", "tool": "str", "args": "obj", "scope": "str", "key": "str",
-                 "decision": "decision"},
+    "proposal": {
+        "call_id": "str",
+        "tool": "str",
+        "args": "obj",
+        "scope": "str",
+        "key": "str",
+        "decision": "decision",
+    },
     "transition": {"key": "str", "from": "state", "to": "state"},
     "effect": {"tool": "str", "args": "obj", "scope": "str", "kind": "kind"},
     "crash": {},
@@ -44,16 +51,24 @@ REQUIRED: dict[str, dict[str, str]] = {
 OPTIONAL: dict[str, dict[str, str]] = {
     "proposal": {"epoch": "int"},
     "transition": {"fence": "int", "epoch": "int", "call_id": "str", "reason": "str"},
-    "effect": {"key": "str", "idempotency_key": "str", "fence": "int", "effect_id": "str",
-               "epoch": "int"},
+    "effect": {
+        "key": "str",
+        "idempotency_key": "str",
+        "fence": "int",
+        "effect_id": "str",
+        "epoch": "int",
+    },
     "crash": {},
     "restart": {},
 }
 ONE_OF = {"effect": ("key", "idempotency_key")}  # at least one of these is required
 NON_EMPTY = frozenset(("writer", "key", "idempotency_key"))
 KNOWN = {t: frozenset([*COMMON, *COMMON_OPTIONAL, *REQUIRED[t], *OPTIONAL[t]]) for t in TYPES}
-ENUMS = {"state": (frozenset(STATES), STATES), "decision": (frozenset(DECISIONS), DECISIONS),
-         "kind": (frozenset(KINDS), KINDS)}
+ENUMS = {
+    "state": (frozenset(STATES), STATES),
+    "decision": (frozenset(DECISIONS), DECISIONS),
+    "kind": (frozenset(KINDS), KINDS),
+}
 
 
 # ----- the thorough check: names the defect -------------------------------------------------
@@ -74,8 +89,9 @@ def problem(ev) -> Optional[str]:
     for fields in (COMMON, REQUIRED[t]):
         for f, kind in fields.items():
             if f not in ev:
-                return f"missing field {f!r} in a {t} line; required: " + \
-                    ", ".join([*COMMON, *REQUIRED[t]])
+                return f"missing field {f!r} in a {t} line; required: " + ", ".join(
+                    [*COMMON, *REQUIRED[t]]
+                )
             why = _bad_field(f, kind, ev[f])
             if why:
                 return why
@@ -98,8 +114,11 @@ def _bad_field(field: str, kind: str, v) -> Optional[str]:
             return f"field {field!r} must be an integer from 0 to 2**63-1, found {found}; fix the writer"
         return None
     if kind == "obj":
-        return None if type(v) is dict else \
-            f"field {field!r} must be a JSON object, found {_typename(v)}; fix the writer"
+        return (
+            None
+            if type(v) is dict
+            else f"field {field!r} must be a JSON object, found {_typename(v)}; fix the writer"
+        )
     if type(v) is not str:
         return f"field {field!r} must be a string, found {_typename(v)}; fix the writer"
     if kind in ENUMS:
@@ -113,14 +132,26 @@ def _bad_field(field: str, kind: str, v) -> Optional[str]:
 
 
 def _typename(v) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
-            int: "an integer", float: "a number", type(None): "null"}.get(type(v), "a value")
+    return {
+        dict: "an object",
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        type(None): "null",
+    }.get(type(v), "a value")
 
 
 def clip(v, n: int = 40) -> str:
     """A short display of any JSON value (containers by their type name)."""
-    s = v if isinstance(v, str) else json.dumps(v)[:n + 1] if not isinstance(v, (dict, list)) \
+    s = (
+        v
+        if isinstance(v, str)
+        else json.dumps(v)[: n + 1]
+        if not isinstance(v, (dict, list))
         else _typename(v)
+    )
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
@@ -129,14 +160,14 @@ def clip(v, n: int = 40) -> str:
 # (in the reader, and in its check-ahead child), where a call per field would cost more
 # than the decoding. A test checks on mutations of every field that it agrees with
 # `problem` (`test_fast_and_thorough_validation_agree_on_mutations`).
-_STR = str                          # a module global: found faster than the builtin
+_STR = str  # a module global: found faster than the builtin
 _STATE_SET = ENUMS["state"][0]
 _KIND_SET = ENUMS["kind"][0]
 _DECISION_SET = ENUMS["decision"][0]
 _OPT_INT = frozenset(f for t in TYPES for f, k in OPTIONAL[t].items() if k == "int")
 _OPT_NAMES = {t: tuple(OPTIONAL[t]) for t in TYPES}
 _MISSING = object()
-_SIZE = {t: len(COMMON) + len(REQUIRED[t]) for t in TYPES}   # fields of a minimal event
+_SIZE = {t: len(COMMON) + len(REQUIRED[t]) for t in TYPES}  # fields of a minimal event
 
 
 def fast_ok(ev) -> bool:
@@ -150,38 +181,60 @@ def fast_ok(ev) -> bool:
     w = get("writer")
     seq = get("seq")
     t = get("type")
-    if type(w) is not _STR or not w or type(seq) is not int or not 0 <= seq <= INT_MAX \
-            or type(t) is not _STR:
+    if (
+        type(w) is not _STR
+        or not w
+        or type(seq) is not int
+        or not 0 <= seq <= INT_MAX
+        or type(t) is not _STR
+    ):
         return False
     if t == "transition":
         k, a, b = get("key"), get("from"), get("to")
-        if type(k) is not _STR or not k or type(a) is not _STR or type(b) is not _STR \
-                or a not in _STATE_SET or b not in _STATE_SET:
+        if (
+            type(k) is not _STR
+            or not k
+            or type(a) is not _STR
+            or type(b) is not _STR
+            or a not in _STATE_SET
+            or b not in _STATE_SET
+        ):
             return False
     elif t == "proposal" or t == "effect":
         args = get("args")
-        if type(args) is not dict or type(get("tool")) is not _STR \
-                or type(get("scope")) is not _STR:
+        if (
+            type(args) is not dict
+            or type(get("tool")) is not _STR
+            or type(get("scope")) is not _STR
+        ):
             return False
         for v in args.values():
             if type(v) is dict or type(v) is list:
                 return False
         if t == "proposal":
             k, d = get("key"), get("decision")
-            if type(k) is not _STR or not k or type(get("call_id")) is not _STR \
-                    or type(d) is not _STR or d not in _DECISION_SET:
+            if (
+                type(k) is not _STR
+                or not k
+                or type(get("call_id")) is not _STR
+                or type(d) is not _STR
+                or d not in _DECISION_SET
+            ):
                 return False
         else:
             kind = get("kind")
-            if type(kind) is not _STR or kind not in _KIND_SET \
-                    or (get("key") is None and get("idempotency_key") is None):
+            if (
+                type(kind) is not _STR
+                or kind not in _KIND_SET
+                or (get("key") is None and get("idempotency_key") is None)
+            ):
                 return False
     elif t != "crash" and t != "restart":
         return False
     n = len(ev) - _SIZE[t]
     if not n:
         return True
-    ts = get("ts", _MISSING)             # the usual one extra field, checked here
+    ts = get("ts", _MISSING)  # the usual one extra field, checked here
     if ts is not _MISSING:
         if ts is not None and type(ts) is not _STR:
             return False

@@ -19,6 +19,7 @@ Examples
 >>> f.property, f.writers, f.locations, f.steps[0].where
 ('RACE', ('w2',), (('a.jsonl', 7),), 'a.jsonl:7')
 """
+
 from __future__ import annotations
 
 import bisect
@@ -27,15 +28,15 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional, Sequence
 
 MAX_PER_PROPERTY = 1000  # findings kept per property; the rest are counted, not stored
-LINE_BITS = 40           # a location: (writer index + 1, file index, line number) in one int
-_MAX_STEPS = 40          # a story longer than this keeps its start and its end
+LINE_BITS = 40  # a location: (writer index + 1, file index, line number) in one int
+_MAX_STEPS = 40  # a story longer than this keeps its start and its end
 
 
 @dataclass(frozen=True)
 class Citation:
     """One event of a finding's story: who did what, where (`file`, `line`)."""
 
-    kind: str      # proposal | transition | effect | crash | restart | note
+    kind: str  # proposal | transition | effect | crash | restart | note
     writer: str
     text: str
     file: str = ""
@@ -65,19 +66,35 @@ class Finding:
     more: int = 0  # further occurrences of the same property on the same key, not listed
 
     def to_json(self) -> dict:
-        return {"property": self.property, "key": self.key, "certainty": self.certainty,
-                "writers": list(self.writers),
-                "locations": [{"file": f, "line": n} for f, n in self.locations],
-                "steps": [{"kind": s.kind, "writer": s.writer, "text": s.text,
-                           "file": s.file, "line": s.line} for s in self.steps],
-                "explanation": self.explanation, "more": self.more}
+        return {
+            "property": self.property,
+            "key": self.key,
+            "certainty": self.certainty,
+            "writers": list(self.writers),
+            "locations": [{"file": f, "line": n} for f, n in self.locations],
+            "steps": [
+                {"kind": s.kind, "writer": s.writer, "text": s.text, "file": s.file, "line": s.line}
+                for s in self.steps
+            ],
+            "explanation": self.explanation,
+            "more": self.more,
+        }
 
 
 class Draft:
     """A finding while the log is still being read (mutable; `Findings.freeze` ends it)."""
 
-    __slots__ = ("property", "key", "certainty", "writers", "locs", "steps", "explanation",
-                 "more", "dead")
+    __slots__ = (
+        "property",
+        "key",
+        "certainty",
+        "writers",
+        "locs",
+        "steps",
+        "explanation",
+        "more",
+        "dead",
+    )
 
     def __init__(self, prop: str, key: str, certainty: str, explanation: str):
         self.property, self.key, self.certainty = prop, key, certainty
@@ -86,7 +103,7 @@ class Draft:
         self.steps: list[tuple] = []
         self.explanation = explanation
         self.more = 0
-        self.dead = False        # retracted: it keeps its place under the cap, unlisted
+        self.dead = False  # retracted: it keeps its place under the cap, unlisted
 
     def extend(self, step: tuple) -> None:
         """Add one step to a story that is not yet full (a fork branch going on)."""
@@ -113,8 +130,12 @@ class Findings:
         Keys whose findings are never dropped by the cap (the focus keys).
     """
 
-    def __init__(self, files: Sequence[str] = ("<events>",), writers: Optional[list] = None,
-                 keep: Iterable[str] = ()):
+    def __init__(
+        self,
+        files: Sequence[str] = ("<events>",),
+        writers: Optional[list] = None,
+        keep: Iterable[str] = (),
+    ):
         self.files = list(files)
         self.keep = frozenset(keep)
         self.writers: list[str] = writers if writers is not None else []
@@ -122,14 +143,22 @@ class Findings:
         self._files_mask = (1 << self.file_bits) - 1
         self._writer_shift = LINE_BITS + self.file_bits
         self._drafts: dict[tuple[str, str], Draft] = {}
-        self._slots: dict[str, list[str]] = {}   # property -> sorted keys under the cap
+        self._slots: dict[str, list[str]] = {}  # property -> sorted keys under the cap
         # findings beyond the cap: (property, key) -> certain, so the totals stay true
         # (memory: one entry per dropped finding, at most one per key and property)
         self._dropped: dict[tuple[str, str], bool] = {}
 
-    def add(self, prop: str, key: str, certainty: str, explanation: str,
-            steps: Iterable[tuple] = (), locs: Iterable[int] = (),
-            label: Optional[str] = None, update: bool = False) -> Optional[Draft]:
+    def add(
+        self,
+        prop: str,
+        key: str,
+        certainty: str,
+        explanation: str,
+        steps: Iterable[tuple] = (),
+        locs: Iterable[int] = (),
+        label: Optional[str] = None,
+        update: bool = False,
+    ) -> Optional[Draft]:
         """Record (or extend) the finding `prop` on `key` (shown as `label` if given).
 
         A step is (kind, writer, text, loc); loc 0 means none. A second occurrence adds its
@@ -154,9 +183,8 @@ class Findings:
                 return b
         if label is not None:
             b.key = label
-        steps = [s if s[1] or not s[3] else (s[0], self.writer_of(s[3]), s[2], s[3])
-                 for s in steps]
-        if len(steps) > _MAX_STEPS:       # a long (illegal) history: its start and its end
+        steps = [s if s[1] or not s[3] else (s[0], self.writer_of(s[3]), s[2], s[3]) for s in steps]
+        if len(steps) > _MAX_STEPS:  # a long (illegal) history: its start and its end
             steps = steps[:5] + [("note", "", f"... {len(steps) - 39} steps ...", 0)] + steps[-34:]
         for s in steps:
             if s not in b.steps:
@@ -177,7 +205,7 @@ class Findings:
         is counted as dropped. False if `b` itself is dropped."""
         k = (b.property, b.key)
         old = self._drafts.get(k)
-        if old is not None or b.key in self.keep:      # its place is taken already
+        if old is not None or b.key in self.keep:  # its place is taken already
             self._drafts[k] = b
             return True
         slots = self._slots.setdefault(b.property, [])
@@ -288,8 +316,16 @@ class Findings:
     def _freeze(self, b: Draft) -> Finding:
         locs = tuple(sorted({self.where(x) for x in b.locs}))
         steps = tuple(self.citation(s) for s in b.steps)
-        return Finding(b.property, b.key, b.certainty, tuple(sorted(b.writers)), locs, steps,
-                       b.explanation, b.more)
+        return Finding(
+            b.property,
+            b.key,
+            b.certainty,
+            tuple(sorted(b.writers)),
+            locs,
+            steps,
+            b.explanation,
+            b.more,
+        )
 
 
 # ----- how events read in a story --------------------------------------------------------------
@@ -316,9 +352,12 @@ def describe(ev, loc: int) -> tuple:
     story step."""
     t = ev.type
     if t == "proposal":
-        return ("proposal", ev.writer,
-                f"call {ev.call_id}: {short(ev.tool, 20)} {short(ev.args, 40)} "
-                f"-> {ev.decision}", loc)
+        return (
+            "proposal",
+            ev.writer,
+            f"call {ev.call_id}: {short(ev.tool, 20)} {short(ev.args, 40)} -> {ev.decision}",
+            loc,
+        )
     if t == "transition":
         fx = f" (fence {ev.fence})" if ev.fence is not None else ""
         return ("transition", ev.writer, f"{ev.from_} -> {ev.to}{fx}", loc)

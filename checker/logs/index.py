@@ -16,6 +16,7 @@ line it must refuse (its error is one of those the protocol compares) and gives 
 shards then run as before) on a log it cannot cover: too many lines or writer names for
 the memory it sized from the files.
 """
+
 from __future__ import annotations
 
 import gc
@@ -36,10 +37,10 @@ from toolcommit.checker.logs.writers import note_seq, report_gaps
 from toolcommit.model.errors import InputError, ToolcommitError
 
 RUNNING, DONE, STOPPED, ABANDONED = 0, 1, 2, 3
-NONE, KEYED, ALL = 0, 1, 2            # a line's kind: no event, routed by name, every shard's
-_HEAD = struct.Struct("<QQ")          # state, writer names published
-_FILE = struct.Struct("<QQ")          # per file: lines indexed, line the index stopped at
-_MIN_LINE = 16                        # bytes a line is sized at (an event takes 38 or more)
+NONE, KEYED, ALL = 0, 1, 2  # a line's kind: no event, routed by name, every shard's
+_HEAD = struct.Struct("<QQ")  # state, writer names published
+_FILE = struct.Struct("<QQ")  # per file: lines indexed, line the index stopped at
+_MIN_LINE = 16  # bytes a line is sized at (an event takes 38 or more)
 
 
 def chunks(f):
@@ -78,20 +79,20 @@ class Shared:
         layout, off = [], head
         for cap in self.caps:
             off += -off % 8
-            layout.append((off, off + cap, off + 5 * cap))   # kind, widx, crc
+            layout.append((off, off + cap, off + 5 * cap))  # kind, widx, crc
             off += 9 * cap
         off += -off % 8
         self.name_offs = off
         off += 8 * (self.max_writers + 1)
         self.name_data = off
-        self.map = mmap.mmap(-1, off + self.names_bytes)      # anonymous: shared on fork
+        self.map = mmap.mmap(-1, off + self.names_bytes)  # anonymous: shared on fork
         self.kind, self.widx, self.crc = [], [], []
         mv = memoryview(self.map)
         for (k, w, c), cap in zip(layout, self.caps):
-            self.kind.append(mv[k:k + cap])
-            self.widx.append(mv[w:w + 4 * cap].cast("I"))
-            self.crc.append(mv[c:c + 4 * cap].cast("I"))
-        self.offs = mv[self.name_offs:self.name_data].cast("Q")
+            self.kind.append(mv[k : k + cap])
+            self.widx.append(mv[w : w + 4 * cap].cast("I"))
+            self.crc.append(mv[c : c + 4 * cap].cast("I"))
+        self.offs = mv[self.name_offs : self.name_data].cast("Q")
         self.files = len(paths)
 
     def close(self) -> None:
@@ -120,9 +121,9 @@ class Shared:
         or gave up): (state, the last line a shard may read)."""
         pause = 0.0001
         while True:
-            state = self.state()[0]          # first: once it is final, so is the progress
+            state = self.state()[0]  # first: once it is final, so is the progress
             done, stop = self.progress(fi)
-            if stop:                     # stopped at line stop - 1: the lines before it
+            if stop:  # stopped at line stop - 1: the lines before it
                 return STOPPED, max(0, stop - 2)
             if done >= upto or state == DONE:
                 return RUNNING, done
@@ -138,7 +139,7 @@ class Shared:
         start = self.offs[i]
         if i + 1 >= len(self.offs) or start + len(data) > self.names_bytes:
             return False
-        self.map[self.name_data + start:self.name_data + start + len(data)] = data
+        self.map[self.name_data + start : self.name_data + start + len(data)] = data
         self.offs[i + 1] = start + len(data)
         return True
 
@@ -160,8 +161,9 @@ class SharedNames:
         if name is None:
             s = self.shared
             a, b = s.offs[i], s.offs[i + 1]
-            name = self._cache[i] = bytes(s.map[s.name_data + a:s.name_data + b]).decode(
-                "utf-8", "surrogatepass")
+            name = self._cache[i] = bytes(s.map[s.name_data + a : s.name_data + b]).decode(
+                "utf-8", "surrogatepass"
+            )
         return name
 
     def __reduce__(self):
@@ -200,14 +202,14 @@ class Index:
     def run(self) -> None:
         s = self.shared
         collecting = gc.isenabled()
-        gc.disable()   # as a shard's run: no reference cycles here, collection only costs
+        gc.disable()  # as a shard's run: no reference cycles here, collection only costs
         try:
             for fi, path in enumerate(self.paths):
                 n = self._file(fi, path)
                 self.last_lines.append(n)
                 s.set_progress(fi, n)
             s.set_state(DONE, len(self.store.wnames))
-            report_gaps(self.store.writers.values(), self.store.found)   # the lead's SEQ_GAP
+            report_gaps(self.store.writers.values(), self.store.found)  # the lead's SEQ_GAP
         except _GiveUp:
             self.abandoned = True
             s.set_state(ABANDONED, len(self.store.wnames))
@@ -236,21 +238,32 @@ class Index:
         n = 0
         with f:
             for data, complete in chunks(f):
-                last = complete < 0                   # data is the last line (no newline)
+                last = complete < 0  # data is the last line (no newline)
                 stop, pos = (0 if last else complete), 0
                 while pos < stop:
-                    took, lines = lane.index(data, pos, n + 1, fi, limit, self.by_bytes,
-                                             self.new_writer, found, kind, widx, crc)
+                    took, lines = lane.index(
+                        data,
+                        pos,
+                        n + 1,
+                        fi,
+                        limit,
+                        self.by_bytes,
+                        self.new_writer,
+                        found,
+                        kind,
+                        widx,
+                        crc,
+                    )
                     pos += took
                     n += lines
-                    if pos < stop:                    # a line the scan left to us
+                    if pos < stop:  # a line the scan left to us
                         if n + 1 >= len(kind):
                             raise _GiveUp()
                         end = data.index(b"\n", pos)
                         n += 1
                         self._slow(data[pos:end], n, fi, path, False)
                         pos = end + 1
-                if len(data) - stop > limit:          # read_batches: a line past the limit
+                if len(data) - stop > limit:  # read_batches: a line past the limit
                     raise _Stop(fi, n + 1, _too_long(limit, path, n + 1))
                 if last and data:
                     if n + 1 >= len(kind):
@@ -260,10 +273,15 @@ class Index:
                         self.cut = True
                 s.set_progress(fi, n)
         lane.index_done()
-        if not kind[1:n + 1].tobytes().strip(b"\0"):   # read_batches refuses a log without events
+        if not kind[1 : n + 1].tobytes().strip(b"\0"):  # read_batches refuses a log without events
             why = "its only line is cut off" if self.cut else "no events"
-            raise _Stop(fi, 0, InputError(f"empty log ({why}); pass a JSON Lines file with "
-                                          "one event per line", path))
+            raise _Stop(
+                fi,
+                0,
+                InputError(
+                    f"empty log ({why}); pass a JSON Lines file with one event per line", path
+                ),
+            )
         return n
 
     def _slow(self, line: bytes, n: int, fi: int, path: str, eof: bool) -> bool:
@@ -281,9 +299,11 @@ class Index:
                 obj = decode(line)
             except ValueError as e:
                 if eof:
-                    self.warnings.append(f"{path}:{n}: last line is cut off (no newline, not "
-                                         "valid JSON): its writer died mid-write; the line is "
-                                         "ignored")
+                    self.warnings.append(
+                        f"{path}:{n}: last line is cut off (no newline, not "
+                        "valid JSON): its writer died mid-write; the line is "
+                        "ignored"
+                    )
                     st.cut_off(fi, n)
                     s.kind[fi][n], s.widx[fi][n], s.crc[fi][n] = NONE, 0, 0
                     return False
@@ -303,8 +323,11 @@ class Index:
             keep = note_seq(w, seq, st.found, loc)
         if w.idx + 1 >= 1 << 32:
             raise _GiveUp()
-        name = None if ev.type in ("crash", "restart") else \
-            (ev.key if ev.key is not None else getattr(ev, "idempotency_key", None))
+        name = (
+            None
+            if ev.type in ("crash", "restart")
+            else (ev.key if ev.key is not None else getattr(ev, "idempotency_key", None))
+        )
         s.kind[fi][n] = KEYED if name is not None else ALL
         s.widx[fi][n] = w.idx + 1 if keep else 0
         s.crc[fi][n] = zlib.crc32(name.encode("utf-8", "surrogatepass")) if name is not None else 0

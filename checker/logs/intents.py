@@ -7,6 +7,7 @@ their ``idempotency_key``). Counting applies per key (P1) and per intent
 (I1), and dispatches when no effect records exist (a possible I1), happens here; P3 and
 FENCE between a key's chain and its applies are `toolcommit.checker.logs.chains`'.
 """
+
 from __future__ import annotations
 
 from toolcommit.checker.logs.chains import acked, chain_steps, check_effects
@@ -37,7 +38,7 @@ class EventError(ValueError):
     """An event the core cannot use (its call has no canonical form); the driver adds
     file:line and turns it into an `InputError`."""
 
-    line = 0      # the line of the event, when a batch was fed (`Conformance.feed_batch`)
+    line = 0  # the line of the event, when a batch was fed (`Conformance.feed_batch`)
 
 
 def digest(st: Store, ev) -> bytes:
@@ -63,8 +64,10 @@ def digest(st: Store, ev) -> bytes:
         try:
             d = intent_digest(tool, args, scope)
         except CanonError as e:
-            raise EventError(f"this call has no canonical form ({e}); the checker cannot "
-                             "tell which intent it is: fix the writer") from None
+            raise EventError(
+                f"this call has no canonical form ({e}); the checker cannot "
+                "tell which intent it is: fix the writer"
+            ) from None
     if dump is not None:
         if len(st.memo) >= _MEMO_MAX:
             st.memo.clear()
@@ -82,7 +85,7 @@ def proposal(st: Store, ev, w: Writer, loc: int) -> None:
         return
     name = ev.key
     keys, intents = st.keys, st.intents
-    if name not in keys and d not in intents:     # the common case: a new key, a new intent
+    if name not in keys and d not in intents:  # the common case: a new key, a new intent
         # (mirrored in logs/lane.c: change both)
         k = keys[name] = Key(name)
         k.accepted = 1
@@ -96,7 +99,7 @@ def proposal(st: Store, ev, w: Writer, loc: int) -> None:
     k.accepted += 1
     k.flags |= F_RECORD
     epoch, seq = ev.epoch, ev.seq
-    rank = (w.name, seq)          # acceptances are ordered by writer and seq, never by line
+    rank = (w.name, seq)  # acceptances are ordered by writer and seq, never by line
     writer_of = st.found.writer_of
     if k.accepted == 1:
         k.accept_loc, k.accept_seq = loc, seq
@@ -120,7 +123,7 @@ def proposal(st: Store, ev, w: Writer, loc: int) -> None:
         ent.effect_keys.discard(name)
         if not ent.effect_keys:
             ent.effect_keys = None
-    if not ent.recorded:          # known from effects only, until now
+    if not ent.recorded:  # known from effects only, until now
         ent.recorded = True
         ent.key, ent.epoch, ent.loc, ent.seq = name, epoch, loc, seq
         return
@@ -153,9 +156,18 @@ def effect(st: Store, ev, w: Writer, loc: int) -> None:
     apply = ev.kind == "apply"
     k = st.keys.get(name)
     ent = st.intents.get(d)
-    if apply and type(k) is Key and type(ent) is Intent and not k.applies \
-            and not k.flags & F_CLOSED and k.flags & F_PROPOSED and ent.recorded \
-            and ent.key == name and not ent.applies and ent.apply_locs is None:
+    if (
+        apply
+        and type(k) is Key
+        and type(ent) is Intent
+        and not k.applies
+        and not k.flags & F_CLOSED
+        and k.flags & F_PROPOSED
+        and ent.recorded
+        and ent.key == name
+        and not ent.applies
+        and ent.apply_locs is None
+    ):
         # the common case: the first apply of an open key, for the intent it proposed
         # (what `_count_apply` and the general path below would do, with nothing to judge;
         # mirrored in logs/lane.c: change both)
@@ -175,8 +187,9 @@ def effect(st: Store, ev, w: Writer, loc: int) -> None:
     k = st.key(name)
     if k.digest is None or (not k.flags & F_PROPOSED and d < k.digest):
         k.digest = d
-    if not ent.recorded or (name != ent.key
-                            and not (ent.more and any(m[0] == name for m in ent.more))):
+    if not ent.recorded or (
+        name != ent.key and not (ent.more and any(m[0] == name for m in ent.more))
+    ):
         if ent.effect_keys is None:
             ent.effect_keys = set()
         ent.effect_keys.add(name)
@@ -184,7 +197,7 @@ def effect(st: Store, ev, w: Writer, loc: int) -> None:
         k.compensates += 1
         ent.compensates += 1
     elif not _count_apply(st, ev, name, k, loc):
-        return                                    # the same effect, exported twice
+        return  # the same effect, exported twice
     else:
         ent.applies += 1
         if ent.applies == 2 and not ent.hint:
@@ -193,8 +206,8 @@ def effect(st: Store, ev, w: Writer, loc: int) -> None:
             ent.apply_locs = [loc]
         elif len(ent.apply_locs) < 8:
             ent.apply_locs.append(loc)
-    if k.flags & F_CLOSED and st.packing:       # an effect after its key settled:
-        st.pack(name, k)                        # pack the key again
+    if k.flags & F_CLOSED and st.packing:  # an effect after its key settled:
+        st.pack(name, k)  # pack the key again
 
 
 def _count_apply(st: Store, ev, name: str, k: Key, loc: int) -> bool:
@@ -208,11 +221,15 @@ def _count_apply(st: Store, ev, name: str, k: Key, loc: int) -> bool:
         k.apply_loc = loc
         k.apply_id = hash(eid) if eid is not None else None
     else:
-        st.found.add("P1", name, "certain",
-                     f"the provider applied {k.applies} effects for the one key "
-                     f"{name}: effects grouped by semantic key must number at most one",
-                     [("effect", "", "apply", k.apply_loc),
-                      ("effect", ev.writer, effect_text(ev), loc)], update=True)
+        st.found.add(
+            "P1",
+            name,
+            "certain",
+            f"the provider applied {k.applies} effects for the one key "
+            f"{name}: effects grouped by semantic key must number at most one",
+            [("effect", "", "apply", k.apply_loc), ("effect", ev.writer, effect_text(ev), loc)],
+            update=True,
+        )
     fence = ev.fence
     if fence is not None and (k.min_apply_fence is None or fence < k.min_apply_fence):
         k.min_apply_fence, k.min_apply_loc = fence, loc
@@ -226,16 +243,20 @@ def finish(st: Store) -> None:
     """The judgements that need every line: NO_PROPOSAL, ORPHAN_EFFECT, CANON, I1 (from
     applies, else from ACKED or dispatch counts)."""
     found = st.found
-    dispatches: dict[bytes, list] = {}     # digest -> [dispatches, acked, dispatch locs]
+    dispatches: dict[bytes, list] = {}  # digest -> [dispatches, acked, dispatch locs]
     # packed keys are skipped: closed by a transition, so recorded; their intent has this
     # one key
     for name, k in st.objects(st.keys, bytes):
         if k.flags & F_TRANSITIONS and not k.accepted:
-            found.add("NO_PROPOSAL", name, "possible",
-                      "the key has transitions but no accepted proposal: its proposal line "
-                      "was lost (or never written), so its intent is unknown and the log "
-                      "cannot show that it took effect at most once",
-                      chain_steps(k)[:1] or [("note", "", "no proposal", k.last_loc)])
+            found.add(
+                "NO_PROPOSAL",
+                name,
+                "possible",
+                "the key has transitions but no accepted proposal: its proposal line "
+                "was lost (or never written), so its intent is unknown and the log "
+                "cannot show that it took effect at most once",
+                chain_steps(k)[:1] or [("note", "", "no proposal", k.last_loc)],
+            )
         if (k.applies or k.compensates) and not k.flags & F_RECORD:
             ent = st.ent(k.digest) if k.digest is not None else None
             if ent is None or not ent.recorded:
@@ -254,31 +275,46 @@ def finish(st: Store) -> None:
         if ent.more:
             _canon(st, ent)
         if ent.applies >= 2:
-            found.add("I1", label, "certain",
-                      f"the provider applied {ent.applies} effects for one canonical intent "
-                      f"({ent.hint or 'one call'}); an intent may take effect at most once, "
-                      "compensated or not",
-                      [("effect", "", "apply", x) for x in ent.apply_locs])
+            found.add(
+                "I1",
+                label,
+                "certain",
+                f"the provider applied {ent.applies} effects for one canonical intent "
+                f"({ent.hint or 'one call'}); an intent may take effect at most once, "
+                "compensated or not",
+                [("effect", "", "apply", x) for x in ent.apply_locs],
+            )
         if ent.applies or ent.compensates:
-            continue                        # the provider's records decide
+            continue  # the provider's records decide
         n, a, locs = dispatches.get(d, (0, 0, ()))
         if a >= 2:
-            found.add("I1", label, "certain",
-                      f"{a} keys of one canonical intent were acknowledged by the "
-                      "provider (ACKED): one intent took effect more than once",
-                      [("transition", "", "dispatched", x) for x in locs])
+            found.add(
+                "I1",
+                label,
+                "certain",
+                f"{a} keys of one canonical intent were acknowledged by the "
+                "provider (ACKED): one intent took effect more than once",
+                [("transition", "", "dispatched", x) for x in locs],
+            )
         elif n >= 2 and not st.complete_effects:
-            found.add("I1", label, "possible",
-                      f"one canonical intent was dispatched {n} times and no "
-                      "effect records say how many took effect: possibly more than one",
-                      [("transition", "", "dispatched", x) for x in locs])
+            found.add(
+                "I1",
+                label,
+                "possible",
+                f"one canonical intent was dispatched {n} times and no "
+                "effect records say how many took effect: possibly more than one",
+                [("transition", "", "dispatched", x) for x in locs],
+            )
     for name, k in st.objects(st.keys, bytes):
-        if k.digest is None and k.dispatches >= 2 \
-                and not k.applies and not st.complete_effects:
-            found.add("I1", name, "possible",
-                      f"the key was dispatched {k.dispatches} times and no effect records "
-                      "say how many took effect: possibly more than one",
-                      [("transition", "", "dispatched", k.dispatch_loc)])
+        if k.digest is None and k.dispatches >= 2 and not k.applies and not st.complete_effects:
+            found.add(
+                "I1",
+                name,
+                "possible",
+                f"the key was dispatched {k.dispatches} times and no effect records "
+                "say how many took effect: possibly more than one",
+                [("transition", "", "dispatched", k.dispatch_loc)],
+            )
 
 
 def _ordered(st: Store, ent: Intent) -> list[str]:
@@ -299,17 +335,27 @@ def _canon(st: Store, ent: Intent) -> None:
         for name, _, loc, _ in group[1:]:
             if name == first[0]:
                 continue
-            st.found.add("CANON", name, "certain",
-                         f"keys {first[0]} and {name} are one canonical intent (canonicalizer "
-                         f"v1: {ent.hint}) in the same epoch, yet the log accepted both: the "
-                         "implementation's canonicalization is too literal, so one intent can "
-                         "take effect twice",
-                         [("proposal", "", f"key {first[0]} accepted", first[2]),
-                          ("proposal", "", f"key {name} accepted", loc)])
+            st.found.add(
+                "CANON",
+                name,
+                "certain",
+                f"keys {first[0]} and {name} are one canonical intent (canonicalizer "
+                f"v1: {ent.hint}) in the same epoch, yet the log accepted both: the "
+                "implementation's canonicalization is too literal, so one intent can "
+                "take effect twice",
+                [
+                    ("proposal", "", f"key {first[0]} accepted", first[2]),
+                    ("proposal", "", f"key {name} accepted", loc),
+                ],
+            )
 
 
 def _orphan(st: Store, name: str, loc: int) -> None:
-    st.found.add("ORPHAN_EFFECT", name, "certain",
-                 "the provider applied an effect that no proposal or transition in the log "
-                 "accounts for: something reached the provider around the intent log",
-                 [("effect", "", "apply", loc)])
+    st.found.add(
+        "ORPHAN_EFFECT",
+        name,
+        "certain",
+        "the provider applied an effect that no proposal or transition in the log "
+        "accounts for: something reached the provider around the intent log",
+        [("effect", "", "apply", loc)],
+    )

@@ -9,6 +9,7 @@ the two on every fixture and on generated logs). `load` gives the module, or Non
 not (no C compiler, no Python headers, or TOOLCOMMIT_LANE=python); the Python core then
 checks the log alone, only slower.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -55,8 +56,9 @@ def _build() -> tuple[Optional[object], str]:
         return None, f"cannot read {SOURCE}: {e.strerror or e}"
     flags = (*FLAGS, "-I" + include)
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    key = hashlib.sha256("\0".join([source, *cc, *flags, sys.version, suffix]).encode()
-                         ).hexdigest()[:32]
+    key = hashlib.sha256(
+        "\0".join([source, *cc, *flags, sys.version, suffix]).encode()
+    ).hexdigest()[:32]
     target = cache_dir() / f"lane-{key}{suffix}"
     with verified(target, source, cc, flags, prefix=".lane-") as (path, why):
         if path is None:
@@ -83,19 +85,26 @@ def openssl_evp() -> Optional[tuple[int, ...]]:
     try:
         import _hashlib  # noqa: F401 - loads libcrypto
         import ctypes
+
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
-            paths = sorted({line.split()[-1] for line in f if "libcrypto" in line
-                            and "/" in line})
+            paths = sorted({line.split()[-1] for line in f if "libcrypto" in line and "/" in line})
         lib = ctypes.CDLL(paths[0])
         fetch = getattr(lib, "EVP_MD_fetch", None)
-        if fetch is not None:     # OpenSSL 3: fetch the algorithm once
+        if fetch is not None:  # OpenSSL 3: fetch the algorithm once
             fetch.restype, fetch.argtypes = ctypes.c_void_p, [ctypes.c_void_p] * 3
             md = fetch(None, b"SHA256", None)
         else:
             lib.EVP_sha256.restype = ctypes.c_void_p
             md = lib.EVP_sha256()
-        fns = [ctypes.cast(getattr(lib, n), ctypes.c_void_p).value for n in
-               ("EVP_MD_CTX_new", "EVP_DigestInit_ex", "EVP_DigestUpdate", "EVP_DigestFinal_ex")]
+        fns = [
+            ctypes.cast(getattr(lib, n), ctypes.c_void_p).value
+            for n in (
+                "EVP_MD_CTX_new",
+                "EVP_DigestInit_ex",
+                "EVP_DigestUpdate",
+                "EVP_DigestFinal_ex",
+            )
+        ]
         return (*fns, md) if md and all(fns) else None
     except (ImportError, OSError, AttributeError, ValueError, IndexError):
         return None
@@ -120,21 +129,40 @@ def config() -> dict:
                 raise TypeError(f"{type(obj).__name__}.{name}'s default is mutable")
     order = ("proposal", "transition", "effect", "crash", "restart")
     return {
-        "events": tuple(typed.CLASSES[t] for t in order), "types": order,
-        "stages": tuple(STAGE[t] for t in order), "next": store.NEXT,
-        "Key": store.Key, "Intent": store.Intent, "Writer": Writer,
-        "key_template": key, "intent_template": ent, "code": store.CODE,
-        "note_seq": note_seq, "close": chains.close, "pack": store.Store.pack,
-        "sha256": _sha256, "prefix": _PREFIX_V1, "evp": openssl_evp(),
+        "events": tuple(typed.CLASSES[t] for t in order),
+        "types": order,
+        "stages": tuple(STAGE[t] for t in order),
+        "next": store.NEXT,
+        "Key": store.Key,
+        "Intent": store.Intent,
+        "Writer": Writer,
+        "key_template": key,
+        "intent_template": ent,
+        "code": store.CODE,
+        "note_seq": note_seq,
+        "close": chains.close,
+        "pack": store.Store.pack,
+        "sha256": _sha256,
+        "prefix": _PREFIX_V1,
+        "evp": openssl_evp(),
         "terminal": sum(1 << s for s in store.TERMINAL),
-        "RECORDED": store.RECORDED, "DISPATCHED": store.DISPATCHED,
-        "CANCELLED": store.CANCELLED, "RECONCILING": store.RECONCILING,
+        "RECORDED": store.RECORDED,
+        "DISPATCHED": store.DISPATCHED,
+        "CANCELLED": store.CANCELLED,
+        "RECONCILING": store.RECONCILING,
         "DEAD_LETTER": store.DEAD_LETTER,
-        "F_RECORD": store.F_RECORD, "F_CANCELLED": store.F_CANCELLED,
-        "F_SEALED": store.F_SEALED, "F_TRANSITIONS": store.F_TRANSITIONS,
-        "F_CLOSED": store.F_CLOSED, "F_JUDGE": store.F_JUDGE, "F_PROPOSED": store.F_PROPOSED,
-        "PACKABLE": store._PACKABLE, "MAX_CHAIN": chains.MAX_CHAIN,
-        "MAX_PACKED_CHAIN": len(store._EDGES), "MEMO_MAX": intents._MEMO_MAX,
-        "LINE_BITS": LINE_BITS, "pack_format": store._PACK.format,
+        "F_RECORD": store.F_RECORD,
+        "F_CANCELLED": store.F_CANCELLED,
+        "F_SEALED": store.F_SEALED,
+        "F_TRANSITIONS": store.F_TRANSITIONS,
+        "F_CLOSED": store.F_CLOSED,
+        "F_JUDGE": store.F_JUDGE,
+        "F_PROPOSED": store.F_PROPOSED,
+        "PACKABLE": store._PACKABLE,
+        "MAX_CHAIN": chains.MAX_CHAIN,
+        "MAX_PACKED_CHAIN": len(store._EDGES),
+        "MEMO_MAX": intents._MEMO_MAX,
+        "LINE_BITS": LINE_BITS,
+        "pack_format": store._PACK.format,
         "edge_format": store._EDGES[1].format,
     }

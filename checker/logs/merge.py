@@ -7,6 +7,7 @@ shard re-read lines the shards counted); keys and intents add up over shards and
 which hold disjoint ones; writers are numbered alike in every shard; a focus key's story
 comes from the shard that judged the key.
 """
+
 from __future__ import annotations
 
 from itertools import islice
@@ -17,16 +18,19 @@ from toolcommit.checker.logs.shards import Part
 from toolcommit.model.errors import UsageError
 
 
-def merge(parts: Sequence[Part], fixup: Optional[Part], focus: Sequence[str],
-          index=None) -> Report:
+def merge(parts: Sequence[Part], fixup: Optional[Part], focus: Sequence[str], index=None) -> Report:
     """The report of `parts` (shard order) and the `fixup` part; refuses a focus key no
     shard has (the single process's `UsageError`, word for word). With the line `index`
     (`logs.index.Index`), what writers did (findings, warnings, their number) is the
     index's, and it names the writers."""
     check_focus(focus, parts)
     if index is None:
-        found, rest, warnings, writers = parts[0].found, parts[1:], parts[0].warnings, \
-            len(parts[0].writers)
+        found, rest, warnings, writers = (
+            parts[0].found,
+            parts[1:],
+            parts[0].warnings,
+            len(parts[0].writers),
+        )
     else:
         found, rest = index.store.found, parts
         warnings, writers = index.warnings, len(index.store.wnames)
@@ -38,14 +42,26 @@ def merge(parts: Sequence[Part], fixup: Optional[Part], focus: Sequence[str],
         for t, n in p.counts.items():
             counts[t] += n
     judged = [*parts, *([fixup] if fixup is not None else [])]
-    stats = dict(counts, keys=sum(p.keys for p in judged), intents=sum(p.intents for p in judged),
-                 writers=writers, findings=len(findings))
+    stats = dict(
+        counts,
+        keys=sum(p.keys for p in judged),
+        intents=sum(p.intents for p in judged),
+        writers=writers,
+        findings=len(findings),
+    )
     stories = {}
-    for p in judged:         # the fixup's last: it judged the keys it took over
+    for p in judged:  # the fixup's last: it judged the keys it took over
         stories.update(p.history)
     history = {k: tuple(found.citation(s) for s in stories[k]) for k in dict.fromkeys(focus)}
-    return Report(verdict_of(found.totals()), tuple(findings), tuple(warnings), stats,
-                  found.dropped, history, found.totals())
+    return Report(
+        verdict_of(found.totals()),
+        tuple(findings),
+        tuple(warnings),
+        stats,
+        found.dropped,
+        history,
+        found.totals(),
+    )
 
 
 def check_focus(focus: Sequence[str], parts: Sequence[Part]) -> None:
@@ -62,9 +78,16 @@ def check_focus(focus: Sequence[str], parts: Sequence[Part]) -> None:
 
 def focus_message(missing: Sequence[str], some: Sequence[str], total: int) -> str:
     """The message refusing focus keys `missing`; `some` are the log's first keys."""
-    has = (f"keys it has: {', '.join(islice(some, 5))}" + (f" and {total - 5} more"
-                                                          if total > 5 else "")) \
-        if total else "it names no key"
+    has = (
+        (
+            f"keys it has: {', '.join(islice(some, 5))}"
+            + (f" and {total - 5} more" if total > 5 else "")
+        )
+        if total
+        else "it names no key"
+    )
     names = ", ".join(repr(k) for k in missing)
-    return (f"--key {names}: not in the log ({has}); a key is named by the "
-            "'key' field of proposals, transitions and effects")
+    return (
+        f"--key {names}: not in the log ({has}); a key is named by the "
+        "'key' field of proposals, transitions and effects"
+    )

@@ -13,6 +13,7 @@ at the fork) and is killed by the kernel when the calling process dies
 (`toolcommit.checker.logs.children`), so no shard outlives a stopped run. A shard that
 runs out of memory, or is killed, ends the run with exit 5, not as a bug.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -30,7 +31,7 @@ from toolcommit.checker.machine import cores  # noqa: F401 - validate's default 
 from toolcommit.model.errors import InternalError, ResourceError, ToolcommitError, UsageError
 
 DEFAULT_SHARD_MIN_BYTES = 32 << 20
-MAX_JOBS = 1024      # shards of one run, on this machine or a cluster
+MAX_JOBS = 1024  # shards of one run, on this machine or a cluster
 
 
 def _min_bytes(text: str):
@@ -42,8 +43,9 @@ def _min_bytes(text: str):
     return n if n >= 0 else None
 
 
-SHARD_MIN_BYTES = _min_bytes(os.environ.get("TOOLCOMMIT_SHARD_MIN_BYTES",
-                                            str(DEFAULT_SHARD_MIN_BYTES)))
+SHARD_MIN_BYTES = _min_bytes(
+    os.environ.get("TOOLCOMMIT_SHARD_MIN_BYTES", str(DEFAULT_SHARD_MIN_BYTES))
+)
 
 
 def worth_sharding(paths: Sequence[str], jobs: int) -> bool:
@@ -52,15 +54,17 @@ def worth_sharding(paths: Sequence[str], jobs: int) -> bool:
     if jobs < 2 or "-" in paths or "fork" not in multiprocessing.get_all_start_methods():
         return False
     if SHARD_MIN_BYTES is None:
-        raise UsageError(f"TOOLCOMMIT_SHARD_MIN_BYTES="
-                         f"{os.environ.get('TOOLCOMMIT_SHARD_MIN_BYTES')}: give a whole number "
-                         f"of bytes (default {DEFAULT_SHARD_MIN_BYTES}), or unset it")
+        raise UsageError(
+            f"TOOLCOMMIT_SHARD_MIN_BYTES="
+            f"{os.environ.get('TOOLCOMMIT_SHARD_MIN_BYTES')}: give a whole number "
+            f"of bytes (default {DEFAULT_SHARD_MIN_BYTES}), or unset it"
+        )
     total = 0
     for p in paths:
         try:
             st = os.stat(p)
         except OSError:
-            return False            # the single process words the error
+            return False  # the single process words the error
         if not stat.S_ISREG(st.st_mode):
             return False
         total += st.st_size
@@ -75,7 +79,7 @@ def _serve(conn, args, parent: int, inherited) -> None:
     parent's pipe ends this fork copied: closed, so that only the parent holds them. A pipe
     the parent closed (it was stopped: a Ctrl-C, an error in another shard) ends the shard
     quietly: no one is left to read an answer or a traceback."""
-    child_start(parent)          # a Ctrl-C is the parent's to handle: it ends the shards
+    child_start(parent)  # a Ctrl-C is the parent's to handle: it ends the shards
     for c in inherited:
         c.close()
     try:
@@ -98,27 +102,32 @@ def _answer(conn, args) -> None:
         try:
             conn.send((True, getattr(shard, method)(*call_args)))
         except MemoryError:
-            shard = None           # what it held goes, so that the answer can be sent
+            shard = None  # what it held goes, so that the answer can be sent
             conn.send((None, OUT_OF_MEMORY))
             return
         except (BrokenPipeError, EOFError, ConnectionResetError):
-            raise                  # the parent stopped listening: nothing to report
+            raise  # the parent stopped listening: nothing to report
         except BaseException:  # noqa: BLE001 - a bug in a shard: the parent reports it
             conn.send((False, traceback.format_exc()))
             return
 
 
-def check(paths: Sequence[str], max_line_bytes: int, focus: Sequence[str], jobs: int,
-          complete_effects: bool = False, indexed: bool = True) -> Report:
+def check(
+    paths: Sequence[str],
+    max_line_bytes: int,
+    focus: Sequence[str],
+    jobs: int,
+    complete_effects: bool = False,
+    indexed: bool = True,
+) -> Report:
     """Check `paths` with `jobs` shard processes; the single process's report, or its
     `InputError` / `UsageError`. With `indexed` and where it can serve (`index.usable`),
     this process runs the line index while the shards read (they decode only their own
     lines and hold no writers); when it gives up, the shards run again without it."""
-    mod = lane.load()[0]   # built and loaded once, here: the forked shards inherit it
+    mod = lane.load()[0]  # built and loaded once, here: the forked shards inherit it
     if indexed and index.usable(paths, focus, mod):
         try:
-            return _check(paths, max_line_bytes, focus, jobs, complete_effects,
-                          index.Shared(paths))
+            return _check(paths, max_line_bytes, focus, jobs, complete_effects, index.Shared(paths))
         except IndexGaveUp:
             pass
     return _check(paths, max_line_bytes, focus, jobs, complete_effects, None)
@@ -131,10 +140,16 @@ def _check(paths, max_line_bytes, focus, jobs, complete_effects, shared) -> Repo
     try:
         for i in range(jobs):
             here, there = ctx.Pipe()
-            p = ctx.Process(target=_serve, daemon=True,
-                            args=(there, (paths, max_line_bytes, focus, i, jobs, None, False,
-                                          complete_effects, shared), os.getpid(),
-                                    [*conns, here]))
+            p = ctx.Process(
+                target=_serve,
+                daemon=True,
+                args=(
+                    there,
+                    (paths, max_line_bytes, focus, i, jobs, None, False, complete_effects, shared),
+                    os.getpid(),
+                    [*conns, here],
+                ),
+            )
             with held_signals():
                 p.start()
             there.close()
@@ -160,9 +175,17 @@ def _check(paths, max_line_bytes, focus, jobs, complete_effects, shared) -> Repo
             return out
 
         def fixup(keys: set) -> Part:
-            shard = Shard(paths, max_line_bytes, focus, 0, jobs, owned=keys,
-                          complete_effects=complete_effects, shared=shared)
-            if shard.run()[0] is not None:    # an error no shard met: the logs changed
+            shard = Shard(
+                paths,
+                max_line_bytes,
+                focus,
+                0,
+                jobs,
+                owned=keys,
+                complete_effects=complete_effects,
+                shared=shared,
+            )
+            if shard.run()[0] is not None:  # an error no shard met: the logs changed
                 raise changed()
             return shard.finish()
 
@@ -178,9 +201,11 @@ def _died(i: int, proc) -> ToolcommitError:
     proc.join(timeout=5)
     code = proc.exitcode
     if code is not None and code < 0:
-        return ResourceError(f"shard {i} of validate was killed by signal {-code} (the "
-                             "kernel's out-of-memory killer, or another process); nothing was "
-                             "judged: give it more memory, or run with --jobs 1")
+        return ResourceError(
+            f"shard {i} of validate was killed by signal {-code} (the "
+            "kernel's out-of-memory killer, or another process); nothing was "
+            "judged: give it more memory, or run with --jobs 1"
+        )
     return InternalError(f"shard {i} of validate died (exit code {code}); run with --jobs 1")
 
 

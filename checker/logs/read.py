@@ -25,6 +25,7 @@ Traceback (most recent call last):
   ...
 toolcommit.model.errors.InputError: '-' (stdin) can be given only once
 """
+
 from __future__ import annotations
 
 import gzip
@@ -47,7 +48,7 @@ try:  # optional: the fastest decoder available
     import orjson as _orjson
 except ImportError:  # pragma: no cover - depends on the machine
     _orjson = None
-if memory_limited():   # orjson crashes when an allocation fails (`memory_limited`)
+if memory_limited():  # orjson crashes when an allocation fails (`memory_limited`)
     _orjson = None
 
 DEFAULT_MAX_LINE_BYTES = 1 << 20
@@ -61,8 +62,9 @@ def check_paths(paths: Sequence[str], max_line_bytes: int) -> None:
     """Refuse unusable arguments before reading anything (the one place these are checked):
     a line limit under `MIN_MAX_LINE_BYTES`, or stdin (``-``) named twice."""
     if max_line_bytes < MIN_MAX_LINE_BYTES:
-        raise InputError(f"--max-line-bytes {max_line_bytes} is too small; use at least "
-                         f"{MIN_MAX_LINE_BYTES}")
+        raise InputError(
+            f"--max-line-bytes {max_line_bytes} is too small; use at least {MIN_MAX_LINE_BYTES}"
+        )
     if sum(1 for p in paths if p == "-") > 1:
         raise InputError("'-' (stdin) can be given only once")
 
@@ -103,15 +105,19 @@ def nesting(line: bytes) -> int:
 
 def why_not_json(line: bytes, decoder_message: str) -> str:
     """One clear reason a line failed to decode."""
-    if line.startswith(b"SQLite format 3\x00"):      # read from stdin or gzip: no path to sniff
-        return ("an SQLite database, not JSON Lines: for the intent log library's database, "
-                "write its log with `toolcommit export DB -o intents.jsonl` and validate that; "
-                "for a DBOS system database, give its path with --from dbos")
+    if line.startswith(b"SQLite format 3\x00"):  # read from stdin or gzip: no path to sniff
+        return (
+            "an SQLite database, not JSON Lines: for the intent log library's database, "
+            "write its log with `toolcommit export DB -o intents.jsonl` and validate that; "
+            "for a DBOS system database, give its path with --from dbos"
+        )
     try:
         line.decode("utf-8")
     except UnicodeDecodeError as e:
-        return (f"byte 0x{line[e.start]:02x} at column {e.start + 1} is not UTF-8; logs must be "
-                "UTF-8 text")
+        return (
+            f"byte 0x{line[e.start]:02x} at column {e.start + 1} is not UTF-8; logs must be "
+            "UTF-8 text"
+        )
     msg = decoder_message.split("\n")[0][:160]
     return f"not valid JSON ({msg}); each line must be one JSON object"
 
@@ -119,14 +125,15 @@ def why_not_json(line: bytes, decoder_message: str) -> str:
 def decode(line: bytes):
     """Decode one line (bytes, newline optional) or raise ValueError with a clear reason."""
     if line.count(b"[") + line.count(b"{") > MAX_NESTING and nesting(line) > MAX_NESTING:
-        raise ValueError(f"a value is nested deeper than {MAX_NESTING} levels; "
-                         "flatten the arguments (hostile or broken writer)")
+        raise ValueError(
+            f"a value is nested deeper than {MAX_NESTING} levels; "
+            "flatten the arguments (hostile or broken writer)"
+        )
     try:
         return loads(line)
     except RecursionError:
-        raise ValueError("a value is nested too deeply to decode; "
-                         "flatten the arguments") from None
-    except ValueError as e:          # orjson.JSONDecodeError and json's are ValueErrors
+        raise ValueError("a value is nested too deeply to decode; flatten the arguments") from None
+    except ValueError as e:  # orjson.JSONDecodeError and json's are ValueErrors
         raise ValueError(why_not_json(line, str(e))) from None
 
 
@@ -158,7 +165,8 @@ def _open(path: str, stdin: Optional[BinaryIO]) -> tuple[BinaryIO, list]:
 
 
 _CHUNK = 1 << 20
-_BATCH = 256     # lines decoded in one C loop (measured: 256 decodes faster than a chunk)
+_BATCH = 256  # lines decoded in one C loop (measured: 256 decodes faster than a chunk)
+
 
 class _Lines:
     """Splits chunks into complete lines, the same way in `read_lines` and in its
@@ -199,7 +207,7 @@ class _Lines:
 # errors and warnings are the same with or without it. Only on the dict path (no msgspec):
 # the typed decoder checks the fields while it decodes, which leaves the helper nothing to do.
 CHECK_AHEAD_MIN_BYTES = int(os.environ.get("TOOLCOMMIT_CHECK_AHEAD_MIN_BYTES", 32 << 20))
-_HEAD = struct.Struct("<qII")       # read length, crc32, number of failed lines
+_HEAD = struct.Struct("<qII")  # read length, crc32, number of failed lines
 
 
 def _cpus() -> int:
@@ -219,7 +227,7 @@ def _check_ahead_child(fd: int, out: int, chunk: int, limit: int) -> None:
     lines = _Lines()
     while True:
         buf = pread(fd, chunk, off)
-        while buf and len(buf) < chunk:          # a short read before EOF: complete it
+        while buf and len(buf) < chunk:  # a short read before EOF: complete it
             more = pread(fd, chunk - len(buf), off + len(buf))
             if not more:
                 break
@@ -264,12 +272,12 @@ class _CheckAhead:
             os.close(r)
             os.close(w)
             return
-        if pid == 0:                        # the child: never returns
+        if pid == 0:  # the child: never returns
             code = 0
             try:
                 os.close(r)
                 _check_ahead_child(raw.fileno(), w, chunk, limit)
-            except BaseException:           # noqa: BLE001 - the parent falls back
+            except BaseException:  # noqa: BLE001 - the parent falls back
                 code = 1
             finally:
                 os._exit(code)
@@ -312,25 +320,33 @@ _NONE_BAD: frozenset = frozenset()
 def _check_ahead(path: str, stream, chunk: int, limit: int) -> Optional[_CheckAhead]:
     """A helper for `stream` when it pays: a plain (not gzip) regular file of at least
     `CHECK_AHEAD_MIN_BYTES`, on a machine with two CPUs or more."""
-    if path == "-" or type(stream) is not io.BufferedReader or not hasattr(os, "fork") \
-            or not hasattr(os, "pread"):
+    if (
+        path == "-"
+        or type(stream) is not io.BufferedReader
+        or not hasattr(os, "fork")
+        or not hasattr(os, "pread")
+    ):
         return None
     try:
         st = os.fstat(stream.fileno())
     except (OSError, ValueError):
         return None
     import stat
+
     if not stat.S_ISREG(st.st_mode) or st.st_size < CHECK_AHEAD_MIN_BYTES or _cpus() < 2:
         return None
     h = _CheckAhead(stream, chunk, limit)
     return h if h.src is not None else None
 
 
-def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-               stdin: Optional[BinaryIO] = None,
-               warn: Optional[Callable[[str], None]] = None,
-               on_cut: Optional[Callable[[int], None]] = None,
-               helper: bool = True) -> Iterator[tuple[int, object]]:
+def read_lines(
+    path: str,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    stdin: Optional[BinaryIO] = None,
+    warn: Optional[Callable[[str], None]] = None,
+    on_cut: Optional[Callable[[int], None]] = None,
+    helper: bool = True,
+) -> Iterator[tuple[int, object]]:
     """Yield ``(line_number, event)`` for each non-blank line of one log, the event as a
     `toolcommit.checker.logs.typed` object: `read_batches`, one line at a time (same
     arguments, errors and warnings)."""
@@ -338,11 +354,14 @@ def read_lines(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         yield from zip(numbers, events)
 
 
-def read_batches(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-                 stdin: Optional[BinaryIO] = None,
-                 warn: Optional[Callable[[str], None]] = None,
-                 on_cut: Optional[Callable[[int], None]] = None,
-                 helper: bool = True) -> Iterator[tuple[Sequence[int], list]]:
+def read_batches(
+    path: str,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    stdin: Optional[BinaryIO] = None,
+    warn: Optional[Callable[[str], None]] = None,
+    on_cut: Optional[Callable[[int], None]] = None,
+    helper: bool = True,
+) -> Iterator[tuple[Sequence[int], list]]:
     """Yield ``(line_numbers, events)`` for the non-blank lines of one log, in order, in
     batches (about one per chunk read), each event a `toolcommit.checker.logs.typed`
     object and each number its line's.
@@ -379,8 +398,9 @@ def read_batches(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
             try:
                 buf = read(chunk)
             except (OSError, EOFError, zlib.error) as e:
-                raise InputError(f"not a readable gzip stream ({e}); re-export the log",
-                                 path, n + 1) from None
+                raise InputError(
+                    f"not a readable gzip stream ({e}); re-export the log", path, n + 1
+                ) from None
             if ahead is not None:
                 bad = ahead.verdict(buf)
                 if bad is None:
@@ -391,11 +411,15 @@ def read_batches(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                 parts[0] = parts[0][3:]
             # every line fits the limit: the chunk does (each line but the first is inside
             # it) and so does the first (it may start with the carried-over tail)
-            direct = fast is not None and parts and len(parts[0]) <= limit and \
-                (len(buf) <= limit or max(map(len, parts)) <= limit)
-            if direct:   # small batches: a whole chunk's events at once would leave the caches
-                batches = [parts[i:i + _BATCH] for i in range(0, len(parts), _BATCH)]
-            else:        # a line too long (refused before decoding), or no typed decoder
+            direct = (
+                fast is not None
+                and parts
+                and len(parts[0]) <= limit
+                and (len(buf) <= limit or max(map(len, parts)) <= limit)
+            )
+            if direct:  # small batches: a whole chunk's events at once would leave the caches
+                batches = [parts[i : i + _BATCH] for i in range(0, len(parts), _BATCH)]
+            else:  # a line too long (refused before decoding), or no typed decoder
                 batches = [parts] if parts else []
             for part in batches:
                 evs = None
@@ -404,7 +428,7 @@ def read_batches(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                         evs = list(map(fast, part))
                     except invalid:
                         evs = None
-                if evs is not None:        # every line an event: no blank, none refused
+                if evs is not None:  # every line an event: no blank, none refused
                     yield range(n + 1, n + 1 + len(evs)), evs
                     n += len(evs)
                     events += len(evs)
@@ -428,8 +452,7 @@ def read_batches(path: str, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
                 pass
     if events == 0:
         why = "its only line is cut off" if cut else "no events"
-        raise InputError(f"empty log ({why}); pass a JSON Lines file with one event per line",
-                         path)
+        raise InputError(f"empty log ({why}); pass a JSON Lines file with one event per line", path)
 
 
 def _one_by_one(parts: list, n: int, bad, path: str, limit: int, eof: bool, warn, on_cut):
@@ -468,15 +491,17 @@ def _one_by_one(parts: list, n: int, bad, path: str, limit: int, eof: bool, warn
         if not line or line.isspace():
             continue
         try:
-            obj = decode(line)      # bounds nesting, then names the defect
+            obj = decode(line)  # bounds nesting, then names the defect
         except ValueError as e:
             yield (nums, evs), n - 1, None
             nums, evs = [], []
-            if eof:     # only the last line can lack a newline: cut off
+            if eof:  # only the last line can lack a newline: cut off
                 if warn:
-                    warn(f"{path}:{n}: last line is cut off (no newline, not "
-                         "valid JSON): its writer died mid-write; the line is "
-                         "ignored")
+                    warn(
+                        f"{path}:{n}: last line is cut off (no newline, not "
+                        "valid JSON): its writer died mid-write; the line is "
+                        "ignored"
+                    )
                 if on_cut:
                     on_cut(n)
                 yield (nums, evs), n, n
@@ -492,5 +517,9 @@ def _one_by_one(parts: list, n: int, bad, path: str, limit: int, eof: bool, warn
 
 
 def _too_long(limit: int, path: str, n: int) -> InputError:
-    return InputError(f"line longer than {limit} bytes; raise --max-line-bytes if it is "
-                      "legitimate (hostile or broken writer)", path, n)
+    return InputError(
+        f"line longer than {limit} bytes; raise --max-line-bytes if it is "
+        "legitimate (hostile or broken writer)",
+        path,
+        n,
+    )

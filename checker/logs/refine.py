@@ -55,6 +55,7 @@ Examples
 >>> d.knob, d.line.line, d.certainty
 ('on_unknown', 4, 'certain')
 """
+
 from __future__ import annotations
 
 import json
@@ -64,31 +65,45 @@ from functools import lru_cache
 from importlib import resources
 from typing import Mapping, NamedTuple, Optional, Sequence
 
-CLOCK_SLACK = 1.0      # seconds a clock judgement allows either way (a line's stamp lags)
+CLOCK_SLACK = 1.0  # seconds a clock judgement allows either way (a line's stamp lags)
 GAVE_UP = ("DEAD_LETTER", "COMPENSATED", "REJECTED_CONFLICT")
 
 #: knob -> the options this module has rules for
-RULES = {"on_unknown": ("reconcile", "replay_then_reconcile", "dead_letter"),
-         "on_absent": ("dead_letter", "rerecord"), "fencing": ("on", "off"),
-         "epoch": ("none", "per_intent"), "on_ack": ("record", "discard"),
-         "lease": ("expiring", "none")}
+RULES = {
+    "on_unknown": ("reconcile", "replay_then_reconcile", "dead_letter"),
+    "on_absent": ("dead_letter", "rerecord"),
+    "fencing": ("on", "off"),
+    "epoch": ("none", "per_intent"),
+    "on_ack": ("record", "discard"),
+    "lease": ("expiring", "none"),
+}
 #: knob -> the generic findings of `validate` that judge it
-GENERIC = {"dedupe_by": "CANON", "canonicalizer": "CANON", "insert": "RACE",
-           "dispatch_guard": "RACE, P3", "reaccept": "RACE, LEGAL", "late_replay": "RACE, LEGAL",
-           "cancel_api": "P3", "on_restart": "P4, UNSETTLED"}
+GENERIC = {
+    "dedupe_by": "CANON",
+    "canonicalizer": "CANON",
+    "insert": "RACE",
+    "dispatch_guard": "RACE, P3",
+    "reaccept": "RACE, LEGAL",
+    "late_replay": "RACE, LEGAL",
+    "cancel_api": "P3",
+    "on_restart": "P4, UNSETTLED",
+}
 #: knob -> why a log cannot show it
-HIDDEN = {"sdk_retries": "an SDK's own re-sends reach the provider, not the log",
-          "status_via": "a read's line does not say where it looked",
-          "idempotency_key": "a line does not carry what was sent on the wire",
-          "revision": "a proposal does not say which version of a prompt it came from",
-          "intent_id": "a scope's request id is the runtime's: a re-ask looks like a new request"}
+HIDDEN = {
+    "sdk_retries": "an SDK's own re-sends reach the provider, not the log",
+    "status_via": "a read's line does not say where it looked",
+    "idempotency_key": "a line does not carry what was sent on the wire",
+    "revision": "a proposal does not say which version of a prompt it came from",
+    "intent_id": "a scope's request id is the runtime's: a re-ask looks like a new request",
+}
 
 
 @lru_cache(maxsize=1)
 def spec() -> dict:
     """`spec/log-design.json`: the reasons and the paths."""
-    return json.loads(resources.files("toolcommit.spec").joinpath("log-design.json")
-                      .read_text("utf-8"))
+    return json.loads(
+        resources.files("toolcommit.spec").joinpath("log-design.json").read_text("utf-8")
+    )
 
 
 def reason(name: str) -> str:
@@ -111,8 +126,10 @@ class Claim:
     @property
     def reads(self) -> bool:
         """Whether an unknown outcome is settled by a status read."""
-        return (self.assumptions.get("status_read", "yes") == "yes"
-                and self.knobs.get("on_unknown") != "dead_letter")
+        return (
+            self.assumptions.get("status_read", "yes") == "yes"
+            and self.knobs.get("on_unknown") != "dead_letter"
+        )
 
     @property
     def replays(self) -> bool:
@@ -120,9 +137,13 @@ class Claim:
 
     def facts(self) -> dict[str, str]:
         """What a path's ``when`` is matched against."""
-        return {**self.assumptions, **self.knobs, "settles_by_read": _yes(self.reads),
-                "replays": _yes(self.replays),
-                "delay_bound": "unbounded" if self.delay_bound is None else "bounded"}
+        return {
+            **self.assumptions,
+            **self.knobs,
+            "settles_by_read": _yes(self.reads),
+            "replays": _yes(self.replays),
+            "delay_bound": "unbounded" if self.delay_bound is None else "bounded",
+        }
 
     def checks(self, knob: str) -> bool:
         return self.knobs.get(knob) in RULES.get(knob, ())
@@ -148,7 +169,7 @@ class Line(NamedTuple):
     reason: Optional[str] = None
     decision: Optional[str] = None
     epoch: Optional[int] = None
-    kind: Optional[str] = None     # an effect's: apply or compensate
+    kind: Optional[str] = None  # an effect's: apply or compensate
 
     @property
     def where(self) -> str:
@@ -156,8 +177,9 @@ class Line(NamedTuple):
 
     def text(self) -> str:
         if self.type == "proposal":
-            return f"proposal -> {self.decision}" + ("" if self.epoch is None
-                                                     else f" (epoch {self.epoch})")
+            return f"proposal -> {self.decision}" + (
+                "" if self.epoch is None else f" (epoch {self.epoch})"
+            )
         if self.type == "effect":
             return f"effect {self.kind}" + ("" if self.fence is None else f" fence {self.fence}")
         fx = "" if self.fence is None else f" (fence {self.fence})"
@@ -182,19 +204,34 @@ class Departure:
     story: tuple[Line, ...] = ()
 
     def explanation(self, source: str) -> str:
-        clock = ("; this rests on the writer's clock (its ts stamps, "
-                 f"{CLOCK_SLACK:g} s slack)" if self.clock else "")
+        clock = (
+            f"; this rests on the writer's clock (its ts stamps, {CLOCK_SLACK:g} s slack)"
+            if self.clock
+            else ""
+        )
         if self.certainty != "certain":
-            return (f"{self.knob}={self.option} of {source}: the log cannot tell whether "
-                    f"{self.found} at {self.line.where} is a step of the design: "
-                    f"{self.expected}{clock}")
-        return (f"{self.knob}={self.option} of {source}: the design's step here: "
-                f"{self.expected}; the log shows {self.found} at {self.line.where}{clock}")
+            return (
+                f"{self.knob}={self.option} of {source}: the log cannot tell whether "
+                f"{self.found} at {self.line.where} is a step of the design: "
+                f"{self.expected}{clock}"
+            )
+        return (
+            f"{self.knob}={self.option} of {source}: the design's step here: "
+            f"{self.expected}; the log shows {self.found} at {self.line.where}{clock}"
+        )
 
     def to_json(self) -> dict:
-        return {"key": self.key, "knob": self.knob, "option": self.option,
-                "expected": self.expected, "found": self.found, "file": self.line.file,
-                "line": self.line.line, "certainty": self.certainty, "clock": self.clock}
+        return {
+            "key": self.key,
+            "knob": self.knob,
+            "option": self.option,
+            "expected": self.expected,
+            "found": self.found,
+            "file": self.line.file,
+            "line": self.line.line,
+            "certainty": self.certainty,
+            "clock": self.clock,
+        }
 
 
 # ----- reading a transition --------------------------------------------------------------------
@@ -223,10 +260,16 @@ def kinds(frm: str, to: str, r: Optional[str]) -> tuple[str, ...]:
         return ("read_absent",) if r == reason("absent") else ("give_up",)
     if pair == ("RECONCILING", "RECORDED"):
         return ("rerecord",)
-    return ({("RECORDED", "DISPATCHED"): "dispatch", ("DISPATCHED", "ACKED"): "answered",
-             ("UNKNOWN", "DEAD_LETTER"): "give_up", ("UNKNOWN", "COMPENSATED"): "compensate",
-             ("RECONCILING", "COMPENSATED"): "compensate",
-             ("RECORDED", "REJECTED_CONFLICT"): "cancel"}.get(pair, "other"),)
+    return (
+        {
+            ("RECORDED", "DISPATCHED"): "dispatch",
+            ("DISPATCHED", "ACKED"): "answered",
+            ("UNKNOWN", "DEAD_LETTER"): "give_up",
+            ("UNKNOWN", "COMPENSATED"): "compensate",
+            ("RECONCILING", "COMPENSATED"): "compensate",
+            ("RECORDED", "REJECTED_CONFLICT"): "cancel",
+        }.get(pair, "other"),
+    )
 
 
 def _by_reason(r: Optional[str], by: dict[str, str]) -> tuple[str, ...]:
@@ -242,7 +285,8 @@ def plain(claim: Claim, pairs) -> bool:
     the only states whose exits the design constrains), and an answer is one the design
     records (`on_ack`). Its paths are then counted by `kinds` alone."""
     return claim.knobs.get("on_ack") != "discard" and not any(
-        to in ("UNKNOWN", "RECONCILING", "RECORDED") and frm != "PROPOSED" for frm, to in pairs)
+        to in ("UNKNOWN", "RECONCILING", "RECORDED") and frm != "PROPOSED" for frm, to in pairs
+    )
 
 
 # ----- one key ---------------------------------------------------------------------------------
@@ -252,14 +296,15 @@ class _Key:
 
     first_send: Optional[float] = None
     last_send: Optional[float] = None
-    clock_lost: bool = False        # a send line without ts: the timing cannot be measured
-    entered: str = ""               # how RECONCILING was entered: replay | seal | ""
+    clock_lost: bool = False  # a send line without ts: the timing cannot be measured
+    entered: str = ""  # how RECONCILING was entered: replay | seal | ""
     fence: int = 0
     hits: list = field(default_factory=list)
 
 
-def judge_key(claim: Claim, key: str, lines: Sequence[Line]
-              ) -> tuple[Optional[Departure], list[tuple[str, Line]]]:
+def judge_key(
+    claim: Claim, key: str, lines: Sequence[Line]
+) -> tuple[Optional[Departure], list[tuple[str, Line]]]:
     """The first departure of `key`'s chain (its transitions in chain order, then its
     effects) from `claim`, if any, and the (path, line) hits of the design's paths before it."""
     st = _Key()
@@ -271,14 +316,23 @@ def judge_key(claim: Claim, key: str, lines: Sequence[Line]
         else:
             continue
         if d is not None:
-            return _with_story(d, lines[:i + 1]), st.hits
+            return _with_story(d, lines[: i + 1]), st.hits
     return None, st.hits
 
 
 def _with_story(d: Departure, lines: Sequence[Line]) -> Departure:
-    return Departure(d.key, d.knob, d.option, d.expected, d.found, d.line, d.certainty,
-                     d.clock, tuple(x for x in lines if x.type == "transition") +
-                     ((d.line,) if d.line.type != "transition" else ()))
+    return Departure(
+        d.key,
+        d.knob,
+        d.option,
+        d.expected,
+        d.found,
+        d.line,
+        d.certainty,
+        d.clock,
+        tuple(x for x in lines if x.type == "transition")
+        + ((d.line,) if d.line.type != "transition" else ()),
+    )
 
 
 def _transition(claim: Claim, key: str, st: _Key, ln: Line) -> Optional[Departure]:
@@ -293,16 +347,28 @@ def _transition(claim: Claim, key: str, st: _Key, ln: Line) -> Optional[Departur
     d = departs[0]
     if len(departs) == len(verdicts):
         return d
-    return Departure(key, d.knob, d.option,
-                     f"{d.expected}; the line carries no reason that tells "
-                     f"{' from '.join(_words(k) for k in reads)}",
-                     ln.text(), ln, "possible", d.clock)
+    return Departure(
+        key,
+        d.knob,
+        d.option,
+        f"{d.expected}; the line carries no reason that tells "
+        f"{' from '.join(_words(k) for k in reads)}",
+        ln.text(),
+        ln,
+        "possible",
+        d.clock,
+    )
 
 
 def _words(kind: str) -> str:
-    return {"replay": "a replay under the same key", "seal": "a sealed status read",
-            "replay_answered": "a replay's answer", "read_present": "a status read",
-            "read_absent": "an 'absent' read", "give_up": "a give-up"}.get(kind, kind)
+    return {
+        "replay": "a replay under the same key",
+        "seal": "a sealed status read",
+        "replay_answered": "a replay's answer",
+        "read_present": "a status read",
+        "read_absent": "an 'absent' read",
+        "give_up": "a give-up",
+    }.get(kind, kind)
 
 
 def _advance(claim: Claim, st: _Key, ln: Line, reads) -> None:
@@ -325,9 +391,14 @@ def _advance(claim: Claim, st: _Key, ln: Line, reads) -> None:
     if kind in ("read_present", "read_absent"):
         if st.entered == "replay":
             st.hits.append(("replay_unanswered", ln))
-        if (claim.replays and claim.delay_bound is not None and ln.ts is not None
-                and st.last_send is not None and not st.clock_lost
-                and ln.ts - st.last_send >= claim.delay_bound):
+        if (
+            claim.replays
+            and claim.delay_bound is not None
+            and ln.ts is not None
+            and st.last_send is not None
+            and not st.clock_lost
+            and ln.ts - st.last_send >= claim.delay_bound
+        ):
             st.hits.append(("read_after_delay_bound", ln))
     st.hits.append((kind, ln))
 
@@ -335,8 +406,13 @@ def _advance(claim: Claim, st: _Key, ln: Line, reads) -> None:
 def _step(claim: Claim, key: str, st: _Key, ln: Line, kind: str) -> Optional[Departure]:
     """The departure of `ln` read as `kind`, or None if the design allows it."""
     if kind == "answered" and claim.knobs.get("on_ack") == "discard":
-        return _dep(claim, key, "on_ack", "no move: the answer is dropped and the record stays "
-                    "DISPATCHED until a status read", ln)
+        return _dep(
+            claim,
+            key,
+            "on_ack",
+            "no move: the answer is dropped and the record stays DISPATCHED until a status read",
+            ln,
+        )
     if kind == "takeover_lease" and claim.knobs.get("lease") == "none":
         return _dep(claim, key, "lease", "no takeover: a record has no lease to expire", ln)
     if ln.frm == "UNKNOWN" and ln.to != "UNKNOWN":
@@ -346,10 +422,19 @@ def _step(claim: Claim, key: str, st: _Key, ln: Line, kind: str) -> Optional[Dep
     return None
 
 
-def _dep(claim: Claim, key: str, knob: str, expected: str, ln: Line, found: str = "",
-         clock: bool = False, certainty: str = "certain") -> Departure:
-    return Departure(key, knob, option(claim, knob), expected,
-                     found or ln.text(), ln, certainty, clock)
+def _dep(
+    claim: Claim,
+    key: str,
+    knob: str,
+    expected: str,
+    ln: Line,
+    found: str = "",
+    clock: bool = False,
+    certainty: str = "certain",
+) -> Departure:
+    return Departure(
+        key, knob, option(claim, knob), expected, found or ln.text(), ln, certainty, clock
+    )
 
 
 def option(claim: Claim, name: str) -> str:
@@ -370,47 +455,87 @@ def _dur(s: float) -> str:
     return f"{s:g}s"
 
 
-def _from_unknown(claim: Claim, key: str, st: _Key, ln: Line, kind: str
-                  ) -> Optional[Departure]:
+def _from_unknown(claim: Claim, key: str, st: _Key, ln: Line, kind: str) -> Optional[Departure]:
     if not claim.checks("on_unknown"):
         return None
     policy = claim.knobs["on_unknown"]
     if policy == "dead_letter":
-        return None if kind == "give_up" else _dep(
-            claim, key, "on_unknown", "UNKNOWN -> DEAD_LETTER (parked unread)", ln)
+        return (
+            None
+            if kind == "give_up"
+            else _dep(claim, key, "on_unknown", "UNKNOWN -> DEAD_LETTER (parked unread)", ln)
+        )
     if kind not in ("replay", "seal"):
         return _dep(claim, key, "on_unknown", _expected_unknown(claim), ln)
-    if claim.checks("fencing") and claim.knobs["fencing"] == "on" and \
-            (ln.fence is None or ln.fence <= st.fence):
-        return _dep(claim, key, "fencing", f"UNKNOWN -> RECONCILING with the fence bumped past "
-                    f"{st.fence}", ln)
+    if (
+        claim.checks("fencing")
+        and claim.knobs["fencing"] == "on"
+        and (ln.fence is None or ln.fence <= st.fence)
+    ):
+        return _dep(
+            claim,
+            key,
+            "fencing",
+            f"UNKNOWN -> RECONCILING with the fence bumped past {st.fence}",
+            ln,
+        )
     if policy == "reconcile":
-        return None if kind == "seal" else _dep(
-            claim, key, "on_unknown", "UNKNOWN -> RECONCILING, sealed for a status read (this "
-            "design never replays)", ln, f"a replay under the same key ({ln.text()})")
+        return (
+            None
+            if kind == "seal"
+            else _dep(
+                claim,
+                key,
+                "on_unknown",
+                "UNKNOWN -> RECONCILING, sealed for a status read (this design never replays)",
+                ln,
+                f"a replay under the same key ({ln.text()})",
+            )
+        )
     opened = _window(claim, st, ln)
     if opened is None:
-        return _dep(claim, key, "replay_window", "a replay within W of the first send, then a "
-                    "sealed read; the lines carry no ts to measure W by", ln, clock=True,
-                    certainty="possible")
+        return _dep(
+            claim,
+            key,
+            "replay_window",
+            "a replay within W of the first send, then a "
+            "sealed read; the lines carry no ts to measure W by",
+            ln,
+            clock=True,
+            certainty="possible",
+        )
     if kind == "replay" and opened == "closed":
-        return _dep(claim, key, "replay_window", "no replay once W = "
-                    f"{option(claim, 'replay_window')} since the first send has passed: a "
-                    "sealed status read", ln,
-                    f"a replay {_dur(round(ln.ts - st.first_send))} after the first send",
-                    clock=True)
+        return _dep(
+            claim,
+            key,
+            "replay_window",
+            "no replay once W = "
+            f"{option(claim, 'replay_window')} since the first send has passed: a "
+            "sealed status read",
+            ln,
+            f"a replay {_dur(round(ln.ts - st.first_send))} after the first send",
+            clock=True,
+        )
     if kind == "seal" and opened == "open":
-        return _dep(claim, key, "on_unknown", "a replay under the same key: the replay window "
-                    f"(W = {option(claim, 'replay_window')}) is open", ln,
-                    f"a sealed status read, not a replay ({ln.text()})",
-                    clock=claim.replay_window is not None)
+        return _dep(
+            claim,
+            key,
+            "on_unknown",
+            "a replay under the same key: the replay window "
+            f"(W = {option(claim, 'replay_window')}) is open",
+            ln,
+            f"a sealed status read, not a replay ({ln.text()})",
+            clock=claim.replay_window is not None,
+        )
     return None
 
 
 def _expected_unknown(claim: Claim) -> str:
     if claim.replays:
-        return ("UNKNOWN -> RECONCILING: a replay under the same key within the replay window, "
-                "else a sealed status read")
+        return (
+            "UNKNOWN -> RECONCILING: a replay under the same key within the replay window, "
+            "else a sealed status read"
+        )
     return "UNKNOWN -> RECONCILING, sealed for a status read"
 
 
@@ -429,18 +554,27 @@ def _window(claim: Claim, st: _Key, ln: Line) -> Optional[str]:
     return "closed" if age > w + CLOCK_SLACK else "either"
 
 
-def _from_reconciling(claim: Claim, key: str, st: _Key, ln: Line, kind: str
-                      ) -> Optional[Departure]:
+def _from_reconciling(claim: Claim, key: str, st: _Key, ln: Line, kind: str) -> Optional[Departure]:
     if not claim.checks("on_unknown") or claim.knobs["on_unknown"] == "dead_letter":
         return None
     if kind == "replay_answered":
-        return None if st.entered in ("replay", "") else _dep(
-            claim, key, "on_unknown", "a status read: no replay was sent from this seal", ln)
+        return (
+            None
+            if st.entered in ("replay", "")
+            else _dep(
+                claim, key, "on_unknown", "a status read: no replay was sent from this seal", ln
+            )
+        )
     if kind in ("read_present", "read_absent", "rerecord"):
         return _read(claim, key, st, ln, kind)
     if kind == "give_up" and claim.reads:
-        return _dep(claim, key, "on_unknown", "a status read once no request of the key can "
-                    "still arrive, never a give-up unread", ln)
+        return _dep(
+            claim,
+            key,
+            "on_unknown",
+            "a status read once no request of the key can still arrive, never a give-up unread",
+            ln,
+        )
     if kind == "compensate":
         return _dep(claim, key, "on_unknown", "a status read, never a reversal", ln)
     return None
@@ -448,8 +582,13 @@ def _from_reconciling(claim: Claim, key: str, st: _Key, ln: Line, kind: str
 
 def _read(claim: Claim, key: str, st: _Key, ln: Line, kind: str) -> Optional[Departure]:
     if not claim.reads:
-        return _dep(claim, key, "status_read", "RECONCILING -> DEAD_LETTER given up unread: "
-                    "the provider offers no status read", ln)
+        return _dep(
+            claim,
+            key,
+            "status_read",
+            "RECONCILING -> DEAD_LETTER given up unread: the provider offers no status read",
+            ln,
+        )
     absent = kind != "read_present"
     if absent and claim.checks("on_absent"):
         want = "DEAD_LETTER" if claim.knobs["on_absent"] == "dead_letter" else "RECORDED"
@@ -459,14 +598,28 @@ def _read(claim: Claim, key: str, st: _Key, ln: Line, kind: str) -> Optional[Dep
         return None
     d = claim.delay_bound
     if ln.ts is None or st.last_send is None or st.clock_lost:
-        return _dep(claim, key, "delay_bound", f"a status read once D = {_dur(d)} has passed "
-                    "since the key's last send; the lines carry no ts to measure D by", ln,
-                    clock=True, certainty="possible")
+        return _dep(
+            claim,
+            key,
+            "delay_bound",
+            f"a status read once D = {_dur(d)} has passed "
+            "since the key's last send; the lines carry no ts to measure D by",
+            ln,
+            clock=True,
+            certainty="possible",
+        )
     waited = ln.ts - st.last_send
     if waited < d - CLOCK_SLACK:
-        return _dep(claim, key, "delay_bound", f"no status read until D = {_dur(d)} after the "
-                    "key's last send (a request may still land)", ln,
-                    f"a read {waited:.3g} s after the last send ({ln.text()})", clock=True)
+        return _dep(
+            claim,
+            key,
+            "delay_bound",
+            f"no status read until D = {_dur(d)} after the "
+            "key's last send (a request may still land)",
+            ln,
+            f"a read {waited:.3g} s after the last send ({ln.text()})",
+            clock=True,
+        )
     return None
 
 
@@ -475,17 +628,30 @@ def _effect(claim: Claim, key: str, ln: Line) -> Optional[Departure]:
         return None
     fenced = bool(ln.fence)
     if claim.knobs["fencing"] == "on" and not fenced:
-        return _dep(claim, key, "fencing", "every request carries the key's fence", ln,
-                    f"an effect applied without a fence ({ln.text()})")
+        return _dep(
+            claim,
+            key,
+            "fencing",
+            "every request carries the key's fence",
+            ln,
+            f"an effect applied without a fence ({ln.text()})",
+        )
     if claim.knobs["fencing"] == "off" and fenced:
-        return _dep(claim, key, "fencing", "no fence is sent", ln,
-                    f"an effect applied under fence {ln.fence}")
+        return _dep(
+            claim,
+            key,
+            "fencing",
+            "no fence is sent",
+            ln,
+            f"an effect applied under fence {ln.fence}",
+        )
     return None
 
 
 # ----- epochs across an intent's keys -------------------------------------------------------
-def judge_epochs(claim: Claim, accepted: Sequence[tuple[str, int, str, Line]],
-                 final: Mapping[str, str]) -> tuple[list[Departure], list[tuple[str, Line]]]:
+def judge_epochs(
+    claim: Claim, accepted: Sequence[tuple[str, int, str, Line]], final: Mapping[str, str]
+) -> tuple[list[Departure], list[tuple[str, Line]]]:
     """Departures of the ``epoch`` knob and the ``new_epoch`` hits: `accepted` holds
     (intent, epoch, key, proposal line) of the accepted proposals that name an epoch;
     `final` each key's last chain state."""
@@ -501,12 +667,28 @@ def judge_epochs(claim: Claim, accepted: Sequence[tuple[str, int, str, Line]],
             key, ln = epochs[after]
             prev_key = epochs[before][0]
             if claim.knobs["epoch"] == "none":
-                out.append(_dep(claim, key, "epoch", f"the re-ask is the first attempt's key "
-                                f"{prev_key} (one epoch per intent): a duplicate", ln))
+                out.append(
+                    _dep(
+                        claim,
+                        key,
+                        "epoch",
+                        f"the re-ask is the first attempt's key "
+                        f"{prev_key} (one epoch per intent): a duplicate",
+                        ln,
+                    )
+                )
             elif final.get(prev_key) not in GAVE_UP:
-                out.append(_dep(claim, key, "epoch", f"a new epoch only after the previous "
-                                f"attempt ({prev_key}, epoch {before}) was given up; it is "
-                                f"{final.get(prev_key, 'not settled')}", ln))
+                out.append(
+                    _dep(
+                        claim,
+                        key,
+                        "epoch",
+                        f"a new epoch only after the previous "
+                        f"attempt ({prev_key}, epoch {before}) was given up; it is "
+                        f"{final.get(prev_key, 'not settled')}",
+                        ln,
+                    )
+                )
             else:
                 hits.append(("new_epoch", ln))
     return out, hits
@@ -529,8 +711,10 @@ def knob_classes(claim: Claim) -> dict:
             out["unchecked"].append(f"{knob}={opt}")
     out["checked"].append(f"status_read={option(claim, 'status_read')}")
     if claim.replays:
-        out["checked"] += [f"replay_window={option(claim, 'replay_window')} (clock)",
-                           f"delay_bound={option(claim, 'delay_bound')} (clock)"]
+        out["checked"] += [
+            f"replay_window={option(claim, 'replay_window')} (clock)",
+            f"delay_bound={option(claim, 'delay_bound')} (clock)",
+        ]
     return out
 
 
@@ -543,8 +727,13 @@ def paths(claim: Claim) -> list[dict]:
     out = []
     for p in spec()["paths"]:
         if all(facts.get(k) in v for k, v in p["when"].items()):
-            out.append({"name": p["name"], "meaning": p["meaning"].format_map(_Blank(shown)),
-                        "clock": bool(p.get("clock"))})
+            out.append(
+                {
+                    "name": p["name"],
+                    "meaning": p["meaning"].format_map(_Blank(shown)),
+                    "clock": bool(p.get("clock")),
+                }
+            )
     return out
 
 
@@ -553,7 +742,7 @@ class _Blank(dict):
         return "?"
 
 
-@lru_cache(maxsize=4096)      # the lines of one decision share a stamp
+@lru_cache(maxsize=4096)  # the lines of one decision share a stamp
 def parse_ts(ts: Optional[str]) -> Optional[float]:
     """An RFC 3339 stamp in seconds since the epoch (None if absent or unreadable: a clock
     judgement then says what is missing)."""

@@ -13,6 +13,7 @@ Limitations
 Memory grows with the log (every key's lines are kept until the end); a key whose chain
 breaks (RACE, LEGAL: the generic findings) is judged up to where it breaks.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -25,7 +26,7 @@ from toolcommit.checker.logs.refine import Claim, Departure, Line
 from toolcommit.checker.logs.report import Report, count, verdict_of
 from toolcommit.model.canon import CanonError, canonical_intent
 
-PROPERTY = "DESIGN"   # the finding's name (spec/log-findings.json)
+PROPERTY = "DESIGN"  # the finding's name (spec/log-findings.json)
 
 
 @dataclass(frozen=True)
@@ -34,11 +35,11 @@ class DesignCheck:
     logs took each (and where first), and the knobs by how they were judged."""
 
     claim: Claim
-    departures: tuple[Departure, ...]   # listed: at most MAX_PER_PROPERTY, the least keys
+    departures: tuple[Departure, ...]  # listed: at most MAX_PER_PROPERTY, the least keys
     coverage: tuple[dict, ...]
     knobs: dict
-    totals: dict                        # departures by certainty, listed or not
-    dropped: int = 0                    # departures not listed
+    totals: dict  # departures by certainty, listed or not
+    dropped: int = 0  # departures not listed
 
     def findings(self) -> list[Finding]:
         return [finding(self.claim, d) for d in self.departures]
@@ -50,30 +51,51 @@ class DesignCheck:
 
     def to_json(self) -> dict:
         c = self.claim
-        return {"design": c.source, "environment": c.environment, "guarantee": c.guarantee,
-                "totals": self.totals, "dropped": self.dropped,
-                "departures": [d.to_json() for d in self.departures],
-                "coverage": list(self.coverage),
-                "reached": sum(1 for p in self.coverage if p["count"]),
-                "knobs": self.knobs}
+        return {
+            "design": c.source,
+            "environment": c.environment,
+            "guarantee": c.guarantee,
+            "totals": self.totals,
+            "dropped": self.dropped,
+            "departures": [d.to_json() for d in self.departures],
+            "coverage": list(self.coverage),
+            "reached": sum(1 for p in self.coverage if p["count"]),
+            "knobs": self.knobs,
+        }
 
 
 def finding(claim: Claim, d: Departure) -> Finding:
     """A departure as a finding, its story the key's chain up to the departing line."""
     steps = tuple(Citation(x.type, x.writer, x.text(), x.file, x.line) for x in d.story)
-    return Finding(PROPERTY, d.key, d.certainty, tuple(sorted({x.writer for x in d.story})),
-                   tuple(sorted({(x.file, x.line) for x in d.story})), steps,
-                   d.explanation(claim.source))
+    return Finding(
+        PROPERTY,
+        d.key,
+        d.certainty,
+        tuple(sorted({x.writer for x in d.story})),
+        tuple(sorted({(x.file, x.line) for x in d.story})),
+        steps,
+        d.explanation(claim.source),
+    )
 
 
 def with_design(report: Report, dc: DesignCheck) -> Report:
     """`report` with the design's departures among its findings and the verdict they make."""
-    found = tuple(sorted([*report.findings, *dc.findings()],
-                         key=lambda f: (f.certainty != "certain", f.property, f.key)))
+    found = tuple(
+        sorted(
+            [*report.findings, *dc.findings()],
+            key=lambda f: (f.certainty != "certain", f.property, f.key),
+        )
+    )
     base = report.totals or count(report.findings)
     totals = {k: base.get(k, 0) + dc.totals[k] for k in ("certain", "possible")}
-    return replace(report, verdict=verdict_of(totals), findings=found, totals=totals,
-                   dropped=report.dropped + dc.dropped, design=dc)
+    return replace(
+        report,
+        verdict=verdict_of(totals),
+        findings=found,
+        totals=totals,
+        dropped=report.dropped + dc.dropped,
+        design=dc,
+    )
 
 
 def _count(departures) -> dict[str, int]:
@@ -86,8 +108,9 @@ def _count(departures) -> dict[str, int]:
 _W, _SEQ, _TS, _FRM, _TO, _FENCE, _REASON = 0, 1, 4, 5, 6, 7, 8
 
 
-def check(paths: Sequence[str], claim: Claim,
-          max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, keep=()) -> DesignCheck:
+def check(
+    paths: Sequence[str], claim: Claim, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, keep=()
+) -> DesignCheck:
     """Judge the logs `paths` against `claim` (see the module docstring); `InputError` on
     unusable input, as the generic check. As for the generic findings, at most
     `MAX_PER_PROPERTY` departures are listed, those of the least keys and of `keep`."""
@@ -105,8 +128,12 @@ def check(paths: Sequence[str], claim: Claim,
         chain = order(raw)
         final[key] = chain[-1][_TO] if chain else None
         if key not in effects and refine.plain(claim, [(t[_FRM], t[_TO]) for t in chain]):
-            hits += [(k, _line(t)) for t in chain for k in refine.kinds(t[_FRM], t[_TO], None)
-                     if k != "other"]
+            hits += [
+                (k, _line(t))
+                for t in chain
+                for k in refine.kinds(t[_FRM], t[_TO], None)
+                if k != "other"
+            ]
             continue
         d, h = refine.judge_key(claim, key, [_line(t) for t in chain] + effects.get(key, []))
         hits += h
@@ -119,9 +146,14 @@ def check(paths: Sequence[str], claim: Claim,
     departures.sort(key=lambda d: d.key)
     listed = [d for i, d in enumerate(departures) if i < MAX_PER_PROPERTY or d.key in keep]
     listed.sort(key=lambda d: (d.certainty != "certain", d.key))
-    return DesignCheck(claim, tuple(listed), tuple(coverage(claim, hits)),
-                       refine.knob_classes(claim), _count(departures),
-                       len(departures) - len(listed))
+    return DesignCheck(
+        claim,
+        tuple(listed),
+        tuple(coverage(claim, hits)),
+        refine.knob_classes(claim),
+        _count(departures),
+        len(departures) - len(listed),
+    )
 
 
 def _line(t: tuple) -> Line:
@@ -133,7 +165,8 @@ def _keep(ev, path: str, n: int, keys, effects, accepted, hits) -> None:
     t = ev.type
     if t == "transition":
         keys.setdefault(ev.key, []).append(
-            (ev.writer, ev.seq, path, n, ev.ts, ev.from_, ev.to, ev.fence, ev.reason))
+            (ev.writer, ev.seq, path, n, ev.ts, ev.from_, ev.to, ev.fence, ev.reason)
+        )
     elif t == "proposal":
         if ev.decision in ("duplicate", "conflict"):
             hits.append((ev.decision, _proposal(ev, path, n)))
@@ -141,14 +174,24 @@ def _keep(ev, path: str, n: int, keys, effects, accepted, hits) -> None:
             accepted.append((ev, path, n))
     elif t == "effect":
         key = ev.key or ev.idempotency_key
-        effects.setdefault(key, []).append(Line(
-            t, ev.writer, ev.seq, path, n, refine.parse_ts(ev.ts), fence=ev.fence,
-            kind=ev.kind))
+        effects.setdefault(key, []).append(
+            Line(
+                t, ev.writer, ev.seq, path, n, refine.parse_ts(ev.ts), fence=ev.fence, kind=ev.kind
+            )
+        )
 
 
 def _proposal(ev, path: str, n: int) -> Line:
-    return Line("proposal", ev.writer, ev.seq, path, n, refine.parse_ts(ev.ts),
-                decision=ev.decision, epoch=ev.epoch)
+    return Line(
+        "proposal",
+        ev.writer,
+        ev.seq,
+        path,
+        n,
+        refine.parse_ts(ev.ts),
+        decision=ev.decision,
+        epoch=ev.epoch,
+    )
 
 
 def _intents(accepted: list) -> list:
@@ -180,8 +223,11 @@ def order(lines: list[tuple]) -> list[tuple]:
     heads = {w: 0 for w in queues}
     chain: list[tuple] = []
     while True:
-        ready = [queues[w][i] for w, i in heads.items()
-                 if i < len(queues[w]) and queues[w][i][_FRM] == state]
+        ready = [
+            queues[w][i]
+            for w, i in heads.items()
+            if i < len(queues[w]) and queues[w][i][_FRM] == state
+        ]
         if not ready:
             return chain
         nxt = min(ready, key=lambda x: (x[_FENCE] or 0, x[_W], x[_SEQ]))
@@ -212,7 +258,11 @@ def coverage(claim: Claim, hits: Sequence[tuple[str, Line]]) -> list[dict]:
     out = []
     for p in refine.paths(claim):
         n, first = seen.get(p["name"], (0, None))
-        out.append({**p, "count": n,
-                    "first": None if first is None else {"file": first.file,
-                                                         "line": first.line}})
+        out.append(
+            {
+                **p,
+                "count": n,
+                "first": None if first is None else {"file": first.file, "line": first.line},
+            }
+        )
     return out

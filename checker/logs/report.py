@@ -5,6 +5,7 @@ Examples
 >>> verdict_of({"certain": 0, "possible": 2})
 <LogVerdict.INCONCLUSIVE: 'INCONCLUSIVE'>
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -50,7 +51,7 @@ class Report:
     dropped: int = 0  # findings not stored beyond MAX_PER_PROPERTY
     history: dict[str, tuple[Citation, ...]] = field(default_factory=dict)  # focus key -> story
     totals: dict[str, int] = field(default_factory=dict)
-    design: Optional[object] = None   # a `refinement.DesignCheck` (validate --design)
+    design: Optional[object] = None  # a `refinement.DesignCheck` (validate --design)
 
 
 def with_findings(report: Report, extra: Sequence[Finding], dropped: int = 0) -> Report:
@@ -58,11 +59,20 @@ def with_findings(report: Report, extra: Sequence[Finding], dropped: int = 0) ->
     `dropped` more counted but not listed (possible ones); its verdict follows. Pure."""
     if not extra and not dropped:
         return report
-    findings = tuple(sorted(report.findings + tuple(extra),
-                            key=lambda f: (f.certainty != "certain", f.property, f.key)))
+    findings = tuple(
+        sorted(
+            report.findings + tuple(extra),
+            key=lambda f: (f.certainty != "certain", f.property, f.key),
+        )
+    )
     totals = dict(report.totals)
     for k, n in count(extra).items():
         totals[k] = totals.get(k, 0) + n
     totals["possible"] = totals.get("possible", 0) + dropped
-    return replace(report, findings=findings, totals=totals, verdict=verdict_of(totals),
-                   dropped=report.dropped + dropped)
+    return replace(
+        report,
+        findings=findings,
+        totals=totals,
+        verdict=verdict_of(totals),
+        dropped=report.dropped + dropped,
+    )

@@ -26,6 +26,7 @@ keys, checks them together (the *fixup*); the others `Shard.finish` without them
 whichever shard met it: the least (file, line) of the shards' errors; shards that read
 different logs (a writer still appending) are refused, never merged.
 """
+
 from __future__ import annotations
 
 import gc
@@ -43,9 +44,9 @@ from toolcommit.checker.logs.stages import STAGE
 from toolcommit.checker.logs.writers import Writer, note_crash
 from toolcommit.model.errors import InputError, ToolcommitError
 
-WRITER_PROPS = frozenset(("SEQ_GAP", "SEQ_DUP", "CUT_OFF"))   # keyed by writer or file
-ABANDONED_READ = ("abandoned",)        # what a shard read when the line index gave up
-BITMAP_BITS = 24                       # digest prefix bits in a shard's bitmap (2 MiB)
+WRITER_PROPS = frozenset(("SEQ_GAP", "SEQ_DUP", "CUT_OFF"))  # keyed by writer or file
+ABANDONED_READ = ("abandoned",)  # what a shard read when the line index gave up
+BITMAP_BITS = 24  # digest prefix bits in a shard's bitmap (2 MiB)
 
 
 def shard_of(name: str, shards: int, stable: bool = True) -> int:
@@ -83,8 +84,9 @@ def prefixed(digests: dict, bitmap: bytes, lane=None) -> list[bytes]:
     """
     if lane is not None:
         return lane.prefix_hits(digests, bitmap)
-    return [d for d in digests
-            if bitmap[(i := int.from_bytes(d[:3], "little")) >> 3] >> (i & 7) & 1]
+    return [
+        d for d in digests if bitmap[(i := int.from_bytes(d[:3], "little")) >> 3] >> (i & 7) & 1
+    ]
 
 
 def display(path: str) -> str:
@@ -106,12 +108,12 @@ class Part:
     writers: list
     warnings: list
     history: dict
-    focus: list                                        # focus keys it read (handed or not)
-    first_keys: list = field(default_factory=list)   # [((file, line), key)], at most 5
-    all_keys: int = 0                                  # keys before any handover
-    read: tuple = ()                                   # what it read (`Shard.read`)
-    peak_kib: int = 0                                  # the shard process's peak RSS
-    cpu_s: float = 0.0                                 # and the CPU seconds of the shard
+    focus: list  # focus keys it read (handed or not)
+    first_keys: list = field(default_factory=list)  # [((file, line), key)], at most 5
+    all_keys: int = 0  # keys before any handover
+    read: tuple = ()  # what it read (`Shard.read`)
+    peak_kib: int = 0  # the shard process's peak RSS
+    cpu_s: float = 0.0  # and the CPU seconds of the shard
 
 
 class Shard:
@@ -137,18 +139,29 @@ class Shard:
         writers did).
     """
 
-    def __init__(self, paths: Sequence[str], max_line_bytes: int, focus: Sequence[str],
-                 index: int, shards: int, owned: Optional[set] = None, stable: bool = True,
-                 complete_effects: bool = False, shared=None):
+    def __init__(
+        self,
+        paths: Sequence[str],
+        max_line_bytes: int,
+        focus: Sequence[str],
+        index: int,
+        shards: int,
+        owned: Optional[set] = None,
+        stable: bool = True,
+        complete_effects: bool = False,
+        shared=None,
+    ):
         self.paths, self.max_line_bytes = list(paths), max_line_bytes
         self.index, self.shards, self.owned, self.stable = index, shards, owned, stable
         self.focus = list(focus)
-        self.checker = c = Conformance([display(p) for p in paths], focus,
-                                        complete_effects=complete_effects)
-        self.lead = index == 0 and owned is None      # reports what writers did
+        self.checker = c = Conformance(
+            [display(p) for p in paths], focus, complete_effects=complete_effects
+        )
+        self.lead = index == 0 and owned is None  # reports what writers did
         self.shared = shared
-        if shared is not None:       # the index numbers writers and reports what they did
+        if shared is not None:  # the index numbers writers and reports what they did
             from toolcommit.checker.logs.index import SharedNames
+
             c.wnames = c.found.writers = SharedNames(shared)
             c.seq_found = Findings(c.files, c.wnames)
             self.abandoned = False
@@ -165,7 +178,7 @@ class Shard:
         first error as ((file, line), message) or None, a bitmap of the intents' digest
         prefixes (None after an error), and what was read (`Shard.read`)."""
         collecting = gc.isenabled()
-        gc.disable()   # the core builds no reference cycles; collection would only cost time
+        gc.disable()  # the core builds no reference cycles; collection would only cost time
         try:
             if self.shared is not None:
                 self._read_indexed()
@@ -188,16 +201,23 @@ class Shard:
 
     def _read(self) -> None:
         c = self.checker
-        route = (self.index, self.shards, self.owned, bool(self.stable), bool(self.lead),
-                 self._one, c.skip)
+        route = (
+            self.index,
+            self.shards,
+            self.owned,
+            bool(self.stable),
+            bool(self.lead),
+            self._one,
+            c.skip,
+        )
         for fi, path in enumerate(self.paths):
             n = 0
             self._where = (fi, 0)
             cut = (lambda line, fi=fi: c.cut_off(fi, line)) if self.lead else None
             try:
-                for numbers, events in read_batches(path, self.max_line_bytes, None,
-                                                    self.warnings.append, on_cut=cut,
-                                                    helper=False):
+                for numbers, events in read_batches(
+                    path, self.max_line_bytes, None, self.warnings.append, on_cut=cut, helper=False
+                ):
                     if not c.lane_feed(numbers, events, fi, route):
                         n = self._route(numbers, events, fi)
                     if numbers:
@@ -218,9 +238,13 @@ class Shard:
         numbers (`lane.feed_at`), a batch at a time. Stops where the index stopped, or
         gave up."""
         from toolcommit.checker.logs.index import ABANDONED, STOPPED, chunks
+
         s, lane = self.shared, self.checker.lane
-        owned = None if self.owned is None else \
-            {zlib.crc32(k.encode("utf-8", "surrogatepass")) for k in self.owned}
+        owned = (
+            None
+            if self.owned is None
+            else {zlib.crc32(k.encode("utf-8", "surrogatepass")) for k in self.owned}
+        )
         state = None
         for fi, path in enumerate(self.paths):
             self._where = (fi, 0)
@@ -234,14 +258,25 @@ class Shard:
                         if state == ABANDONED:
                             self.abandoned = True
                             return
-                        if upto <= n:       # where the index stopped, or the log grew
+                        if upto <= n:  # where the index stopped, or the log grew
                             n += 0 if state == STOPPED else 1
                             break
-                        raw, numbers, took, lines = lane.pick(data, pos, end, n + 1, upto - n,
-                                                              s.kind[fi], s.crc[fi], self.index,
-                                                              self.shards, owned)
+                        raw, numbers, took, lines = lane.pick(
+                            data,
+                            pos,
+                            end,
+                            n + 1,
+                            upto - n,
+                            s.kind[fi],
+                            s.crc[fi],
+                            self.index,
+                            self.shards,
+                            owned,
+                        )
                         for i in range(0, len(raw), _BATCH):
-                            self._feed_picked(raw[i:i + _BATCH], numbers[i:i + _BATCH], fi, path)
+                            self._feed_picked(
+                                raw[i : i + _BATCH], numbers[i : i + _BATCH], fi, path
+                            )
                         pos += took
                         n += lines
                     else:
@@ -257,13 +292,26 @@ class Shard:
             events = list(map(typed.decode_raw, lines))
         except typed.INVALID:
             events = [self._decode_one(line, n, fi, path) for line, n in zip(lines, numbers)]
-        if self.owned is not None:        # the fixup: its keys only (a CRC-32 can collide)
-            keep = [j for j, ev in enumerate(events) if ev.type in ("crash", "restart")
-                    or (ev.key if ev.key is not None else ev.idempotency_key) in self.owned]
+        if self.owned is not None:  # the fixup: its keys only (a CRC-32 can collide)
+            keep = [
+                j
+                for j, ev in enumerate(events)
+                if ev.type in ("crash", "restart")
+                or (ev.key if ev.key is not None else ev.idempotency_key) in self.owned
+            ]
             events, numbers = [events[j] for j in keep], [numbers[j] for j in keep]
         try:
-            c.lane.feed_at(c, events, numbers, fi, s.widx[fi], c.found._writer_shift,
-                           bool(self.lead), self._stage, self._crash)
+            c.lane.feed_at(
+                c,
+                events,
+                numbers,
+                fi,
+                s.widx[fi],
+                c.found._writer_shift,
+                bool(self.lead),
+                self._stage,
+                self._crash,
+            )
         except EventError as e:
             self._where = (fi, c.lane.failed_line())
             raise InputError(str(e), path, self._where[1]) from None
@@ -312,14 +360,14 @@ class Shard:
         at = fi << LINE_BITS
         n = 0
         try:
-            for n, ev in zip(numbers, events):    # this runs once per line
+            for n, ev in zip(numbers, events):  # this runs once per line
                 t = ev.type
                 if t == "crash" or t == "restart":
                     if not lead:
                         skip(ev, fi, n)
                         continue
                     mine = True
-                else:         # whose key is it?
+                else:  # whose key is it?
                     name = ev.key
                     if name is None:
                         name = ev.idempotency_key
@@ -358,7 +406,7 @@ class Shard:
         a key's intents are those of its accepted proposals and its effects); they and
         their intents are handed over to the fixup shard."""
         st = self.checker
-        index: dict[str, list] = {}             # key -> intents naming it, unpacked ones
+        index: dict[str, list] = {}  # key -> intents naming it, unpacked ones
         for d, e in st.intents.items():
             if type(e) is not str:
                 for name in _names(e):
@@ -372,7 +420,7 @@ class Shard:
                 continue
             digests.add(d)
             e = st.intents[d]
-            for name in ([e] if type(e) is str else _names(e)):
+            for name in [e] if type(e) is str else _names(e):
                 if name in keys:
                     continue
                 keys.add(name)
@@ -396,9 +444,21 @@ class Shard:
             for d in digests:
                 del c.intents[d]
         c.close()
-        return Part(c.found, dict(c.counts), len(c.keys), len(c.intents), c.wnames,
-                    self.warnings, {k: c.focus[k] for k in present if k not in keys}, present,
-                    self.first_keys, all_keys, self.read, _usage()[0], _usage()[1] - self.cpu0)
+        return Part(
+            c.found,
+            dict(c.counts),
+            len(c.keys),
+            len(c.intents),
+            c.wnames,
+            self.warnings,
+            {k: c.focus[k] for k in present if k not in keys},
+            present,
+            self.first_keys,
+            all_keys,
+            self.read,
+            _usage()[0],
+            _usage()[1] - self.cpu0,
+        )
 
 
 class _Named:
@@ -414,6 +474,7 @@ def _usage() -> tuple[int, float]:
     """This process's peak RSS (KiB) and CPU seconds, for benchmarks."""
     try:
         import resource
+
         r = resource.getrusage(resource.RUSAGE_SELF)
         return r.ru_maxrss, r.ru_utime + r.ru_stime
     except (ImportError, OSError):  # pragma: no cover - not Unix
@@ -422,8 +483,9 @@ def _usage() -> tuple[int, float]:
 
 def _names(e) -> list[str]:
     """Every key an (unpacked) intent names: accepted ones, then its effects' only."""
-    return ([e.key] if e.recorded else []) + [m[0] for m in e.more or ()] + \
-        list(e.effect_keys or ())
+    return (
+        ([e.key] if e.recorded else []) + [m[0] for m in e.more or ()] + list(e.effect_keys or ())
+    )
 
 
 # ----- the protocol, over any way of calling shards -----------------------------------------
@@ -431,8 +493,9 @@ class IndexGaveUp(Exception):
     """The line index could not cover the log: run the shards without it."""
 
 
-def coordinate(call: Callable[..., list], shards: int, fixup: Callable[[set], Part],
-               index=None) -> tuple[list[Part], Optional[Part]]:
+def coordinate(
+    call: Callable[..., list], shards: int, fixup: Callable[[set], Part], index=None
+) -> tuple[list[Part], Optional[Part]]:
     """Run the shards through the protocol; returns their parts and the fixup's (or None).
 
     `call(method, args)` calls `method` on every shard, shard i with the arguments
@@ -450,7 +513,7 @@ def coordinate(call: Callable[..., list], shards: int, fixup: Callable[[set], Pa
     errors = [r[0] for r in ran if r[0] is not None]
     if index is not None and index.error is not None:
         errors.append(index.error)
-    if errors:            # each shard stops at its first: the least is the log's first
+    if errors:  # each shard stops at its first: the least is the log's first
         raise InputError(min(errors)[1])
     _same_logs([r[2] for r in ran] + ([index.read] if index is not None else []))
     seen = multi = 0
@@ -484,5 +547,7 @@ def _same_logs(reads) -> None:
 
 def changed() -> InputError:
     """The error of shards that did not read the same logs."""
-    return InputError("the logs changed while the shards read them (is a writer still "
-                      "appending?); validate a copy that no one writes, or use --jobs 1")
+    return InputError(
+        "the logs changed while the shards read them (is a writer still "
+        "appending?); validate a copy that no one writes, or use --jobs 1"
+    )

@@ -26,6 +26,7 @@ True
 >>> decode is None or decode(b'{"type":"crash","writer":"w","seq":1,"x":1}') is None
 True
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Callable, Literal, Optional, Union
@@ -59,8 +60,7 @@ def attr(field: str) -> str:
 
 def _fields(t: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """The required and the optional (field, kind) of type `t`, in the schema's order."""
-    return [*COMMON.items(), *REQUIRED[t].items()], \
-        [*COMMON_OPTIONAL.items(), *OPTIONAL[t].items()]
+    return [*COMMON.items(), *REQUIRED[t].items()], [*COMMON_OPTIONAL.items(), *OPTIONAL[t].items()]
 
 
 # ----- the plain classes (no msgspec) ---------------------------------------------------------
@@ -82,12 +82,23 @@ def _plain(t: str):
         return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
 
     def __eq__(self, other):
-        return type(other) is type(self) and all(getattr(self, n) == getattr(other, n)
-                                                for n in names)
+        return type(other) is type(self) and all(
+            getattr(self, n) == getattr(other, n) for n in names
+        )
 
-    return type(t.capitalize(), (), {"__slots__": names, "type": t, "__init__": __init__,
-                                     "__repr__": __repr__, "__eq__": __eq__,
-                                     "__hash__": None, "__module__": __name__})
+    return type(
+        t.capitalize(),
+        (),
+        {
+            "__slots__": names,
+            "type": t,
+            "__init__": __init__,
+            "__repr__": __repr__,
+            "__eq__": __eq__,
+            "__hash__": None,
+            "__module__": __name__,
+        },
+    )
 
 
 # ----- the msgspec structs -----------------------------------------------------------------
@@ -95,7 +106,7 @@ def _annotation(field: str, kind: str):
     m = _msgspec
     if kind == "int":
         return Annotated[int, m.Meta(ge=0, le=INT_MAX)]
-    if kind == "obj":      # flat: a nested value takes the thorough path (nesting bound)
+    if kind == "obj":  # flat: a nested value takes the thorough path (nesting bound)
         i64 = Annotated[int, m.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
         return dict[str, Union[str, i64, float, bool, None]]
     if kind == "state":
@@ -116,15 +127,17 @@ def _one_of(t: str) -> dict:
         return {}
     a, *rest = names
     if rest:
-        b, = rest      # the schema's one rule has two fields (a test pins it)
+        (b,) = rest  # the schema's one rule has two fields (a test pins it)
 
         def __post_init__(self):
             if getattr(self, a) is None and getattr(self, b) is None:
                 raise ValueError(f"needs {a} or {b}")
     else:  # pragma: no cover - the schema has no one-field rule
+
         def __post_init__(self):
             if getattr(self, a) is None:
                 raise ValueError(f"needs {a}")
+
     return {"__post_init__": __post_init__}
 
 
@@ -132,14 +145,21 @@ def _struct(t: str, base):
     req, opt = _fields(t)
     spec = [(attr(f), _annotation(f, k)) for f, k in req if f != "type"]
     spec += [(attr(f), Optional[_annotation(f, k)], None) for f, k in opt]
-    cls = _msgspec.defstruct(t.capitalize(), spec, bases=(base,), tag=t,
-                             rename={a: f for f, a in ATTR.items()}, module=__name__,
-                             namespace=_one_of(t))
+    cls = _msgspec.defstruct(
+        t.capitalize(),
+        spec,
+        bases=(base,),
+        tag=t,
+        rename={a: f for f, a in ATTR.items()},
+        module=__name__,
+        namespace=_one_of(t),
+    )
     cls.type = t
     return cls
 
 
 if _msgspec is not None:
+
     class _Event(_msgspec.Struct, tag_field="type", forbid_unknown_fields=True, gc=False):
         """The base of every event struct: tagged by ``type``, no unknown field."""
 

@@ -1,6 +1,7 @@
 """Read and check intent logs: the one entry `toolcommit validate`, the fault harness and
 library users call, whichever way the lines are checked (this process, shard processes
 sharded by key, or a Dask cluster): the same `Report`."""
+
 from __future__ import annotations
 
 import gc
@@ -15,9 +16,17 @@ from toolcommit.checker.logs.typed import from_dict
 from toolcommit.model.errors import InputError, UsageError
 
 
-def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdin=None,
-             complete_effects: bool = False, jobs: int = 1, engine: str = "local",
-             scheduler=None, joined=None) -> Report:
+def validate(
+    paths,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    focus=(),
+    stdin=None,
+    complete_effects: bool = False,
+    jobs: int = 1,
+    engine: str = "local",
+    scheduler=None,
+    joined=None,
+) -> Report:
     """Read and check `paths`; raise `InputError` on unusable input. `complete_effects`:
     the effect lines are the provider's whole ledger (see `Conformance`). With `jobs` > 1
     and logs worth it (`pool.worth_sharding`), in `jobs` processes sharded by key; with
@@ -31,17 +40,24 @@ def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdi
         raise UsageError("--scheduler is for --engine dask")
     if engine == "dask":
         if "-" in paths:
-            raise UsageError("--engine dask reads files, not stdin ('-'); save the log to a "
-                             "file every worker can open")
+            raise UsageError(
+                "--engine dask reads files, not stdin ('-'); save the log to a "
+                "file every worker can open"
+            )
         from toolcommit.checker.logs import cluster
-        return cluster.check(paths, max_line_bytes, focus, jobs, scheduler,
-                             complete_effects=complete_effects)
+
+        return cluster.check(
+            paths, max_line_bytes, focus, jobs, scheduler, complete_effects=complete_effects
+        )
     if joined is None and pool.worth_sharding(paths, jobs):
         return pool.check(paths, max_line_bytes, focus, jobs, complete_effects)
     warnings: list[str] = []
     ledgers, effects = joined or ((), ())
-    checker = Conformance([("<stdin>" if p == "-" else p) for p in paths] + list(ledgers),
-                          focus, complete_effects=complete_effects)
+    checker = Conformance(
+        [("<stdin>" if p == "-" else p) for p in paths] + list(ledgers),
+        focus,
+        complete_effects=complete_effects,
+    )
     feed_files(checker, paths, max_line_bytes, warnings, stdin)
     for p in effects:
         checker.feed(from_dict(p.event), p.file_index, p.line)
@@ -49,20 +65,30 @@ def validate(paths, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, focus=(), stdi
     return checker.finish(warnings)
 
 
-def feed_files(checker: Conformance, paths, max_line_bytes: int, warnings: list,
-               stdin=None, first_index: int = 0) -> None:
+def feed_files(
+    checker: Conformance,
+    paths,
+    max_line_bytes: int,
+    warnings: list,
+    stdin=None,
+    first_index: int = 0,
+) -> None:
     """Feed the log files `paths` to `checker`, in order (file indexes from `first_index`);
     a cut-off last line is the checker's `cut_off`, warnings go to `warnings`. Raises
     `InputError` (file:line) on an unusable line."""
     feed_batch = checker.feed_batch
     collecting = gc.isenabled()
-    gc.disable()   # the core builds no reference cycles; collection would only cost time
+    gc.disable()  # the core builds no reference cycles; collection would only cost time
     try:
-        for fi, path in enumerate(paths, first_index):   # the hot loop is here
+        for fi, path in enumerate(paths, first_index):  # the hot loop is here
             try:
                 for numbers, events in read_batches(
-                        path, max_line_bytes, stdin, warnings.append,
-                        on_cut=lambda line, fi=fi: checker.cut_off(fi, line)):
+                    path,
+                    max_line_bytes,
+                    stdin,
+                    warnings.append,
+                    on_cut=lambda line, fi=fi: checker.cut_off(fi, line),
+                ):
                     feed_batch(numbers, events, fi)
             except EventError as e:
                 raise InputError(str(e), path, e.line) from None

@@ -54,6 +54,7 @@ w0 proposal accepted
 w0 transition PROPOSED -> RECORDED
 user transition RECORDED -> REJECTED_CONFLICT
 """
+
 from __future__ import annotations
 
 import json
@@ -66,15 +67,20 @@ from toolcommit.model.system import System
 
 PROVIDER = "provider"
 USER = "user"
-_ACCEPTING = ("accepted", "accepted (overwrites)", "replayed under the same key",
-              "compensated first, accepted as next epoch")
-_ANSWERED = ("answered:", "refused:")     # a hold's answer (`reask=hold`): no record written
+_ACCEPTING = (
+    "accepted",
+    "accepted (overwrites)",
+    "replayed under the same key",
+    "compensated first, accepted as next epoch",
+)
+_ANSWERED = ("answered:", "refused:")  # a hold's answer (`reask=hold`): no record written
 
 
 @lru_cache(maxsize=1)
 def _instances_doc() -> dict:
-    return json.loads(resources.files("toolcommit.spec").joinpath("instances.json")
-                      .read_text("utf-8"))
+    return json.loads(
+        resources.files("toolcommit.spec").joinpath("instances.json").read_text("utf-8")
+    )
 
 
 def forms() -> tuple[dict, dict]:
@@ -93,8 +99,9 @@ def _decision(model_decision: str) -> str:
     raise ValueError(f"no log decision for the model's decision {model_decision!r}")
 
 
-def counterexample_to_events(cx: Counterexample, system: System,
-                             start: str = "2024-05-01T12:00:00Z") -> list[dict]:
+def counterexample_to_events(
+    cx: Counterexample, system: System, start: str = "2024-05-01T12:00:00Z"
+) -> list[dict]:
     """The log a run of `system` along `cx` writes (see the module docstring).
 
     Parameters
@@ -120,23 +127,30 @@ def counterexample_to_events(cx: Counterexample, system: System,
     day = start[:10]
     out: list[dict] = []
     seq: dict[str, int] = {}
-    writer_of: dict[str, str] = {}          # key -> proposal that last wrote its record
+    writer_of: dict[str, str] = {}  # key -> proposal that last wrote its record
     effects = 0
 
     def emit(ev: dict) -> None:
         w = ev["writer"]
         seq[w] = seq.get(w, 0) + 1
         n = len(out)
-        line = {"type": ev.pop("type"), "writer": w, "seq": seq[w],
-                "ts": f"{day}T{12 + n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z"}
+        line = {
+            "type": ev.pop("type"),
+            "writer": w,
+            "seq": seq[w],
+            "ts": f"{day}T{12 + n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z",
+        }
         line.update({k: v for k, v in ev.items() if k != "writer"})
         out.append(line)
 
     def call(p_name: str) -> dict:
         p = props[p_name]
         tag = system.meta.get("scope_tag", {}).get(p_name)
-        return {"tool": intent["tool"], "args": args_of[p.form],
-                "scope": intent["scope"] + (f"#{tag}" if tag else "")}
+        return {
+            "tool": intent["tool"],
+            "args": args_of[p.form],
+            "scope": intent["scope"] + (f"#{tag}" if tag else ""),
+        }
 
     for i, step in enumerate(cx.steps[1:], start=1):
         before, after = cx.steps[i - 1].state, step.state
@@ -147,11 +161,20 @@ def counterexample_to_events(cx: Counterexample, system: System,
             decision = _decision(params.get("decision", "accepted"))
             key = params.get("next_key", params["key"])
             epoch = p.epoch + (1 if "next_key" in params else 0)
-            emit({"type": "proposal", "writer": worker, "call_id": p.call_id, "key": key,
-                  "decision": decision, **call(p.name), "epoch": epoch})
+            emit(
+                {
+                    "type": "proposal",
+                    "writer": worker,
+                    "call_id": p.call_id,
+                    "key": key,
+                    "decision": decision,
+                    **call(p.name),
+                    "epoch": epoch,
+                }
+            )
             if decision == "accepted":
                 writer_of[key] = p.name
-        elif a in ("crash", "restart", "rollback"):     # a rollback is a restart that resumes
+        elif a in ("crash", "restart", "rollback"):  # a rollback is a restart that resumes
             emit({"type": "crash" if a == "crash" else "restart", "writer": worker})
         elif a == "wipe":
             for w in workers:
@@ -162,23 +185,44 @@ def counterexample_to_events(cx: Counterexample, system: System,
             if v0 == v1:
                 continue
             fence = after.get(f"fence.{k}", 0)
-            ev = {"type": "transition", "writer": USER if a == "cancel" else (worker or USER),
-                  "key": k, "from": labels[k][v0], "to": labels[k][v1]}
+            ev = {
+                "type": "transition",
+                "writer": USER if a == "cancel" else (worker or USER),
+                "key": k,
+                "from": labels[k][v0],
+                "to": labels[k][v1],
+            }
             if fence:
                 ev["fence"] = fence
             emit(ev)
         if a == "deliver" and params.get("outcome") == "applied":
             k = params["key"]
             effects += 1
-            emit({"type": "effect", "writer": PROVIDER, "key": k, "kind": "apply",
-                  **call(_proposal_of(k, writer_of, system)), "fence": int(params["fence"]),
-                  "effect_id": f"e{effects}"})
+            emit(
+                {
+                    "type": "effect",
+                    "writer": PROVIDER,
+                    "key": k,
+                    "kind": "apply",
+                    **call(_proposal_of(k, writer_of, system)),
+                    "fence": int(params["fence"]),
+                    "effect_id": f"e{effects}",
+                }
+            )
         for k in keys:
             c0, c1 = before.get(f"comp.{k}", 0), after.get(f"comp.{k}", 0)
             if c1 > c0:
                 effects += 1
-                emit({"type": "effect", "writer": PROVIDER, "key": k, "kind": "compensate",
-                      **call(_proposal_of(k, writer_of, system)), "effect_id": f"e{effects}"})
+                emit(
+                    {
+                        "type": "effect",
+                        "writer": PROVIDER,
+                        "key": k,
+                        "kind": "compensate",
+                        **call(_proposal_of(k, writer_of, system)),
+                        "effect_id": f"e{effects}",
+                    }
+                )
     return out
 
 
@@ -194,8 +238,26 @@ def _proposal_of(key: str, writer_of: Mapping[str, str], system: System) -> str:
     raise ValueError(f"no proposal writes key {key!r}")
 
 
-_ORDER = ("type", "writer", "seq", "ts", "call_id", "key", "idempotency_key", "from", "to",
-          "decision", "kind", "tool", "args", "scope", "fence", "epoch", "effect_id", "reason")
+_ORDER = (
+    "type",
+    "writer",
+    "seq",
+    "ts",
+    "call_id",
+    "key",
+    "idempotency_key",
+    "from",
+    "to",
+    "decision",
+    "kind",
+    "tool",
+    "args",
+    "scope",
+    "fence",
+    "epoch",
+    "effect_id",
+    "reason",
+)
 
 
 def events_to_jsonl(events: Iterable[dict]) -> str:
@@ -212,6 +274,7 @@ def events_to_jsonl(events: Iterable[dict]) -> str:
         for k in sorted(ev):
             if k not in ordered:
                 ordered[k] = ev[k]
-        out.append(json.dumps(ordered, ensure_ascii=False, separators=(",", ":"),
-                              allow_nan=False) + "\n")
+        out.append(
+            json.dumps(ordered, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
+        )
     return "".join(out)

@@ -5,6 +5,7 @@ Output is deterministic (no timings), so a stored markdown answer can be compare
 byte with a regeneration. `links` maps a cell's stem to the path a reader should follow
 (relative to wherever the output is stored).
 """
+
 from __future__ import annotations
 
 import json
@@ -38,10 +39,15 @@ def counterexample_files(a: Answer) -> dict[str, str]:
         files[f"{c.stem}.itf.json"] = itf_json(v.counterexample)
         files[f"{c.stem}.txt"] = render_text(v.counterexample)
         files[f"{c.stem}.mmd"] = render_mermaid(v.counterexample)
-        index["cells"][c.stem] = {"row": c.row, "column": c.column, "property": v.property,
-                                  "steps": v.counterexample.length,
-                                  "violated": [x.property for x in c.violated],
-                                  "config": c.config.label(), "instance": c.instance.name}
+        index["cells"][c.stem] = {
+            "row": c.row,
+            "column": c.column,
+            "property": v.property,
+            "steps": v.counterexample.length,
+            "violated": [x.property for x in c.violated],
+            "config": c.config.label(),
+            "instance": c.instance.name,
+        }
     files["index.json"] = json.dumps(index, indent=2, sort_keys=True) + "\n"
     return files
 
@@ -49,7 +55,7 @@ def counterexample_files(a: Answer) -> dict[str, str]:
 def cell_text(c: Cell, n: int | None, link: str | None = None) -> str:
     """A cell of the grid in words: its verdict, headline property and footnote."""
     if c.outside:
-        return c.outside.split(":")[0]          # "not in stripe"
+        return c.outside.split(":")[0]  # "not in stripe"
     if not c.judged:
         return "not judged"
     if c.status is Status.HOLDS:
@@ -93,11 +99,16 @@ def _legend(a: Answer) -> list[str]:
     q = a.question
     out = []
     if q.column_legend:
-        out.append("columns: " + "; ".join(f"{k} = {v}" for k, v in q.column_legend.items())
-                   + "; + yes, - no")
-    out.append("cells: HOLDS = no reachable state breaks any judged property; VIOLATED P [n] = "
-               "P breaks, shortest counterexample [n] (+k more properties break); "
-               "(smt) = the explicit search hit its limit and bounded SMT judged the rest")
+        out.append(
+            "columns: "
+            + "; ".join(f"{k} = {v}" for k, v in q.column_legend.items())
+            + "; + yes, - no"
+        )
+    out.append(
+        "cells: HOLDS = no reachable state breaks any judged property; VIOLATED P [n] = "
+        "P breaks, shortest counterexample [n] (+k more properties break); "
+        "(smt) = the explicit search hit its limit and bounded SMT judged the rest"
+    )
     return out
 
 
@@ -105,9 +116,10 @@ def _scenario_lines(a: Answer) -> list[str]:
     q = a.question
     if not q.scenario:
         return []
-    return ["scenario (these events happen in this order; every other event interleaves "
-            "freely; properties are judged on runs that complete it):"] + [
-        f"  {i}. {p.label()}" for i, p in enumerate(q.scenario, start=1)]
+    return [
+        "scenario (these events happen in this order; every other event interleaves "
+        "freely; properties are judged on runs that complete it):"
+    ] + [f"  {i}. {p.label()}" for i, p in enumerate(q.scenario, start=1)]
 
 
 def _base_lines(a: Answer) -> list[str]:
@@ -115,8 +127,10 @@ def _base_lines(a: Answer) -> list[str]:
     base = q.preset + "".join(f"+{k}={v}" for k, v in {**q.set, **q.env_set.get(q.env, {})}.items())
     insts = list(dict.fromkeys(c.instance.name for c in a.cells.values() if c.instance))
     props = list(dict.fromkeys(p for c in a.cells.values() if c.judged for p in c.properties))
-    return [f"base: {base}; instance{'s' if len(insts) > 1 else ''}: {', '.join(insts)}",
-            f"properties: {', '.join(props)}"] + _environment_lines(a)
+    return [
+        f"base: {base}; instance{'s' if len(insts) > 1 else ''}: {', '.join(insts)}",
+        f"properties: {', '.join(props)}",
+    ] + _environment_lines(a)
 
 
 def _environment_lines(a: Answer) -> list[str]:
@@ -136,13 +150,22 @@ def _environment_lines(a: Answer) -> list[str]:
     env = a.question.env
     times = {}
     for c in cells:
-        times.update({k: timing.show(c.config.timing[k], k) for k in timing.params()
-                      if c.config.timing[k] != timing.defaults(c.config.preset)[k]})
+        times.update(
+            {
+                k: timing.show(c.config.timing[k], k)
+                for k in timing.params()
+                if c.config.timing[k] != timing.defaults(c.config.preset)[k]
+            }
+        )
     fixed += [f"{k}={v}" for k, v in times.items()]
-    out = [f"environment {env}: swept {', '.join(swept) or 'nothing'}; held fixed "
-           f"{', '.join(fixed)}"]
-    orders = list(dict.fromkeys(t["relation"] for c in cells
-                                for t in build(c.config, c.instance).meta.get("timing", ())))
+    out = [
+        f"environment {env}: swept {', '.join(swept) or 'nothing'}; held fixed {', '.join(fixed)}"
+    ]
+    orders = list(
+        dict.fromkeys(
+            t["relation"] for c in cells for t in build(c.config, c.instance).meta.get("timing", ())
+        )
+    )
     return out + [f"assumes {o}" for o in orders]
 
 
@@ -150,13 +173,16 @@ def _engines(a: Answer) -> str:
     used = sorted({c.engine for c in a.cells.values() if c.judged})
     if used == ["explicit"]:
         return "engine: explicit (exhaustive breadth-first search) for every cell"
-    line = "engines: " + ", ".join(f"{e} for {sum(c.engine == e for c in a.cells.values())} cells"
-                                   for e in used)
+    line = "engines: " + ", ".join(
+        f"{e} for {sum(c.engine == e for c in a.cells.values())} cells" for e in used
+    )
     if "explicit+smt" in used:
         lim = a.question.limits
-        line += (f" (bounded SMT judged what the explicit search left open at its limit, up to "
-                 f"depth {lim.bmc_depth}, "
-                 + (f"at most {lim.smt_timeout:g} s a run)" if lim.smt_timeout else "no time limit)"))
+        line += (
+            f" (bounded SMT judged what the explicit search left open at its limit, up to "
+            f"depth {lim.bmc_depth}, "
+            + (f"at most {lim.smt_timeout:g} s a run)" if lim.smt_timeout else "no time limit)")
+        )
     return line
 
 
@@ -170,13 +196,16 @@ def _footnote_lines(a: Answer, links: Mapping[str, str] | None) -> list[str]:
         others = [x.property for x in c.violated[1:]]
         also = f"; also violated: {', '.join(others)}" if others else ""
         link = f" ([{where}]({where}))" if where else ""
-        out.append(f"{n}. **{c.row} / {c.column}**: {v.property} in {v.counterexample.length} "
-                   f"steps{also}{link}  \n   `{ordering(v.counterexample)}`")
+        out.append(
+            f"{n}. **{c.row} / {c.column}**: {v.property} in {v.counterexample.length} "
+            f"steps{also}{link}  \n   `{ordering(v.counterexample)}`"
+        )
     return out
 
 
-def render_answer_text(a: Answer, links: Mapping[str, str] | None = None,
-                       width: int = DEFAULT) -> str:
+def render_answer_text(
+    a: Answer, links: Mapping[str, str] | None = None, width: int = DEFAULT
+) -> str:
     """The recommendation, the grid and the answer in words, for a terminal: no line wider
     than `width` (a grid too wide is turned, options as columns, or written one block per
     option; each counterexample's steps are broken between steps)."""
@@ -192,8 +221,11 @@ def render_answer_text(a: Answer, links: Mapping[str, str] | None = None,
     changed = change_lines(a, False)
     if changed:
         lines += [f"What {a.question.env} changed, and why:"]
-        lines += [x for p in changed
-                  for x in paragraph(p, width, "  ", "    " if p.startswith("- ") else "  ")] + [""]
+        lines += [
+            x
+            for p in changed
+            for x in paragraph(p, width, "  ", "    " if p.startswith("- ") else "  ")
+        ] + [""]
     lines += _footnote_text(a, links, width)
     return fit("\n".join(lines).rstrip() + "\n", width)
 
@@ -207,14 +239,17 @@ def _footnote_text(a: Answer, links: Mapping[str, str] | None, width: int) -> li
     where = {c.stem: (links or {}).get(c.stem, "") for c in cells}
     folders = {posixpath.dirname(w) for w in where.values() if w}
     folder = folders.pop() if len(folders) == 1 else None
-    out = ["Counterexamples (each replayed through the model"
-           + (f"; files in {folder}/):" if folder else "):")]
+    out = [
+        "Counterexamples (each replayed through the model"
+        + (f"; files in {folder}/):" if folder else "):")
+    ]
     for c in cells:
         n, v = notes[(c.row, c.column)], c.headline
         others = [x.property for x in c.violated[1:]]
         also = f"; also violated: {', '.join(others)}" if others else ""
-        out.append(f"  [{n}] {c.row} / {c.column}: {v.property} in {v.counterexample.length} "
-                   f"steps{also}")
+        out.append(
+            f"  [{n}] {c.row} / {c.column}: {v.property} in {v.counterexample.length} steps{also}"
+        )
         if where[c.stem]:
             out.append("      " + (posixpath.basename(where[c.stem]) if folder else where[c.stem]))
         out += sequence("      ", ordering_steps(v.counterexample), " ->", width, 8)
@@ -224,9 +259,14 @@ def _footnote_text(a: Answer, links: Mapping[str, str] | None, width: int) -> li
 def render_answer_markdown(a: Answer, links: Mapping[str, str] | None = None) -> str:
     """The table and the answer in words as markdown (the stored `*.answer.md`)."""
     q = a.question
-    lines = [f"# `toolcommit ask {q.name}`: {q.title}", "",
-             "<!-- generated by toolcommit ask; regenerate, do not edit -->", "",
-             f"**{recommendation(a)}**", ""]
+    lines = [
+        f"# `toolcommit ask {q.name}`: {q.title}",
+        "",
+        "<!-- generated by toolcommit ask; regenerate, do not edit -->",
+        "",
+        f"**{recommendation(a)}**",
+        "",
+    ]
     if q.asks:
         lines += [f"> {q.asks}", ""]
     sc = _scenario_lines(a)
@@ -249,9 +289,18 @@ def render_answer_markdown(a: Answer, links: Mapping[str, str] | None = None) ->
         lines += [""]
     fn = _footnote_lines(a, links)
     if fn:
-        lines += ["## Counterexamples", "", "Each is a shortest run, replayed through the model "
-                  "before it is shown; the `.txt` explains it step by step, `.itf.json` is the "
-                  "trace, `.mmd` a sequence diagram.", ""] + fn + [""]
+        lines += (
+            [
+                "## Counterexamples",
+                "",
+                "Each is a shortest run, replayed through the model "
+                "before it is shown; the `.txt` explains it step by step, `.itf.json` is the "
+                "trace, `.mmd` a sequence diagram.",
+                "",
+            ]
+            + fn
+            + [""]
+        )
     lines += ["## How it is modelled", ""]
     lines += [f"- {n}" for n in q.notes]
     for r in q.rows:
@@ -261,15 +310,24 @@ def render_answer_markdown(a: Answer, links: Mapping[str, str] | None = None) ->
     for col in q.columns:
         if col.meaning and not q.column_legend:
             knobs = ", ".join(f"{k}={v}" for k, v in col.set.items())
-            lines.append(f"- column **{col.name}**: {col.meaning}" + (f" (`{knobs}`)" if knobs else ""))
-    lines += ["", "## Runs", "", "| row | column | config | instance | engine | states |",
-              "|---|---|---|---|---|---|"]
+            lines.append(
+                f"- column **{col.name}**: {col.meaning}" + (f" (`{knobs}`)" if knobs else "")
+            )
+    lines += [
+        "",
+        "## Runs",
+        "",
+        "| row | column | config | instance | engine | states |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in q.rows:
         for col in q.columns:
             c = a.cell(r.name, col.name)
             if c.judged:
-                lines.append(f"| {_md(c.row)} | {_md(c.column)} | `{c.config.label()}` | "
-                             f"{c.instance.name} | {c.engine} | {c.states} |")
+                lines.append(
+                    f"| {_md(c.row)} | {_md(c.column)} | `{c.config.label()}` | "
+                    f"{c.instance.name} | {c.engine} | {c.states} |"
+                )
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -279,25 +337,42 @@ def _md(text: str) -> str:
 
 def render_answer_json(a: Answer, links: Mapping[str, str] | None = None) -> str:
     q, notes = a.question, footnotes(a)
-    doc = {"question": q.name, "title": q.title, "asks": q.asks, "status": a.status.value,
-           "scenario": [p.label() for p in q.scenario],
-           "rows": [r.name for r in q.rows], "columns": [c.name for c in q.columns],
-           "column_legend": dict(q.column_legend), "cells": [], "answer": explain(a),
-           "recommendation": recommendation(a)}
+    doc = {
+        "question": q.name,
+        "title": q.title,
+        "asks": q.asks,
+        "status": a.status.value,
+        "scenario": [p.label() for p in q.scenario],
+        "rows": [r.name for r in q.rows],
+        "columns": [c.name for c in q.columns],
+        "column_legend": dict(q.column_legend),
+        "cells": [],
+        "answer": explain(a),
+        "recommendation": recommendation(a),
+    }
     if a.changes is not None:
         doc["environment"] = q.env
         doc["changes"] = [_change(ch) for ch in a.changes]
     for r in q.rows:
         for col in q.columns:
             c = a.cell(r.name, col.name)
-            entry = {"row": c.row, "column": c.column,
-                     "status": c.status.value if c.status else "NOT_JUDGED"}
+            entry = {
+                "row": c.row,
+                "column": c.column,
+                "status": c.status.value if c.status else "NOT_JUDGED",
+            }
             if not c.judged:
                 entry["not_modelled"] = c.not_modelled
             else:
-                entry.update({"config": c.config.label(), "instance": c.instance.name,
-                              "engine": c.engine, "states": c.states,
-                              "verdicts": [_verdict(v) for v in c.verdicts]})
+                entry.update(
+                    {
+                        "config": c.config.label(),
+                        "instance": c.instance.name,
+                        "engine": c.engine,
+                        "states": c.states,
+                        "verdicts": [_verdict(v) for v in c.verdicts],
+                    }
+                )
             if c.expect:
                 entry.update({"expect": c.expect, "article": c.article, "agrees": c.agrees})
             if (c.row, c.column) in notes:
@@ -311,10 +386,17 @@ def render_answer_json(a: Answer, links: Mapping[str, str] | None = None) -> str
 
 
 def _change(ch) -> dict:
-    return {"row": ch.row, "column": ch.column, "ideal": ch.ideal_status.value,
-            "here": ch.here_status.value, "joint": ch.joint,
-            "causes": [{"setting": c.setting, "value": c.value,
-                        "documents": [b.url for b in c.behaviours]} for c in ch.causes]}
+    return {
+        "row": ch.row,
+        "column": ch.column,
+        "ideal": ch.ideal_status.value,
+        "here": ch.here_status.value,
+        "joint": ch.joint,
+        "causes": [
+            {"setting": c.setting, "value": c.value, "documents": [b.url for b in c.behaviours]}
+            for c in ch.causes
+        ],
+    }
 
 
 def _verdict(v) -> dict:

@@ -8,6 +8,7 @@ writes, records it as produced and the new index no longer does. A run with boun
 than the instances' defaults goes to its own folder, `<config>@<bound>=<n>,...`, so it
 never overwrites the default catalogue. Each file is replaced atomically (`write_tree`).
 """
+
 from __future__ import annotations
 
 import json
@@ -26,10 +27,12 @@ from toolcommit.model.properties import default_names
 def files_for(suite: SuiteResult) -> dict[str, str]:
     """Relative path -> content for every counterexample in `suite`, plus an index."""
     files: dict[str, str] = {}
-    index = {"config": suite.config.label(),
-             "knobs": stored_knobs(bearing(suite.config.knobs,
-                                           [r.instance for r in suite.results])),
-             "assumptions": stored_assumptions(suite.config.assumptions), "instances": {}}
+    index = {
+        "config": suite.config.label(),
+        "knobs": stored_knobs(bearing(suite.config.knobs, [r.instance for r in suite.results])),
+        "assumptions": stored_assumptions(suite.config.assumptions),
+        "instances": {},
+    }
     bounds = changed_bounds(suite)
     if bounds:
         index["bounds"] = bounds
@@ -81,8 +84,9 @@ def catalogue_label(suite: SuiteResult) -> str:
     """The folder name of `suite`'s catalogue: the config label, plus `@name=n,...` (sorted)
     for bounds that differ from the defaults, e.g. `naive@crashes=2,workers=3`."""
     bounds = changed_bounds(suite)
-    return suite.config.label() + ("@" + ",".join(f"{k}={v}" for k, v in sorted(bounds.items()))
-                                   if bounds else "")
+    return suite.config.label() + (
+        "@" + ",".join(f"{k}={v}" for k, v in sorted(bounds.items())) if bounds else ""
+    )
 
 
 def recorded(index: dict) -> set[str]:
@@ -116,10 +120,15 @@ def merge(old: dict | None, new: dict, props) -> dict:
         if every or name not in instances:
             instances[name] = entry
         else:
-            instances[name] = {**entry, "verdicts": {**instances[name].get("verdicts", {}),
-                                                     **entry["verdicts"]}}
-    index = {**new, "knobs": {**old.get("knobs", {}), **new.get("knobs", {})},
-             "instances": instances}
+            instances[name] = {
+                **entry,
+                "verdicts": {**instances[name].get("verdicts", {}), **entry["verdicts"]},
+            }
+    index = {
+        **new,
+        "knobs": {**old.get("knobs", {}), **new.get("knobs", {})},
+        "instances": instances,
+    }
     if "P5" not in new and "P5" in old:
         index["P5"] = old["P5"]
     return index
@@ -132,8 +141,12 @@ def write_catalogue(root, suite: SuiteResult) -> Path:
     folder = Path(root) / catalogue_label(suite)
     files = files_for(suite)
     new = json.loads(files.pop("index.json"))
-    old = _stored_index(folder, lambda doc: doc.get("config") == new["config"]
-                        and doc.get("bounds", {}) == new.get("bounds", {}))
+    old = _stored_index(
+        folder,
+        lambda doc: (
+            doc.get("config") == new["config"] and doc.get("bounds", {}) == new.get("bounds", {})
+        ),
+    )
     index = merge(old, new, suite.props)
     files["index.json"] = json.dumps(index, indent=2, sort_keys=True) + "\n"
     stale = recorded(old) - recorded(index) if old else set()
@@ -145,8 +158,12 @@ def write_question(folder, files: dict, inputs=()) -> Path:
     removing the files an earlier answer of the same question recorded and this one does not."""
     new = json.loads(files["index.json"])
     old = _stored_index(Path(folder), lambda doc: doc.get("question") == new["question"])
-    stale = {"index.json"} | {f"{stem}{ext}" for stem in old.get("cells", {})
-                              for ext in (".itf.json", ".txt", ".mmd")} if old else set()
+    stale = (
+        {"index.json"}
+        | {f"{stem}{ext}" for stem in old.get("cells", {}) for ext in (".itf.json", ".txt", ".mmd")}
+        if old
+        else set()
+    )
     return write_tree(folder, files, stale - set(files), inputs)
 
 
@@ -157,11 +174,17 @@ def _stored_index(folder: Path, ours) -> dict | None:
     try:
         doc = json.loads(path.read_text("utf-8"))
     except (FileNotFoundError, NotADirectoryError):
-        return None   # no catalogue yet (or a file in the way: write_tree says so)
+        return None  # no catalogue yet (or a file in the way: write_tree says so)
     except (OSError, ValueError) as e:
-        raise OutputError(str(folder), f"its index.json is not a toolcommit index ({e})",
-                          "choose another --out, or move that folder away") from None
+        raise OutputError(
+            str(folder),
+            f"its index.json is not a toolcommit index ({e})",
+            "choose another --out, or move that folder away",
+        ) from None
     if not isinstance(doc, dict) or not ours(doc):
-        raise OutputError(str(folder), "it holds another catalogue (see its index.json)",
-                          "choose another --out, or move that folder away")
+        raise OutputError(
+            str(folder),
+            "it holds another catalogue (see its index.json)",
+            "choose another --out, or move that folder away",
+        )
     return doc

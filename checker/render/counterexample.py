@@ -6,6 +6,7 @@ property table (`toolcommit.model.properties`: meanings, monitor flags, how a br
 read); none changes or computes anything. `parse_itf` reads an ITF trace
 back into a `Counterexample`, so stored counterexamples can be replayed.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,15 +43,27 @@ def _show(cx: Counterexample, name: str, value: int) -> str:
 
 def changes(cx: Counterexample, before, after) -> list[str]:
     """`name: old -> new` for every variable that differs, monitors last."""
-    out = [f"{n}: {_show(cx, n, before[n])} -> {_show(cx, n, after[n])}"
-           for n in after if before[n] != after[n]]
+    out = [
+        f"{n}: {_show(cx, n, before[n])} -> {_show(cx, n, after[n])}"
+        for n in after
+        if before[n] != after[n]
+    ]
     return sorted(out, key=lambda line: line.startswith("bad."))
 
 
 def sentence(step: Step) -> str:
     """The step's sentence from `spec/protocol.json`, filled in with its parameters."""
-    params = {"call": "?", "worker": "?", "key": "?", "fence": "?", "decision": "?",
-              "outcome": "?", "token": "?", "lost": "?", **step.params}
+    params = {
+        "call": "?",
+        "worker": "?",
+        "key": "?",
+        "fence": "?",
+        "decision": "?",
+        "outcome": "?",
+        "token": "?",
+        "lost": "?",
+        **step.params,
+    }
     text = (protocol().sentence(step.action) or step.label()).format(**params)
     return text + (" [fault]" if step.fault else "")
 
@@ -60,10 +73,12 @@ def render_text(cx: Counterexample, width: int = DEFAULT) -> str:
     number), where it breaks; no line wider than `width`."""
     meaning = protocol().properties.get(cx.property, {}).get("meaning", "")
     bounds = ", ".join(f"{k}={v}" for k, v in cx.bounds.items() if v)
-    lines = [f"{cx.property} VIOLATED on instance {cx.instance} under {cx.config}",
-             f"  {cx.property}: {meaning}",
-             f"  found by the {cx.engine} engine: {cx.length} steps, shortest for this instance"
-             f" (bounds: {bounds})"]
+    lines = [
+        f"{cx.property} VIOLATED on instance {cx.instance} under {cx.config}",
+        f"  {cx.property}: {meaning}",
+        f"  found by the {cx.engine} engine: {cx.length} steps, shortest for this instance"
+        f" (bounds: {bounds})",
+    ]
     lines += [f"  assumes {a}" for a in cx.assumes]
     lines += ["", "Let:"]
     for k in cx.keys:
@@ -86,8 +101,10 @@ def _however(cx: Counterexample) -> str:
     if row is not None and row.reads == "effects":
         applied, comp = effects({v.name: v.family for v in cx.variables}, last)
         where = ", ".join(f"{k}: {v}" for k, v in applied.items())
-        return (f"after step {cx.length} the one user intent has {sum(applied.values())} external "
-                f"effects ({where}; compensated: {comp}), but {cx.property} allows one: a contradiction.")
+        return (
+            f"after step {cx.length} the one user intent has {sum(applied.values())} external "
+            f"effects ({where}; compensated: {comp}), but {cx.property} allows one: a contradiction."
+        )
     meaning = protocol().properties[cx.property]["meaning"]
     culprit = _culprit(cx)
     if culprit:
@@ -104,8 +121,9 @@ def _culprit(cx: Counterexample) -> str:
     for i in range(1, len(cx.steps)):
         before, step = cx.steps[i - 1].state, cx.steps[i]
         if before[flag] == 0 and step.state[flag] == 1:
-            moved = [c for c in changes(cx, before, step.state)
-                     if c.startswith(("rec.", "applied."))]
+            moved = [
+                c for c in changes(cx, before, step.state) if c.startswith(("rec.", "applied."))
+            ]
             what = f" changes {'; '.join(moved)}" if moved else " happens"
             return f"step {i}, {step.label()},{what}"
     return ""
@@ -134,12 +152,19 @@ def _itf_state(cx: Counterexample, state) -> dict:
 
 def render_itf(cx: Counterexample) -> dict:
     """The counterexample as an ITF trace (Apalache/Quint Informal Trace Format)."""
-    meta = {"format": "ITF", "format-description": ITF_DESCRIPTION,
-            "source": "toolcommit spec/protocol.json", "description": cx.note or
-            protocol().properties.get(cx.property, {}).get("meaning", ""),
-            "property": cx.property, "config": cx.config, "instance": cx.instance,
-            "engine": cx.engine, "bounds": dict(cx.bounds), "knobs": stored_knobs(cx.knobs),
-            "assumptions": stored_assumptions(cx.assumptions)}
+    meta = {
+        "format": "ITF",
+        "format-description": ITF_DESCRIPTION,
+        "source": "toolcommit spec/protocol.json",
+        "description": cx.note or protocol().properties.get(cx.property, {}).get("meaning", ""),
+        "property": cx.property,
+        "config": cx.config,
+        "instance": cx.instance,
+        "engine": cx.engine,
+        "bounds": dict(cx.bounds),
+        "knobs": stored_knobs(cx.knobs),
+        "assumptions": stored_assumptions(cx.assumptions),
+    }
     if cx.assumes:
         meta["assumes"] = list(cx.assumes)
     states = []
@@ -156,8 +181,15 @@ def itf_json(cx: Counterexample) -> str:
     """ITF JSON text: the header pretty-printed, then one state per line (diff-friendly)."""
     doc = render_itf(cx)
     states = ",\n".join("  " + json.dumps(st, separators=(",", ":")) for st in doc["states"])
-    return ('{\n "#meta": ' + json.dumps(doc["#meta"], sort_keys=True) + ',\n "vars": '
-            + json.dumps(doc["vars"]) + ',\n "states": [\n' + states + "\n ]\n}\n")
+    return (
+        '{\n "#meta": '
+        + json.dumps(doc["#meta"], sort_keys=True)
+        + ',\n "vars": '
+        + json.dumps(doc["vars"])
+        + ',\n "states": [\n'
+        + states
+        + "\n ]\n}\n"
+    )
 
 
 def _decode(system: System, family: str, raw, out: dict) -> None:
@@ -193,23 +225,40 @@ def parse_itf(doc: dict, system: System, path: str = "") -> Counterexample:
             state: dict = {}
             for fam in doc["vars"]:
                 _decode(system, fam, st[fam], state)
-            steps.append(Step(st["mbt::actionTaken"], dict(st["mbt::nondetPicks"]), state,
-                              bool(st["#meta"].get("fault"))))
+            steps.append(
+                Step(
+                    st["mbt::actionTaken"],
+                    dict(st["mbt::nondetPicks"]),
+                    state,
+                    bool(st["#meta"].get("fault")),
+                )
+            )
         description = meta.get("description", "")
         meaning = protocol().properties.get(meta["property"], {}).get("meaning")
-        return Counterexample(meta["property"], meta["config"], meta["instance"], meta["bounds"],
-                              complete_knobs(meta["knobs"], meta["bounds"], _requests(system)),
-                              complete_assumptions(meta["assumptions"]), tuple(steps),
-                              engine=meta["engine"], assumes=tuple(meta.get("assumes", ())),
-                              note=description if description != meaning else "",
-                              **context(system))
+        return Counterexample(
+            meta["property"],
+            meta["config"],
+            meta["instance"],
+            meta["bounds"],
+            complete_knobs(meta["knobs"], meta["bounds"], _requests(system)),
+            complete_assumptions(meta["assumptions"]),
+            tuple(steps),
+            engine=meta["engine"],
+            assumes=tuple(meta.get("assumes", ())),
+            note=description if description != meaning else "",
+            **context(system),
+        )
     except (KeyError, ValueError, TypeError, IndexError) as e:
-        raise InputError(f"not a toolcommit ITF trace ({type(e).__name__}: {e}); "
-                         "write one with `toolcommit check --write`", path) from None
+        raise InputError(
+            f"not a toolcommit ITF trace ({type(e).__name__}: {e}); "
+            "write one with `toolcommit check --write`",
+            path,
+        ) from None
 
 
 # ----- Mermaid ------------------------------------------------------------------------------
-HUMAN = ("review", "approve")     # the approval gate's actions: a participant of their own
+HUMAN = ("review", "approve")  # the approval gate's actions: a participant of their own
+
 
 def participants(cx: Counterexample) -> list[tuple[str, str]]:
     """(id, name) of the diagram's actors, left to right: the article's participants, one
@@ -242,8 +291,9 @@ def messages(cx: Counterexample, step: Step) -> list[tuple[str, str, str, str]]:
     for line in _arrows(cx, step):
         m = _MESSAGE.match(line)
         if m:
-            out.append(("reply" if m.group(2) == "-->>" else "call", m.group(1), m.group(3),
-                        m.group(4)))
+            out.append(
+                ("reply" if m.group(2) == "-->>" else "call", m.group(1), m.group(3), m.group(4))
+            )
             continue
         n = _NOTE.match(line)
         out.append(("note", n.group(1), n.group(2) or n.group(1), n.group(3)))
@@ -256,8 +306,11 @@ def _arrows(cx: Counterexample, step: Step) -> list[str]:
     k, f = p.get("key", ""), p.get("fence", "")
     a = step.action
     table = {
-        "propose": [f"M->>{x}: tool_call id={p.get('call')}", f"{x}->>L: propose {k}",
-                    f"L-->>{x}: {p.get('decision')}"],
+        "propose": [
+            f"M->>{x}: tool_call id={p.get('call')}",
+            f"{x}->>L: propose {k}",
+            f"L-->>{x}: {p.get('decision')}",
+        ],
         "check": [f"M->>{x}: tool_call id={p.get('call')}", f"{x}->>L: read {k}: absent"],
         "insert": [f"{x}->>L: insert {k} RECORDED (blind)"],
         "dispatch": [f"{x}->>L: {k} DISPATCHED fence={f}", f"{x}->>E: request {k} fence={f}"],
@@ -266,17 +319,27 @@ def _arrows(cx: Counterexample, step: Step) -> list[str]:
         "discard_ack": [f"E-->>{x}: ack {k} fence={f} (nothing written)"],
         "timeout": [f"{x}->>L: {k} UNKNOWN (timeout)"],
         "retry": [f"{x}->>E: blind retry {k} fence={f}"],
-        "reconcile": [f"{x}->>E: seal/status read {k} fence={f}" if f else f"{x}->>L: {k} RECONCILING"],
+        "reconcile": [
+            f"{x}->>E: seal/status read {k} fence={f}" if f else f"{x}->>L: {k} RECONCILING"
+        ],
         "read_status": [f"E-->>{x}: status {k}", f"{x}->>L: {k} -> {_rec(cx, step, k)}"],
         "compensate": [f"{x}->>E: compensate {k}", f"{x}->>L: {k} COMPENSATED"],
-        "compensate_after_seal": [f"E-->>{x}: status {k}: {p.get('status')}",
-                                  f"{x}->>L: {k} -> {_rec(cx, step, k)} ({p.get('outcome')})"],
-        "review": [f"H->>L: take up {k}" + (f", seal fence={f}" if f else ""),
-                   *([f"L->>E: seal {k} fence={f}"] if f else [])],
+        "compensate_after_seal": [
+            f"E-->>{x}: status {k}: {p.get('status')}",
+            f"{x}->>L: {k} -> {_rec(cx, step, k)} ({p.get('outcome')})",
+        ],
+        "review": [
+            f"H->>L: take up {k}" + (f", seal fence={f}" if f else ""),
+            *([f"L->>E: seal {k} fence={f}"] if f else []),
+        ],
         "approve": [f"E-->>H: status {k}: {p.get('status')}", f"H->>L: {p.get('decision')}"],
         "dead_letter": [f"{x}->>L: {k} DEAD_LETTER"],
         "takeover": [f"{x}->>L: take over {k} -> {_rec(cx, step, k)}"],
-        "cancel": [f"U->>L: cancel {k}" if "reaches" not in p else f"Note over U: cancel {k} (no cancel API)"],
+        "cancel": [
+            f"U->>L: cancel {k}"
+            if "reaches" not in p
+            else f"Note over U: cancel {k} (no cancel API)"
+        ],
         "revise_prompt": ["U->>M: revise prompt (canonicalizer v2)"],
         "new_intent": [f"U->>M: the same request again (new intent {p.get('intent')})"],
         "lose_ack": [f"Note over E,{x}: ack {k} fence={f} lost"],
@@ -285,7 +348,10 @@ def _arrows(cx: Counterexample, step: Step) -> list[str]:
         "expire_lease": [f"Note over L,{x}: lease of {p.get('worker')} on {k} expires (zombie)"],
         "crash": [f"Note over {x}: {p.get('worker')} crashes"],
         "restart": [f"Note over {x}: {p.get('worker')} restarts"],
-        "rollback": [f"Note over {x}: {p.get('worker')} restarts", f"{x}->>L: unowned records -> RECORDED"],
+        "rollback": [
+            f"Note over {x}: {p.get('worker')} restarts",
+            f"{x}->>L: unowned records -> RECORDED",
+        ],
         "wipe": ["Note over M,L: planner memory wiped"],
         "receive_error": [f"E-->>{x}: error {k} fence={f}", f"{x}->>L: {k} -> {_rec(cx, step, k)}"],
         "fail_before_apply": [f"E-->>{x}: error {k} fence={f}, not applied"],
@@ -295,7 +361,10 @@ def _arrows(cx: Counterexample, step: Step) -> list[str]:
         "deliver_seal": [f"Note over E: seal {k} received"],
         "lose_seal": [f"Note over E,{x}: seal {k} lost"],
         "reseal": [f"{x}->>E: seal {k} again"],
-        "stale_read": [f"E-->>{x}: stale status {k}: absent", f"{x}->>L: {k} -> {_rec(cx, step, k)}"],
+        "stale_read": [
+            f"E-->>{x}: stale status {k}: absent",
+            f"{x}->>L: {k} -> {_rec(cx, step, k)}",
+        ],
         "failover": [f"Note over L: failover loses {k}'s last write"],
     }
     return table.get(a, [f"Note over L: {step.label()}"])
@@ -320,10 +389,11 @@ def render_python(cx: Counterexample) -> str:
         check = '    assert run["enabled"] == 0 and not run["settled"]\n'
     else:
         check = "    # PROGRESS, P4 and P5 are judged on the whole graph: this pins the ordering\n"
-    return (f"def test_{name}_counterexample():\n"
-            f'    """{cx.property} on {cx.instance} under {cx.config}: {cx.length} steps '
-            f'({cx.engine} engine)."""\n'
-            "    from toolcommit.checker.engines.trace import replay_program\n"
-            f"    run = replay_program({cx.config!r}, {cx.instance!r}, [\n{steps}    ]{wipe},\n"
-            f"                         bounds={dict(cx.bounds)!r})\n"
-            + check)
+    return (
+        f"def test_{name}_counterexample():\n"
+        f'    """{cx.property} on {cx.instance} under {cx.config}: {cx.length} steps '
+        f'({cx.engine} engine)."""\n'
+        "    from toolcommit.checker.engines.trace import replay_program\n"
+        f"    run = replay_program({cx.config!r}, {cx.instance!r}, [\n{steps}    ]{wipe},\n"
+        f"                         bounds={dict(cx.bounds)!r})\n" + check
+    )

@@ -7,6 +7,7 @@ naive marked) and, per departure, the counterexample that appears when it is tur
 or, when none holds, the weakest environment promises that make one hold, each promise no
 provider of the kind can make marked as such and never offered as the way out.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,9 @@ def _steps(f: Failure, indent: str, width: int) -> list[str]:
     """The failure's steps, broken between steps (or its reason)."""
     if f.counterexample is None:
         return [indent + f.reason]
-    return sequence(indent, [s.label() for s in f.counterexample.steps[1:]], " ;", width,
-                    len(indent) + 2)
+    return sequence(
+        indent, [s.label() for s in f.counterexample.steps[1:]], " ;", width, len(indent) + 2
+    )
 
 
 def failure_text(f) -> str:
@@ -61,20 +63,28 @@ def recommendation(s: Synthesis) -> str:
         d = preferred(lv)
         n = lv.minimal.index(d) + 1
         stronger = [x for x in s.levels if x is not lv]
-        why = (f"; {', '.join(_guarantee(x) for x in stronger)} is out of reach here (below)"
-               if stronger else "")
-        return (f"Recommendation for {s.env}: {_guarantee(lv)} (design {n} below): "
-                f"{advice(d.design, s.env, s.given)}{why}.")
+        why = (
+            f"; {', '.join(_guarantee(x) for x in stronger)} is out of reach here (below)"
+            if stronger
+            else ""
+        )
+        return (
+            f"Recommendation for {s.env}: {_guarantee(lv)} (design {n} below): "
+            f"{advice(d.design, s.env, s.given)}{why}."
+        )
     if lv.status is Status.UNKNOWN:
-        return (f"Recommendation for {s.env}: UNKNOWN: the search stopped before it could "
-                f"confirm a design for {_guarantee(lv)} ({lv.stop_reason or 'a candidate was judged UNKNOWN'}).")
+        return (
+            f"Recommendation for {s.env}: UNKNOWN: the search stopped before it could "
+            f"confirm a design for {_guarantee(lv)} ({lv.stop_reason or 'a candidate was judged UNKNOWN'})."
+        )
     return f"Recommendation for {s.env}: no design keeps any guarantee searched; see the promises below."
 
 
 def _design_lines(m: Minimal, explain, width: int, indent: str = "     ") -> list[str]:
     naive = preset_design("naive")
     rows = [["knob", "option", "naive"]] + [
-        [k, m.design[k] + (" *" if k in m.departures else ""), naive[k]] for k in knob_names()]
+        [k, m.design[k] + (" *" if k in m.departures else ""), naive[k]] for k in knob_names()
+    ]
     lines = [indent + line for line in table(rows, width - len(indent), rule=False)]
     lines.append(f"{indent}departures (* above), each with what breaks without it:")
     for k in m.departures:
@@ -97,34 +107,51 @@ def _level_lines(s: Synthesis, lv: Level, explain, width: int) -> list[str]:
     lines = ["", f"{head}: {lv.status.value}", f"  recommended: {failure_text(lv.recommended)}"]
     if lv.minimal:
         fewest = len(lv.minimal[0].departures)
-        lines.append(f"  Minimal designs ({len(lv.minimal)} found; none of their departures from "
-                     f"naive can be turned back; fewest: {fewest}):")
+        lines.append(
+            f"  Minimal designs ({len(lv.minimal)} found; none of their departures from "
+            f"naive can be turned back; fewest: {fewest}):"
+        )
         for i, m in enumerate(lv.minimal, 1):
-            lines.append(f"  {i}. {_n(len(m.departures), 'departure')} from naive"
-                         + (" (fewest)" if len(m.departures) == fewest else ""))
+            lines.append(
+                f"  {i}. {_n(len(m.departures), 'departure')} from naive"
+                + (" (fewest)" if len(m.departures) == fewest else "")
+            )
             lines += _design_lines(m, explain, width)
         return lines
     if lv.status is Status.UNKNOWN:
-        lines.append(f"  UNKNOWN: {lv.stop_reason or 'a limit cut the search of a candidate'}; "
-                     f"{lv.unknown} candidate(s) judged UNKNOWN, no design confirmed on every "
-                     "instance. Raise --timeout or --max-states.")
+        lines.append(
+            f"  UNKNOWN: {lv.stop_reason or 'a limit cut the search of a candidate'}; "
+            f"{lv.unknown} candidate(s) judged UNKNOWN, no design confirmed on every "
+            "instance. Raise --timeout or --max-states."
+        )
         return lines
     offered = [st for st in lv.strengthening if st.offered]
-    lines.append(f"  No design holds in {s.env} (recommended and every design one knob away "
-                 "were judged)." + (f" {lv.open} candidate(s) were left open by the fence bound "
-                                    "(a retry loop is cut there, never judged): neither held nor "
-                                    "refuted." if lv.open else ""))
+    lines.append(
+        f"  No design holds in {s.env} (recommended and every design one knob away "
+        "were judged)."
+        + (
+            f" {lv.open} candidate(s) were left open by the fence bound "
+            "(a retry loop is cut there, never judged): neither held nor "
+            "refuted."
+            if lv.open
+            else ""
+        )
+    )
     if offered:
         lines.append("  Weakest environment promises under which one holds:")
     elif lv.strengthening:
-        lines.append("  Impossible with a provider of this kind: every promise that would make "
-                     "one hold is one no such provider can make:")
+        lines.append(
+            "  Impossible with a provider of this kind: every promise that would make "
+            "one hold is one no such provider can make:"
+        )
     else:
         lines.append("  No set of up to three environment promises makes one hold.")
     for st in lv.strengthening:
         lines.append("    - " + ", ".join(_promise(n, v, st.inherent) for n, v in st.promises))
-        lines.append(f"        then this design holds ({_n(len(st.design.departures), 'departure')} "
-                     "from naive): " + ", ".join(f"{k}={st.design.design[k]}" for k in st.design.departures))
+        lines.append(
+            f"        then this design holds ({_n(len(st.design.departures), 'departure')} "
+            "from naive): " + ", ".join(f"{k}={st.design.design[k]}" for k in st.design.departures)
+        )
         lines.append(f"        without the promise: {failure_text(st.without)}")
         if st.without is not None and st.without.counterexample is not None and explain():
             lines += _steps(st.without, "          ", width)
@@ -142,6 +169,7 @@ def _explainer(explain):
             return False
         left[0] -= 1 if left[0] > 0 else 0
         return True
+
     return next_one
 
 
@@ -149,22 +177,29 @@ def render_text(s: Synthesis, explain="all", width: int = DEFAULT) -> str:
     """The recommendation, then the evidence per guarantee; no line wider than `width`.
     `explain`: which counterexamples are printed step by step ("first", "all" or "none")."""
     fixed = ", ".join(f"{k}={v}" for k, v in {**held_fixed(s.env), **s.given}.items())
-    lines = [recommendation(s), "",
-             f"toolcommit design: environment {s.env}: {profile(s.env).meaning}",
-             f"holds fixed: {fixed}"]
+    lines = [
+        recommendation(s),
+        "",
+        f"toolcommit design: environment {s.env}: {profile(s.env).meaning}",
+        f"holds fixed: {fixed}",
+    ]
     lv = s.chosen
     if lv is not None and lv.minimal:
         a = assumes(s.env, preferred(lv).design, s.instances, s.given)
         for t in a["timing"]:
             lines.append(f"assumes: {t}")
         for n in a["assumed"]:
-            lines.append(f"assumes {n}={held_fixed(s.env)[n]} without a document saying so "
-                         "(see: toolcommit spec --envs)")
+            lines.append(
+                f"assumes {n}={held_fixed(s.env)[n]} without a document saying so "
+                "(see: toolcommit spec --envs)"
+            )
     lines.append(f"instances: {', '.join(s.instances)}")
     lines += [f"  not judged: {name} ({why})" for name, why in s.skipped]
     lines += [f"not proposed: {opt} ({why})" for opt, why in unsearched()]
-    lines.append(f"searched: {s.checked} designs judged, {s.pruned} pruned by monotonicity, "
-                 f"{s.seconds:.1f}s" + ("" if s.complete else f" (stopped: {s.stop_reason})"))
+    lines.append(
+        f"searched: {s.checked} designs judged, {s.pruned} pruned by monotonicity, "
+        f"{s.seconds:.1f}s" + ("" if s.complete else f" (stopped: {s.stop_reason})")
+    )
     explain = _explainer(explain)
     for level in s.levels:
         lines += _level_lines(s, level, explain, width)
@@ -176,33 +211,54 @@ def _failure_json(f):
 
 
 def _minimal_json(m: Minimal) -> dict:
-    return {"design": dict(m.design), "departures": {k: m.design[k] for k in m.departures},
-            "needed": {k: _failure_json(f) for k, f in m.needed.items()},
-            "unconfirmed": m.unconfirmed}
+    return {
+        "design": dict(m.design),
+        "departures": {k: m.design[k] for k in m.departures},
+        "needed": {k: _failure_json(f) for k, f in m.needed.items()},
+        "unconfirmed": m.unconfirmed,
+    }
 
 
 def _level_json(lv: Level) -> dict:
-    return {"guarantee": lv.guarantee, "properties": list(lv.props), "status": lv.status.value,
-            "complete": lv.complete, "stop_reason": lv.stop_reason, "unknown": lv.unknown,
-            "open": lv.open,
-            "recommended": _failure_json(lv.recommended),
-            "minimal": [_minimal_json(m) for m in lv.minimal],
-            "strengthening": [{"promises": dict(st.promises), "inherent": st.inherent,
-                               "offered": st.offered,
-                               "design": {k: st.design.design[k] for k in departures(st.design.design)},
-                               "without": _failure_json(st.without)} for st in lv.strengthening]}
+    return {
+        "guarantee": lv.guarantee,
+        "properties": list(lv.props),
+        "status": lv.status.value,
+        "complete": lv.complete,
+        "stop_reason": lv.stop_reason,
+        "unknown": lv.unknown,
+        "open": lv.open,
+        "recommended": _failure_json(lv.recommended),
+        "minimal": [_minimal_json(m) for m in lv.minimal],
+        "strengthening": [
+            {
+                "promises": dict(st.promises),
+                "inherent": st.inherent,
+                "offered": st.offered,
+                "design": {k: st.design.design[k] for k in departures(st.design.design)},
+                "without": _failure_json(st.without),
+            }
+            for st in lv.strengthening
+        ],
+    }
 
 
 def render_json(s: Synthesis) -> str:
     lv = s.chosen
-    doc = {"environment": s.env, "holds_fixed": {**held_fixed(s.env), **s.given},
-           "recommendation": recommendation(s), "status": s.status.value,
-           "guarantee": lv.guarantee if lv is not None and lv.minimal else None,
-           "instances": s.instances,
-           "not_judged": [dict(zip(("instance", "why"), x)) for x in s.skipped],
-           "not_proposed": [dict(zip(("option", "why"), x)) for x in unsearched()],
-           "checked": s.checked, "pruned": s.pruned, "complete": s.complete,
-           "levels": [_level_json(x) for x in s.levels]}
+    doc = {
+        "environment": s.env,
+        "holds_fixed": {**held_fixed(s.env), **s.given},
+        "recommendation": recommendation(s),
+        "status": s.status.value,
+        "guarantee": lv.guarantee if lv is not None and lv.minimal else None,
+        "instances": s.instances,
+        "not_judged": [dict(zip(("instance", "why"), x)) for x in s.skipped],
+        "not_proposed": [dict(zip(("option", "why"), x)) for x in unsearched()],
+        "checked": s.checked,
+        "pruned": s.pruned,
+        "complete": s.complete,
+        "levels": [_level_json(x) for x in s.levels],
+    }
     if lv is not None and lv.minimal:
         doc["assumes"] = assumes(s.env, preferred(lv).design, s.instances, s.given)
         doc["preferred"] = lv.minimal.index(preferred(lv)) + 1

@@ -5,6 +5,7 @@ command's exit code too (only JSON shows it). Text reads like a
 counterexample: *Let* names the actors, *Then* lists the steps in log order with file:line,
 *However* says which property breaks and why.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,9 @@ from toolcommit.spec import protocol
 def meanings() -> dict[str, str]:
     """One-line meaning of every finding name: protocol properties and log findings."""
     out = {name: p["meaning"] for name, p in protocol().properties.items()}
-    raw = json.loads(resources.files("toolcommit.spec").joinpath("log-findings.json")
-                     .read_text("utf-8"))
+    raw = json.loads(
+        resources.files("toolcommit.spec").joinpath("log-findings.json").read_text("utf-8")
+    )
     out.update(raw["log_findings"])
     return out
 
@@ -33,21 +35,28 @@ def meanings() -> dict[str, str]:
 def _headline(report: Report) -> str:
     totals = report.totals or count(report.findings)
     s = report.stats
-    dropped = (f" ({report.dropped} not listed: at most {MAX_PER_PROPERTY} per property)"
-               if report.dropped else "")
-    return (f"{report.verdict.value}: {totals['certain']} certain, {totals['possible']} "
-            f"possible finding(s){dropped}; "
-            f"{s.get('keys', 0)} keys, {s.get('intents', 0)} intents, "
-            f"{s.get('writers', 0)} writers, "
-            f"{sum(s.get(t, 0) for t in ('proposal', 'transition', 'effect', 'crash', 'restart'))}"
-            " events")
+    dropped = (
+        f" ({report.dropped} not listed: at most {MAX_PER_PROPERTY} per property)"
+        if report.dropped
+        else ""
+    )
+    return (
+        f"{report.verdict.value}: {totals['certain']} certain, {totals['possible']} "
+        f"possible finding(s){dropped}; "
+        f"{s.get('keys', 0)} keys, {s.get('intents', 0)} intents, "
+        f"{s.get('writers', 0)} writers, "
+        f"{sum(s.get(t, 0) for t in ('proposal', 'transition', 'effect', 'crash', 'restart'))}"
+        " events"
+    )
 
 
 def text_finding(f: Finding, index: int = 0) -> str:
     """One finding as a short counterexample."""
     head = f"{index}. " if index else ""
-    lines = [f"{head}{f.property} [{f.certainty}] on {f.key}",
-             f"   {f.property}: {meanings().get(f.property, '')}"]
+    lines = [
+        f"{head}{f.property} [{f.certainty}] on {f.key}",
+        f"   {f.property}: {meanings().get(f.property, '')}",
+    ]
     if f.writers:
         lines.append(f"   Let: writers {', '.join(f.writers)}; key {f.key}")
     if f.steps:
@@ -74,8 +83,10 @@ def render_text(report: Report, exit_code: Optional[int] = None) -> str:
     if report.dropped:
         out.append(f"\n({report.dropped} further findings not listed)")
     if report.verdict.value == "CONFORMS":
-        out.append("Every logged transition is an edge of the spec graph on one chain per key, "
-                   "no intent took effect twice, and no line was lost.")
+        out.append(
+            "Every logged transition is an edge of the spec graph on one chain per key, "
+            "no intent took effect twice, and no line was lost."
+        )
     if report.design is not None:
         out += [""] + design_text(report.design.to_json())
     return "\n".join(out) + "\n"
@@ -86,24 +97,38 @@ def design_text(d: dict, width: int = 100) -> list[str]:
     coverage table (each path of the design, how often the logs took it: ``-`` never)."""
     k = d["knobs"]
     n = sum(d["totals"].values())
-    out = [f"Design {d['design']} ({d['guarantee'] or 'no guarantee named'}, environment "
-           f"{d['environment']}): {n} departure(s)"]
-    rows = [("checked here", ", ".join(k["checked"])),
-            ("checked by the generic findings", ", ".join(f"{x} ({y})" for x, y in k["generic"].items())),
-            ("not visible in a log", ", ".join(k["hidden"])),
-            ("not checked (no rule)", ", ".join(k["unchecked"]))]
+    out = [
+        f"Design {d['design']} ({d['guarantee'] or 'no guarantee named'}, environment "
+        f"{d['environment']}): {n} departure(s)"
+    ]
+    rows = [
+        ("checked here", ", ".join(k["checked"])),
+        (
+            "checked by the generic findings",
+            ", ".join(f"{x} ({y})" for x, y in k["generic"].items()),
+        ),
+        ("not visible in a log", ", ".join(k["hidden"])),
+        ("not checked (no rule)", ", ".join(k["unchecked"])),
+    ]
     for label, text in rows:
         if text:
-            out += textwrap.wrap(f"{label}: {text}", width, initial_indent="  ",
-                                 subsequent_indent="    ")
+            out += textwrap.wrap(
+                f"{label}: {text}", width, initial_indent="  ", subsequent_indent="    "
+            )
     cov = d["coverage"]
-    out.append(f"Coverage: {d['reached']} of {len(cov)} paths of the design reached "
-               "(times taken; where first: --format json)")
+    out.append(
+        f"Coverage: {d['reached']} of {len(cov)} paths of the design reached "
+        "(times taken; where first: --format json)"
+    )
     for p in cov:
         clock = " (by the writer's clock)" if p["clock"] else ""
         times = p["count"] or "-"
-        out += textwrap.wrap(f"{p['name']:<22} {times:>5}  {p['meaning']}{clock}", width,
-                             initial_indent="  ", subsequent_indent=" " * 32)
+        out += textwrap.wrap(
+            f"{p['name']:<22} {times:>5}  {p['meaning']}{clock}",
+            width,
+            initial_indent="  ",
+            subsequent_indent=" " * 32,
+        )
     return out
 
 
@@ -113,15 +138,19 @@ def to_json(report: Report, exit_code: Optional[int] = None) -> dict:
     out: dict = {"verdict": report.verdict.value}
     if exit_code is not None:
         out["exit_code"] = exit_code
-    return out | {
-        "findings": [f.to_json() for f in report.findings],
-        "warnings": list(report.warnings),
-        "stats": report.stats,
-        "totals": report.totals or count(report.findings),
-        "dropped": report.dropped,
-        "canonicalizer": max(VERSIONS),
-        "history": {k: [_step_json(s) for s in v] for k, v in report.history.items()},
-    } | ({} if report.design is None else {"design": report.design.to_json()})
+    return (
+        out
+        | {
+            "findings": [f.to_json() for f in report.findings],
+            "warnings": list(report.warnings),
+            "stats": report.stats,
+            "totals": report.totals or count(report.findings),
+            "dropped": report.dropped,
+            "canonicalizer": max(VERSIONS),
+            "history": {k: [_step_json(s) for s in v] for k, v in report.history.items()},
+        }
+        | ({} if report.design is None else {"design": report.design.to_json()})
+    )
 
 
 def _step_json(s: Citation) -> dict:
@@ -157,7 +186,7 @@ def mermaid_sections(title: str, sections) -> str:
     if not sections:
         return "\n".join(lines + ["  participant L as log", "  Note over L: no finding"]) + "\n"
     ids = [*keys.values(), *writers.values()]
-    span = ids[0] if len(ids) == 1 else f"{ids[0]},{ids[-1]}"      # a note across them all
+    span = ids[0] if len(ids) == 1 else f"{ids[0]},{ids[-1]}"  # a note across them all
     for heading, key, steps in sections:
         k = keys[key]
         lines += ["  rect rgb(245, 245, 245)", f"    Note over {span}: {_m(heading, 200)}"]
@@ -184,15 +213,18 @@ def render_mermaid(report: Report, exit_code: Optional[int] = None) -> str:
     for w in report.warnings:
         out.append(f"%% warning: {_m(w, 300)}")
     if report.history:
-        sections = [(f"history of {key}: {report.verdict.value}", key, steps)
-                    for key, steps in report.history.items()]
+        sections = [
+            (f"history of {key}: {report.verdict.value}", key, steps)
+            for key, steps in report.history.items()
+        ]
     else:
         sections = []
         for i, f in enumerate(report.findings, 1):
             out.append(f"%% {i}. {f.property} [{f.certainty}] {_m(f.explanation, 400)}")
             sections.append((f"{i}. {f.property} [{f.certainty}] on {f.key}", f.key, f.steps))
-    out.append(mermaid_sections(f"{report.verdict.value}: {len(report.findings)} finding(s)",
-                                sections))
+    out.append(
+        mermaid_sections(f"{report.verdict.value}: {len(report.findings)} finding(s)", sections)
+    )
     return "\n".join(out)
 
 

@@ -13,14 +13,15 @@ Examples
 >>> table([["option", "verdict"], ["reject", "HOLDS"]], 40)
 ['option  verdict', '------  -------', 'reject  HOLDS']
 """
+
 from __future__ import annotations
 
 import re
 import textwrap
 from typing import Sequence
 
-DEFAULT = 100      # the width when neither COLUMNS nor a terminal says
-NARROWEST = 30     # narrower widths are taken as this one
+DEFAULT = 100  # the width when neither COLUMNS nor a terminal says
+NARROWEST = 30  # narrower widths are taken as this one
 
 # a list marker or an aligned label: a continuation hangs under the text after it
 _MARK = re.compile(r"^(\s*)(\d+\.\s+|\[\d+\]\s+|[-*]\s+|[A-Za-z][\w ]{0,12}:\s{2,})")
@@ -49,8 +50,13 @@ def wrap_line(line: str, width: int, hang: int | None = None) -> list[str]:
         return [line]
     hang = hang_of(line, width) if hang is None else min(hang, width // 2)
     indent = len(line) - len(line.lstrip(" "))
-    return _Wrapper(width, initial_indent=" " * indent, subsequent_indent=" " * hang,
-                    break_on_hyphens=False, break_long_words=True).wrap(line[indent:]) or [""]
+    return _Wrapper(
+        width,
+        initial_indent=" " * indent,
+        subsequent_indent=" " * hang,
+        break_on_hyphens=False,
+        break_long_words=True,
+    ).wrap(line[indent:]) or [""]
 
 
 class _Wrapper(textwrap.TextWrapper):
@@ -71,8 +77,11 @@ def fit(text: str, width: int, whole: tuple = ()) -> str:
     """Every line of `text` wrapped to `width` (lines that fit are left as they are), but a
     line that starts with one of `whole` (a command to paste, say), which stays one line."""
     end = "\n" if text.endswith("\n") else ""
-    out = [piece for line in text.split("\n")
-           for piece in ([line] if whole and line.startswith(whole) else wrap_line(line, width))]
+    out = [
+        piece
+        for line in text.split("\n")
+        for piece in ([line] if whole and line.startswith(whole) else wrap_line(line, width))
+    ]
     if end:
         out = out[:-1]
     return "\n".join(out) + end
@@ -82,8 +91,14 @@ def paragraph(text: str, width: int, indent: str = "", hang: str | None = None) 
     """A paragraph filled to `width`, its first line after `indent`, the rest after `hang`."""
     width = usable(width)
     hang = indent if hang is None else hang
-    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=hang,
-                         break_on_hyphens=False, break_long_words=True) or [indent.rstrip()]
+    return textwrap.wrap(
+        text,
+        width,
+        initial_indent=indent,
+        subsequent_indent=hang,
+        break_on_hyphens=False,
+        break_long_words=True,
+    ) or [indent.rstrip()]
 
 
 def sequence(head: str, parts: Sequence[str], sep: str, width: int, hang: int) -> list[str]:
@@ -130,8 +145,15 @@ def _span(rows, gap: int) -> int:
     return sum(w) + gap * (len(w) - 1)
 
 
-def table(rows: Sequence[Sequence[str]], width: int, align: str = "", gap: int = 2,
-          keep: int = 1, rule: bool = True, turn: bool = False) -> list[str]:
+def table(
+    rows: Sequence[Sequence[str]],
+    width: int,
+    align: str = "",
+    gap: int = 2,
+    keep: int = 1,
+    rule: bool = True,
+    turn: bool = False,
+) -> list[str]:
     """`rows` (the first the header) as aligned columns no wider than `width`.
 
     `align` has one letter per column, "l" or "r" (default all "l"). A table too wide is
@@ -153,8 +175,9 @@ def table(rows: Sequence[Sequence[str]], width: int, align: str = "", gap: int =
         out: list[str] = []
         for cols in groups:
             sub = [[r[i] for i in [*range(keep), *cols]] for r in rows]
-            out += ([""] if out else []) + _render(sub, "".join(align[i] for i in [*range(keep), *cols]),
-                                                 gap, rule)
+            out += ([""] if out else []) + _render(
+                sub, "".join(align[i] for i in [*range(keep), *cols]), gap, rule
+            )
         return out
     return blocks(rows, width, keep)
 

@@ -27,6 +27,7 @@ od
 }
 <BLANKLINE>
 """
+
 from __future__ import annotations
 
 import re
@@ -40,6 +41,7 @@ _OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "add": "+", "sub": "-"}
 
 def to_promela(e: Expr, flags: set, truth: bool = False) -> str:
     """Promela for `e` with Python's value semantics (as `native_c.to_c`)."""
+
     def sub(a: Expr, t: bool = False) -> str:
         return to_promela(a, flags, t)
 
@@ -75,18 +77,27 @@ def promela(system: System, assert_invariant: str = "") -> str:
     """The Promela program of `system` (see the module docstring), with a monitor that
     fails when `assert_invariant` breaks when one is named."""
     flags = {v.name for v in system.variables if v.size <= 2}
-    lines = [f"{'byte' if v.size <= 256 else 'int'} {_name(v.name)} = {system.init[v.name]};"
-             for v in system.variables]
+    lines = [
+        f"{'byte' if v.size <= 256 else 'int'} {_name(v.name)} = {system.init[v.name]};"
+        for v in system.variables
+    ]
     width = max((len(a.updates) for a in system.actions), default=0)
     lines += ["", "active proctype model() {", *[f"int t{i} = 0;" for i in range(width)], "end: do"]
     for a in system.actions:
         if not a.cut:
-            body = "; ".join([f"({to_promela(a.guard, flags, True)})", *_assignments(a.updates, flags)])
+            body = "; ".join(
+                [f"({to_promela(a.guard, flags, True)})", *_assignments(a.updates, flags)]
+            )
             lines.append(f"  :: d_step {{ {body} }}")
     lines += ["od", "}", ""]
     if assert_invariant:
         holds = to_promela(system.invariants[assert_invariant], flags, True)
-        lines += ["active proctype monitor() {", f"  atomic {{ !({holds}) -> assert(false) }}", "}", ""]
+        lines += [
+            "active proctype monitor() {",
+            f"  atomic {{ !({holds}) -> assert(false) }}",
+            "}",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -104,5 +115,8 @@ def _assignments(updates, flags) -> list[str]:
     if not left:
         return [f"{_name(n)} = {to_promela(updates[n], flags)}" for n in order]
     names = list(updates)
-    return ([f"t{i} = {to_promela(updates[n], flags)}" for i, n in enumerate(names)]
-            + [f"{_name(n)} = t{i}" for i, n in enumerate(names)] + [f"t{i} = 0" for i in range(len(names))])
+    return (
+        [f"t{i} = {to_promela(updates[n], flags)}" for i, n in enumerate(names)]
+        + [f"{_name(n)} = t{i}" for i, n in enumerate(names)]
+        + [f"t{i} = 0" for i in range(len(names))]
+    )

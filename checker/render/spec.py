@@ -1,6 +1,7 @@
 """Renderers of the spec (`toolcommit spec`): both lifecycles and the properties as text,
 Mermaid, DOT or JSON, and the knobs as a Markdown table. They only read `spec/`.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,13 @@ def render_text(lifecycles, width: int = DEFAULT) -> str:
     for life in lifecycles:
         out.append(f"{life.name} lifecycle: {life.meaning}")
         for state, meaning in life.states.items():
-            mark = " (terminal)" if state in life.terminal else " (initial)" if state == life.initial else ""
+            mark = (
+                " (terminal)"
+                if state in life.terminal
+                else " (initial)"
+                if state == life.initial
+                else ""
+            )
             out.append(f"  {state}{mark}: {meaning}")
         out.append("  edges:")
         for e in life.edges:
@@ -53,7 +60,9 @@ def render_dot(lifecycles) -> str:
             shape = "doublecircle" if s in life.terminal else "box"
             out.append(f'    "{life.name}:{s}" [label="{s}", shape={shape}];')
         for e in life.edges:
-            out.append(f'    "{life.name}:{e.source}" -> "{life.name}:{e.target}" [label="{e.event}"];')
+            out.append(
+                f'    "{life.name}:{e.source}" -> "{life.name}:{e.target}" [label="{e.event}"];'
+            )
         out.append("  }")
     out.append("}")
     return "\n".join(out) + "\n"
@@ -68,27 +77,45 @@ def render_json(lifecycles) -> str:
 
 def render_knobs(_lifecycles=None) -> str:
     """The knobs, their options and each preset's choice, as a Markdown table."""
-    rows = ["| knob | meaning | options | naive | seed | recommended |", "|---|---|---|---|---|---|"]
+    rows = [
+        "| knob | meaning | options | naive | seed | recommended |",
+        "|---|---|---|---|---|---|",
+    ]
     for k in protocol().knobs.values():
         opts = "; ".join(f"`{o}`: {m}" for o, m in k.options.items())
-        rows.append(f"| `{k.name}` | {k.meaning} | {opts} | `{k.presets['naive']}` | "
-                    f"`{k.presets['seed']}` | `{k.presets['recommended']}` |")
+        rows.append(
+            f"| `{k.name}` | {k.meaning} | {opts} | `{k.presets['naive']}` | "
+            f"`{k.presets['seed']}` | `{k.presets['recommended']}` |"
+        )
     return "\n".join(rows) + "\n"
 
 
-RENDER = {"text": render_text, "mermaid": render_mermaid, "dot": render_dot, "json": render_json,
-          "knobs": render_knobs}
+RENDER = {
+    "text": render_text,
+    "mermaid": render_mermaid,
+    "dot": render_dot,
+    "json": render_json,
+    "knobs": render_knobs,
+}
 
 
 def render_envs(fmt: str = "text", width: int = DEFAULT) -> str:
     """Every environment profile: its meaning, what it sets, and each behaviour's source
     (text: no line wider than `width`)."""
     from toolcommit.model.environment import held_fixed, names, profile
+
     if fmt == "json":
-        doc = {n: {"meaning": profile(n).meaning, "holds_fixed": held_fixed(n),
-                   "behaviours": [{"sets": dict(b.sets), "what": b.what, "url": b.url,
-                                   "rests_on": b.rests_on} for b in profile(n).behaviours]}
-               for n in names()}
+        doc = {
+            n: {
+                "meaning": profile(n).meaning,
+                "holds_fixed": held_fixed(n),
+                "behaviours": [
+                    {"sets": dict(b.sets), "what": b.what, "url": b.url, "rests_on": b.rests_on}
+                    for b in profile(n).behaviours
+                ],
+            }
+            for n in names()
+        }
         return json.dumps(doc, indent=2, sort_keys=True) + "\n"
     out = []
     for n in names():
@@ -100,7 +127,7 @@ def render_envs(fmt: str = "text", width: int = DEFAULT) -> str:
             out.append(f"  - {what}: {b.what}")
             if b.url:
                 out.append(f"      source: {b.url}")
-                out.append(f"      \"{b.rests_on}\"")
+                out.append(f'      "{b.rests_on}"')
             else:
                 out.append(f"      no source: {b.rests_on}")
         out.append("")

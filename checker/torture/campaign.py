@@ -10,6 +10,7 @@ process dies with the campaign (`toolcommit.checker.logs.children`) and ignores 
 campaign stops its jobs (SIGTERM, then SIGKILL after `GRACE` seconds), reaps them and
 removes what they left, whatever stopped it.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,7 @@ from toolcommit.checker.torture.profiles import PROFILES, design
 from toolcommit.model.knobs import preset
 
 VERDICTS = ("CONFORMS", "VIOLATES", "INCONCLUSIVE", "STUCK", "ERROR")
-GRACE = 10.0    # seconds a job process has to clean up after SIGTERM before SIGKILL
+GRACE = 10.0  # seconds a job process has to clean up after SIGTERM before SIGKILL
 
 
 @dataclass
@@ -66,13 +67,15 @@ class Campaign:
         return 0 if v["CONFORMS"] == len(self.results) and self.results else 3
 
 
-RUNTIMES = {"library": "the intent log, following the design proved for the provider "
-                       "(spec/designs/<env>.json) on --env profiles; on the harness's own "
-                       "profiles, the recommended design",
-            "park": "the intent log as it shipped before it followed a provider's design: "
-                    "an unknown outcome sealed and read once, an absent read parks the "
-                    "record (DEAD_LETTER) and the model hears it given up",
-            "chat": "trust the model's call id, retry blindly, no idempotency key"}
+RUNTIMES = {
+    "library": "the intent log, following the design proved for the provider "
+    "(spec/designs/<env>.json) on --env profiles; on the harness's own "
+    "profiles, the recommended design",
+    "park": "the intent log as it shipped before it followed a provider's design: "
+    "an unknown outcome sealed and read once, an absent read parks the "
+    "record (DEAD_LETTER) and the model hears it given up",
+    "chat": "trust the model's call id, retry blindly, no idempotency key",
+}
 _PRESET_OF = {"park": "recommended", "chat": "naive"}
 
 
@@ -90,29 +93,47 @@ def plan_for(seed: int, o: dict) -> Plan:
     of its profile, its timing within the profile's delay bound, and no duplicated request
     for a client that does not retry (on a profile of spec/environments.json)."""
     prof = PROFILES[o["profile"]]
-    plan = random_plan(seed, o["workers"], o.get("timing") or Timing().within(prof.delay_bound),
-                       prof.faults)
+    plan = random_plan(
+        seed, o["workers"], o.get("timing") or Timing().within(prof.delay_bound), prof.faults
+    )
     if prof.env and not sdk_retries(o["runtime"], o["profile"]):
         plan = replace(plan, rates=plan.rates[:2] + (0.0,))
     return plan
 
 
 def _one(seed: int, o: dict) -> RunResult:
-    return run_once(plan_for(seed, o), o["runtime"], o["profile"], o["store"], o["dsn"],
-                    o["keep"])
+    return run_once(plan_for(seed, o), o["runtime"], o["profile"], o["store"], o["dsn"], o["keep"])
 
 
-def torture(runs: int, seed: int = 1, runtime: str = "library", profile: str = "fenced",
-            store: str = "sqlite", dsn: str = "", workers: int = 2, jobs: int = 1,
-            keep: Optional[str] = None, keep_going: bool = False,
-            progress: Optional[Callable[[RunResult], None]] = None,
-            timing: Optional[Timing] = None) -> Campaign:
+def torture(
+    runs: int,
+    seed: int = 1,
+    runtime: str = "library",
+    profile: str = "fenced",
+    store: str = "sqlite",
+    dsn: str = "",
+    workers: int = 2,
+    jobs: int = 1,
+    keep: Optional[str] = None,
+    keep_going: bool = False,
+    progress: Optional[Callable[[RunResult], None]] = None,
+    timing: Optional[Timing] = None,
+) -> Campaign:
     """Run the seeds and collect a `Campaign` (see the module docstring)."""
-    o = {"runtime": runtime, "profile": profile, "store": store, "dsn": dsn,
-         "workers": workers, "keep": keep, "seed": seed, "runs": runs, "jobs": jobs,
-         "timing": timing}
+    o = {
+        "runtime": runtime,
+        "profile": profile,
+        "store": store,
+        "dsn": dsn,
+        "workers": workers,
+        "keep": keep,
+        "seed": seed,
+        "runs": runs,
+        "jobs": jobs,
+        "timing": timing,
+    }
     c = Campaign({k: v for k, v in o.items() if k != "timing"})
-    sweep()                   # what campaigns killed before left behind
+    sweep()  # what campaigns killed before left behind
     start = time.monotonic()
     seeds = list(range(seed, seed + runs))
     if jobs <= 1:
@@ -139,8 +160,8 @@ def _parallel(seeds, o, jobs, c: Campaign, progress, keep_going) -> bool:
     try:
         for j in range(jobs):
             r, w = os.pipe()
-            with held_signals():     # a job is on record before a stop can land
-                pid = fork()         # the job ignores Ctrl-C: the campaign stops it
+            with held_signals():  # a job is on record before a stop can land
+                pid = fork()  # the job ignores Ctrl-C: the campaign stops it
                 if pid == 0:
                     _job(seeds[j::jobs], o, r, w, list(procs.values()))
                 os.close(w)
@@ -178,7 +199,7 @@ def _job(seeds, o: dict, r: int, w: int, others: list) -> None:
     code = 0
     try:
         os.close(r)
-        for fd in others:      # the other jobs' pipes are the campaign's
+        for fd in others:  # the other jobs' pipes are the campaign's
             os.close(fd)
         signal.signal(signal.SIGTERM, _stop_job)
         for s in seeds:
@@ -237,49 +258,67 @@ def render(c: Campaign) -> str:
     n = len(c.results)
     last = o["seed"] + o["runs"] - 1
     what = f"schedule of {o['itf']}" if o.get("itf") else f"seeds {o['seed']}..{last}"
-    lines = [f"toolcommit torture: runtime {o['runtime']}, store {o['store']}, "
-             f"profile {o['profile']}, workers {o['workers']}, {what}",
-             *([f"  trace:   found on {o['found_on']}"] if o.get("found_on") else []),
-             f"  runs:    {n} of {o['runs']}: " + ", ".join(f"{v[k]} {k}" for k in VERDICTS
-                                                        if v[k] or k in VERDICTS[:3]),
-             f"  faults:  {t('crashes')} crashes (SIGKILL), {t('pauses')} zombie pauses "
-             f"(leases expired), {t('cancels')} cancels, {t('drops')} dropped acks, "
-             f"{t('delays')} delayed requests, {t('dups')} duplicated requests",
-             *([f"  provider: {t('slow')} slow executions (past the timeout), "
+    lines = [
+        f"toolcommit torture: runtime {o['runtime']}, store {o['store']}, "
+        f"profile {o['profile']}, workers {o['workers']}, {what}",
+        *([f"  trace:   found on {o['found_on']}"] if o.get("found_on") else []),
+        f"  runs:    {n} of {o['runs']}: "
+        + ", ".join(f"{v[k]} {k}" for k in VERDICTS if v[k] or k in VERDICTS[:3]),
+        f"  faults:  {t('crashes')} crashes (SIGKILL), {t('pauses')} zombie pauses "
+        f"(leases expired), {t('cancels')} cancels, {t('drops')} dropped acks, "
+        f"{t('delays')} delayed requests, {t('dups')} duplicated requests",
+        *(
+            [
+                f"  provider: {t('slow')} slow executions (past the timeout), "
                 f"{t('errors_before')} refused before executing (429), {t('errors_after')} "
                 f"executed with a saved 500, {t('in_flight')} refused in flight (409), "
                 f"{t('late')} held past the delay bound ({t('expired')} refused, "
                 f"{t('beyond_bound')} never delivered), {t('stale')} stale searches, "
-                f"{t('pruned')} keys pruned, {t('mismatched')} parameter mismatches"]
-               if PROFILES[o["profile"]].env else []),
-             f"  work:    {t('intents')} intents from {t('proposals')} proposals, "
-             f"{t('requests')} requests, {t('effects')} effects applied ({t('fenced_out')} "
-             f"fenced out, {t('replayed')} replayed by key), {t('lines')} log lines",
-             f"  time:    {c.elapsed:.1f} s ({c.elapsed / max(n, 1):.2f} s per run)"]
+                f"{t('pruned')} keys pruned, {t('mismatched')} parameter mismatches"
+            ]
+            if PROFILES[o["profile"]].env
+            else []
+        ),
+        f"  work:    {t('intents')} intents from {t('proposals')} proposals, "
+        f"{t('requests')} requests, {t('effects')} effects applied ({t('fenced_out')} "
+        f"fenced out, {t('replayed')} replayed by key), {t('lines')} log lines",
+        f"  time:    {c.elapsed:.1f} s ({c.elapsed / max(n, 1):.2f} s per run)",
+    ]
     first = c.first_failure
     if first is None:
-        lines.append("clean: every run's log CONFORMS (toolcommit validate, with the "
-                     "provider's ledger as effect lines)" if n else "no run")
+        lines.append(
+            "clean: every run's log CONFORMS (toolcommit validate, with the "
+            "provider's ledger as effect lines)"
+            if n
+            else "no run"
+        )
         return "\n".join(lines) + "\n"
     found: dict[str, int] = {}
     for x in c.results:
         for prop in x.properties:
             found[prop] = found.get(prop, 0) + 1
     if found:
-        lines.append("  found:   " + ", ".join(f"{p} in {k} runs" for p, k in
-                                               sorted(found.items(), key=lambda kv: -kv[1])))
+        lines.append(
+            "  found:   "
+            + ", ".join(f"{p} in {k} runs" for p, k in sorted(found.items(), key=lambda kv: -kv[1]))
+        )
     i, r = first
-    lines.append(f"caught: {r.verdict}" if o.get("itf") else
-                 f"caught at run {i} (seed {r.seed}): {r.verdict}")
+    lines.append(
+        f"caught: {r.verdict}"
+        if o.get("itf")
+        else f"caught at run {i} (seed {r.seed}): {r.verdict}"
+    )
     if r.properties:
         lines.append(f"  properties: {', '.join(r.properties)}")
     if r.error:
         lines.append(f"  error: {r.error}")
     others = [x for x in sorted(c.results, key=lambda x: x.seed) if not x.clean and x is not r]
     if others:
-        lines.append("  also not clean: " + ", ".join(f"seed {x.seed} ({x.verdict})"
-                                                      for x in others[:10])
-                     + (f" and {len(others) - 10} more" if len(others) > 10 else ""))
+        lines.append(
+            "  also not clean: "
+            + ", ".join(f"seed {x.seed} ({x.verdict})" for x in others[:10])
+            + (f" and {len(others) - 10} more" if len(others) > 10 else "")
+        )
     lines.append(f"  log: {r.log}" if r.log else "  log: rerun with --keep DIR to keep it")
     lines.append(f"  rerun: {_rerun(o, r.seed)}")
     if c.stopped:

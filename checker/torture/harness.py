@@ -16,6 +16,7 @@ the caller turns them into exceptions, `toolcommit.checker.interrupts`); a SIGKI
 it, and `sweep` removes the folders of supervisors that are no longer alive (`torture`
 runs it first).
 """
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,17 @@ from toolcommit.runtime.log import expire_leases, read_lines
 from toolcommit.runtime.store import PostgresStore, SqliteStore
 
 # what the provider counts of its own rules and faults (`provider.Provider.counts`)
-PROVIDER_COUNTS = ("slow", "errors_before", "errors_after", "in_flight", "mismatched", "pruned",
-                   "expired", "beyond_bound", "stale")
+PROVIDER_COUNTS = (
+    "slow",
+    "errors_before",
+    "errors_after",
+    "in_flight",
+    "mismatched",
+    "pruned",
+    "expired",
+    "beyond_bound",
+    "stale",
+)
 
 
 @dataclass
@@ -127,7 +137,7 @@ def _fork(pgid: int, keep: set, body) -> int:
         code = 70
         try:
             os.setpgid(0, pgid)
-        except PermissionError:   # the group's leader is gone: the run is being stopped
+        except PermissionError:  # the group's leader is gone: the run is being stopped
             os._exit(code)
         try:
             _close_fds(keep)
@@ -156,7 +166,7 @@ class _Worker:
         self.done = False
         self.killed = False
         self.restart_at = 0.0
-        self.resume_at = 0.0     # a paused worker gets its go-ahead then
+        self.resume_at = 0.0  # a paused worker gets its go-ahead then
 
 
 class Run:
@@ -176,8 +186,9 @@ class Run:
         self.r_ctl, w_ctl = os.pipe()
         profile = P.PROFILES[self.conf["profile"]]
         plan, timing = self.plan, self.plan.timing
-        pid = _fork(0, {w_ready, self.r_ctl},
-                    lambda: P.serve(profile, plan, timing, w_ready, self.r_ctl))
+        pid = _fork(
+            0, {w_ready, self.r_ctl}, lambda: P.serve(profile, plan, timing, w_ready, self.r_ctl)
+        )
         self.pgid, self.provider_pid, self.w_ctl = pid, pid, w_ctl
         os.close(w_ready)
         os.close(self.r_ctl)
@@ -192,15 +203,19 @@ class Run:
 
     def spawn(self, w: _Worker) -> None:
         w.inc += 1
-        to_r, to_w = os.pipe()      # worker -> supervisor
+        to_r, to_w = os.pipe()  # worker -> supervisor
         from_r, from_w = os.pipe()  # supervisor -> worker
         conf, plan, name, inc = self.conf, self.plan, w.name, w.inc
-        err = os.open(os.path.join(conf["dir"], f"{name}.{inc}.err"),
-                      os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        err = os.open(
+            os.path.join(conf["dir"], f"{name}.{inc}.err"),
+            os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+            0o644,
+        )
 
         def body():
             os.dup2(err, 2)
             return worker_main(conf, plan, name, inc, to_w, from_r)
+
         w.pid = _fork(self.pgid, {to_w, from_r, err}, body)
         os.close(to_w)
         os.close(from_r)
@@ -248,9 +263,17 @@ class Run:
         path = os.path.join(self.conf["dir"], "chat-user.jsonl")
         self.user_seq = getattr(self, "user_seq", 0) + 1
         with open(path, "a", encoding="utf-8") as f:
-            f.write(L.dumps(L.stamp(L.transition(key, "RECORDED", "REJECTED_CONFLICT",
-                                                 reason="cancelled"),
-                                    "user", self.user_seq, L.now_rfc3339())) + "\n")
+            f.write(
+                L.dumps(
+                    L.stamp(
+                        L.transition(key, "RECORDED", "REJECTED_CONFLICT", reason="cancelled"),
+                        "user",
+                        self.user_seq,
+                        L.now_rfc3339(),
+                    )
+                )
+                + "\n"
+            )
 
     # ----- the loop --------------------------------------------------------------------------
     def supervise(self) -> bool:
@@ -293,8 +316,10 @@ class Run:
         code = os.waitstatus_to_exitcode(status)
         if code != 0:
             err = open(os.path.join(self.conf["dir"], f"{w.name}.{w.inc}.err")).read()
-            raise WorkerFailed(f"worker {w.name} (incarnation {w.inc}) exited {code}: "
-                               f"{err.strip().splitlines()[-1] if err.strip() else ''}")
+            raise WorkerFailed(
+                f"worker {w.name} (incarnation {w.inc}) exited {code}: "
+                f"{err.strip().splitlines()[-1] if err.strip() else ''}"
+            )
         w.done = True
 
     # ----- the end ---------------------------------------------------------------------------
@@ -364,8 +389,11 @@ class _store:
 
     def __enter__(self):
         c = self.conf
-        self.s = (PostgresStore(c["dsn"], c["schema"]) if c["store"] == "postgres"
-                  else SqliteStore(c["db"], "NORMAL"))
+        self.s = (
+            PostgresStore(c["dsn"], c["schema"])
+            if c["store"] == "postgres"
+            else SqliteStore(c["db"], "NORMAL")
+        )
         return self.s
 
     def __exit__(self, *exc):
@@ -377,15 +405,23 @@ def _open_log(conf: dict, writer: str) -> IntentLog:
     env = conf["runtime"] == "library" and P.PROFILES[conf["profile"]].env
     design = env_design(env) if env else LIBRARY_DESIGN
     if conf["store"] == "postgres":
-        return IntentLog.postgres(conf["dsn"], writer, schema=conf["schema"], lease=conf["lease"],
-                                  provider=design)
-    return IntentLog.sqlite(conf["db"], writer, synchronous="NORMAL", lease=conf["lease"],
-                            provider=design)
+        return IntentLog.postgres(
+            conf["dsn"], writer, schema=conf["schema"], lease=conf["lease"], provider=design
+        )
+    return IntentLog.sqlite(
+        conf["db"], writer, synchronous="NORMAL", lease=conf["lease"], provider=design
+    )
 
 
-def run_once(plan: Plan, runtime: str = "library", profile: str = "fenced",
-             store: str = "sqlite", dsn: str = "", keep: Optional[str] = None,
-             lease: float = 10.0) -> RunResult:
+def run_once(
+    plan: Plan,
+    runtime: str = "library",
+    profile: str = "fenced",
+    store: str = "sqlite",
+    dsn: str = "",
+    keep: Optional[str] = None,
+    lease: float = 10.0,
+) -> RunResult:
     """Run `plan` once with real processes and return its `RunResult` (the run's log is
     kept in `keep` when it is not clean). Never leaves a process or a temporary file."""
     start = time.monotonic()
@@ -394,12 +430,19 @@ def run_once(plan: Plan, runtime: str = "library", profile: str = "fenced",
     run = tmp = None
     try:
         tmp = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-{plan.seed}-")
-        conf = {"runtime": runtime, "profile": profile, "store": store, "dsn": dsn,
-                "schema": schema, "dir": tmp, "db": os.path.join(tmp, "intents.db"),
-                "lease": lease}
+        conf = {
+            "runtime": runtime,
+            "profile": profile,
+            "store": store,
+            "dsn": dsn,
+            "schema": schema,
+            "dir": tmp,
+            "db": os.path.join(tmp, "intents.db"),
+            "lease": lease,
+        }
         run = Run(plan, conf)
-        with _store(conf):            # the schema, once, before any worker (then closed:
-            pass                      # no SQLite connection may live across a fork)
+        with _store(conf):  # the schema, once, before any worker (then closed:
+            pass  # no SQLite connection may live across a fork)
         run.start_provider()
         finished = run.supervise()
         if not finished:
@@ -412,12 +455,19 @@ def run_once(plan: Plan, runtime: str = "library", profile: str = "fenced",
             result.verdict = report.verdict.value
         result.properties = tuple(sorted({f.property for f in report.findings}))
         net = ledger["network"]
-        result.counts = {**run.counts, "drops": net["drop"], "delays": net["delay"],
-                         "dups": net["dup"], "requests": net["requests"],
-                         "effects": len(ledger["effects"]),
-                         "fenced_out": ledger["provider"]["fenced_out"],
-                         "replayed": ledger["provider"]["replayed"], "late": net.get("late", 0),
-                         **{k: ledger["provider"].get(k, 0) for k in PROVIDER_COUNTS}, **counts}
+        result.counts = {
+            **run.counts,
+            "drops": net["drop"],
+            "delays": net["delay"],
+            "dups": net["dup"],
+            "requests": net["requests"],
+            "effects": len(ledger["effects"]),
+            "fenced_out": ledger["provider"]["fenced_out"],
+            "replayed": ledger["provider"]["replayed"],
+            "late": net.get("late", 0),
+            **{k: ledger["provider"].get(k, 0) for k in PROVIDER_COUNTS},
+            **counts,
+        }
         if keep and not result.clean:
             os.makedirs(keep, exist_ok=True)
             result.log = os.path.join(keep, f"{runtime}-seed{plan.seed}.jsonl")
@@ -425,7 +475,7 @@ def run_once(plan: Plan, runtime: str = "library", profile: str = "fenced",
     except WorkerFailed as e:
         result.error = str(e)
     finally:
-        with held_signals():       # an interrupt waits until nothing is left
+        with held_signals():  # an interrupt waits until nothing is left
             if run is not None:
                 run.stop()
             if store == "postgres" and run is not None:
@@ -439,6 +489,7 @@ def run_once(plan: Plan, runtime: str = "library", profile: str = "fenced",
 def _drop_schema(dsn: str, schema: str) -> None:
     try:
         import psycopg
+
         with psycopg.connect(dsn, autocommit=True) as c:
             c.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
     except Exception:

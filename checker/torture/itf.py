@@ -32,6 +32,7 @@ faults in `UNREPLAYABLE` (a prompt revision, the user's second request, and the 
 providers' errors, expiries, stale reads, lost seals and log failovers) have no harness
 event yet, and a trace with one is refused by name.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,20 +49,38 @@ _ANSWERS = ("timeout", "receive_ack", "discard_ack", "receive_error")
 _AFTER_SEND = _SENDS + _ANSWERS
 _NET = {"lose_ack": "drop", "delay": "delay", "redeliver": "dup"}
 # the provider's faults: on the request the trace names (`_SENDS`, a replay included)
-_PROVIDER = {"fail_before_apply": "error_before", "fail_after_apply": "error_after",
-             "expire_request": "late"}
-_NEXT = {"expire_key": "expire_key"}            # on the key's next request
-_READS = {"stale_read": "stale", "lose_seal": "drop"}   # on the key's next status read
+_PROVIDER = {
+    "fail_before_apply": "error_before",
+    "fail_after_apply": "error_after",
+    "expire_request": "late",
+}
+_NEXT = {"expire_key": "expire_key"}  # on the key's next request
+_READS = {"stale_read": "stale", "lose_seal": "drop"}  # on the key's next status read
 _FAULTS = ("crash", "wipe", "expire_lease", "cancel")
-_IGNORED = ("insert", "deliver", "reconcile", "read_status", "compensate", "dead_letter",
-            "takeover", "restart", "rollback", "compensate_after_seal", "review", "approve",
-            "deliver_seal", "reseal", "close_window")
+_IGNORED = (
+    "insert",
+    "deliver",
+    "reconcile",
+    "read_status",
+    "compensate",
+    "dead_letter",
+    "takeover",
+    "restart",
+    "rollback",
+    "compensate_after_seal",
+    "review",
+    "approve",
+    "deliver_seal",
+    "reseal",
+    "close_window",
+)
 # faults of the model with no harness event yet: a trace with one is refused, by name, why
 UNREPLAYABLE = {
     "revise_prompt": "the user's revised prompt has no place in a scripted session yet",
     "new_intent": "the user's second request (a new intent id) has no place in a scripted "
-                  "session yet",
-    "failover": "the harness's store has no replica to fail over to"}
+    "session yet",
+    "failover": "the harness's store has no replica to fail over to",
+}
 
 
 _USE = "use a counterexamples/<preset>/<instance>/<P>.itf.json file as toolcommit wrote it"
@@ -76,14 +95,19 @@ def _load(path: str) -> dict:
             raise TypeError("#meta.instance must be an instance name")
         if not isinstance(meta.get("assumptions", {}), dict):
             raise TypeError("#meta.assumptions must be an object")
-        if not isinstance(states, list) or len(states) < 2 \
-                or not all(isinstance(st, dict) for st in states):
+        if (
+            not isinstance(states, list)
+            or len(states) < 2
+            or not all(isinstance(st, dict) for st in states)
+        ):
             raise TypeError("states must be a list of at least two objects")
     except (OSError, ValueError, KeyError, TypeError, RecursionError) as e:
-        what = "nested too deep" if isinstance(e, RecursionError) else \
-            f"{e.__class__.__name__}: {e}"
-        raise InputError(f"not an ITF counterexample of toolcommit ({what}); {_USE}",
-                         path) from None
+        what = (
+            "nested too deep" if isinstance(e, RecursionError) else f"{e.__class__.__name__}: {e}"
+        )
+        raise InputError(
+            f"not an ITF counterexample of toolcommit ({what}); {_USE}", path
+        ) from None
     return doc
 
 
@@ -100,17 +124,21 @@ def plan_from_itf(path: str, timing: Timing = Timing()) -> Plan:
     except (KeyError, TypeError, AttributeError, ValueError, IndexError) as e:
         step = getattr(e, "step", None)
         where = f"step {step}: " if step is not None else ""
-        raise InputError(f"{where}not a trace toolcommit wrote ({e.__class__.__name__}: {e}); "
-                         f"{_USE}", path) from None
+        raise InputError(
+            f"{where}not a trace toolcommit wrote ({e.__class__.__name__}: {e}); {_USE}", path
+        ) from None
 
 
 def _plan(doc: dict, path: str, timing: Timing) -> Plan:
     try:
         inst = instance(doc["#meta"]["instance"])
     except UsageError as e:
-        raise InputError(f"#meta.instance: {doc['#meta']['instance']!r} is not one of "
-                         f"spec/instances.json (a question's own instance, or an edit: {e}); "
-                         "the harness replays the catalogue's instances only", path) from None
+        raise InputError(
+            f"#meta.instance: {doc['#meta']['instance']!r} is not one of "
+            f"spec/instances.json (a question's own instance, or an edit: {e}); "
+            "the harness replays the catalogue's instances only",
+            path,
+        ) from None
     intent, args_of = forms()
     form_names = list(args_of)
     props = {p.name: p for p in inst.proposals}
@@ -119,10 +147,10 @@ def _plan(doc: dict, path: str, timing: Timing) -> Plan:
     emitted: set[str] = set()
     last: dict[str, str] = {}
     hits = {(w, p): 0 for w in workers for p in ("proposed", "sent")}
-    creator: dict[str, tuple] = {}           # key -> the proposed hook that created it
-    requests: dict[tuple, int] = {}          # (key, fence) -> n-th apply request
+    creator: dict[str, tuple] = {}  # key -> the proposed hook that created it
+    requests: dict[tuple, int] = {}  # (key, fence) -> n-th apply request
     kills, pauses, cancels, net = set(), set(), set(), []
-    reads: dict[str, int] = {}               # key -> status reads so far
+    reads: dict[str, int] = {}  # key -> status reads so far
 
     def anchor(w: str) -> tuple:
         point = "sent" if last.get(w) in _AFTER_SEND else "proposed"
@@ -141,17 +169,19 @@ def _plan(doc: dict, path: str, timing: Timing) -> Plan:
         w = q.get("worker")
         if a in _EMIT:
             if q["proposal"] not in emitted:
-                emit(w, q["proposal"], props[q["proposal"]].trigger == "always"
-                     and bool(script[w]))
+                emit(w, q["proposal"], props[q["proposal"]].trigger == "always" and bool(script[w]))
             creator.setdefault(q["key"], (w, "proposed", hits[(w, "proposed")]))
             last[w] = a
         elif a in _SENDS or a == "reconcile" and str(q.get("replay", "")).startswith("under"):
             requests[(q["key"], q["fence"])] = len(requests) + 1
-            if a == "reconcile":        # a replay under the same key: the runtime's own move
+            if a == "reconcile":  # a replay under the same key: the runtime's own move
                 return
             if a == "retry":
-                nxt = [p.name for p in inst.proposals
-                       if p.trigger == "after_failure" and p.name not in emitted]
+                nxt = [
+                    p.name
+                    for p in inst.proposals
+                    if p.trigger == "after_failure" and p.name not in emitted
+                ]
                 if nxt:
                     emit(w, nxt[0], False)
                 else:
@@ -161,8 +191,8 @@ def _plan(doc: dict, path: str, timing: Timing) -> Plan:
             last[w] = a
         elif a in _NET:
             rule = ("apply", "*", requests[(q["key"], q["fence"])])
-            if {_NET[a], dict(net).get(rule)} == {"drop", "dup"}:    # the SDK re-sends what
-                net[[r for r, _ in net].index(rule)] = (rule, "dup_drop")   # lost its answer
+            if {_NET[a], dict(net).get(rule)} == {"drop", "dup"}:  # the SDK re-sends what
+                net[[r for r, _ in net].index(rule)] = (rule, "dup_drop")  # lost its answer
             else:
                 net.append((rule, _NET[a]))
         elif a in _PROVIDER:
@@ -187,8 +217,10 @@ def _plan(doc: dict, path: str, timing: Timing) -> Plan:
         elif a in _ANSWERS:
             last[w] = a
         elif a not in _IGNORED:
-            raise UsageError(f"{path}: step {i} ({a}) has no harness event; replayable "
-                             f"faults: {', '.join((*_NET, *_PROVIDER, *_NEXT, *_READS, *_FAULTS))}")
+            raise UsageError(
+                f"{path}: step {i} ({a}) has no harness event; replayable "
+                f"faults: {', '.join((*_NET, *_PROVIDER, *_NEXT, *_READS, *_FAULTS))}"
+            )
 
     for i, st in enumerate(doc["states"][1:], start=1):
         try:
@@ -200,12 +232,28 @@ def _plan(doc: dict, path: str, timing: Timing) -> Plan:
     used = [w for w in workers if script[w]]
     if not used:
         raise InputError(f"the trace has no call of the model to replay; {_USE}", path)
-    sessions = tuple(Session(intent["scope"], intent["tool"], forms_args,
-                             retries=len(script[w]) - 1, calls=tuple(script[w]))
-                     for w in used)
-    return Plan(0, tuple(used), sessions, tuple((i,) for i in range(len(used))),
-                frozenset(kills), frozenset(pauses), frozenset(cancels), net=tuple(net),
-                source=str(path), timing=timing)
+    sessions = tuple(
+        Session(
+            intent["scope"],
+            intent["tool"],
+            forms_args,
+            retries=len(script[w]) - 1,
+            calls=tuple(script[w]),
+        )
+        for w in used
+    )
+    return Plan(
+        0,
+        tuple(used),
+        sessions,
+        tuple((i,) for i in range(len(used))),
+        frozenset(kills),
+        frozenset(pauses),
+        frozenset(cancels),
+        net=tuple(net),
+        source=str(path),
+        timing=timing,
+    )
 
 
 def weak_runtime(meta: dict) -> tuple[str, str]:
@@ -218,8 +266,10 @@ def weak_runtime(meta: dict) -> tuple[str, str]:
         return "chat", ""
     if base == "recommended":
         return "park", ""
-    return "", (f"the trace's design {base or '?'} has no harness runtime (chat is naive, "
-                "park is recommended)")
+    return "", (
+        f"the trace's design {base or '?'} has no harness runtime (chat is naive, "
+        "park is recommended)"
+    )
 
 
 def env_of(meta: dict):
@@ -229,8 +279,14 @@ def env_of(meta: dict):
     return config.split("@", 1)[1] if "@" in config else None
 
 
-def replay(path: str, runtime: str = "library", profile=None, store: str = "sqlite",
-           dsn: str = "", keep=None):
+def replay(
+    path: str,
+    runtime: str = "library",
+    profile=None,
+    store: str = "sqlite",
+    dsn: str = "",
+    keep=None,
+):
     """Run the schedule of `path` once on `runtime`: a one-run `Campaign`. The provider's
     profile defaults to the trace's environment's fake (`env_of`), else the harness
     profile matching its assumptions (`profile_for`)."""
@@ -240,21 +296,37 @@ def replay(path: str, runtime: str = "library", profile=None, store: str = "sqli
     from toolcommit.checker.torture.campaign import Campaign, sdk_retries
     from toolcommit.checker.torture.harness import run_once
     from toolcommit.checker.torture.profiles import PROFILES, profile_for
+
     meta = _load(path)["#meta"]
     env = env_of(meta)
-    profile = profile or (env if env in PROFILES else
-                          profile_for(meta.get("assumptions", {})))
+    profile = profile or (env if env in PROFILES else profile_for(meta.get("assumptions", {})))
     plan = plan_from_itf(path, Timing().within(PROFILES[profile].delay_bound))
     if not sdk_retries(runtime, profile) or runtime == "library" and not PROFILES[profile].env:
         # a client that sends each request once: an SDK retry of the trace has no client
-        plan = _replace(plan, net=tuple((e[0], "drop") if e[1] == "dup_drop" else e
-                                        for e in plan.net if e[1] != "dup"))
+        plan = _replace(
+            plan,
+            net=tuple(
+                (e[0], "drop") if e[1] == "dup_drop" else e for e in plan.net if e[1] != "dup"
+            ),
+        )
     start = time.monotonic()
     r = run_once(plan, runtime, profile, store, dsn, keep)
     weak, why = weak_runtime(meta)
-    found_on = (f"{meta.get('config', '?')}: {meta.get('property', '?')} in the model; "
-                + (f"the runtime {weak} stands for that design" if weak else why))
-    c = Campaign({"runtime": runtime, "profile": profile, "store": store,
-                  "workers": len(plan.workers), "seed": 0, "runs": 1, "itf": str(path),
-                  "found_on": found_on}, [r], time.monotonic() - start)
+    found_on = f"{meta.get('config', '?')}: {meta.get('property', '?')} in the model; " + (
+        f"the runtime {weak} stands for that design" if weak else why
+    )
+    c = Campaign(
+        {
+            "runtime": runtime,
+            "profile": profile,
+            "store": store,
+            "workers": len(plan.workers),
+            "seed": 0,
+            "runs": 1,
+            "itf": str(path),
+            "found_on": found_on,
+        },
+        [r],
+        time.monotonic() - start,
+    )
     return c

@@ -6,6 +6,7 @@ through ``runuser``, since PostgreSQL refuses to run as root.
 >>> binaries() is None or os.path.exists(os.path.join(binaries(), "initdb"))
 True
 """
+
 from __future__ import annotations
 
 import glob
@@ -24,8 +25,10 @@ class NoPostgres(RuntimeError):
 def binaries() -> Optional[str]:
     """The folder of ``initdb`` and ``pg_ctl`` (the newest under /usr/lib/postgresql, else
     on PATH), or None."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
-                   key=lambda p: [int(x) if x.isdigit() else 0 for x in p.split("/")[4].split(".")])
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        key=lambda p: [int(x) if x.isdigit() else 0 for x in p.split("/")[4].split(".")],
+    )
     if found:
         return os.path.dirname(found[-1])
     initdb = shutil.which("initdb")
@@ -47,15 +50,18 @@ class TempPostgres:
         self.dir = ""
         self.bin = binaries()
         if self.bin is None:
-            raise NoPostgres("PostgreSQL server binaries (initdb, pg_ctl) are not installed; "
-                             "apt-get install postgresql")
+            raise NoPostgres(
+                "PostgreSQL server binaries (initdb, pg_ctl) are not installed; "
+                "apt-get install postgresql"
+            )
         self.user: Optional[str] = None
         if os.geteuid() == 0:
             try:
                 pwd.getpwnam("postgres")
             except KeyError:
-                raise NoPostgres("running as root and there is no 'postgres' user to run "
-                                 "the server as") from None
+                raise NoPostgres(
+                    "running as root and there is no 'postgres' user to run the server as"
+                ) from None
             self.user = "postgres"
 
     def _run(self, *argv: str) -> None:
@@ -74,13 +80,37 @@ class TempPostgres:
             os.chown(self.dir, u.pw_uid, u.pw_gid)
             os.chmod(self.dir, 0o700)
         try:
-            self._run("initdb", "-D", data, "-A", "trust", "-U", "toolcommit", "-E", "UTF8",
-                      "--no-sync", "--no-instructions")
-            opts = (f"-c listen_addresses='' -k {self.dir} -c max_connections=50 "
-                    f"-c fsync={'on' if self.fsync else 'off'} "
-                    f"-c synchronous_commit={'on' if self.fsync else 'off'}")
-            self._run("pg_ctl", "-D", data, "-l", os.path.join(self.dir, "log"), "-w",
-                      "-t", "60", "-o", opts, "start")
+            self._run(
+                "initdb",
+                "-D",
+                data,
+                "-A",
+                "trust",
+                "-U",
+                "toolcommit",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "--no-instructions",
+            )
+            opts = (
+                f"-c listen_addresses='' -k {self.dir} -c max_connections=50 "
+                f"-c fsync={'on' if self.fsync else 'off'} "
+                f"-c synchronous_commit={'on' if self.fsync else 'off'}"
+            )
+            self._run(
+                "pg_ctl",
+                "-D",
+                data,
+                "-l",
+                os.path.join(self.dir, "log"),
+                "-w",
+                "-t",
+                "60",
+                "-o",
+                opts,
+                "start",
+            )
         except BaseException:
             shutil.rmtree(self.dir, ignore_errors=True)
             raise
@@ -89,8 +119,9 @@ class TempPostgres:
 
     def __exit__(self, *exc) -> None:
         try:
-            self._run("pg_ctl", "-D", os.path.join(self.dir, "data"), "-m", "immediate",
-                      "-w", "stop")
+            self._run(
+                "pg_ctl", "-D", os.path.join(self.dir, "data"), "-m", "immediate", "-w", "stop"
+            )
         except NoPostgres:
             pass
         finally:

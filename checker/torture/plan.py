@@ -18,6 +18,7 @@ the status read not yet sent).
 Which interleaving the operating system then picks still varies from run to run, as in
 any test of real processes; the faults, their places and their number do not.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -81,13 +82,13 @@ class Plan:
     seed: int
     workers: tuple[str, ...]
     sessions: tuple[Session, ...]
-    assign: tuple[tuple[int, ...], ...]          # per worker: session indexes, in order
-    kills: frozenset = frozenset()               # {(worker, point, n)}
-    pauses: frozenset = frozenset()              # {(worker, point, n)}
-    cancels: frozenset = frozenset()             # {(worker, "proposed", n)}
-    rates: tuple = (0.0, 0.0, 0.0)               # (drop, delay, dup) for requests not in net
-    provider_rates: tuple = ()                   # ((provider fault or late, rate), ...)
-    net: tuple = ()                              # explicit ((kind, ident, n), action) rules
+    assign: tuple[tuple[int, ...], ...]  # per worker: session indexes, in order
+    kills: frozenset = frozenset()  # {(worker, point, n)}
+    pauses: frozenset = frozenset()  # {(worker, point, n)}
+    cancels: frozenset = frozenset()  # {(worker, "proposed", n)}
+    rates: tuple = (0.0, 0.0, 0.0)  # (drop, delay, dup) for requests not in net
+    provider_rates: tuple = ()  # ((provider fault or late, rate), ...)
+    net: tuple = ()  # explicit ((kind, ident, n), action) rules
     source: str = "seed"
     timing: Timing = field(default_factory=Timing)
 
@@ -113,8 +114,8 @@ class Plan:
         if not (drop or delay or dup or self.provider_rates):
             return "pass"
         h = hashlib.sha256(f"{self.seed}|{kind}|{ident}|{n}".encode()).digest()
-        u = int.from_bytes(h[:8], "big") / 2.0 ** 64
-        if n > 4:                       # a bounded budget: late retries go through
+        u = int.from_bytes(h[:8], "big") / 2.0**64
+        if n > 4:  # a bounded budget: late retries go through
             return "pass"
         if u < drop:
             return "drop"
@@ -133,9 +134,13 @@ class Plan:
 
     def planned(self) -> dict:
         """The schedule's own counts (faults placed, before any run)."""
-        return {"kills": len(self.kills), "pauses": len(self.pauses),
-                "cancels": len(self.cancels), "sessions": len(self.sessions),
-                "workers": len(self.workers)}
+        return {
+            "kills": len(self.kills),
+            "pauses": len(self.pauses),
+            "cancels": len(self.cancels),
+            "sessions": len(self.sessions),
+            "workers": len(self.workers),
+        }
 
 
 def _forms(amount: int, charge: str) -> tuple:
@@ -143,12 +148,14 @@ def _forms(amount: int, charge: str) -> tuple:
     the same amount are different requests, which a ``reask=hold`` design must not hold or
     answer by each other (`toolcommit.runtime.reask`)."""
     base = {"charge": charge, "amount": amount, "reason": "damaged item"}
-    return (base, {"reason": " damaged  item ", "amount": float(amount), "charge": charge},
-            {"charge": charge, "reason": "damaged item", "amount": amount})
+    return (
+        base,
+        {"reason": " damaged  item ", "amount": float(amount), "charge": charge},
+        {"charge": charge, "reason": "damaged item", "amount": amount},
+    )
 
 
-def random_plan(seed: int, workers: int = 2, timing: Timing = Timing(),
-                faults: tuple = ()) -> Plan:
+def random_plan(seed: int, workers: int = 2, timing: Timing = Timing(), faults: tuple = ()) -> Plan:
     """The schedule of run `seed`: 2 to 4 intents over `workers` workers (some proposed by
     two workers at once), up to two kills per worker, perhaps a zombie pause and a cancel,
     and network fault rates drawn per run; with `faults` (a profile's provider faults),
@@ -156,15 +163,20 @@ def random_plan(seed: int, workers: int = 2, timing: Timing = Timing(),
     rng = random.Random(seed)
     names = tuple(f"w{i}" for i in range(workers))
     n_sessions = rng.randint(2, 4)
-    sessions = tuple(Session(f"user:{seed}:checkout:{i}", "refund",
-                             _forms(rng.choice((20, 35, 50)), f"ch_{seed}_{i}"),
-                             retries=rng.randint(1, 3))
-                     for i in range(n_sessions))
+    sessions = tuple(
+        Session(
+            f"user:{seed}:checkout:{i}",
+            "refund",
+            _forms(rng.choice((20, 35, 50)), f"ch_{seed}_{i}"),
+            retries=rng.randint(1, 3),
+        )
+        for i in range(n_sessions)
+    )
     assign = [[] for _ in names]
     for i in range(n_sessions):
         first = rng.randrange(workers)
         assign[first].append(i)
-        if workers > 1 and rng.random() < 0.4:           # two orchestrators, one intent
+        if workers > 1 and rng.random() < 0.4:  # two orchestrators, one intent
             assign[(first + rng.randrange(1, workers)) % workers].append(i)
     kills, pauses, cancels = set(), set(), set()
     for w in names:
@@ -179,6 +191,15 @@ def random_plan(seed: int, workers: int = 2, timing: Timing = Timing(),
     rates = (rng.choice((0.0, 0.2, 0.4)), rng.choice((0.0, 0.15, 0.3)), rng.choice((0.0, 0.1)))
     more = random.Random(f"{seed}|provider")
     provider_rates = tuple((f, more.choice((0.0, 0.1, 0.2))) for f in faults)
-    return Plan(seed, names, sessions, tuple(tuple(a) for a in assign), frozenset(kills),
-                frozenset(pauses), frozenset(cancels), rates,
-                tuple(x for x in provider_rates if x[1]), timing=timing)
+    return Plan(
+        seed,
+        names,
+        sessions,
+        tuple(tuple(a) for a in assign),
+        frozenset(kills),
+        frozenset(pauses),
+        frozenset(cancels),
+        rates,
+        tuple(x for x in provider_rates if x[1]),
+        timing=timing,
+    )

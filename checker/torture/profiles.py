@@ -36,6 +36,7 @@ How a fact becomes a rule of the fake
                              assumption, and the fake makes it true: such a request is never
                              delivered
 """
+
 from __future__ import annotations
 
 import json
@@ -51,8 +52,8 @@ from toolcommit.model.environment import names as environment_names
 from toolcommit.model.environment import profile as environment
 from toolcommit.model.knobs import preset
 
-HOUR = 1.0                  # seconds here per hour of a profile
-ENVIRONMENTS = tuple(environment_names())     # every profile of spec/environments.json
+HOUR = 1.0  # seconds here per hour of a profile
+ENVIRONMENTS = tuple(environment_names())  # every profile of spec/environments.json
 
 
 def compress(seconds: Optional[int]) -> float:
@@ -65,54 +66,90 @@ class Profile:
     """What the provider of a run promises (see the module docstring)."""
 
     name: str
-    idempotency: bool        # one application per key
-    ttl: float               # seconds a key is kept (inf: forever)
-    fences: bool             # fence tokens checked, a fenced status read seals
+    idempotency: bool  # one application per key
+    ttl: float  # seconds a key is kept (inf: forever)
+    fences: bool  # fence tokens checked, a fenced status read seals
     meaning: str
-    env: str = ""            # the spec/environments.json profile it is derived from
-    repeat: str = "saved"    # saved (the first response replayed) | exists (412, create-once)
-    in_flight: str = "serialized"   # refused (409) | serialized
-    reads: tuple = ("list",)         # the status reads offered
+    env: str = ""  # the spec/environments.json profile it is derived from
+    repeat: str = "saved"  # saved (the first response replayed) | exists (412, create-once)
+    in_flight: str = "serialized"  # refused (409) | serialized
+    reads: tuple = ("list",)  # the status reads offered
     search_lag: float = 0.0
     delay_bound: float = math.inf
     deadlines: bool = False
-    faults: tuple = ()       # provider faults a plan may inject (plan.PROVIDER_FAULTS)
+    faults: tuple = ()  # provider faults a plan may inject (plan.PROVIDER_FAULTS)
 
 
 PROFILES = {
-    "fenced": Profile("fenced", True, 5.0, True,
-                      "idempotency keys kept 5 s with their saved responses, fence tokens "
-                      "checked, a status read by key that seals: the recommended design's "
-                      "assumptions"),
-    "keyed": Profile("keyed", True, 5.0, False,
-                     "idempotency keys kept 5 s with their saved responses and a status read, "
-                     "but no fence tokens"),
-    "fences-only": Profile("fences-only", False, 0.0, True,
-                           "fence tokens checked and a status read that seals, but no "
-                           "idempotency keys (a non-idempotent provider with fencing)"),
-    "bare": Profile("bare", False, 0.0, False,
-                    "no idempotency keys, no fences (a non-idempotent provider); a status "
-                    "read by key"),
+    "fenced": Profile(
+        "fenced",
+        True,
+        5.0,
+        True,
+        "idempotency keys kept 5 s with their saved responses, fence tokens "
+        "checked, a status read by key that seals: the recommended design's "
+        "assumptions",
+    ),
+    "keyed": Profile(
+        "keyed",
+        True,
+        5.0,
+        False,
+        "idempotency keys kept 5 s with their saved responses and a status read, "
+        "but no fence tokens",
+    ),
+    "fences-only": Profile(
+        "fences-only",
+        False,
+        0.0,
+        True,
+        "fence tokens checked and a status read that seals, but no "
+        "idempotency keys (a non-idempotent provider with fencing)",
+    ),
+    "bare": Profile(
+        "bare",
+        False,
+        0.0,
+        False,
+        "no idempotency keys, no fences (a non-idempotent provider); a status read by key",
+    ),
 }
 
 
 def from_environment(name: str) -> Profile:
     """The fake of environment `name`, from its facts (see the module docstring)."""
     p = environment(name)
-    a = configure(preset("recommended"), name).assumptions     # the profile's over ideal's
+    a = configure(preset("recommended"), name).assumptions  # the profile's over ideal's
     b, t = p.budgets, p.timing
     idem, fences = a.get("provider_idempotent") == "yes", a.get("provider_fences") == "yes"
     delay = compress(t.get("delay_bound"))
     ttl = compress(t.get("key_lifetime")) if b.get("key_expiries") else math.inf
     reads = ("list", "search") if a.get("status_read") == "yes" else ()
-    faults = tuple(f for f, on in (("slow", True), ("error_before", b.get("errors_before")),
-                                   ("error_after", b.get("errors_after")),
-                                   ("late", b.get("deadlines"))) if on)
-    return Profile(name, idem, ttl if idem else 0.0, fences, p.meaning, env=name,
-                   repeat="exists" if fences else "saved",
-                   in_flight=a.get("in_flight_key", "serialized"), reads=reads,
-                   search_lag=delay if b.get("stale_reads") else 0.0, delay_bound=delay,
-                   deadlines=bool(b.get("deadlines")), faults=faults)
+    faults = tuple(
+        f
+        for f, on in (
+            ("slow", True),
+            ("error_before", b.get("errors_before")),
+            ("error_after", b.get("errors_after")),
+            ("late", b.get("deadlines")),
+        )
+        if on
+    )
+    return Profile(
+        name,
+        idem,
+        ttl if idem else 0.0,
+        fences,
+        p.meaning,
+        env=name,
+        repeat="exists" if fences else "saved",
+        in_flight=a.get("in_flight_key", "serialized"),
+        reads=reads,
+        search_lag=delay if b.get("stale_reads") else 0.0,
+        delay_bound=delay,
+        deadlines=bool(b.get("deadlines")),
+        faults=faults,
+    )
 
 
 for _env in ENVIRONMENTS:
@@ -124,8 +161,12 @@ def profile_for(assumptions: dict) -> str:
     (``provider_idempotent``, ``provider_fences``: ``yes`` / ``no``)."""
     idem = assumptions.get("provider_idempotent", "yes") == "yes"
     fences = assumptions.get("provider_fences", "yes") == "yes"
-    return {(True, True): "fenced", (True, False): "keyed", (False, True): "fences-only",
-            (False, False): "bare"}[(idem, fences)]
+    return {
+        (True, True): "fenced",
+        (True, False): "keyed",
+        (False, True): "fences-only",
+        (False, False): "bare",
+    }[(idem, fences)]
 
 
 @dataclass(frozen=True)
@@ -150,7 +191,8 @@ def has_design(env: str) -> bool:
 @lru_cache(maxsize=None)
 def design(env: str) -> Design:
     """The design `toolcommit design --env env` ships (`spec/designs/<env>.json`)."""
-    doc = json.loads(resources.files("toolcommit.spec").joinpath(
-        "designs", f"{env}.json").read_text("utf-8"))
+    doc = json.loads(
+        resources.files("toolcommit.spec").joinpath("designs", f"{env}.json").read_text("utf-8")
+    )
     w = model_timing.seconds(doc.get("timing", {}).get("replay_window", "0s"))
     return Design(env, doc["guarantee"], dict(doc["knobs"]), compress(w))

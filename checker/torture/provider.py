@@ -32,6 +32,7 @@ client's timeout, deliver it later: a request that lands after the caller gave u
 retry); or a provider fault (told to the provider in ``X-Fault``). Both listen on
 127.0.0.1 only.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -62,12 +63,20 @@ async def read_request(reader: asyncio.StreamReader) -> Optional[tuple[str, str,
 
 def response(status: int, doc: dict, extra: Optional[dict] = None) -> bytes:
     body = json.dumps(doc, separators=(",", ":")).encode()
-    reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 409: "Conflict",
-              412: "Precondition Failed", 429: "Too Many Requests",
-              500: "Internal Server Error"}.get(status, "X")
+    reason = {
+        200: "OK",
+        400: "Bad Request",
+        404: "Not Found",
+        409: "Conflict",
+        412: "Precondition Failed",
+        429: "Too Many Requests",
+        500: "Internal Server Error",
+    }.get(status, "X")
     hdrs = "".join(f"{k}: {v}\r\n" for k, v in (extra or {}).items())
-    return (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\nConnection: close\r\n{hdrs}\r\n").encode() + body
+    return (
+        f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n{hdrs}\r\n"
+    ).encode() + body
 
 
 class Provider:
@@ -78,14 +87,25 @@ class Provider:
     def __init__(self, profile: Profile, clock=time.monotonic):
         self.profile, self.clock = profile, clock
         self.ledger: list[dict] = []
-        self.saved: dict[str, tuple] = {}     # key -> (first use, status, response, params)
-        self.applied: dict[str, tuple] = {}   # key -> (first effect id, when applied)
+        self.saved: dict[str, tuple] = {}  # key -> (first use, status, response, params)
+        self.applied: dict[str, tuple] = {}  # key -> (first effect id, when applied)
         self.fence: dict[str, int] = {}
         self.executing: dict[str, asyncio.Event] = {}
-        self.counts = {"apply_requests": 0, "fenced_out": 0, "replayed": 0, "status_reads": 0,
-                       "in_flight": 0, "mismatched": 0, "pruned": 0, "expired": 0,
-                       "beyond_bound": 0, "errors_before": 0, "errors_after": 0, "slow": 0,
-                       "stale": 0}
+        self.counts = {
+            "apply_requests": 0,
+            "fenced_out": 0,
+            "replayed": 0,
+            "status_reads": 0,
+            "in_flight": 0,
+            "mismatched": 0,
+            "pruned": 0,
+            "expired": 0,
+            "beyond_bound": 0,
+            "errors_before": 0,
+            "errors_after": 0,
+            "slow": 0,
+            "stale": 0,
+        }
 
     def _late(self, headers: dict) -> bool:
         """Whether the request reached us more than the delay bound after its send."""
@@ -133,23 +153,30 @@ class Provider:
                     return 409, {"error": "idempotency_key_in_use"}, {}
                 await self.executing[key].wait()
             if fault == "expire_key" and self.saved.pop(key, None) is not None:
-                self.counts["pruned"] += 1          # pruned early: a trace's expire_key
+                self.counts["pruned"] += 1  # pruned early: a trace's expire_key
             self._prune(key, self.clock())
             if key in self.saved:
                 return self._repeat(key, params)
         if fault == "error_before":
             self.counts["errors_before"] += 1
             return 429, {"error": "rate_limited"}, {}
-        return await self._execute(key, obj, fence, headers, fault, params,
-                                   {"tool": tool, "args": args, "scope": scope})
+        return await self._execute(
+            key, obj, fence, headers, fault, params, {"tool": tool, "args": args, "scope": scope}
+        )
 
     def _repeat(self, key: str, params: str):
         _, status, resp, first = self.saved[key]
         if params != first:
             self.counts["mismatched"] += 1
-            return 400, {"error": "idempotency_error",
-                         "message": "Keys for idempotent requests can only be used with the "
-                                    "same parameters they were first used with."}, {}
+            return (
+                400,
+                {
+                    "error": "idempotency_error",
+                    "message": "Keys for idempotent requests can only be used with the "
+                    "same parameters they were first used with.",
+                },
+                {},
+            )
         self.counts["replayed"] += 1
         if self.profile.repeat == "exists":
             return 412, {"error": "already_exists", "id": self.applied[key][0]}, {}
@@ -160,14 +187,13 @@ class Provider:
         if key is not None:
             self.executing[key] = done
         try:
-            if fault == "slow":     # executes past the caller's timeout, within the bound
+            if fault == "slow":  # executes past the caller's timeout, within the bound
                 self.counts["slow"] += 1
                 sent = float(headers.get("x-sent", self.clock()))
                 left = sent + self.profile.delay_bound - self.clock()
                 await asyncio.sleep(max(0.0, min(float(headers.get("x-hold", 0)), 0.8 * left)))
-            if self.profile.fences and obj and fence is not None \
-                    and fence < self.fence.get(obj, 0):
-                self.counts["fenced_out"] += 1   # a conditional write checks at its commit
+            if self.profile.fences and obj and fence is not None and fence < self.fence.get(obj, 0):
+                self.counts["fenced_out"] += 1  # a conditional write checks at its commit
                 return 409, {"error": "fenced", "seen": self.fence[obj]}, {}
             eid = f"e{len(self.ledger) + 1}"
             entry = {"effect_id": eid, **call, "kind": "apply"}
@@ -209,8 +235,9 @@ class Provider:
             self.fence[key] = max(int(fence), self.fence.get(key, 0))
         got = self.applied.get(key)
         if how == "search" and got is not None:
-            stale = headers.get("x-fault") == "stale" or \
-                self.clock() - got[1] < self.profile.search_lag
+            stale = (
+                headers.get("x-fault") == "stale" or self.clock() - got[1] < self.profile.search_lag
+            )
             if stale:
                 self.counts["stale"] += 1
                 got = None
@@ -267,14 +294,16 @@ class Proxy:
         n = self.seen[ident] = self.seen.get(ident, 0) + 1
         action = self.plan.net_action(ident[0], ident[1], n)
         self.counts["requests"] += 1
-        if action in PROVIDER_FAULTS:      # the provider's own fault: it is told, per request
+        if action in PROVIDER_FAULTS:  # the provider's own fault: it is told, per request
             headers = {**headers, "x-fault": action, "x-hold": str(self.timing.hold)}
-        raw = (f"{method} {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-               + "".join(f"{k}: {v}\r\n" for k, v in headers.items() if k != "host")
-               + "\r\n").encode() + body
+        raw = (
+            f"{method} {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + "".join(f"{k}: {v}\r\n" for k, v in headers.items() if k != "host")
+            + "\r\n"
+        ).encode() + body
         try:
             if action in ("delay", "late"):
-                self.counts[action] += 1      # the client times out; the request lands later
+                self.counts[action] += 1  # the client times out; the request lands later
                 bound = self.profile.delay_bound if self.profile else 0.0
                 await self._late(raw, 1.5 * bound if action == "late" else self.timing.hold)
                 return
@@ -284,7 +313,7 @@ class Proxy:
                 await self._forward(raw)
             if action in ("drop", "dup_drop"):
                 self.counts["drop"] += 1
-                return                        # applied, but the ack never arrives
+                return  # applied, but the ack never arrives
             writer.write(answer)
             await writer.drain()
         except ConnectionError:
@@ -321,15 +350,18 @@ async def _serve(profile: Profile, plan, timing, ready_fd: int, control_fd: int)
         url = urlsplit(target)
         if url.path == "/effect" and method == "POST":
             answer = await provider.effect(headers, body)
-            if answer is None:           # never delivered: no answer, nothing applied
+            if answer is None:  # never delivered: no answer, nothing applied
                 writer.close()
                 return
             status, doc, extra = answer
         elif url.path in ("/status", "/list", "/search"):
             status, doc, extra = provider.status(url.path, parse_qs(url.query), headers)
         elif url.path == "/ledger":
-            status, doc, extra = 200, {"effects": provider.ledger, "provider": provider.counts,
-                                       "network": proxy.counts}, {}
+            status, doc, extra = (
+                200,
+                {"effects": provider.ledger, "provider": provider.counts, "network": proxy.counts},
+                {},
+            )
         elif url.path == "/flush":
             while proxy.held or provider.executing:
                 await asyncio.sleep(proxy.timing.poll)
@@ -349,10 +381,12 @@ async def _serve(profile: Profile, plan, timing, ready_fd: int, control_fd: int)
         """A connection callback running `handler` as a task of ours, so that at the end
         every one is cancelled and awaited here (a callback that returns a coroutine has
         asyncio log each cancelled one as an error)."""
+
         def on_connect(reader, writer):
             t = asyncio.ensure_future(handler(reader, writer))
             tasks.add(t)
             t.add_done_callback(tasks.discard)
+
         return on_connect
 
     srv = await asyncio.start_server(spawn(on_provider), "127.0.0.1", 0)
@@ -362,7 +396,7 @@ async def _serve(profile: Profile, plan, timing, ready_fd: int, control_fd: int)
     os.write(ready_fd, ports.encode())
     os.close(ready_fd)
     loop = asyncio.get_running_loop()
-    loop.add_reader(control_fd, stop.set)     # the harness closed its end (or died): stop
+    loop.add_reader(control_fd, stop.set)  # the harness closed its end (or died): stop
     await stop.wait()
     srv.close()
     psrv.close()

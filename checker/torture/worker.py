@@ -21,6 +21,7 @@ Runtimes
 At each hook point (`plan.POINTS`) the worker tells the harness where it is and waits for
 the go-ahead, so the harness can kill, pause or cancel at a planned point.
 """
+
 from __future__ import annotations
 
 import http.client
@@ -49,17 +50,25 @@ from toolcommit.runtime.store import OPEN_STATES
 # the design torture has measured the library under on the harness's own profiles (and the
 # runtime park everywhere): ideal's, with the semantic key sent too (the recommended
 # preset), as before issue 18; `torture --env` follows each profile's shipped design
-LIBRARY_DESIGN = replace(load_design("ideal"), source="torture (ideal, keyed)",
-                         knobs={**load_design("ideal").knobs, "idempotency_key": "semantic_key"})
+LIBRARY_DESIGN = replace(
+    load_design("ideal"),
+    source="torture (ideal, keyed)",
+    knobs={**load_design("ideal").knobs, "idempotency_key": "semantic_key"},
+)
 
 
 def env_design(env: str):
     """The design the library ships for `env` (``spec/designs/<env>.json``), its timing
     compressed as the fake's is (`profiles.HOUR`)."""
     d = load_design(env)
-    squeeze = {k: None if v is None else compress(v) for k, v in
-               (("delay_bound", d.delay_bound), ("replay_window", d.replay_window),
-                ("key_lifetime", d.key_lifetime))}
+    squeeze = {
+        k: None if v is None else compress(v)
+        for k, v in (
+            ("delay_bound", d.delay_bound),
+            ("replay_window", d.replay_window),
+            ("key_lifetime", d.key_lifetime),
+        )
+    }
     return d.with_timing(**squeeze)
 
 
@@ -71,7 +80,7 @@ class Hook:
 
     def __call__(self, point: str, key: str = "") -> None:
         os.write(self.to_fd, f"{point} {key}\n".encode())
-        if os.read(self.from_fd, 1) != b"c":      # the harness is gone: stop at once
+        if os.read(self.from_fd, 1) != b"c":  # the harness is gone: stop at once
             os._exit(3)
 
 
@@ -89,23 +98,32 @@ class Net:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timing.timeout)
         try:
             data = None if body is None else json.dumps(body).encode()
-            conn.request(method, path, body=data,
-                         headers={**headers, "X-Sent": repr(time.monotonic())})
+            conn.request(
+                method, path, body=data, headers={**headers, "X-Sent": repr(time.monotonic())}
+            )
             resp = conn.getresponse()
             doc = json.loads(resp.read() or b"{}")
             if resp.status == 200:
                 return "ok", doc
             if resp.status == 409:
-                return ("in_flight" if doc.get("error") == "idempotency_key_in_use"
-                        else "fenced"), doc
+                return (
+                    "in_flight" if doc.get("error") == "idempotency_key_in_use" else "fenced"
+                ), doc
             return ("exists" if resp.status == 412 else "error"), doc
         except (OSError, http.client.HTTPException, ValueError):
-            return "lost", None                   # timeout, reset, or no answer at all
+            return "lost", None  # timeout, reset, or no answer at all
         finally:
             conn.close()
 
-    def apply(self, record: str, key: Optional[str], fence: Optional[int], tool: str,
-              args: dict, scope: str):
+    def apply(
+        self,
+        record: str,
+        key: Optional[str],
+        fence: Optional[int],
+        tool: str,
+        args: dict,
+        scope: str,
+    ):
         """Ask for an effect; `record` (header X-Record-Key) is the caller's label of the
         request, kept in the ledger and never used by the provider to deduplicate."""
         headers = {"Content-Type": "application/json", "X-Record-Key": record}
@@ -113,8 +131,9 @@ class Net:
             headers["Idempotency-Key"] = key
         if fence is not None:
             headers["Fence"] = str(fence)
-        return self._request("POST", "/effect", {"tool": tool, "args": args, "scope": scope},
-                             headers)
+        return self._request(
+            "POST", "/effect", {"tool": tool, "args": args, "scope": scope}, headers
+        )
 
     def status(self, key: str, fence: Optional[int], via: str = "list"):
         """The status read by `via` (``list`` or ``search``), sealing at `fence` if given."""
@@ -133,10 +152,9 @@ class LibraryRuntime:
 
     via = "list"
 
-    def __init__(self, log: IntentLog, net: Net, hook: Hook, timing: Timing,
-                 resolve: bool = False):
+    def __init__(self, log: IntentLog, net: Net, hook: Hook, timing: Timing, resolve: bool = False):
         self.log, self.net, self.hook, self.timing = log, net, hook, timing
-        self.resolve = resolve     # reconcile an unknown outcome before the model hears it
+        self.resolve = resolve  # reconcile an unknown outcome before the model hears it
 
     def _mine(self, r) -> bool:
         return (r.owner, r.owner_inc) == (self.log.writer, self.log.incarnation)
@@ -144,9 +162,8 @@ class LibraryRuntime:
     def call(self, session: Session, call_id: str, args: dict, new_attempt: bool) -> str:
         """done | doubt | gave_up | rejected | held | answered, as the model hears it
         (`OUTCOMES`)."""
-        d = self.log.propose(call_id, session.tool, args, session.scope,
-                             new_attempt=new_attempt)
-        if d.decision == "held":          # reask=hold: another scope's record, not ours to drive
+        d = self.log.propose(call_id, session.tool, args, session.scope, new_attempt=new_attempt)
+        if d.decision == "held":  # reask=hold: another scope's record, not ours to drive
             return "held"
         self.hook("proposed", d.key)
         if d.decision in ("conflict", "answered"):
@@ -161,22 +178,23 @@ class LibraryRuntime:
                 return {"ACKED": "done", "REJECTED_CONFLICT": "rejected"}.get(r.state, "gave_up")
             if not self._mine(r):
                 if not any(t.key == key for t in self.log.recover()):
-                    time.sleep(self.timing.poll)   # another live worker holds it
+                    time.sleep(self.timing.poll)  # another live worker holds it
                 continue
             if r.state == "RECORDED":
                 t = self.log.dispatch(key)
                 if t is None:
                     continue
                 self.hook("dispatched", key)
-                status, doc = self.net.apply(t.key, t.idempotency_key, t.fence, t.tool, t.args,
-                                             t.scope)
+                status, doc = self.net.apply(
+                    t.key, t.idempotency_key, t.fence, t.tool, t.args, t.scope
+                )
                 self.hook("sent", key)
                 if status == "ok":
                     self.log.ack(t, doc)
                     return "done"
                 self.log.timeout(t, "fenced out" if status == "fenced" else "no answer")
                 if self.resolve:
-                    continue            # the runtime settles its doubt before answering
+                    continue  # the runtime settles its doubt before answering
                 return "doubt"
             t = self.log.reconcile(key)
             if t is None:
@@ -184,7 +202,7 @@ class LibraryRuntime:
             self.hook("reconciling", key)
             status, doc = self.net.status(t.idempotency_key, t.fence, self.via)
             if status == "error" and str(doc.get("error", "")).startswith("no status read"):
-                status, doc = "ok", {"applied": False}   # what a user's status= finds there
+                status, doc = "ok", {"applied": False}  # what a user's status= finds there
             if status != "ok":
                 return "doubt"
             self.log.settle(t, bool(doc["applied"]), {"id": doc["id"]} if doc["applied"] else None)
@@ -229,8 +247,17 @@ class DesignRuntime:
 
     def _guard(self, call_id, tool, args, scope, new_attempt) -> str:
         try:
-            guard(self.log, call_id, tool, args, scope, self._execute, self._status,
-                  new_request=new_attempt, on_proposed=lambda d: self.hook("proposed", d.key))
+            guard(
+                self.log,
+                call_id,
+                tool,
+                args,
+                scope,
+                self._execute,
+                self._status,
+                new_request=new_attempt,
+                on_proposed=lambda d: self.hook("proposed", d.key),
+            )
         except GaveUp:
             return "gave_up"
         except Held:
@@ -300,7 +327,7 @@ class ChatRuntime:
         self.hook("proposed", key)
         self._line(L.transition(key, "RECORDED", "DISPATCHED", 1))
         self.hook("dispatched", key)
-        status, doc = self.net.apply(key, None, None, tool, args, scope)   # no idempotency key
+        status, doc = self.net.apply(key, None, None, tool, args, scope)  # no idempotency key
         self.hook("sent", key)
         if status == "ok":
             self._line(L.transition(key, "DISPATCHED", "ACKED", 1))
@@ -329,8 +356,9 @@ def run_session(rt, session: Session, tag: str) -> None:
     """The scripted model and user for one intent (see the module docstring). A script
     entry is (call id or None, form index, always): the model re-asks after a failure, and
     after a success emits only calls marked `always` (a racing duplicate)."""
-    script = list(session.calls) or [(None, i % len(session.forms), False)
-                                      for i in range(session.retries + 1)]
+    script = list(session.calls) or [
+        (None, i % len(session.forms), False) for i in range(session.retries + 1)
+    ]
     new_attempt, asked_again = False, False
     for i, (call_id, form, _always) in enumerate(script):
         out = rt.call(session, call_id or f"{tag}.a{i}", session.forms[form], new_attempt)
@@ -348,17 +376,20 @@ def open_runtime(conf: dict, plan: Plan, name: str, inc: int, hook: Hook):
     """The runtime a worker runs on, from the harness's configuration."""
     net = Net(conf["proxy_port"], plan.timing)
     if conf["runtime"] == "chat":
-        return ChatRuntime(f"{name}.{inc}", os.path.join(conf["dir"], f"chat-{name}.{inc}.jsonl"),
-                           net, hook)
+        return ChatRuntime(
+            f"{name}.{inc}", os.path.join(conf["dir"], f"chat-{name}.{inc}.jsonl"), net, hook
+        )
     profile = PROFILES[conf["profile"]]
     env = conf["runtime"] == "library" and profile.env
     provider = env_design(profile.env) if env else LIBRARY_DESIGN
     if conf["store"] == "postgres":
-        log = IntentLog.postgres(conf["dsn"], name, schema=conf["schema"], lease=conf["lease"],
-                                 provider=provider)
+        log = IntentLog.postgres(
+            conf["dsn"], name, schema=conf["schema"], lease=conf["lease"], provider=provider
+        )
     else:
-        log = IntentLog.sqlite(conf["db"], name, synchronous="NORMAL", lease=conf["lease"],
-                               provider=provider)
+        log = IntentLog.sqlite(
+            conf["db"], name, synchronous="NORMAL", lease=conf["lease"], provider=provider
+        )
     if env:
         return DesignRuntime(log, net, hook, plan.timing, profile)
     return LibraryRuntime(log, net, hook, plan.timing, resolve=conf["runtime"] == "park")

@@ -6,6 +6,7 @@ their results in order. When one fails (or the caller is interrupted), the other
 stopped at their next progress poll (within about a second: the callback raises
 `Stopped` inside them) and the first failure is raised; no thread is left running.
 """
+
 from __future__ import annotations
 
 import threading
@@ -19,11 +20,13 @@ class Stopped(Exception):
     """Raised inside a search's progress callback once a search beside it failed."""
 
 
-def beside(calls: Sequence[Callable[[Callable], T]], progress: Optional[Callable] = None) -> list[T]:
+def beside(
+    calls: Sequence[Callable[[Callable], T]], progress: Optional[Callable] = None
+) -> list[T]:
     """Run every call of `calls` at once, each given a progress callback (which forwards
     to `progress`, if any); their results in order, or the first exception raised."""
     stop = threading.Event()
-    lock = threading.Lock()         # one progress report at a time
+    lock = threading.Lock()  # one progress report at a time
 
     def tick(t) -> None:
         if stop.is_set():
@@ -41,5 +44,5 @@ def beside(calls: Sequence[Callable[[Callable], T]], progress: Optional[Callable
                 raise failed
             return [f.result() for f in futures]
         except BaseException:
-            stop.set()          # the `with` then waits for the others to see it
+            stop.set()  # the `with` then waits for the others to see it
             raise

@@ -15,6 +15,7 @@ the checks. This module adds what only the fixture's own text can show:
 The text is our shipped data, checked against its recorded SHA-256, and executed in a
 fresh namespace (it is stdlib-only and has no side effect but its return values).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -36,7 +37,9 @@ from toolcommit.spec import instances as instances_spec
 
 @lru_cache(maxsize=1)
 def manifest() -> dict:
-    return json.loads(resources.files("toolcommit.spec").joinpath("fixture.json").read_text("utf-8"))
+    return json.loads(
+        resources.files("toolcommit.spec").joinpath("fixture.json").read_text("utf-8")
+    )
 
 
 @lru_cache(maxsize=1)
@@ -75,11 +78,11 @@ class Injection:
 
     name: str
     runs: int
-    distinct: int          # distinct results over the seeds, the seed field left out
-    same_as_none: bool     # every run equals the uninjected run of its seed
-    injector: bool         # the fixture's code tests for this inject value at all
+    distinct: int  # distinct results over the seeds, the seed field left out
+    same_as_none: bool  # every run equals the uninjected run of its seed
+    injector: bool  # the fixture's code tests for this inject value at all
     max_effects: int
-    violations: int        # runs with more than one effect (the article's acceptance rule)
+    violations: int  # runs with more than one effect (the article's acceptance rule)
 
 
 @dataclass(frozen=True)
@@ -101,8 +104,9 @@ class FixtureRun:
     def unobservable(self) -> list[str]:
         """Classes injected, but whose every run equals the uninjected one: the canary
         cannot tell them apart."""
-        return [i.name for i in self.injections
-                if i.name != "none" and i.injector and i.same_as_none]
+        return [
+            i.name for i in self.injections if i.name != "none" and i.injector and i.same_as_none
+        ]
 
     @property
     def violations(self) -> int:
@@ -115,16 +119,27 @@ def run_fixture(seeds: Optional[int] = None) -> FixtureRun:
     run = load()["run"]
 
     def strip(r):
-        return json.dumps({k: v for k, v in r.items() if k not in ("seed", "inject")}, sort_keys=True)
+        return json.dumps(
+            {k: v for k, v in r.items() if k not in ("seed", "inject")}, sort_keys=True
+        )
+
     none = [strip(run(s, "none")) for s in range(seeds)]
     out = []
     for name in article_classes() + ["none"]:
         results = [run(s, name) for s in range(seeds)]
         shapes = [strip(r) for r in results]
         effects = [r["effects"] for r in results]
-        out.append(Injection(name, seeds, len(set(shapes)), shapes == none,
-                             f'inject=="{name}"' in fixture_text(), max(effects),
-                             sum(e > 1 for e in effects)))
+        out.append(
+            Injection(
+                name,
+                seeds,
+                len(set(shapes)),
+                shapes == none,
+                f'inject=="{name}"' in fixture_text(),
+                max(effects),
+                sum(e > 1 for e in effects),
+            )
+        )
     return FixtureRun(seeds, tuple(out))
 
 
@@ -149,10 +164,14 @@ def _duplicate_leaves_the_record(ns: dict) -> str:
         rec.state = st
         again, ok = sys_.propose("m2", "refund", {"amount": 20}, "user:42:checkout:7")
         if ok or again.state is not st:
-            raise InternalError(f"the fixture's duplicate branch changed {st.name}: not the text modelled")
+            raise InternalError(
+                f"the fixture's duplicate branch changed {st.name}: not the text modelled"
+            )
         kept.append(st.name)
-    return (f"on the fixture: a duplicate proposal met a record in each of {', '.join(kept)} and "
-            "left it so, never REJ_DUP; the seed model's duplicate decision writes no record state")
+    return (
+        f"on the fixture: a duplicate proposal met a record in each of {', '.join(kept)} and "
+        "left it so, never REJ_DUP; the seed model's duplicate decision writes no record state"
+    )
 
 
 def _given_up_is_overwritten(ns: dict) -> str:
@@ -185,11 +204,16 @@ def flaws() -> list[Flaw]:
         want = shown["step"]
         hit = v.counterexample is not None and any(
             s.action == want["action"] and s.params.get("decision") == want["decision"]
-            for s in v.counterexample.steps)
+            for s in v.counterexample.steps
+        )
         if v.status is not Status.VIOLATED or not hit:
-            raise InternalError(f"fixture flaw {raw['name']}: {cfg.label()} on {shown['instance']} "
-                                f"no longer shows it ({v.status.value})")
-        evidence += (f"; in the model one knob away ({cfg.label()}, instance {shown['instance']}): "
-                     f"{shown['property']} in {v.counterexample.length} steps")
+            raise InternalError(
+                f"fixture flaw {raw['name']}: {cfg.label()} on {shown['instance']} "
+                f"no longer shows it ({v.status.value})"
+            )
+        evidence += (
+            f"; in the model one knob away ({cfg.label()}, instance {shown['instance']}): "
+            f"{shown['property']} in {v.counterexample.length} steps"
+        )
         out.append(Flaw(raw["name"], lines, raw["what"], evidence, v.counterexample))
     return out

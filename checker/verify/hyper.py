@@ -6,6 +6,7 @@ explicit engine; the property holds when every personality reaches the same set 
 outcomes (`outcome`: effects gross and net, record and proposal decisions, with call ids and
 key names left out).
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -28,10 +29,16 @@ def outcome(system: System, state: dict) -> tuple:
     families = {v.name: v.family for v in system.variables}
     applied, comp = effects(families, state)
     total = sum(applied.values())
-    shown = {fam: sorted(system.var(n).show(v) for n, v in state.items()
-                         if families[n] == fam and v) for fam in ("rec", "prop")}
-    return (f"effects={total}", f"net={total - comp}", "records=" + ",".join(shown["rec"]),
-            "decisions=" + ",".join(shown["prop"]))
+    shown = {
+        fam: sorted(system.var(n).show(v) for n, v in state.items() if families[n] == fam and v)
+        for fam in ("rec", "prop")
+    }
+    return (
+        f"effects={total}",
+        f"net={total - comp}",
+        "records=" + ",".join(shown["rec"]),
+        "decisions=" + ",".join(shown["prop"]),
+    )
 
 
 def personality_instance(name: str, env: str = "ideal") -> Instance:
@@ -39,15 +46,22 @@ def personality_instance(name: str, env: str = "ideal") -> Instance:
     return instance_in(personality(name), env)
 
 
-def check_p5(config: Config, limits: Limits = Limits(), progress: Optional[Progress] = None,
-             name: str = "P5", engine: Explicit = Explicit()) -> Verdict:
+def check_p5(
+    config: Config,
+    limits: Limits = Limits(),
+    progress: Optional[Progress] = None,
+    name: str = "P5",
+    engine: Explicit = Explicit(),
+) -> Verdict:
     """Every model personality reaches the same set of settled outcomes (each explored by
     `engine`)."""
     _, variants = personalities()
     seen: dict[str, dict] = {}
     runs = {}
     for who in variants:
-        c, ex = engine.explore(build(config, personality_instance(who, config.env)), limits, False, progress)
+        c, ex = engine.explore(
+            build(config, personality_instance(who, config.env)), limits, False, progress
+        )
         if not ex.complete:
             return Verdict(name, Status.UNKNOWN, reason=f"{who}: {ex.stop_reason}")
         outs: dict = {}
@@ -60,15 +74,28 @@ def check_p5(config: Config, limits: Limits = Limits(), progress: Optional[Progr
     ref = order[0]
     for who in order[1:]:
         for a, b in ((who, ref), (ref, who)):
-            extra = sorted(set(seen[a]) - set(seen[b]), key=lambda o: runs[a][1].depth_of(seen[a][o]))
+            extra = sorted(
+                set(seen[a]) - set(seen[b]), key=lambda o: runs[a][1].depth_of(seen[a][o])
+            )
             if extra:
                 o = extra[0]
                 c, ex = runs[a]
-                note = (f"personality {a} reaches outcome [{'; '.join(o)}], "
-                        f"which personality {b} never reaches")
+                note = (
+                    f"personality {a} reaches outcome [{'; '.join(o)}], "
+                    f"which personality {b} never reaches"
+                )
                 cx = concretize(c, ex, seen[a][o], name, note)
-                return Verdict(name, Status.VIOLATED, reason=f"{a} vs {b}", counterexample=cx,
-                               extra={"personalities": [a, b]})
-    return Verdict(name, Status.HOLDS, "exhaustively",
-                   reason=f"{len(order)} personalities, {len(seen[ref])} outcomes each",
-                   extra={"outcomes": [list(o) for o in sorted(seen[ref])]})
+                return Verdict(
+                    name,
+                    Status.VIOLATED,
+                    reason=f"{a} vs {b}",
+                    counterexample=cx,
+                    extra={"personalities": [a, b]},
+                )
+    return Verdict(
+        name,
+        Status.HOLDS,
+        "exhaustively",
+        reason=f"{len(order)} personalities, {len(seen[ref])} outcomes each",
+        extra={"outcomes": [list(o) for o in sorted(seen[ref])]},
+    )

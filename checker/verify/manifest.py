@@ -9,6 +9,7 @@ entries judge) is first searched for again and rewritten, as `toolcommit design 
 -o spec/designs/ENV.json` would (the email search takes minutes): one command after a
 change to the model, the knobs or the synthesis.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,9 +34,12 @@ def _cell(v) -> str:
 def entry(suite: SuiteResult) -> dict:
     out = {}
     for r in suite.results:
-        out[r.instance.name] = {"states": r.stats["states"], "transitions": r.stats["transitions"],
-                                "depth": r.stats["depth"],
-                                "verdicts": {v.property: _cell(v) for v in r.verdicts}}
+        out[r.instance.name] = {
+            "states": r.stats["states"],
+            "transitions": r.stats["transitions"],
+            "depth": r.stats["depth"],
+            "verdicts": {v.property: _cell(v) for v in r.verdicts},
+        }
     if suite.p5 is not None:
         out["P5"] = _cell(suite.p5)
     return out
@@ -51,12 +55,14 @@ def compute(suites: dict | None = None, profiles: bool = True) -> dict:
     return doc
 
 
-ABOUT = ("expected results of `toolcommit check --preset P` (presets: the ideal environment) "
-         "and of `toolcommit check --env ENV` (profiles: each preset on every failure class; "
-         "recommended and the profile's shipped design, spec/designs/ENV.json, on the default "
-         "instance too, and the design on the stress instance, what `design` judged it on; "
-         "naive's and seed's default searches are benchmarks, not manifest entries: "
-         "naive@stripe default has 45,795,061 states) (generated; do not edit)")
+ABOUT = (
+    "expected results of `toolcommit check --preset P` (presets: the ideal environment) "
+    "and of `toolcommit check --env ENV` (profiles: each preset on every failure class; "
+    "recommended and the profile's shipped design, spec/designs/ENV.json, on the default "
+    "instance too, and the design on the stress instance, what `design` judged it on; "
+    "naive's and seed's default searches are benchmarks, not manifest entries: "
+    "naive@stripe default has 45,795,061 states) (generated; do not edit)"
+)
 
 
 def profile_configs(env: str) -> list[tuple]:
@@ -64,9 +70,12 @@ def profile_configs(env: str) -> list[tuple]:
     from toolcommit.checker.design.file import config_for
     from toolcommit.checker.verify.suite import design_names, suite_names
     from toolcommit.model.design_file import design_of
+
     classes = [n for n in suite_names() if n != "default"]
-    out = [(p, configure(preset(p), env), classes if p != "recommended" else suite_names())
-           for p in PRESETS]
+    out = [
+        (p, configure(preset(p), env), classes if p != "recommended" else suite_names())
+        for p in PRESETS
+    ]
     shipped = resources.files("toolcommit.spec").joinpath("designs", f"{env}.json")
     if shipped.is_file():
         design, denv = design_of(json.loads(shipped.read_text("utf-8")))
@@ -92,9 +101,12 @@ def regenerate_designs(say=print) -> None:
     from toolcommit.checker.design.file import document_text
     from toolcommit.checker.design.synthesis import synthesize
     from toolcommit.checker.verify.suite import design_names
+
     folder = resources.files("toolcommit.spec").joinpath("designs")
-    for f in sorted((f for f in folder.iterdir() if f.name.endswith(".json")), key=lambda f: f.name):
-        env = f.name[:-len(".json")]
+    for f in sorted(
+        (f for f in folder.iterdir() if f.name.endswith(".json")), key=lambda f: f.name
+    ):
+        env = f.name[: -len(".json")]
         s = synthesize(env, design_names())
         if s.status is not Status.HOLDS:
             say(f"{f}: no design confirmed in {env} ({s.status.value}); left as it was")

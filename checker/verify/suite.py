@@ -2,6 +2,7 @@
 
 Pure: returns a `SuiteResult` of typed verdicts; printing and files are the CLI's job.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -43,13 +44,15 @@ class Breach:
 @dataclass
 class SuiteResult:
     config: Config
-    results: list          # InstanceResult per instance
+    results: list  # InstanceResult per instance
     p5: Optional[Verdict] = None
     props: tuple = ()
-    reliance: Optional[Mapping[str, Optional[Breach]]] = None   # see `reliance`; None when not computed
+    reliance: Optional[Mapping[str, Optional[Breach]]] = (
+        None  # see `reliance`; None when not computed
+    )
     engine: str = "explicit"
-    claim: str = ""        # what was judged, when it is a design file's claim (see `outside`)
-    outside: Optional["SuiteResult"] = None   # verdicts outside that claim (`--all`): shown,
+    claim: str = ""  # what was judged, when it is a design file's claim (see `outside`)
+    outside: Optional["SuiteResult"] = None  # verdicts outside that claim (`--all`): shown,
     #                                           never part of `status`
 
     def verdicts(self) -> list[Verdict]:
@@ -65,6 +68,7 @@ class SuiteResult:
         """The strongest guarantee (spec `guarantees`) whose properties were all judged and
         hold on every instance; None if none."""
         from toolcommit.spec import protocol
+
         status = {}
         for r in self.results:
             for v in r.verdicts:
@@ -92,9 +96,15 @@ def engine_props(engine: Engine, requested) -> tuple[str, ...]:
     return tuple(p for p in default_names() if engine.judges(p))
 
 
-def run_suite(config: Config, instances: list[Instance], props=None, limits: Limits = Limits(),
-              progress: Optional[Callable] = None, engine: Engine = Explicit(),
-              deadline: float = 0.0) -> SuiteResult:
+def run_suite(
+    config: Config,
+    instances: list[Instance],
+    props=None,
+    limits: Limits = Limits(),
+    progress: Optional[Callable] = None,
+    engine: Engine = Explicit(),
+    deadline: float = 0.0,
+) -> SuiteResult:
     """Judge `props` on every instance with `engine`; hyper properties (P5) once, since
     they compare models rather than judge one (explicit engine only). `deadline` (a
     `time.monotonic()` instant; 0: none) bounds the whole suite: each search's timeout is
@@ -102,14 +112,22 @@ def run_suite(config: Config, instances: list[Instance], props=None, limits: Lim
     props = engine_props(engine, props)
     results: list[InstanceResult] = []
     for i, inst in enumerate(instances, 1):
-        tick = (lambda t, name=inst.name: progress(replace(t, phase=_phase(name, t)))) \
-            if progress else None
-        results.append(check_instance(config, inst, props, within(limits, deadline), tick,
-                                      engine))
-        if progress:      # an instance done: a suite of quick instances shows progress too
+        tick = (
+            (lambda t, name=inst.name: progress(replace(t, phase=_phase(name, t))))
+            if progress
+            else None
+        )
+        results.append(check_instance(config, inst, props, within(limits, deadline), tick, engine))
+        if progress:  # an instance done: a suite of quick instances shows progress too
             s = results[-1].stats
-            progress(Tick(f"{inst.name}, {i} of {len(instances)} done", _int(s.get("states")),
-                          _int(s.get("depth")), float(s.get("seconds") or 0.0)))
+            progress(
+                Tick(
+                    f"{inst.name}, {i} of {len(instances)} done",
+                    _int(s.get("states")),
+                    _int(s.get("depth")),
+                    float(s.get("seconds") or 0.0),
+                )
+            )
     p5 = None
     if "P5" in props and isinstance(engine, Explicit):
         tick = (lambda t: progress(replace(t, phase="P5"))) if progress else None
@@ -123,13 +141,24 @@ def outside_claim(suite: SuiteResult, props, instance_names) -> SuiteResult:
     claimed = set(props)
     results = []
     for r in suite.results:
-        kept = [v for v in r.verdicts if not (v.property in claimed and r.instance.name in instance_names)]
+        kept = [
+            v
+            for v in r.verdicts
+            if not (v.property in claimed and r.instance.name in instance_names)
+        ]
         if kept:
             results.append(replace(r, verdicts=kept))
     p5 = suite.p5 if "P5" not in claimed else None
-    return replace(suite, results=results, p5=p5,
-                   props=tuple(p for p in suite.props if any(p == v.property for r in results
-                                                            for v in r.verdicts) or p == "P5" and p5))
+    return replace(
+        suite,
+        results=results,
+        p5=p5,
+        props=tuple(
+            p
+            for p in suite.props
+            if any(p == v.property for r in results for v in r.verdicts) or p == "P5" and p5
+        ),
+    )
 
 
 def _phase(name: str, t: Tick) -> str:
@@ -141,14 +170,19 @@ def _int(value) -> int:
     return value if isinstance(value, int) else 0
 
 
-def resolve_instances(names_: Optional[list[str]], bounds: dict, env: str = "ideal") -> list[Instance]:
+def resolve_instances(
+    names_: Optional[list[str]], bounds: dict, env: str = "ideal"
+) -> list[Instance]:
     """The named instances (default: the suite) in environment `env`, then `bounds`."""
-    return [instance_in(instance(n), env).with_bounds(bounds)
-            for n in dict.fromkeys(names_ or suite_names())]
+    return [
+        instance_in(instance(n), env).with_bounds(bounds)
+        for n in dict.fromkeys(names_ or suite_names())
+    ]
 
 
-def reliance(config: Config, instances: list[Instance], props=None,
-             engine: Engine = Explicit()) -> dict[str, Optional[Breach]]:
+def reliance(
+    config: Config, instances: list[Instance], props=None, engine: Engine = Explicit()
+) -> dict[str, Optional[Breach]]:
     """For each environment assumption: the first violation seen when it is weakened
     (checked by `engine`).
 

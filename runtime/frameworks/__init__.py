@@ -9,6 +9,7 @@ wrapper is called; optional extra ``frameworks``):
   with the ``frameworks`` and ``gateway`` extras);
 - `common`: the sync/async guarded call they share.
 """
+
 from toolcommit.runtime.frameworks.crewai import crewai_tool
 from toolcommit.runtime.frameworks.dbos import dbos_step
 from toolcommit.runtime.frameworks.langchain import langchain_tool
@@ -16,5 +17,12 @@ from toolcommit.runtime.frameworks.openai_agents import openai_agents_tool
 from toolcommit.runtime.frameworks.pydantic_langgraph import langgraph_tool_node, pydantic_ai_tool
 from toolcommit.runtime.frameworks.temporal import temporal_activity
 
-__all__ = ["pydantic_ai_tool", "langgraph_tool_node", "openai_agents_tool", "langchain_tool",
-           "temporal_activity", "dbos_step", "crewai_tool"]
+__all__ = [
+    "pydantic_ai_tool",
+    "langgraph_tool_node",
+    "openai_agents_tool",
+    "langchain_tool",
+    "temporal_activity",
+    "dbos_step",
+    "crewai_tool",
+]

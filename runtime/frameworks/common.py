@@ -1,6 +1,7 @@
 """What the framework wrappers (the modules of ``frameworks/``) share: the intent's arguments bound by
 name, the scope and new-request hooks, the checks made when a tool is wrapped, and the
 tool's registration for recovery (`toolcommit.runtime.shims.register`)."""
+
 from __future__ import annotations
 
 import inspect
@@ -20,16 +21,16 @@ def the_log(log: LogOrOpener) -> IntentLog:
     return log if isinstance(log, IntentLog) else log()
 
 
-def checked(log: LogOrOpener, fn: Optional[Callable[..., Any]], status: Status,
-            tool: str) -> None:
+def checked(log: LogOrOpener, fn: Optional[Callable[..., Any]], status: Status, tool: str) -> None:
     """Refuse misuse when the tool is wrapped, not at its first call (`shims.check_status`:
     a `status` that is not a function, async for a sync tool, or missing where the log's
     design needs one, when the log is already open)."""
     check_status(log, status, sync=not inspect.iscoroutinefunction(fn))
 
 
-def bound_args(sig: inspect.Signature, a: tuple[Any, ...], kw: dict[str, Any],
-               skip: Iterable[str] = ()) -> tuple[inspect.BoundArguments, dict[str, Any]]:
+def bound_args(
+    sig: inspect.Signature, a: tuple[Any, ...], kw: dict[str, Any], skip: Iterable[str] = ()
+) -> tuple[inspect.BoundArguments, dict[str, Any]]:
     """Bind a call to `sig` with defaults applied; the intent's arguments by name, without
     the parameters in `skip` (a framework's context)."""
     bound = sig.bind(*a, **kw)
@@ -55,11 +56,15 @@ def registered(tool: str, fn: Callable[..., Any], status: Status) -> None:
     register(tool, lambda args: fn(**args), status)
 
 
-def guarded(fn: Callable[..., Any], prepare: Callable[..., tuple[Any, ...]],
-            failed: Optional[Callable[[EffectError], Any]] = None) -> Callable[..., Any]:
+def guarded(
+    fn: Callable[..., Any],
+    prepare: Callable[..., tuple[Any, ...]],
+    failed: Optional[Callable[[EffectError], Any]] = None,
+) -> Callable[..., Any]:
     """A function calling `guard` with ``prepare(*a, **kw)``'s arguments, or an ``async
     def`` awaiting `aguard` when `fn` is one. An `EffectError` goes to ``failed(e)``, whose
     return (or raise) is the call's; without `failed` it is raised."""
+
     def settle(e: EffectError) -> Any:
         if failed is None:
             raise e
@@ -76,4 +81,5 @@ def guarded(fn: Callable[..., Any], prepare: Callable[..., tuple[Any, ...]],
             return guard(*prepare(*a, **kw))
         except EffectError as e:
             return settle(e)
+
     return acall if inspect.iscoroutinefunction(fn) else call

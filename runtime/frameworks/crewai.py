@@ -18,6 +18,7 @@ request with the same arguments would get the old answer with no effect, and an 
 outcome would be answered from it without asking the log. An async tool called with ``run``
 runs in a fresh event loop (CrewAI's own behaviour), so not from inside a running loop.
 """
+
 import inspect
 import json
 import uuid
@@ -33,8 +34,16 @@ def _never_cached(_args: Any = None, _result: Any = None) -> bool:
 
 
 # the settings of `tool` the guarded tool keeps, where this CrewAI has them
-_KEPT = ("name", "description", "args_schema", "result_schema", "result_as_answer",
-         "max_usage_count", "tool_failure_policy", "env_vars")
+_KEPT = (
+    "name",
+    "description",
+    "args_schema",
+    "result_schema",
+    "result_as_answer",
+    "max_usage_count",
+    "tool_failure_policy",
+    "env_vars",
+)
 
 
 def _told(e: EffectError) -> Any:
@@ -42,14 +51,19 @@ def _told(e: EffectError) -> Any:
     said = tell(e)
     try:
         from crewai.tools.tool_failure import ToolFailure
-    except ImportError:                                  # CrewAI before tool failures
+    except ImportError:  # CrewAI before tool failures
         return json.dumps(said)
     return ToolFailure(message=json.dumps(said), details=said)
 
 
-def crewai_tool(log: C.LogOrOpener, tool: Any, *, scope: Union[str, Callable[..., str]],
-                status: Optional[Callable[..., Any]] = None,
-                new_request: Optional[Callable[..., Any]] = None) -> Any:
+def crewai_tool(
+    log: C.LogOrOpener,
+    tool: Any,
+    *,
+    scope: Union[str, Callable[..., str]],
+    status: Optional[Callable[..., Any]] = None,
+    new_request: Optional[Callable[..., Any]] = None,
+) -> Any:
     """A CrewAI ``BaseTool`` with `tool`'s name, description and argument schema, running
     `tool` through the intent log.
 
@@ -71,10 +85,10 @@ def crewai_tool(log: C.LogOrOpener, tool: Any, *, scope: Union[str, Callable[...
     from crewai.tools.base_tool import Tool
 
     inner = tool if isinstance(tool, BaseTool) else as_tool(tool)
-    if isinstance(inner, Tool):                      # @tool: one function, sync or async
+    if isinstance(inner, Tool):  # @tool: one function, sync or async
         has_async = inspect.iscoroutinefunction(inner.func)
         body = inner.func
-    else:                                            # a subclass: _run, and _arun if defined
+    else:  # a subclass: _run, and _arun if defined
         has_async = type(inner)._arun is not BaseTool._arun
         body = inner._run
     C.checked(log, body, status, inner.name)
@@ -82,18 +96,25 @@ def crewai_tool(log: C.LogOrOpener, tool: Any, *, scope: Union[str, Callable[...
 
     def params(a: tuple[Any, ...], kw: dict[str, Any]) -> tuple[Any, ...]:
         args = {**dict(zip(fields, a)), **kw}
-        cid = f"call-{uuid.uuid4().hex[:12]}"       # CrewAI gives no call id to a tool
-        return (C.the_log(log), cid, inner.name, args, C.where(scope, args),
-                C.again(new_request, args))
+        cid = f"call-{uuid.uuid4().hex[:12]}"  # CrewAI gives no call id to a tool
+        return (
+            C.the_log(log),
+            cid,
+            inner.name,
+            args,
+            C.where(scope, args),
+            C.again(new_request, args),
+        )
 
     class Guarded(BaseTool):  # type: ignore[misc, unused-ignore]
         def _run(self, *a: Any, **kw: Any) -> Any:
             if has_async and isinstance(inner, Tool):
-                return self._arun(*a, **kw)          # a coroutine: ``run`` runs it
+                return self._arun(*a, **kw)  # a coroutine: ``run`` runs it
             the_log, cid, name, args, where, new = params(a, kw)
             try:
-                return guard(the_log, cid, name, args, where,
-                             lambda _t: inner._run(**args), status, new)
+                return guard(
+                    the_log, cid, name, args, where, lambda _t: inner._run(**args), status, new
+                )
             except EffectError as e:
                 return _told(e)
 
@@ -101,8 +122,9 @@ def crewai_tool(log: C.LogOrOpener, tool: Any, *, scope: Union[str, Callable[...
             the_log, cid, name, args, where, new = params(a, kw)
             method = inner._arun if has_async else inner._run
             try:
-                return await aguard(the_log, cid, name, args, where,
-                                    lambda _t: method(**args), status, new)
+                return await aguard(
+                    the_log, cid, name, args, where, lambda _t: method(**args), status, new
+                )
             except EffectError as e:
                 return _told(e)
 

@@ -14,6 +14,7 @@ The scope is the workflow id: one intent per workflow, tool and arguments (pass 
 name each request when a workflow repeats an effect on purpose). A step called outside a
 workflow needs `scope`.
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,10 +24,16 @@ from typing import Any, Callable, Optional
 from toolcommit.runtime.frameworks import common as C
 
 
-def dbos_step(log: C.LogOrOpener, fn: Callable[..., Any], *, name: Optional[str] = None,
-              scope: Optional[C.Scope] = None, status: C.Status = None,
-              new_request: Optional[Callable[..., Any]] = None,
-              **step_kw: Any) -> Callable[..., Any]:
+def dbos_step(
+    log: C.LogOrOpener,
+    fn: Callable[..., Any],
+    *,
+    name: Optional[str] = None,
+    scope: Optional[C.Scope] = None,
+    status: C.Status = None,
+    new_request: Optional[Callable[..., Any]] = None,
+    **step_kw: Any,
+) -> Callable[..., Any]:
     """`fn` as a DBOS step (``DBOS.step``) running through the intent log; `log`, `fn`,
     `name` and `status` as `temporal_activity` takes them.
 
@@ -43,9 +50,16 @@ def dbos_step(log: C.LogOrOpener, fn: Callable[..., Any], *, name: Optional[str]
     def prepare(*a: Any, **kw: Any) -> tuple[Any, ...]:
         wf = DBOS.workflow_id
         bound, args = C.bound_args(sig, a, kw)
-        return (C.the_log(log), f"{wf}:{DBOS.step_id}", tool, args,
-                C.where(scope, wf, args, default=wf),
-                lambda _t: fn(*bound.args, **bound.kwargs), status, C.again(new_request, wf))
+        return (
+            C.the_log(log),
+            f"{wf}:{DBOS.step_id}",
+            tool,
+            args,
+            C.where(scope, wf, args, default=wf),
+            lambda _t: fn(*bound.args, **bound.kwargs),
+            status,
+            C.again(new_request, wf),
+        )
 
     run = functools.update_wrapper(C.guarded(fn, prepare), fn)
     C.registered(tool, fn, status)

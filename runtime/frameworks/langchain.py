@@ -14,6 +14,7 @@ Limitations
 ``response_format="content_and_artifact"`` tools are refused (the log keeps one result).
 Injected arguments (``InjectedToolCallId``, ``InjectedState``...) are not part of the intent.
 """
+
 import inspect
 import json
 import uuid
@@ -40,9 +41,14 @@ def _passing(method: Callable[..., Any], config: Any, run_manager: Any) -> dict[
     return out
 
 
-def langchain_tool(log: C.LogOrOpener, tool: "BaseTool", *, scope: C.Scope,
-                   status: C.Status = None,
-                   new_request: Optional[Callable[..., Any]] = None) -> "BaseTool":
+def langchain_tool(
+    log: C.LogOrOpener,
+    tool: "BaseTool",
+    *,
+    scope: C.Scope,
+    status: C.Status = None,
+    new_request: Optional[Callable[..., Any]] = None,
+) -> "BaseTool":
     """A ``BaseTool`` with `tool`'s name, description and schema, running `tool` through the
     intent log.
 
@@ -63,18 +69,30 @@ def langchain_tool(log: C.LogOrOpener, tool: "BaseTool", *, scope: C.Scope,
     from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
     if tool.response_format == "content_and_artifact":
-        raise IntentLogError(f"tool {tool.name!r}: response_format='content_and_artifact' is "
-                             "not supported; return the content only")
+        raise IntentLogError(
+            f"tool {tool.name!r}: response_format='content_and_artifact' is "
+            "not supported; return the content only"
+        )
     async_only = isinstance(tool, StructuredTool) and tool.func is None
-    C.checked(log, tool.coroutine if isinstance(tool, StructuredTool) and async_only else tool._run,
-              status, tool.name)
+    C.checked(
+        log,
+        tool.coroutine if isinstance(tool, StructuredTool) and async_only else tool._run,
+        status,
+        tool.name,
+    )
     inner, injected = tool, frozenset(tool._injected_args_keys)
 
     def params(kw: dict[str, Any], config: Any) -> tuple[Any, ...]:
         cid = kw.pop(_CALL_ID, None) or f"call-{uuid.uuid4().hex[:12]}"
         args = {k: v for k, v in kw.items() if k not in injected}
-        return (C.the_log(log), cid, inner.name, args, C.where(scope, args, config),
-                C.again(new_request, config))
+        return (
+            C.the_log(log),
+            cid,
+            inner.name,
+            args,
+            C.where(scope, args, config),
+            C.again(new_request, config),
+        )
 
     def failed(e: EffectError) -> NoReturn:
         raise ToolException(json.dumps(tell(e)))
@@ -85,35 +103,53 @@ def langchain_tool(log: C.LogOrOpener, tool: "BaseTool", *, scope: C.Scope,
         args_schema: Any = inner.args_schema
         handle_tool_error: Any = True
 
-        def _to_args_and_kwargs(self, tool_input: Any, tool_call_id: Optional[str]
-                                ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        def _to_args_and_kwargs(
+            self, tool_input: Any, tool_call_id: Optional[str]
+        ) -> tuple[tuple[Any, ...], dict[str, Any]]:
             a, kw = inner._to_args_and_kwargs(tool_input, tool_call_id)
             return a, {**kw, _CALL_ID: tool_call_id}
 
-        def _run(self, *a: Any, config: RunnableConfig, run_manager: Any = None,
-                 **kw: Any) -> Any:
+        def _run(self, *a: Any, config: RunnableConfig, run_manager: Any = None, **kw: Any) -> Any:
             if async_only:
-                raise IntentLogError(f"tool {inner.name!r} is async only: call it with "
-                                     "ainvoke (graph.ainvoke); nothing was sent")
+                raise IntentLogError(
+                    f"tool {inner.name!r} is async only: call it with "
+                    "ainvoke (graph.ainvoke); nothing was sent"
+                )
             the_log, cid, name, args, where, new = params(kw, config)
             extra = _passing(inner._run, config, run_manager)
             try:
-                return guard(the_log, cid, name, args, where,
-                             lambda _t: inner._run(*a, **kw, **extra), status, new)
+                return guard(
+                    the_log,
+                    cid,
+                    name,
+                    args,
+                    where,
+                    lambda _t: inner._run(*a, **kw, **extra),
+                    status,
+                    new,
+                )
             except EffectError as e:
                 failed(e)
 
-        async def _arun(self, *a: Any, config: RunnableConfig, run_manager: Any = None,
-                        **kw: Any) -> Any:
+        async def _arun(
+            self, *a: Any, config: RunnableConfig, run_manager: Any = None, **kw: Any
+        ) -> Any:
             the_log, cid, name, args, where, new = params(kw, config)
             extra = _passing(inner._arun, config, run_manager)
             try:
-                return await aguard(the_log, cid, name, args, where,
-                                    lambda _t: inner._arun(*a, **kw, **extra), status, new)
+                return await aguard(
+                    the_log,
+                    cid,
+                    name,
+                    args,
+                    where,
+                    lambda _t: inner._arun(*a, **kw, **extra),
+                    status,
+                    new,
+                )
             except EffectError as e:
                 failed(e)
 
     method = inner._arun if async_only else inner._run
-    C.registered(inner.name, lambda **args: method(**args, **_passing(method, {}, None)),
-                 status)
+    C.registered(inner.name, lambda **args: method(**args, **_passing(method, {}, None)), status)
     return Guarded()

@@ -12,6 +12,7 @@ The guard runs inside the SDK's tool call, so the SDK's failure handler never se
 unknown outcome as an error string; an `IntentLogError` (the log itself failing) still
 reaches it. In recovery (`recover_settle`) a tool taking the context gets ``None`` for it.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -27,18 +28,28 @@ if TYPE_CHECKING:
 def _takes_ctx(params: Sequence[inspect.Parameter]) -> bool:
     from agents import RunContextWrapper
     from agents.tool_context import ToolContext
+
     if not params:
         return False
     ann = params[0].annotation
     names = ("ToolContext", "RunContextWrapper")
-    return (params[0].name in ("ctx", "context") or ann in (ToolContext, RunContextWrapper)
-            or (isinstance(ann, str) and ann.split("[")[0] in names))
+    return (
+        params[0].name in ("ctx", "context")
+        or ann in (ToolContext, RunContextWrapper)
+        or (isinstance(ann, str) and ann.split("[")[0] in names)
+    )
 
 
-def openai_agents_tool(log: C.LogOrOpener, fn: Callable[..., Any], *, scope: C.Scope,
-                       name: Optional[str] = None, status: C.Status = None,
-                       new_request: Optional[Callable[..., Any]] = None,
-                       **tool_kw: Any) -> FunctionTool:
+def openai_agents_tool(
+    log: C.LogOrOpener,
+    fn: Callable[..., Any],
+    *,
+    scope: C.Scope,
+    name: Optional[str] = None,
+    status: C.Status = None,
+    new_request: Optional[Callable[..., Any]] = None,
+    **tool_kw: Any,
+) -> FunctionTool:
     """A ``FunctionTool`` (``agents.function_tool``) running `fn` through the intent log.
 
     Parameters
@@ -68,18 +79,28 @@ def openai_agents_tool(log: C.LogOrOpener, fn: Callable[..., Any], *, scope: C.S
 
     def prepare(ctx: Any, *a: Any, **kw: Any) -> tuple[Any, ...]:
         bound, args = C.bound_args(sig, ((ctx,) + a) if takes_ctx else a, kw, skip)
-        return (C.the_log(log), ctx.tool_call_id, tool, args, C.where(scope, ctx, args),
-                lambda _t: fn(*bound.args, **bound.kwargs), status,
-                C.again(new_request, ctx))
+        return (
+            C.the_log(log),
+            ctx.tool_call_id,
+            tool,
+            args,
+            C.where(scope, ctx, args),
+            lambda _t: fn(*bound.args, **bound.kwargs),
+            status,
+            C.again(new_request, ctx),
+        )
 
-    wrapper: Any = C.guarded(fn, prepare, tell)     # a function: its metadata set below
+    wrapper: Any = C.guarded(fn, prepare, tell)  # a function: its metadata set below
     wrapper.__name__, wrapper.__doc__, wrapper.__wrapped__ = tool, fn.__doc__, fn
     wrapper.__module__ = fn.__module__
-    ctx_param = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                  annotation=ToolContext)
+    ctx_param = inspect.Parameter(
+        "ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=ToolContext
+    )
     rest = params[1:] if takes_ctx else params
     wrapper.__signature__ = sig.replace(parameters=[ctx_param] + rest)
-    wrapper.__annotations__ = {**{k: v for k, v in getattr(fn, "__annotations__", {}).items()
-                                  if k not in skip}, "ctx": ToolContext}
+    wrapper.__annotations__ = {
+        **{k: v for k, v in getattr(fn, "__annotations__", {}).items() if k not in skip},
+        "ctx": ToolContext,
+    }
     C.registered(tool, (lambda **args: fn(None, **args)) if takes_ctx else fn, status)
     return function_tool(wrapper, name_override=tool, **tool_kw)

@@ -17,6 +17,7 @@ The log's decisions are synchronous (a few milliseconds on SQLite), also inside 
 tool. LangGraph: a sync tool runs through ``wrap_tool_call`` (``graph.invoke``), an async
 one through ``awrap_tool_call`` (``graph.ainvoke``).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -34,10 +35,16 @@ if TYPE_CHECKING:
     from pydantic_ai import Tool
 
 
-def pydantic_ai_tool(log: IntentLog, fn: Callable[..., Any], *, scope: Scope,
-                     name: Optional[str] = None, status: Status = None,
-                     new_request: Optional[Callable[..., Any]] = None,
-                     **tool_kw: Any) -> Tool[Any]:
+def pydantic_ai_tool(
+    log: IntentLog,
+    fn: Callable[..., Any],
+    *,
+    scope: Scope,
+    name: Optional[str] = None,
+    status: Status = None,
+    new_request: Optional[Callable[..., Any]] = None,
+    **tool_kw: Any,
+) -> Tool[Any]:
     """A ``pydantic_ai.Tool`` running `fn` (sync or ``async def``) through the intent log.
 
     `fn` performs the effect (its first parameter may be the ``RunContext``); `scope` is a
@@ -56,17 +63,26 @@ def pydantic_ai_tool(log: IntentLog, fn: Callable[..., Any], *, scope: Scope,
     takes_ctx = bool(params) and (params[0].name == "ctx" or params[0].annotation is RunContext)
     tool = name or fn.__name__
     check_status(log, status, sync=not inspect.iscoroutinefunction(fn))
-    register(tool, (lambda args: fn(None, **args)) if takes_ctx else (lambda args: fn(**args)),
-             status)
+    register(
+        tool, (lambda args: fn(None, **args)) if takes_ctx else (lambda args: fn(**args)), status
+    )
 
     def prepare(ctx: Any, a: tuple[Any, ...], kw: dict[str, Any]) -> tuple[Any, ...]:
-        bound = (sig.bind(ctx, *a, **kw) if takes_ctx else sig.bind(*a, **kw))
+        bound = sig.bind(ctx, *a, **kw) if takes_ctx else sig.bind(*a, **kw)
         bound.apply_defaults()
         args = {k: v for k, v in bound.arguments.items() if not (takes_ctx and v is ctx)}
         where = scope(ctx, args) if callable(scope) else scope
         again = bool(new_request(ctx)) if new_request is not None else False
-        return (log, ctx.tool_call_id, tool, args, where,
-                lambda t: fn(*bound.args, **bound.kwargs), status, again)
+        return (
+            log,
+            ctx.tool_call_id,
+            tool,
+            args,
+            where,
+            lambda t: fn(*bound.args, **bound.kwargs),
+            status,
+            again,
+        )
 
     async def awrapper(ctx: Any, *a: Any, **kw: Any) -> Any:
         try:
@@ -86,8 +102,9 @@ def pydantic_ai_tool(log: IntentLog, fn: Callable[..., Any], *, scope: Scope,
     wrapper.__name__, wrapper.__doc__ = fn.__name__, fn.__doc__
     wrapper.__annotations__ = {**getattr(fn, "__annotations__", {}), "ctx": RunContext}
     if not takes_ctx:
-        ctx_param = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                      annotation=RunContext)
+        ctx_param = inspect.Parameter(
+            "ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=RunContext
+        )
         sig_out = sig.replace(parameters=[ctx_param] + params)
     else:
         sig_out = sig
@@ -95,10 +112,16 @@ def pydantic_ai_tool(log: IntentLog, fn: Callable[..., Any], *, scope: Scope,
     return Tool(wrapper, takes_ctx=True, name=tool, **tool_kw)
 
 
-def langgraph_tool_node(log: IntentLog, tools: Iterable[BaseTool], *, scope: Scope,
-                        effectful: Optional[Iterable[str]] = None, status: Status = None,
-                        new_request: Optional[Callable[..., Any]] = None,
-                        **node_kw: Any) -> ToolNode:
+def langgraph_tool_node(
+    log: IntentLog,
+    tools: Iterable[BaseTool],
+    *,
+    scope: Scope,
+    effectful: Optional[Iterable[str]] = None,
+    status: Status = None,
+    new_request: Optional[Callable[..., Any]] = None,
+    **node_kw: Any,
+) -> ToolNode:
     """A ``langgraph.prebuilt.ToolNode`` whose effectful tools run through the intent log,
     sync (``graph.invoke``) or async (``graph.ainvoke``, the tools' coroutines awaited inside
     the guard).
@@ -141,12 +164,16 @@ def langgraph_tool_node(log: IntentLog, tools: Iterable[BaseTool], *, scope: Sco
         if isinstance(out, ToolMessage):
             return out
         content: Any = out.get("content", out) if isinstance(out, dict) else out
-        return ToolMessage(content=content if isinstance(content, str) else json.dumps(content),
-                           tool_call_id=call["id"], name=call["name"])
+        return ToolMessage(
+            content=content if isinstance(content, str) else json.dumps(content),
+            tool_call_id=call["id"],
+            name=call["name"],
+        )
 
     def failed(call: dict[str, Any], e: EffectError) -> ToolMessage:
-        return ToolMessage(content=json.dumps(tell(e)), tool_call_id=call["id"],
-                           name=call["name"], status="error")
+        return ToolMessage(
+            content=json.dumps(tell(e)), tool_call_id=call["id"], name=call["name"], status="error"
+        )
 
     def params(request: Any) -> tuple[dict[str, Any], str, bool]:
         call = request.tool_call
@@ -161,8 +188,17 @@ def langgraph_tool_node(log: IntentLog, tools: Iterable[BaseTool], *, scope: Sco
         _refuse_sync_run(request.tool, call["name"])
         call, where, again = params(request)
         try:
-            out = guard(log, call["id"], call["name"], dict(call["args"]), where,
-                        lambda _t: checked(execute(request)), status, again, saved)
+            out = guard(
+                log,
+                call["id"],
+                call["name"],
+                dict(call["args"]),
+                where,
+                lambda _t: checked(execute(request)),
+                status,
+                again,
+                saved,
+            )
         except EffectError as e:
             return failed(call, e)
         return message(call, out)
@@ -175,9 +211,11 @@ def langgraph_tool_node(log: IntentLog, tools: Iterable[BaseTool], *, scope: Sco
 
         async def run(_t: Ticket) -> Any:
             return checked(await execute(request))
+
         try:
-            out = await aguard(log, call["id"], call["name"], dict(call["args"]), where, run,
-                               status, again, saved)
+            out = await aguard(
+                log, call["id"], call["name"], dict(call["args"]), where, run, status, again, saved
+            )
         except EffectError as e:
             return failed(call, e)
         return message(call, out)
@@ -192,10 +230,12 @@ def _async_only(tool: Any) -> bool:
 
 def _refuse_sync_run(tool: Any, name: str) -> None:
     if _async_only(tool):
-        raise IntentLogError(f"The {name} was not done: nothing was sent and no intent was "
-                             f"recorded. Tool {name!r} is async and the graph ran it "
-                             "synchronously (graph.invoke): run the graph with graph.ainvoke "
-                             "(or astream).")
+        raise IntentLogError(
+            f"The {name} was not done: nothing was sent and no intent was "
+            f"recorded. Tool {name!r} is async and the graph ran it "
+            "synchronously (graph.invoke): run the graph with graph.ainvoke "
+            "(or astream)."
+        )
 
 
 def _recovery_run(tool: BaseTool) -> Callable[[dict[str, Any]], Any]:

@@ -16,6 +16,7 @@ The scope is the workflow id: one intent per workflow, tool and arguments (a wor
 refunds the same amount twice on purpose passes `scope` naming each request). An activity
 started outside a workflow needs `scope`.
 """
+
 from __future__ import annotations
 
 import functools
@@ -31,14 +32,22 @@ if TYPE_CHECKING:
 
 def _raised(e: EffectError) -> ApplicationError:
     from temporalio.exceptions import ApplicationError
-    return ApplicationError(str(e), tell(e), type=type(e).__name__,
-                            non_retryable=not isinstance(e, InDoubt))
+
+    return ApplicationError(
+        str(e), tell(e), type=type(e).__name__, non_retryable=not isinstance(e, InDoubt)
+    )
 
 
-def temporal_activity(log: C.LogOrOpener, fn: Callable[..., Any], *, name: Optional[str] = None,
-                      scope: Optional[C.Scope] = None, status: C.Status = None,
-                      new_request: Optional[Callable[..., Any]] = None,
-                      **defn_kw: Any) -> Callable[..., Any]:
+def temporal_activity(
+    log: C.LogOrOpener,
+    fn: Callable[..., Any],
+    *,
+    name: Optional[str] = None,
+    scope: Optional[C.Scope] = None,
+    status: C.Status = None,
+    new_request: Optional[Callable[..., Any]] = None,
+    **defn_kw: Any,
+) -> Callable[..., Any]:
     """`fn` as a Temporal activity (``activity.defn``) running through the intent log.
 
     Parameters
@@ -64,10 +73,16 @@ def temporal_activity(log: C.LogOrOpener, fn: Callable[..., Any], *, name: Optio
     def prepare(*a: Any, **kw: Any) -> tuple[Any, ...]:
         info = activity.info()
         bound, args = C.bound_args(sig, a, kw)
-        return (C.the_log(log), info.activity_id, tool, args,
-                C.where(scope, info, args, default=info.workflow_id),
-                lambda _t: fn(*bound.args, **bound.kwargs), status,
-                C.again(new_request, info))
+        return (
+            C.the_log(log),
+            info.activity_id,
+            tool,
+            args,
+            C.where(scope, info, args, default=info.workflow_id),
+            lambda _t: fn(*bound.args, **bound.kwargs),
+            status,
+            C.again(new_request, info),
+        )
 
     def failed(e: EffectError) -> NoReturn:
         raise _raised(e) from e

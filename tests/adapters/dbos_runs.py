@@ -14,6 +14,7 @@ recovered workflow). With LOG (an intent log's SQLite file) the refund step is g
 ``toolcommit.runtime`` (`guarded_runs.guarded_step`): it sends the log's key, and the
 provider applies a key once.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,9 +29,9 @@ WORKFLOW_ID = "refund-o-7"
 
 from dbos import DBOS, SetWorkflowID  # noqa: E402
 
-LEDGER = ""            # where the refund step writes (set by `phase`)
-CRASH = False          # whether the refund step kills its process after the effect
-GUARDED = None         # the guarded refund, when the phase is given an intent log
+LEDGER = ""  # where the refund step writes (set by `phase`)
+CRASH = False  # whether the refund step kills its process after the effect
+GUARDED = None  # the guarded refund, when the phase is given an intent log
 
 
 @DBOS.step()
@@ -48,7 +49,7 @@ def refund(order: str, amount: float) -> str:
         f.flush()
         os.fsync(f.fileno())
     if CRASH:
-        os.kill(os.getpid(), signal.SIGKILL)    # after the effect, before the output
+        os.kill(os.getpid(), signal.SIGKILL)  # after the effect, before the output
     return f"refunded {amount}"
 
 
@@ -63,9 +64,10 @@ def phase(name: str, url: str, ledger: str, log: str = "") -> None:
     LEDGER, CRASH = ledger, name == "crash"
     if log:
         from guarded_runs import guarded_step
+
         GUARDED = guarded_step(log, ledger, CRASH)
     DBOS(config={"name": "refunds", "system_database_url": url})
-    DBOS.launch()                    # recovers this executor's pending workflows
+    DBOS.launch()  # recovers this executor's pending workflows
     try:
         if name == "recover":
             DBOS.retrieve_workflow(WORKFLOW_ID).get_result()
@@ -77,10 +79,12 @@ def phase(name: str, url: str, ledger: str, log: str = "") -> None:
 
 
 def _phase(name: str, url: str, ledger: str, log: str = "") -> int:
-    return subprocess.run([sys.executable, os.path.abspath(__file__), name, url, ledger]
-                          + ([log] if log else []),
-                          capture_output=True, timeout=120,
-                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))).returncode
+    return subprocess.run(
+        [sys.executable, os.path.abspath(__file__), name, url, ledger] + ([log] if log else []),
+        capture_output=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+    ).returncode
 
 
 def run(db: str, ledger: str, crash: bool, log: str = "") -> None:
@@ -102,18 +106,22 @@ def run(db: str, ledger: str, crash: bool, log: str = "") -> None:
         rows = [json.loads(line) for line in f]
     with open(ledger, "w") as f:
         for n, r in enumerate(rows, 1):
-            f.write(json.dumps({"idempotency_key": r["idempotency_key"],
-                                "effect_id": f"re_{n}"}) + "\n")
+            f.write(
+                json.dumps({"idempotency_key": r["idempotency_key"], "effect_id": f"re_{n}"}) + "\n"
+            )
 
 
 def export_json(db: str, path: str) -> None:
     """The system database's two tables as JSON rows (what ``sqlite3 -json`` prints)."""
     import sqlite3
+
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     conn.row_factory = sqlite3.Row
     try:
-        data = {t: [dict(r) for r in conn.execute(f"SELECT * FROM {t} ORDER BY rowid")]
-                for t in ("workflow_status", "operation_outputs")}
+        data = {
+            t: [dict(r) for r in conn.execute(f"SELECT * FROM {t} ORDER BY rowid")]
+            for t in ("workflow_status", "operation_outputs")
+        }
     finally:
         conn.close()
     with open(path, "w") as f:

@@ -10,6 +10,7 @@ request under an idempotency key it has seen gets the saved answer and applies n
 its status read finds an effect by the intent's key. It can lose its first answer after
 applying (an ack lost on the way back). Needs the ``frameworks`` extra.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,11 @@ class Provider:
         for r in rows:
             if r["idempotency_key"] == t.idempotency_key:
                 return {"id": r["effect_id"]}
-        row = {"idempotency_key": t.idempotency_key, "key": t.key,
-               "effect_id": f"re_{len(rows) + 1}"}
+        row = {
+            "idempotency_key": t.idempotency_key,
+            "key": t.key,
+            "effect_id": f"re_{len(rows) + 1}",
+        }
         with open(self.path, "a") as f:
             f.write(json.dumps(row) + "\n")
             f.flush()
@@ -57,19 +61,21 @@ class Provider:
         return {"id": row["effect_id"]}
 
     def status(self, ticket):
-        return next(({"id": r["effect_id"]} for r in self._rows() if r["key"] == ticket.key),
-                    None)
+        return next(({"id": r["effect_id"]} for r in self._rows() if r["key"] == ticket.key), None)
 
 
 def _guarded(log, provider: Provider, after=None, is_async: bool = False):
     if is_async:
+
         @effectful(log, tool="refund", scope=lambda order, amount: SCOPE, status=provider.status)
         async def refund(order: str, amount: float) -> dict:
             return provider.apply(after)
     else:
+
         @effectful(log, tool="refund", scope=lambda order, amount: SCOPE, status=provider.status)
         def refund(order: str, amount: float) -> dict:
             return provider.apply(after)
+
     return refund
 
 
@@ -83,9 +89,14 @@ def _paths(out: str, name: str, trace: str) -> dict:
     (pinned as fixtures), its databases in a temporary directory beside nothing."""
     tmp = tempfile.mkdtemp(prefix="toolcommit-guarded-")
     base = os.path.join(out, f"guarded-{name}")
-    return {"trace": base + trace, "log": base + "-log.jsonl", "ledger": base + "-ledger.jsonl",
-            "items": base + "-items.json", "intents": os.path.join(tmp, "intents.db"),
-            "system": os.path.join(tmp, "dbos.sqlite")}
+    return {
+        "trace": base + trace,
+        "log": base + "-log.jsonl",
+        "ledger": base + "-ledger.jsonl",
+        "items": base + "-items.json",
+        "intents": os.path.join(tmp, "intents.db"),
+        "system": os.path.join(tmp, "dbos.sqlite"),
+    }
 
 
 def _fresh(p: dict) -> dict:
@@ -100,12 +111,17 @@ def openai_agents(out: str) -> dict:
     replays under the same key: one refund), and the model calls it again under a new
     call id (a duplicate: the saved answer). Returns the paths written."""
     import openai_agents_runs as o
+
     p = _fresh(_paths(out, "openai-agents", ".jsonl"))
     log = IntentLog.sqlite(p["intents"], writer="agent", provider="stripe")
     refund = _guarded(log, Provider(p["ledger"], lose_first_ack=True))
-    items = o.run(o.REISSUED, False, p["trace"], [],
-                  effect=lambda cid, order, amount: json.dumps(refund(order, amount,
-                                                                       call_id=cid)))
+    items = o.run(
+        o.REISSUED,
+        False,
+        p["trace"],
+        [],
+        effect=lambda cid, order, amount: json.dumps(refund(order, amount, call_id=cid)),
+    )
     log.close()
     with open(p["items"], "w") as f:
         f.write(json.dumps(items, indent=1) + "\n")
@@ -129,12 +145,14 @@ def pydantic_ai(out: str, guard_spans: bool = False) -> dict:
     from pydantic_ai.models.instrumented import InstrumentationSettings
 
     from toolcommit.runtime.frameworks import pydantic_ai_tool
+
     p = _fresh(_paths(out, "pydantic", ".otlp.json"))
     exporter = InMemorySpanExporter()
     tp = TracerProvider(resource=Resource.create({"service.name": "refund-agent"}))
     tp.add_span_processor(SimpleSpanProcessor(exporter))
     if guard_spans:
         from toolcommit.runtime.otel import configure
+
         configure(tp)
     log = IntentLog.sqlite(p["intents"], writer="agent", provider="stripe")
     provider = Provider(p["ledger"], lose_first_ack=True)
@@ -147,8 +165,10 @@ def pydantic_ai(out: str, guard_spans: bool = False) -> dict:
         """Read an order's status (no effect)."""
         return "paid"
 
-    agent = Agent(FunctionModel(pr._script(pr.REISSUED)), tools=[
-        pydantic_ai_tool(log, refund, scope=SCOPE, status=provider.status), order_status])
+    agent = Agent(
+        FunctionModel(pr._script(pr.REISSUED)),
+        tools=[pydantic_ai_tool(log, refund, scope=SCOPE, status=provider.status), order_status],
+    )
     agent.instrument = InstrumentationSettings(tracer_provider=tp, include_content=True)
     try:
         agent.run_sync("refund order o-7")
@@ -168,6 +188,7 @@ def temporal(out: str, name: str = "retry") -> dict:
     the acknowledged intent (no second send). Returns the paths written."""
     import temporal_runs as t
     from temporalio import activity
+
     p = _fresh(_paths(out, f"temporal-{name}", ".json"))
     log = IntentLog.sqlite(p["intents"], writer="worker-1", provider="stripe")
     refund = _guarded(log, Provider(p["ledger"]), is_async=True)
@@ -175,8 +196,9 @@ def temporal(out: str, name: str = "retry") -> dict:
     @activity.defn(name="refund")
     async def guarded_activity(order: str, amount: float) -> str:
         info = activity.info()
-        got = await refund(order, amount,
-                           call_id=f"{info.workflow_run_id}:{info.activity_id}#{info.attempt}")
+        got = await refund(
+            order, amount, call_id=f"{info.workflow_run_id}:{info.activity_id}#{info.attempt}"
+        )
         return f"refunded {amount} ({got['id']})"
 
     text = t.scenario(name, [], guarded_activity)
@@ -192,6 +214,7 @@ def guarded_step(log_path: str, ledger: str, crash: bool):
     log at `log_path` under one writer name across restarts; with `crash`, the process is
     killed after the provider applied and before anything recorded it."""
     import signal
+
     log = IntentLog.sqlite(log_path, writer="dbos-worker", provider="stripe")
     after = (lambda: os.kill(os.getpid(), signal.SIGKILL)) if crash else None
     refund = _guarded(log, Provider(ledger), after)
@@ -203,6 +226,7 @@ def dbos(out: str) -> dict:
     effect and recovered by a second process (the guard replays under the same key: one
     refund). Writes the system database's tables as JSON. Returns the paths written."""
     import dbos_runs as d
+
     p = _fresh(_paths(out, "dbos-crash", ".json"))
     d.run(p["system"], p["ledger"], True, p["intents"])
     d.export_json(p["system"], p["trace"])

@@ -5,6 +5,7 @@ sends no idempotency key), a ToolNode, and a scripted model. The crash run uses 
 processes sharing a SQLite checkpointer: the first dies (os._exit) inside the tool, after
 the refund applied; the second resumes from the checkpoint. Needs the ``frameworks`` extra.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -35,6 +36,7 @@ class _Model(FakeMessagesListChatModel):
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs):
         from langchain_core.outputs import ChatGeneration, ChatResult
+
         turn = sum(isinstance(m, AIMessage) for m in messages)
         return ChatResult(generations=[ChatGeneration(message=self.responses[turn])])
 
@@ -54,8 +56,12 @@ def graph(responses, ledger_path, fail, retry=False, handle_errors=False, checkp
     async def refund(order: str, amount: float) -> str:
         """Refund an order."""
         with open(ledger_path, "a") as f:
-            f.write(json.dumps({"tool": "refund", "args": {"order": order, "amount": amount},
-                                "scope": THREAD}) + "\n")
+            f.write(
+                json.dumps(
+                    {"tool": "refund", "args": {"order": order, "amount": amount}, "scope": THREAD}
+                )
+                + "\n"
+            )
         attempts.append(1)
         for _ in range(20):
             await asyncio.sleep(0)
@@ -65,9 +71,15 @@ def graph(responses, ledger_path, fail, retry=False, handle_errors=False, checkp
     model = _Model(responses=responses)
     g = StateGraph(MessagesState)
     g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
-    g.add_node("tools", ToolNode([refund], handle_tool_errors=handle_errors),
-               retry_policy=RetryPolicy(max_attempts=3, initial_interval=0.01, jitter=False,
-                                        retry_on=TimeoutError) if retry else None)
+    g.add_node(
+        "tools",
+        ToolNode([refund], handle_tool_errors=handle_errors),
+        retry_policy=RetryPolicy(
+            max_attempts=3, initial_interval=0.01, jitter=False, retry_on=TimeoutError
+        )
+        if retry
+        else None,
+    )
     g.add_edge(START, "agent")
     g.add_conditional_edges("agent", tools_condition)
     g.add_edge("tools", "agent")
@@ -85,10 +97,17 @@ async def _stream(app, inp, cfg, events_path):
 def run(responses, events_path, ledger_path, fail=lambda n: None, **kw):
     """One in-process run streamed to `events_path`; returns the checkpointer."""
     from langgraph.checkpoint.memory import InMemorySaver
+
     saver = InMemorySaver()
     app = graph(responses, ledger_path, fail, checkpointer=saver, **kw)
-    asyncio.run(_stream(app, {"messages": [HumanMessage("refund order o-7")]},
-                        {"configurable": {"thread_id": THREAD}}, events_path))
+    asyncio.run(
+        _stream(
+            app,
+            {"messages": [HumanMessage("refund order o-7")]},
+            {"configurable": {"thread_id": THREAD}},
+            events_path,
+        )
+    )
     return saver
 
 
@@ -104,8 +123,11 @@ def timeout_once(n):
 
 
 CLEAN = [_call("call_1"), AIMessage(content="done")]
-REISSUED = [_call("call_1"), _call("call_2", {"order": "o-7", "amount": 20.0}),
-            AIMessage(content="done")]
+REISSUED = [
+    _call("call_1"),
+    _call("call_2", {"order": "o-7", "amount": 20.0}),
+    AIMessage(content="done"),
+]
 
 
 def crash_run(workdir, events1, events2, ledger_path, checkpoints_path):
@@ -113,9 +135,12 @@ def crash_run(workdir, events1, events2, ledger_path, checkpoints_path):
     resumes the thread from the SQLite checkpoint."""
     db = os.path.join(workdir, "checkpoints.sqlite")
     for phase, events in (("first", events1), ("resume", events2)):
-        subprocess.run([sys.executable, __file__, phase, db, events, ledger_path,
-                        checkpoints_path], check=phase == "resume", timeout=120,
-                       env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        subprocess.run(
+            [sys.executable, __file__, phase, db, events, ledger_path, checkpoints_path],
+            check=phase == "resume",
+            timeout=120,
+            env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+        )
 
 
 def _crash_main(phase, db, events, ledger_path, checkpoints_path):
@@ -124,6 +149,7 @@ def _crash_main(phase, db, events, ledger_path, checkpoints_path):
 
 async def _crash_phase(phase, db, events, ledger_path, checkpoints_path):
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
     cfg = {"configurable": {"thread_id": THREAD}}
     async with AsyncSqliteSaver.from_conn_string(db) as saver:
         die = (lambda n: os._exit(137)) if phase == "first" else (lambda n: None)

@@ -11,6 +11,7 @@ reads). The pinned fixtures
 were made by this script; the framework tests run it again into a temporary directory and
 expect the same verdicts (`expected.json` beside the fixtures).
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,11 @@ def _strip(value):
     if isinstance(value, dict):
         return {k: _strip(v) for k, v in value.items() if k != "exception.stacktrace"}
     if isinstance(value, list):
-        return [_strip(v) for v in value
-                if not (isinstance(v, dict) and v.get("key") == "exception.stacktrace")]
+        return [
+            _strip(v)
+            for v in value
+            if not (isinstance(v, dict) and v.get("key") == "exception.stacktrace")
+        ]
     return value
 
 
@@ -42,16 +46,18 @@ def _jsonl(rows):
 
 def pydantic_scenarios(out):
     import pydantic_runs as p
-    for name, calls, fail, fmt in (("clean", p.CLEAN, False, "console"),
-                                   ("reissue", p.REISSUED, True, "otlp")):
+
+    for name, calls, fail, fmt in (
+        ("clean", p.CLEAN, False, "console"),
+        ("reissue", p.REISSUED, True, "otlp"),
+    ):
         ledger: list = []
         spans = p.run(calls, fail, ledger)
         if fmt == "console":
             docs = [_strip(json.loads(s.to_json())) for s in spans]
             text = "".join(json.dumps(d, indent=4) + "\n" for d in docs)
         else:
-            text = json.dumps(_strip(json.loads(p.otlp_json(spans))),
-                              separators=(",", ":")) + "\n"
+            text = json.dumps(_strip(json.loads(p.otlp_json(spans))), separators=(",", ":")) + "\n"
         _write(os.path.join(out, f"pydantic-{name}.{fmt}.json"), text)
         _write(os.path.join(out, f"pydantic-{name}-ledger.jsonl"), _jsonl(ledger))
 
@@ -64,14 +70,30 @@ def langgraph_scenarios(out):
         if os.path.exists(p):
             os.remove(p)
         return p
+
     L.run(L.CLEAN, path("langgraph-clean.jsonl"), path("langgraph-clean-ledger.jsonl"))
-    L.run(L.CLEAN, path("langgraph-retry.jsonl"), path("langgraph-retry-ledger.jsonl"),
-          L.timeout_once, retry=True)
-    L.run(L.REISSUED, path("langgraph-reissue.jsonl"), path("langgraph-reissue-ledger.jsonl"),
-          L.timeout_once, handle_errors=True)
+    L.run(
+        L.CLEAN,
+        path("langgraph-retry.jsonl"),
+        path("langgraph-retry-ledger.jsonl"),
+        L.timeout_once,
+        retry=True,
+    )
+    L.run(
+        L.REISSUED,
+        path("langgraph-reissue.jsonl"),
+        path("langgraph-reissue-ledger.jsonl"),
+        L.timeout_once,
+        handle_errors=True,
+    )
     db = path("checkpoints.sqlite")
-    L.crash_run(out, path("langgraph-crash-1.jsonl"), path("langgraph-crash-2.jsonl"),
-                path("langgraph-crash-ledger.jsonl"), path("langgraph-crash-checkpoints.jsonl"))
+    L.crash_run(
+        out,
+        path("langgraph-crash-1.jsonl"),
+        path("langgraph-crash-2.jsonl"),
+        path("langgraph-crash-ledger.jsonl"),
+        path("langgraph-crash-checkpoints.jsonl"),
+    )
     os.remove(db)
 
 
@@ -84,16 +106,20 @@ def _fresh(out, name):
 
 def openai_agents_scenarios(out):
     import openai_agents_runs as o
+
     for name, calls, fail in (("clean", o.CLEAN, False), ("reissue", o.REISSUED, True)):
         ledger: list = []
         items = o.run(calls, fail, _fresh(out, f"openai-agents-{name}.jsonl"), ledger)
-        _write(os.path.join(out, f"openai-agents-{name}-items.json"),
-               json.dumps(items, indent=1) + "\n")
+        _write(
+            os.path.join(out, f"openai-agents-{name}-items.json"),
+            json.dumps(items, indent=1) + "\n",
+        )
         _write(os.path.join(out, f"openai-agents-{name}-ledger.jsonl"), _jsonl(ledger))
 
 
 def dbos_scenarios(out):
     import dbos_runs as d
+
     for name, crash in (("clean", False), ("crash", True)):
         db = _fresh(out, f"dbos-{name}.sqlite")
         d.run(db, _fresh(out, f"dbos-{name}-ledger.jsonl"), crash)
@@ -104,6 +130,7 @@ def dbos_scenarios(out):
 
 def temporal_scenarios(out):
     import temporal_runs as t
+
     for name in ("clean", "retry", "resend"):
         ledger: list = []
         _write(os.path.join(out, f"temporal-{name}.json"), t.scenario(name, ledger) + "\n")
@@ -116,24 +143,28 @@ def library_scenario(out):
     import tempfile
 
     from toolcommit.runtime import IntentLog
+
     with tempfile.TemporaryDirectory() as tmp:
-        log = IntentLog.sqlite(os.path.join(tmp, "intents.db"), writer="worker-1",
-                               provider="stripe")
+        log = IntentLog.sqlite(
+            os.path.join(tmp, "intents.db"), writer="worker-1", provider="stripe"
+        )
         d = log.propose("call_1", "refund", {"order": "o-7", "amount": 20}, "user:42")
         t = log.dispatch(d.key)
         log.ack(t, {"id": "re_1"})
         with open(os.path.join(out, "library-refund.jsonl"), "w") as f:
             log.export(f)
         log.close()
-    _write(os.path.join(out, "library-refund-ledger.jsonl"),
-           _jsonl([{"idempotency_key": t.idempotency_key, "effect_id": f"re_{n}"}
-                   for n in (1, 2)]))
+    _write(
+        os.path.join(out, "library-refund-ledger.jsonl"),
+        _jsonl([{"idempotency_key": t.idempotency_key, "effect_id": f"re_{n}"} for n in (1, 2)]),
+    )
 
 
 def guarded_scenarios(out):
     """The same runtimes with the refund guarded by the library: the trace, the library's
     own log and the provider's ledger of each (`guarded_runs`)."""
     import guarded_runs as g
+
     g.openai_agents(out)
     g.pydantic_ai(out)
     g.temporal(out)

@@ -6,6 +6,7 @@ it sends: the model's call id, as a chat-style tool does), and a scripted model 
 answers by the conversation so far. The SDK's own processors (which would send traces
 to OpenAI) are replaced. Needs the ``frameworks`` extra.
 """
+
 from __future__ import annotations
 
 import json
@@ -54,20 +55,40 @@ class Scripted(Model):
     def __init__(self, calls):
         self.calls = calls
 
-    async def get_response(self, system_instructions, input, model_settings, tools,
-                           output_schema, handoffs, tracing, *, previous_response_id,
-                           conversation_id, prompt):
+    async def get_response(
+        self,
+        system_instructions,
+        input,
+        model_settings,
+        tools,
+        output_schema,
+        handoffs,
+        tracing,
+        *,
+        previous_response_id,
+        conversation_id,
+        prompt,
+    ):
         items = input if isinstance(input, list) else []
         turn = sum(1 for i in items if isinstance(i, dict) and i.get("type") == "function_call")
         if turn < len(self.calls):
             name, args, cid = self.calls[turn]
-            out = ResponseFunctionToolCall(type="function_call", name=name, call_id=cid,
-                                           arguments=json.dumps(args), id=f"fc_{cid}",
-                                           status="completed")
+            out = ResponseFunctionToolCall(
+                type="function_call",
+                name=name,
+                call_id=cid,
+                arguments=json.dumps(args),
+                id=f"fc_{cid}",
+                status="completed",
+            )
         else:
-            out = ResponseOutputMessage(id="msg_done", type="message", role="assistant",
-                                        status="completed", content=[ResponseOutputText(
-                                            type="output_text", text="done", annotations=[])])
+            out = ResponseOutputMessage(
+                id="msg_done",
+                type="message",
+                role="assistant",
+                status="completed",
+                content=[ResponseOutputText(type="output_text", text="done", annotations=[])],
+            )
         return ModelResponse(output=[out], usage=Usage(), response_id=None)
 
     def stream_response(self, *args, **kwargs):
@@ -90,8 +111,7 @@ def run(calls, fail_first: bool, trace_path: str, ledger: list, effect=None) -> 
         """Refund an order."""
         if effect is not None:
             return effect(ctx.tool_call_id, order, amount)
-        ledger.append({"idempotency_key": ctx.tool_call_id,
-                       "effect_id": f"re_{len(ledger) + 1}"})
+        ledger.append({"idempotency_key": ctx.tool_call_id, "effect_id": f"re_{len(ledger) + 1}"})
         seen.append(ctx.tool_call_id)
         if fail_first and len(seen) == 1:
             raise TimeoutError("the payment provider timed out")
@@ -104,14 +124,15 @@ def run(calls, fail_first: bool, trace_path: str, ledger: list, effect=None) -> 
 
     agent = Agent(name="refunder", model=Scripted(calls), tools=[order_status, refund])
     try:
-        result = Runner.run_sync(agent, "refund order o-7",
-                                 run_config=RunConfig(group_id=GROUP))
+        result = Runner.run_sync(agent, "refund order o-7", run_config=RunConfig(group_id=GROUP))
     finally:
         set_trace_processors([])
         processor.shutdown()
     return result.to_input_list()
 
 
-CLEAN = [("order_status", {"order": "o-7"}, "call_s"),
-         ("refund", {"order": "o-7", "amount": 20}, "call_A")]
+CLEAN = [
+    ("order_status", {"order": "o-7"}, "call_s"),
+    ("refund", {"order": "o-7", "amount": 20}, "call_A"),
+]
 REISSUED = CLEAN + [("refund", {"order": "o-7", "amount": 20.0}, "call_B")]

@@ -4,6 +4,7 @@ A refund tool that writes what it applies to a plain ledger (the provider's reco
 by the idempotency key it sends: the model's call id, as a chat-style tool does), and a
 scripted model. Needs the ``frameworks`` extra.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,12 +21,14 @@ from pydantic_ai.models.instrumented import InstrumentationSettings
 
 def _script(calls):
     """A model that emits `calls` (tool name, args, call id) one per turn, then text."""
+
     def model(messages, info):
         turn = sum(1 for m in messages if m.kind == "response")
         if turn < len(calls):
             name, args, cid = calls[turn]
             return ModelResponse(parts=[ToolCallPart(name, args, tool_call_id=cid)])
         return ModelResponse(parts=[TextPart("done")])
+
     return model
 
 
@@ -68,8 +71,12 @@ def otlp_json(spans) -> str:
     encoder, then protobuf's JSON mapping), as one line: the Collector's file format."""
     from google.protobuf.json_format import MessageToDict
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
     return json.dumps(MessageToDict(encode_spans(spans)), separators=(",", ":")) + "\n"
 
 
-CLEAN = [("order_status", {"order": "o-7"}, "call_s"), ("refund", {"order": "o-7", "amount": 20}, "call_A")]
+CLEAN = [
+    ("order_status", {"order": "o-7"}, "call_s"),
+    ("refund", {"order": "o-7", "amount": 20}, "call_A"),
+]
 REISSUED = CLEAN + [("refund", {"order": "o-7", "amount": 20.0}, "call_B")]

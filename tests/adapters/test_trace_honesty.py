@@ -1,6 +1,7 @@
 """`validate --from` never conforms for want of looking: a run that judged nothing, a ledger
 that joined nothing or came in part, records without ids, writers of one file name, and the
 order of the files on the command line (reproductions of the reliability issue)."""
+
 from __future__ import annotations
 
 import copy
@@ -17,17 +18,41 @@ CRASH_OPTS = ["--checkpoints", "{T}/langgraph-crash-checkpoints.jsonl", "--effec
 
 def stripe_page(tmp_path, name, has_more, request, url="/v1/events"):
     p = tmp_path / name
-    p.write_text(json.dumps({"object": "list", "url": url, "has_more": has_more, "data": [
-        {"id": f"evt_{request}", "object": "event", "type": "refund.created",
-         "request": {"id": request, "idempotency_key": "call_A"},
-         "data": {"object": {"id": f"re_{request}", "object": "refund"}}}]}))
+    p.write_text(
+        json.dumps(
+            {
+                "object": "list",
+                "url": url,
+                "has_more": has_more,
+                "data": [
+                    {
+                        "id": f"evt_{request}",
+                        "object": "event",
+                        "type": "refund.created",
+                        "request": {"id": request, "idempotency_key": "call_A"},
+                        "data": {"object": {"id": f"re_{request}", "object": "refund"}},
+                    }
+                ],
+            }
+        )
+    )
     return str(p)
 
 
 # ----- nothing judged, nothing joined ----------------------------------------------------------
 def test_effectful_naming_no_tool_of_the_trace_is_a_usage_error_listing_the_tools_it_has():
-    code, out, err = run(["--from", "otel", "{T}/pydantic-reissue.otlp.json", "--effectful",
-                          "refnd", "--ledger", "{T}/stripe-events.json"], fmt=None)
+    code, out, err = run(
+        [
+            "--from",
+            "otel",
+            "{T}/pydantic-reissue.otlp.json",
+            "--effectful",
+            "refnd",
+            "--ledger",
+            "{T}/stripe-events.json",
+        ],
+        fmt=None,
+    )
     assert code == 2 and out == "" and len(err.splitlines()) == 1
     assert "refnd" in err and "refund (2 calls)" in err and "order_status (1 call)" in err
 
@@ -67,7 +92,9 @@ def test_a_stripe_page_with_has_more_is_inconclusive_until_its_last_page_is_give
     page2 = stripe_page(tmp_path, "page2.json", False, "req_1")
     verdict, _, _, code, d = verdict_of(REFUND + ["--ledger", page1])
     assert (verdict, code) == ("INCONCLUSIVE", 3)
-    assert "has_more: true" in d["source"]["missing"][0] and "page1.json" in d["source"]["missing"][0]
+    assert (
+        "has_more: true" in d["source"]["missing"][0] and "page1.json" in d["source"]["missing"][0]
+    )
     verdict, certain, _, code, _ = verdict_of(REFUND + ["--ledger", page1, "--ledger", page2])
     assert (verdict, code) == ("VIOLATES", 1) and {"I1", "P1"} <= set(certain)
 
@@ -87,11 +114,24 @@ def test_stripe_events_of_one_request_on_two_pages_are_one_effect(tmp_path):
 
 def test_a_dynamodb_scan_page_with_a_last_evaluated_key_is_partial(tmp_path):
     p = tmp_path / "scan.json"
-    p.write_text(json.dumps({"Items": [{"id": {"S": "call_A"}, "status": {"S": "COMPLETED"},
-                                        "expiration": {"N": "17e8"}}],
-                             "LastEvaluatedKey": {"id": {"S": "call_A"}}}))
+    p.write_text(
+        json.dumps(
+            {
+                "Items": [
+                    {
+                        "id": {"S": "call_A"},
+                        "status": {"S": "COMPLETED"},
+                        "expiration": {"N": "17e8"},
+                    }
+                ],
+                "LastEvaluatedKey": {"id": {"S": "call_A"}},
+            }
+        )
+    )
     verdict, _, _, code, d = verdict_of(REFUND + ["--ledger", str(p)])
-    assert (verdict, code) == ("INCONCLUSIVE", 3) and "LastEvaluatedKey" in d["source"]["missing"][0]
+    assert (verdict, code) == ("INCONCLUSIVE", 3) and "LastEvaluatedKey" in d["source"]["missing"][
+        0
+    ]
 
 
 # ----- records without ids ---------------------------------------------------------------------
@@ -112,8 +152,12 @@ def test_otel_spans_without_ids_are_never_taken_for_one_another(tmp_path):
 
 def test_langgraph_events_without_run_ids_are_refused_not_merged(tmp_path):
     p = tmp_path / "no-run-ids.jsonl"
-    p.write_text("".join(json.dumps({k: v for k, v in json.loads(line).items() if k != "run_id"})
-                         + "\n" for line in (T / "langgraph-retry.jsonl").read_text().splitlines()))
+    p.write_text(
+        "".join(
+            json.dumps({k: v for k, v in json.loads(line).items() if k != "run_id"}) + "\n"
+            for line in (T / "langgraph-retry.jsonl").read_text().splitlines()
+        )
+    )
     code, out, err = run(["--from", "langgraph", str(p), "--effectful", "refund"], fmt=None)
     assert code == 2 and out == "" and "without a run_id" in err and f"{p}:2:" in err
 
@@ -133,8 +177,15 @@ def test_event_files_of_one_name_in_two_folders_are_two_writers(tmp_path):
     for folder, src in (("a", "langgraph-crash-1.jsonl"), ("b", "langgraph-crash-2.jsonl")):
         (tmp_path / folder).mkdir()
         shutil.copy(T / src, tmp_path / folder / "events.jsonl")
-    same = verdict_of(["--from", "langgraph", str(tmp_path / "a" / "events.jsonl"),
-                       str(tmp_path / "b" / "events.jsonl")] + CRASH_OPTS)
+    same = verdict_of(
+        [
+            "--from",
+            "langgraph",
+            str(tmp_path / "a" / "events.jsonl"),
+            str(tmp_path / "b" / "events.jsonl"),
+        ]
+        + CRASH_OPTS
+    )
     distinct = verdict_of(["--from", "langgraph"] + CRASH + CRASH_OPTS)
     assert same[:3] == distinct[:3] and same[4]["stats"]["writers"] == 2
     assert same[4]["stats"]["crash"] == 1
@@ -145,16 +196,21 @@ def test_the_order_of_the_event_files_changes_no_finding():
         forward = verdict_of(["--from", "langgraph"] + CRASH + CRASH_OPTS + extra)
         backward = verdict_of(["--from", "langgraph"] + CRASH[::-1] + CRASH_OPTS + extra)
         assert forward[:3] == backward[:3] and "P2" in forward[1]
-        assert [f["property"] for f in forward[4]["findings"]] == \
-            [f["property"] for f in backward[4]["findings"]]
+        assert [f["property"] for f in forward[4]["findings"]] == [
+            f["property"] for f in backward[4]["findings"]
+        ]
 
 
 def test_attempts_of_one_call_in_two_files_without_timed_run_ids_are_refused(tmp_path):
     paths = []
     for i, src in enumerate(CRASH):
         p = tmp_path / f"run-{i}.jsonl"
-        p.write_text("".join(json.dumps({**json.loads(line), "run_id": f"run-{i}"}) + "\n"
-                             for line in Path(src.replace("{T}", str(T))).read_text().splitlines()))
+        p.write_text(
+            "".join(
+                json.dumps({**json.loads(line), "run_id": f"run-{i}"}) + "\n"
+                for line in Path(src.replace("{T}", str(T))).read_text().splitlines()
+            )
+        )
         paths.append(str(p))
     code, out, err = run(["--from", "langgraph"] + paths + CRASH_OPTS, fmt=None)
     assert code == 2 and "call id call_1" in err and "UUIDv7" in err and len(err.splitlines()) == 1
@@ -162,35 +218,44 @@ def test_attempts_of_one_call_in_two_files_without_timed_run_ids_are_refused(tmp
 
 # ----- options honoured ------------------------------------------------------------------------
 def test_max_line_bytes_is_honoured_with_from():
-    code, out, err = run(["--from", "langgraph", "{T}/langgraph-retry.jsonl",
-                          "--max-line-bytes", "300"], fmt=None)
+    code, out, err = run(
+        ["--from", "langgraph", "{T}/langgraph-retry.jsonl", "--max-line-bytes", "300"], fmt=None
+    )
     assert code == 2 and "langgraph-retry.jsonl:1: line longer than 300 bytes" in err
-    assert run(["--from", "langgraph", "{T}/langgraph-retry.jsonl",
-                "--max-line-bytes", "100000"])[0] == 1
+    assert (
+        run(["--from", "langgraph", "{T}/langgraph-retry.jsonl", "--max-line-bytes", "100000"])[0]
+        == 1
+    )
 
 
 def test_emit_to_a_dash_is_a_usage_error_not_a_file_named_dash(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code, out, err = run(["--from", "langgraph", "{T}/langgraph-retry.jsonl", "--emit", "-"],
-                         fmt=None)
+    code, out, err = run(
+        ["--from", "langgraph", "{T}/langgraph-retry.jsonl", "--emit", "-"], fmt=None
+    )
     assert code == 2 and "--emit -" in err and not (tmp_path / "-").exists()
 
 
 def test_a_scope_module_in_the_working_directory_is_found(tmp_path, monkeypatch):
-    (tmp_path / "myscopes.py").write_text("def by_order(view):\n    return view['args']['order']\n"
-                                          "def nothing(view):\n    return None\n")
+    (tmp_path / "myscopes.py").write_text(
+        "def by_order(view):\n    return view['args']['order']\n"
+        "def nothing(view):\n    return None\n"
+    )
     monkeypatch.chdir(tmp_path)
-    code, out, err = run(["--from", "langgraph", "{T}/langgraph-retry.jsonl",
-                          "--scope", "myscopes:by_order"])
+    code, out, err = run(
+        ["--from", "langgraph", "{T}/langgraph-retry.jsonl", "--scope", "myscopes:by_order"]
+    )
     assert code == 1 and err == ""
-    _, _, _, _, d = verdict_of(["--from", "langgraph", "{T}/langgraph-retry.jsonl",
-                                "--scope", "myscopes:nothing"])
+    _, _, _, _, d = verdict_of(
+        ["--from", "langgraph", "{T}/langgraph-retry.jsonl", "--scope", "myscopes:nothing"]
+    )
     assert any("returned None for 2 call(s)" in n for n in d["source"]["notes"])
 
 
 def test_a_scope_rule_without_a_module_is_one_line():
-    code, out, err = run(["--from", "langgraph", "{T}/langgraph-retry.jsonl", "--scope",
-                          ":by_order"], fmt=None)
+    code, out, err = run(
+        ["--from", "langgraph", "{T}/langgraph-retry.jsonl", "--scope", ":by_order"], fmt=None
+    )
     assert code == 2 and "MODULE:FUNCTION" in err and len(err.splitlines()) == 1
 
 
@@ -199,10 +264,20 @@ def test_a_byte_order_mark_is_read_as_nothing_in_traces_and_csv_ledgers(tmp_path
     trace, ledger = tmp_path / "bom.jsonl", tmp_path / "bom.csv"
     trace.write_bytes(bom + (T / "langgraph-retry.jsonl").read_bytes())
     ledger.write_bytes(bom + (T / "langgraph-retry-ledger.csv").read_bytes())
-    plain = verdict_of(["--from", "langgraph", "{T}/langgraph-retry.jsonl", "--effectful", "refund",
-                        "--ledger", "{T}/langgraph-retry-ledger.csv"])
-    marked = verdict_of(["--from", "langgraph", str(trace), "--effectful", "refund",
-                         "--ledger", str(ledger)])
+    plain = verdict_of(
+        [
+            "--from",
+            "langgraph",
+            "{T}/langgraph-retry.jsonl",
+            "--effectful",
+            "refund",
+            "--ledger",
+            "{T}/langgraph-retry-ledger.csv",
+        ]
+    )
+    marked = verdict_of(
+        ["--from", "langgraph", str(trace), "--effectful", "refund", "--ledger", str(ledger)]
+    )
     assert marked[:3] == plain[:3] == ("VIOLATES", ["I1", "P1", "P2"], [])
 
 
@@ -211,19 +286,24 @@ def test_hostile_values_in_traces_ledgers_and_checkpoints_are_one_line_each(tmp_
     deep.write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
     big = tmp_path / "big.jsonl"
     line = json.loads((T / "langgraph-retry.jsonl").read_text().splitlines()[0])
-    line["data"]["input"]["amount"] = 10 ** 400
+    line["data"]["input"]["amount"] = 10**400
     big.write_text(json.dumps(line) + "\n")
     huge = tmp_path / "huge.jsonl"
     huge.write_text(json.dumps(line).replace("9" * 400, "9" * 5000) + "\n")
     lg = ["--from", "langgraph", "{T}/langgraph-retry.jsonl"]
-    for argv in (["--from", "otel", str(deep)], ["--from", "langgraph", str(deep)],
-                 lg + ["--ledger", str(deep)], lg + ["--checkpoints", str(deep)],
-                 ["--from", "langgraph", str(big)], ["--from", "langgraph", str(huge)]):
+    for argv in (
+        ["--from", "otel", str(deep)],
+        ["--from", "langgraph", str(deep)],
+        lg + ["--ledger", str(deep)],
+        lg + ["--checkpoints", str(deep)],
+        ["--from", "langgraph", str(big)],
+        ["--from", "langgraph", str(huge)],
+    ):
         code, out, err = run(argv, fmt=None)
         assert code == 2 and "Traceback" not in err and len(err.splitlines()) == 1, (argv, err)
     ledger = tmp_path / "big-ledger.jsonl"
-    ledger.write_text(json.dumps({"tool": "refund", "args": {"amount": 10 ** 400}}) + "\n")
-    assert run(lg + ["--ledger", str(ledger)])[0] in (1, 3)   # joins nothing, said so
+    ledger.write_text(json.dumps({"tool": "refund", "args": {"amount": 10**400}}) + "\n")
+    assert run(lg + ["--ledger", str(ledger)])[0] in (1, 3)  # joins nothing, said so
 
 
 def test_a_dynamodb_number_with_an_exponent_is_read_and_a_bad_one_is_one_line(tmp_path):

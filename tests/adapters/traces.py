@@ -1,5 +1,6 @@
 """Helpers shared by the trace tests: the pinned traces (tests/fixtures/traces/), their
 manifest, and `validate` run on them in this process."""
+
 from __future__ import annotations
 
 import contextlib
@@ -16,8 +17,11 @@ CASES = json.loads((T / "expected.json").read_text())["cases"]
 def run(argv, fmt="json"):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["validate"] + [a.replace("{T}", str(T)) for a in argv]
-                    + (["--format", fmt] if fmt else []))
+        code = main(
+            ["validate"]
+            + [a.replace("{T}", str(T)) for a in argv]
+            + (["--format", fmt] if fmt else [])
+        )
     return code, out.getvalue(), err.getvalue()
 
 
@@ -27,4 +31,5 @@ def verdict_of(argv):
 
     def props(c):
         return sorted({f["property"] for f in d["findings"] if f["certainty"] == c})
+
     return d["verdict"], props("certain"), props("possible"), code, d

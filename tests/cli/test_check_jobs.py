@@ -1,5 +1,6 @@
 """`check --jobs N`: the search on N threads prints what --jobs 1 prints, byte for byte (the
 same counts, depths, verdicts and shortest counterexamples), and a bad N is one line."""
+
 import json
 
 import pytest
@@ -24,12 +25,15 @@ def _untimed(v):
 
 
 @needs_cc
-@pytest.mark.parametrize("args", [
-    ["--preset", "naive", "--instance", "zombie", "--instance", "two_intents"],
-    ["--preset", "recommended", "--instance", "default", "--format", "json"],
-    ["--preset", "seed", "--instance", "cancel", "--first", "--property", "P3"],
-    ["--preset", "naive", "--instance", "default", "--property", "I1", "--max-states", "2000"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--preset", "naive", "--instance", "zombie", "--instance", "two_intents"],
+        ["--preset", "recommended", "--instance", "default", "--format", "json"],
+        ["--preset", "seed", "--instance", "cancel", "--first", "--property", "P3"],
+        ["--preset", "naive", "--instance", "default", "--property", "I1", "--max-states", "2000"],
+    ],
+)
 def test_two_threads_print_what_one_prints(capsys, monkeypatch, args):
     monkeypatch.setenv("TOOLCOMMIT_ENGINE", "native")
     one = output(capsys, *args, "--jobs", "1")
@@ -37,10 +41,13 @@ def test_two_threads_print_what_one_prints(capsys, monkeypatch, args):
     assert output(capsys, *args, "--jobs", "3") == one
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--jobs", "0"], "--jobs 0: use at least 1"),
-    (["--jobs", "2", "--engine", "smt"], "--jobs is for --engine explicit"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--jobs", "0"], "--jobs 0: use at least 1"),
+        (["--jobs", "2", "--engine", "smt"], "--jobs is for --engine explicit"),
+    ],
+)
 def test_a_bad_jobs_is_one_line_exit_2(capsys, args, message):
     assert main(["check", "--instance", "ack_loss", *args]) == 2
     err = capsys.readouterr().err

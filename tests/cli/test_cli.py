@@ -1,4 +1,5 @@
 """The command line: exit codes, one-line errors naming what is valid, JSON as data."""
+
 import io
 import json
 import subprocess
@@ -10,20 +11,27 @@ from toolcommit.checker.cli import main
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "toolcommit.checker.cli", *args],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "toolcommit.checker.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
-@pytest.mark.parametrize("args,names", [
-    (["check", "--preset", "nope"], "naive"),
-    (["check", "--set", "fencing=maybe"], "valid options: off, on"),
-    (["check", "--set", "nonsense=1"], "valid knobs, assumptions and timing parameters"),
-    (["check", "--set", "fencing"], "knob=option"),
-    (["check", "--instance", "nope"], "valid instances"),
-    (["check", "--bounds", "workers=two"], "name=number"),
-    (["check", "--bounds", "planets=2"], "valid bounds"),
-    (["check", "--property", "P9"], "valid properties"),
-])
+@pytest.mark.parametrize(
+    "args,names",
+    [
+        (["check", "--preset", "nope"], "naive"),
+        (["check", "--set", "fencing=maybe"], "valid options: off, on"),
+        (["check", "--set", "nonsense=1"], "valid knobs, assumptions and timing parameters"),
+        (["check", "--set", "fencing"], "knob=option"),
+        (["check", "--instance", "nope"], "valid instances"),
+        (["check", "--bounds", "workers=two"], "name=number"),
+        (["check", "--bounds", "planets=2"], "valid bounds"),
+        (["check", "--property", "P9"], "valid properties"),
+    ],
+)
 def test_bad_usage_is_one_line_exit_2_naming_what_is_valid(args, names):
     r = run(*args)
     assert r.returncode == 2
@@ -43,7 +51,19 @@ def test_a_state_limit_exits_3_with_unknown(capsys):
 
 
 def test_json_output_carries_itf_counterexamples(capsys):
-    main(["check", "--preset", "naive", "--instance", "cancel", "--property", "P3", "--format", "json"])
+    main(
+        [
+            "check",
+            "--preset",
+            "naive",
+            "--instance",
+            "cancel",
+            "--property",
+            "P3",
+            "--format",
+            "json",
+        ]
+    )
     doc = json.loads(capsys.readouterr().out)
     v = doc["instances"][0]["verdicts"][0]
     assert v["status"] == "VIOLATED" and v["steps"] == 5
@@ -52,15 +72,35 @@ def test_json_output_carries_itf_counterexamples(capsys):
 
 
 def test_write_replaces_a_catalogue_atomically(tmp_path):
-    assert main(["check", "--preset", "naive", "--instance", "cancel", "--write",
-                 "--out-dir", str(tmp_path)]) == 1
+    assert (
+        main(
+            [
+                "check",
+                "--preset",
+                "naive",
+                "--instance",
+                "cancel",
+                "--write",
+                "--out-dir",
+                str(tmp_path),
+            ]
+        )
+        == 1
+    )
     folder = tmp_path / "naive"
     assert (folder / "cancel" / "P3.itf.json").exists() and (folder / "index.json").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["naive"]  # no temporary folder left behind
 
 
-@pytest.mark.parametrize("fmt,marker", [("text", "record lifecycle"), ("mermaid", "stateDiagram-v2"),
-                                        ("dot", "digraph"), ("json", '"properties"')])
+@pytest.mark.parametrize(
+    "fmt,marker",
+    [
+        ("text", "record lifecycle"),
+        ("mermaid", "stateDiagram-v2"),
+        ("dot", "digraph"),
+        ("json", '"properties"'),
+    ],
+)
 def test_spec_prints_the_graph_in_every_format(capsys, fmt, marker):
     assert main(["spec", "--format", fmt]) == 0
     assert marker in capsys.readouterr().out
@@ -73,17 +113,19 @@ class _Terminal(io.StringIO):
 
 def test_progress_line_is_on_a_terminal_stderr_and_erased_at_the_end():
     from toolcommit.checker.cli.terminal import Progress
+
     err = _Terminal()
     p = Progress(err)
     p.t0 -= 10
     p("default", {"states": 5000, "depth": 7, "seconds": 2.0, "explored": 4000})
     assert "[default] 5,000 states, depth 7" in err.getvalue()
     p.close()
-    assert err.getvalue().endswith("\r\x1b[K")       # the report starts on a clean line
+    assert err.getvalue().endswith("\r\x1b[K")  # the report starts on a clean line
 
 
 def test_progress_writes_nothing_when_stderr_is_piped_or_the_run_is_short():
     from toolcommit.checker.cli.terminal import Progress
+
     piped, quick = io.StringIO(), _Terminal()
     slow = Progress(piped)
     slow.t0 -= 10
@@ -96,8 +138,24 @@ def test_progress_writes_nothing_when_stderr_is_piped_or_the_run_is_short():
 
 @pytest.mark.parametrize("engine", ["smt", "random"])
 def test_every_engine_finds_the_ack_loss_duplicate_from_the_cli(capsys, engine):
-    assert main(["check", "--preset", "naive", "--engine", engine, "--instance", "ack_loss",
-                 "--property", "I1", "--explain", "none"]) == 1
+    assert (
+        main(
+            [
+                "check",
+                "--preset",
+                "naive",
+                "--engine",
+                engine,
+                "--instance",
+                "ack_loss",
+                "--property",
+                "I1",
+                "--explain",
+                "none",
+            ]
+        )
+        == 1
+    )
     out = capsys.readouterr().out
     assert f"engine: {engine}" in out and "ack_loss I1" in out
 
@@ -108,8 +166,10 @@ def test_bounded_engines_refuse_graph_properties_with_a_usage_error():
 
 
 def test_random_engine_states_its_denominator(capsys):
-    assert main(["check", "--engine", "random", "--runs", "50", "--seed", "3",
-                 "--instance", "zombie"]) == 0
+    assert (
+        main(["check", "--engine", "random", "--runs", "50", "--seed", "3", "--instance", "zombie"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "zombie: 50 runs" in out and "expire_lease=" in out
     assert "not exhaustive" in out
@@ -117,8 +177,24 @@ def test_random_engine_states_its_denominator(capsys):
 
 def test_python_format_prints_tests_that_replay_and_pass(capsys):
     """Like Hypothesis: a counterexample prints as a test you can paste, and it passes."""
-    assert main(["check", "--preset", "naive", "--instance", "ack_loss", "--instance",
-                 "crash_before_dispatch", "--instance", "cancel", "--format", "python"]) == 1
+    assert (
+        main(
+            [
+                "check",
+                "--preset",
+                "naive",
+                "--instance",
+                "ack_loss",
+                "--instance",
+                "crash_before_dispatch",
+                "--instance",
+                "cancel",
+                "--format",
+                "python",
+            ]
+        )
+        == 1
+    )
     source = capsys.readouterr().out
     namespace: dict = {}
     exec(compile(source, "<printed counterexamples>", "exec"), namespace)  # our own output
@@ -128,11 +204,22 @@ def test_python_format_prints_tests_that_replay_and_pass(capsys):
         t()
 
 
-@pytest.mark.parametrize("args", [
-    ["--preset", "naive", "--bounds", "workers=2,ack_losses=2", "--instance", "reorder",
-     "--instance", "ack_loss"],
-    ["--preset", "seed", "--bounds", "crashes=1", "--instance", "duplicate_call_id"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [
+            "--preset",
+            "naive",
+            "--bounds",
+            "workers=2,ack_losses=2",
+            "--instance",
+            "reorder",
+            "--instance",
+            "ack_loss",
+        ],
+        ["--preset", "seed", "--bounds", "crashes=1", "--instance", "duplicate_call_id"],
+    ],
+)
 def test_python_format_carries_the_bounds_so_printed_tests_pass(args, capsys):
     """Issue 9 item 3: the printed replay dropped --bounds, so its tests failed."""
     assert main(["check", *args, "--format", "python"]) == 1
@@ -145,11 +232,21 @@ def test_python_format_carries_the_bounds_so_printed_tests_pass(args, capsys):
 
 
 def test_check_first_stops_once_every_asked_property_is_violated_and_says_so():
-    r = run("check", "--preset", "naive", "--instance", "default", "--property", "I1", "--first",
-            "--explain", "none")
+    r = run(
+        "check",
+        "--preset",
+        "naive",
+        "--instance",
+        "default",
+        "--property",
+        "I1",
+        "--first",
+        "--explain",
+        "none",
+    )
     assert r.returncode == 1
     row = next(line for line in r.stdout.splitlines() if line.startswith("default "))
-    assert row.split()[1:] == ["1330+", "8", "x8"]     # the full search stores 1,681,342
+    assert row.split()[1:] == ["1330+", "8", "x8"]  # the full search stores 1,681,342
     assert "stopped early (--first): every property asked for is violated" in r.stdout
     assert "  default: 1330 states to depth 8" in r.stdout and "coverage:" not in r.stdout
 
@@ -160,8 +257,13 @@ def test_version_prints_the_installed_version():
     import sys
     from importlib.metadata import version
     from pathlib import Path
-    done = subprocess.run([sys.executable, "-m", "toolcommit.checker.cli", "--version"],
-                          capture_output=True, text=True, timeout=60)
+
+    done = subprocess.run(
+        [sys.executable, "-m", "toolcommit.checker.cli", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0 and done.stdout.strip() == f"toolcommit {version('toolcommit')}"
     pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
     assert re.search(rf'^version = "{re.escape(version("toolcommit"))}"$', pyproject, re.M)

@@ -1,6 +1,7 @@
 """Every relative link of the README and of the pages under docs/ resolves: the file or
 folder exists, and a #fragment names a heading of the Markdown page it points to (GitHub's
 anchors)."""
+
 import re
 from pathlib import Path
 
@@ -52,8 +53,9 @@ def test_a_relative_link_resolves(page, target):
     assert ROOT in dest.parents or dest == ROOT, f"{target}: outside the repository"
     if fragment:
         assert dest.suffix == ".md", f"{target}: a fragment of a page that is not Markdown"
-        assert fragment in anchors(dest.read_text("utf-8")), \
+        assert fragment in anchors(dest.read_text("utf-8")), (
             f"{target}: no heading of {dest.name} has the anchor #{fragment}"
+        )
 
 
 def test_anchors_are_githubs():

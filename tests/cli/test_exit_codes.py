@@ -3,6 +3,7 @@
 0 holds / conforms, 1 violated, 2 bad usage or input, 3 unknown or inconclusive,
 4 internal error (with a request to report it).
 """
+
 import contextlib
 import io
 from pathlib import Path
@@ -48,6 +49,7 @@ def test_exit_4_on_an_internal_error_asks_for_a_report(monkeypatch):
 
     def broken(*a, **k):
         raise InternalError("engines disagree")
+
     monkeypatch.setattr(engine.Explicit, "run", broken)
     code, _, err = run(["check", "--instance", "ack_loss"])
     assert code == 4 and "please report" in err and "Traceback" not in err
@@ -59,14 +61,73 @@ def test_an_unknown_flag_is_reported_by_its_subcommand_in_one_line():
     assert len(err.strip().splitlines()) == 1
 
 
-WORDS = ["check", "prove", "validate", "spec", "ask", "--preset", "naive", "seed", "recommended",
-         "nope", "--instance", "ack_loss", "reorder", "cancel", "zzz", "--property", "I1", "P4",
-         "DEADLOCK", "P9", "--set", "fencing=off", "epoch=x", "=", "--bounds", "workers=2",
-         "crashes=1", "", "workers=-1", "max_fence=x", "--engine", "smt", "random", "explicit",
-         "--depth", "3", "0", "-1", "--runs", "5", "--max-steps", "nan", "1e9", "--format", "json",
-         "python", "mermaid", "text", "--key", "k1", "--explain", "all", "--method", "pdr",
-         "--max-k", "2", "--list", "--lifecycle", "record", "-", "--seed", "7",
-         str(LOGS / "ack_loss-bad.jsonl"), str(LOGS / "i1-ok.jsonl"), "/nonexistent.jsonl"]
+WORDS = [
+    "check",
+    "prove",
+    "validate",
+    "spec",
+    "ask",
+    "--preset",
+    "naive",
+    "seed",
+    "recommended",
+    "nope",
+    "--instance",
+    "ack_loss",
+    "reorder",
+    "cancel",
+    "zzz",
+    "--property",
+    "I1",
+    "P4",
+    "DEADLOCK",
+    "P9",
+    "--set",
+    "fencing=off",
+    "epoch=x",
+    "=",
+    "--bounds",
+    "workers=2",
+    "crashes=1",
+    "",
+    "workers=-1",
+    "max_fence=x",
+    "--engine",
+    "smt",
+    "random",
+    "explicit",
+    "--depth",
+    "3",
+    "0",
+    "-1",
+    "--runs",
+    "5",
+    "--max-steps",
+    "nan",
+    "1e9",
+    "--format",
+    "json",
+    "python",
+    "mermaid",
+    "text",
+    "--key",
+    "k1",
+    "--explain",
+    "all",
+    "--method",
+    "pdr",
+    "--max-k",
+    "2",
+    "--list",
+    "--lifecycle",
+    "record",
+    "-",
+    "--seed",
+    "7",
+    str(LOGS / "ack_loss-bad.jsonl"),
+    str(LOGS / "i1-ok.jsonl"),
+    "/nonexistent.jsonl",
+]
 
 
 @settings(max_examples=120, deadline=None)

@@ -1,5 +1,6 @@
 """`toolcommit export DB`: the library's intent log as the log contract, read-only and
 atomically written; bad input is one line and exit 2."""
+
 from __future__ import annotations
 
 import contextlib
@@ -64,13 +65,20 @@ def test_the_exported_log_validates(db, tmp_path):
     assert code == 0 and out.startswith("CONFORMS")
 
 
-@pytest.mark.parametrize("make,needle", [
-    (lambda p: None, "no such file"),
-    (lambda p: p.write_text("not a database at all, but long enough to be read" * 40),
-     ":1: not an SQLite intent log"),
-    (lambda p: sqlite3.connect(p).execute("CREATE TABLE t (x)").connection.commit(),
-     ":1: an SQLite database without an intent log"),
-])
+@pytest.mark.parametrize(
+    "make,needle",
+    [
+        (lambda p: None, "no such file"),
+        (
+            lambda p: p.write_text("not a database at all, but long enough to be read" * 40),
+            ":1: not an SQLite intent log",
+        ),
+        (
+            lambda p: sqlite3.connect(p).execute("CREATE TABLE t (x)").connection.commit(),
+            ":1: an SQLite database without an intent log",
+        ),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(tmp_path, make, needle):
     p = tmp_path / "x.db"
     make(p)
@@ -96,14 +104,20 @@ def read_only_volume(tmp_path):
     root and mount: skipped where the machine does not allow it)."""
     import shutil
     import subprocess
+
     point = tmp_path / "vol"
     point.mkdir()
-    if shutil.which("mount") is None or subprocess.run(
-            ["mount", "-t", "tmpfs", "tmpfs", str(point)], capture_output=True).returncode:
+    if (
+        shutil.which("mount") is None
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "tmpfs", str(point)], capture_output=True
+        ).returncode
+    ):
         pytest.skip("cannot mount a tmpfs here (needs root)")
 
     def seal():
         subprocess.run(["mount", "-o", "remount,ro", str(point)], check=True)
+
     yield point, seal
     subprocess.run(["umount", "-l", str(point)], capture_output=True)
 
@@ -120,23 +134,33 @@ def test_a_log_on_a_read_only_volume_is_exported(read_only_volume):
 
 
 def test_a_log_with_writes_in_its_wal_on_a_read_only_volume_is_refused_not_exported_stale(
-        read_only_volume):
+    read_only_volume,
+):
     """A writer that died (its ``-wal`` holds a committed proposal) and a volume without the
     ``-shm`` file: SQLite cannot read the WAL there, and an immutable open would export the
     log without that proposal. The command says so instead."""
     import os
     import subprocess
     import sys
+
     point, seal = read_only_volume
     path = point / "intents.db"
     log = IntentLog.sqlite(str(path), writer="w1", provider="stripe")
     log.propose("t1", "refund", {"amount": 20}, "user:42:request:7")
-    log.close()                                         # t1 is in the database file
-    subprocess.run([sys.executable, "-c",
-                    "import os, sys\nfrom toolcommit.runtime import IntentLog\n"
-                    "log = IntentLog.sqlite(sys.argv[1], writer='w2', provider='stripe')\n"
-                    "log.propose('t2', 'refund', {'amount': 30}, 'user:42:request:8')\n"
-                    "os._exit(0)\n", str(path)], check=True, timeout=60)   # t2: in the -wal
+    log.close()  # t1 is in the database file
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, sys\nfrom toolcommit.runtime import IntentLog\n"
+            "log = IntentLog.sqlite(sys.argv[1], writer='w2', provider='stripe')\n"
+            "log.propose('t2', 'refund', {'amount': 30}, 'user:42:request:8')\n"
+            "os._exit(0)\n",
+            str(path),
+        ],
+        check=True,
+        timeout=60,
+    )  # t2: in the -wal
     assert os.path.getsize(str(path) + "-wal") > 0
     os.remove(str(path) + "-shm")
     seal()
@@ -152,11 +176,12 @@ def test_a_log_the_user_may_not_read_is_refused_as_unreadable(tmp_path):
     import shutil
     import subprocess
     import sys
+
     path = tmp_path / "intents.db"
     IntentLog.sqlite(str(path), writer="w1", provider="stripe").close()
     path.chmod(0)
     argv = [os.path.join(os.path.dirname(sys.executable), "toolcommit"), "export", str(path)]
-    if os.geteuid() == 0:           # root reads anything: run as nobody
+    if os.geteuid() == 0:  # root reads anything: run as nobody
         if shutil.which("setpriv") is None:
             pytest.skip("root without setpriv: cannot run as another user")
         argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]

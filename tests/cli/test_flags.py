@@ -2,6 +2,7 @@
 each old spelling still works for one release and says so in one line, an old and a new
 spelling that disagree exit 2; the progress line fits its terminal and is erased however a
 command ends; torture's rerun line pastes whole into a shell."""
+
 import io
 import json
 import shlex
@@ -16,8 +17,17 @@ from toolcommit.checker.render.fit import fit
 from toolcommit.model.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
-NAIVE = ["check", "--preset", "naive", "--instance", "ack_loss", "--property", "I1",
-         "--explain", "none"]
+NAIVE = [
+    "check",
+    "--preset",
+    "naive",
+    "--instance",
+    "ack_loss",
+    "--property",
+    "I1",
+    "--explain",
+    "none",
+]
 
 
 def _notes(err: str) -> list[str]:
@@ -30,6 +40,7 @@ def _options(command: str) -> dict:
 
 
 # --- one meaning per flag, in every subcommand's help --------------------------------------
+
 
 @pytest.mark.parametrize("command", ["check", "ask", "prove", "design"])
 def test_timeout_is_the_whole_commands_wall_clock_limit_everywhere(command):
@@ -64,16 +75,18 @@ def test_torture_env_takes_every_profile_of_the_environments_file():
     doc = json.loads((ROOT / "spec" / "environments.json").read_text("utf-8"))
     choices = _options("torture")["--env"].choices
     assert set(doc["profiles"]) <= set(choices) and len(doc["profiles"]) == 5
-    assert {"fenced", "keyed", "fences-only", "bare"} <= set(choices)   # --profile's, folded in
+    assert {"fenced", "keyed", "fences-only", "bare"} <= set(choices)  # --profile's, folded in
 
 
 # --- old spellings: a note each, and a clash is exit 2 -------------------------------------
 
+
 def test_check_out_still_stores_under_the_folder_and_says_out_dir(tmp_path, capsys):
     assert main([*NAIVE, "--write", "--out", str(tmp_path)]) == 1
     err = capsys.readouterr().err
-    assert _notes(err) == ["toolcommit: note: --out is now spelled --out-dir; the old "
-                           "spelling goes in a later release"]
+    assert _notes(err) == [
+        "toolcommit: note: --out is now spelled --out-dir; the old spelling goes in a later release"
+    ]
     assert (tmp_path / "naive" / "ack_loss" / "I1.itf.json").is_file()
 
 
@@ -85,11 +98,27 @@ def test_ask_out_still_stores_under_the_folder_and_says_out_dir(tmp_path, capsys
 
 def test_design_write_file_still_stores_the_design_and_says_output(tmp_path, capsys):
     target = tmp_path / "d.json"
-    assert main(["design", "--env", "ideal", "--instance", "ack_loss", "--explain", "none",
-                 "--write", str(target)]) == 0
+    assert (
+        main(
+            [
+                "design",
+                "--env",
+                "ideal",
+                "--instance",
+                "ack_loss",
+                "--explain",
+                "none",
+                "--write",
+                str(target),
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
-    assert _notes(err) == ["toolcommit: note: --write is now spelled --output; the old "
-                           "spelling goes in a later release"]
+    assert _notes(err) == [
+        "toolcommit: note: --write is now spelled --output; the old "
+        "spelling goes in a later release"
+    ]
     assert json.loads(target.read_text("utf-8"))["knobs"]
 
 
@@ -100,8 +129,10 @@ def test_torture_profile_still_chooses_the_provider_and_says_env(capsys):
 
 
 def test_an_old_and_a_new_spelling_that_disagree_exit_2_in_one_line(tmp_path, capsys):
-    assert main([*NAIVE, "--write", "--out", str(tmp_path / "a"),
-                 "--out-dir", str(tmp_path / "b")]) == 2
+    assert (
+        main([*NAIVE, "--write", "--out", str(tmp_path / "a"), "--out-dir", str(tmp_path / "b")])
+        == 2
+    )
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "--out-dir" in err and "disagree" in err
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
@@ -120,6 +151,7 @@ def test_an_old_spelling_is_not_in_the_help(capsys):
 
 
 # --- the new meanings ----------------------------------------------------------------------
+
 
 def test_check_output_writes_the_report_stdout_would_show(tmp_path, capsys):
     assert main(NAIVE) == 1
@@ -143,8 +175,21 @@ def test_ask_output_writes_the_answer_stdout_would_show(tmp_path, capsys):
 def test_check_timeout_bounds_the_whole_suite_not_each_instance(capsys):
     """Used up before the second search: that one is cut at once too (the random engine
     checks its clock before its first run), UNKNOWN, exit 3."""
-    argv = ["check", "--engine", "random", "--preset", "naive", "--instance", "ack_loss",
-            "--instance", "cancel", "--property", "I1", "--explain", "none"]
+    argv = [
+        "check",
+        "--engine",
+        "random",
+        "--preset",
+        "naive",
+        "--instance",
+        "ack_loss",
+        "--instance",
+        "cancel",
+        "--property",
+        "I1",
+        "--explain",
+        "none",
+    ]
     assert main([*argv, "--timeout", "0.000001"]) == 3
     out = capsys.readouterr().out
     assert "HOLDS" not in out and "VIOLATED" not in out
@@ -159,11 +204,13 @@ def test_ask_timeout_bounds_the_whole_answer(capsys):
 def test_design_explain_first_prints_the_steps_of_one_counterexample(capsys):
     lines = {}
     for explain in ("none", "first", "all"):
-        assert main(["design", "--env", "ideal", "--instance", "ack_loss", "--explain",
-                     explain]) == 0
+        assert (
+            main(["design", "--env", "ideal", "--instance", "ack_loss", "--explain", explain]) == 0
+        )
         lines[explain] = capsys.readouterr().out.splitlines()
-    steps = {k: sum(" ; " in line or line.rstrip().endswith(";") for line in v)
-             for k, v in lines.items()}
+    steps = {
+        k: sum(" ; " in line or line.rstrip().endswith(";") for line in v) for k, v in lines.items()
+    }
     assert steps["none"] == 0 < steps["first"] < steps["all"]
     assert len(lines["none"]) < len(lines["first"]) < len(lines["all"])
 
@@ -180,6 +227,7 @@ def test_torture_refuses_the_library_where_no_design_holds_in_one_line(capsys):
 
 
 # --- the progress line ---------------------------------------------------------------------
+
 
 class Tty(io.StringIO):
     """A terminal's stream as far as `Progress` asks: no size of its own to report."""
@@ -200,8 +248,11 @@ def _shown(stream: Tty) -> list[str]:
 
 def test_the_progress_line_is_cut_to_80_columns_when_no_terminal_says(at_once, monkeypatch):
     monkeypatch.delenv("COLUMNS", raising=False)
-    monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=(80, 24):
-                        __import__("os").terminal_size(fallback))      # stdout: a pipe
+    monkeypatch.setattr(
+        shutil,
+        "get_terminal_size",
+        lambda fallback=(80, 24): __import__("os").terminal_size(fallback),
+    )  # stdout: a pipe
     tty = Tty()
     Progress(tty).show("x" * 300)
     assert [len(p) for p in _shown(tty)] == [79]
@@ -220,11 +271,13 @@ def test_a_command_that_fails_leaves_no_progress_line(at_once, monkeypatch, caps
     """However a command ends (here an error after its progress line was shown), the line
     is erased before the error is printed."""
     from toolcommit.checker.cli import check
+
     tty = Tty()
 
     def fails(args):
         Progress(tty).show("  [bfs] 1,000 states")
         raise UsageError("stopped on purpose")
+
     monkeypatch.setattr(check, "run", fails)
     assert main(["check"]) == 2
     assert tty.getvalue().endswith("\r\x1b[K")
@@ -232,6 +285,7 @@ def test_a_command_that_fails_leaves_no_progress_line(at_once, monkeypatch, caps
 
 
 # --- torture's rerun line ------------------------------------------------------------------
+
 
 def test_the_rerun_line_is_shell_quoted_whole_and_replays_the_run(tmp_path, monkeypatch, capsys):
     folder = tmp_path / "a folder; with 'quotes'"
@@ -242,8 +296,8 @@ def test_the_rerun_line_is_shell_quoted_whole_and_replays_the_run(tmp_path, monk
     assert main(["torture", "--runtime", "chat", "--itf", str(trace), "-q"]) == 1
     out = capsys.readouterr().out
     rerun = [line for line in out.splitlines() if line.startswith("  rerun: ")]
-    assert len(rerun) == 1 and len(rerun[0]) > 40          # one line, however narrow
-    argv = shlex.split(rerun[0][len("  rerun: "):])
+    assert len(rerun) == 1 and len(rerun[0]) > 40  # one line, however narrow
+    argv = shlex.split(rerun[0][len("  rerun: ") :])
     assert argv[:2] == ["toolcommit", "torture"] and argv[argv.index("--itf") + 1] == str(trace)
     assert main(argv[1:] + ["-q"]) == 1
     assert "caught: VIOLATES" in capsys.readouterr().out

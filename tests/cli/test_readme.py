@@ -1,6 +1,7 @@
 """Every command the README and the pages under docs/ show runs as shown, prints the lines
 they show, in order, and fits a terminal of 100 columns; the README's library example
 prints what it shows."""
+
 import functools
 import json
 import os
@@ -74,22 +75,37 @@ def run(cmd: str) -> subprocess.CompletedProcess:
 
 def test_every_page_with_commands_is_found():
     pages = {p for p, *_ in (e.values for e in examples())}
-    assert {"README.md", "docs/check.md", "docs/design-and-ask.md", "docs/validate.md",
-            "docs/runtime.md", "docs/question-files.md", "docs/design-files.md"} <= pages
+    assert {
+        "README.md",
+        "docs/check.md",
+        "docs/design-and-ask.md",
+        "docs/validate.md",
+        "docs/runtime.md",
+        "docs/question-files.md",
+        "docs/design-files.md",
+    } <= pages
 
 
 @pytest.mark.parametrize("page,cmd,expected", examples())
 def test_a_documented_command_prints_what_its_page_shows(page, cmd, expected):
     if "--engine dask" in cmd:
-        pytest.importorskip("dask.distributed", reason=f"{page} marks this command as "
-                            "needing the 'distributed' extra, which is not installed")
+        pytest.importorskip(
+            "dask.distributed",
+            reason=f"{page} marks this command as "
+            "needing the 'distributed' extra, which is not installed",
+        )
     result = run(cmd)
-    assert result.returncode in (0, 1, 3), result.stderr    # a verdict, not bad usage
-    assert "\x1b[K" not in result.stderr and "[design]" not in result.stderr, \
+    assert result.returncode in (0, 1, 3), result.stderr  # a verdict, not bad usage
+    assert "\x1b[K" not in result.stderr and "[design]" not in result.stderr, (
         "progress is for a terminal; stderr here is a pipe"
+    )
     lines = [line.rstrip() for line in result.stdout.splitlines()]
-    wide = [line for line in lines if len(line) > WIDTH     # but a command to paste whole
-            and not line.startswith("  rerun: toolcommit ")]
+    wide = [
+        line
+        for line in lines
+        if len(line) > WIDTH  # but a command to paste whole
+        and not line.startswith("  rerun: toolcommit ")
+    ]
     assert not wide, f"{len(wide)} line(s) wider than COLUMNS={WIDTH}, the first: {wide[0]!r}"
     pos = 0
     for want in expected:
@@ -103,8 +119,10 @@ def test_readme_install_and_test_commands_are_what_ci_runs():
     install, test = blocks[0].strip(), blocks[1].strip()
     # CI adds the extra whose tests would otherwise skip (validate --engine dask) and the
     # tools of the checks it runs first (dev: ruff, mypy)
-    assert "pip install -e '.[test]'" in install and \
-        "pip install --quiet -e '.[test,distributed,dev]'" in ci
+    assert (
+        "pip install -e '.[test]'" in install
+        and "pip install --quiet -e '.[test,distributed,dev]'" in ci
+    )
     assert "python3 -m venv .venv" in install and "python3 -m venv .venv" in ci
     assert test == "python -m pytest -q -n 2" and ci.rstrip().endswith(test)
 
@@ -114,16 +132,18 @@ def test_the_readmes_library_example_prints_what_it_shows(tmp_path):
     prints the ```text block after it: one email for a call and its retry."""
     section = README.split("### Guard your tools: `toolcommit.runtime`\n", 1)[1]
     code, printed = re.search(r"```python\n(.*?)```\n\n```text\n(.*?)```", section, re.S).groups()
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == printed
     assert (tmp_path / "intents.db").exists()
 
 
 def test_the_readmes_guarantees_are_the_ones_in_spec_protocol():
-    table = README.split("| guarantee | the properties that hold | what the user is promised |\n"
-                         "|---|---|---|\n", 1)[1].split("\n\n", 1)[0]
+    table = README.split(
+        "| guarantee | the properties that hold | what the user is promised |\n|---|---|---|\n", 1
+    )[1].split("\n\n", 1)[0]
     rows = {}
     for line in table.splitlines():
         name, props, meaning = (c.strip() for c in line.strip("|").split(" | "))

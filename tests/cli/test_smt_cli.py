@@ -1,4 +1,5 @@
 """Claims about `toolcommit prove`: exit codes and output formats."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,22 @@ def test_prove_exits_1_with_a_counterexample_when_naive_breaks_i1(capsys):
 
 
 def test_prove_exits_3_when_the_induction_depth_runs_out(capsys):
-    assert main(["prove", "--preset", "seed", "--instance", "paraphrase", "--property", "FENCE",
-                 "--max-k", "3"]) == 3
+    assert (
+        main(
+            [
+                "prove",
+                "--preset",
+                "seed",
+                "--instance",
+                "paraphrase",
+                "--property",
+                "FENCE",
+                "--max-k",
+                "3",
+            ]
+        )
+        == 3
+    )
     assert "UNKNOWN" in capsys.readouterr().out
 
 
@@ -29,8 +44,24 @@ def test_prove_exits_2_on_an_unknown_property(capsys):
 
 
 def test_prove_json_names_method_scope_and_counterexample(capsys):
-    assert main(["prove", "--preset", "naive", "--instance", "cancel", "--property", "P3",
-                 "--method", "pdr", "--format", "json"]) == 1
+    assert (
+        main(
+            [
+                "prove",
+                "--preset",
+                "naive",
+                "--instance",
+                "cancel",
+                "--property",
+                "P3",
+                "--method",
+                "pdr",
+                "--format",
+                "json",
+            ]
+        )
+        == 1
+    )
     doc = json.loads(capsys.readouterr().out)
     v = doc["verdicts"][0]
     assert doc["method"] == "pdr" and v["status"] == "VIOLATED" and v["steps"] == 5

@@ -1,6 +1,7 @@
 """`toolcommit status DB`: an on-call engineer sees every record in doubt with its age, its
 holder and what the design waits for; exit 3 while something is in doubt, 0 otherwise; the
 log is only read; SQLite and PostgreSQL."""
+
 from __future__ import annotations
 
 import contextlib
@@ -79,7 +80,7 @@ def test_a_given_up_record_is_listed_but_nothing_in_doubt_exits_0(tmp_path):
     d = log.propose("t2", "refund", {"charge": "ch_2", "amount": 5}, "user:43:request:1")
     assert log.ack(log.dispatch(d.key), {"id": "re_2"})
     code, out, _ = cli("status", db, "--provider", "email")
-    out = " ".join(out.split())      # the lines are fitted to the terminal's width
+    out = " ".join(out.split())  # the lines are fitted to the terminal's width
     assert code == 0
     assert "0 record(s) in doubt, 1 given up" in out and "given up: " + key in out
     assert "the effect may have happened" in out and d.key not in out
@@ -90,6 +91,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
     assert cli("status", str(tmp_path / "none.db"))[0] == 2
     other = tmp_path / "other.db"
     import sqlite3
+
     with sqlite3.connect(other) as c:
         c.execute("CREATE TABLE t (x)")
     code, _, err = cli("status", str(other), "--provider", "stripe")
@@ -101,6 +103,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
 def test_status_reads_a_postgresql_log(tmp_path):
     pytest.importorskip("psycopg", reason="the 'postgres' extra (psycopg 3) is not installed")
     from toolcommit.checker.torture.pgserver import NoPostgres, TempPostgres, binaries
+
     if binaries() is None:
         pytest.skip("PostgreSQL server binaries are not installed")
     try:
@@ -111,8 +114,17 @@ def test_status_reads_a_postgresql_log(tmp_path):
     try:
         log = IntentLog.postgres(server.dsn, "pod-0", schema="t_status", provider="stripe")
         key = timed_out(log)
-        code, out, err = cli("status", "--dsn", server.dsn, "--schema", "T_STATUS",
-                             "--provider", "stripe", "--format", "json")
+        code, out, err = cli(
+            "status",
+            "--dsn",
+            server.dsn,
+            "--schema",
+            "T_STATUS",
+            "--provider",
+            "stripe",
+            "--format",
+            "json",
+        )
         assert code == 3, err
         assert [r["key"] for r in json.loads(out)["records"]] == [key]
         log.close()

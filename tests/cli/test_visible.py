@@ -2,6 +2,7 @@
 key and writer carry a clipboard write (ESC]52), a screen clear (ESC[2J), a carriage return
 and a right-to-left override is reported with each written as its escape, in every format,
 and the JSON report keeps the exact value."""
+
 import json
 import subprocess
 import sys
@@ -24,9 +25,12 @@ def _hidden(c: str) -> bool:
 def test_the_escaped_characters_are_exactly_the_controls_formats_and_separators():
     """Every such character of this Python's Unicode database, and beyond them only
     characters it does not assign yet (format characters of later Unicode versions)."""
-    wrong = [hex(i) for i in range(0x110000)
-             if bool(_HIDDEN.fullmatch(chr(i))) != _hidden(chr(i))
-             and unicodedata.category(chr(i)) != "Cn"]
+    wrong = [
+        hex(i)
+        for i in range(0x110000)
+        if bool(_HIDDEN.fullmatch(chr(i))) != _hidden(chr(i))
+        and unicodedata.category(chr(i)) != "Cn"
+    ]
     assert wrong == []
 
 
@@ -53,8 +57,11 @@ def hostile_log(tmp_path):
 
 
 def _validate(*argv):
-    return subprocess.run([sys.executable, "-m", "toolcommit.checker.cli", "validate", *argv],
-                          capture_output=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "toolcommit.checker.cli", "validate", *argv],
+        capture_output=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "mermaid", "html"])
@@ -64,7 +71,7 @@ def test_no_raw_control_or_bidi_character_of_a_log_reaches_the_report(hostile_lo
     shown = result.stdout.decode("utf-8")
     assert "VIOLATES" in shown or '"VIOLATES"' in shown or "FENCE" in shown
     assert [c for c in shown if _hidden(c)] == []
-    if fmt != "mermaid":     # the diagram names writers and states, not keys
+    if fmt != "mermaid":  # the diagram names writers and states, not keys
         assert "\\u202e" in shown and "\\u001b" in shown
 
 
@@ -104,10 +111,11 @@ def test_a_progress_line_writes_only_its_own_controls():
     class Tty(io.StringIO):
         def isatty(self):
             return True
+
     out = Tty()
     p = Progress(out)
-    p.t0 -= 60                      # as if the run had gone on for a minute
+    p.t0 -= 60  # as if the run had gone on for a minute
     p.show("run " + HOSTILE_KEY)
     shown = out.getvalue()
     assert shown.startswith("\r\x1b[K") and "\\u202e" in shown
-    assert [c for c in shown[len("\r\x1b[K"):] if _hidden(c)] == []
+    assert [c for c in shown[len("\r\x1b[K") :] if _hidden(c)] == []

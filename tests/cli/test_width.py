@@ -1,5 +1,6 @@
 """Every text report fits the terminal: COLUMNS, else the terminal's size, else 100 columns
 (but a command printed to be pasted whole); progress goes to a terminal's stderr only."""
+
 import os
 import pty
 import subprocess
@@ -11,14 +12,46 @@ from toolcommit.checker.cli import main
 from toolcommit.checker.cli.terminal import width
 
 COMMANDS = [
-    ["check", "--preset", "naive", "--instance", "ack_loss", "--instance", "cancel",
-     "--explain", "all"],
-    ["check", "--preset", "recommended", "--instance", "ack_loss", "--instance", "give_up_retry",
-     "--property", "I1", "--property", "VISIBLE", "--property", "ALO", "--property", "FULFIL"],
+    [
+        "check",
+        "--preset",
+        "naive",
+        "--instance",
+        "ack_loss",
+        "--instance",
+        "cancel",
+        "--explain",
+        "all",
+    ],
+    [
+        "check",
+        "--preset",
+        "recommended",
+        "--instance",
+        "ack_loss",
+        "--instance",
+        "give_up_retry",
+        "--property",
+        "I1",
+        "--property",
+        "VISIBLE",
+        "--property",
+        "ALO",
+        "--property",
+        "FULFIL",
+    ],
     ["prove", "--preset", "naive", "--instance", "ack_loss", "--property", "I1"],
     ["validate", "tests/fixtures/logs/ack_loss-bad.jsonl"],
-    ["validate", "--from", "otel", "tests/fixtures/traces/pydantic-reissue.otlp.json",
-     "--effectful", "refund", "--ledger", "tests/fixtures/traces/stripe-events.json"],
+    [
+        "validate",
+        "--from",
+        "otel",
+        "tests/fixtures/traces/pydantic-reissue.otlp.json",
+        "--effectful",
+        "refund",
+        "--ledger",
+        "tests/fixtures/traces/stripe-events.json",
+    ],
     ["spec"],
     ["spec", "--envs"],
     ["ask", "multi-orchestrator"],
@@ -49,10 +82,13 @@ def test_the_width_is_columns_else_100_when_no_terminal_says(monkeypatch):
     monkeypatch.setenv("COLUMNS", "72")
     assert width() == 72
     monkeypatch.delenv("COLUMNS")
-    r = subprocess.run([sys.executable, "-c", "from toolcommit.checker.cli.terminal import width;"
-                        " print(width())"], capture_output=True, text=True,
-                       env={k: v for k, v in os.environ.items() if k != "COLUMNS"})
-    assert r.stdout.strip() == "100"        # stdout is a pipe: no terminal to ask
+    r = subprocess.run(
+        [sys.executable, "-c", "from toolcommit.checker.cli.terminal import width; print(width())"],
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "COLUMNS"},
+    )
+    assert r.stdout.strip() == "100"  # stdout is a pipe: no terminal to ask
 
 
 def test_a_long_run_shows_progress_on_a_terminal_and_erases_it():
@@ -62,9 +98,23 @@ def test_a_long_run_shows_progress_on_a_terminal_and_erases_it():
     master, slave = pty.openpty()
     env = {**os.environ, "COLUMNS": "100"}
     # the whole suite (about 5 s): one instance is judged faster than progress starts (2 s)
-    r = subprocess.run([sys.executable, "-m", "toolcommit.checker.cli", "design", "--env",
-                        "stripe", "--explain", "none"], cwd=ROOT, stdout=subprocess.PIPE,
-                       stderr=slave, env=env, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "toolcommit.checker.cli",
+            "design",
+            "--env",
+            "stripe",
+            "--explain",
+            "none",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        env=env,
+        timeout=300,
+    )
     os.close(slave)
     err = b""
     while True:

@@ -1,4 +1,5 @@
 """Helpers shared by the `toolcommit ask` tests."""
+
 from pathlib import Path
 
 from toolcommit.checker.cli.ask import answer_links

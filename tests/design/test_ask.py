@@ -1,4 +1,5 @@
 """`toolcommit ask`: design questions answered by the engines, as claims."""
+
 import json
 from pathlib import Path
 
@@ -49,8 +50,11 @@ def test_builtin_questions_are_listed():
 def _holds_for_reject(c) -> bool:
     """Where reject keeps every property: fences, a status read, and no stale answer."""
     a, budgets = c.config.assumptions, c.instance.faults
-    return (a["provider_fences"] == "yes" and a["status_read"] == "yes"
-            and budgets.get("stale_reads", 0) == 0)
+    return (
+        a["provider_fences"] == "yes"
+        and a["status_read"] == "yes"
+        and budgets.get("stale_reads", 0) == 0
+    )
 
 
 def test_late_replay_reject_holds_only_with_fences_a_status_read_and_no_stale_answer(answers):
@@ -83,8 +87,11 @@ def test_replay_same_key_is_a_blind_retry_and_duplicates_once_the_key_or_the_rea
     for c in _row(a, "replay_same_key"):
         assert _violates(c, "P2") and _violates(c, "LEGAL")
         budgets = c.instance.faults
-        safe = (c.config.assumptions["status_read"] == "yes" and budgets.get("key_expiries", 0) == 0
-                and budgets.get("stale_reads", 0) == 0)
+        safe = (
+            c.config.assumptions["status_read"] == "yes"
+            and budgets.get("key_expiries", 0) == 0
+            and budgets.get("stale_reads", 0) == 0
+        )
         assert _violates(c, "I1") is not safe, c.column
 
 
@@ -99,8 +106,10 @@ def test_compensating_a_late_replay_breaks_net_uniqueness_even_when_compensable(
 
 def test_late_replay_answer_says_reject_holds_only_with_its_assumptions(answers):
     text = " ".join(explain(answers["late-replay"]))
-    assert ("Answer: no option holds everywhere; reject holds only when provider_fences=yes and "
-            "status_read=yes and stale_reads=0") in text
+    assert (
+        "Answer: no option holds everywhere; reject holds only when provider_fences=yes and "
+        "status_read=yes and stale_reads=0"
+    ) in text
 
 
 # ----- counterexamples --------------------------------------------------------------------
@@ -145,7 +154,7 @@ def test_only_hold_keeps_one_refund_when_the_user_re_asks_in_a_new_request(answe
 # ----- failure classes and tradeoffs against the article -----------------------------------
 def test_failure_classes_common_bugs_break_and_required_behaviour_holds(answers):
     a = answers["failure-classes"]
-    for r in a.question.rows[:5]:          # the article's five classes
+    for r in a.question.rows[:5]:  # the article's five classes
         assert a.cell(r.name, "common bug").status is Status.VIOLATED, r.name
         assert a.cell(r.name, "required behaviour").status is Status.HOLDS, r.name
     assert all(c.agrees for c in a.cells.values() if c.expect)
@@ -188,7 +197,10 @@ def test_tradeoffs_multi_writer_without_consensus_hurts(answers):
 def test_multi_orchestrator_needs_a_shared_log_and_fencing_for_late_requests(answers):
     a = answers["multi-orchestrator"]
     assert all(c.status is Status.VIOLATED for c in _row(a, "client-side dedupe only"))
-    assert a.cell("shared log, unique constraint", "late request after give-up").status is Status.VIOLATED
+    assert (
+        a.cell("shared log, unique constraint", "late request after give-up").status
+        is Status.VIOLATED
+    )
     assert all(c.status is Status.HOLDS for c in _row(a, "leader with fencing"))
 
 
@@ -201,24 +213,35 @@ def _write(tmp_path, doc, name="q.json"):
 
 def _good():
     doc = json.loads((REPO / "spec" / "questions" / "late-replay.json").read_text("utf-8"))
-    doc["rows"] = {"knob": "late_replay", "options": ["reject", "replay_same_key", "compensate"]}   # the knob form of rows
+    doc["rows"] = {
+        "knob": "late_replay",
+        "options": ["reject", "replay_same_key", "compensate"],
+    }  # the knob form of rows
     return doc
 
 
-@pytest.mark.parametrize("edit, field", [
-    (lambda d: d["rows"].update(options=["reject", "nope"]), "rows.options[1]"),
-    (lambda d: d.update(properties=["I1", "P9"]), "properties[1]"),
-    (lambda d: d.update(properties=["I1", "DEADLOCK"]), "properties[1]"),
-    (lambda d: d["scenario"].append({"action": "teleport"}), "scenario[4].action"),
-    (lambda d: d["scenario"][3]["params"].update(proposal="t9"), "scenario[3].params.proposal"),
-    (lambda d: d["scenario"][3]["when"].update({"rec(t1)": ["SOMEWHERE"]}), "scenario[3].when.rec(t1)"),
-    (lambda d: d["instance"]["faults"].update(meteors=1), "instance.faults.meteors"),
-    (lambda d: d["columns"]["assumptions"].update(provider_idempotent=["maybe"]),
-     "columns.assumptions.provider_idempotent"),
-    (lambda d: d.update(colour="blue"), "colour"),
-    (lambda d: d.update(set={"late_replay": "shrug"}), "set.late_replay"),
-    (lambda d: d.pop("rows"), "rows"),
-])
+@pytest.mark.parametrize(
+    "edit, field",
+    [
+        (lambda d: d["rows"].update(options=["reject", "nope"]), "rows.options[1]"),
+        (lambda d: d.update(properties=["I1", "P9"]), "properties[1]"),
+        (lambda d: d.update(properties=["I1", "DEADLOCK"]), "properties[1]"),
+        (lambda d: d["scenario"].append({"action": "teleport"}), "scenario[4].action"),
+        (lambda d: d["scenario"][3]["params"].update(proposal="t9"), "scenario[3].params.proposal"),
+        (
+            lambda d: d["scenario"][3]["when"].update({"rec(t1)": ["SOMEWHERE"]}),
+            "scenario[3].when.rec(t1)",
+        ),
+        (lambda d: d["instance"]["faults"].update(meteors=1), "instance.faults.meteors"),
+        (
+            lambda d: d["columns"]["assumptions"].update(provider_idempotent=["maybe"]),
+            "columns.assumptions.provider_idempotent",
+        ),
+        (lambda d: d.update(colour="blue"), "colour"),
+        (lambda d: d.update(set={"late_replay": "shrug"}), "set.late_replay"),
+        (lambda d: d.pop("rows"), "rows"),
+    ],
+)
 def test_malformed_question_names_the_field(tmp_path, capsys, edit, field):
     doc = _good()
     edit(doc)
@@ -260,7 +283,10 @@ def test_vacuous_scenario_is_unknown_with_the_reason(tmp_path, capsys):
 def test_ask_late_replay_prints_the_table_and_every_counterexample(answers, capsys, monkeypatch):
     """The command's printing (the answer itself is the fixture's: the same question, run once)."""
     import toolcommit.checker.cli.ask as cli_ask
-    monkeypatch.setattr(cli_ask, "answer", lambda q, progress=None, deadline=0.0: answers["late-replay"])
+
+    monkeypatch.setattr(
+        cli_ask, "answer", lambda q, progress=None, deadline=0.0: answers["late-replay"]
+    )
     assert main(["ask", "late-replay"]) == 0
     out = capsys.readouterr().out
     assert "late_replay" in out and "fences+ read+ exp- stale-" in out
@@ -269,8 +295,10 @@ def test_ask_late_replay_prints_the_table_and_every_counterexample(answers, caps
         assert f"[{n}] " in out
     assert "files in counterexamples/questions/late-replay/):" in out
     assert "      compensate__fences-yes_read-yes_exp-no_stale-no.txt\n" in out
-    assert "environment ideal: swept provider_fences, status_read, key_expiries, stale_reads; " \
-           "held fixed provider_idempotent=yes, compensable=yes" in " ".join(out.split())
+    assert (
+        "environment ideal: swept provider_fences, status_read, key_expiries, stale_reads; "
+        "held fixed provider_idempotent=yes, compensable=yes" in " ".join(out.split())
+    )
     assert max(len(line) for line in out.splitlines()) <= 100
 
 
@@ -280,13 +308,16 @@ def test_ask_json_format_is_machine_readable(capsys):
     assert doc["question"] == "tradeoffs" and doc["status"] == "HOLDS"
     agrees = {(c["row"], c["column"]): c["agrees"] for c in doc["cells"]}
     assert agrees[("Saga/compensation for UNKNOWN", "where it is strong")] is True
-    assert agrees[("Human approval gate", "when it hurts")] is None      # not modelled
+    assert agrees[("Human approval gate", "when it hurts")] is None  # not modelled
 
 
 def test_ask_write_stores_counterexamples_atomically(tmp_path, capsys):
     out = tmp_path / "cx"
     md = tmp_path / "answer.md"
-    assert main(["ask", "multi-orchestrator", "--write", "--out-dir", str(out), "--answer", str(md)]) == 0
+    assert (
+        main(["ask", "multi-orchestrator", "--write", "--out-dir", str(out), "--answer", str(md)])
+        == 0
+    )
     folder = out / "questions" / "multi-orchestrator"
     assert (folder / "index.json").is_file()
     assert not [p for p in out.joinpath("questions").iterdir() if p.name.startswith(".")]
@@ -296,10 +327,14 @@ def test_ask_write_stores_counterexamples_atomically(tmp_path, capsys):
 def test_smt_fallback_labels_the_engine(tmp_path):
     """When the explicit search stops at its state limit, bounded SMT judges the open
     invariants, the cell says so, and a pass is only "up to depth k"."""
-    doc = {"question": "fallback", "instance": "default", "properties": ["I1", "P2"],
-           "rows": {"knob": "late_replay", "options": ["reject"]},
-           "columns": {"assumptions": {"provider_idempotent": ["yes"]}},
-           "limits": {"max_states": 1000, "bmc_depth": 6}}
+    doc = {
+        "question": "fallback",
+        "instance": "default",
+        "properties": ["I1", "P2"],
+        "rows": {"knob": "late_replay", "options": ["reject"]},
+        "columns": {"assumptions": {"provider_idempotent": ["yes"]}},
+        "limits": {"max_states": 1000, "bmc_depth": 6},
+    }
     a = answer(load_question(str(_write(tmp_path, doc))))
     (cell,) = a.cells.values()
     assert cell.engine == "explicit+smt"

@@ -1,6 +1,7 @@
 """The article's questions answered again under real providers (`ask Q --env stripe|email`):
 stored, replayable, and each cell that differs from ideal says which documented behaviour
 makes the difference."""
+
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -35,7 +36,9 @@ def answers():
 
 
 def test_every_stored_answer_is_one_a_test_regenerates():
-    stored = {p.name[: -len(".answer.md")] for p in (REPO / "spec" / "questions").glob("*.answer.md")}
+    stored = {
+        p.name[: -len(".answer.md")] for p in (REPO / "spec" / "questions").glob("*.answer.md")
+    }
     assert {n for n in stored if "@" in n} == set(STORED)
 
 
@@ -62,8 +65,11 @@ def test_the_changes_are_exactly_the_cells_whose_status_differs_from_ideal(answe
     for name, a in answers.items():
         q = in_profile(a.question)
         ideal = answer(replace(q, env="ideal", name=name.split("@")[0]))
-        differ = {(c.row, c.column) for c in a.cells.values()
-                  if c.judged and c.status is not ideal.cell(c.row, c.column).status}
+        differ = {
+            (c.row, c.column)
+            for c in a.cells.values()
+            if c.judged and c.status is not ideal.cell(c.row, c.column).status
+        }
         assert {(ch.row, ch.column) for ch in a.changes} == differ, name
 
 

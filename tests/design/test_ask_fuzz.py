@@ -8,6 +8,7 @@ and `-m slow` runs twelve times more (mutated text three times); TOOLCOMMIT_FUZZ
 sets the count and TOOLCOMMIT_FUZZ_RANDOM=1 draws new cases
 (by default the cases are the same on every run).
 """
+
 import copy
 import json
 import os
@@ -38,29 +39,57 @@ from toolcommit.model.errors import InternalError, ToolcommitError
 from toolcommit.spec import instances, protocol
 
 REPO = Path(__file__).resolve().parents[2]
-BUILTINS = [json.loads(p.read_text("utf-8")) for p in sorted((REPO / "spec" / "questions").glob("*.json"))]
-FIELDS = sorted(set(TOP_FIELDS + VARIANT_FIELDS + INSTANCE_FIELDS + LIMIT_FIELDS)
-                | {"knob", "options", "assumptions", "action", "params", "when"})
-NAMES = sorted(set(protocol().knobs) | set(protocol().assumptions) | set(protocol().properties)
-               | set(protocol().actions) | set(protocol().faults) | set(instances()["instances"])
-               | set(instances()["proposals"]) | {o for k in protocol().knobs.values() for o in k.options}
-               | {"yes", "no", "HOLDS", "VIOLATED", "rec(t1)", "UNKNOWN", "P5", "P9"})
+BUILTINS = [
+    json.loads(p.read_text("utf-8")) for p in sorted((REPO / "spec" / "questions").glob("*.json"))
+]
+FIELDS = sorted(
+    set(TOP_FIELDS + VARIANT_FIELDS + INSTANCE_FIELDS + LIMIT_FIELDS)
+    | {"knob", "options", "assumptions", "action", "params", "when"}
+)
+NAMES = sorted(
+    set(protocol().knobs)
+    | set(protocol().assumptions)
+    | set(protocol().properties)
+    | set(protocol().actions)
+    | set(protocol().faults)
+    | set(instances()["instances"])
+    | set(instances()["proposals"])
+    | {o for k in protocol().knobs.values() for o in k.options}
+    | {"yes", "no", "HOLDS", "VIOLATED", "rec(t1)", "UNKNOWN", "P5", "P9"}
+)
 N = int(os.environ.get("TOOLCOMMIT_FUZZ_EXAMPLES", "50"))
-FUZZ = settings(max_examples=N, deadline=None, derandomize="TOOLCOMMIT_FUZZ_RANDOM" not in os.environ,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=N,
+    deadline=None,
+    derandomize="TOOLCOMMIT_FUZZ_RANDOM" not in os.environ,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 DEEP = settings(FUZZ, max_examples=12 * N)
 
-scalars = (st.none() | st.booleans() | st.integers(-2, 12) | st.integers()
-           | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=12)
-           | st.sampled_from(NAMES))
-values = st.recursive(scalars, lambda kids: st.lists(kids, max_size=4)
-                      | st.dictionaries(st.sampled_from(FIELDS + NAMES) | st.text(max_size=6),
-                                        kids, max_size=4), max_leaves=12)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-2, 12)
+    | st.integers()
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=12)
+    | st.sampled_from(NAMES)
+)
+values = st.recursive(
+    scalars,
+    lambda kids: (
+        st.lists(kids, max_size=4)
+        | st.dictionaries(st.sampled_from(FIELDS + NAMES) | st.text(max_size=6), kids, max_size=4)
+    ),
+    max_leaves=12,
+)
 
 
 def _paths(doc, prefix=()):
     yield prefix
-    items = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    items = (
+        doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    )
     for k, v in items:
         yield from _paths(v, prefix + (k,))
 
@@ -104,7 +133,11 @@ def mutated_text(draw):
     text = json.dumps(draw(st.sampled_from(BUILTINS)), indent=draw(st.sampled_from([None, 2])))
     i = draw(st.integers(0, len(text)))
     j = draw(st.integers(i, min(len(text), i + 40)))
-    return text[:i] + draw(st.text(max_size=8) | st.sampled_from(['"', "[", "{", "}", "]", ",", "\\"])) + text[j:]
+    return (
+        text[:i]
+        + draw(st.text(max_size=8) | st.sampled_from(['"', "[", "{", "}", "]", ",", "\\"]))
+        + text[j:]
+    )
 
 
 def _load(text: str):
@@ -160,8 +193,12 @@ def test_valid_mutants_are_answered_and_rendered(doc):
     """One cell of each valid mutant, with a small state limit (no SMT fallback)."""
     q = _load(json.dumps(doc))
     assume(q is not None)
-    one = replace(q, rows=q.rows[:1], columns=q.columns[:1],
-                  limits=q.limits.override(max_states=2000, timeout=5))
+    one = replace(
+        q,
+        rows=q.rows[:1],
+        columns=q.columns[:1],
+        limits=q.limits.override(max_states=2000, timeout=5),
+    )
     try:
         a = answer(one)
     except InternalError as e:
@@ -183,4 +220,3 @@ def test_mutated_builtin_question_deeply(doc):
 @given(values)
 def test_random_json_deeply(doc):
     _load(json.dumps(doc))
-

@@ -1,5 +1,6 @@
 """Hostile question files: refused before any work, with one line that names the file, what
 is wrong and what is allowed (exit 2), never a traceback."""
+
 import json
 from pathlib import Path
 
@@ -14,7 +15,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _good() -> dict:
     doc = json.loads((REPO / "spec" / "questions" / "late-replay.json").read_text("utf-8"))
-    doc["rows"] = {"knob": "late_replay", "options": ["reject", "replay_same_key", "compensate"]}   # the knob form of rows
+    doc["rows"] = {
+        "knob": "late_replay",
+        "options": ["reject", "replay_same_key", "compensate"],
+    }  # the knob form of rows
     return doc
 
 
@@ -59,13 +63,16 @@ def test_a_utf8_bom_is_accepted_as_validate_accepts_it(tmp_path):
     assert load_question(str(path)).rows == load_question(str(plain)).rows
 
 
-@pytest.mark.parametrize("field, value, allowed", [
-    ("workers", 1000, str(MAX_BOUNDS["workers"])),
-    ("max_fence", 10 ** 9, str(MAX_BOUNDS["max_fence"])),
-    ("faults.crashes", 10 ** 6, str(MAX_BOUNDS["faults"])),
-    ("faults.delays", 1e6, str(MAX_BOUNDS["faults"])),
-    ("workers", 0, str(MAX_BOUNDS["workers"])),
-])
+@pytest.mark.parametrize(
+    "field, value, allowed",
+    [
+        ("workers", 1000, str(MAX_BOUNDS["workers"])),
+        ("max_fence", 10**9, str(MAX_BOUNDS["max_fence"])),
+        ("faults.crashes", 10**6, str(MAX_BOUNDS["faults"])),
+        ("faults.delays", 1e6, str(MAX_BOUNDS["faults"])),
+        ("workers", 0, str(MAX_BOUNDS["workers"])),
+    ],
+)
 def test_bounds_above_the_cap_are_refused_naming_it(tmp_path, capsys, field, value, allowed):
     doc = _good()
     if field.startswith("faults."):
@@ -79,9 +86,11 @@ def test_bounds_above_the_cap_are_refused_naming_it(tmp_path, capsys, field, val
 
 
 def test_bounds_cap_is_the_clis_too(capsys):
-    for argv in (["check", "--instance", "ack_loss", "--bounds", "workers=9"],
-                 ["prove", "--bounds", "workers=1000"],
-                 ["check", "--bounds", "crashes=1000000"]):
+    for argv in (
+        ["check", "--instance", "ack_loss", "--bounds", "workers=9"],
+        ["prove", "--bounds", "workers=1000"],
+        ["check", "--bounds", "crashes=1000000"],
+    ):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "allowed" in err, err
@@ -89,6 +98,7 @@ def test_bounds_cap_is_the_clis_too(capsys):
 
 def test_every_shipped_instance_and_question_is_within_the_caps():
     from toolcommit.model.instance import check_bound, instance, instance_names
+
     for name in instance_names():
         for bound, value in instance(name).bounds().items():
             check_bound(bound, value)
@@ -104,8 +114,15 @@ def test_a_proposal_listed_twice_is_refused(tmp_path, capsys):
     _refused(capsys, path, "instance.proposals[1]", "twice")
 
 
-@pytest.mark.parametrize("limit, value", [("max_states", 1.5), ("bmc_depth", 2.5),
-                                          ("timeout", float("nan")), ("bmc_timeout", float("inf"))])
+@pytest.mark.parametrize(
+    "limit, value",
+    [
+        ("max_states", 1.5),
+        ("bmc_depth", 2.5),
+        ("timeout", float("nan")),
+        ("bmc_timeout", float("inf")),
+    ],
+)
 def test_limits_must_be_finite_and_whole_where_counted(tmp_path, capsys, limit, value):
     doc = _good()
     doc["limits"] = {limit: value}
@@ -114,15 +131,19 @@ def test_limits_must_be_finite_and_whole_where_counted(tmp_path, capsys, limit, 
     _refused(capsys, path, f"limits.{limit}")
 
 
-@pytest.mark.parametrize("edit, field", [
-    (lambda d: d["instance"].update(proposals=[["t1", "t2"]]), "instance.proposals[0]"),
-    (lambda d: d.update(rows={"knob": ["late_replay"]}), "rows.knob"),
-    (lambda d: d["rows"].update(options=[["reject"]]), "rows.options[0]"),
-    (lambda d: d["instance"].update(name=["a", 1]), "instance.name"),
-    (lambda d: d.update({"colour\nblue": 1}), "colour\\nblue"),
-])
-def test_found_by_fuzzing_odd_types_and_control_characters_are_one_line_errors(tmp_path, capsys,
-                                                                               edit, field):
+@pytest.mark.parametrize(
+    "edit, field",
+    [
+        (lambda d: d["instance"].update(proposals=[["t1", "t2"]]), "instance.proposals[0]"),
+        (lambda d: d.update(rows={"knob": ["late_replay"]}), "rows.knob"),
+        (lambda d: d["rows"].update(options=[["reject"]]), "rows.options[0]"),
+        (lambda d: d["instance"].update(name=["a", 1]), "instance.name"),
+        (lambda d: d.update({"colour\nblue": 1}), "colour\\nblue"),
+    ],
+)
+def test_found_by_fuzzing_odd_types_and_control_characters_are_one_line_errors(
+    tmp_path, capsys, edit, field
+):
     doc = _good()
     edit(doc)
     path = tmp_path / "q.json"

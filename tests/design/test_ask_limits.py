@@ -1,6 +1,7 @@
 """`toolcommit ask` honours the limits a user sets: a stopped search is UNKNOWN with its
 reason, and the SMT fallback runs past a user's state or time limit only when asked for,
 bounded, and announced."""
+
 import json
 from pathlib import Path
 
@@ -34,15 +35,20 @@ def _cell(capsys):
 
 def _unknown_question(tmp_path, **extra):
     """One HOLDS cell whose explicit search (the large default instance) outgrows 100 states."""
-    doc = {"question": "big", "instance": "default", "properties": ["I1"],
-           "rows": {"knob": "late_replay", "options": ["reject"]},
-           "columns": {"assumptions": {"provider_idempotent": ["yes"]}}, **extra}
+    doc = {
+        "question": "big",
+        "instance": "default",
+        "properties": ["I1"],
+        "rows": {"knob": "late_replay", "options": ["reject"]},
+        "columns": {"assumptions": {"provider_idempotent": ["yes"]}},
+        **extra,
+    }
     path = tmp_path / "big.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     return path
 
 
-LIMIT = "2000"   # a state limit is checked after every state since 081336f: 100 stopped the
+LIMIT = "2000"  # a state limit is checked after every state since 081336f: 100 stopped the
 #                 run without wipes too, so P4 had nothing to re-judge (a failure on main)
 
 
@@ -69,8 +75,12 @@ def test_smt_fallback_past_a_user_limit_runs_when_asked_bounded_and_announced(tm
     assert main(["ask", str(path), "--max-states", LIMIT, "--bmc-depth", "8"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "(smt)" in out
-    assert "bounded SMT judged what the explicit search left open at its limit, up to depth 8" in out
-    assert main(["ask", str(path), "--max-states", LIMIT, "--bmc-depth", "8", "--format", "json"]) == 0
+    assert (
+        "bounded SMT judged what the explicit search left open at its limit, up to depth 8" in out
+    )
+    assert (
+        main(["ask", str(path), "--max-states", LIMIT, "--bmc-depth", "8", "--format", "json"]) == 0
+    )
     cell, verdicts = _cell(capsys)
     assert cell["engine"] == "explicit+smt"
     assert verdicts["P4"]["scope"].startswith("up to depth 8 ")
@@ -102,8 +112,14 @@ def test_a_row_of_unknown_cells_is_explained_as_unknown(tmp_path, capsys):
 
 
 def test_negative_or_nan_limits_on_the_command_line_are_refused(capsys):
-    for flag, value in (("--max-states", "-5"), ("--timeout", "nan"), ("--timeout", "-1"),
-                        ("--run-timeout", "nan"), ("--run-timeout", "-1"), ("--bmc-depth", "-2")):
+    for flag, value in (
+        ("--max-states", "-5"),
+        ("--timeout", "nan"),
+        ("--timeout", "-1"),
+        ("--run-timeout", "nan"),
+        ("--run-timeout", "-1"),
+        ("--bmc-depth", "-2"),
+    ):
         assert main(["ask", "late-replay", flag, value]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and flag in err and ">= 0" in err

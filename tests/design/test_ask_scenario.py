@@ -1,5 +1,6 @@
 """Scenario restriction (`toolcommit.model.scenario`): the restricted system's traces are
 exactly the original's traces that follow the scenario."""
+
 import pytest
 
 from toolcommit.model.errors import UsageError
@@ -8,13 +9,24 @@ from toolcommit.model.knobs import preset
 from toolcommit.model.scenario import SCENARIO, Pattern, follows, restrict
 from toolcommit.model.semantics import build
 
-PATTERNS = [Pattern("dispatch"), Pattern("timeout"), Pattern("crash"),
-            Pattern("propose", {"proposal": "t2"}, {"rec(t1)": ("UNKNOWN", "RECONCILING")})]
+PATTERNS = [
+    Pattern("dispatch"),
+    Pattern("timeout"),
+    Pattern("crash"),
+    Pattern("propose", {"proposal": "t2"}, {"rec(t1)": ("UNKNOWN", "RECONCILING")}),
+]
 
 
 def _system():
-    inst = Instance("late", "t1, retry t2", (proposal("t1"), proposal("t2")), 1, 2,
-                    {"crashes": 1, "ack_losses": 1, "delays": 1}, {})
+    inst = Instance(
+        "late",
+        "t1, retry t2",
+        (proposal("t1"), proposal("t2")),
+        1,
+        2,
+        {"crashes": 1, "ack_losses": 1, "delays": 1},
+        {},
+    )
     return build(preset("recommended"), inst)
 
 
@@ -35,7 +47,9 @@ def _traces(system, depth):
 
 
 def _key(events):
-    return tuple((n, tuple(sorted((k, v) for k, v in p.items() if k != SCENARIO))) for n, p in events)
+    return tuple(
+        (n, tuple(sorted((k, v) for k, v in p.items() if k != SCENARIO))) for n, p in events
+    )
 
 
 def test_restricted_traces_all_follow_the_scenario():

@@ -1,6 +1,7 @@
 """The design file: what `toolcommit design -o FILE` stores, `check --design` re-judges and
 `toolcommit.runtime` follows. The shipped ones (spec/designs/) hold where they were proved,
 break one flag away once W or D outlives the key, and are what the search finds today."""
+
 import json
 from pathlib import Path
 
@@ -39,8 +40,7 @@ def test_a_shipped_design_holds_a_re_ask_while_in_doubt_and_says_why(path):
     doc = json.loads(path.read_text("utf-8"))
     assert doc["knobs"]["reask"] == "hold" and "reask_in_doubt" in doc["instances"]
     (why,) = [d["without"] for d in doc["departures"] if d["knob"] == "reask"]
-    assert (why["instance"], why["property"], why["status"]) == \
-        ("reask_in_doubt", "I1", "VIOLATED")
+    assert (why["instance"], why["property"], why["status"]) == ("reask_in_doubt", "I1", "VIOLATED")
 
 
 def test_stripe_ships_exactly_once_and_email_at_most_once():
@@ -56,9 +56,23 @@ def test_stripe_ships_exactly_once_and_email_at_most_once():
 
 @pytest.mark.parametrize("setting", ["replay_window=48h", "delay_bound=48h"])
 def test_the_stripe_design_breaks_once_the_window_or_the_delay_outlives_the_key(setting, capsys):
-    code = main(["check", "--design", str(DESIGNS / "stripe.json"), "--set", setting,
-                 "--instance", "give_up_retry", "--instance", "ack_loss", "--property", "I1",
-                 "--explain", "none"])
+    code = main(
+        [
+            "check",
+            "--design",
+            str(DESIGNS / "stripe.json"),
+            "--set",
+            setting,
+            "--instance",
+            "give_up_retry",
+            "--instance",
+            "ack_loss",
+            "--property",
+            "I1",
+            "--explain",
+            "none",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 1 and "expire_key" in out
 
@@ -68,9 +82,11 @@ def test_a_design_file_round_trips_and_bad_ones_are_refused(tmp_path, capsys):
     design, env = design_of(doc)
     assert env == "stripe" and design["replay_window"] == doc["timing"]["replay_window"]
     bad = tmp_path / "bad.json"
-    for broken, what in (({**doc, "knobs": {**doc["knobs"], "on_unknown": "pray"}}, "knobs.on_unknown"),
-                         ({**doc, "kind": "x"}, "not a design file"),
-                         ({**doc, "timing": {"replay_window": "soon"}}, "timing.replay_window")):
+    for broken, what in (
+        ({**doc, "knobs": {**doc["knobs"], "on_unknown": "pray"}}, "knobs.on_unknown"),
+        ({**doc, "kind": "x"}, "not a design file"),
+        ({**doc, "timing": {"replay_window": "soon"}}, "timing.replay_window"),
+    ):
         bad.write_text(json.dumps(broken))
         assert main(["check", "--design", str(bad), "--instance", "ack_loss"]) == 2
         err = capsys.readouterr().err
@@ -86,13 +102,16 @@ def test_every_departure_of_a_shipped_design_is_needed(path):
     """Minimal: each departure turned back to naive breaks what its entry says (or is left
     open by the fence bound, as the entry says), on that instance."""
     from toolcommit.model.design import preset_design
+
     doc = json.loads(path.read_text("utf-8"))
     design, env = design_of(doc)
     naive = preset_design("naive")
     for d in doc["departures"]:
         back = config_for({**design, d["knob"]: naive[d["knob"]]}, env)
         w = d["without"]
-        v = check_instance(back, instance_in(instance(w["instance"]), env), [w["property"]]).verdicts[0]
+        v = check_instance(
+            back, instance_in(instance(w["instance"]), env), [w["property"]]
+        ).verdicts[0]
         assert v.status.value == w["status"], (path.stem, d["knob"])
         if v.status is Status.VIOLATED:
             assert v.counterexample.length == w["steps"], (path.stem, d["knob"])
@@ -109,8 +128,9 @@ def test_a_shipped_design_is_what_the_search_finds_today(path, tmp_path, capsys)
     target = tmp_path / path.name
     assert main(["design", "--env", path.stem, "--explain", "none", "-o", str(target)]) == 0
     capsys.readouterr()
-    assert target.read_text("utf-8") == path.read_text("utf-8"), \
+    assert target.read_text("utf-8") == path.read_text("utf-8"), (
         f"regenerate: toolcommit design --env {path.stem} -o spec/designs/{path.name}"
+    )
 
 
 def test_design_under_a_delay_that_outlives_the_key_finds_no_exactly_once_on_stripe(capsys):
@@ -118,6 +138,7 @@ def test_design_under_a_delay_that_outlives_the_key_finds_no_exactly_once_on_str
     pruned; what is left is at-most-once, and the profile's own numbers are shown changed
     (give_up_retry alone shows it: with ack_loss too the search costs half as much again)."""
     from toolcommit.checker.design.synthesis import synthesize
+
     s = synthesize("stripe", ["give_up_retry"], given={"delay_bound": "48h"})
     assert s.levels[0].guarantee == "exactly-once" and not s.levels[0].minimal
     assert s.chosen.guarantee == "at-most-once"
@@ -140,6 +161,7 @@ def test_a_violation_outside_the_claim_is_kept_apart_and_never_moves_the_status(
     from dataclasses import replace
 
     from toolcommit.checker.verify.suite import outside_claim, resolve_instances, run_suite
+
     doc = json.loads((DESIGNS / "stripe.json").read_text("utf-8"))
     design, env = design_of(doc)
     cfg = config_for(design, env)
@@ -149,19 +171,28 @@ def test_a_violation_outside_the_claim_is_kept_apart_and_never_moves_the_status(
     outside = outside_claim(every, doc["properties"], ["give_up_retry"])
     judged = {v.property for r in outside.results for v in r.verdicts}
     assert judged and not judged & set(doc["properties"])
-    assert outside.status is Status.VIOLATED        # FENCE: the design does not claim it
+    assert outside.status is Status.VIOLATED  # FENCE: the design does not claim it
     assert replace(claim, outside=outside).status is Status.HOLDS
 
 
 @pytest.mark.slow
 def test_what_the_file_does_not_claim_is_shown_only_with_all_and_never_moves_the_exit_code(capsys):
-    args = ["check", "--design", str(DESIGNS / "stripe.json"), "--instance", "give_up_retry",
-            "--explain", "none", "--timeout", "600"]
+    args = [
+        "check",
+        "--design",
+        str(DESIGNS / "stripe.json"),
+        "--instance",
+        "give_up_retry",
+        "--explain",
+        "none",
+        "--timeout",
+        "600",
+    ]
     assert main(args) == 0
     assert "Outside the claim" not in capsys.readouterr().out
     assert main(args + ["--all"]) == 0
     out = capsys.readouterr().out
-    outside = out[out.index("Outside the claim"):]
+    outside = out[out.index("Outside the claim") :]
     assert "give_up_retry" in outside and "FENCE" in outside and "x6" in outside
     assert "provider_non_idempotent runs with provider_idempotent=no" in outside
     assert "outside the claim: " in outside and " violated" in outside
@@ -170,10 +201,23 @@ def test_what_the_file_does_not_claim_is_shown_only_with_all_and_never_moves_the
 
 
 def test_an_instance_that_fixes_an_assumption_is_printed_with_it(capsys):
-    main(["check", "--env", "stripe", "--instance", "provider_non_idempotent", "--property", "I1",
-          "--explain", "none", "--timeout", "600"])
+    main(
+        [
+            "check",
+            "--env",
+            "stripe",
+            "--instance",
+            "provider_non_idempotent",
+            "--property",
+            "I1",
+            "--explain",
+            "none",
+            "--timeout",
+            "600",
+        ]
+    )
     out = capsys.readouterr().out
-    head = out[:out.index("cells:")]
+    head = out[: out.index("cells:")]
     assert "provider_idempotent=yes" in head
     assert "provider_non_idempotent runs with provider_idempotent=no" in head
 
@@ -182,8 +226,19 @@ def test_the_sdk_retry_after_a_delay_holds_under_the_shipped_stripe_design(capsy
     """Issue 29's 14-step run (a delayed request refused with a 409, the replay refused, a
     give-up, the user's re-ask, the SDK re-sending the first): the shipped design turns
     the SDK's retries off, and with them on it breaks again."""
-    args = ["check", "--design", str(DESIGNS / "stripe.json"), "--instance", "give_up_retry",
-            "--bounds", "duplicates=1", "--explain", "none", "--timeout", "600"]
+    args = [
+        "check",
+        "--design",
+        str(DESIGNS / "stripe.json"),
+        "--instance",
+        "give_up_retry",
+        "--bounds",
+        "duplicates=1",
+        "--explain",
+        "none",
+        "--timeout",
+        "600",
+    ]
     assert main(args) == 0
     capsys.readouterr()
     assert main(args + ["--set", "sdk_retries=on", "--property", "I1"]) == 1
@@ -193,11 +248,20 @@ def test_the_sdk_retry_after_a_delay_holds_under_the_shipped_stripe_design(capsy
 def test_a_claim_naming_what_does_not_exist_is_refused(tmp_path, capsys):
     doc = json.loads((DESIGNS / "stripe.json").read_text("utf-8"))
     bad = tmp_path / "bad.json"
-    for broken, what in (({**doc, "properties": ["I9"]}, "properties: 'I9'"),
-                         ({**doc, "instances": []}, "instances: must be a non-empty list"),
-                         ({**doc, "assumes": {**doc["assumes"], "environment": {
-                             **doc["assumes"]["environment"], "errors_before": 0}}},
-                          "assumes.environment.errors_before")):
+    for broken, what in (
+        ({**doc, "properties": ["I9"]}, "properties: 'I9'"),
+        ({**doc, "instances": []}, "instances: must be a non-empty list"),
+        (
+            {
+                **doc,
+                "assumes": {
+                    **doc["assumes"],
+                    "environment": {**doc["assumes"]["environment"], "errors_before": 0},
+                },
+            },
+            "assumes.environment.errors_before",
+        ),
+    ):
         bad.write_text(json.dumps(broken))
         assert main(["check", "--design", str(bad)]) == 2
         err = capsys.readouterr().err
@@ -208,18 +272,27 @@ def test_a_design_file_with_a_list_for_an_option_or_deep_json_is_refused_in_one_
     import json as _json
     import subprocess
     import sys
+
     doc = _json.loads((DESIGNS / "stripe.json").read_text())
     doc["knobs"]["fencing"] = ["on"]
     listed = tmp_path / "listed.json"
     listed.write_text(_json.dumps(doc))
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000 + "]" * 100_000)
-    for path, says in ((listed, 'knobs.fencing: ["on"] is not a string'),
-                       (deep, "nested deeper than a reader follows")):
-        for argv in (["check", "--design", str(path)],
-                     ["recover", str(tmp_path / "none.db"), "--provider", str(path)]):
-            done = subprocess.run([sys.executable, "-m", "toolcommit.checker.cli", *argv],
-                                  capture_output=True, text=True, timeout=120)
+    for path, says in (
+        (listed, 'knobs.fencing: ["on"] is not a string'),
+        (deep, "nested deeper than a reader follows"),
+    ):
+        for argv in (
+            ["check", "--design", str(path)],
+            ["recover", str(tmp_path / "none.db"), "--provider", str(path)],
+        ):
+            done = subprocess.run(
+                [sys.executable, "-m", "toolcommit.checker.cli", *argv],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
             assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1
             assert "give one option" in done.stderr or "toolcommit design" in done.stderr
@@ -231,8 +304,13 @@ def test_design_output_with_an_empty_name_is_refused_before_any_search(flag):
     (no report on stdout)."""
     import subprocess
     import sys
-    done = subprocess.run([sys.executable, "-m", "toolcommit.checker.cli", "design", "--env",
-                           "ideal", flag, ""], capture_output=True, text=True, timeout=120)
+
+    done = subprocess.run(
+        [sys.executable, "-m", "toolcommit.checker.cli", "design", "--env", "ideal", flag, ""],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and "-o/--output: give the design file's name" in done.stderr
     errors = [ln for ln in done.stderr.splitlines() if not ln.startswith("toolcommit: note:")]
     assert len(errors) == 1 and done.stdout == "", done.stderr

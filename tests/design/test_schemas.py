@@ -1,6 +1,7 @@
 """The JSON schemas of the question files (spec/question.schema.json) and the design files
 (spec/design.schema.json) describe what their readers read: every shipped file validates,
 the schemas name the readers' fields, and a malformed file is refused by both."""
+
 import json
 from pathlib import Path
 
@@ -75,7 +76,8 @@ BAD_QUESTIONS = {
     "an unknown field": _question(answer="reject"),
     "a row without a name": _question(rows=[{"set": {"reask": "hold"}}]),
     "a claim neither HOLDS nor VIOLATED": _question(
-        rows=[{"name": "hold", "set": {"reask": "hold"}, "expect": "MAYBE"}]),
+        rows=[{"name": "hold", "set": {"reask": "hold"}, "expect": "MAYBE"}]
+    ),
     "a fault budget of 9": _question(set={"stale_reads": 9}),
     "an inline instance without proposals": _question(instance={"workers": 2}),
     "a negative time limit": _question(limits={"timeout": -1}),

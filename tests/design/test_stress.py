@@ -1,6 +1,7 @@
 """Robust synthesis: `design` judges every candidate, before calling it minimal, on the
 stress instance too, where every fault its profile allows meets a delay, a lease expiry
 and an SDK retry at once; so no design is minimal on faults met one at a time only."""
+
 import json
 from pathlib import Path
 
@@ -22,7 +23,7 @@ COMBINED = ("delays", "lease_expiries", "duplicates")
 def test_design_judges_the_suite_and_the_stress_instance_by_default():
     assert stress_instances() == ["stress"]
     assert design_names() == suite_names() + ["stress"]
-    assert "stress" not in suite_names()      # a check's default suite stays the failure classes
+    assert "stress" not in suite_names()  # a check's default suite stays the failure classes
 
 
 @pytest.mark.parametrize("env", names())

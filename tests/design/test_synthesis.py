@@ -1,5 +1,6 @@
 """`toolcommit design`: minimal designs with the reason for every departure, the weakest
 environment promise when none holds, and sound pruning."""
+
 import pytest
 
 from toolcommit.checker.cli import main
@@ -63,7 +64,7 @@ def test_email_gets_at_most_once_and_exactly_once_needs_what_no_email_provider_o
     assert all(st.inherent for st in first.strengthening)
     assert chosen.guarantee == "at-most-once" and chosen.minimal
     for m in chosen.minimal:
-        assert m.design["sdk_retries"] == "off"      # the SDK's retry is the duplicate
+        assert m.design["sdk_retries"] == "off"  # the SDK's retry is the duplicate
 
 
 @pytest.mark.slow
@@ -76,7 +77,7 @@ def test_a_failover_that_loses_the_accept_has_no_design_only_a_durable_log():
     first = s.levels[0]
     assert not first.minimal
     assert [dict(st.promises) for st in first.strengthening] == [{"failovers": 0}]
-    assert first.strengthening[0].offered       # synchronous replication is a promise one can make
+    assert first.strengthening[0].offered  # synchronous replication is a promise one can make
 
 
 def test_an_instance_the_profile_contradicts_is_not_judged():
@@ -91,7 +92,9 @@ def test_the_naive_options_of_the_monotone_knobs_simulate_the_others():
         for weaker, stronger in table.items():
             for option in stronger:
                 assert simulates({**rec, knob: weaker}, {**rec, knob: option})
-                assert not simulates({**rec, knob: option}, {**rec, knob: weaker}) or weaker == option
+                assert (
+                    not simulates({**rec, knob: option}, {**rec, knob: weaker}) or weaker == option
+                )
 
 
 @pytest.mark.parametrize("knob", sorted(SUPERSETS))
@@ -99,9 +102,13 @@ def test_a_design_pruned_by_monotonicity_really_fails_the_same_property(knob):
     """Pruning is sound here: break I1 with a stronger option, then check the weaker one."""
     insts = [instance("paraphrase"), instance("prompt_revision")]
     oracle = Oracle(Environment("ideal"), insts, ["I1"])
-    base = {**preset_design("recommended"), "canonicalizer": "literal"}   # breaks I1
-    strong = {**base, knob: {"insert": "atomic", "dispatch_guard": "log_cas",
-                             "replay_window": "1h"}.get(knob, "reject")}
+    base = {**preset_design("recommended"), "canonicalizer": "literal"}  # breaks I1
+    strong = {
+        **base,
+        knob: {"insert": "atomic", "dispatch_guard": "log_cas", "replay_window": "1h"}.get(
+            knob, "reject"
+        ),
+    }
     first = oracle.check(strong)
     assert first is not None and first.property == "I1"
     for weaker, stronger in SUPERSETS[knob].items():
@@ -123,8 +130,20 @@ def test_a_design_stopped_by_a_limit_reports_nothing_unconfirmed(capsys):
     """Issue 19: --timeout 3 printed an 11-departure design check showed broken; --max-states
     50 printed "No design holds"; --timeout 0.001 printed both "holds" and "No design"."""
     for args in (["--timeout", "0.001"], ["--max-states", "5"]):
-        code = main(["design", "--env", "ideal", "--instance", "cancel", "--instance",
-                     "ack_loss", "--explain", "none", *args])
+        code = main(
+            [
+                "design",
+                "--env",
+                "ideal",
+                "--instance",
+                "cancel",
+                "--instance",
+                "ack_loss",
+                "--explain",
+                "none",
+                *args,
+            ]
+        )
         out = capsys.readouterr().out
         assert code == 3, args
         assert "No design holds" not in out and "Minimal designs" not in out, args
@@ -136,19 +155,63 @@ def test_a_design_stopped_by_a_limit_reports_nothing_unconfirmed(capsys):
 def test_a_design_found_under_a_time_limit_holds_when_checked(capsys, tmp_path):
     """Whatever a limited search reports, it confirmed: a design it writes re-checks clean."""
     target = tmp_path / "d.json"
-    code = main(["design", "--env", "ideal", "--instance", "cancel", "--instance", "ack_loss",
-                 "--timeout", "20", "--explain", "none", "-o", str(target)])
+    code = main(
+        [
+            "design",
+            "--env",
+            "ideal",
+            "--instance",
+            "cancel",
+            "--instance",
+            "ack_loss",
+            "--timeout",
+            "20",
+            "--explain",
+            "none",
+            "-o",
+            str(target),
+        ]
+    )
     capsys.readouterr()
     if code == 0:
-        assert main(["check", "--design", str(target), "--instance", "cancel", "--instance",
-                     "ack_loss", "--property", "I1", "--property", "FULFIL", "--property", "P3"]) == 0
+        assert (
+            main(
+                [
+                    "check",
+                    "--design",
+                    str(target),
+                    "--instance",
+                    "cancel",
+                    "--instance",
+                    "ack_loss",
+                    "--property",
+                    "I1",
+                    "--property",
+                    "FULFIL",
+                    "--property",
+                    "P3",
+                ]
+            )
+            == 0
+        )
     else:
         assert code == 3 and not target.exists()
 
 
 def test_design_cli_prints_minimal_designs_and_why_each_departure(capsys):
-    code = main(["design", "--env", "ideal", "--instance", "cancel", "--instance", "ack_loss",
-                 "--explain", "none"])
+    code = main(
+        [
+            "design",
+            "--env",
+            "ideal",
+            "--instance",
+            "cancel",
+            "--instance",
+            "ack_loss",
+            "--explain",
+            "none",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "Minimal designs" in out and "back to " in out
@@ -168,6 +231,7 @@ def test_departures_count_the_knobs_that_differ_from_naive():
 
 def test_the_search_judges_the_sealed_saga_and_the_human_gate_as_neighbours_of_recommended():
     from toolcommit.checker.design.synthesis import neighbours
+
     options = {d["on_unknown"] for d in neighbours(preset_design("recommended"))}
     assert {"sealed_compensate", "human_approval"} <= options
 
@@ -175,6 +239,7 @@ def test_the_search_judges_the_sealed_saga_and_the_human_gate_as_neighbours_of_r
 def test_design_never_proposes_an_option_the_model_flatters_and_says_so():
     """lease=none is safe in the model only because it detects every crash at once."""
     from toolcommit.checker.design.synthesis import neighbours, unsearched
+
     rec = preset_design("recommended")
     assert all(d["lease"] == rec["lease"] for d in neighbours(rec))
     assert [o for o, _ in unsearched()] == ["lease=none"]

@@ -1,6 +1,7 @@
 """Both C programs compile clean under -Wall -Wextra -Werror: the log checker's lane
 (lane.c) and the native engine (native_bfs.c with the model code generated for an
 instance), each with the flags it is built with in production but -w."""
+
 import subprocess
 import sysconfig
 from pathlib import Path
@@ -26,8 +27,12 @@ def strict(flags) -> list[str]:
 
 
 def compiles(source: Path, flags, tmp_path) -> None:
-    done = subprocess.run([*compiler(), *strict(flags), "-o", str(tmp_path / "out.so"),
-                           str(source)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [*compiler(), *strict(flags), "-o", str(tmp_path / "out.so"), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[:2000]
 
 
@@ -36,13 +41,17 @@ def test_the_lane_compiles_without_a_warning(tmp_path):
     compiles(lane.SOURCE, [*lane.FLAGS, "-I" + include], tmp_path)
 
 
-@pytest.mark.parametrize("label,env,name", [
-    ("naive", "ideal", "default"),          # two workers: the symmetry memo
-    ("recommended", "ideal", "zombie"),     # one worker: no memo; fences
-    ("recommended", "stripe", "give_up_retry"),   # the clock, saved errors, 409s
-])
+@pytest.mark.parametrize(
+    "label,env,name",
+    [
+        ("naive", "ideal", "default"),  # two workers: the symmetry memo
+        ("recommended", "ideal", "zombie"),  # one worker: no memo; fences
+        ("recommended", "stripe", "give_up_retry"),  # the clock, saved errors, 409s
+    ],
+)
 def test_the_native_engine_compiles_without_a_warning(tmp_path, label, env, name):
     from toolcommit.model.environment import instance_in
+
     config = configure(preset(label), env)
     source = tmp_path / "engine.c"
     source.write_text(c_source(compile_system(build(config, instance_in(instance(name), env)))))
@@ -52,6 +61,7 @@ def test_the_native_engine_compiles_without_a_warning(tmp_path, label, env, name
 @pytest.mark.parametrize("words,symmetry", [(2, True), (2, False), (3, True), (4, False)])
 def test_the_shared_native_engine_compiles_without_a_warning(tmp_path, words, symmetry):
     from toolcommit.checker.engines.explicit import native_vm
+
     source = tmp_path / "engine.c"
     source.write_text(native_vm.vm_source(words, symmetry))
     compiles(source, native_vm.FLAGS, tmp_path)

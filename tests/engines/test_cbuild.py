@@ -1,5 +1,6 @@
 """The cache of compiled libraries stays bounded: the least recently used beyond the cap go
 with their sources, recently used ones and files of other names never do."""
+
 import ctypes
 import os
 import signal
@@ -23,28 +24,43 @@ def lib(folder, name, age):
 
 def test_prune_keeps_the_newest_and_the_recently_used_and_only_its_own_files(tmp_path):
     for i in range(6):
-        lib(tmp_path, f"engine-{i}", age=10_000 + i)       # engine-0 is the newest
-    lib(tmp_path, "lane-new", age=5)                       # newest of all
-    (tmp_path / "notes.txt").write_text("mine")            # not ours: never touched
-    (tmp_path / ".engine-dead.c").write_text("x")          # a build that died
+        lib(tmp_path, f"engine-{i}", age=10_000 + i)  # engine-0 is the newest
+    lib(tmp_path, "lane-new", age=5)  # newest of all
+    (tmp_path / "notes.txt").write_text("mine")  # not ours: never touched
+    (tmp_path / ".engine-dead.c").write_text("x")  # a build that died
     os.utime(tmp_path / ".engine-dead.c", (0, 0))
     gone = cbuild.prune(tmp_path, keep=3, min_age=3600)
     left = sorted(p.name for p in tmp_path.iterdir())
-    assert left == ["engine-0.c", "engine-0.so", "engine-1.c", "engine-1.so", "lane-new.c",
-                    "lane-new.so", "notes.txt"]
+    assert left == [
+        "engine-0.c",
+        "engine-0.so",
+        "engine-1.c",
+        "engine-1.so",
+        "lane-new.c",
+        "lane-new.so",
+        "notes.txt",
+    ]
     assert gone == 9
-    lib(tmp_path, "engine-9", age=60)                      # over the cap, but used lately
+    lib(tmp_path, "engine-9", age=60)  # over the cap, but used lately
     assert cbuild.prune(tmp_path, keep=1, min_age=3600) == 4
-    assert {p.name for p in tmp_path.iterdir()} == {"engine-9.c", "engine-9.so", "lane-new.c",
-                                                    "lane-new.so", "notes.txt"}
+    assert {p.name for p in tmp_path.iterdir()} == {
+        "engine-9.c",
+        "engine-9.so",
+        "lane-new.c",
+        "lane-new.so",
+        "notes.txt",
+    }
 
 
 def test_prune_of_a_missing_folder_does_nothing(tmp_path):
     assert cbuild.prune(tmp_path / "absent") == 0
 
 
-_SLOW_C = "".join(f"double f{i}(double x) {{ for (int k = 0; k < {i % 7 + 3}; k++) "
-                  f"x = x * 1.0001 + {i}; return x; }}\n" for i in range(6000))
+_SLOW_C = "".join(
+    f"double f{i}(double x) {{ for (int k = 0; k < {i % 7 + 3}; k++) "
+    f"x = x * 1.0001 + {i}; return x; }}\n"
+    for i in range(6000)
+)
 _BUILD = """
 import sys
 from pathlib import Path
@@ -65,14 +81,17 @@ def test_an_interrupted_build_leaves_nothing_behind(tmp_path, signum):
     cache.mkdir(mode=0o700)
     tmpdir.mkdir()
     (tmp_path / "slow.c").write_text(_SLOW_C)
-    proc = subprocess.Popen([sys.executable, "-c", _BUILD, str(cache), str(tmp_path / "slow.c")],
-                            env={**os.environ, "TMPDIR": str(tmpdir)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _BUILD, str(cache), str(tmp_path / "slow.c")],
+        env={**os.environ, "TMPDIR": str(tmpdir)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 60
-    while not any(p.is_dir() for p in cache.iterdir()):       # the build has begun
+    while not any(p.is_dir() for p in cache.iterdir()):  # the build has begun
         assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
         time.sleep(0.02)
-    time.sleep(0.3)                                           # the compiler is at work
+    time.sleep(0.3)  # the compiler is at work
     proc.send_signal(signum)
     proc.wait(timeout=60)
     assert proc.returncode != 0, "the build ended before the signal: make _SLOW_C slower"
@@ -111,8 +130,10 @@ def load(target):
 def plant(path: Path, marker: Path) -> None:
     """A library that, once loaded, leaves `marker` (the attack: code run as this user)."""
     c = path.with_suffix(".planted.c")
-    c.write_text('#include <stdio.h>\n__attribute__((constructor)) static void planted(void)'
-                 f' {{ FILE *f = fopen("{marker}", "w"); if (f) fclose(f); }}\n')
+    c.write_text(
+        "#include <stdio.h>\n__attribute__((constructor)) static void planted(void)"
+        f' {{ FILE *f = fopen("{marker}", "w"); if (f) fclose(f); }}\n'
+    )
     subprocess.run([*cbuild.compiler(), "-shared", "-fPIC", "-o", str(path), str(c)], check=True)
     c.unlink()
     path.chmod(0o700)
@@ -130,8 +151,11 @@ def test_the_cache_folders_are_created_private_whatever_the_umask(tmp_path, monk
         os.umask(old)
     for d in (target.parent, target.parent.parent, tmp_path / "cache"):
         assert stat_mode(d) == 0o700, d
-    assert stat_mode(target) & 0o077 == 0 and cbuild.manifest_of(target).read_text().endswith(
-        "  engine-t.so\n") and cbuild.NOTES == []
+    assert (
+        stat_mode(target) & 0o077 == 0
+        and cbuild.manifest_of(target).read_text().endswith("  engine-t.so\n")
+        and cbuild.NOTES == []
+    )
 
 
 def stat_mode(p) -> int:
@@ -145,7 +169,7 @@ def test_a_planted_library_of_the_expected_name_is_never_loaded_but_rebuilt(tmp_
     target = cbuild.cache_dir() / "engine-t.so"
     assert load(target) == 42
     marker = tmp_path / "planted-code-ran"
-    plant(target, marker)                            # same name, this user's, mode 0700
+    plant(target, marker)  # same name, this user's, mode 0700
     assert load(target) == 42 and not marker.exists()
     assert any("does not match its manifest entry: built again" in n for n in cbuild.NOTES)
 
@@ -163,7 +187,8 @@ def test_a_cached_library_of_another_user_is_rebuilt(tmp_path, monkeypatch):
 @needs_cc
 @pytest.mark.parametrize("how", ["writable by others", "another user's"])
 def test_a_cache_folder_others_can_write_is_refused_and_the_build_is_private(
-        how, tmp_path, monkeypatch):
+    how, tmp_path, monkeypatch
+):
     if how == "another user's" and os.geteuid() != 0:
         pytest.skip("needs root to give a folder to another user")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
@@ -175,7 +200,7 @@ def test_a_cache_folder_others_can_write_is_refused_and_the_build_is_private(
     else:
         os.chown(folder.parent, 65534, -1)
     assert load(folder / "engine-t.so") == 42
-    assert list(folder.iterdir()) == []                        # nothing written there
+    assert list(folder.iterdir()) == []  # nothing written there
     assert len(cbuild.NOTES) == 1 and "private temporary folder" in cbuild.NOTES[0]
 
 
@@ -196,9 +221,11 @@ def test_a_relative_xdg_cache_home_is_ignored(monkeypatch, tmp_path):
 @needs_cc
 def test_a_cached_engine_without_its_symbols_is_not_the_engine(tmp_path, monkeypatch):
     from toolcommit.checker.engines.explicit import native
+
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    lib, why = native._build_and_load("t", f"int tc_abi(void) {{ return {native.ABI}; }}\n",
-                                      cbuild.compiler())
+    lib, why = native._build_and_load(
+        "t", f"int tc_abi(void) {{ return {native.ABI}; }}\n", cbuild.compiler()
+    )
     assert lib is None and "cannot load" in why and "tc_explore" in why
 
 
@@ -220,8 +247,9 @@ def test_two_libraries_loaded_one_after_the_other_are_each_themselves(tmp_path):
     answers = []
     for n in (42, 7):
         src = f"int tc_answer(void) {{ return {n}; }}\n"
-        with cbuild.verified(tmp_path / f"d{n}" / "engine-t.so", src, cbuild.compiler(),
-                             ["-shared", "-fPIC"]) as (p, why):
+        with cbuild.verified(
+            tmp_path / f"d{n}" / "engine-t.so", src, cbuild.compiler(), ["-shared", "-fPIC"]
+        ) as (p, why):
             answers.append(ctypes.CDLL(p).tc_answer())
     assert answers == [42, 7]
 
@@ -244,8 +272,10 @@ def _descendants(pid: int) -> list[str]:
     return found
 
 
-@pytest.mark.skipif(cbuild.compiler() is None or not os.path.isdir("/proc"),
-                    reason="no C compiler, or no /proc to see it run")
+@pytest.mark.skipif(
+    cbuild.compiler() is None or not os.path.isdir("/proc"),
+    reason="no C compiler, or no /proc to see it run",
+)
 @pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
 def test_the_check_command_interrupted_while_it_compiles_leaves_nothing_behind(tmp_path, how):
     """The real command with a fresh cache, so that it compiles: a Ctrl-C (SIGINT to the
@@ -255,13 +285,17 @@ def test_the_check_command_interrupted_while_it_compiles_leaves_nothing_behind(t
     cache.mkdir()
     tmpdir.mkdir()
     cli = os.path.join(os.path.dirname(sys.executable), "toolcommit")
-    proc = subprocess.Popen([cli, "check"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True,
-                            env={**os.environ, "TMPDIR": str(tmpdir),
-                                 "XDG_CACHE_HOME": str(cache)})
+    proc = subprocess.Popen(
+        [cli, "check"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "TMPDIR": str(tmpdir), "XDG_CACHE_HOME": str(cache)},
+    )
     try:
         deadline = time.monotonic() + 120
-        while not {"cc1", "as"} & set(_descendants(proc.pid)):    # the compiler is at work
+        while not {"cc1", "as"} & set(_descendants(proc.pid)):  # the compiler is at work
             assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
             time.sleep(0.005)
         if how == "ctrl-c":

@@ -1,4 +1,5 @@
 """The explicit engine against the model's own interpreter."""
+
 import random
 from dataclasses import replace
 
@@ -23,8 +24,11 @@ def test_compiled_successors_equal_the_interpreters_on_a_random_walk(p):
     for _ in range(20):
         state = dict(system.init)
         for _ in range(30):
-            expected = sorted((i, c.pack(system.step(a, state))) for i, a in enumerate(system.actions)
-                              if system.enabled(a, state))
+            expected = sorted(
+                (i, c.pack(system.step(a, state)))
+                for i, a in enumerate(system.actions)
+                if system.enabled(a, state)
+            )
             assert sorted(c.successors(c.pack(state))[0]) == expected
             violated = {n for n in system.invariants if n in system.violated(state)}
             mask = c.violations(c.pack(state))
@@ -43,9 +47,12 @@ def test_worker_symmetry_shrinks_the_state_space_without_changing_verdicts(name)
         plain = replace(system, symmetries=())
         a, b = explore(compile_system(system)), explore(compile_system(plain))
         assert a.state_count < b.state_count
-        assert {k: a.depth_of(v) for k, v in a.first_violation.items()} == \
-               {k: b.depth_of(v) for k, v in b.first_violation.items()}
-        assert (a.deadlock is None) == (b.deadlock is None) and (a.stuck is None) == (b.stuck is None)
+        assert {k: a.depth_of(v) for k, v in a.first_violation.items()} == {
+            k: b.depth_of(v) for k, v in b.first_violation.items()
+        }
+        assert (a.deadlock is None) == (b.deadlock is None) and (a.stuck is None) == (
+            b.stuck is None
+        )
 
 
 @pytest.mark.parametrize("p", PRESETS)
@@ -95,6 +102,7 @@ def test_time_and_state_limits_end_in_an_incomplete_exploration():
 
 def test_counterexample_that_breaks_nothing_is_an_internal_error():
     from toolcommit.checker.engines.explicit.engine import concretize
+
     c, ex = run_instance(preset("recommended"), instance("ack_loss"), Limits())
     with pytest.raises(InternalError):
         concretize(c, ex, ex.state_count - 1, "I1")
@@ -102,6 +110,7 @@ def test_counterexample_that_breaks_nothing_is_an_internal_error():
 
 def _graph_runs():
     from toolcommit.checker.verify.suite import suite_names
+
     for p in ("naive", "seed", "recommended"):
         for name in suite_names():
             if name != "default" or p == "recommended":
@@ -111,17 +120,21 @@ def _graph_runs():
 @pytest.mark.parametrize("p,name", list(_graph_runs()))
 def test_networkx_and_array_progress_checks_agree(p, name):
     from toolcommit.checker.engines.explicit.graph import first_stuck_arrays, first_stuck_networkx
+
     c, ex = run_instance(preset(p), instance(name), Limits())
     eoff, edst = ex.edges
     goals = ex.settled_ids + ex.truncated_ids
-    assert first_stuck_networkx(ex.state_count, eoff, edst, goals) == \
-        first_stuck_arrays(ex.state_count, eoff, edst, goals) == ex.stuck
+    assert (
+        first_stuck_networkx(ex.state_count, eoff, edst, goals)
+        == first_stuck_arrays(ex.state_count, eoff, edst, goals)
+        == ex.stuck
+    )
 
 
 def test_a_move_cut_by_the_fence_bound_is_truncation_not_deadlock():
     small = instance("ack_loss").with_bounds({"max_fence": 1})
     c, ex = run_instance(preset("naive"), small, Limits())
-    assert ex.truncated > 0            # the blind retry needs a second fence
+    assert ex.truncated > 0  # the blind retry needs a second fence
     assert ex.deadlock is None or ex.deadlock not in ex.truncated_ids
 
 
@@ -132,14 +145,14 @@ def test_no_truncation_where_no_move_needs_another_fence():
 
 
 def test_depths_are_shortest_paths_also_on_the_frontier_of_a_search_a_limit_stopped():
-    c = compile_system(build(preset("recommended"), instance("default")))   # 14k states
+    c = compile_system(build(preset("recommended"), instance("default")))  # 14k states
     full = explore(c, graph=False)
     cut = explore(c, max_states=3000, graph=False)
-    assert not cut.complete and cut.level_ends[-1] < cut.state_count   # a frontier is left
+    assert not cut.complete and cut.level_ends[-1] < cut.state_count  # a frontier is left
     by_level = {}
     for d, end in enumerate(full.level_ends):
         for sid in range(full.level_ends[d - 1] if d else 0, end):
             by_level[full.states[sid]] = d
-    for sid in range(cut.state_count):       # every state, the unexpanded ones included
+    for sid in range(cut.state_count):  # every state, the unexpanded ones included
         assert cut.depth_of(sid) == len(cut.path(sid)) - 1 == by_level[cut.states[sid]]
     assert max(map(cut.depth_of, range(cut.state_count))) == cut.depth + 1

@@ -2,6 +2,7 @@
 two give the same exploration state for state, and the same verdicts and counterexamples,
 on one thread or several (small chunks make a search cross many chunk boundaries), and
 with states wider than 128 bits."""
+
 import shutil
 import sys
 from dataclasses import replace
@@ -24,10 +25,10 @@ from toolcommit.model.knobs import PRESETS, preset
 from toolcommit.model.semantics import build
 from toolcommit.model.system import VarDecl
 
-BIG = {("naive", "default"), ("seed", "default")}    # 1.4M and 0.5M states: slow in Python
+BIG = {("naive", "default"), ("seed", "default")}  # 1.4M and 0.5M states: slow in Python
 W4 = {"workers": 4, "crashes": 3, "max_fence": 5, "delays": 3, "ack_losses": 3, "lease_expiries": 3}
 
-W3 = {"workers": 3, "max_fence": 4, "crashes": 2}   # naive default: 130-bit states
+W3 = {"workers": 3, "max_fence": 4, "crashes": 2}  # naive default: 130-bit states
 # (threads, parents per step): one thread, two with the default chunk, and small chunks
 RUNS = [(1, 0), (2, 0), (2, 7), (3, 1)]
 
@@ -42,7 +43,7 @@ def assert_native_agrees(c, runs=RUNS, **kw):
         nat = explore_native(c, jobs=jobs, chunk=chunk, **kw)
         assert nat.jobs == jobs
         assert_same_exploration(py, nat)
-    later = explore_native(c, jobs=runs[-1][0], later=True, **kw)   # PROGRESS searched after
+    later = explore_native(c, jobs=runs[-1][0], later=True, **kw)  # PROGRESS searched after
     assert later.stuck_later == (kw.get("graph", True) and py.complete)
     native.find_stuck(later)
     assert not later.stuck_later
@@ -91,12 +92,20 @@ def test_native_and_python_engines_explore_every_shipped_instance_identically(p,
 
 
 @needs_cc
-@pytest.mark.parametrize("env,name", [("stripe", "zombie"), ("email", "give_up_retry"),
-                                      ("fenced-store", "zombie"), ("async-log", "cancel")])
+@pytest.mark.parametrize(
+    "env,name",
+    [
+        ("stripe", "zombie"),
+        ("email", "give_up_retry"),
+        ("fenced-store", "zombie"),
+        ("async-log", "cancel"),
+    ],
+)
 def test_native_and_python_engines_agree_under_every_environment_profile(env, name):
     """The real systems' faults (errors, saved errors, expiry, stale reads, the seal as a
     message, failover) and FULFIL's end states, natively and in Python."""
     from toolcommit.model.environment import configure, instance_in
+
     for p in PRESETS:
         c = compile_system(build(configure(preset(p), env), instance_in(instance(name), env)))
         assert_same_exploration(explore(c), explore_native(c))
@@ -104,10 +113,15 @@ def test_native_and_python_engines_agree_under_every_environment_profile(env, na
 
 @needs_cc
 @pytest.mark.parametrize("on_unknown", ["sealed_compensate", "human_approval"])
-@pytest.mark.parametrize("env,name", [("ideal", "zombie"), ("stripe", "give_up_retry"),
-                                      ("fenced-store", "give_up_retry")])
-def test_native_and_python_engines_agree_on_the_sealed_saga_and_the_human_gate(on_unknown, env, name):
+@pytest.mark.parametrize(
+    "env,name",
+    [("ideal", "zombie"), ("stripe", "give_up_retry"), ("fenced-store", "give_up_retry")],
+)
+def test_native_and_python_engines_agree_on_the_sealed_saga_and_the_human_gate(
+    on_unknown, env, name
+):
     from toolcommit.model.environment import configure, instance_in
+
     config = configure(preset("recommended"), env).with_knobs({"on_unknown": on_unknown})
     for wipe in (False, True):
         c = compile_system(build(config, instance_in(instance(name), env), wipe=wipe))
@@ -139,14 +153,24 @@ def padded(system, widths):
     their sum, so the state spans more words and fields straddle other word boundaries
     (the same graph: the pads never change)."""
     pads = tuple(VarDecl(f"pad{i}", 1 << w) for i, w in enumerate(widths))
-    return replace(system, variables=pads + tuple(system.variables),
-                   init={**{v.name: 0 for v in pads}, **system.init})
+    return replace(
+        system,
+        variables=pads + tuple(system.variables),
+        init={**{v.name: 0 for v in pads}, **system.init},
+    )
 
 
 @needs_cc
 @pytest.mark.parametrize("widths", [[62, 37], [62, 62, 30], [62, 62, 62, 5]])
-@pytest.mark.parametrize("p,name", [("recommended", "default"), ("naive", "zombie"),
-                                    ("seed", "two_intents"), ("naive", "reorder")])
+@pytest.mark.parametrize(
+    "p,name",
+    [
+        ("recommended", "default"),
+        ("naive", "zombie"),
+        ("seed", "two_intents"),
+        ("naive", "reorder"),
+    ],
+)
 def test_native_engine_explores_states_of_several_words_as_the_python_engine_does(widths, p, name):
     c = compile_system(padded(build(preset(p), instance(name)), widths))
     assert c.bits > 128
@@ -167,8 +191,7 @@ def test_naive_with_three_workers_runs_natively_on_its_130_bit_states():
 def test_naive_with_three_workers_explored_whole_is_the_python_engines_graph():
     # W3 without its delay: three state words (129 bits), whole, in seconds; W3 itself
     # (4,553,408 states, Python minutes) agrees in benchmarks/bench_native.py's counts
-    c = compile_system(build(preset("naive"), instance("default").with_bounds(
-        {**W3, "delays": 0})))
+    c = compile_system(build(preset("naive"), instance("default").with_bounds({**W3, "delays": 0})))
     assert c.bits == 129
     assert assert_native_agrees(c, RUNS[:2]).state_count == 224_929
 
@@ -195,8 +218,12 @@ def test_both_engines_give_the_same_verdicts_and_counterexamples(monkeypatch, p,
     for engine, jobs in (("python", 1), ("native", 1), ("native", 2)):
         monkeypatch.setenv("TOOLCOMMIT_ENGINE", engine)
         r = check_instance(preset(p), instance(name), engine=Explicit(jobs=jobs))
-        results[engine, jobs] = (r.verdicts, {k: v for k, v in r.stats.items() if k != "seconds"},
-                                 r.coverage, r.witnesses)
+        results[engine, jobs] = (
+            r.verdicts,
+            {k: v for k, v in r.stats.items() if k != "seconds"},
+            r.coverage,
+            r.witnesses,
+        )
     assert results["native", 1] == results["python", 1]
     assert results["native", 2] == results["native", 1]
 
@@ -232,7 +259,9 @@ def _recommended_default(**kw):
     return run_instance(preset("recommended"), instance("default"), Limits(), **kw)
 
 
-def test_failing_c_compiler_leaves_the_answer_to_the_python_engine_which_says_so(fresh, monkeypatch):
+def test_failing_c_compiler_leaves_the_answer_to_the_python_engine_which_says_so(
+    fresh, monkeypatch
+):
     monkeypatch.setenv("CC", "/bin/false")
     c, ex = _recommended_default()
     assert ex.engine == "python" and ex.complete
@@ -246,8 +275,9 @@ def test_no_c_compiler_on_path_leaves_the_answer_to_the_python_engine(fresh, mon
     monkeypatch.setenv("PATH", str(fresh))
     _, ex = _recommended_default()
     assert ex.engine == "python"
-    assert ex.engine_note == ("native engine unavailable: no C compiler (set CC or install cc); "
-                              "Python engine used")
+    assert ex.engine_note == (
+        "native engine unavailable: no C compiler (set CC or install cc); Python engine used"
+    )
 
 
 def test_engine_note_reaches_the_instance_statistics(fresh, monkeypatch):
@@ -284,53 +314,77 @@ def test_compiled_engine_is_cached_by_source_hash_and_reused(fresh, monkeypatch)
     lib, why = native.library(c)
     assert lib is not None and why == ""
     built = sorted(fresh.rglob("engine-*"))
-    assert [p.suffix for p in built] == [".c", ".so", ".sha256"]   # source, library, manifest
-    inode = built[1].stat().st_ino     # a rebuild renames a new file into place
+    assert [p.suffix for p in built] == [".c", ".so", ".sha256"]  # source, library, manifest
+    inode = built[1].stat().st_ino  # a rebuild renames a new file into place
     monkeypatch.setattr(native, "_loaded", {})
     assert native.library(compile_system(build(preset("recommended"), instance("ack_loss"))))[0]
-    assert sorted(p for p in fresh.rglob("*") if p.is_file()) == built   # no rebuild, no temp
+    assert sorted(p for p in fresh.rglob("*") if p.is_file()) == built  # no rebuild, no temp
     assert built[1].stat().st_ino == inode
 
 
 def test_a_variable_wider_than_62_bits_is_refused_with_the_reason(fresh):
     """Values are computed in int64 arithmetic; the state itself may be any width."""
     c = compile_system(padded(build(preset("recommended"), instance("ack_loss")), [63]))
-    assert native.library(c) == (None, "variable pad0 needs 63 bits, more than the native "
-                                       "engine's 62")
+    assert native.library(c) == (
+        None,
+        "variable pad0 needs 63 bits, more than the native engine's 62",
+    )
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("spin") is None, reason="Spin is not installed (apt-get install spin)")
-@pytest.mark.parametrize("p,name", [("naive", "reorder"), ("recommended", "zombie"),
-                                    ("seed", "duplicate_call_id"), ("naive", "cancel"),
-                                    ("recommended", "reask_in_doubt"),
-                                    ("naive", "reask_in_doubt")])
+@pytest.mark.skipif(
+    shutil.which("spin") is None, reason="Spin is not installed (apt-get install spin)"
+)
+@pytest.mark.parametrize(
+    "p,name",
+    [
+        ("naive", "reorder"),
+        ("recommended", "zombie"),
+        ("seed", "duplicate_call_id"),
+        ("naive", "cancel"),
+        ("recommended", "reask_in_doubt"),
+        ("naive", "reask_in_doubt"),
+    ],
+)
 def test_spin_counts_the_states_our_engines_count_without_symmetry(p, name, tmp_path, capsys):
     """`toolcommit export --format promela` run through Spin: its state count, depth and
     transitions are our engines' on the same System without symmetry reduction."""
     from toolcommit.checker.cli import main
+
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     from spin import run_promela
+
     target = tmp_path / "model.pml"
-    assert main(["export", "--format", "promela", "--preset", p, "--instance", name,
-                 "-o", str(target)]) == 0
+    assert (
+        main(
+            ["export", "--format", "promela", "--preset", p, "--instance", name, "-o", str(target)]
+        )
+        == 0
+    )
     ours = explore(compile_system(replace(build(preset(p), instance(name)), symmetries=())))
     theirs = run_promela(target.read_text())
     assert (theirs["states"], theirs["depth"]) == (ours.state_count, ours.depth)
-    assert theirs["transitions"] == ours.transitions + 1    # Spin counts entering the loop
+    assert theirs["transitions"] == ours.transitions + 1  # Spin counts entering the loop
 
 
 # ----- stopping once every property asked for is violated -------------------------------------
 def _stop(c, props):
     from toolcommit.checker.engines.explicit.engine import stop_when
+
     return stop_when(c, props)
 
 
 @needs_cc
-@pytest.mark.parametrize("p,name,props", [
-    ("naive", "default", ["I1"]), ("naive", "default", ["I1", "DEADLOCK", "FULFIL"]),
-    ("naive", "zombie", ["I1", "DEADLOCK"]), ("seed", "default", ["I1", "P2"]),
-    ("naive", "reorder", ["I1", "FULFIL"])])
+@pytest.mark.parametrize(
+    "p,name,props",
+    [
+        ("naive", "default", ["I1"]),
+        ("naive", "default", ["I1", "DEADLOCK", "FULFIL"]),
+        ("naive", "zombie", ["I1", "DEADLOCK"]),
+        ("seed", "default", ["I1", "P2"]),
+        ("naive", "reorder", ["I1", "FULFIL"]),
+    ],
+)
 def test_both_engines_stop_at_the_same_state_once_every_asked_property_is_violated(p, name, props):
     """On any number of threads: the stop falls after the parent the sequential loop stops at."""
     c = compile_system(build(preset(p), instance(name)))
@@ -339,8 +393,9 @@ def test_both_engines_stop_at_the_same_state_once_every_asked_property_is_violat
     assert py.early and not py.complete
 
 
-@pytest.mark.parametrize("p,name", [("naive", "crash_before_dispatch"), ("naive", "zombie"),
-                                    ("seed", "ack_loss")])
+@pytest.mark.parametrize(
+    "p,name", [("naive", "crash_before_dispatch"), ("naive", "zombie"), ("seed", "ack_loss")]
+)
 def test_early_stop_finds_the_full_searchs_first_violations_at_their_depths(p, name):
     c = compile_system(build(preset(p), instance(name)))
     full = explore(c)
@@ -349,9 +404,10 @@ def test_early_stop_finds_the_full_searchs_first_violations_at_their_depths(p, n
     assert early.early and early.state_count < full.state_count
     assert early.first_violation == full.first_violation
     assert early.path(early.first_violation[props[0]]) == full.path(full.first_violation[props[0]])
-    assert {k: early.depth_of(v) for k, v in early.first_violation.items()} == \
-           {k: full.depth_of(v) for k, v in full.first_violation.items()}
-    assert early.states[:early.state_count] == full.states[:early.state_count]
+    assert {k: early.depth_of(v) for k, v in early.first_violation.items()} == {
+        k: full.depth_of(v) for k, v in full.first_violation.items()
+    }
+    assert early.states[: early.state_count] == full.states[: early.state_count]
     assert early.level_ends[-1] == early.state_count
 
 
@@ -362,8 +418,9 @@ def test_progress_needs_the_whole_graph_so_it_never_stops_the_search():
 
 
 def test_first_violation_verdicts_match_the_full_search_and_say_they_stopped_early():
-    first = check_instance(preset("naive"), instance("default"), ["I1", "DEADLOCK"],
-                           Limits(first=True))
+    first = check_instance(
+        preset("naive"), instance("default"), ["I1", "DEADLOCK"], Limits(first=True)
+    )
     full = check_instance(preset("naive"), instance("default"), ["I1", "DEADLOCK"])
     assert [v.counterexample for v in first.verdicts] == [v.counterexample for v in full.verdicts]
     assert first.stats["early"] and not first.stats["complete"]
@@ -378,6 +435,7 @@ def test_first_keeps_searching_while_a_property_holds_so_a_hold_is_exhaustive():
 
 def test_portfolio_with_first_stops_early_and_never_falls_back_to_smt():
     from toolcommit.checker.engines.portfolio import for_ask
+
     r = for_ask().run(build(preset("naive"), instance("default")), ["I1"], Limits(first=True))
     assert r.engine == "explicit" and r.stats["early"] and r.scope.kind == "early"
     assert r.scope.text.startswith("stopped early: every property asked for is violated")
@@ -405,7 +463,15 @@ def test_generated_sources_do_not_depend_on_the_processs_string_hashing():
     PYTHONHASHSEED would be rebuilt by every process and fill the cache."""
     import os
     import subprocess
-    out = {subprocess.run([sys.executable, "-c", _SOURCES], capture_output=True, text=True,
-                          check=True, env=dict(os.environ, PYTHONHASHSEED=seed)).stdout
-           for seed in ("1", "2")}
+
+    out = {
+        subprocess.run(
+            [sys.executable, "-c", _SOURCES],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=dict(os.environ, PYTHONHASHSEED=seed),
+        ).stdout
+        for seed in ("1", "2")
+    }
     assert len(out) == 1, out

@@ -2,6 +2,7 @@
 the Python engine state for state on the shipped instances (wide states, limits, PROGRESS
 left for later included), and the plain path (each model's own C, or Python) verdict for
 verdict on a design question and a design search."""
+
 import pytest
 
 from tests.engines.test_native import W3, assert_same_exploration, padded
@@ -36,17 +37,25 @@ def assert_shared_agrees(c, runs=((1, 0), (2, 7)), **kw):
 def test_shared_engine_explores_every_shipped_instance_as_the_python_engine_does(p):
     for name in suite_names():
         if (p, name) in {("naive", "default"), ("seed", "default")}:
-            continue            # 1.4M and 0.5M states: slow in Python (test_native has them)
+            continue  # 1.4M and 0.5M states: slow in Python (test_native has them)
         for wipe in (False, True):
             assert_shared_agrees(compile_system(build(preset(p), instance(name), wipe=wipe)))
 
 
-@pytest.mark.parametrize("env,name", [("stripe", "zombie"), ("email", "give_up_retry"),
-                                      ("fenced-store", "zombie"), ("async-log", "cancel")])
+@pytest.mark.parametrize(
+    "env,name",
+    [
+        ("stripe", "zombie"),
+        ("email", "give_up_retry"),
+        ("fenced-store", "zombie"),
+        ("async-log", "cancel"),
+    ],
+)
 def test_shared_engine_agrees_under_every_environment_profile(env, name):
     for p in PRESETS:
-        assert_shared_agrees(compile_system(build(configure(preset(p), env),
-                                                  instance_in(instance(name), env))))
+        assert_shared_agrees(
+            compile_system(build(configure(preset(p), env), instance_in(instance(name), env)))
+        )
 
 
 @pytest.mark.parametrize("widths", [[62, 37], [62, 62, 30]])
@@ -73,24 +82,38 @@ def test_shared_path_answers_a_question_as_the_plain_path_does(monkeypatch):
     from toolcommit.checker.design.run import answer
     from toolcommit.checker.design.schema import load_question
     from toolcommit.checker.render.answers import render_answer_text
+
     out = {}
     for shared in ("0", "1"):
         monkeypatch.setenv("TOOLCOMMIT_SHARED", shared)
         a = answer(load_question("reask"))
-        out[shared] = ([(k, c.verdicts, c.states, c.engine) for k, c in a.cells.items()],
-                       render_answer_text(a))
+        out[shared] = (
+            [(k, c.verdicts, c.states, c.engine) for k, c in a.cells.items()],
+            render_answer_text(a),
+        )
     assert out["1"] == out["0"]
 
 
 def _designs(monkeypatch, env: str, names: list) -> dict:
     from toolcommit.checker.design.synthesis import synthesize
+
     out = {}
     for shared in ("0", "1"):
         monkeypatch.setenv("TOOLCOMMIT_SHARED", shared)
         s = synthesize(env, names)
-        out[shared] = ([(lv.guarantee, lv.recommended, [(m.design, m.needed) for m in lv.minimal],
-                         [(x.promises, x.without) for x in lv.strengthening]) for lv in s.levels],
-                       s.checked, s.pruned)
+        out[shared] = (
+            [
+                (
+                    lv.guarantee,
+                    lv.recommended,
+                    [(m.design, m.needed) for m in lv.minimal],
+                    [(x.promises, x.without) for x in lv.strengthening],
+                )
+                for lv in s.levels
+            ],
+            s.checked,
+            s.pruned,
+        )
     return out
 
 
@@ -110,6 +133,7 @@ def test_shared_path_finds_the_strengthenings_the_plain_path_finds(monkeypatch):
 
 def test_fork_map_gives_the_results_in_order_and_raises_a_pieces_error():
     from toolcommit.checker.design.cores import fork_map
+
     assert list(fork_map(abs, [-3, 2, -1, 0])) == [3, 2, 1, 0]
     with pytest.raises(TypeError):
         list(fork_map(abs, [1, "x"]))

@@ -1,5 +1,6 @@
 """Claims about the SMT engines (BMC, k-induction, PDR) and the random simulator, checked
 against the explicit BFS engine on the same System."""
+
 from __future__ import annotations
 
 import random
@@ -30,8 +31,15 @@ INVARIANTS = state_predicates()
 # (2 CPUs, shared): 327,944 states explored at its 60 s limit, depth 20, incomplete (its
 # symmetry reduction tries 5! worker permutations per state); the lemma proof of all seven
 # invariants took 1.2 s (benchmarks/RESULTS-engines.md)
-BIG = {"workers": 5, "crashes": 4, "max_fence": 6, "delays": 4, "ack_losses": 4,
-       "lease_expiries": 4, "cancels": 2}
+BIG = {
+    "workers": 5,
+    "crashes": 4,
+    "max_fence": 6,
+    "delays": 4,
+    "ack_losses": 4,
+    "lease_expiries": 4,
+    "cancels": 2,
+}
 
 
 def explicit(config, inst):
@@ -50,7 +58,11 @@ def assert_agree(config, inst) -> None:
         v = verdicts[p]
         if p in ex.first_violation:
             assert v.status is Status.VIOLATED, (config.label(), inst.name, p, v.line())
-            assert v.counterexample.length == ex.depth_of(ex.first_violation[p]), (config.label(), inst.name, p)
+            assert v.counterexample.length == ex.depth_of(ex.first_violation[p]), (
+                config.label(),
+                inst.name,
+                p,
+            )
             assert replay(system, v.counterexample) is None and breaks(system, v.counterexample)
             assert v.counterexample.engine == "smt"
         else:
@@ -65,18 +77,22 @@ def test_bmc_and_bfs_agree_on_verdicts_and_shortest_counterexample_length(preset
     assert_agree(preset(preset_name), instance(name))
 
 
-@pytest.mark.parametrize("knobs", [
-    {"fencing": "off"},
-    {"on_unknown": "blind_retry"},
-    {"idempotency_key": "call_id", "late_replay": "replay_same_key"},
-    {"on_unknown": "compensate", "late_replay": "compensate"},
-    {"on_unknown": "sealed_compensate"},
-    {"on_unknown": "sealed_compensate", "compensable": "no", "provider_fences": "no"},
-    {"on_unknown": "human_approval"},
-    {"on_unknown": "human_approval", "provider_fences": "no"},
-])
-@pytest.mark.parametrize("name", ["ack_loss", "give_up_retry",
-                                  pytest.param("zombie", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        {"fencing": "off"},
+        {"on_unknown": "blind_retry"},
+        {"idempotency_key": "call_id", "late_replay": "replay_same_key"},
+        {"on_unknown": "compensate", "late_replay": "compensate"},
+        {"on_unknown": "sealed_compensate"},
+        {"on_unknown": "sealed_compensate", "compensable": "no", "provider_fences": "no"},
+        {"on_unknown": "human_approval"},
+        {"on_unknown": "human_approval", "provider_fences": "no"},
+    ],
+)
+@pytest.mark.parametrize(
+    "name", ["ack_loss", "give_up_retry", pytest.param("zombie", marks=pytest.mark.slow)]
+)
 def test_bmc_and_bfs_agree_under_knob_changes(knobs, name):
     """zombie (60% of the cost) runs with -m slow."""
     assert_agree(preset("recommended").with_knobs(knobs), instance(name))
@@ -90,13 +106,17 @@ def test_bmc_and_bfs_agree_on_the_default_instance(preset_name):
 
 def knob_configs():
     knobs = protocol().knobs
-    return st.builds(lambda base, picks: preset(base).with_knobs(picks),
-                     st.sampled_from(PRESETS),
-                     st.fixed_dictionaries({n: st.sampled_from(list(k.options)) for n, k in knobs.items()}))
+    return st.builds(
+        lambda base, picks: preset(base).with_knobs(picks),
+        st.sampled_from(PRESETS),
+        st.fixed_dictionaries({n: st.sampled_from(list(k.options)) for n, k in knobs.items()}),
+    )
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(config=knob_configs(), name=st.sampled_from(["ack_loss", "zombie", "give_up_retry", "cancel"]))
+@given(
+    config=knob_configs(), name=st.sampled_from(["ack_loss", "zombie", "give_up_retry", "cancel"])
+)
 def test_bmc_and_bfs_agree_on_generated_knob_combinations(config, name):
     assert_agree(config, instance(name))
 
@@ -119,8 +139,13 @@ def test_to_z3_agrees_with_evaluate_on_random_states(sort, preset_name):
     for _ in range(4):
         state = {v.name: rng.randrange(v.size) for v in system.variables}
         frame = enc.frame_at(0)
-        subst = [(enc.vars_at(0)[n], z3.BitVecVal(x, enc.vars_at(0)[n].size()) if sort == "bv"
-                  else z3.IntVal(x)) for n, x in state.items()]
+        subst = [
+            (
+                enc.vars_at(0)[n],
+                z3.BitVecVal(x, enc.vars_at(0)[n].size()) if sort == "bv" else z3.IntVal(x),
+            )
+            for n, x in state.items()
+        ]
         for e in exprs:
             t = to_z3(e, frame, sort, enc.width)
             got = z3.simplify(z3.substitute(t, *subst))
@@ -154,8 +179,12 @@ def test_bmc_pass_is_bounded_never_verified():
 
 def test_bmc_reports_progress_per_depth():
     seen = []
-    bmc.check(build(preset("recommended"), instance("cancel")), ["I1"], 3,
-              progress=lambda d, s: seen.append(d))
+    bmc.check(
+        build(preset("recommended"), instance("cancel")),
+        ["I1"],
+        3,
+        progress=lambda d, s: seen.append(d),
+    )
     assert seen == [0, 1, 2, 3]
 
 
@@ -173,7 +202,9 @@ def test_smt_engines_reject_non_invariants():
 def test_prove_proves_i1_and_fence_for_recommended_on_the_default_instance():
     vs = induction.prove(build(preset("recommended"), instance("default")), ["I1", "FENCE"])
     assert [(v.property, v.status, v.scope) for v in vs] == [
-        ("I1", Status.HOLDS, "proved"), ("FENCE", Status.HOLDS, "proved")]
+        ("I1", Status.HOLDS, "proved"),
+        ("FENCE", Status.HOLDS, "proved"),
+    ]
     assert "stale_request_fenced_out" in vs[1].extra["lemma_families"]
 
 
@@ -191,6 +222,7 @@ def test_prove_proves_recommended_beyond_what_the_explicit_engine_finishes():
 def test_lemmas_that_are_false_for_a_config_are_dropped_not_assumed():
     system = build(preset("naive"), instance("ack_loss"))
     from toolcommit.model.lemmas import candidates
+
     kept, dropped = induction.houdini(system, {**candidates(system), **system.invariants})
     assert "I1" in dropped and "I1" not in kept
     # every kept lemma holds on every reachable state (checked by BFS)
@@ -227,8 +259,12 @@ def test_pdr_refutes_naive_with_a_bmc_counterexample():
 def test_pdr_proves_i1_and_fence_for_recommended_with_two_intents():
     # two intents, both invariants: seconds (the default instance takes PDR minutes, which
     # benchmarks/bench_engines.py measures; k-induction proves it in under a second)
-    vs = induction.prove(build(preset("recommended"), instance("two_intents")), ["I1", "FENCE"],
-                         method="pdr", timeout=600)
+    vs = induction.prove(
+        build(preset("recommended"), instance("two_intents")),
+        ["I1", "FENCE"],
+        method="pdr",
+        timeout=600,
+    )
     assert all(v.status is Status.HOLDS for v in vs), [v.line() for v in vs]
 
 
@@ -238,15 +274,18 @@ def test_random_simulation_is_replayable_from_its_seed():
     a = simulate.check(system, None, 200, seed=42)
     b = simulate.check(system, None, 200, seed=42)
     assert a[1] == b[1]
-    assert [(v.property, v.status, v.counterexample) for v in a[0]] == \
-           [(v.property, v.status, v.counterexample) for v in b[0]]
+    assert [(v.property, v.status, v.counterexample) for v in a[0]] == [
+        (v.property, v.status, v.counterexample) for v in b[0]
+    ]
 
 
 @pytest.mark.parametrize("preset_name", ["naive", "seed"])
 @pytest.mark.parametrize("name", failure_classes())
-def test_random_simulation_finds_every_violation_bfs_finds_within_its_default_runs(preset_name, name):
+def test_random_simulation_finds_every_violation_bfs_finds_within_its_default_runs(
+    preset_name, name
+):
     c, ex = explicit(preset(preset_name), instance(name))
-    vs, stats = simulate.check(c.system, None, seed=0)   # default: 1000 runs
+    vs, stats = simulate.check(c.system, None, seed=0)  # default: 1000 runs
     found = {v.property for v in vs if v.status is Status.VIOLATED}
     assert found == set(ex.first_violation)
     for v in vs:
@@ -256,7 +295,9 @@ def test_random_simulation_finds_every_violation_bfs_finds_within_its_default_ru
 
 
 def test_a_clean_random_run_states_its_denominator_and_is_not_exhaustive():
-    vs, stats = simulate.check(build(preset("recommended"), instance("default")), ["I1"], 300, seed=3)
+    vs, stats = simulate.check(
+        build(preset("recommended"), instance("default")), ["I1"], 300, seed=3
+    )
     assert vs[0].status is Status.HOLDS
     assert vs[0].scope == "in 300 random runs of up to 60 steps (seed 3), not exhaustive"
     assert stats["runs"] == 300 and stats["steps"] > 0

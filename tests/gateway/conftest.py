@@ -1,5 +1,6 @@
 """The gateway tests' fixture: a temporary `Env` whose processes are all stopped after the
 test (helpers in `gw.py`)."""
+
 from __future__ import annotations
 
 import pytest

@@ -6,6 +6,7 @@ It answers ``initialize``, ``tools/list`` and ``balance`` calls; a ``refund`` is
 stdout and lives on, ``garbage`` writes a line that is not JSON-RPC and never answers.
 It writes its pid to ``$REFUND_LEDGER.pids`` (one line per start).
 """
+
 from __future__ import annotations
 
 import json
@@ -45,9 +46,14 @@ def main() -> None:
         msg = json.loads(line)
         method, rid = msg.get("method"), msg.get("id")
         if method == "initialize":
-            answer(rid, {"protocolVersion": msg["params"]["protocolVersion"],
-                         "capabilities": {"tools": {}},
-                         "serverInfo": {"name": "faulty", "version": "1"}})
+            answer(
+                rid,
+                {
+                    "protocolVersion": msg["params"]["protocolVersion"],
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "faulty", "version": "1"},
+                },
+            )
         elif method == "tools/list":
             answer(rid, {"tools": TOOLS})
         elif method == "tools/call" and msg["params"]["name"] == "refund":
@@ -55,8 +61,12 @@ def main() -> None:
         elif method == "tools/call":
             answer(rid, {"content": [{"type": "text", "text": "ok"}], "isError": False})
         elif rid is not None:
-            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": rid, "error": {
-                "code": -32601, "message": method}}) + "\n")
+            sys.stdout.write(
+                json.dumps(
+                    {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": method}}
+                )
+                + "\n"
+            )
             sys.stdout.flush()
 
 

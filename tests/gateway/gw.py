@@ -2,6 +2,7 @@
 and the gateway's --db (`Env`), a gateway started as a real process (stdio through the
 SDK's client, or HTTP on 127.0.0.1), bounded waits, and cleanup of every process a test
 started (servers are found by the pid files they write)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -25,7 +26,7 @@ from toolcommit.runtime import IntentLog  # noqa: E402
 
 HERE = Path(__file__).parent
 SERVER, FAULTY = HERE / "refund_server.py", HERE / "faulty_server.py"
-LIMIT = 30          # seconds a scenario may take before it is stopped (never asserted)
+LIMIT = 30  # seconds a scenario may take before it is stopped (never asserted)
 
 
 class Env:
@@ -35,28 +36,49 @@ class Env:
         self.procs: list[subprocess.Popen] = []
 
     def argv(self, *extra, server=SERVER):
-        return ["-m", "toolcommit.checker.cli", "gateway", "--effectful", "refund",
-                "--db", str(self.db), *extra, "--", sys.executable, str(server)]
+        return [
+            "-m",
+            "toolcommit.checker.cli",
+            "gateway",
+            "--effectful",
+            "refund",
+            "--db",
+            str(self.db),
+            *extra,
+            "--",
+            sys.executable,
+            str(server),
+        ]
 
     def client(self, *extra, server=SERVER, env=None):
-        return Client(StdioServerParameters(command=sys.executable,
-                                            args=self.argv(*extra, server=server),
-                                            env={**self.env, **(env or {})},
-                                            cwd=str(self.tmp)), mode="auto")
+        return Client(
+            StdioServerParameters(
+                command=sys.executable,
+                args=self.argv(*extra, server=server),
+                env={**self.env, **(env or {})},
+                cwd=str(self.tmp),
+            ),
+            mode="auto",
+        )
 
     def popen(self, *extra, server=SERVER, env=None, **kw) -> subprocess.Popen:
         """The gateway as a process of its own (its own process group)."""
-        p = subprocess.Popen([sys.executable, *self.argv(*extra, server=server)],
-                             env={**self.env, **(env or {})}, cwd=str(self.tmp),
-                             start_new_session=True, **kw)
+        p = subprocess.Popen(
+            [sys.executable, *self.argv(*extra, server=server)],
+            env={**self.env, **(env or {})},
+            cwd=str(self.tmp),
+            start_new_session=True,
+            **kw,
+        )
         self.procs.append(p)
         return p
 
     @contextlib.contextmanager
     def http(self, *extra, server=SERVER, env=None):
         """An HTTP gateway on a free port of 127.0.0.1: yields (url, process)."""
-        p = self.popen("--http", "0", *extra, server=server, env=env,
-                       stderr=subprocess.PIPE, text=True)
+        p = self.popen(
+            "--http", "0", *extra, server=server, env=env, stderr=subprocess.PIPE, text=True
+        )
         try:
             line = p.stderr.readline()
             assert line.startswith("toolcommit gateway: http://127.0.0.1:"), line
@@ -81,7 +103,7 @@ class Env:
 
     def gateway_pid(self):
         """The pid of the gateway serving --db (from its lock file)."""
-        lock, = self.tmp.glob("intents.db.gateway-*.lock")
+        (lock,) = self.tmp.glob("intents.db.gateway-*.lock")
         return int(lock.read_text())
 
     def records(self):
@@ -111,6 +133,7 @@ def run(scenario):
     async def bounded():
         with anyio.fail_after(LIMIT):
             return await scenario()
+
     return anyio.run(bounded)
 
 

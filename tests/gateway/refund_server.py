@@ -8,6 +8,7 @@ second refund. It writes its pid to ``$REFUND_LEDGER.pid`` at start. While the f
 ``$REFUND_LEDGER.hold`` exists, a refund waits after applying (before answering), so a test
 can kill it or cancel the call at that point; ``$REFUND_LEDGER.entered`` says it is there.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,9 +32,17 @@ def _meta(ctx: Context) -> dict:
 def refund(order: str, amount: float, ctx: Context) -> dict:
     """Refund `amount` on `order` (applies every time it is called)."""
     with open(LEDGER, "a") as f:
-        f.write(json.dumps({"tool": "refund", "args": {"order": order, "amount": amount},
-                            "idempotency_key": _meta(ctx).get("toolcommit/idempotency_key"),
-                            "effect_id": f"re_{os.getpid()}_{time.monotonic_ns()}"}) + "\n")
+        f.write(
+            json.dumps(
+                {
+                    "tool": "refund",
+                    "args": {"order": order, "amount": amount},
+                    "idempotency_key": _meta(ctx).get("toolcommit/idempotency_key"),
+                    "effect_id": f"re_{os.getpid()}_{time.monotonic_ns()}",
+                }
+            )
+            + "\n"
+        )
         f.flush()
         os.fsync(f.fileno())
     if os.path.exists(LEDGER + ".hold"):

@@ -2,6 +2,7 @@
 lock goes with its last call (a long-running gateway holds locks only for live intents).
 The downstream here is an async function that applies the call to a list: the lock table is
 what is under test; the real server and client are in test_gateway.py."""
+
 from __future__ import annotations
 
 import pytest
@@ -39,8 +40,9 @@ def test_two_calls_of_one_intent_apply_once_and_leave_no_lock_behind(tmp_path):
 
 
 def answer(text="done"):
-    return JSONRPCResponse(jsonrpc="2.0", id=1, result={
-        "content": [{"type": "text", "text": text}], "isError": False})
+    return JSONRPCResponse(
+        jsonrpc="2.0", id=1, result={"content": [{"type": "text", "text": text}], "isError": False}
+    )
 
 
 CALL = {"name": "refund", "arguments": {"order": "o-7", "amount": 20}}
@@ -56,16 +58,18 @@ def test_a_superseded_gateway_reports_its_sent_call_in_doubt_and_writes_nothing(
 
     async def send(method, params):
         sent.append(params["arguments"])
-        other = IntentLog.sqlite(db, writer="gw", provider="email")   # the same name
+        other = IntentLog.sqlite(db, writer="gw", provider="email")  # the same name
         seen["lines"] = len(other.events())
-        other.close()                # its leases released: the record can be taken
+        other.close()  # its leases released: the record can be taken
         return answer()
 
     async def scenario():
         first = await gw.call(CALL, 1, "s1", None, send)
-        second = await gw.call({**CALL, "arguments": {"order": "o-8", "amount": 1}}, 2,
-                               "s1", None, send)
+        second = await gw.call(
+            {**CALL, "arguments": {"order": "o-8", "amount": 1}}, 2, "s1", None, send
+        )
         return first, second
+
     try:
         first, second = anyio.run(scenario)
     finally:
@@ -76,7 +80,7 @@ def test_a_superseded_gateway_reports_its_sent_call_in_doubt_and_writes_nothing(
     assert len(sent) == 1
     reader = IntentLog.sqlite(db, writer="reader", provider="email")
     try:
-        assert len(reader.events()) == seen["lines"]        # nothing written since
+        assert len(reader.events()) == seen["lines"]  # nothing written since
     finally:
         reader.close()
 
@@ -85,10 +89,11 @@ def recover_during_a_long_call(tmp_path, renew: bool, monkeypatch=None):
     """A call of about 5 s under a lease of 2 s, `toolcommit recover` run against the log
     every 0.4 s meanwhile: the answer and the record's state."""
     from .gw import cli
+
     db = str(tmp_path / "i.db")
     log = IntentLog.sqlite(db, writer="gw", provider="email", lease=2.0)
     gw = Effectful(log, frozenset({"refund"}))
-    if not renew:     # the library's heartbeat (the guard's) renews nothing
+    if not renew:  # the library's heartbeat (the guard's) renews nothing
         monkeypatch.setattr(IntentLog, "_beat", lambda self: max(self.lease / 3, 0.05))
 
     async def send(method, params):
@@ -96,6 +101,7 @@ def recover_during_a_long_call(tmp_path, renew: bool, monkeypatch=None):
             await anyio.sleep(0.4)
             await anyio.to_thread.run_sync(cli, "recover", db, "--provider", "email")
         return answer()
+
     try:
         got = anyio.run(gw.call, CALL, 1, "s1", None, send)
         return got, [r.state for r in log.records()]

@@ -2,6 +2,7 @@
 HTTP clients at once and a second gateway process all meet the same intent (default
 options: the tool and its canonical arguments); a client that wants a second, distinct
 refund names a new intent in the request's ``_meta``, and gets the name echoed back."""
+
 from __future__ import annotations
 
 import os
@@ -32,19 +33,22 @@ def test_a_gateway_sigkilled_mid_call_then_a_reconnected_retry_applies_once(gate
         hold.touch()
         async with e.client() as c:
             async with anyio.create_task_group() as tg:
+
                 async def first():
                     with anyio.move_on_after(LIMIT / 3):
                         try:
                             await c.call_tool("refund", REFUND)
-                        except Exception:            # noqa: BLE001 - the connection is gone
+                        except Exception:  # noqa: BLE001 - the connection is gone
                             pass
+
                 tg.start_soon(first)
                 await until(entered.exists)
-                os.kill(e.gateway_pid(), signal.SIGKILL)             # mid-call, for real
+                os.kill(e.gateway_pid(), signal.SIGKILL)  # mid-call, for real
                 tg.cancel_scope.cancel()
         hold.unlink()
-        async with e.client() as c:                  # the client reconnects and retries
+        async with e.client() as c:  # the client reconnects and retries
             return await c.call_tool("refund", REFUND)
+
     retry = run(scenario)
     assert retry.is_error and "was not sent" in text(retry) and "may have happened" in text(retry)
     assert len(e.applied("o-7")) == 1
@@ -56,16 +60,19 @@ def test_two_http_clients_at_once_apply_one_refund(gateway_env):
     reaches the server, the other gets its recorded answer and is told so."""
     e = gateway_env
     with e.http() as (url, _):
+
         async def scenario():
             got = []
 
             async def one():
                 async with Client(url) as c:
                     got.append(await c.call_tool("refund", REFUND))
+
             async with anyio.create_task_group() as tg:
                 tg.start_soon(one)
                 tg.start_soon(one)
             return got
+
         a, b = run(scenario)
     assert len(e.applied("o-7")) == 1
     assert text(a) == text(b) and not a.is_error
@@ -83,6 +90,7 @@ def test_a_client_named_intent_is_a_new_refund_and_is_echoed(gateway_env):
             second = await c.call_tool("refund", REFUND, meta={"toolcommit/intent": "ask-2"})
             again = await c.call_tool("refund", REFUND, meta={"toolcommit/intent": "ask-2"})
             return plain, second, again
+
     plain, second, again = run(scenario)
     assert len(e.applied("o-7")) == 2
     assert second.meta["toolcommit/intent"] == "ask-2" == again.meta["toolcommit/intent"]
@@ -99,16 +107,29 @@ def test_a_second_gateway_on_one_db_and_writer_is_refused_in_one_line(gateway_en
 
     async def scenario():
         async with e.client() as c:
-            await c.call_tool("balance", {"order": "o-7"})          # the first one is up
-            second = subprocess.run([sys.executable, *e.argv()], env=e.env, cwd=e.tmp,
-                                    stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                    timeout=LIMIT)
-            other = subprocess.run([sys.executable, *e.argv("--writer", "gw-2")], env=e.env,
-                                   cwd=e.tmp, stdin=subprocess.DEVNULL, capture_output=True,
-                                   text=True, timeout=LIMIT)
+            await c.call_tool("balance", {"order": "o-7"})  # the first one is up
+            second = subprocess.run(
+                [sys.executable, *e.argv()],
+                env=e.env,
+                cwd=e.tmp,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=LIMIT,
+            )
+            other = subprocess.run(
+                [sys.executable, *e.argv("--writer", "gw-2")],
+                env=e.env,
+                cwd=e.tmp,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=LIMIT,
+            )
             return second, other, await c.call_tool("refund", REFUND)
+
     second, other, answer = run(scenario)
     assert second.returncode == 2 and len(second.stderr.splitlines()) == 1
     assert "another gateway" in second.stderr and "--writer" in second.stderr
-    assert other.returncode == 0, other.stderr               # stdin at EOF: it ends at once
+    assert other.returncode == 0, other.stderr  # stdin at EOF: it ends at once
     assert not answer.is_error and len(e.applied("o-7")) == 1

@@ -3,6 +3,7 @@ garbage costs one call its answer (a tool error saying it may have happened, wit
 --call-timeout), never the session; malformed client messages get JSON-RPC errors; the
 gateway ends (exit 0, the log consistent) at EOF and at SIGTERM or SIGINT with stdin open,
 and refuses a --db another process keeps locked in one line."""
+
 from __future__ import annotations
 
 import json
@@ -27,14 +28,15 @@ def test_a_misbehaving_server_costs_one_call_its_answer_not_the_session(gateway_
         async with e.client("--call-timeout", "1", server=FAULTY, env={"FAULT": fault}) as c:
             first = await c.call_tool("refund", REFUND)
             retry = await c.call_tool("refund", REFUND)
-            tools = await c.list_tools()                    # the session keeps serving
+            tools = await c.list_tools()  # the session keeps serving
             other = await c.call_tool("balance", {"order": "o-7"})
             return first, retry, tools, other
+
     first, retry, tools, other = run(scenario)
     assert first.is_error and "may have taken effect" in text(first)
     if fault != "close":
         assert "did not answer within 1 s" in text(first)
-    assert retry.is_error and "was not sent" in text(retry)    # never re-sent blindly
+    assert retry.is_error and "was not sent" in text(retry)  # never re-sent blindly
     assert [t.name for t in tools.tools] == ["refund", "balance"]
     assert not other.is_error and len(e.applied("o-7")) == 1
     assert [r.state for r in e.records()] == ["DEAD_LETTER"]
@@ -56,24 +58,27 @@ def test_39_hung_calls_do_not_stop_tools_list(gateway_env):
             async def tools_list():
                 try:
                     listed.append(await c.list_tools())
-                except Exception as x:               # noqa: BLE001 - lost in the restart
+                except Exception as x:  # noqa: BLE001 - lost in the restart
                     listed.append(x)
+
             async with anyio.create_task_group() as tg:
                 for i in range(39):
                     tg.start_soon(call, i)
                 tg.start_soon(tools_list)
             return answers, listed, await c.list_tools()
+
     answers, listed, after = run(scenario)
     assert len(answers) == 39 and all(a.is_error for a in answers)
     assert all("may have taken effect" in text(a) for a in answers)
     assert len(listed) == 1 and [t.name for t in after.tools] == ["refund", "balance"]
     orders = [r["args"]["order"] for r in e.applied()]
-    assert orders and len(orders) == len(set(orders))      # no intent applied twice
+    assert orders and len(orders) == len(set(orders))  # no intent applied twice
 
 
 def raw_gateway(e, *extra):
-    return e.popen(*extra, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                   stderr=subprocess.PIPE, text=True)
+    return e.popen(
+        *extra, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 class Wire:
@@ -90,9 +95,18 @@ class Wire:
         return json.loads(self.proc.stdout.readline())
 
     def handshake(self) -> None:
-        self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"}}})
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"},
+                },
+            }
+        )
         assert "result" in self.recv()
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
@@ -106,26 +120,36 @@ def test_malformed_messages_get_json_rpc_errors_and_eof_ends_the_gateway(gateway
     w.send({**call, "id": 1, "params": {"name": ["refund"], "arguments": REFUND}})
     w.send({**call, "id": 2, "params": {"name": "refund", "arguments": REFUND, "_meta": "x"}})
     w.send({**call, "id": 3, "params": {"name": "refund", "arguments": "o-7"}})
-    w.send({**call, "id": 4, "params": {"name": "refund", "arguments": REFUND,
-                                        "_meta": {"toolcommit/intent": 7}}})
+    w.send(
+        {
+            **call,
+            "id": 4,
+            "params": {"name": "refund", "arguments": REFUND, "_meta": {"toolcommit/intent": 7}},
+        }
+    )
     w.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": [1]}})
     w.send("{this is not json")
     w.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": "refund"})
     errors = [w.recv() for _ in range(6)]
     w.send({**call, "id": 6, "params": {"name": "refund", "arguments": REFUND}})
     good = w.recv()
-    p.stdin.close()                                          # EOF: the client is gone
+    p.stdin.close()  # EOF: the client is gone
     assert p.wait(timeout=LIMIT) == 0
     assert [(x["id"], x["error"]["code"]) for x in errors] == [
-        (1, -32602), (2, -32602), (3, -32602), (4, -32602), (None, -32700), (5, -32600)]
+        (1, -32602),
+        (2, -32602),
+        (3, -32602),
+        (4, -32602),
+        (None, -32700),
+        (5, -32600),
+    ]
     assert good["id"] == 6 and not good["result"]["isError"]
     assert "Traceback" not in p.stderr.read()
     assert len(e.applied("o-7")) == 1
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_with_stdin_open_ends_the_gateway_and_leaves_the_log_consistent(
-        gateway_env, sig):
+def test_a_signal_with_stdin_open_ends_the_gateway_and_leaves_the_log_consistent(gateway_env, sig):
     """Stopped while a refund is in flight (applied, not answered): exit 0, and the log,
     exported, conforms to the server's ledger (the call is given up: it may have
     happened)."""
@@ -135,12 +159,19 @@ def test_a_signal_with_stdin_open_ends_the_gateway_and_leaves_the_log_consistent
     w = Wire(p)
     w.handshake()
     hold.touch()
-    w.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "refund", "arguments": REFUND}})
+    w.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "refund", "arguments": REFUND},
+        }
+    )
 
     async def wait_entered():
         with anyio.fail_after(LIMIT):
             await until(entered.exists)
+
     anyio.run(wait_entered)
     p.send_signal(sig)
     assert p.wait(timeout=LIMIT) == 0
@@ -160,9 +191,15 @@ def test_a_db_another_process_keeps_locked_is_one_line_and_exit_2(gateway_env):
     try:
         holder.execute("CREATE TABLE IF NOT EXISTS tc_writers (writer TEXT)")
         holder.execute("BEGIN EXCLUSIVE")
-        p = subprocess.run([sys.executable, *e.argv()], env=e.env, cwd=e.tmp,
-                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                           timeout=4 * LIMIT)
+        p = subprocess.run(
+            [sys.executable, *e.argv()],
+            env=e.env,
+            cwd=e.tmp,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=4 * LIMIT,
+        )
     finally:
         holder.close()
     assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr

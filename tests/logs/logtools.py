@@ -1,5 +1,6 @@
 """Helpers shared by the log-validation tests: logs to check (generated, interleaved,
 damaged, one per kind of bad line) and ways to run the checker on them."""
+
 import random
 
 from hypothesis import strategies as st
@@ -35,7 +36,7 @@ BAD = {
     "big_seq": b'{"type":"crash","writer":"w","seq":9223372036854775808}\n',
     "nested": b'{"type":"crash","writer":"w","seq":1,"x":' + b"[" * 80 + b"]" * 80 + b"}\n",
     "no_canonical_form": b'{"type":"proposal","writer":"w","seq":1,"call_id":"c","tool":"t",'
-                         b'"args":{"amount":1," amount":2},"scope":"s","key":"k","decision":"accepted"}\n',
+    b'"args":{"amount":1," amount":2},"scope":"s","key":"k","decision":"accepted"}\n',
     "too_long": b'{"type":"crash","writer":"w","seq":1,"pad":"' + b"x" * 200 + b'"}\n',
     "cut_off": b'{"type":"crash","writer":"w","seq":1}\n{"type":"restart","writer":"w","se',
     "only_cut_off": b'{"type":"crash","wri',
@@ -45,8 +46,17 @@ BAD = {
 }
 
 
-STATES = ["PROPOSED", "RECORDED", "DISPATCHED", "ACKED", "UNKNOWN", "RECONCILING",
-          "COMPENSATED", "DEAD_LETTER", "REJECTED_CONFLICT"]
+STATES = [
+    "PROPOSED",
+    "RECORDED",
+    "DISPATCHED",
+    "ACKED",
+    "UNKNOWN",
+    "RECONCILING",
+    "COMPENSATED",
+    "DEAD_LETTER",
+    "REJECTED_CONFLICT",
+]
 
 
 # conforming histories: (states, index at which a second writer takes over, or None)
@@ -92,8 +102,9 @@ def conforming(draw) -> dict[str, list[dict]]:
         key, call = f"k{i}", {"tool": "refund", "args": {"amount": i + 1}, "scope": "u"}
         states, takeover = draw(st.sampled_from(PATHS))
         first, second = draw(st.permutations(["w1", "w2", "w3"]))[:2]
-        lanes[first].append({"type": "proposal", "call_id": f"t{i}", "key": key,
-                             "decision": "accepted", **call})
+        lanes[first].append(
+            {"type": "proposal", "call_id": f"t{i}", "key": key, "decision": "accepted", **call}
+        )
         fence = 0
         for j, (a, b) in enumerate(zip(states, states[1:])):
             w = second if takeover is not None and j >= takeover else first
@@ -104,8 +115,16 @@ def conforming(draw) -> dict[str, list[dict]]:
                 ev["fence"] = fence
             lanes[w].append(ev)
             if b == "DISPATCHED" and states[-1] in ("ACKED", "COMPENSATED"):
-                lanes["bank"].append({"type": "effect", "key": key, "kind": "apply",
-                                      "fence": fence, "effect_id": f"e{i}", **call})
+                lanes["bank"].append(
+                    {
+                        "type": "effect",
+                        "key": key,
+                        "kind": "apply",
+                        "fence": fence,
+                        "effect_id": f"e{i}",
+                        **call,
+                    }
+                )
         if states[-1] == "COMPENSATED":
             lanes["bank"].append({"type": "effect", "key": key, "kind": "compensate", **call})
         if draw(st.booleans()):
@@ -123,21 +142,39 @@ def hostile(draw) -> dict[str, list[dict]]:
         kind = draw(st.sampled_from(["proposal", "move", "move", "move", "effect", "crash"]))
         w = draw(st.sampled_from(["w1", "w2", "w3"]))
         key = draw(st.sampled_from(keys))
-        call = {"tool": "refund", "args": {"amount": draw(st.sampled_from([20, 20.0, 7]))},
-                "scope": "u"}
+        call = {
+            "tool": "refund",
+            "args": {"amount": draw(st.sampled_from([20, 20.0, 7]))},
+            "scope": "u",
+        }
         if kind == "proposal":
-            lanes[w].append({"type": "proposal", "call_id": "t", "key": key,
-                             "decision": draw(st.sampled_from(["accepted", "duplicate"])),
-                             "epoch": draw(st.integers(1, 2)), **call})
+            lanes[w].append(
+                {
+                    "type": "proposal",
+                    "call_id": "t",
+                    "key": key,
+                    "decision": draw(st.sampled_from(["accepted", "duplicate"])),
+                    "epoch": draw(st.integers(1, 2)),
+                    **call,
+                }
+            )
         elif kind == "move":
-            ev = {"type": "transition", "key": key, "from": draw(st.sampled_from(STATES)),
-                  "to": draw(st.sampled_from(STATES))}
+            ev = {
+                "type": "transition",
+                "key": key,
+                "from": draw(st.sampled_from(STATES)),
+                "to": draw(st.sampled_from(STATES)),
+            }
             if draw(st.booleans()):
                 ev["fence"] = draw(st.integers(1, 3))
             lanes[w].append(ev)
         elif kind == "effect":
-            ev = {"type": "effect", "kind": draw(st.sampled_from(["apply", "apply", "compensate"])),
-                  **call, **({"key": key} if draw(st.booleans()) else {"idempotency_key": key})}
+            ev = {
+                "type": "effect",
+                "kind": draw(st.sampled_from(["apply", "apply", "compensate"])),
+                **call,
+                **({"key": key} if draw(st.booleans()) else {"idempotency_key": key}),
+            }
             if draw(st.booleans()):
                 ev["fence"] = draw(st.integers(1, 3))
             if draw(st.booleans()):
@@ -158,8 +195,17 @@ def outputs(args, capsys):
 
 
 def proposal(key, seq, amount, w="w1", epoch=None):
-    ev = {"type": "proposal", "writer": w, "seq": seq, "call_id": f"c{seq}", "tool": "refund",
-          "args": {"amount": amount}, "scope": "u", "key": key, "decision": "accepted"}
+    ev = {
+        "type": "proposal",
+        "writer": w,
+        "seq": seq,
+        "call_id": f"c{seq}",
+        "tool": "refund",
+        "args": {"amount": amount},
+        "scope": "u",
+        "key": key,
+        "decision": "accepted",
+    }
     return ev if epoch is None else dict(ev, epoch=epoch)
 
 
@@ -168,8 +214,16 @@ def move(key, seq, frm, to, w="w1"):
 
 
 def effect(key, seq, amount, w="bank"):
-    return {"type": "effect", "writer": w, "seq": seq, "key": key, "tool": "refund",
-            "args": {"amount": amount}, "scope": "u", "kind": "apply"}
+    return {
+        "type": "effect",
+        "writer": w,
+        "seq": seq,
+        "key": key,
+        "tool": "refund",
+        "args": {"amount": amount},
+        "scope": "u",
+        "kind": "apply",
+    }
 
 
 def keys_on_different_shards(n=2):
@@ -178,8 +232,14 @@ def keys_on_different_shards(n=2):
     cluster)."""
     names = [f"key-{i}" for i in range(50)]
     a = names[0]
-    return a, next(b for b in names if all(shards.shard_of(b, n, stable) != shards.shard_of(a, n, stable)
-                                           for stable in (False, True)))
+    return a, next(
+        b
+        for b in names
+        if all(
+            shards.shard_of(b, n, stable) != shards.shard_of(a, n, stable)
+            for stable in (False, True)
+        )
+    )
 
 
 def in_process(paths, jobs, focus=(), between=lambda method, i: None):
@@ -189,6 +249,7 @@ def in_process(paths, jobs, focus=(), between=lambda method, i: None):
     from toolcommit.checker.logs.merge import merge
     from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES as limit
     from toolcommit.checker.logs.shards import Shard, coordinate
+
     every = [Shard(paths, limit, focus, i, jobs, None, True) for i in range(jobs)]
 
     def call(method, args):
@@ -214,35 +275,96 @@ def bench_like(n: int, seed: int) -> list[dict]:
 
     def emit(ev):
         w = ev["writer"]
-        seqs[w] = seqs.get(w, 0) + (2 if rng.random() < 0.01 else 1)   # a lost line
+        seqs[w] = seqs.get(w, 0) + (2 if rng.random() < 0.01 else 1)  # a lost line
         out.append(dict(ev, seq=seqs[w]))
+
     live = []
     for i in range(n):
         w = f"w{rng.randrange(4)}"
-        call = {"tool": "refund", "args": {"amount": rng.randrange(1, 5), "order": f"o{i % 50}"},
-                "scope": f"u{i % 7}"}
-        key = f"k{i % (n - 3)}"          # a few keys come back
-        steps = [{"type": "proposal", "writer": w, "call_id": f"t{i}", "key": key,
-                  "decision": "accepted", **call},
-                 {"type": "transition", "writer": w, "key": key, "from": "PROPOSED",
-                  "to": "RECORDED"},
-                 {"type": "transition", "writer": w, "key": key, "from": "RECORDED",
-                  "to": "DISPATCHED", "fence": 1}]
+        call = {
+            "tool": "refund",
+            "args": {"amount": rng.randrange(1, 5), "order": f"o{i % 50}"},
+            "scope": f"u{i % 7}",
+        }
+        key = f"k{i % (n - 3)}"  # a few keys come back
+        steps = [
+            {
+                "type": "proposal",
+                "writer": w,
+                "call_id": f"t{i}",
+                "key": key,
+                "decision": "accepted",
+                **call,
+            },
+            {"type": "transition", "writer": w, "key": key, "from": "PROPOSED", "to": "RECORDED"},
+            {
+                "type": "transition",
+                "writer": w,
+                "key": key,
+                "from": "RECORDED",
+                "to": "DISPATCHED",
+                "fence": 1,
+            },
+        ]
         if rng.random() < 0.2:
             other = f"w{rng.randrange(4)}"
-            steps += [{"type": "transition", "writer": w, "key": key, "from": "DISPATCHED",
-                       "to": "UNKNOWN", "fence": 1},
-                      {"type": "proposal", "writer": other, "call_id": f"r{i}", "key": key,
-                       "decision": "duplicate", **call},
-                      {"type": "transition", "writer": other, "key": key, "from": "UNKNOWN",
-                       "to": "RECONCILING", "fence": 2},
-                      {"type": "transition", "writer": other, "key": key,
-                       "from": "RECONCILING", "to": "ACKED", "fence": 2}]
+            steps += [
+                {
+                    "type": "transition",
+                    "writer": w,
+                    "key": key,
+                    "from": "DISPATCHED",
+                    "to": "UNKNOWN",
+                    "fence": 1,
+                },
+                {
+                    "type": "proposal",
+                    "writer": other,
+                    "call_id": f"r{i}",
+                    "key": key,
+                    "decision": "duplicate",
+                    **call,
+                },
+                {
+                    "type": "transition",
+                    "writer": other,
+                    "key": key,
+                    "from": "UNKNOWN",
+                    "to": "RECONCILING",
+                    "fence": 2,
+                },
+                {
+                    "type": "transition",
+                    "writer": other,
+                    "key": key,
+                    "from": "RECONCILING",
+                    "to": "ACKED",
+                    "fence": 2,
+                },
+            ]
         else:
-            steps.append({"type": "transition", "writer": w, "key": key,
-                          "from": "DISPATCHED", "to": "ACKED", "fence": 1})
-        steps.insert(3, {"type": "effect", "writer": "bank", "key": key, "kind": "apply",
-                         "fence": 1, "effect_id": f"e{i}", **call})
+            steps.append(
+                {
+                    "type": "transition",
+                    "writer": w,
+                    "key": key,
+                    "from": "DISPATCHED",
+                    "to": "ACKED",
+                    "fence": 1,
+                }
+            )
+        steps.insert(
+            3,
+            {
+                "type": "effect",
+                "writer": "bank",
+                "key": key,
+                "kind": "apply",
+                "fence": 1,
+                "effect_id": f"e{i}",
+                **call,
+            },
+        )
         if rng.random() < 0.02:
             steps.insert(2, {"type": "crash", "writer": w})
         live.append(steps)
@@ -270,5 +392,5 @@ def damaged(base: list, rng: random.Random, alphabet: bytes) -> list:
         elif op == 2:
             del lines[i]
         else:
-            lines[i] = lines[i][:rng.randrange(len(lines[i]))] + b"\n"
+            lines[i] = lines[i][: rng.randrange(len(lines[i]))] + b"\n"
     return lines

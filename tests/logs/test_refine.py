@@ -1,4 +1,5 @@
 """The per-knob rules of `validate --design` (`toolcommit.checker.logs.refine`), as values."""
+
 from __future__ import annotations
 
 import json
@@ -14,13 +15,30 @@ from toolcommit.runtime import design as D
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "logs"
 EXPECTED = json.loads((LOGS / "expected.json").read_text())["expected"]
-STRIPE = Claim("stripe", "stripe", "exactly-once",
-               {"on_unknown": "replay_then_reconcile", "on_absent": "dead_letter",
-                "fencing": "off", "epoch": "per_intent", "status_via": "list"},
-               {"status_read": "yes"}, 3600.0, 900.0)
-EMAIL = Claim("email", "email", "at-most-once",
-              {"on_unknown": "reconcile", "on_absent": "rerecord", "fencing": "off",
-               "epoch": "none"}, {"status_read": "no"}, None, None)
+STRIPE = Claim(
+    "stripe",
+    "stripe",
+    "exactly-once",
+    {
+        "on_unknown": "replay_then_reconcile",
+        "on_absent": "dead_letter",
+        "fencing": "off",
+        "epoch": "per_intent",
+        "status_via": "list",
+    },
+    {"status_read": "yes"},
+    3600.0,
+    900.0,
+)
+EMAIL = Claim(
+    "email",
+    "email",
+    "at-most-once",
+    {"on_unknown": "reconcile", "on_absent": "rerecord", "fencing": "off", "epoch": "none"},
+    {"status_read": "no"},
+    None,
+    None,
+)
 
 
 def t(seq, frm, to, reason=None, ts=None, fence=None) -> Line:
@@ -28,9 +46,12 @@ def t(seq, frm, to, reason=None, ts=None, fence=None) -> Line:
 
 
 def lost_ack(ts_replay=30.0, reason=refine.reason("replay")) -> list[Line]:
-    return [t(1, "PROPOSED", "RECORDED", ts=0.0), t(2, "RECORDED", "DISPATCHED", ts=1.0, fence=1),
-            t(3, "DISPATCHED", "UNKNOWN", "no answer: TimeoutError", ts=2.0, fence=1),
-            t(4, "UNKNOWN", "RECONCILING", reason, ts=ts_replay, fence=2)]
+    return [
+        t(1, "PROPOSED", "RECORDED", ts=0.0),
+        t(2, "RECORDED", "DISPATCHED", ts=1.0, fence=1),
+        t(3, "DISPATCHED", "UNKNOWN", "no answer: TimeoutError", ts=2.0, fence=1),
+        t(4, "UNKNOWN", "RECONCILING", reason, ts=ts_replay, fence=2),
+    ]
 
 
 def test_a_replay_inside_the_window_is_the_stripe_designs_step():
@@ -64,14 +85,16 @@ def test_lines_without_ts_cannot_measure_the_window():
 
 def test_a_status_read_departs_where_the_provider_offers_none():
     lines = lost_ack(reason=refine.reason("seal")) + [
-        t(5, "RECONCILING", "ACKED", refine.reason("present"), ts=40.0, fence=2)]
+        t(5, "RECONCILING", "ACKED", refine.reason("present"), ts=40.0, fence=2)
+    ]
     d, _ = refine.judge_key(EMAIL, "k", lines)
     assert d.knob == "status_read" and d.line.line == 5
 
 
 def test_a_give_up_unread_departs_where_the_design_reads():
-    lines = lost_ack() + [t(5, "RECONCILING", "DEAD_LETTER", refine.reason("no_read"), ts=2000.0,
-                            fence=2)]
+    lines = lost_ack() + [
+        t(5, "RECONCILING", "DEAD_LETTER", refine.reason("no_read"), ts=2000.0, fence=2)
+    ]
     d, _ = refine.judge_key(STRIPE, "k", lines)
     assert d.knob == "on_unknown" and "status read" in d.expected
 
@@ -87,22 +110,35 @@ def test_an_absent_read_after_the_delay_bound_is_covered_and_one_before_departs(
 
 
 def test_fencing_on_wants_a_bumped_seal_and_fenced_effects():
-    ideal = Claim("ideal", "ideal", "", {"on_unknown": "reconcile", "fencing": "on"},
-                  {"status_read": "yes"}, None, None)
-    d, _ = refine.judge_key(ideal, "k", lost_ack(reason=refine.reason("seal"))[:3] + [
-        t(4, "UNKNOWN", "RECONCILING", refine.reason("seal"), fence=1)])
+    ideal = Claim(
+        "ideal",
+        "ideal",
+        "",
+        {"on_unknown": "reconcile", "fencing": "on"},
+        {"status_read": "yes"},
+        None,
+        None,
+    )
+    d, _ = refine.judge_key(
+        ideal,
+        "k",
+        lost_ack(reason=refine.reason("seal"))[:3]
+        + [t(4, "UNKNOWN", "RECONCILING", refine.reason("seal"), fence=1)],
+    )
     assert d.knob == "fencing"
     effect = Line("effect", "bank", 1, "a.jsonl", 9, kind="apply")
     d, _ = refine.judge_key(ideal, "k", [effect])
     assert d.knob == "fencing" and d.line.line == 9
-    d, _ = refine.judge_key(STRIPE, "k", [Line("effect", "bank", 1, "a.jsonl", 9, fence=3,
-                                               kind="apply")])
+    d, _ = refine.judge_key(
+        STRIPE, "k", [Line("effect", "bank", 1, "a.jsonl", 9, fence=3, kind="apply")]
+    )
     assert d.knob == "fencing" and "no fence" in d.expected
 
 
 def test_a_new_epoch_needs_the_previous_attempt_given_up():
     def p(line):
         return Line("proposal", "w1", line, "a.jsonl", line, decision="accepted")
+
     accepted = [("i", 0, "k0", p(1)), ("i", 1, "k1", p(7))]
     deps, hits = refine.judge_epochs(STRIPE, accepted, {"k0": "DEAD_LETTER", "k1": "ACKED"})
     assert deps == [] and [h for h, _ in hits] == ["new_epoch"]
@@ -113,8 +149,15 @@ def test_a_new_epoch_needs_the_previous_attempt_given_up():
 
 
 def test_a_knob_without_a_rule_is_named_not_checked():
-    claim = Claim("x", "stripe", "", {**STRIPE.knobs, "reask": "new_key",
-                                      "on_unknown": "human_approval"}, {}, None, None)
+    claim = Claim(
+        "x",
+        "stripe",
+        "",
+        {**STRIPE.knobs, "reask": "new_key", "on_unknown": "human_approval"},
+        {},
+        None,
+        None,
+    )
     k = refine.knob_classes(claim)
     assert {"reask=new_key", "on_unknown=human_approval"} <= set(k["unchecked"])
     assert k["hidden"]["status_via"] and "on_unknown=human_approval" not in k["checked"]
@@ -123,11 +166,17 @@ def test_a_knob_without_a_rule_is_named_not_checked():
 
 
 def test_every_path_the_spec_names_is_one_the_rules_count_and_each_shipped_design_has_some():
-    counted = {"replay_unanswered", "read_after_delay_bound", "new_epoch", "duplicate",
-               "conflict"}
-    pairs = [("DISPATCHED", "UNKNOWN"), ("UNKNOWN", "RECONCILING"), ("RECONCILING", "ACKED"),
-             ("RECONCILING", "DEAD_LETTER"), ("RECORDED", "DISPATCHED"), ("DISPATCHED", "ACKED"),
-             ("UNKNOWN", "DEAD_LETTER"), ("RECORDED", "REJECTED_CONFLICT")]
+    counted = {"replay_unanswered", "read_after_delay_bound", "new_epoch", "duplicate", "conflict"}
+    pairs = [
+        ("DISPATCHED", "UNKNOWN"),
+        ("UNKNOWN", "RECONCILING"),
+        ("RECONCILING", "ACKED"),
+        ("RECONCILING", "DEAD_LETTER"),
+        ("RECORDED", "DISPATCHED"),
+        ("DISPATCHED", "ACKED"),
+        ("UNKNOWN", "DEAD_LETTER"),
+        ("RECORDED", "REJECTED_CONFLICT"),
+    ]
     for frm, to in pairs:
         for r in [None, *refine.spec()["reasons"].values(), refine.reason("takeover_lease") + "x"]:
             counted |= set(refine.readings(t(1, frm, to, r)))
@@ -168,15 +217,18 @@ def test_a_trace_is_checked_through_its_derived_log(tmp_path, capsys):
     main(["validate", "--from", "temporal", trace, "--emit", str(derived)])
     capsys.readouterr()
     assert main(["validate", "--format", "json", "--design", "stripe", str(derived)]) == 1
-    dep, = json.loads(capsys.readouterr().out)["design"]["departures"]
-    assert (dep["knob"], dep["found"]) == ("on_unknown", "UNKNOWN -> DISPATCHED [attempt under "
-                                           "the same call id]")
+    (dep,) = json.loads(capsys.readouterr().out)["design"]["departures"]
+    assert (dep["knob"], dep["found"]) == (
+        "on_unknown",
+        "UNKNOWN -> DISPATCHED [attempt under the same call id]",
+    )
 
 
 def test_past_the_cap_departures_are_counted_not_listed(tmp_path, capsys, monkeypatch):
     from toolcommit.checker.logs import refinement
+
     monkeypatch.setattr(refinement, "MAX_PER_PROPERTY", 2)
-    log = tmp_path / "many.jsonl"      # five keys parked unread (UNKNOWN -> DEAD_LETTER)
+    log = tmp_path / "many.jsonl"  # five keys parked unread (UNKNOWN -> DEAD_LETTER)
     with open(log, "w") as out:
         for i in range(5):
             for ev in map(json.loads, (LOGS / "p2-ok.jsonl").read_text().splitlines()):
@@ -189,7 +241,6 @@ def test_past_the_cap_departures_are_counted_not_listed(tmp_path, capsys, monkey
     assert doc["design"]["totals"] == {"certain": 5, "possible": 0}
     assert [d["key"] for d in doc["design"]["departures"]] == ["k0", "k1"]
     assert doc["design"]["dropped"] == 3 and doc["dropped"] == 3
-    assert main(["validate", "--format", "json", "--design", "ideal", "--key", "k4",
-                 str(log)]) == 1
+    assert main(["validate", "--format", "json", "--design", "ideal", "--key", "k4", str(log)]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert [d["key"] for d in doc["design"]["departures"]] == ["k4"]

@@ -1,6 +1,7 @@
 """The second-core field checks (used for large plain files on the dict path, i.e. without
 msgspec) change nothing: every fixture, and every kind of bad line, gives the same output
 with and without them."""
+
 from pathlib import Path
 
 import pytest

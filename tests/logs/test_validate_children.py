@@ -2,6 +2,7 @@
 terminated mid-run, the parent takes its shards with it (before, each shard kept its own
 pipe's other end open and waited on it forever). Real processes and signals; the test
 waits for events (the shards existing, then ending), never for a time."""
+
 from __future__ import annotations
 
 import os
@@ -39,8 +40,9 @@ def running(pid: int) -> bool:
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_the_shards_end_with_a_validate_that_is_killed_or_terminated(sig):
-    p = subprocess.Popen([sys.executable, "-c", SCRIPT, str(LOG)], stdout=subprocess.PIPE,
-                         text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, str(LOG)], stdout=subprocess.PIPE, text=True
+    )
     try:
         shards = [int(x) for x in p.stdout.readline().split()]
         assert len(shards) == 2 and all(map(running, shards))
@@ -82,13 +84,17 @@ except KeyboardInterrupt:
 
 
 def test_a_ctrl_c_while_the_shards_work_ends_them_without_a_traceback():
-    p = subprocess.Popen([sys.executable, "-c", INTERRUPTED, str(LOG)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTED, str(LOG)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         shards = [int(x) for x in p.stdout.readline().split()]
         assert len(shards) == 2
         p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=BOUND)     # stderr ends once the shards have ended
+        _, err = p.communicate(timeout=BOUND)  # stderr ends once the shards have ended
         assert p.returncode == 130
         assert "Traceback" not in err and "BrokenPipe" not in err, err
         assert not any(map(running, shards))
@@ -110,25 +116,37 @@ def test_a_ctrl_c_on_the_real_command_with_two_jobs_is_exit_130_and_leaves_nothi
     its process group, as a terminal sends it) once its shards run: one line, exit 130, no
     BrokenPipe, no shard left, nothing left in its TMPDIR."""
     import json
-    lines = [json.loads(x) for x in (LOG.parent / "happy-ack_loss-ok.jsonl").read_text()
-             .splitlines()]
+
+    lines = [
+        json.loads(x) for x in (LOG.parent / "happy-ack_loss-ok.jsonl").read_text().splitlines()
+    ]
     big, seq = tmp_path / "big.jsonl", 0
     with big.open("w") as f:
-        for i in range(40_000):                       # about 50 MB, many seconds of work
+        for i in range(40_000):  # about 50 MB, many seconds of work
             for e in lines:
                 seq += 1
-                f.write(json.dumps({**e, "key": f"k{i}", "call_id": f"t{i}", "seq": seq,
-                                    "writer": "w0"} if "key" in e else e) + "\n")
+                f.write(
+                    json.dumps(
+                        {**e, "key": f"k{i}", "call_id": f"t{i}", "seq": seq, "writer": "w0"}
+                        if "key" in e
+                        else e
+                    )
+                    + "\n"
+                )
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     cli = os.path.join(os.path.dirname(sys.executable), "toolcommit")
-    p = subprocess.Popen([cli, "validate", "--jobs", "2", str(big)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, start_new_session=True,
-                         env={**os.environ, "TMPDIR": str(tmp)})
+    p = subprocess.Popen(
+        [cli, "validate", "--jobs", "2", str(big)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "TMPDIR": str(tmp)},
+    )
     try:
         end = time.monotonic() + BOUND
-        while len(shards := _children(p.pid)) < 2 and p.poll() is None \
-                and time.monotonic() < end:
+        while len(shards := _children(p.pid)) < 2 and p.poll() is None and time.monotonic() < end:
             time.sleep(0.01)
         assert len(shards) == 2, "the shards never started"
         os.killpg(p.pid, signal.SIGINT)
@@ -153,6 +171,7 @@ def test_a_ctrl_c_while_the_subcommand_is_still_imported_is_exit_130(monkeypatch
 
     def interrupted(name, *args):
         raise KeyboardInterrupt
+
     monkeypatch.setattr(importlib, "import_module", interrupted)
     assert cli.main(["validate", str(LOG)]) == 130
     assert capsys.readouterr().err == "toolcommit: interrupted\n"

@@ -1,5 +1,6 @@
 """The conformance core as claims: each property, certainty, ordering without clocks,
 bounded memory, the schema, the canonicalizer and the renderers."""
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,17 @@ class Log:
         return self
 
     def accept(self, key="k1", w="w1", args=None, call="t1", decision="accepted", **kw):
-        return self._e(w, "proposal", call_id=call, tool="refund", scope="u42", key=key,
-                       args={"amount": 20} if args is None else args, decision=decision, **kw)
+        return self._e(
+            w,
+            "proposal",
+            call_id=call,
+            tool="refund",
+            scope="u42",
+            key=key,
+            args={"amount": 20} if args is None else args,
+            decision=decision,
+            **kw,
+        )
 
     def tr(self, frm, to, key="k1", w="w1", **kw):
         return self._e(w, "transition", key=key, **{"from": frm, "to": to}, **kw)
@@ -44,26 +54,38 @@ class Log:
 
     def effect(self, key="k1", kind="apply", args=None, w="bank", **kw):
         extra = {"key": key} if key else {}
-        return self._e(w, "effect", tool="refund", scope="u42", kind=kind,
-                       args={"amount": 20} if args is None else args, **extra, **kw)
+        return self._e(
+            w,
+            "effect",
+            tool="refund",
+            scope="u42",
+            kind=kind,
+            args={"amount": 20} if args is None else args,
+            **extra,
+            **kw,
+        )
 
     def crash(self, w="w1"):
         return self._e(w, "crash")
 
     def report(self):
         r = check(self.events)
-        assert same_report(r, check(self.events, pack=False))   # packing changes nothing
+        assert same_report(r, check(self.events, pack=False))  # packing changes nothing
         return r
 
 
 def same_report(a, b) -> bool:
-    return (a.verdict, [f.to_json() for f in a.findings], a.stats) == \
-        (b.verdict, [f.to_json() for f in b.findings], b.stats)
+    return (a.verdict, [f.to_json() for f in a.findings], a.stats) == (
+        b.verdict,
+        [f.to_json() for f in b.findings],
+        b.stats,
+    )
 
 
 def props(report, certainty=None):
-    return sorted({f.property for f in report.findings
-                   if certainty is None or f.certainty == certainty})
+    return sorted(
+        {f.property for f in report.findings if certainty is None or f.certainty == certainty}
+    )
 
 
 HAPPY = ("PROPOSED", "RECORDED", "DISPATCHED", "ACKED")
@@ -81,9 +103,16 @@ def test_two_applies_for_one_intent_violate_I1_and_P1():
 
 
 def test_two_applies_under_two_keys_of_one_intent_violate_I1_not_P1():
-    r = (Log().accept().path(*HAPPY).effect()
-         .accept(key="k2", args={"amount": 20.0}, call="t2").path(*HAPPY, key="k2")
-         .effect(key="k2", args={"amount": 20.0}).report())
+    r = (
+        Log()
+        .accept()
+        .path(*HAPPY)
+        .effect()
+        .accept(key="k2", args={"amount": 20.0}, call="t2")
+        .path(*HAPPY, key="k2")
+        .effect(key="k2", args={"amount": 20.0})
+        .report()
+    )
     assert props(r, "certain") == ["CANON", "I1"]
 
 
@@ -93,7 +122,7 @@ def test_one_effect_exported_twice_with_one_effect_id_is_one_effect():
 
 
 def test_compensated_effects_still_count_for_I1():
-    r = (Log().accept().path(*HAPPY).effect().effect().effect(kind="compensate").report())
+    r = Log().accept().path(*HAPPY).effect().effect().effect(kind="compensate").report()
     assert "I1" in props(r, "certain")
 
 
@@ -108,24 +137,41 @@ def test_two_dispatches_without_effect_records_are_a_possible_I1_and_inconclusiv
 
 
 def test_two_acked_keys_of_one_intent_without_effect_records_violate_I1():
-    r = (Log().accept(key="a", epoch=1).path(*HAPPY, key="a")
-         .accept(key="b", epoch=2, call="t2").path(*HAPPY, key="b").report())
+    r = (
+        Log()
+        .accept(key="a", epoch=1)
+        .path(*HAPPY, key="a")
+        .accept(key="b", epoch=2, call="t2")
+        .path(*HAPPY, key="b")
+        .report()
+    )
     assert props(r, "certain") == ["I1"]
 
 
 def test_an_effect_matched_by_idempotency_key_counts_for_its_key():
-    r = (Log().accept().path(*HAPPY).effect(key=None, idempotency_key="k1")
-         .effect(key=None, idempotency_key="k1").report())
+    r = (
+        Log()
+        .accept()
+        .path(*HAPPY)
+        .effect(key=None, idempotency_key="k1")
+        .effect(key=None, idempotency_key="k1")
+        .report()
+    )
     assert props(r, "certain") == ["I1", "P1"]
 
 
 # ----- CANON ------------------------------------------------------------------------------
-@pytest.mark.parametrize("paraphrase", [
-    {"amount": 20.0}, {" amount ": 20}, {"amount": 20, "note": "café"},
-])
+@pytest.mark.parametrize(
+    "paraphrase",
+    [
+        {"amount": 20.0},
+        {" amount ": 20},
+        {"amount": 20, "note": "café"},
+    ],
+)
 def test_keys_the_implementation_kept_apart_but_one_canonical_intent_are_CANON(paraphrase):
     first = {"amount": 20, "note": "cafe\u0301"} if "note" in paraphrase else {"amount": 20}
-    r = (Log().accept(args=first).accept(key="k2", args=paraphrase, call="t2").report())
+    r = Log().accept(args=first).accept(key="k2", args=paraphrase, call="t2").report()
     assert [f.property for f in r.findings] == ["CANON"]
     f = r.findings[0]
     assert f.certainty == "certain" and [n for _, n in f.locations] == [1, 2]
@@ -148,8 +194,12 @@ def test_a_transition_that_is_not_a_spec_edge_violates_LEGAL():
 
 
 def test_blind_retry_after_unknown_violates_P2():
-    r = Log().accept().path("PROPOSED", "RECORDED", "DISPATCHED", "UNKNOWN", "DISPATCHED",
-                            "ACKED").report()
+    r = (
+        Log()
+        .accept()
+        .path("PROPOSED", "RECORDED", "DISPATCHED", "UNKNOWN", "DISPATCHED", "ACKED")
+        .report()
+    )
     assert "P2" in props(r, "certain")
 
 
@@ -162,72 +212,138 @@ def test_every_allowed_step_after_unknown_keeps_P2(after):
 
 
 def test_two_writers_leaving_one_state_is_a_race_naming_both_writers_and_lines():
-    r = (Log().accept().path("PROPOSED", "RECORDED")
-         .tr("RECORDED", "DISPATCHED", w="w1").tr("RECORDED", "DISPATCHED", w="w2")
-         .tr("DISPATCHED", "ACKED", w="w1").report())
+    r = (
+        Log()
+        .accept()
+        .path("PROPOSED", "RECORDED")
+        .tr("RECORDED", "DISPATCHED", w="w1")
+        .tr("RECORDED", "DISPATCHED", w="w2")
+        .tr("DISPATCHED", "ACKED", w="w1")
+        .report()
+    )
     race = [f for f in r.findings if f.property == "RACE"]
     assert race and race[0].writers == ("w1", "w2")
     assert {3, 4} <= {n for _, n in race[0].locations}
 
 
 def test_a_chain_spread_over_writers_and_received_backwards_conforms():
-    log = (Log().accept().tr("PROPOSED", "RECORDED", w="w1").tr("RECORDED", "DISPATCHED", w="w1", fence=1)
-           .tr("DISPATCHED", "UNKNOWN", w="w2").tr("UNKNOWN", "RECONCILING", w="w3", fence=2)
-           .tr("RECONCILING", "ACKED", w="w3", fence=2))
+    log = (
+        Log()
+        .accept()
+        .tr("PROPOSED", "RECORDED", w="w1")
+        .tr("RECORDED", "DISPATCHED", w="w1", fence=1)
+        .tr("DISPATCHED", "UNKNOWN", w="w2")
+        .tr("UNKNOWN", "RECONCILING", w="w3", fence=2)
+        .tr("RECONCILING", "ACKED", w="w3", fence=2)
+    )
     assert check(list(reversed(log.events))).verdict is LogVerdict.CONFORMS
 
 
 def test_an_effect_after_a_cancel_before_dispatch_violates_P3():
-    r = (Log().accept().path("PROPOSED", "RECORDED").tr("RECORDED", "REJECTED_CONFLICT", w="user")
-         .effect().report())
+    r = (
+        Log()
+        .accept()
+        .path("PROPOSED", "RECORDED")
+        .tr("RECORDED", "REJECTED_CONFLICT", w="user")
+        .effect()
+        .report()
+    )
     assert props(r, "certain") == ["P3"]
 
 
 def test_a_cancel_with_no_dispatch_and_no_effect_conforms():
-    r = Log().accept().path("PROPOSED", "RECORDED").tr("RECORDED", "REJECTED_CONFLICT", w="user").report()
+    r = (
+        Log()
+        .accept()
+        .path("PROPOSED", "RECORDED")
+        .tr("RECORDED", "REJECTED_CONFLICT", w="user")
+        .report()
+    )
     assert r.verdict is LogVerdict.CONFORMS
 
 
 def test_a_writer_acting_on_a_stale_state_after_its_crash_violates_P4():
-    r = (Log().accept().path("PROPOSED", "RECORDED", "DISPATCHED").crash("w1")
-         .tr("DISPATCHED", "UNKNOWN", w="w2").tr("DISPATCHED", "ACKED", w="w1")
-         .tr("UNKNOWN", "DEAD_LETTER", w="w2").report())
+    r = (
+        Log()
+        .accept()
+        .path("PROPOSED", "RECORDED", "DISPATCHED")
+        .crash("w1")
+        .tr("DISPATCHED", "UNKNOWN", w="w2")
+        .tr("DISPATCHED", "ACKED", w="w1")
+        .tr("UNKNOWN", "DEAD_LETTER", w="w2")
+        .report()
+    )
     p4 = [f for f in r.findings if f.property == "P4"]
     assert p4 and "crash" in " ".join(s.kind for s in p4[0].steps)
 
 
 def test_a_writer_resuming_from_the_log_after_its_crash_keeps_P4():
-    r = (Log().accept().path("PROPOSED", "RECORDED").crash("w1")
-         .tr("RECORDED", "DISPATCHED", w="w1").tr("DISPATCHED", "ACKED", w="w1").report())
+    r = (
+        Log()
+        .accept()
+        .path("PROPOSED", "RECORDED")
+        .crash("w1")
+        .tr("RECORDED", "DISPATCHED", w="w1")
+        .tr("DISPATCHED", "ACKED", w="w1")
+        .report()
+    )
     assert r.verdict is LogVerdict.CONFORMS
 
 
 def test_the_same_stale_move_without_a_crash_is_a_race_not_P4():
-    r = (Log().accept().path("PROPOSED", "RECORDED", "DISPATCHED")
-         .tr("DISPATCHED", "UNKNOWN", w="w2").tr("DISPATCHED", "ACKED", w="w1")
-         .tr("UNKNOWN", "DEAD_LETTER", w="w2").report())
+    r = (
+        Log()
+        .accept()
+        .path("PROPOSED", "RECORDED", "DISPATCHED")
+        .tr("DISPATCHED", "UNKNOWN", w="w2")
+        .tr("DISPATCHED", "ACKED", w="w1")
+        .tr("UNKNOWN", "DEAD_LETTER", w="w2")
+        .report()
+    )
     assert "RACE" in props(r) and "P4" not in props(r)
 
 
 def test_a_fence_going_backwards_along_the_chain_violates_FENCE():
-    r = (Log().accept().path("PROPOSED", "RECORDED").tr("RECORDED", "DISPATCHED", fence=5)
-         .tr("DISPATCHED", "UNKNOWN", fence=5).tr("UNKNOWN", "RECONCILING", fence=4)
-         .tr("RECONCILING", "ACKED", fence=4).report())
+    r = (
+        Log()
+        .accept()
+        .path("PROPOSED", "RECORDED")
+        .tr("RECORDED", "DISPATCHED", fence=5)
+        .tr("DISPATCHED", "UNKNOWN", fence=5)
+        .tr("UNKNOWN", "RECONCILING", fence=4)
+        .tr("RECONCILING", "ACKED", fence=4)
+        .report()
+    )
     assert props(r, "certain") == ["FENCE"]
 
 
 def test_an_effect_with_a_fence_older_than_the_seal_violates_FENCE():
-    r = (Log().accept().path("PROPOSED", "RECORDED").tr("RECORDED", "DISPATCHED", fence=1)
-         .tr("DISPATCHED", "UNKNOWN", w="w2").tr("UNKNOWN", "RECONCILING", w="w2", fence=2)
-         .tr("RECONCILING", "DEAD_LETTER", w="w2", fence=2).effect(fence=1).report())
+    r = (
+        Log()
+        .accept()
+        .path("PROPOSED", "RECORDED")
+        .tr("RECORDED", "DISPATCHED", fence=1)
+        .tr("DISPATCHED", "UNKNOWN", w="w2")
+        .tr("UNKNOWN", "RECONCILING", w="w2", fence=2)
+        .tr("RECONCILING", "DEAD_LETTER", w="w2", fence=2)
+        .effect(fence=1)
+        .report()
+    )
     assert props(r, "certain") == ["FENCE"]
 
 
 def test_an_effect_applied_before_the_seal_and_found_by_the_status_read_conforms():
-    r = (Log().accept().path("PROPOSED", "RECORDED").tr("RECORDED", "DISPATCHED", fence=1)
-         .effect(fence=1).tr("DISPATCHED", "UNKNOWN", w="w2")
-         .tr("UNKNOWN", "RECONCILING", w="w2", fence=2).tr("RECONCILING", "ACKED", w="w2", fence=2)
-         .report())
+    r = (
+        Log()
+        .accept()
+        .path("PROPOSED", "RECORDED")
+        .tr("RECORDED", "DISPATCHED", fence=1)
+        .effect(fence=1)
+        .tr("DISPATCHED", "UNKNOWN", w="w2")
+        .tr("UNKNOWN", "RECONCILING", w="w2", fence=2)
+        .tr("RECONCILING", "ACKED", w="w2", fence=2)
+        .report()
+    )
     assert r.verdict is LogVerdict.CONFORMS
 
 
@@ -277,7 +393,7 @@ def test_settled_keys_drop_their_transitions_so_memory_follows_open_keys():
     for n, ev in enumerate(log.events, 1):
         c.feed(from_dict(ev), 0, n)
     assert c.open_keys == 0
-    assert all(type(v) is bytes for v in c.keys.values())    # packed: a few dozen bytes each
+    assert all(type(v) is bytes for v in c.keys.values())  # packed: a few dozen bytes each
     assert len(c.intents) == 500
     assert c.finish().verdict is LogVerdict.CONFORMS
 
@@ -286,13 +402,14 @@ def test_a_packed_key_touched_again_reports_as_if_it_had_never_been_packed():
     # every late event kind after the key settled (and was packed): a second accept, a
     # transition out of a state it left, a second apply, a compensate, a fenced stale apply
     log = Log().accept().path(*HAPPY, fence=1).effect(fence=1, effect_id="e1")
-    log.accept(key="k2", args={"amount": 21}).path("PROPOSED", "RECORDED", "DISPATCHED",
-                                                   "UNKNOWN", "RECONCILING", key="k2", fence=2)
+    log.accept(key="k2", args={"amount": 21}).path(
+        "PROPOSED", "RECORDED", "DISPATCHED", "UNKNOWN", "RECONCILING", key="k2", fence=2
+    )
     log.tr("RECONCILING", "DEAD_LETTER", key="k2", fence=3)
     log.effect(key="k2", args={"amount": 21}, fence=1).crash(w="w2")
     log.accept(call="t9").tr("DISPATCHED", "ACKED", w="w2").effect(effect_id="e2")
     log.effect(kind="compensate").tr("RECORDED", "REJECTED_CONFLICT", w="w3")
-    r = log.report()            # compares with pack=False
+    r = log.report()  # compares with pack=False
     assert {"FENCE", "I1", "LEGAL", "P1", "P4"} <= set(props(r, "certain")), props(r)
 
 
@@ -301,22 +418,34 @@ def test_packed_and_unpacked_keys_round_trip():
     log = Log().accept(epoch=3).path(*HAPPY, fence=7).effect(fence=7, effect_id="e")
     for n, ev in enumerate(log.events, 1):
         c.feed(from_dict(ev), 0, n)
-    (name, rec), = c.keys.items()
-    assert type(rec) is bytes and len(rec) <= 150    # 99 bytes, and 17 a chain transition
+    ((name, rec),) = c.keys.items()
+    assert type(rec) is bytes and len(rec) <= 150  # 99 bytes, and 17 a chain transition
     k = c.key(name)
-    assert (k.tip, k.max_fence, k.min_apply_fence, k.applies, k.dispatches, k.last_writer) == \
-        (3, 7, 7, 1, 1, "w1")
+    assert (k.tip, k.max_fence, k.min_apply_fence, k.applies, k.dispatches, k.last_writer) == (
+        3,
+        7,
+        7,
+        1,
+        1,
+        "w1",
+    )
     e = c.intents[k.digest]
     assert (e.key, e.epoch, e.applies, e.recorded) == ("k1", 3, 1, True)
-    assert [(t[0], t[2], t[3], t[4]) for t in k.chain] == \
-        [("w1", 0, 1, 7), ("w1", 1, 2, 7), ("w1", 2, 3, 7)]      # the chain comes back too
+    assert [(t[0], t[2], t[3], t[4]) for t in k.chain] == [
+        ("w1", 0, 1, 7),
+        ("w1", 1, 2, 7),
+        ("w1", 2, 3, 7),
+    ]  # the chain comes back too
 
 
 def test_findings_per_property_are_capped():
     from toolcommit.checker.logs import findings
+
     log = Log()
     for i in range(findings.MAX_PER_PROPERTY + 5):
-        log.accept(key=f"k{i}", args={"amount": i}).path("PROPOSED", "RECORDED", "ACKED", key=f"k{i}")
+        log.accept(key=f"k{i}", args={"amount": i}).path(
+            "PROPOSED", "RECORDED", "ACKED", key=f"k{i}"
+        )
     r = log.report()
     assert len(r.findings) == findings.MAX_PER_PROPERTY and r.dropped == 5
 
@@ -363,13 +492,13 @@ def test_fast_validation_is_the_thorough_one_on_flat_events_and_defers_otherwise
     ev = Log().accept().events[0]
     for extra in ({"x": 1}, {"x": [1]}, {"args": {"a": {"b": 1}}}, {"args": {"a": [1]}}):
         m = {**ev, **extra}
-        assert logevents.problem(m) is None and not logevents.fast_ok(m), m   # thorough path
+        assert logevents.problem(m) is None and not logevents.fast_ok(m), m  # thorough path
     assert logevents.fast_ok({**ev, "args": {"a": 1, "b": "x", "c": None}})
 
 
 def test_fast_and_thorough_validation_agree_on_mutations():
     base = Log().accept().path(*HAPPY).effect(fence=1, effect_id="e").events
-    values = [None, "", "x", 0, -1, 1.5, True, [], {}, 2 ** 63, "PROPOSED", "apply"]
+    values = [None, "", "x", 0, -1, 1.5, True, [], {}, 2**63, "PROPOSED", "apply"]
     for ev in base:
         for f in list(ev) + ["fence", "epoch", "key", "idempotency_key"]:
             for v in values:
@@ -380,10 +509,15 @@ def test_fast_and_thorough_validation_agree_on_mutations():
                     m[f] = v
                 # fast True must imply valid; on these flat events (no unknown fields, flat
                 # args) it must also be True whenever the event is valid
-                flat = set(m) <= logevents.KNOWN[m["type"]] if isinstance(m.get("type"), str) \
-                    and m["type"] in logevents.KNOWN else True
-                assert logevents.fast_ok(m) == (logevents.problem(m) is None and flat), \
-                    (m, logevents.problem(m))
+                flat = (
+                    set(m) <= logevents.KNOWN[m["type"]]
+                    if isinstance(m.get("type"), str) and m["type"] in logevents.KNOWN
+                    else True
+                )
+                assert logevents.fast_ok(m) == (logevents.problem(m) is None and flat), (
+                    m,
+                    logevents.problem(m),
+                )
 
 
 def test_events_to_jsonl_round_trips_and_is_deterministic():
@@ -396,8 +530,17 @@ def test_events_to_jsonl_round_trips_and_is_deterministic():
 
 def test_every_finding_name_has_a_one_line_meaning():
     raw = json.loads((SPEC / "log-findings.json").read_text())["log_findings"]
-    used = {"RACE", "CANON", "SEQ_GAP", "SEQ_DUP", "CUT_OFF", "NO_PROPOSAL", "UNSETTLED", "ORPHAN_EFFECT",
-            "DESIGN"}
+    used = {
+        "RACE",
+        "CANON",
+        "SEQ_GAP",
+        "SEQ_DUP",
+        "CUT_OFF",
+        "NO_PROPOSAL",
+        "UNSETTLED",
+        "ORPHAN_EFFECT",
+        "DESIGN",
+    }
     assert used == set(raw)
     assert {"I1", "P1", "P2", "P3", "P4", "FENCE", "LEGAL"} <= set(meanings())
 
@@ -408,31 +551,40 @@ def test_canonicalizer_v1_digests_are_pinned_forever():
     assert c.form == '["refund","user:42:checkout:7",{"amount":20}]'
     assert c.digest == canonical_intent(" refund ", {"amount": 20.0}, "user:42:checkout:7").digest
     assert c.digest == "6894bfa509829df6d3e425fd5a467a0ced84b327bcceb5ea9de6a90b37b76fe4"
-    assert canonical_intent("t", {"x": [1.5, None, True, "é"]}, "s").form == \
-        '["t","s",{"x":[1.5,null,true,"é"]}]'
-    assert intent_digest("refund", {"amount": 20}, "user:42:checkout:7") == bytes.fromhex(c.digest)[:16]
+    assert (
+        canonical_intent("t", {"x": [1.5, None, True, "é"]}, "s").form
+        == '["t","s",{"x":[1.5,null,true,"é"]}]'
+    )
+    assert (
+        intent_digest("refund", {"amount": 20}, "user:42:checkout:7")
+        == bytes.fromhex(c.digest)[:16]
+    )
 
 
-@pytest.mark.parametrize("a,b,same", [
-    ({"a": 1, "b": 2}, {"b": 2, "a": 1}, True),
-    ({"a": 20}, {"a": 20.0}, True),
-    ({"a": -0.0}, {"a": 0}, True),
-    ({"a": 0.1}, {"a": 0.1000000000000000055511151231257827}, True),
-    ({"a": "café"}, {"a": "cafe\u0301"}, True),
-    ({"a": "  two   words "}, {"a": "two words"}, True),
-    ({"a": 2 ** 60}, {"a": float(2 ** 60)}, True),
-    ({"a": True}, {"a": 1}, False),
-    ({"a": "20"}, {"a": 20}, False),
-    ({"a": [1, 2]}, {"a": [2, 1]}, False),
-    ({"a": None}, {}, False),
-    ({"A": 1}, {"a": 1}, False),
-])
+@pytest.mark.parametrize(
+    "a,b,same",
+    [
+        ({"a": 1, "b": 2}, {"b": 2, "a": 1}, True),
+        ({"a": 20}, {"a": 20.0}, True),
+        ({"a": -0.0}, {"a": 0}, True),
+        ({"a": 0.1}, {"a": 0.1000000000000000055511151231257827}, True),
+        ({"a": "café"}, {"a": "cafe\u0301"}, True),
+        ({"a": "  two   words "}, {"a": "two words"}, True),
+        ({"a": 2**60}, {"a": float(2**60)}, True),
+        ({"a": True}, {"a": 1}, False),
+        ({"a": "20"}, {"a": 20}, False),
+        ({"a": [1, 2]}, {"a": [2, 1]}, False),
+        ({"a": None}, {}, False),
+        ({"A": 1}, {"a": 1}, False),
+    ],
+)
 def test_canonicalizer_rules(a, b, same):
     assert (canonical_intent("t", a, "s").digest == canonical_intent("t", b, "s").digest) is same
 
 
-@pytest.mark.parametrize("bad", [{"a": float("nan")}, {"a": float("inf")}, {"a": 1, " a": 2},
-                                 {"a": object()}])
+@pytest.mark.parametrize(
+    "bad", [{"a": float("nan")}, {"a": float("inf")}, {"a": 1, " a": 2}, {"a": object()}]
+)
 def test_canonicalizer_refuses_what_has_no_canonical_form(bad):
     with pytest.raises(CanonError):
         canonical_intent("t", bad, "s")
@@ -445,9 +597,16 @@ def test_canonicalizer_refuses_unknown_versions():
 
 # ----- renderers -------------------------------------------------------------------------------
 def _bad_report():
-    return (Log().accept().path("PROPOSED", "RECORDED").crash("w1")
-            .tr("RECORDED", "REJECTED_CONFLICT", w="user").tr("RECORDED", "DISPATCHED", w="w1")
-            .effect().report())
+    return (
+        Log()
+        .accept()
+        .path("PROPOSED", "RECORDED")
+        .crash("w1")
+        .tr("RECORDED", "REJECTED_CONFLICT", w="user")
+        .tr("RECORDED", "DISPATCHED", w="w1")
+        .effect()
+        .report()
+    )
 
 
 def test_text_explains_like_a_counterexample():
@@ -477,8 +636,11 @@ def test_mermaid_draws_one_sequence_diagram_with_a_block_per_finding_and_the_foc
 
 
 def test_mermaid_text_cannot_break_out_of_its_message():
-    evil = Log().accept(key="k1;\nNote over K: pwned").path("PROPOSED", "RECORDED", "ACKED",
-                                                            key="k1;\nNote over K: pwned")
+    evil = (
+        Log()
+        .accept(key="k1;\nNote over K: pwned")
+        .path("PROPOSED", "RECORDED", "ACKED", key="k1;\nNote over K: pwned")
+    )
     out = render_mermaid(evil.report())
     assert all(not line.startswith("Note over K: pwned") for line in out.splitlines())
     assert ";" not in "".join(line for line in out.splitlines() if not line.startswith("%%"))
@@ -505,10 +667,24 @@ def test_a_key_cycling_through_illegal_edges_keeps_a_bounded_story():
 
 def test_focus_key_and_output_file(tmp_path, capsys):
     from toolcommit.checker.cli import main
+
     logs = Path(__file__).parents[1] / "fixtures" / "logs"
     out = tmp_path / "r.mmd"
-    assert main(["validate", str(logs / "p4-bad.jsonl"), "--key", "k1", "--format", "mermaid",
-                 "-o", str(out)]) == 1
+    assert (
+        main(
+            [
+                "validate",
+                str(logs / "p4-bad.jsonl"),
+                "--key",
+                "k1",
+                "--format",
+                "mermaid",
+                "-o",
+                str(out),
+            ]
+        )
+        == 1
+    )
     text = out.read_text()
     assert "history of k1" in text and "crash" in text
     assert main(["validate", str(logs / "p4-bad.jsonl"), "--key", "other", "--format", "json"]) == 2
@@ -521,12 +697,21 @@ from hypothesis import strategies as st  # noqa: E402
 
 from toolcommit.model import canon  # noqa: E402
 
-_texts = st.text(alphabet=st.sampled_from(list(" !\"#ab~\\\t\u00e9\u0301A0:-")), max_size=6)
-_scalars = st.one_of(st.none(), st.booleans(), _texts,
-                     st.integers(min_value=-2 ** 60, max_value=2 ** 60),
-                     st.floats(allow_nan=False, allow_infinity=False))
-_values = st.recursive(_scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=3), st.dictionaries(_texts, inner, max_size=3)), max_leaves=8)
+_texts = st.text(alphabet=st.sampled_from(list(' !"#ab~\\\t\u00e9\u0301A0:-')), max_size=6)
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    _texts,
+    st.integers(min_value=-(2**60), max_value=2**60),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(_texts, inner, max_size=3)
+    ),
+    max_leaves=8,
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -550,8 +735,16 @@ def test_the_fast_canonical_form_answers_for_plain_calls_and_declines_the_rest()
     pytest.importorskip("orjson")  # the fast form exists only with orjson; else None always
     plain = canon.fast_form_v1("refund", {"amount": 20, "note": "a b", "x": [None, True]}, "u:1")
     assert plain == b'["refund","u:1",{"amount":20,"note":"a b","x":[null,true]}]'
-    for args in ({"a": 20.0}, {"a": " x"}, {"a": "x  y"}, {"a b": 1}, {"a!": 1}, {"a": "\u00e9"},
-                 {"a": 2 ** 53 + 1}, {"a": "x\ty"}):
+    for args in (
+        {"a": 20.0},
+        {"a": " x"},
+        {"a": "x  y"},
+        {"a b": 1},
+        {"a!": 1},
+        {"a": "\u00e9"},
+        {"a": 2**53 + 1},
+        {"a": "x\ty"},
+    ):
         assert canon.fast_form_v1("t", args, "s") is None, args
         assert canon.flat_digest_v1("t", args, "s", canon.sorted_dump("t", args, "s")) is None
 
@@ -561,5 +754,5 @@ def test_the_flat_digest_answers_for_flat_calls_without_spaces():
     args = {"amount": 20, "currency": "EUR", "ok": True, "none": None, "order": "o-1"}
     dump = canon.sorted_dump("refund", args, "u:1")
     assert canon.flat_digest_v1("refund", args, "u:1", dump) == intent_digest("refund", args, "u:1")
-    for odd in ({"a": "x y"}, {"a": [1]}, {"a": 1.5}, {"a": 2 ** 53 + 1}):
+    for odd in ({"a": "x y"}, {"a": [1]}, {"a": 1.5}, {"a": 2**53 + 1}):
         assert canon.flat_digest_v1("t", odd, "s", canon.sorted_dump("t", odd, "s")) is None

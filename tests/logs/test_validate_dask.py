@@ -1,6 +1,7 @@
 """`validate --engine dask`: the sharded checker on a Dask cluster (one local cluster on the
 loopback interface for this whole module) gives the single process's report, byte for byte,
 on every fixture and every kind of bad line."""
+
 import sys
 from pathlib import Path
 
@@ -18,11 +19,18 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 @pytest.fixture(scope="module")
 def scheduler():
     distributed = pytest.importorskip(
-        "dask.distributed", reason="the 'distributed' extra is not installed "
-        "(pip install 'toolcommit[distributed]'); CI installs it")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None,
-                                  silence_logs=40) as cluster:
+        "dask.distributed",
+        reason="the 'distributed' extra is not installed "
+        "(pip install 'toolcommit[distributed]'); CI installs it",
+    )
+    with distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        silence_logs=40,
+    ) as cluster:
         yield cluster.scheduler_address
 
 
@@ -45,29 +53,40 @@ def outputs(args, capsys):
 
 @pytest.mark.parametrize("name", sorted(BAD))
 def test_a_dask_cluster_gives_the_same_error_or_warning_for_every_bad_line_kind(
-        name, tmp_path, capsys, scheduler):
+    name, tmp_path, capsys, scheduler
+):
     p = tmp_path / f"{name}.jsonl"
     p.write_bytes(BAD[name])
     args = ["validate", str(p), "--max-line-bytes", "200"]
-    assert outputs([*args, "--engine", "dask", "--scheduler", scheduler, "--jobs", "3"],
-                   capsys) == outputs(args, capsys)
+    assert outputs(
+        [*args, "--engine", "dask", "--scheduler", scheduler, "--jobs", "3"], capsys
+    ) == outputs(args, capsys)
 
 
 def test_an_intent_split_over_shards_on_dask_is_judged_whole(tmp_path, capsys, scheduler):
     from toolcommit.checker.logs import shards
     from toolcommit.checker.logs.write import events_to_jsonl
+
     names = [f"key-{i}" for i in range(50)]
     a = names[0]
     b = next(x for x in names if shards.shard_of(x, 2) != shards.shard_of(a, 2))
-    evs = [proposal(a, 1, 20), proposal(b, 2, 20.0), move(a, 3, "PROPOSED", "RECORDED"),
-           move(b, 4, "PROPOSED", "RECORDED"), effect(a, 1, 20), effect(b, 2, 20.0)]
+    evs = [
+        proposal(a, 1, 20),
+        proposal(b, 2, 20.0),
+        move(a, 3, "PROPOSED", "RECORDED"),
+        move(b, 4, "PROPOSED", "RECORDED"),
+        effect(a, 1, 20),
+        effect(b, 2, 20.0),
+    ]
     p = tmp_path / "canon.jsonl"
     p.write_text(events_to_jsonl(evs))
     args = ["validate", str(p), "--format", "json", "--key", a]
     single = outputs(args, capsys)
-    assert '"I1"' in single[1]      # the intent's two applies, across the shards
-    assert outputs([*args, "--engine", "dask", "--scheduler", scheduler, "--jobs", "2"],
-                   capsys) == single
+    assert '"I1"' in single[1]  # the intent's two applies, across the shards
+    assert (
+        outputs([*args, "--engine", "dask", "--scheduler", scheduler, "--jobs", "2"], capsys)
+        == single
+    )
 
 
 def test_without_the_extra_engine_dask_is_one_line_naming_the_extra(monkeypatch, capsys):
@@ -82,6 +101,7 @@ def test_stdin_and_scheduler_misuse_are_usage_errors(capsys):
     assert "not stdin" in capsys.readouterr().err
     assert main(["validate", str(FIXTURES / "i1-ok.jsonl"), "--scheduler", "tcp://x:1"]) == 2
     assert "--engine dask" in capsys.readouterr().err
-    assert main(["validate", "--from", "otel", str(FIXTURES / "i1-ok.jsonl"),
-                 "--engine", "dask"]) == 2
+    assert (
+        main(["validate", "--from", "otel", str(FIXTURES / "i1-ok.jsonl"), "--engine", "dask"]) == 2
+    )
     assert "--emit the derived log" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 standard library, then the hand checks) accepts it too, with the same event; every other
 line takes the dict path's thorough check, so reports, errors and warnings are the same
 whichever decoder runs."""
+
 import json
 import random
 from pathlib import Path
@@ -16,24 +17,76 @@ from toolcommit.checker.logs import typed
 from .logtools import BAD
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
-needs_msgspec = pytest.mark.skipif(typed.decode is None, reason="msgspec is not installed "
-                                   "(the typed decoder is an installed dependency)")
+needs_msgspec = pytest.mark.skipif(
+    typed.decode is None,
+    reason="msgspec is not installed (the typed decoder is an installed dependency)",
+)
 
 BASE = [
-    {"type": "proposal", "writer": "w1", "seq": 1, "call_id": "t1", "tool": "refund",
-     "args": {"amount": 20, "note": "x", "f": 1.5, "n": None, "b": True}, "scope": "u",
-     "key": "k1", "decision": "accepted", "epoch": 2, "ts": "2024-05-01T12:00:00Z"},
-    {"type": "transition", "writer": "w1", "seq": 2, "key": "k1", "from": "RECORDED",
-     "to": "DISPATCHED", "fence": 1, "epoch": 1, "call_id": "t1", "reason": "r"},
-    {"type": "effect", "writer": "bank", "seq": 1, "key": "k1", "idempotency_key": "i1",
-     "tool": "refund", "args": {"amount": 20}, "scope": "u", "kind": "apply", "fence": 1,
-     "effect_id": "e1", "epoch": 0},
+    {
+        "type": "proposal",
+        "writer": "w1",
+        "seq": 1,
+        "call_id": "t1",
+        "tool": "refund",
+        "args": {"amount": 20, "note": "x", "f": 1.5, "n": None, "b": True},
+        "scope": "u",
+        "key": "k1",
+        "decision": "accepted",
+        "epoch": 2,
+        "ts": "2024-05-01T12:00:00Z",
+    },
+    {
+        "type": "transition",
+        "writer": "w1",
+        "seq": 2,
+        "key": "k1",
+        "from": "RECORDED",
+        "to": "DISPATCHED",
+        "fence": 1,
+        "epoch": 1,
+        "call_id": "t1",
+        "reason": "r",
+    },
+    {
+        "type": "effect",
+        "writer": "bank",
+        "seq": 1,
+        "key": "k1",
+        "idempotency_key": "i1",
+        "tool": "refund",
+        "args": {"amount": 20},
+        "scope": "u",
+        "kind": "apply",
+        "fence": 1,
+        "effect_id": "e1",
+        "epoch": 0,
+    },
     {"type": "crash", "writer": "w1", "seq": 3},
     {"type": "restart", "writer": "w1", "seq": 4, "ts": None},
 ]
-VALUES = [None, "", "x", 0, -1, 1.5, True, [], {}, {"a": {"b": 1}}, {"a": [1]},
-          {"a": 2 ** 63}, {"a": -2 ** 63}, {"a": 2 ** 64 - 1}, 2 ** 63 - 1, 2 ** 63,
-          "PROPOSED", "apply", "accepted", "crash"]
+VALUES = [
+    None,
+    "",
+    "x",
+    0,
+    -1,
+    1.5,
+    True,
+    [],
+    {},
+    {"a": {"b": 1}},
+    {"a": [1]},
+    {"a": 2**63},
+    {"a": -(2**63)},
+    {"a": 2**64 - 1},
+    2**63 - 1,
+    2**63,
+    "PROPOSED",
+    "apply",
+    "accepted",
+    "crash",
+]
 
 
 def dict_path(line: bytes):
@@ -82,14 +135,18 @@ def test_the_one_either_rule_is_the_one_the_reader_inlines():
 def test_typed_decoding_takes_the_common_case_and_leaves_the_unusual_to_the_thorough_path():
     for ev in BASE:
         assert typed.decode(json.dumps(ev).encode()) == typed.from_dict(ev)
-    for odd in (b'{"type":"crash","writer":"w","seq":1,"seq":2}',    # a repeated field
-                b'{"type":"crash","writer":"w","seq":1,"x-trace":{"a":[1]}}',   # extension
-                b'{"type":"crash","type":"restart","writer":"w","seq":1}',
-                b'{"type":"effect","writer":"w","seq":1,"tool":"t","args":{},"scope":"s",'
-                b'"kind":"apply","key":null}',
-                b'{"type":"crash","writer":"w","seq":1.0}', b"  ", b"",
-                b'{"type":"effect","writer":"w","seq":1,"tool":"t","args":{"a":1e999},'
-                b'"scope":"s","kind":"apply","key":"k"}'):
+    for odd in (
+        b'{"type":"crash","writer":"w","seq":1,"seq":2}',  # a repeated field
+        b'{"type":"crash","writer":"w","seq":1,"x-trace":{"a":[1]}}',  # extension
+        b'{"type":"crash","type":"restart","writer":"w","seq":1}',
+        b'{"type":"effect","writer":"w","seq":1,"tool":"t","args":{},"scope":"s",'
+        b'"kind":"apply","key":null}',
+        b'{"type":"crash","writer":"w","seq":1.0}',
+        b"  ",
+        b"",
+        b'{"type":"effect","writer":"w","seq":1,"tool":"t","args":{"a":1e999},'
+        b'"scope":"s","kind":"apply","key":"k"}',
+    ):
         ev = typed.decode(odd)
         assert ev is None or ev == dict_path(odd), odd
 
@@ -129,7 +186,8 @@ def test_the_dict_path_gives_the_same_report_on_every_fixture(path, capsys, monk
 
 @pytest.mark.parametrize("name", sorted(BAD))
 def test_every_bad_line_kind_gives_the_same_words_with_and_without_typed_decoding(
-        name, tmp_path, capsys, monkeypatch):
+    name, tmp_path, capsys, monkeypatch
+):
     p = tmp_path / f"{name}.jsonl"
     p.write_bytes(BAD[name])
     args = ["validate", str(p), "--max-line-bytes", "200"]

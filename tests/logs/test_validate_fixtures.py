@@ -1,5 +1,6 @@
 """The ok/bad log fixtures: expected verdicts, one pair per property and failure class, and
 verdicts that survive reordering across writers and skewed clocks."""
+
 from __future__ import annotations
 
 import gzip
@@ -19,11 +20,30 @@ from .logtools import interleave
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "logs"
 EXPECTED = json.loads((LOGS / "expected.json").read_text())["expected"]
-FAILURE_CLASSES = ("ack_loss", "crash_before_dispatch", "reorder", "provider_non_idempotent",
-                   "prompt_revision", "duplicate_call_id", "zombie", "cancel")
-PROPERTY_PAIRS = {"I1": "i1", "P1": "i1", "P2": "p2", "P3": "cancel", "P4": "p4",
-                  "FENCE": "fence", "LEGAL": "legal", "RACE": "reorder", "CANON": "prompt_revision",
-                  "SEQ_GAP": "seq_gap", "UNSETTLED": "unsettled", "ORPHAN_EFFECT": "orphan"}
+FAILURE_CLASSES = (
+    "ack_loss",
+    "crash_before_dispatch",
+    "reorder",
+    "provider_non_idempotent",
+    "prompt_revision",
+    "duplicate_call_id",
+    "zombie",
+    "cancel",
+)
+PROPERTY_PAIRS = {
+    "I1": "i1",
+    "P1": "i1",
+    "P2": "p2",
+    "P3": "cancel",
+    "P4": "p4",
+    "FENCE": "fence",
+    "LEGAL": "legal",
+    "RACE": "reorder",
+    "CANON": "prompt_revision",
+    "SEQ_GAP": "seq_gap",
+    "UNSETTLED": "unsettled",
+    "ORPHAN_EFFECT": "orphan",
+}
 
 
 def events(name: str) -> list[dict]:
@@ -35,8 +55,13 @@ def test_fixture_verdict_matches_the_manifest(name):
     report = validate([str(LOGS / name)])
     exp = EXPECTED[name]
     assert report.verdict.value == exp["verdict"]
-    assert sorted({f.property for f in report.findings if f.certainty == "certain"}) == exp["certain"]
-    assert sorted({f.property for f in report.findings if f.certainty == "possible"}) == exp["possible"]
+    assert (
+        sorted({f.property for f in report.findings if f.certainty == "certain"}) == exp["certain"]
+    )
+    assert (
+        sorted({f.property for f in report.findings if f.certainty == "possible"})
+        == exp["possible"]
+    )
 
 
 @pytest.mark.parametrize("cls", FAILURE_CLASSES)
@@ -75,8 +100,10 @@ def test_cli_exit_code_is_the_verdict(name, capsys):
 
 
 def test_gzip_log_gives_the_same_verdict_as_plain():
-    assert gzip.decompress((LOGS / "gzip-ok.jsonl.gz").read_bytes()) == \
-        (LOGS / "ack_loss-ok.jsonl").read_bytes()
+    assert (
+        gzip.decompress((LOGS / "gzip-ok.jsonl.gz").read_bytes())
+        == (LOGS / "ack_loss-ok.jsonl").read_bytes()
+    )
     assert validate([str(LOGS / "gzip-ok.jsonl.gz")]).verdict.value == "CONFORMS"
 
 
@@ -105,8 +132,10 @@ def test_conforming_and_inconclusive_logs_keep_every_finding_under_shuffling(nam
 
 
 @pytest.mark.parametrize("hours", [-7, 3, 26])
-@pytest.mark.parametrize("name", ["p4-ok.jsonl", "p4-bad.jsonl", "zombie-ok.jsonl",
-                                  "zombie-bad.jsonl", "reorder-bad.jsonl"])
+@pytest.mark.parametrize(
+    "name",
+    ["p4-ok.jsonl", "p4-bad.jsonl", "zombie-ok.jsonl", "zombie-bad.jsonl", "reorder-bad.jsonl"],
+)
 def test_skewing_one_writers_clock_by_hours_does_not_change_the_verdict(name, hours):
     evs = events(name)
     skewed = []

@@ -1,4 +1,5 @@
 """Bad and hostile input: one clear line with file:line, exit 2, never a traceback or a hang."""
+
 from __future__ import annotations
 
 import gzip
@@ -13,11 +14,34 @@ from toolcommit.checker.logs.read import read_lines
 from toolcommit.model.errors import InputError
 
 OK = [
-    {"type": "proposal", "writer": "w1", "seq": 1, "call_id": "t1", "tool": "refund",
-     "args": {"amount": 20}, "scope": "u", "key": "k1", "decision": "accepted"},
-    {"type": "transition", "writer": "w1", "seq": 2, "key": "k1", "from": "PROPOSED", "to": "RECORDED"},
-    {"type": "transition", "writer": "w1", "seq": 3, "key": "k1", "from": "RECORDED",
-     "to": "REJECTED_CONFLICT", "reason": "cancelled"},
+    {
+        "type": "proposal",
+        "writer": "w1",
+        "seq": 1,
+        "call_id": "t1",
+        "tool": "refund",
+        "args": {"amount": 20},
+        "scope": "u",
+        "key": "k1",
+        "decision": "accepted",
+    },
+    {
+        "type": "transition",
+        "writer": "w1",
+        "seq": 2,
+        "key": "k1",
+        "from": "PROPOSED",
+        "to": "RECORDED",
+    },
+    {
+        "type": "transition",
+        "writer": "w1",
+        "seq": 3,
+        "key": "k1",
+        "from": "RECORDED",
+        "to": "REJECTED_CONFLICT",
+        "reason": "cancelled",
+    },
 ]
 
 
@@ -49,7 +73,9 @@ def test_a_well_formed_log_is_accepted(tmp_path, capsys):
 
 
 def test_malformed_json_names_its_line(tmp_path, capsys):
-    code, err, p = run_cli(tmp_path, lines(OK[0]) + b'{"type": "crash",, }\n' + lines(*OK[1:]), capsys)
+    code, err, p = run_cli(
+        tmp_path, lines(OK[0]) + b'{"type": "crash",, }\n' + lines(*OK[1:]), capsys
+    )
     assert_one_clear_line(code, err, p, 2, ["not valid JSON", "one JSON object"])
 
 
@@ -60,15 +86,18 @@ def test_missing_field_names_the_field_and_what_is_required(tmp_path, capsys):
     assert_one_clear_line(code, err, p, 2, ["missing field 'from'", "required"])
 
 
-@pytest.mark.parametrize("field,value,words", [
-    ("seq", "2", ["'seq'", "integer", "a string"]),
-    ("seq", True, ["'seq'", "a boolean"]),
-    ("seq", -1, ["'seq'", "-1"]),
-    ("seq", 2 ** 64, ["'seq'"]),
-    ("fence", 1.5, ["'fence'", "a number"]),
-    ("writer", ["w1"], ["'writer'", "an array"]),
-    ("key", "", ["'key'", "empty"]),
-])
+@pytest.mark.parametrize(
+    "field,value,words",
+    [
+        ("seq", "2", ["'seq'", "integer", "a string"]),
+        ("seq", True, ["'seq'", "a boolean"]),
+        ("seq", -1, ["'seq'", "-1"]),
+        ("seq", 2**64, ["'seq'"]),
+        ("fence", 1.5, ["'fence'", "a number"]),
+        ("writer", ["w1"], ["'writer'", "an array"]),
+        ("key", "", ["'key'", "empty"]),
+    ],
+)
 def test_mistyped_field_is_one_clear_line(tmp_path, capsys, field, value, words):
     bad = dict(OK[1], **{field: value})
     code, err, p = run_cli(tmp_path, lines(OK[0], bad), capsys)
@@ -100,7 +129,10 @@ def test_empty_file_is_an_error(tmp_path, capsys):
     p.write_bytes(b"")
     assert main(["validate", str(p)]) == 2
     err = capsys.readouterr().err
-    assert err.strip() == f"toolcommit: {p}: empty log (no events); pass a JSON Lines file with one event per line"
+    assert (
+        err.strip()
+        == f"toolcommit: {p}: empty log (no events); pass a JSON Lines file with one event per line"
+    )
 
 
 def test_blank_lines_only_is_an_empty_log(tmp_path, capsys):
@@ -122,7 +154,9 @@ def test_truncated_line_that_is_the_only_line_makes_an_empty_log(tmp_path, capsy
 
 
 def test_a_broken_line_in_the_middle_is_an_error_even_without_newline_at_the_end(tmp_path, capsys):
-    code, err, p = run_cli(tmp_path, lines(OK[0]) + b'{"type": \n' + json.dumps(OK[1]).encode(), capsys)
+    code, err, p = run_cli(
+        tmp_path, lines(OK[0]) + b'{"type": \n' + json.dumps(OK[1]).encode(), capsys
+    )
     assert_one_clear_line(code, err, p, 2, ["not valid JSON"])
 
 
@@ -160,7 +194,7 @@ def test_max_line_bytes_is_enforced_before_decoding():
     gen = read_lines("-", max_line_bytes=100, stdin=buffered)  # type: ignore[arg-type]
     with pytest.raises(InputError, match="longer than 100 bytes"):
         next(gen)
-    assert stream.tell() <= 2048   # a buffer or two, not the whole input
+    assert stream.tell() <= 2048  # a buffer or two, not the whole input
 
 
 def test_max_line_bytes_can_be_raised(tmp_path, capsys):
@@ -208,8 +242,11 @@ def test_input_files_are_only_read(tmp_path, capsys):
 
 def test_log_content_is_never_evaluated(tmp_path, capsys):
     marker = tmp_path / "pwned"
-    evil = dict(OK[0], tool=f"__import__('os').system('touch {marker}')",
-                args={"x": "{{7*7}}", "y": "$(touch " + str(marker) + ")"})
+    evil = dict(
+        OK[0],
+        tool=f"__import__('os').system('touch {marker}')",
+        args={"x": "{{7*7}}", "y": "$(touch " + str(marker) + ")"},
+    )
     run_cli(tmp_path, lines(evil, *OK[1:]), capsys)
     assert not marker.exists()
 
@@ -230,10 +267,12 @@ def test_duplicate_stdin_is_a_usage_error(capsys):
 
 
 def test_the_librarys_sqlite_log_given_to_validate_says_to_export_it_and_is_not_changed(
-        tmp_path, capsys):
+    tmp_path, capsys
+):
     import hashlib
 
     from toolcommit.runtime import IntentLog
+
     db = tmp_path / "intents.db"
     log = IntentLog.sqlite(str(db), writer="w1", provider="stripe")
     log.propose("t1", "refund", {"amount": 20}, "user:42:request:7")
@@ -245,11 +284,13 @@ def test_the_librarys_sqlite_log_given_to_validate_says_to_export_it_and_is_not_
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
 
 
-def test_the_librarys_sqlite_log_on_stdin_or_gzipped_says_to_export_it(tmp_path, monkeypatch,
-                                                                         capsys):
+def test_the_librarys_sqlite_log_on_stdin_or_gzipped_says_to_export_it(
+    tmp_path, monkeypatch, capsys
+):
     """No path to look into (stdin) or one that holds a gzip: the first bytes still say it
     is an SQLite database, and the one line says what to do (not 'not UTF-8')."""
     from toolcommit.runtime import IntentLog
+
     db = tmp_path / "intents.db"
     log = IntentLog.sqlite(str(db), writer="w1", provider="stripe")
     log.propose("t1", "refund", {"amount": 20}, "user:42:request:7")

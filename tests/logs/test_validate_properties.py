@@ -5,6 +5,7 @@ interleave; a conforming log that loses a line is INCONCLUSIVE unless the line i
 log cannot miss; the bytes around the events (extra fields, timestamps, CRLF, a BOM,
 gzip) change nothing; and every injected violation is found, certain.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -19,15 +20,15 @@ from toolcommit.checker.render.findings import render_json
 
 from .logtools import conforming, hostile, merge, picks
 
-SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 def summary(report) -> tuple:
     """What must not depend on line order: the verdict and every finding's name, key and
     certainty (line numbers and stories may)."""
-    return report.verdict.value, sorted({(f.property, f.key, f.certainty)
-                                         for f in report.findings})
+    return report.verdict.value, sorted({(f.property, f.key, f.certainty) for f in report.findings})
 
 
 @SETTINGS
@@ -46,19 +47,20 @@ def test_generated_conforming_logs_conform(lanes, a):
 @SETTINGS
 @given(lanes=conforming(), a=picks, data=st.data())
 def test_a_conforming_log_that_loses_a_line_is_inconclusive_unless_nothing_can_show_it(
-        lanes, a, data):
+    lanes, a, data
+):
     log = merge(lanes, a)
     lost = data.draw(st.integers(0, len(log) - 1))
     ev = log[lost]
-    report = check(log[:lost] + log[lost + 1:])
+    report = check(log[:lost] + log[lost + 1 :])
     last_of_writer = ev["seq"] == len(lanes[ev["writer"]])
-    if not last_of_writer:      # the lines of its writer around it show the gap (or the
-        assert report.verdict.value == "INCONCLUSIVE", summary(report)   # proposal is gone)
+    if not last_of_writer:  # the lines of its writer around it show the gap (or the
+        assert report.verdict.value == "INCONCLUSIVE", summary(report)  # proposal is gone)
         if ev["seq"] > 1:
             assert any(f.property == "SEQ_GAP" for f in report.findings), summary(report)
-    else:                       # nothing after it can show it: only provider records,
-        assert report.verdict.value != "VIOLATES", summary(report)   # restarts, or a
-        if report.verdict.value == "CONFORMS":                         # proposal whose key
+    else:  # nothing after it can show it: only provider records,
+        assert report.verdict.value != "VIOLATES", summary(report)  # restarts, or a
+        if report.verdict.value == "CONFORMS":  # proposal whose key
             assert ev["type"] in ("effect", "restart", "proposal"), ev  # has no move yet
 
 
@@ -74,8 +76,9 @@ def test_extra_fields_timestamps_crlf_bom_and_gzip_change_nothing(lanes, a, data
     for ev in log:
         ev = dict(ev)
         if data.draw(st.booleans()):
-            ev["ts"] = data.draw(st.sampled_from(["2024-05-01T12:00:00Z", "1999-12-31T23:59:59+09:00",
-                                                  "not a time"]))
+            ev["ts"] = data.draw(
+                st.sampled_from(["2024-05-01T12:00:00Z", "1999-12-31T23:59:59+09:00", "not a time"])
+            )
         if data.draw(st.booleans()):
             ev["x-trace"] = data.draw(st.sampled_from([{"span": [1, {"a": None}]}, "abc", 7]))
         varied.append(ev)
@@ -103,24 +106,48 @@ INJECTIONS = ["double effect", "stale fence", "illegal transition", "P2", "P3"]
 
 
 @SETTINGS
-@given(lanes=conforming(), a=picks, what=st.sampled_from(INJECTIONS),
-       w=st.sampled_from(["w1", "w2", "w3"]))
+@given(
+    lanes=conforming(),
+    a=picks,
+    what=st.sampled_from(INJECTIONS),
+    w=st.sampled_from(["w1", "w2", "w3"]),
+)
 def test_every_injected_violation_is_found_and_certain(lanes, a, what, w):
     call = {"tool": "refund", "args": {"amount": 99}, "scope": "u"}
     key = "bad"
 
     def path(*states, fence=None):
         for x, y in zip(states, states[1:]):
-            _next(lanes, w, {"type": "transition", "key": key, "from": x, "to": y,
-                             **({"fence": fence} if fence else {})})
+            _next(
+                lanes,
+                w,
+                {
+                    "type": "transition",
+                    "key": key,
+                    "from": x,
+                    "to": y,
+                    **({"fence": fence} if fence else {}),
+                },
+            )
 
-    _next(lanes, w, {"type": "proposal", "call_id": "tb", "key": key, "decision": "accepted",
-                     **call})
+    _next(
+        lanes, w, {"type": "proposal", "call_id": "tb", "key": key, "decision": "accepted", **call}
+    )
     if what == "double effect":
         path("PROPOSED", "RECORDED", "DISPATCHED", "ACKED", fence=1)
         for eid in ("x1", "x2"):
-            _next(lanes, "bank", {"type": "effect", "key": key, "kind": "apply", "fence": 1,
-                                  "effect_id": eid, **call})
+            _next(
+                lanes,
+                "bank",
+                {
+                    "type": "effect",
+                    "key": key,
+                    "kind": "apply",
+                    "fence": 1,
+                    "effect_id": eid,
+                    **call,
+                },
+            )
         expect = {"I1", "P1"}
     elif what == "stale fence":
         path("PROPOSED", "RECORDED", "DISPATCHED", fence=1)
@@ -139,7 +166,13 @@ def test_every_injected_violation_is_found_and_certain(lanes, a, what, w):
         _next(lanes, "bank", {"type": "effect", "key": key, "kind": "apply", **call})
         expect = {"P3"}
     report = check(merge(lanes, a))
-    found = {f.property for f in report.findings if f.certainty == "certain" and f.key == key
-             or f.property == "I1" and key in f.key.split(" + ")}
+    found = {
+        f.property
+        for f in report.findings
+        if f.certainty == "certain"
+        and f.key == key
+        or f.property == "I1"
+        and key in f.key.split(" + ")
+    }
     assert expect <= found, summary(report)
     assert report.verdict.value == "VIOLATES"

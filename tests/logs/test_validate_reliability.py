@@ -1,5 +1,6 @@
 """Reproductions from the reliability issue, one claim each: the log checker never answers
 wrongly, never loses an input, and says why when it cannot answer."""
+
 from __future__ import annotations
 
 import json
@@ -66,7 +67,11 @@ def test_the_report_may_not_overwrite_an_input_through_another_name(tmp_path, ca
     os.link(p, tmp_path / "hard.jsonl")
     os.symlink(p, tmp_path / "soft.jsonl")
     (tmp_path / "sub").mkdir()
-    for out in (tmp_path / "hard.jsonl", tmp_path / "soft.jsonl", tmp_path / "sub" / ".." / "log.jsonl"):
+    for out in (
+        tmp_path / "hard.jsonl",
+        tmp_path / "soft.jsonl",
+        tmp_path / "sub" / ".." / "log.jsonl",
+    ):
         assert main(["validate", "-o", str(out), str(LOGS / "p2-ok.jsonl"), str(p)]) == 2
         one_line_error(capsys)
     assert p.read_bytes() == data
@@ -82,8 +87,9 @@ def test_a_report_beside_the_input_is_written(tmp_path, capsys):
 # ----- every cited line names its writer -------------------------------------------------------
 def test_every_step_that_cites_a_line_names_the_writer_of_that_line():
     for p in sorted(LOGS.glob("*-bad.jsonl")):
-        writers = {n: json.loads(line)["writer"]
-                   for n, line in enumerate(p.read_text().splitlines(), 1)}
+        writers = {
+            n: json.loads(line)["writer"] for n, line in enumerate(p.read_text().splitlines(), 1)
+        }
         for f in validate([str(p)]).findings:
             for s in f.steps:
                 if s.line:
@@ -92,9 +98,10 @@ def test_every_step_that_cites_a_line_names_the_writer_of_that_line():
 
 def test_mermaid_draws_no_anonymous_log_participant_for_cited_lines():
     from toolcommit.checker.render.findings import render_mermaid
+
     for p in sorted(LOGS.glob("*-bad.jsonl")):
         report = validate([str(p)])
-        if report.findings:    # a design's -bad log conforms without --design: nothing cited
+        if report.findings:  # a design's -bad log conforms without --design: nothing cited
             assert " as log\n" not in render_mermaid(report), p.name
 
 
@@ -102,7 +109,8 @@ def test_mermaid_draws_no_anonymous_log_participant_for_cited_lines():
 _MERMAID_LINE = re.compile(
     r"(%%.*|sequenceDiagram|  title [^\n;#]+|  participant \w+ as [^\n;#]+"
     r"|  rect rgb\(\d+, \d+, \d+\)|  end|  +Note over \w+(,\w+)?: [^\n;#]+"
-    r"|  +\w+--?>>\w+: [^\n;#]+)")
+    r"|  +\w+--?>>\w+: [^\n;#]+)"
+)
 
 
 def assert_one_mermaid_sequence_diagram(text: str) -> None:
@@ -133,16 +141,26 @@ def test_mermaid_output_with_many_findings_is_one_diagram():
         for focus in ((), ("k1",)):
             try:
                 report = validate([str(p)], focus=focus)
-            except Exception:       # k1 not in this log
+            except Exception:  # k1 not in this log
                 continue
             from toolcommit.checker.render.findings import render_mermaid
+
             assert_one_mermaid_sequence_diagram(render_mermaid(report))
 
 
 # ----- the headline counts every finding, listed or not ----------------------------------------
 def _accepted(key: str, seq: int) -> dict:
-    return {"type": "proposal", "writer": "w1", "seq": seq, "call_id": key, "tool": "refund",
-            "args": {"n": key}, "scope": "u", "key": key, "decision": "accepted"}
+    return {
+        "type": "proposal",
+        "writer": "w1",
+        "seq": seq,
+        "call_id": key,
+        "tool": "refund",
+        "args": {"n": key},
+        "scope": "u",
+        "key": key,
+        "decision": "accepted",
+    }
 
 
 def _move(key: str, seq: int, frm: str, to: str) -> dict:
@@ -153,27 +171,37 @@ def test_the_headline_gives_true_totals_when_findings_beyond_the_cap_are_not_lis
     from toolcommit.checker.logs.conformance import check
     from toolcommit.checker.logs.findings import MAX_PER_PROPERTY
     from toolcommit.checker.render.findings import render_text
+
     evs, seq = [], 0
     for i in range(3 * MAX_PER_PROPERTY):
-        evs += [_accepted(f"k{i}", seq + 1), _move(f"k{i}", seq + 2, "PROPOSED", "RECORDED"),
-                _move(f"k{i}", seq + 3, "RECORDED", "ACKED")]
+        evs += [
+            _accepted(f"k{i}", seq + 1),
+            _move(f"k{i}", seq + 2, "PROPOSED", "RECORDED"),
+            _move(f"k{i}", seq + 3, "RECORDED", "ACKED"),
+        ]
         seq += 3
     report = check(evs)
     assert len(report.findings) == MAX_PER_PROPERTY and report.dropped == 2 * MAX_PER_PROPERTY
     head = render_text(report).splitlines()[0]
-    assert head.startswith(f"VIOLATES: {3 * MAX_PER_PROPERTY} certain, 0 possible finding(s) "
-                           f"({2 * MAX_PER_PROPERTY} not listed")
+    assert head.startswith(
+        f"VIOLATES: {3 * MAX_PER_PROPERTY} certain, 0 possible finding(s) "
+        f"({2 * MAX_PER_PROPERTY} not listed"
+    )
 
 
 def test_the_cap_lists_the_least_keys_whatever_order_the_findings_came_in():
     from toolcommit.checker.logs.conformance import check
     from toolcommit.checker.logs.findings import MAX_PER_PROPERTY
+
     keys = [f"k{i:05d}" for i in range(MAX_PER_PROPERTY + 50)]
     for order in (keys, keys[::-1], keys[1::2] + keys[::2]):
         evs, seq = [], 0
         for k in order:
-            evs += [_accepted(k, seq + 1), _move(k, seq + 2, "PROPOSED", "RECORDED"),
-                    _move(k, seq + 3, "RECORDED", "ACKED")]
+            evs += [
+                _accepted(k, seq + 1),
+                _move(k, seq + 2, "PROPOSED", "RECORDED"),
+                _move(k, seq + 3, "RECORDED", "ACKED"),
+            ]
             seq += 3
         report = check(evs)
         assert [f.key for f in report.findings] == keys[:MAX_PER_PROPERTY]
@@ -183,10 +211,11 @@ def test_the_cap_lists_the_least_keys_whatever_order_the_findings_came_in():
 def test_a_certain_finding_beyond_the_cap_still_makes_the_log_violate():
     from toolcommit.checker.logs.conformance import check
     from toolcommit.checker.logs.findings import MAX_PER_PROPERTY
+
     evs, seq = [], 0
     for i in range(MAX_PER_PROPERTY):
         evs += [_accepted(f"k{i}", seq + 1), _move(f"k{i}", seq + 2, "RECORDED", "DISPATCHED")]
-        seq += 3          # a line lost each time: every 'never reached' move is only possible
+        seq += 3  # a line lost each time: every 'never reached' move is only possible
     # no edge, on a key after every other one: the cap lists the least keys
     evs += [_accepted("zz-bad", seq + 1), _move("zz-bad", seq + 2, "RECORDED", "ACKED")]
     report = check(evs)
@@ -196,10 +225,12 @@ def test_a_certain_finding_beyond_the_cap_still_makes_the_log_violate():
 
 # ----- validate starts without the model checker's solvers -------------------------------------
 def test_validate_imports_neither_z3_nor_networkx():
-    code = ("import sys\n"
-            "from toolcommit.checker.cli import main\n"
-            f"assert main(['validate', {str(LOGS / 'i1-ok.jsonl')!r}]) == 0\n"
-            "print(sorted({m.split('.')[0] for m in sys.modules} & {'z3', 'networkx'}))\n")
+    code = (
+        "import sys\n"
+        "from toolcommit.checker.cli import main\n"
+        f"assert main(['validate', {str(LOGS / 'i1-ok.jsonl')!r}]) == 0\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'z3', 'networkx'}))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout
 
@@ -211,14 +242,16 @@ def _summary(report):
 
 def test_reordering_zombie_bad_across_writers_keeps_fence_and_invents_no_legal():
     from toolcommit.checker.logs.conformance import check
+
     evs = [json.loads(line) for line in (LOGS / "zombie-bad.jsonl").read_text().splitlines()]
-    w1_ack = evs.pop(7)                      # w1's DISPATCHED -> ACKED, moved before w2's lines
+    w1_ack = evs.pop(7)  # w1's DISPATCHED -> ACKED, moved before w2's lines
     assert (w1_ack["writer"], w1_ack["to"]) == ("w1", "ACKED")
     reordered = evs[:3] + [w1_ack] + evs[3:]
     base, moved = check(evs + [w1_ack]), check(reordered)
     assert "FENCE" in {f.property for f in moved.findings}
-    assert not any(f.property == "LEGAL" and "never reached" in f.explanation
-                   for f in moved.findings)
+    assert not any(
+        f.property == "LEGAL" and "never reached" in f.explanation for f in moved.findings
+    )
     assert _summary(moved) == _summary(base)
 
 
@@ -231,17 +264,19 @@ def _takeover_log() -> list[dict]:
 
 def test_a_lost_first_line_of_a_writer_is_a_gap():
     from toolcommit.checker.logs.conformance import check
+
     evs = _takeover_log()
     first = next(i for i, e in enumerate(evs) if e["writer"] == "w2")
-    report = check(evs[:first] + evs[first + 1:])
+    report = check(evs[:first] + evs[first + 1 :])
     assert report.verdict.value == "INCONCLUSIVE"
     assert any(f.property == "SEQ_GAP" and f.key == "w2" for f in report.findings)
 
 
 def test_a_lost_proposal_is_inconclusive():
     from toolcommit.checker.logs.conformance import check
+
     evs = [e for e in _takeover_log() if e["type"] != "proposal"]
-    for e in evs:                     # renumbered: no gap shows the loss
+    for e in evs:  # renumbered: no gap shows the loss
         if e["writer"] == "w1":
             e["seq"] -= 1
     report = check(evs)
@@ -251,7 +286,10 @@ def test_a_lost_proposal_is_inconclusive():
 
 def test_a_move_from_a_state_whose_entering_line_was_lost_is_possible_not_certain():
     from toolcommit.checker.logs.conformance import check
+
     evs = _takeover_log()
     last_w1 = max(i for i, e in enumerate(evs) if e["writer"] == "w1")
-    report = check(evs[:last_w1] + evs[last_w1 + 1:])   # w1's last line: no gap can show it
-    assert report.verdict.value == "INCONCLUSIVE", [(f.property, f.certainty) for f in report.findings]
+    report = check(evs[:last_w1] + evs[last_w1 + 1 :])  # w1's last line: no gap can show it
+    assert report.verdict.value == "INCONCLUSIVE", [
+        (f.property, f.certainty) for f in report.findings
+    ]

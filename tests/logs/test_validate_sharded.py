@@ -2,6 +2,7 @@
 process's report, byte for byte, in every format, with the same exit code, error and
 warnings: on every fixture, every kind of bad line, intents spread over shards (the
 fixup), focus keys, several files and findings beyond the cap."""
+
 import gzip
 import json
 from pathlib import Path
@@ -48,8 +49,9 @@ def test_sharding_gives_the_same_report_on_every_fixture_in_every_format(path, j
 
 @pytest.mark.parametrize("jobs", [2, pytest.param(3, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", sorted(BAD))
-def test_sharding_gives_the_same_error_or_warning_for_every_bad_line_kind(name, jobs, tmp_path,
-                                                                          capsys):
+def test_sharding_gives_the_same_error_or_warning_for_every_bad_line_kind(
+    name, jobs, tmp_path, capsys
+):
     p = tmp_path / f"{name}.jsonl"
     p.write_bytes(BAD[name])
     same_with_shards(["validate", str(p), "--max-line-bytes", "200"], capsys, jobs=(jobs,))
@@ -57,11 +59,18 @@ def test_sharding_gives_the_same_error_or_warning_for_every_bad_line_kind(name, 
 
 def test_an_intent_whose_keys_sit_on_two_shards_is_judged_whole(tmp_path, capsys, monkeypatch):
     a, b = keys_on_different_shards()
-    evs = [proposal(a, 1, 20), move(a, 2, "PROPOSED", "RECORDED"),
-           proposal(b, 3, 20.0), move(b, 4, "PROPOSED", "RECORDED"),
-           move(a, 5, "RECORDED", "DISPATCHED"), move(b, 6, "RECORDED", "DISPATCHED"),
-           effect(a, 1, 20), effect(b, 2, 20.0),
-           move(a, 7, "DISPATCHED", "ACKED"), move(b, 8, "DISPATCHED", "ACKED")]
+    evs = [
+        proposal(a, 1, 20),
+        move(a, 2, "PROPOSED", "RECORDED"),
+        proposal(b, 3, 20.0),
+        move(b, 4, "PROPOSED", "RECORDED"),
+        move(a, 5, "RECORDED", "DISPATCHED"),
+        move(b, 6, "RECORDED", "DISPATCHED"),
+        effect(a, 1, 20),
+        effect(b, 2, 20.0),
+        move(a, 7, "DISPATCHED", "ACKED"),
+        move(b, 8, "DISPATCHED", "ACKED"),
+    ]
     p = tmp_path / "canon.jsonl"
     p.write_text(events_to_jsonl(evs))
     handed = []
@@ -74,17 +83,29 @@ def test_an_intent_whose_keys_sit_on_two_shards_is_judged_whole(tmp_path, capsys
 
     monkeypatch.setattr(pool, "coordinate", spy)
     code, out, _ = same_with_shards(["validate", str(p), "--format", "json"], capsys)
-    assert handed == [True]                          # the fixup shard judged the intent
+    assert handed == [True]  # the fixup shard judged the intent
     assert code == 1 and {f["property"] for f in json.loads(out)["findings"]} >= {"CANON", "I1"}
     same_with_shards(["validate", str(p), "--key", a, "--format", "mermaid"], capsys)
 
 
 def test_an_effect_named_by_its_idempotency_key_on_another_shard_is_not_an_orphan(tmp_path, capsys):
     a, b = keys_on_different_shards()
-    evs = [proposal(a, 1, 5), move(a, 2, "PROPOSED", "RECORDED"),
-           move(a, 3, "RECORDED", "DISPATCHED"), move(a, 4, "DISPATCHED", "ACKED"),
-           {"type": "effect", "writer": "bank", "seq": 1, "idempotency_key": b, "tool": "refund",
-            "args": {"amount": 5}, "scope": "u", "kind": "apply"}]
+    evs = [
+        proposal(a, 1, 5),
+        move(a, 2, "PROPOSED", "RECORDED"),
+        move(a, 3, "RECORDED", "DISPATCHED"),
+        move(a, 4, "DISPATCHED", "ACKED"),
+        {
+            "type": "effect",
+            "writer": "bank",
+            "seq": 1,
+            "idempotency_key": b,
+            "tool": "refund",
+            "args": {"amount": 5},
+            "scope": "u",
+            "kind": "apply",
+        },
+    ]
     p = tmp_path / "idem.jsonl"
     p.write_text(events_to_jsonl(evs))
     same_with_shards(["validate", str(p), "--format", "json"], capsys, jobs=(2, 3))
@@ -111,9 +132,12 @@ def test_findings_beyond_the_cap_list_the_same_keys(tmp_path, capsys):
     evs, seq = [], 0
     for i in range(MAX_PER_PROPERTY + 40):
         k = f"k{(i * 7919) % 5000:05d}"
-        evs += [proposal(k, seq + 1, i), move(k, seq + 2, "PROPOSED", "RECORDED"),
-                move(k, seq + 3, "RECORDED", "ACKED")]
-        seq += 4                   # a lost line each time: SEQ_GAP, and LEGAL on every key
+        evs += [
+            proposal(k, seq + 1, i),
+            move(k, seq + 2, "PROPOSED", "RECORDED"),
+            move(k, seq + 3, "RECORDED", "ACKED"),
+        ]
+        seq += 4  # a lost line each time: SEQ_GAP, and LEGAL on every key
     p = tmp_path / "many.jsonl"
     p.write_text(events_to_jsonl(evs))
     code, out, _ = same_with_shards(["validate", str(p), "--format", "json"], capsys, jobs=(2, 3))
@@ -122,7 +146,7 @@ def test_findings_beyond_the_cap_list_the_same_keys(tmp_path, capsys):
 
 def test_a_bad_line_after_an_uncanonical_call_on_another_shard_reports_the_first(tmp_path, capsys):
     a, b = keys_on_different_shards()
-    odd = dict(proposal(b, 2, 1), args={"amount": 1, " amount": 2})   # no canonical form
+    odd = dict(proposal(b, 2, 1), args={"amount": 1, " amount": 2})  # no canonical form
     lines = events_to_jsonl([proposal(a, 1, 1), odd]) + '{"type": "crash",, }\n'
     p = tmp_path / "two.jsonl"
     p.write_text(lines)
@@ -141,12 +165,14 @@ def test_any_number_of_stably_routed_shards_gives_the_same_report(path):
     for jobs in (2, 4, 7):
         report = in_process([str(path)], jobs)
         code = EXIT_CODES[report.verdict]
-        assert {f: r(report, code) for f, r in RENDERERS.items()} == \
-            {f: r(single, code) for f, r in RENDERERS.items()}, jobs
+        assert {f: r(report, code) for f, r in RENDERERS.items()} == {
+            f: r(single, code) for f, r in RENDERERS.items()
+        }, jobs
 
 
 def test_a_log_that_grows_while_the_shards_read_it_is_refused_not_misjudged(tmp_path):
     from toolcommit.model.errors import InputError
+
     p = tmp_path / "growing.jsonl"
     p.write_bytes((FIXTURES / "p4-ok.jsonl").read_bytes())
 

@@ -1,5 +1,6 @@
 """The stdlib JSON decoder path (neither msgspec nor orjson) gives the same verdicts, and
 hostile nesting is still one clear line."""
+
 import json
 from pathlib import Path
 
@@ -29,7 +30,9 @@ def test_stdlib_decoder_gives_the_same_verdict(path, capsys, monkeypatch):
 
 def test_deep_nesting_with_the_stdlib_decoder_is_one_clear_line(tmp_path, capsys, stdlib_decoder):
     p = tmp_path / "deep.jsonl"
-    p.write_bytes(b'{"type":"crash","writer":"w","seq":1,"x":' + b"[" * 100000 + b"]" * 100000 + b"}\n")
+    p.write_bytes(
+        b'{"type":"crash","writer":"w","seq":1,"x":' + b"[" * 100000 + b"]" * 100000 + b"}\n"
+    )
     assert main(["validate", str(p)]) == 2
     err = capsys.readouterr().err
     assert "nested deeper than 64" in err and "Traceback" not in err and f"{p}:1:" in err

@@ -1,6 +1,7 @@
 """The three readings PROTOCOL.md fixes (Properties, "Three readings"), each asserted of the
 states the engine reaches: what *settled* means, that a give-up does not excuse an extra
 effect, and that an error response re-asks the model only when it made the record UNKNOWN."""
+
 from functools import lru_cache
 
 from toolcommit.checker.engines.base import Limits
@@ -22,14 +23,19 @@ def test_settled_needs_no_request_on_its_way_and_no_half_inserted_proposal():
     system, states = reached("naive+on_unknown=dead_letter", "give_up_retry")
     recs = [v.name for v in system.variables if v.family == "rec"]
     msgs = [v.name for v in system.variables if v.family == "msg"]
-    parked_in_flight = [s for s in states
-                        if all(system.var(r).show(s[r]) in ("PROPOSED", "DEAD_LETTER", "ACKED")
-                               for r in recs)
-                        and any(system.var(m).show(s[m]) in ("INFLIGHT", "DELAYED") for m in msgs)]
+    parked_in_flight = [
+        s
+        for s in states
+        if all(system.var(r).show(s[r]) in ("PROPOSED", "DEAD_LETTER", "ACKED") for r in recs)
+        and any(system.var(m).show(s[m]) in ("INFLIGHT", "DELAYED") for m in msgs)
+    ]
     assert parked_in_flight, "the instance reaches a parked record with its request still out"
     assert not any(evaluate(system.done, s) for s in parked_in_flight)
-    checks = [s for s in states if any(system.var(p).show(s[p]) == "PROPOSED"
-                                       for p in s if p.startswith("prop."))]
+    checks = [
+        s
+        for s in states
+        if any(system.var(p).show(s[p]) == "PROPOSED" for p in s if p.startswith("prop."))
+    ]
     assert checks and not any(evaluate(system.done, s) for s in checks)
 
 
@@ -37,8 +43,13 @@ def test_a_give_up_beside_a_duplicate_is_no_visible_give_up():
     system, states = reached("recommended+provider_fences=no", "give_up_retry")
     applied = [v.name for v in system.variables if v.family == "applied"]
     recs = [v.name for v in system.variables if v.family == "rec"]
-    both = [s for s in states if system.fault_only(s) and sum(s[a] for a in applied) >= 2
-            and any(system.var(r).show(s[r]) == "DEAD_LETTER" for r in recs)]
+    both = [
+        s
+        for s in states
+        if system.fault_only(s)
+        and sum(s[a] for a in applied) >= 2
+        and any(system.var(r).show(s[r]) == "DEAD_LETTER" for r in recs)
+    ]
     assert both, "an end state with a parked record and two refunds is reachable"
     assert not any(evaluate(system.ends["FULFIL"], s) for s in both)
     assert all(not evaluate(system.invariants["I1"], s) for s in both)
@@ -53,8 +64,10 @@ def test_an_error_re_asks_the_model_only_when_it_made_the_record_unknown():
                 continue
             t = system.step(a, s)
             rec = f"rec.{a.params['key']}"
-            made_unknown = (system.var(rec).show(s[rec]) == "DISPATCHED"
-                            and system.var(rec).show(t[rec]) == "UNKNOWN")
+            made_unknown = (
+                system.var(rec).show(s[rec]) == "DISPATCHED"
+                and system.var(rec).show(t[rec]) == "UNKNOWN"
+            )
             seen["unknown" if made_unknown else "other"] += 1
             if not made_unknown:
                 assert t["retry_ok"] == s["retry_ok"] and t[rec] == s[rec], a.label()

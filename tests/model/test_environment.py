@@ -1,6 +1,7 @@
 """Environment profiles: data with sources, resolved into assumptions and budgets; every
 real-system fault fires in some instance of the profile that enables it, and `ideal`
 changes nothing."""
+
 import pytest
 
 from toolcommit.checker.engines.base import Limits
@@ -43,8 +44,9 @@ def recommended_in(env):
 @pytest.mark.parametrize("action", sorted(FIRES))
 def test_every_real_system_fault_fires_in_the_profile_that_enables_it(action):
     env, name, knobs = FIRES[action]
-    _, ex = run_instance(recommended_in(env).with_knobs(knobs), instance_in(instance(name), env),
-                         Limits())
+    _, ex = run_instance(
+        recommended_in(env).with_knobs(knobs), instance_in(instance(name), env), Limits()
+    )
     assert ex.complete and ex.fired.get(action, 0) > 0, (action, env, name)
 
 
@@ -56,15 +58,22 @@ def test_every_environment_fault_budget_is_covered_and_names_a_fault_action():
 
 
 def test_the_saved_error_is_replayed_for_the_same_key():
-    _, ex = run_instance(recommended_in("stripe").with_knobs({"on_unknown": "blind_retry"}),
-                         instance_in(instance("ack_loss"), "stripe"), Limits())
+    _, ex = run_instance(
+        recommended_in("stripe").with_knobs({"on_unknown": "blind_retry"}),
+        instance_in(instance("ack_loss"), "stripe"),
+        Limits(),
+    )
     c = ex.compiled
-    replays = [a for a in c.system.actions
-               if a.name == "deliver" and a.params.get("outcome") == "replays the saved error"]
+    replays = [
+        a
+        for a in c.system.actions
+        if a.name == "deliver" and a.params.get("outcome") == "replays the saved error"
+    ]
     assert replays
     assert ex.fired["deliver"] > 0
     # the replay action's guard holds in some reachable state
     from toolcommit.model.expr import evaluate
+
     assert any(evaluate(a.guard, c.unpack(s)) for s in ex.states for a in replays)
 
 
@@ -90,7 +99,10 @@ def test_a_profile_sets_assumptions_and_budgets_and_set_still_wins():
     assert c.env == "stripe" and c.assumptions["provider_fences"] == "no"
     assert c.label() == "recommended@stripe"
     d = c.with_knobs({"provider_fences": "yes"})
-    assert d.assumptions["provider_fences"] == "yes" and d.label() == "recommended+provider_fences=yes@stripe"
+    assert (
+        d.assumptions["provider_fences"] == "yes"
+        and d.label() == "recommended+provider_fences=yes@stripe"
+    )
     assert from_label(d.label()) == d
     inst = instance_in(instance("ack_loss"), "stripe")
     assert inst.faults["key_expiries"] == 1 and inst.faults["ack_losses"] == 1
@@ -120,8 +132,11 @@ def test_a_stale_absent_search_then_the_users_re_ask_duplicates_the_refund_under
 
 
 def test_the_seal_as_a_message_keeps_i1_and_fence_on_a_fenced_store():
-    r = check_instance(recommended_in("fenced-store"),
-                       instance_in(instance("zombie"), "fenced-store"), ["I1", "FENCE", "FULFIL"])
+    r = check_instance(
+        recommended_in("fenced-store"),
+        instance_in(instance("zombie"), "fenced-store"),
+        ["I1", "FENCE", "FULFIL"],
+    )
     assert {v.status for v in r.verdicts} == {Status.HOLDS}
 
 
@@ -129,14 +144,19 @@ def test_reading_status_before_the_seal_lands_is_what_the_wait_prevents():
     """Without the wait (the seal atomic, as `ideal` assumes) the same store is safe too;
     with a lost seal and no wait the stale request could land after the read: the model
     makes the read wait, and the coverage above shows the seal really is lost and re-sent."""
-    system = build(recommended_in("fenced-store"), instance_in(instance("ack_loss"), "fenced-store"))
+    system = build(
+        recommended_in("fenced-store"), instance_in(instance("ack_loss"), "fenced-store")
+    )
     reads = [a for a in system.actions if a.name == "read_status"]
     assert reads and all("seal." in str(a.guard) for a in reads)
 
 
 def test_failover_losing_an_accepted_record_leaves_the_intent_unfulfilled():
-    r = check_instance(recommended_in("async-log"), instance_in(instance("ack_loss"), "async-log"),
-                       ["FULFIL", "I1"])
+    r = check_instance(
+        recommended_in("async-log"),
+        instance_in(instance("ack_loss"), "async-log"),
+        ["FULFIL", "I1"],
+    )
     by = {v.property: v for v in r.verdicts}
     assert by["I1"].status is Status.HOLDS
     assert by["FULFIL"].status is Status.VIOLATED

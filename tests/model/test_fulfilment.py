@@ -1,5 +1,6 @@
 """FULFIL: every intent ends applied exactly once or visibly given up; a design cannot keep
 I1 by refusing the user forever."""
+
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.verify.check import check_instance
 from toolcommit.model.instance import instance
@@ -13,6 +14,7 @@ def verdicts(config, name, props=("I1", "FULFIL")):
 
 def test_fulfilment_is_a_graph_property_reported_beside_i1():
     from toolcommit.model.properties import all_names
+
     assert prop("FULFIL").kind == "graph" and prop("FULFIL").reads == "unfulfilled_end"
     assert all_names()[:2] == ("I1", "FULFIL")
 
@@ -23,8 +25,8 @@ def test_epoch_none_keeps_i1_by_refusing_the_users_re_ask_and_fails_fulfilment()
     v = by["FULFIL"]
     assert v.status is Status.VIOLATED
     last = v.counterexample.steps[-1].state
-    assert last["prop.t5"] == 3            # REJECTED_DUPLICATE: the re-ask was refused
-    assert last["applied.k0"] == 0 and last["rec.k0"] == 7   # nothing applied, DEAD_LETTER
+    assert last["prop.t5"] == 3  # REJECTED_DUPLICATE: the re-ask was refused
+    assert last["applied.k0"] == 0 and last["rec.k0"] == 7  # nothing applied, DEAD_LETTER
 
 
 def test_the_recommended_design_honours_the_re_ask_in_the_next_epoch():
@@ -33,8 +35,9 @@ def test_the_recommended_design_honours_the_re_ask_in_the_next_epoch():
 
 
 def test_a_record_nobody_resumes_after_a_crash_leaves_the_intent_unfulfilled():
-    by = verdicts(preset("recommended").with_knobs({"on_restart": "replay_chat"}),
-                  "crash_before_dispatch")
+    by = verdicts(
+        preset("recommended").with_knobs({"on_restart": "replay_chat"}), "crash_before_dispatch"
+    )
     assert by["FULFIL"].status is Status.VIOLATED
 
 

@@ -1,4 +1,5 @@
 """What the three presets do on the failure classes: claims about the protocol itself."""
+
 import pytest
 
 from toolcommit.checker.engines.base import Limits
@@ -12,10 +13,19 @@ from toolcommit.model.knobs import preset
 from toolcommit.spec import protocol
 
 CLASS_BREAKS = {  # failure class -> the property the naive preset breaks first
-    "ack_loss": "I1", "crash_before_dispatch": "PROGRESS", "reorder": "I1",
-    "provider_non_idempotent": "I1", "transport_retry": "I1", "prompt_revision": "I1",
-    "duplicate_call_id": "I1", "zombie": "I1", "cancel": "P3", "paraphrase": "I1",
-    "give_up_retry": "I1", "two_intents": "I1", "reask_in_doubt": "I1",
+    "ack_loss": "I1",
+    "crash_before_dispatch": "PROGRESS",
+    "reorder": "I1",
+    "provider_non_idempotent": "I1",
+    "transport_retry": "I1",
+    "prompt_revision": "I1",
+    "duplicate_call_id": "I1",
+    "zombie": "I1",
+    "cancel": "P3",
+    "paraphrase": "I1",
+    "give_up_retry": "I1",
+    "two_intents": "I1",
+    "reask_in_doubt": "I1",
 }
 
 
@@ -56,27 +66,27 @@ def test_recommended_default_instance_has_the_faults_the_issue_asks_for():
 
 SEED_FLAWS = [  # (instance, property): how the article's fixture (tool_commit_sim.py, article
     # lines 51-118) falls short of its own design; tests/model/test_seed_fixture.py pins each line
-    ("ack_loss", "P2"),      # line 91: reconcile writes ACKED straight from UNKNOWN ...
-    ("ack_loss", "LEGAL"),   # ... an edge its own state machine (lines 39-43) does not have
+    ("ack_loss", "P2"),  # line 91: reconcile writes ACKED straight from UNKNOWN ...
+    ("ack_loss", "LEGAL"),  # ... an edge its own state machine (lines 39-43) does not have
     ("ack_loss", "DEADLOCK"),  # lines 94/112: execute's "ok" is never written: DISPATCHED forever
     ("transport_retry", "PROGRESS"),  # ... so without a fault no run ever settles
     ("provider_non_idempotent", "I1"),  # line 91: absent -> RECORDED -> dispatched again
-    ("reorder", "LEGAL"),    # lines 81/84: check, then insert: a 2nd insert overwrites DISPATCHED
-    ("reorder", "FENCE"),    # line 86: the fence is counted but never sent: the stale request lands
+    ("reorder", "LEGAL"),  # lines 81/84: check, then insert: a 2nd insert overwrites DISPATCHED
+    ("reorder", "FENCE"),  # line 86: the fence is counted but never sent: the stale request lands
     ("crash_before_dispatch", "LEGAL"),  # line 109: the restart writes DISPATCHED back to RECORDED
     ("crash_before_dispatch", "FENCE"),  # lines 109-110: ... and the rolled-back request lands
     ("crash_before_dispatch", "P4"),  # lines 108-110 run on restart only: a wipe resumes nothing
-    ("cancel", "P3"),        # lines 76-94: no cancel API: the user's cancel reaches nothing
-    ("paraphrase", "I1"),    # line 61: literal json.dumps: 20 and 20.0 are two intents
+    ("cancel", "P3"),  # lines 76-94: no cancel API: the user's cancel reaches nothing
+    ("paraphrase", "I1"),  # line 61: literal json.dumps: 20 and 20.0 are two intents
     ("prompt_revision", "I1"),  # line 61: no canonicalizer version, no conflict detection
     ("two_intents", "FULFIL"),  # line 98: scope "user:42:checkout:7": a 2nd refund is a duplicate
 ]
 
 SEED_HOLDS = [  # (instance, property): what the fixture does get right, on the same lines
-    ("transport_retry", "I1"),        # line 71: the provider answers a known key's saved "ok"
+    ("transport_retry", "I1"),  # line 71: the provider answers a known key's saved "ok"
     ("crash_before_dispatch", "I1"),  # line 93: the re-dispatch carries the same semantic key
     ("crash_before_dispatch", "FULFIL"),  # lines 108-110: the restart resumes the record
-    ("cancel", "LEGAL"),     # no cancel API: REJECTED_CONFLICT is never written, nor left
+    ("cancel", "LEGAL"),  # no cancel API: REJECTED_CONFLICT is never written, nor left
 ]
 
 
@@ -113,17 +123,18 @@ WHERE_IT_MATTERS = {"idempotency_key": "stripe", "status_via": "stripe"}
 def test_turning_one_recommended_knob_back_to_naive_yields_a_counterexample(knob, option):
     names = [n for n in suite_names() if n != "default"]
     base = preset("recommended")
-    if knob in WHERE_IT_MATTERS:    # provider_non_idempotent is no Stripe world: keys are honoured
+    if knob in WHERE_IT_MATTERS:  # provider_non_idempotent is no Stripe world: keys are honoured
         names.remove("provider_non_idempotent")
         base = configure(base, WHERE_IT_MATTERS[knob]).with_knobs(
-            {"on_unknown": "replay_then_reconcile"})
+            {"on_unknown": "replay_then_reconcile"}
+        )
     config = base.with_knobs({knob: option})
-    for inst in resolve_instances(names, {}):     # the first instance that breaks is enough
+    for inst in resolve_instances(names, {}):  # the first instance that breaks is enough
         r = check_instance(config, instance_in(inst, base.env))
         violated = [v for v in r.verdicts if v.status is Status.VIOLATED]
         if violated:
             break
-    else:                                         # then only model independence can
+    else:  # then only model independence can
         p5 = check_p5(config)
         violated = [p5] if p5.status is Status.VIOLATED else []
     assert violated, f"{knob}={option} changes nothing"
@@ -131,7 +142,11 @@ def test_turning_one_recommended_knob_back_to_naive_yields_a_counterexample(knob
 
 
 def test_a_state_limit_gives_unknown_not_holds():
-    r = check_instance(preset("recommended"), instance("default"), ["I1", "PROGRESS"],
-                       limits=Limits(max_states=500))
+    r = check_instance(
+        preset("recommended"),
+        instance("default"),
+        ["I1", "PROGRESS"],
+        limits=Limits(max_states=500),
+    )
     assert {v.status for v in r.verdicts} == {Status.UNKNOWN}
     assert all("no violation up to depth" in v.reason for v in r.verdicts)

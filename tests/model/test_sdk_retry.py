@@ -2,6 +2,7 @@
 `_should_retry` does, after no answer (a connection error, a timeout: the ack lost) and after
 an error answer (a 409, a 5xx) before the call returns it; never after a received 2xx, nor
 once the call has returned its answer to the runtime."""
+
 from toolcommit.checker.engines.base import Limits
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.verify.check import check_instance, run_instance
@@ -37,8 +38,11 @@ def test_the_sdk_re_sends_an_error_answer_before_the_call_returns_it():
     inst = instance("transport_retry").with_bounds({"ack_losses": 0, "errors_after": 1})
     v = check_instance(preset("naive"), inst, ["I1"]).verdicts[0]
     assert v.status is Status.VIOLATED
-    assert [s.action for s in v.counterexample.steps][-3:] == ["fail_after_apply", "redeliver",
-                                                                "deliver"]
+    assert [s.action for s in v.counterexample.steps][-3:] == [
+        "fail_after_apply",
+        "redeliver",
+        "deliver",
+    ]
 
 
 def test_the_sdk_never_re_sends_a_received_answer():
@@ -53,5 +57,6 @@ def test_the_sdk_never_re_sends_a_received_answer():
 def test_an_sdk_retry_fires_only_from_a_missed_or_error_answer_under_stripe():
     inst = instance("provider_non_idempotent").with_bounds({"errors_after": 1})
     cfg = configure(preset("recommended"), "stripe").with_knobs(
-        {"sdk_retries": "on", "provider_idempotent": "yes"})
+        {"sdk_retries": "on", "provider_idempotent": "yes"}
+    )
     assert _redeliver_sources(cfg, inst) == {"LOST", "ERR"}

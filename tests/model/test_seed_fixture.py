@@ -6,6 +6,7 @@ can reach (states explored by the explicit engine, transitions stepped from them
 can never reach, and what it never does. The fixture's `System` is the subject; its `run()`
 is a harness whose three runs (line 117) are replayed as traces at the end.
 """
+
 from functools import lru_cache
 
 import pytest
@@ -28,10 +29,11 @@ WRITTEN = {"PROPOSED", "RECORDED", "DISPATCHED", "UNKNOWN", "ACKED"}
 # Python; the combined `default` instance has about 0.9 million states).
 CLASSES = [n for n in suite_names() if n != "default"]
 # The fixture's first call, as a model trace: propose (check, then insert) and dispatch.
-T1 = [("check", {"call": "t1", "proposal": "t1", "worker": "w0", "key": "k0",
-                 "decision": "absent"}),
-      ("insert", {"call": "t1", "proposal": "t1", "worker": "w0", "key": "k0"}),
-      ("dispatch", {"key": "k0", "worker": "w0", "fence": "1"})]
+T1 = [
+    ("check", {"call": "t1", "proposal": "t1", "worker": "w0", "key": "k0", "decision": "absent"}),
+    ("insert", {"call": "t1", "proposal": "t1", "worker": "w0", "key": "k0"}),
+    ("dispatch", {"key": "k0", "worker": "w0", "fence": "1"}),
+]
 
 
 @lru_cache(maxsize=None)
@@ -137,21 +139,33 @@ def test_a_duplicate_is_refused_and_its_record_left_unchanged():
                 seen.add(show(system, before, rec))
                 changed = {v for v in before if before[v] != after[v]}
                 assert changed == {f"prop.{a.params['proposal']}"}, a.label()
-    assert seen == {"RECORDED", "DISPATCHED", "ACKED", "UNKNOWN"}    # RECONCILING: never reached
+    assert seen == {"RECORDED", "DISPATCHED", "ACKED", "UNKNOWN"}  # RECONCILING: never reached
 
 
 def test_a_re_ask_after_acked_is_refused():
     """article line 81: ACKED is in the duplicate set: once the record is ACKED every later
     proposal of the key is refused (the fixture's m2 after an ack loss, line 99)."""
     system = build(SEED, instance("ack_loss"))
-    state = replay(system, T1 + [
-        ("deliver", {"key": "k0", "fence": "1", "outcome": "applied"}),
-        ("lose_ack", {"key": "k0", "fence": "1"}),
-        ("timeout", {"key": "k0", "worker": "w0", "fence": "1"}),
-        ("read_status", {"key": "k0", "worker": "w0", "from": "UNKNOWN"}),
-        ("propose", {"call": "t2", "proposal": "t2", "worker": "w0", "key": "k0",
-                     "decision": "duplicate"}),
-    ])
+    state = replay(
+        system,
+        T1
+        + [
+            ("deliver", {"key": "k0", "fence": "1", "outcome": "applied"}),
+            ("lose_ack", {"key": "k0", "fence": "1"}),
+            ("timeout", {"key": "k0", "worker": "w0", "fence": "1"}),
+            ("read_status", {"key": "k0", "worker": "w0", "from": "UNKNOWN"}),
+            (
+                "propose",
+                {
+                    "call": "t2",
+                    "proposal": "t2",
+                    "worker": "w0",
+                    "key": "k0",
+                    "decision": "duplicate",
+                },
+            ),
+        ],
+    )
     assert show(system, state, "rec.k0") == "ACKED"
     assert show(system, state, "prop.t2") == "REJECTED_DUPLICATE"
 
@@ -163,8 +177,9 @@ def test_a_given_up_record_would_be_overwritten_but_none_is_ever_reached():
     never runs."""
     for name in CLASSES:
         system, _ = explored(name)
-        overwrites = [a for a in system.actions
-                      if a.params.get("decision") == "accepted (overwrites)"]
+        overwrites = [
+            a for a in system.actions if a.params.get("decision") == "accepted (overwrites)"
+        ]
         assert overwrites, name
         fired = {a.label() for a, _, _ in transitions(name)}
         assert not fired & {a.label() for a in overwrites}, name
@@ -199,8 +214,16 @@ def test_seed_never_writes_the_lifecycles_other_moves():
     names = set()
     for name in CLASSES:
         names |= {a.name for a in build(SEED, instance(name)).actions}
-    assert not names & {"retry", "reconcile", "compensate", "dead_letter", "takeover",
-                        "receive_ack", "restart", "expire_lease"}
+    assert not names & {
+        "retry",
+        "reconcile",
+        "compensate",
+        "dead_letter",
+        "takeover",
+        "receive_ack",
+        "restart",
+        "expire_lease",
+    }
 
 
 # ----- dispatch(), lines 85-86 --------------------------------------------------------------
@@ -229,8 +252,9 @@ def test_execute_sends_the_semantic_key_and_the_provider_answers_the_saved_ok():
     self.known[idem]`: a second delivery of the same request is answered, not applied."""
     system, _ = explored("transport_retry")
     assert "seen.k0" in {v.name for v in system.variables}
-    outcomes = {a.params["outcome"] for a, _, _ in transitions("transport_retry")
-                if a.name == "deliver"}
+    outcomes = {
+        a.params["outcome"] for a, _, _ in transitions("transport_retry") if a.name == "deliver"
+    }
     assert outcomes == {"applied", "deduplicated"}
     assert verdict("transport_retry", "I1") is Status.HOLDS
 
@@ -298,10 +322,25 @@ def test_a_memory_wipe_is_not_a_restart_so_nothing_resumes_the_record():
     reads the log for work otherwise, so after a wipe (P4) a RECORDED record stays unowned
     and the model's re-ask is refused as a duplicate (line 81)."""
     system = build(SEED, instance("crash_before_dispatch"), wipe=True)
-    state = replay(system, T1[:2] + [("wipe", {}), ("propose", {
-        "call": "t2", "proposal": "t2", "worker": "w0", "key": "k0", "decision": "duplicate"})])
+    state = replay(
+        system,
+        T1[:2]
+        + [
+            ("wipe", {}),
+            (
+                "propose",
+                {
+                    "call": "t2",
+                    "proposal": "t2",
+                    "worker": "w0",
+                    "key": "k0",
+                    "decision": "duplicate",
+                },
+            ),
+        ],
+    )
     assert show(system, state, "rec.k0") == "RECORDED" and show(system, state, "owner.k0") == "none"
-    assert system.fault_only(state)     # only a crash, then its restart, could resume it
+    assert system.fault_only(state)  # only a crash, then its restart, could resume it
     assert verdict("crash_before_dispatch", "P4") is Status.VIOLATED
 
 
@@ -328,19 +367,38 @@ def test_there_is_no_lease_so_clock_skew_has_nothing_to_expire():
 
 # ----- the fixture's own three runs, lines 96-118 --------------------------------------------
 RUNS = {  # inject -> (instance, steps after T1, m2's proposal, the record's final state)
-    "none": ("reorder", [("deliver", {"key": "k0", "fence": "1", "outcome": "applied"}),
-                         ("discard_ack", {"key": "k0", "worker": "w0", "fence": "1"})],
-             "t2race", "DISPATCHED"),
-    "ack_loss": ("ack_loss", [("deliver", {"key": "k0", "fence": "1", "outcome": "applied"}),
-                              ("lose_ack", {"key": "k0", "fence": "1"}),
-                              ("timeout", {"key": "k0", "worker": "w0", "fence": "1"}),
-                              ("read_status", {"key": "k0", "worker": "w0", "from": "UNKNOWN"})],
-                 "t2", "ACKED"),
-    "crash_before_dispatch": ("crash_before_dispatch", [
-        ("crash", {"worker": "w0"}), ("rollback", {"worker": "w0"}),
-        ("dispatch", {"key": "k0", "worker": "w0", "fence": "2"}),
-        ("deliver", {"key": "k0", "fence": "2", "outcome": "applied"}),
-        ("discard_ack", {"key": "k0", "worker": "w0", "fence": "2"})], "t2", "DISPATCHED"),
+    "none": (
+        "reorder",
+        [
+            ("deliver", {"key": "k0", "fence": "1", "outcome": "applied"}),
+            ("discard_ack", {"key": "k0", "worker": "w0", "fence": "1"}),
+        ],
+        "t2race",
+        "DISPATCHED",
+    ),
+    "ack_loss": (
+        "ack_loss",
+        [
+            ("deliver", {"key": "k0", "fence": "1", "outcome": "applied"}),
+            ("lose_ack", {"key": "k0", "fence": "1"}),
+            ("timeout", {"key": "k0", "worker": "w0", "fence": "1"}),
+            ("read_status", {"key": "k0", "worker": "w0", "from": "UNKNOWN"}),
+        ],
+        "t2",
+        "ACKED",
+    ),
+    "crash_before_dispatch": (
+        "crash_before_dispatch",
+        [
+            ("crash", {"worker": "w0"}),
+            ("rollback", {"worker": "w0"}),
+            ("dispatch", {"key": "k0", "worker": "w0", "fence": "2"}),
+            ("deliver", {"key": "k0", "fence": "2", "outcome": "applied"}),
+            ("discard_ack", {"key": "k0", "worker": "w0", "fence": "2"}),
+        ],
+        "t2",
+        "DISPATCHED",
+    ),
 }
 
 
@@ -354,9 +412,23 @@ def test_the_fixtures_three_runs_end_as_it_prints_them(inject):
     name, steps, m2, final = RUNS[inject]
     system = build(SEED, instance(name))
     m2_call = {"t2race": "t2", "t2": "t2"}[m2]
-    state = replay(system, T1 + steps + [("propose", {"call": m2_call, "proposal": m2,
-                                                      "worker": "w0", "key": "k0",
-                                                      "decision": "duplicate"})])
+    state = replay(
+        system,
+        T1
+        + steps
+        + [
+            (
+                "propose",
+                {
+                    "call": m2_call,
+                    "proposal": m2,
+                    "worker": "w0",
+                    "key": "k0",
+                    "decision": "duplicate",
+                },
+            )
+        ],
+    )
     assert show(system, state, "rec.k0") == final
     assert state["applied.k0"] == 1
     assert show(system, state, "prop.t1") == "RECORDED"

@@ -1,4 +1,5 @@
 """The spec is well-formed data and every name in it is used consistently."""
+
 import networkx as nx
 
 from toolcommit.model.semantics import record_values
@@ -50,6 +51,7 @@ def test_the_models_state_predicates_are_the_tables_invariants_and_monitors():
     from toolcommit.model.knobs import preset
     from toolcommit.model.properties import state_predicates
     from toolcommit.model.semantics import build
+
     system = build(preset("recommended"), instance("default"))
     assert tuple(system.invariants) == state_predicates()
 
@@ -59,6 +61,7 @@ def test_every_monitor_is_a_flag_variable_of_the_model():
     from toolcommit.model.knobs import preset
     from toolcommit.model.properties import monitors
     from toolcommit.model.semantics import build
+
     system = build(preset("naive"), instance("default"))
     for m in monitors():
         assert system.var(m.flag).family == "bad"
@@ -70,30 +73,40 @@ def _built_actions():
     from toolcommit.model.instance import instance, instance_names
     from toolcommit.model.knobs import PRESETS, preset
     from toolcommit.model.semantics import build
+
     for p in PRESETS:
         for name in instance_names():
             for wipe in (False, True):
                 yield from build(preset(p), instance(name), wipe=wipe).actions
-    settings = {**{k.name: k.options for k in protocol().knobs.values()},
-                **{a: spec["options"] for a, spec in protocol().assumptions.items()}}
+    settings = {
+        **{k.name: k.options for k in protocol().knobs.values()},
+        **{a: spec["options"] for a, spec in protocol().assumptions.items()},
+    }
     for knob, options in settings.items():
         for option in options:
-            yield from build(preset("recommended").with_knobs({knob: option}),
-                             instance("default")).actions
+            yield from build(
+                preset("recommended").with_knobs({knob: option}), instance("default")
+            ).actions
     from toolcommit.model.environment import configure, instance_in, names
-    for env in names():     # the profiles' faults, and the clock where keys are pruned
-        cfg = configure(preset("recommended"), env).with_knobs({"on_unknown": "replay_then_reconcile"})
+
+    for env in names():  # the profiles' faults, and the clock where keys are pruned
+        cfg = configure(preset("recommended"), env).with_knobs(
+            {"on_unknown": "replay_then_reconcile"}
+        )
         yield from build(cfg, instance_in(instance("default"), env)).actions
     from toolcommit.model.environment import configure, instance_in
     from toolcommit.model.environment import names as env_names
-    for env in env_names():     # the real systems' faults exist only in their profiles
+
+    for env in env_names():  # the real systems' faults exist only in their profiles
         for p in PRESETS:
-            yield from build(configure(preset(p), env),
-                             instance_in(instance("default"), env)).actions
+            yield from build(
+                configure(preset(p), env), instance_in(instance("default"), env)
+            ).actions
 
 
 def test_every_action_the_model_builds_has_a_sentence_over_its_own_parameters():
     import string
+
     seen = set()
     for a in _built_actions():
         template = protocol().sentence(a.name)

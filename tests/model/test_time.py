@@ -28,8 +28,9 @@ def statuses(config, name, props):
     return {v.property: v for v in r.verdicts}
 
 
-@pytest.mark.parametrize("name", [n for n in suite_names()
-                                  if n not in ("default", "provider_non_idempotent")])
+@pytest.mark.parametrize(
+    "name", [n for n in suite_names() if n not in ("default", "provider_non_idempotent")]
+)
 def test_replaying_under_the_same_key_then_listing_keeps_every_outcome_on_stripe(name):
     """provider_non_idempotent is no Stripe world (Stripe honours keys); `default` is judged
     by the design test (it is the large one)."""
@@ -45,14 +46,20 @@ def test_recommended_as_it_was_refunds_twice_on_stripe_after_a_read_that_beat_a_
 
 @pytest.mark.parametrize("setting,late", [("replay_window", "48h"), ("delay_bound", "48h")])
 def test_a_window_or_a_delay_that_outlives_the_key_lets_stripe_apply_twice(setting, late):
-    v = statuses(stripe(**{setting: late}), "ack_loss" if setting == "replay_window"
-                 else "give_up_retry", ["I1"])["I1"]
+    v = statuses(
+        stripe(**{setting: late}),
+        "ack_loss" if setting == "replay_window" else "give_up_retry",
+        ["I1"],
+    )["I1"]
     assert v.status is Status.VIOLATED
     steps = [s.action for s in v.counterexample.steps]
     assert "expire_key" in steps
     prune = steps.index("expire_key")
-    applied = [i for i, s in enumerate(v.counterexample.steps)
-               if s.action == "deliver" and s.params.get("outcome") == "applied"]
+    applied = [
+        i
+        for i, s in enumerate(v.counterexample.steps)
+        if s.action == "deliver" and s.params.get("outcome") == "applied"
+    ]
     assert applied and applied[-1] > prune, "the second effect comes after the key was pruned"
 
 
@@ -67,24 +74,38 @@ def test_no_key_is_pruned_before_its_window_closed_and_its_requests_arrived():
                 prunes += 1
                 key = a.params["token"]
                 assert s[f"win.{key}"] == 1
-                assert not any(system.var(n).show(v) in ("INFLIGHT", "DELAYED") for n, v in s.items()
-                               if n.startswith(f"msg.{key}."))
+                assert not any(
+                    system.var(n).show(v) in ("INFLIGHT", "DELAYED")
+                    for n, v in s.items()
+                    if n.startswith(f"msg.{key}.")
+                )
     assert prunes, "the key is pruned somewhere: the order is not vacuous"
 
 
 def test_a_request_meeting_another_under_its_key_gets_a_409_and_the_record_stays_in_doubt():
     c, ex = run_instance(stripe(), instance_in(instance("zombie"), "stripe"), Limits())
-    refused = [a for a in c.system.actions if a.name == "deliver"
-               and a.params.get("outcome", "").startswith("refused: its key is in use")]
+    refused = [
+        a
+        for a in c.system.actions
+        if a.name == "deliver"
+        and a.params.get("outcome", "").startswith("refused: its key is in use")
+    ]
     assert refused
     assert any(evaluate(a.guard, c.unpack(s)) for s in ex.states for a in refused)
 
 
 def test_the_saved_500_replayed_forever_is_unknown_not_holds():
     cfg = configure(preset("recommended"), "stripe").with_knobs(
-        {"on_unknown": "blind_retry", "on_absent": "rerecord", "fencing": "off",
-         "late_replay": "replay_same_key"})
-    inst = instance_in(instance("ack_loss"), "stripe").with_bounds({"key_expiries": 0, "max_fence": 6})
+        {
+            "on_unknown": "blind_retry",
+            "on_absent": "rerecord",
+            "fencing": "off",
+            "late_replay": "replay_same_key",
+        }
+    )
+    inst = instance_in(instance("ack_loss"), "stripe").with_bounds(
+        {"key_expiries": 0, "max_fence": 6}
+    )
     r = check_instance(cfg, inst, ["FULFIL", "DEADLOCK", "PROGRESS"])
     assert r.stats["truncated"] > 0
     assert {v.status for v in r.verdicts} == {Status.UNKNOWN}
@@ -101,19 +122,24 @@ def test_a_cancel_survives_a_prompt_revision():
     cancelled = [s for s in states if any(v for n, v in s.items() if n.startswith("cancelled."))]
     assert cancelled
     assert all(sum(v for n, v in s.items() if n.startswith("applied.")) == 0 for s in cancelled)
-    v = check_instance(preset("recommended").with_knobs({"revision": "new_key"}), inst,
-                       ["P3"]).verdicts[0]
+    v = check_instance(
+        preset("recommended").with_knobs({"revision": "new_key"}), inst, ["P3"]
+    ).verdicts[0]
     assert v.status is Status.VIOLATED
-    assert [s.params.get("key") for s in v.counterexample.steps if s.action == "cancel"] != \
-        [s.params.get("key") for s in v.counterexample.steps
-         if s.action == "deliver" and s.params.get("outcome") == "applied"]
+    assert [s.params.get("key") for s in v.counterexample.steps if s.action == "cancel"] != [
+        s.params.get("key")
+        for s in v.counterexample.steps
+        if s.action == "deliver" and s.params.get("outcome") == "applied"
+    ]
 
 
 def test_a_provider_that_ignores_keys_meets_the_sdk_retry_so_recommended_turns_it_off():
     inst = instance("provider_non_idempotent")
     assert inst.faults["duplicates"] == 1
     assert check_instance(preset("recommended"), inst, ["I1"]).verdicts[0].status is Status.HOLDS
-    v = check_instance(preset("recommended").with_knobs({"sdk_retries": "on"}), inst, ["I1"]).verdicts[0]
+    v = check_instance(
+        preset("recommended").with_knobs({"sdk_retries": "on"}), inst, ["I1"]
+    ).verdicts[0]
     assert v.status is Status.VIOLATED and "redeliver" in [s.action for s in v.counterexample.steps]
 
 
@@ -138,8 +164,13 @@ def test_a_design_the_model_calls_single_send_never_sends_a_key_twice(name):
             continue
         for packed in ex.states:
             s = c.unpack(packed)
-            later = [n for n, v in s.items() if n.startswith("msg.") and not n.endswith(".1")
-                     and c.system.var(n).show(v) != "NONE"]
+            later = [
+                n
+                for n, v in s.items()
+                if n.startswith("msg.")
+                and not n.endswith(".1")
+                and c.system.var(n).show(v) != "NONE"
+            ]
             assert not later, (cfg.label(), later)
 
 
@@ -148,5 +179,5 @@ def test_relations_read_infinity_as_no_order():
     assert not Relations(None, 900, 86400).expiry_after_window
     assert Relations(0, None, 86400).expiry_after_window
     assert not Relations(0, None, 86400).expiry_after_arrivals
-    assert Relations(3600, 900, None).expiry_after_arrivals     # keys kept forever
+    assert Relations(3600, 900, None).expiry_after_arrivals  # keys kept forever
     assert seconds("2d") == 172800

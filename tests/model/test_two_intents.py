@@ -3,6 +3,7 @@
 A key built from (tool, args, scope) cannot tell the second request from a model retry;
 an intent id minted by the runtime per user request (and inherited by retries) can.
 """
+
 import pytest
 
 from toolcommit.checker.engines.base import Limits
@@ -23,7 +24,9 @@ RETRYING = {"on_unknown": "blind_retry", "idempotency_key": "none"}
 
 def verdicts(settings, props=("I1", "FULFIL"), preset_name="recommended"):
     cfg = preset(preset_name).with_knobs(settings)
-    return {v.property: v for v in check_instance(cfg, instance("two_intents"), list(props)).verdicts}
+    return {
+        v.property: v for v in check_instance(cfg, instance("two_intents"), list(props)).verdicts
+    }
 
 
 def test_a_second_genuine_refund_is_refused_as_a_duplicate_under_conversation_scope():
@@ -32,8 +35,11 @@ def test_a_second_genuine_refund_is_refused_as_a_duplicate_under_conversation_sc
     v = by["FULFIL"]
     assert v.status is Status.VIOLATED and v.counterexample.length == 6
     last = v.counterexample.steps[-1]
-    assert (last.action, last.params["proposal"], last.params["decision"]) == \
-        ("propose", "u2", "duplicate")
+    assert (last.action, last.params["proposal"], last.params["decision"]) == (
+        "propose",
+        "u2",
+        "duplicate",
+    )
     assert last.state["asked.i2"] == 1 and last.state["applied.k0"] == 1
     assert "new_intent" in [s.action for s in v.counterexample.steps]
 
@@ -45,13 +51,16 @@ def test_the_articles_fixture_scope_refuses_the_second_refund_too():
 def test_a_minted_intent_id_keeps_retries_deduplicated_and_intents_apart():
     system = build(preset("recommended"), instance("two_intents"))
     key_of = system.meta["key_of"]
-    assert key_of["t1"] == key_of["t2"] != key_of["u2"]      # the retry shares, u2 does not
+    assert key_of["t1"] == key_of["t2"] != key_of["u2"]  # the retry shares, u2 does not
     r = check_instance(preset("recommended"), instance("two_intents"), None)
     assert {v.status for v in r.verdicts} == {Status.HOLDS}
     # both refunds really happen somewhere: one effect on each intent's key
     _, ex = run_instance(preset("recommended"), instance("two_intents"), Limits())
-    both = [s for s in ex.states if ex.compiled.unpack(s)["applied.k0"] == 1
-            and ex.compiled.unpack(s)["applied.k1"] == 1]
+    both = [
+        s
+        for s in ex.states
+        if ex.compiled.unpack(s)["applied.k0"] == 1 and ex.compiled.unpack(s)["applied.k1"] == 1
+    ]
     assert both and ex.fired["new_intent"] > 0
 
 
@@ -77,8 +86,9 @@ def test_a_minted_id_also_catches_a_retry_duplicate_after_the_second_intent_is_a
     state = {"applied.k0": 2, "applied.k1": 0, "asked.i2": 1}
     minted = build(preset("recommended").with_knobs(RETRYING), instance("two_intents"))
     assert not evaluate(minted.invariants["I1"], {**minted.init, **state})
-    shared = build(preset("recommended").with_knobs({**RETRYING, **CONVERSATION}),
-                   instance("two_intents"))
+    shared = build(
+        preset("recommended").with_knobs({**RETRYING, **CONVERSATION}), instance("two_intents")
+    )
     s = {**shared.init, "applied.k0": 2, "asked.i2": 1}
     assert evaluate(shared.invariants["I1"], s)
     assert not evaluate(shared.invariants["I1"], {**s, "asked.i2": 0})
@@ -88,8 +98,9 @@ def test_a_minted_id_also_catches_a_retry_duplicate_after_the_second_intent_is_a
 def test_an_instance_with_one_intent_builds_the_same_system_under_either_intent_id(name):
     a = build(preset("recommended"), instance(name))
     b = build(preset("recommended").with_knobs(CONVERSATION), instance(name))
-    assert repr((a.variables, a.init, a.actions, a.invariants, a.witnesses, a.ends)) == \
-        repr((b.variables, b.init, b.actions, b.invariants, b.witnesses, b.ends))
+    assert repr((a.variables, a.init, a.actions, a.invariants, a.witnesses, a.ends)) == repr(
+        (b.variables, b.init, b.actions, b.invariants, b.witnesses, b.ends)
+    )
     total = sum_([Var(v.name) for v in a.variables if v.family == "applied"])
     assert repr(a.invariants["I1"]) == repr(total <= 1)
 
@@ -104,17 +115,23 @@ def test_the_second_intent_is_emitted_only_after_the_user_asks():
 
 def test_a_minted_run_is_logged_with_each_intent_in_its_own_scope_and_conforms():
     system = build(preset("recommended"), instance("two_intents"))
-    steps = [("propose", {"call": "t1", "proposal": "t1", "worker": "w0", "key": "k0",
-                          "decision": "accepted"}),
-             ("dispatch", {"key": "k0", "worker": "w0", "fence": "1"}),
-             ("deliver", {"key": "k0", "fence": "1", "outcome": "applied"}),
-             ("receive_ack", {"key": "k0", "worker": "w0", "fence": "1"}),
-             ("new_intent", {"intent": "i2"}),
-             ("propose", {"call": "u2", "proposal": "u2", "worker": "w0", "key": "k1",
-                          "decision": "accepted"}),
-             ("dispatch", {"key": "k1", "worker": "w0", "fence": "1"}),
-             ("deliver", {"key": "k1", "fence": "1", "outcome": "applied"}),
-             ("receive_ack", {"key": "k1", "worker": "w0", "fence": "1"})]
+    steps = [
+        (
+            "propose",
+            {"call": "t1", "proposal": "t1", "worker": "w0", "key": "k0", "decision": "accepted"},
+        ),
+        ("dispatch", {"key": "k0", "worker": "w0", "fence": "1"}),
+        ("deliver", {"key": "k0", "fence": "1", "outcome": "applied"}),
+        ("receive_ack", {"key": "k0", "worker": "w0", "fence": "1"}),
+        ("new_intent", {"intent": "i2"}),
+        (
+            "propose",
+            {"call": "u2", "proposal": "u2", "worker": "w0", "key": "k1", "decision": "accepted"},
+        ),
+        ("dispatch", {"key": "k1", "worker": "w0", "fence": "1"}),
+        ("deliver", {"key": "k1", "fence": "1", "outcome": "applied"}),
+        ("receive_ack", {"key": "k1", "worker": "w0", "fence": "1"}),
+    ]
     cx = from_actions(system, [find_action(system, n, p) for n, p in steps], "HAPPY", "test")
     events = counterexample_to_events(cx, system)
     scopes = [e["scope"] for e in events if e["type"] == "effect"]

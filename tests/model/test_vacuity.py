@@ -1,5 +1,6 @@
 """Guards against vacuous truth: the happy path, every fault and every property's witness
 are reachable, so a HOLDS never comes from nothing happening."""
+
 import pytest
 
 from toolcommit.checker.engines.base import Limits
@@ -33,12 +34,14 @@ def test_every_ideal_fault_fires_somewhere_in_the_recommended_suite(suites):
     in every instance, raised by a profile) fire in tests/model/test_environment.py. The one
     exception is a fault the design removes: recommended turns the SDK's automatic retries
     off, so `redeliver` is not an action of it; it fires under naive."""
+
     def fired(preset_name):
         out = {}
         for r in suites[preset_name].results:
             for action, n in r.coverage.items():
                 out[action] = out.get(action, 0) + n
         return out
+
     budgeted = {f for i in instances_spec()["instances"].values() for f in i["faults"]}
     faults = {protocol().faults[f] for f in budgeted}
     silent = {a for a in faults if fired("recommended").get(a, 0) == 0}
@@ -50,7 +53,9 @@ def test_every_ideal_fault_fires_somewhere_in_the_recommended_suite(suites):
 def test_every_recommended_action_fires_somewhere(suites):
     declared = set()
     for name in suite_names():
-        declared |= {a.name for a in build(preset("recommended"), instance(name)).actions if not a.cut}
+        declared |= {
+            a.name for a in build(preset("recommended"), instance(name)).actions if not a.cut
+        }
     fired = {a for r in suites["recommended"].results for a, n in r.coverage.items() if n}
     assert declared - fired == set()
 

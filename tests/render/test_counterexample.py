@@ -1,4 +1,5 @@
 """A counterexample carries everything its renderers need: no renderer takes the model."""
+
 import inspect
 import json
 
@@ -25,8 +26,9 @@ def _walk(wipe=False, steps=4):
 def test_a_counterexample_carries_the_models_declarations_keys_workers_and_wipe_flag():
     system, cx = _walk()
     assert cx.variables == system.variables
-    assert cx.keys == tuple(KeyInfo(k["name"], k["ident"], tuple(k["callers"]))
-                            for k in system.meta["keys"])
+    assert cx.keys == tuple(
+        KeyInfo(k["name"], k["ident"], tuple(k["callers"])) for k in system.meta["keys"]
+    )
     assert cx.workers == tuple(system.meta["workers"]) and cx.wipe is False
     assert _walk(wipe=True)[1].wipe is True
 

@@ -1,5 +1,6 @@
 """Text fits its width: wrapped lines hang under their marker, tables split or turn, and no
 line is ever wider than the width asked for."""
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,8 +18,13 @@ def test_no_fitted_line_is_wider_than_the_width(text, width):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(st.text("ab cd", max_size=40), min_size=3, max_size=3),
-                min_size=1, max_size=6), WIDTHS, st.booleans())
+@given(
+    st.lists(
+        st.lists(st.text("ab cd", max_size=40), min_size=3, max_size=3), min_size=1, max_size=6
+    ),
+    WIDTHS,
+    st.booleans(),
+)
 def test_no_table_line_is_wider_than_the_width(rows, width, turn):
     for line in table(rows, width, turn=turn):
         assert len(line) <= max(width, NARROWEST)
@@ -59,8 +65,11 @@ def test_a_wide_table_splits_its_columns_beside_the_first():
 
 
 def test_a_wide_table_turns_when_its_rows_fit_as_columns():
-    rows = [["option"] + [f"column number {i}" for i in range(6)],
-            ["reject"] + ["HOLDS"] * 6, ["replay"] + ["VIOLATED I1"] * 6]
+    rows = [
+        ["option"] + [f"column number {i}" for i in range(6)],
+        ["reject"] + ["HOLDS"] * 6,
+        ["replay"] + ["VIOLATED I1"] * 6,
+    ]
     lines = table(rows, 60, turn=True)
     assert lines[0].split() == ["option", "reject", "replay"] and len(lines) == 8
 

@@ -1,5 +1,6 @@
 """`--format html`: one self-contained page per command that carries the JSON report whole,
 and whose every link lands on something in the page."""
+
 import json
 import re
 from html.parser import HTMLParser
@@ -13,10 +14,19 @@ ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 REPORTS = {
     "check": ["check", "--preset", "naive", "--instance", "ack_loss", "--instance", "cancel"],
     "validate": ["validate", "tests/fixtures/logs/ack_loss-bad.jsonl"],
-    "validate-from": ["validate", "--from", "langgraph", "tests/fixtures/traces/langgraph-crash-1.jsonl",
-                      "tests/fixtures/traces/langgraph-crash-2.jsonl", "--checkpoints",
-                      "tests/fixtures/traces/langgraph-crash-checkpoints.jsonl", "--effectful",
-                      "refund", "--ledger", "tests/fixtures/traces/langgraph-crash-ledger.jsonl"],
+    "validate-from": [
+        "validate",
+        "--from",
+        "langgraph",
+        "tests/fixtures/traces/langgraph-crash-1.jsonl",
+        "tests/fixtures/traces/langgraph-crash-2.jsonl",
+        "--checkpoints",
+        "tests/fixtures/traces/langgraph-crash-checkpoints.jsonl",
+        "--effectful",
+        "refund",
+        "--ledger",
+        "tests/fixtures/traces/langgraph-crash-ledger.jsonl",
+    ],
     "validate-key": ["validate", "tests/fixtures/logs/ack_loss-bad.jsonl", "--key", "k1"],
     "ask": ["ask", "multi-orchestrator"],
     "design": ["design", "--env", "ideal", "--instance", "ack_loss"],
@@ -90,10 +100,20 @@ def test_the_page_carries_the_json_report_and_loads_nothing(name, capsys, monkey
 
 
 def test_a_counterexample_diagram_has_a_band_per_step_each_linked_to_its_state(capsys, monkeypatch):
-    page = _run(["check", "--preset", "naive", "--instance", "ack_loss", "--property", "I1"],
-                "html", capsys, monkeypatch)
-    steps = json.loads(_run(["check", "--preset", "naive", "--instance", "ack_loss",
-                             "--property", "I1"], "json", capsys, monkeypatch))
+    page = _run(
+        ["check", "--preset", "naive", "--instance", "ack_loss", "--property", "I1"],
+        "html",
+        capsys,
+        monkeypatch,
+    )
+    steps = json.loads(
+        _run(
+            ["check", "--preset", "naive", "--instance", "ack_loss", "--property", "I1"],
+            "json",
+            capsys,
+            monkeypatch,
+        )
+    )
     n = steps["instances"][0]["verdicts"][0]["steps"]
     pid = "cx-ack_loss-I1"
     for k in range(1, n + 1):
@@ -103,12 +123,15 @@ def test_a_counterexample_diagram_has_a_band_per_step_each_linked_to_its_state(c
 
 
 def test_a_finding_timeline_has_a_lane_per_writer_and_every_event_with_its_file_line(
-        capsys, monkeypatch):
+    capsys, monkeypatch
+):
     page = _run(REPORTS["validate"], "html", capsys, monkeypatch)
     doc = json.loads(_run(REPORTS["validate"], "json", capsys, monkeypatch))
     for i, f in enumerate(doc["findings"], 1):
         section = page.split(f'<section id="finding-{i}">')[1].split("</section>")[0]
-        lanes = {s["writer"] or ("provider" if s["kind"] == "effect" else "log") for s in f["steps"]}
+        lanes = {
+            s["writer"] or ("provider" if s["kind"] == "effect" else "log") for s in f["steps"]
+        }
         for w in lanes:
             assert f">{w}<title>" in section
         for s in f["steps"]:
@@ -129,14 +152,18 @@ def test_every_step_of_every_stored_counterexample_has_a_message_to_draw():
     from toolcommit.model.instance import instance
     from toolcommit.model.knobs import preset
     from toolcommit.model.semantics import build
+
     actions = set()
     for path in sorted((ROOT / "counterexamples").glob("*/*/*.itf.json")):
         p, inst = path.parts[-3], path.parts[-2]
         if p not in ("naive", "seed"):
             continue
         doc = json.loads(path.read_text())
-        target = personality_instance(doc["#meta"]["instance"].split("/")[1]) \
-            if inst == "personalities" else instance(inst)
+        target = (
+            personality_instance(doc["#meta"]["instance"].split("/")[1])
+            if inst == "personalities"
+            else instance(inst)
+        )
         cx = parse_itf(doc, build(preset(p), target, wipe=path.name.startswith("P4.")))
         for st in cx.steps[1:]:
             assert messages(cx, st), st.action

@@ -2,14 +2,17 @@
 'frameworks' and 'gateway' extras (it pins mcp<2, openai<3, pydantic<2.13), so it lives in
 ``.venv-crewai`` at the repository's root (or ``TOOLCOMMIT_CREWAI_PYTHON``). Without it the
 tests skip and say how to create it; in CI (env CI set) they fail instead."""
+
 import os
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-CREATE = ("python3 -m venv .venv-crewai && .venv-crewai/bin/pip install --quiet -e "
-          "'.[crewai]'  (at the repository's root)")
+CREATE = (
+    "python3 -m venv .venv-crewai && .venv-crewai/bin/pip install --quiet -e "
+    "'.[crewai]'  (at the repository's root)"
+)
 
 
 def crewai_python() -> str:

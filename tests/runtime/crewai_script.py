@@ -8,6 +8,7 @@ Usage: python crewai_script.py TMPDIR CASE... ; prints one JSON line per case:
 kinds; FORM: function, async (under ``akickoff``), subclass: a BaseTool with ``_run`` and
 ``_arun``, under a Crew; arun: that tool's ``arun`` called twice), ``unguarded`` (the hazard: CrewAI alone refunds
 twice) or ``recovery-FORM`` (recover_settle runs the registered tool once)."""
+
 import asyncio
 import json
 import os
@@ -20,15 +21,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 # no telemetry, no tracing prompt; and no connection leaves loopback (offline, checked)
-os.environ.update(CREWAI_DISABLE_TELEMETRY="true", OTEL_SDK_DISABLED="true",
-                  CREWAI_TRACING_ENABLED="false", CREWAI_DISABLE_TRACKING="true")
+os.environ.update(
+    CREWAI_DISABLE_TELEMETRY="true",
+    OTEL_SDK_DISABLED="true",
+    CREWAI_TRACING_ENABLED="false",
+    CREWAI_DISABLE_TRACKING="true",
+)
 _connect = socket.socket.connect
 
 
 def _loopback_only(self, address):
     host = address[0] if isinstance(address, tuple) else address
-    if isinstance(host, str) and host not in ("127.0.0.1", "::1", "localhost") \
-            and self.family in (socket.AF_INET, socket.AF_INET6):
+    if (
+        isinstance(host, str)
+        and host not in ("127.0.0.1", "::1", "localhost")
+        and self.family in (socket.AF_INET, socket.AF_INET6)
+    ):
         raise ConnectionRefusedError(f"offline test: no connection to {address!r}")
     return _connect(self, address)
 
@@ -54,15 +62,28 @@ class Scripted(BaseLLM):
 
     last: list = []
 
-    def call(self, messages, tools=None, callbacks=None, available_functions=None,
-             from_task=None, from_agent=None, response_model=None):
+    def call(
+        self,
+        messages,
+        tools=None,
+        callbacks=None,
+        available_functions=None,
+        from_task=None,
+        from_agent=None,
+        response_model=None,
+    ):
         msgs = messages if isinstance(messages, list) else []
         self.last = list(msgs)
         turn = sum(1 for m in msgs if m.get("role") == "tool")
         if turn < len(CALLS):
             name, args, cid = CALLS[turn]
-            return [{"id": cid, "type": "function",
-                     "function": {"name": name, "arguments": json.dumps(args)}}]
+            return [
+                {
+                    "id": cid,
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)},
+                }
+            ]
         return "done"
 
     def supports_function_calling(self) -> bool:
@@ -78,14 +99,18 @@ class Scripted(BaseLLM):
 def _tool(case: Case, form: str):
     """The refund tool as the user has it: a function, an ``async def``, a BaseTool."""
     if form == "function":
+
         def refund(order: str, amount: float) -> dict:
             """Refund an order."""
             return case.refund(order, amount)
+
         return refund
     if form == "async":
+
         async def refund(order: str, amount: float) -> dict:
             """Refund an order."""
             return case.refund(order, amount)
+
         return refund
 
     class Refund(BaseTool):
@@ -97,27 +122,34 @@ def _tool(case: Case, form: str):
 
         async def _arun(self, order: str, amount: float) -> dict:
             return case.refund(order, amount)
+
     return Refund()
 
 
 def _told(value):
     """What CrewAI shows the model for a tool's return (a ToolFailure's message)."""
     from crewai.tools.tool_failure import ToolFailure
+
     return value.as_agent_message() if isinstance(value, ToolFailure) else value
 
 
 def _crew(tool) -> tuple:
     llm = Scripted(model="scripted")
-    agent = Agent(role="refunder", goal="refund orders", backstory="a support agent",
-                  llm=llm, tools=[tool])
+    agent = Agent(
+        role="refunder", goal="refund orders", backstory="a support agent", llm=llm, tools=[tool]
+    )
     task = Task(description="refund o-7", expected_output="done", agent=agent)
     return Crew(agents=[agent], tasks=[task]), llm
 
 
 def one_refund_and_the_truth(kind: str, form: str, tmp: Path) -> None:
     case = Case(kind, tmp)
-    tool = crewai_tool(case.log, _tool(case, "subclass" if form == "arun" else form),
-                       scope="user:42:request:7", status=case.status)
+    tool = crewai_tool(
+        case.log,
+        _tool(case, "subclass" if form == "arun" else form),
+        scope="user:42:request:7",
+        status=case.status,
+    )
     if form == "arun":
         case.check([_told(asyncio.run(tool.arun(**args))) for _, args, _ in CALLS])
         return
@@ -154,16 +186,17 @@ def recovery(form: str, tmp: Path) -> None:
     wrapper's registration: the refund applied once, ACKED."""
     case = Case("lost_ack", tmp, writer="pod-a")
     crewai_tool(case.log, _tool(case, form), scope="s", status=case.status)
-    dying = IntentLog.sqlite(str(tmp / "lost_ack.db"), writer="pod-b", lease=0.05,
-                             provider="stripe")
-    dying.propose("call_A", "refund", ARGS, "s")            # then pod-b died
+    dying = IntentLog.sqlite(
+        str(tmp / "lost_ack.db"), writer="pod-b", lease=0.05, provider="stripe"
+    )
+    dying.propose("call_A", "refund", ARGS, "s")  # then pod-b died
     later = IntentLog.sqlite(str(tmp / "lost_ack.db"), writer="sweeper", provider="stripe")
     deadline = time.monotonic() + 30
     while later.lease_left(later.records()[0].key) > 0:
         assert time.monotonic() < deadline, "pod-b's lease of 0.05 s never ran out"
         time.sleep(0.01)
     assert list(shims.recover_settle(later).values()) == ["ACKED"]
-    rec, = later.records()
+    (rec,) = later.records()
     assert rec.result == {"id": "e1"} and len(case.bank.ledger) == 1
 
 

@@ -7,6 +7,7 @@ lost_ack: the first answer is lost after the refund applied (design stripe): one
   reach the provider (stripe, delay bound 30 s): InDoubt. gave_up: the answer is lost and the
   provider cannot be asked (email, at most once): GaveUp. Each: one refund, and the model is
   told the refund may or may not have happened."""
+
 import ast
 import json
 
@@ -28,10 +29,14 @@ class Case:
     def __init__(self, kind: str, tmp_path, writer: str = "agent"):
         self.kind, self.tmp = kind, tmp_path
         self.bank = Bank(lose_first_ack=kind == "lost_ack")
-        provider = {"lost_ack": "stripe", "gave_up": "email",
-                    "in_doubt": load("stripe").with_timing(delay_bound=30)}[kind]
-        self.log = IntentLog.sqlite(str(tmp_path / f"{kind}.db"), writer=writer,
-                                    provider=provider, wait=0)
+        provider = {
+            "lost_ack": "stripe",
+            "gave_up": "email",
+            "in_doubt": load("stripe").with_timing(delay_bound=30),
+        }[kind]
+        self.log = IntentLog.sqlite(
+            str(tmp_path / f"{kind}.db"), writer=writer, provider=provider, wait=0
+        )
         self.status = None if kind == "gave_up" else self.bank.status
 
     def refund(self, order: str, amount: float) -> dict:
@@ -47,8 +52,10 @@ class Case:
         assert [p for p, _, _ in self.bank.requests] == SENT[self.kind], self.bank.requests
         if self.kind == "lost_ack":
             assert [decoded(t) for t in told] == [{"id": "e1"}] * 2
-            assert [e["decision"] for e in self.log.events() if e["type"] == "proposal"] == \
-                ["accepted", "duplicate"]
+            assert [e["decision"] for e in self.log.events() if e["type"] == "proposal"] == [
+                "accepted",
+                "duplicate",
+            ]
             assert conforms(self.log, self.bank, self.tmp)
             return
         kind = "InDoubt" if self.kind == "in_doubt" else "GaveUp"

@@ -31,10 +31,19 @@ class Bank:
             answer = {"id": f"e{len(self.ledger) + 1}"}
             if idem is not None:
                 self.by_key[idem] = answer
-            self.ledger.append({"type": "effect", "key": key, "idempotency_key": idem or key,
-                                "tool": ticket.tool, "args": args, "scope": ticket.scope,
-                                "kind": "apply", "fence": fence or 0,
-                                "effect_id": answer["id"]})
+            self.ledger.append(
+                {
+                    "type": "effect",
+                    "key": key,
+                    "idempotency_key": idem or key,
+                    "tool": ticket.tool,
+                    "args": args,
+                    "scope": ticket.scope,
+                    "kind": "apply",
+                    "fence": fence or 0,
+                    "effect_id": answer["id"],
+                }
+            )
         else:
             answer = self.by_key[idem]
         if self.lose:

@@ -14,6 +14,7 @@ applying: a lost ack), `fail(n)` answers the next n executed POSTs with a saved 
 Host and the API key, refuses a request with an Origin, bounds every wait, and stops by
 itself after `lifetime` seconds.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,7 +26,7 @@ from typing import Optional
 from urllib.parse import parse_qsl, urlsplit
 
 TOKEN = "sk_test_toolcommit_wire"
-WAIT = 5.0        # seconds: the longest a held request waits
+WAIT = 5.0  # seconds: the longest a held request waits
 
 
 @dataclass
@@ -60,8 +61,9 @@ class StripeWire:
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), daemon=True
+        )
         self._timer = threading.Timer(lifetime, self.stop)
         self._timer.daemon = True
 
@@ -107,13 +109,27 @@ class StripeWire:
             old = self._saved.get(key) if key else None
             if old is not None:
                 if old.params != params:
-                    return (*_error(400, "idempotency_error", "Keys for idempotent requests can "
-                                    "only be used with the same parameters they were first "
-                                    "used with."), False)
+                    return (
+                        *_error(
+                            400,
+                            "idempotency_error",
+                            "Keys for idempotent requests can "
+                            "only be used with the same parameters they were first "
+                            "used with.",
+                        ),
+                        False,
+                    )
                 if old.executing:
-                    return (*_error(409, "idempotency_error", "There is currently another "
-                                    "in-progress request using this Idempotent Key.",
-                                    "idempotency_key_in_use"), False)
+                    return (
+                        *_error(
+                            409,
+                            "idempotency_error",
+                            "There is currently another "
+                            "in-progress request using this Idempotent Key.",
+                            "idempotency_key_in_use",
+                        ),
+                        False,
+                    )
                 return old.status, old.body, True
             bad = _invalid(dict(params))
             if bad is not None:
@@ -130,11 +146,17 @@ class StripeWire:
         return entry.status, entry.body, False
 
     def _apply(self, form: dict) -> tuple[int, dict]:
-        meta = {k[len("metadata["):-1]: v for k, v in form.items() if k.startswith("metadata[")}
-        refund = {"id": f"re_{len(self.refunds) + 1:06d}", "object": "refund",
-                  "amount": int(form.get("amount", 0)), "charge": form["charge"],
-                  "currency": "usd", "metadata": meta, "status": "succeeded",
-                  "created": int(time.time())}
+        meta = {k[len("metadata[") : -1]: v for k, v in form.items() if k.startswith("metadata[")}
+        refund = {
+            "id": f"re_{len(self.refunds) + 1:06d}",
+            "object": "refund",
+            "amount": int(form.get("amount", 0)),
+            "charge": form["charge"],
+            "currency": "usd",
+            "metadata": meta,
+            "status": "succeeded",
+            "created": int(time.time()),
+        }
         self.refunds.append(refund)
         if self._fail > 0:
             self._fail -= 1
@@ -157,22 +179,30 @@ class StripeWire:
         if not 1 <= limit <= 100:
             return _error(400, "invalid_request_error", "limit must be between 1 and 100")
         with self._lock:
-            rows = [r for r in reversed(self.refunds)
-                    if "charge" not in query or r["charge"] == query["charge"]]
+            rows = [
+                r
+                for r in reversed(self.refunds)
+                if "charge" not in query or r["charge"] == query["charge"]
+            ]
         after = query.get("starting_after")
         if after is not None:
             ids = [r["id"] for r in rows]
             if after not in ids:
                 return _error(400, "invalid_request_error", f"No such refund: '{after}'")
-            rows = rows[ids.index(after) + 1:]
-        return 200, {"object": "list", "url": "/v1/refunds", "has_more": len(rows) > limit,
-                     "data": rows[:limit]}
+            rows = rows[ids.index(after) + 1 :]
+        return 200, {
+            "object": "list",
+            "url": "/v1/refunds",
+            "has_more": len(rows) > limit,
+            "data": rows[:limit],
+        }
 
 
 def _invalid(form: dict) -> Optional[tuple]:
     if "charge" not in form:
-        return _error(400, "invalid_request_error", "Missing required param: charge.",
-                      "parameter_missing")
+        return _error(
+            400, "invalid_request_error", "Missing required param: charge.", "parameter_missing"
+        )
     if "amount" in form and not (form["amount"].isdigit() and int(form["amount"]) > 0):
         return _error(400, "invalid_request_error", "Invalid positive integer", "parameter_invalid")
     return None
@@ -180,7 +210,7 @@ def _invalid(form: dict) -> Optional[tuple]:
 
 def _handler(fake: StripeWire):
     class Handler(BaseHTTPRequestHandler):
-        timeout = WAIT          # a client that stops sending mid-request is dropped
+        timeout = WAIT  # a client that stops sending mid-request is dropped
 
         def log_message(self, *a) -> None:
             pass
@@ -225,7 +255,7 @@ def _handler(fake: StripeWire):
                 return self._answer(*_error(404, "invalid_request_error", "Unrecognized URL"))
             status, body, replayed = fake.create(key, sorted(form))
             if fake.take_loss():
-                self.close_connection = True      # the ack is lost: no answer, connection closed
+                self.close_connection = True  # the ack is lost: no answer, connection closed
                 return
             self._answer(status, body, {"Idempotent-Replayed": "true"} if replayed else None)
 

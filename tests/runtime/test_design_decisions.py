@@ -3,6 +3,7 @@ state of the model built from it (the instances it was judged on, as far as a fe
 states), what the model lets the record's holder do with an UNKNOWN or RECONCILING record,
 and what a status read or a replay's answer leads to, equals what `toolcommit.runtime.design`
 decides in the same situation. The situations come from the model's states, not a table."""
+
 import functools
 import json
 from collections import deque
@@ -25,8 +26,9 @@ LIMIT = 1500
 
 
 def _doc(name):
-    return json.loads(resources.files("toolcommit.spec").joinpath(f"designs/{name}.json")
-                      .read_text("utf-8"))
+    return json.loads(
+        resources.files("toolcommit.spec").joinpath(f"designs/{name}.json").read_text("utf-8")
+    )
 
 
 def _reachable(system):
@@ -54,7 +56,7 @@ def _worker_moves(system, s, key):
         if a.fault or a.params.get("key") != key or a.params.get("worker") not in (None, "w0"):
             continue
         if a.cut and evaluate(a.guard, s):
-            return None                      # the bound cuts this state: not judged
+            return None  # the bound cuts this state: not judged
         if not system.enabled(a, s):
             continue
         if a.name == "reconcile":
@@ -91,15 +93,21 @@ def test_unknown_and_reconciling_moves_are_the_designs(name):
         if moves is None or state not in judged:
             continue
         window_open = "win.k0" not in names or s["win.k0"] == 0
-        inflight = any(_label(system, v, s[v]) in ("INFLIGHT", "DELAYED")
-                       for v in names if v.startswith("msg.k0."))
+        inflight = any(
+            _label(system, v, s[v]) in ("INFLIGHT", "DELAYED")
+            for v in names
+            if v.startswith("msg.k0.")
+        )
         # where the seal is a message (seal_losses), the model's read waits for its ack;
         # the library's fenced read is the seal itself, one conditional request
         sealing = "seal.k0" in names and _label(system, "seal.k0", s["seal.k0"]) in ("SENT", "LOST")
         if state == "UNKNOWN":
             assert moves == {D.unknown_action(lib, window_open)}, (inst, s)
         else:
-            assert ("read_status" in moves) == (D.may_read(lib, not inflight) and not sealing), (inst, s)
+            assert ("read_status" in moves) == (D.may_read(lib, not inflight) and not sealing), (
+                inst,
+                s,
+            )
         judged[state] += 1
     assert judged["UNKNOWN"] > 0 and judged["RECONCILING"] > 0, judged
 

@@ -5,6 +5,7 @@ three (a lost ack plus a model retry under a new call id is one refund; InDoubt 
 reach the model as the truth) for a function tool, an ``async def`` under ``akickoff``, a
 BaseTool subclass, and its ``arun``; CrewAI alone refunding twice; recovery through the
 wrapper's registration."""
+
 import json
 import subprocess
 
@@ -12,8 +13,11 @@ from .crewai_env import ROOT, crewai_python
 from .fw_cases import CASES
 
 FORMS = ("function", "async", "subclass", "arun")
-NAMES = ([f"{k}-{f}" for f in FORMS for k in CASES] + ["unguarded"]
-         + [f"recovery-{f}" for f in ("function", "async", "subclass")])
+NAMES = (
+    [f"{k}-{f}" for f in FORMS for k in CASES]
+    + ["unguarded"]
+    + [f"recovery-{f}" for f in ("function", "async", "subclass")]
+)
 SCRIPT = ROOT / "tests" / "runtime" / "crewai_script.py"
 
 
@@ -21,11 +25,18 @@ def test_crewai_tool_cases_one_refund_and_the_truth(tmp_path):
     """One test, not one per case: under pytest-xdist a module fixture would run per worker,
     so the script (and CrewAI's import) twice."""
     python = crewai_python()
-    run = subprocess.run([python, str(SCRIPT), str(tmp_path / "cases"), *NAMES],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [python, str(SCRIPT), str(tmp_path / "cases"), *NAMES],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
-    got = {d["case"]: d for d in (json.loads(x) for x in run.stdout.splitlines()
-                                  if x.startswith('{"case"'))}
+    got = {
+        d["case"]: d
+        for d in (json.loads(x) for x in run.stdout.splitlines() if x.startswith('{"case"'))
+    }
     assert sorted(got) == sorted(NAMES), f"outcomes missing: {run.stderr[-3000:]}"
     failed = {name: got[name]["error"] for name in NAMES if not got[name]["ok"]}
     assert not failed, "\n".join(f"{name}:\n{error}" for name, error in failed.items())

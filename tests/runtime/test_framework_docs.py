@@ -2,6 +2,7 @@
 of the ```text block that follows it. The blocks run in this process (the frameworks are
 imported once), DBOS's in a fresh one (DBOS is one global instance per process), CrewAI's in
 CrewAI's own interpreter (`crewai_env`: skipped without it, failed under CI), offline."""
+
 import os
 import re
 import subprocess
@@ -14,11 +15,20 @@ from .crewai_env import crewai_python
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "frameworks"
 PAGES = sorted(p.name for p in DOCS.glob("*.md"))
-NEEDS = {"openai-agents.md": "agents", "langchain.md": "langchain.agents",
-         "temporal.md": "temporalio", "dbos.md": "dbos", "crewai.md": None}
+NEEDS = {
+    "openai-agents.md": "agents",
+    "langchain.md": "langchain.agents",
+    "temporal.md": "temporalio",
+    "dbos.md": "dbos",
+    "crewai.md": None,
+}
 # CrewAI offline: no telemetry, no tracing prompt
-QUIET = {"CREWAI_DISABLE_TELEMETRY": "true", "OTEL_SDK_DISABLED": "true",
-         "CREWAI_TRACING_ENABLED": "false", "CREWAI_DISABLE_TRACKING": "true"}
+QUIET = {
+    "CREWAI_DISABLE_TELEMETRY": "true",
+    "OTEL_SDK_DISABLED": "true",
+    "CREWAI_TRACING_ENABLED": "false",
+    "CREWAI_DISABLE_TRACKING": "true",
+}
 
 
 def blocks(text: str, lang: str) -> list[str]:
@@ -32,14 +42,25 @@ def test_every_framework_page_is_known():
 
 def _printed(code: str, page: str, tmp_path, capsys) -> str:
     if page == "crewai.md":
-        run = subprocess.run([crewai_python(), "-c", code], cwd=tmp_path, capture_output=True,
-                             text=True, timeout=300, env=dict(os.environ, **QUIET))
+        run = subprocess.run(
+            [crewai_python(), "-c", code],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=dict(os.environ, **QUIET),
+        )
         assert run.returncode == 0, run.stderr[-2000:]
         return run.stdout
     if page == "dbos.md":
-        run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                             text=True, timeout=120,
-                             env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        run = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+        )
         assert run.returncode == 0, run.stderr[-2000:]
         return run.stdout
     capsys.readouterr()
@@ -52,6 +73,6 @@ def test_framework_page_example_prints_what_the_page_shows(page, tmp_path, capsy
     if NEEDS[page]:
         pytest.importorskip(NEEDS[page], reason="the 'frameworks' extra is not installed")
     text = (DOCS / page).read_text()
-    code, = blocks(text, "python")
-    shown, = blocks(text, "text")
+    (code,) = blocks(text, "python")
+    (shown,) = blocks(text, "text")
     assert _printed(code, page, tmp_path, capsys) == shown

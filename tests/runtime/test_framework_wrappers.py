@@ -3,6 +3,7 @@ steps, each with the real framework offline (a scripted model where the framewor
 Temporal's ActivityEnvironment, DBOS on SQLite), sync and async, under the cases of
 `fw_cases`: a lost ack plus a retry under a new call id is one refund; InDoubt and GaveUp
 reach the model (or the workflow) as the truth. Needs the 'frameworks' extra."""
+
 import asyncio
 import json
 import time
@@ -19,13 +20,16 @@ FORMS = ("sync", "async")
 def _body(case: Case, form: str):
     """The refund tool's function, sync or async, with the framework's own signature."""
     if form == "sync":
+
         def refund(order: str, amount: float) -> dict:
             """Refund an order."""
             return case.refund(order, amount)
     else:
+
         async def refund(order: str, amount: float) -> dict:
             """Refund an order."""
             return case.refund(order, amount)
+
     return refund
 
 
@@ -46,18 +50,25 @@ def _scripted_agent_model(calls):
 
         async def get_response(self, system_instructions, input, *a, **kw):
             items = input if isinstance(input, list) else []
-            turn = sum(1 for i in items if isinstance(i, dict)
-                       and i.get("type") == "function_call")
+            turn = sum(1 for i in items if isinstance(i, dict) and i.get("type") == "function_call")
             if turn < len(calls):
                 name, args, cid = calls[turn]
-                out = ResponseFunctionToolCall(type="function_call", name=name, call_id=cid,
-                                               arguments=json.dumps(args), id=f"fc_{cid}",
-                                               status="completed")
+                out = ResponseFunctionToolCall(
+                    type="function_call",
+                    name=name,
+                    call_id=cid,
+                    arguments=json.dumps(args),
+                    id=f"fc_{cid}",
+                    status="completed",
+                )
             else:
                 out = ResponseOutputMessage(
-                    id="msg", type="message", role="assistant", status="completed",
-                    content=[ResponseOutputText(type="output_text", text="done",
-                                                annotations=[])])
+                    id="msg",
+                    type="message",
+                    role="assistant",
+                    status="completed",
+                    content=[ResponseOutputText(type="output_text", text="done", annotations=[])],
+                )
             return ModelResponse(output=[out], usage=Usage(), response_id=None)
 
         def stream_response(self, *a, **kw):
@@ -75,17 +86,24 @@ def test_openai_agents_tool_one_refund_and_the_truth(kind, form, tmp_path):
     from toolcommit.runtime.frameworks import openai_agents_tool
 
     case = Case(kind, tmp_path)
-    tool = openai_agents_tool(case.log, _body(case, form), scope="user:42:request:7",
-                              status=case.status)
-    model = _scripted_agent_model([("refund", {"order": "o-7", "amount": 20}, "call_A"),
-                                   ("refund", ARGS, "call_B")])
+    tool = openai_agents_tool(
+        case.log, _body(case, form), scope="user:42:request:7", status=case.status
+    )
+    model = _scripted_agent_model(
+        [("refund", {"order": "o-7", "amount": 20}, "call_A"), ("refund", ARGS, "call_B")]
+    )
     # tracing off for this run only: the SDK's switch is global, and other tests trace
-    result = Runner.run_sync(Agent(name="refunder", model=model, tools=[tool]), "refund o-7",
-                             run_config=RunConfig(tracing_disabled=True))
+    result = Runner.run_sync(
+        Agent(name="refunder", model=model, tools=[tool]),
+        "refund o-7",
+        run_config=RunConfig(tracing_disabled=True),
+    )
     assert result.final_output == "done"
     items = result.to_input_list()
-    assert [i["call_id"] for i in items if i.get("type") == "function_call_output"] == \
-        ["call_A", "call_B"]
+    assert [i["call_id"] for i in items if i.get("type") == "function_call_output"] == [
+        "call_A",
+        "call_B",
+    ]
     case.check([i["output"] for i in items if i.get("type") == "function_call_output"])
     assert "refund" in shims._TOOLS
 
@@ -123,8 +141,9 @@ def _agent(tool):
     from langchain.agents import create_agent
     from langchain.agents.middleware import ToolRetryMiddleware
 
-    model = _scripted_chat_model([("refund", {"order": "o-7", "amount": 20}, "call_A"),
-                                  ("refund", ARGS, "call_B")])
+    model = _scripted_chat_model(
+        [("refund", {"order": "o-7", "amount": 20}, "call_A"), ("refund", ARGS, "call_B")]
+    )
     retry = ToolRetryMiddleware(max_retries=2, initial_delay=0, jitter=False)
     return create_agent(model, [tool], middleware=[retry])
 
@@ -151,13 +170,12 @@ def test_tool_retry_middleware_alone_refunds_twice_after_a_lost_ack():
         return "refunded"
 
     _run(_agent(refund), "sync")
-    assert len(applied) == 3          # the middleware's retry, then the model's
+    assert len(applied) == 3  # the middleware's retry, then the model's
 
 
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("kind", CASES)
-def test_langchain_tool_under_tool_retry_middleware_one_refund_and_the_truth(kind, form,
-                                                                             tmp_path):
+def test_langchain_tool_under_tool_retry_middleware_one_refund_and_the_truth(kind, form, tmp_path):
     pytest.importorskip("langchain.agents", reason="the 'frameworks' extra is not installed")
     from langchain_core.tools import StructuredTool
 
@@ -165,10 +183,14 @@ def test_langchain_tool_under_tool_retry_middleware_one_refund_and_the_truth(kin
 
     case = Case(kind, tmp_path)
     fn = _body(case, form)
-    inner = (StructuredTool.from_function(fn) if form == "sync"
-             else StructuredTool.from_function(coroutine=fn))
-    tool = langchain_tool(case.log, inner, scope=lambda args, config: "user:42:request:7",
-                          status=case.status)
+    inner = (
+        StructuredTool.from_function(fn)
+        if form == "sync"
+        else StructuredTool.from_function(coroutine=fn)
+    )
+    tool = langchain_tool(
+        case.log, inner, scope=lambda args, config: "user:42:request:7", status=case.status
+    )
     told = _run(_agent(tool), form)
     assert [m.tool_call_id for m in told] == ["call_A", "call_B"]
     assert [m.status for m in told] == ["success" if kind == "lost_ack" else "error"] * 2
@@ -195,15 +217,23 @@ def test_tool_retry_middleware_retry_after_the_ack_meets_the_record(tmp_path):
             failures.append(line)
             raise ConnectionError("the log shipper is down")
 
-    log = IntentLog.sqlite(str(tmp_path / "shipped.db"), writer="agent", provider="stripe",
-                           sinks=[shipper])
-    tool = langchain_tool(log, StructuredTool.from_function(_body(case, "sync")),
-                          scope="user:42:request:7", status=case.status)
+    log = IntentLog.sqlite(
+        str(tmp_path / "shipped.db"), writer="agent", provider="stripe", sinks=[shipper]
+    )
+    tool = langchain_tool(
+        log,
+        StructuredTool.from_function(_body(case, "sync")),
+        scope="user:42:request:7",
+        status=case.status,
+    )
     told = _run(_agent(tool), "sync")
     assert failures and len(case.bank.requests) == 1 and len(case.bank.ledger) == 1
     assert [m.content for m in told] == [json.dumps({"id": "e1"})] * 2
-    assert [e["call_id"] for e in log.events() if e["type"] == "proposal"] == \
-        ["call_A", "call_A", "call_B"]
+    assert [e["call_id"] for e in log.events() if e["type"] == "proposal"] == [
+        "call_A",
+        "call_A",
+        "call_B",
+    ]
 
 
 def test_langchain_async_only_tool_under_sync_invoke_is_refused_before_sending(tmp_path):
@@ -214,8 +244,12 @@ def test_langchain_async_only_tool_under_sync_invoke_is_refused_before_sending(t
     from toolcommit.runtime.frameworks import langchain_tool
 
     case = Case("lost_ack", tmp_path)
-    tool = langchain_tool(case.log, StructuredTool.from_function(
-        coroutine=_body(case, "async")), scope="user:42:request:7", status=case.status)
+    tool = langchain_tool(
+        case.log,
+        StructuredTool.from_function(coroutine=_body(case, "async")),
+        scope="user:42:request:7",
+        status=case.status,
+    )
     with pytest.raises(IntentLogError, match="nothing was sent"):
         tool.invoke(ARGS)
     assert case.bank.requests == [] and case.log.records() == []
@@ -228,16 +262,22 @@ def _activity_run(activity_fn, activity_id: str, form: str):
     from temporalio.testing import ActivityEnvironment
 
     env = ActivityEnvironment()
-    env.info = dataclasses.replace(env.info, activity_id=activity_id, activity_type="refund",
-                                   workflow_id="refund-o-7", workflow_type="RefundWorkflow")
+    env.info = dataclasses.replace(
+        env.info,
+        activity_id=activity_id,
+        activity_type="refund",
+        workflow_id="refund-o-7",
+        workflow_type="RefundWorkflow",
+    )
     out = env.run(activity_fn, "o-7", 20.0)
     return asyncio.run(out) if form == "async" else out
 
 
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("kind", CASES)
-def test_temporal_activity_rescheduled_under_a_new_id_one_refund_and_the_truth(kind, form,
-                                                                              tmp_path):
+def test_temporal_activity_rescheduled_under_a_new_id_one_refund_and_the_truth(
+    kind, form, tmp_path
+):
     pytest.importorskip("temporalio", reason="the 'frameworks' extra is not installed")
     from temporalio.exceptions import ApplicationError
 
@@ -246,7 +286,7 @@ def test_temporal_activity_rescheduled_under_a_new_id_one_refund_and_the_truth(k
     case = Case(kind, tmp_path, writer="worker-1")
     act = temporal_activity(case.log, _body(case, form), status=case.status)
     told = []
-    for activity_id in ("1", "2"):     # the workflow schedules it again: a new activity id
+    for activity_id in ("1", "2"):  # the workflow schedules it again: a new activity id
         try:
             told.append(_activity_run(act, activity_id, form))
         except ApplicationError as e:
@@ -335,6 +375,7 @@ def test_dbos_step_called_again_one_refund_and_the_truth(kind, form, tmp_path, d
 # ----- recovery through the registered tools -------------------------------------------------
 def _openai_tool(case, form):
     from toolcommit.runtime.frameworks import openai_agents_tool
+
     openai_agents_tool(case.log, _body(case, form), scope="s", status=case.status)
 
 
@@ -342,20 +383,28 @@ def _langchain_tool(case, form):
     from langchain_core.tools import StructuredTool
 
     from toolcommit.runtime.frameworks import langchain_tool
+
     fn = _body(case, form)
-    inner = (StructuredTool.from_function(fn) if form == "sync"
-             else StructuredTool.from_function(coroutine=fn))
+    inner = (
+        StructuredTool.from_function(fn)
+        if form == "sync"
+        else StructuredTool.from_function(coroutine=fn)
+    )
     langchain_tool(case.log, inner, scope="s", status=case.status)
 
 
 def _temporal_activity(case, form):
     from toolcommit.runtime.frameworks import temporal_activity
+
     temporal_activity(case.log, _body(case, form), status=case.status)
 
 
 @pytest.mark.parametrize("form", FORMS)
-@pytest.mark.parametrize("wrap", [_openai_tool, _langchain_tool, _temporal_activity],
-                         ids=["openai-agents", "langchain", "temporal"])
+@pytest.mark.parametrize(
+    "wrap",
+    [_openai_tool, _langchain_tool, _temporal_activity],
+    ids=["openai-agents", "langchain", "temporal"],
+)
 def test_a_wrapped_tool_is_registered_and_recovery_runs_it_once(wrap, form, tmp_path):
     """A record a dead writer left RECORDED (its process died before sending) is settled by
     `recover_settle` through the wrapper's registration: the refund applied once, ACKED."""
@@ -367,15 +416,15 @@ def test_a_wrapped_tool_is_registered_and_recovery_runs_it_once(wrap, form, tmp_
 
     case = Case("lost_ack", tmp_path, writer="pod-a")
     wrap(case, form)
-    dying = IntentLog.sqlite(str(tmp_path / "lost_ack.db"), writer="pod-b", lease=0.05,
-                             provider="stripe")
-    dying.propose("call_A", "refund", ARGS, "s")            # then pod-b died
-    later = IntentLog.sqlite(str(tmp_path / "lost_ack.db"), writer="sweeper",
-                             provider="stripe")
+    dying = IntentLog.sqlite(
+        str(tmp_path / "lost_ack.db"), writer="pod-b", lease=0.05, provider="stripe"
+    )
+    dying.propose("call_A", "refund", ARGS, "s")  # then pod-b died
+    later = IntentLog.sqlite(str(tmp_path / "lost_ack.db"), writer="sweeper", provider="stripe")
     deadline = time.monotonic() + 30
-    while later.lease_left(later.records()[0].key) > 0:      # pod-b's lease runs out
+    while later.lease_left(later.records()[0].key) > 0:  # pod-b's lease runs out
         assert time.monotonic() < deadline, "pod-b's lease of 0.05 s never ran out"
         time.sleep(0.01)
     assert list(recover_settle(later).values()) == ["ACKED"]
-    rec, = later.records()
+    (rec,) = later.records()
     assert rec.result == {"id": "e1"} and len(case.bank.ledger) == 1

@@ -3,6 +3,7 @@ after a lost ack meets the first record, and the provider applies the effect onc
 
 Real frameworks run offline: Pydantic AI with its FunctionModel, LangGraph's ToolNode in a
 graph. They are the optional extra 'frameworks'; without it these tests skip."""
+
 import json
 
 import pytest
@@ -23,9 +24,13 @@ def test_pydantic_ai_reissued_refund_after_lost_ack_applies_once(tmp_path):
 
     bank = Bank(lose_first_ack=True)
     log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="agent", provider="ideal")
-    script = iter([[ToolCallPart("refund", {"amount": 20}, tool_call_id="t1")],
-                   [ToolCallPart("refund", {"amount": 20.0}, tool_call_id="t2")],
-                   [TextPart("refunded")]])
+    script = iter(
+        [
+            [ToolCallPart("refund", {"amount": 20}, tool_call_id="t1")],
+            [ToolCallPart("refund", {"amount": 20.0}, tool_call_id="t2")],
+            [TextPart("refunded")],
+        ]
+    )
 
     def model(messages, info):
         return ModelResponse(parts=next(script))
@@ -39,8 +44,10 @@ def test_pydantic_ai_reissued_refund_after_lost_ack_applies_once(tmp_path):
     result = agent.run_sync("refund my order")
     assert result.output == "refunded"
     assert len(bank.ledger) == 1
-    assert [e["decision"] for e in log.events() if e["type"] == "proposal"] == \
-        ["accepted", "duplicate"]
+    assert [e["decision"] for e in log.events() if e["type"] == "proposal"] == [
+        "accepted",
+        "duplicate",
+    ]
     assert conforms(log, bank, tmp_path)
 
 
@@ -61,17 +68,29 @@ def test_langgraph_tool_node_retry_under_new_id_applies_once(tmp_path):
         return json.dumps(bank.refund_current({"amount": amount}))
 
     from langgraph.graph import END, START, MessagesState, StateGraph
-    node = langgraph_tool_node(log, [refund], scope=lambda req: "user:42:checkout:7",
-                               status=bank.status)
+
+    node = langgraph_tool_node(
+        log, [refund], scope=lambda req: "user:42:checkout:7", status=bank.status
+    )
     g = StateGraph(MessagesState)
     g.add_node("tools", node)
     g.add_edge(START, "tools")
     g.add_edge("tools", END)
     graph = g.compile()
-    first = graph.invoke({"messages": [AIMessage("", tool_calls=[
-        {"name": "refund", "args": {"amount": 20}, "id": "t1"}])]})
-    second = graph.invoke({"messages": [AIMessage("", tool_calls=[
-        {"name": "refund", "args": {"amount": 20.0}, "id": "t2"}])]})
+    first = graph.invoke(
+        {
+            "messages": [
+                AIMessage("", tool_calls=[{"name": "refund", "args": {"amount": 20}, "id": "t1"}])
+            ]
+        }
+    )
+    second = graph.invoke(
+        {
+            "messages": [
+                AIMessage("", tool_calls=[{"name": "refund", "args": {"amount": 20.0}, "id": "t2"}])
+            ]
+        }
+    )
     assert len(bank.ledger) == 1
     assert first["messages"][-1].tool_call_id == "t1"
     assert second["messages"][-1].tool_call_id == "t2"
@@ -88,9 +107,13 @@ def test_pydantic_ai_async_tool_runs_inside_the_guard_with_its_key(tmp_path):
 
     bank = Bank(lose_first_ack=True)
     log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="agent", provider="stripe")
-    script = iter([[ToolCallPart("refund", {"amount": 20}, tool_call_id="t1")],
-                   [ToolCallPart("refund", {"amount": 20.0}, tool_call_id="t2")],
-                   [TextPart("refunded")]])
+    script = iter(
+        [
+            [ToolCallPart("refund", {"amount": 20}, tool_call_id="t1")],
+            [ToolCallPart("refund", {"amount": 20.0}, tool_call_id="t2")],
+            [TextPart("refunded")],
+        ]
+    )
 
     async def refund(amount: float) -> dict:
         """Refund the order."""
@@ -100,13 +123,14 @@ def test_pydantic_ai_async_tool_runs_inside_the_guard_with_its_key(tmp_path):
     agent = Agent(FunctionModel(lambda m, i: ModelResponse(parts=next(script))), tools=[tool])
     assert agent.run_sync("refund my order").output == "refunded"
     assert [p for p, _, _ in bank.requests] == ["apply", "replay"] and len(bank.ledger) == 1
-    rec, = log.records()
+    (rec,) = log.records()
     assert rec.state == "ACKED" and rec.result == {"id": "e1"}
     assert conforms(log, bank, tmp_path)
 
 
 def _graph(node):
     from langgraph.graph import END, START, MessagesState, StateGraph
+
     g = StateGraph(MessagesState)
     g.add_node("tools", node)
     g.add_edge(START, "tools")
@@ -129,8 +153,11 @@ def _async_refund_graph(tmp_path):
         """Refund the order."""
         return json.dumps(bank.refund_current({"amount": amount}))
 
-    return bank, log, _graph(langgraph_tool_node(log, [refund], scope="user:42:request:7",
-                                                 status=bank.status))
+    return (
+        bank,
+        log,
+        _graph(langgraph_tool_node(log, [refund], scope="user:42:request:7", status=bank.status)),
+    )
 
 
 def test_langgraph_async_tool_node_awaits_the_tool_inside_the_guard(tmp_path):
@@ -140,8 +167,17 @@ def test_langgraph_async_tool_node_awaits_the_tool_inside_the_guard(tmp_path):
 
     bank, log, graph = _async_refund_graph(tmp_path)
     for i in ("t1", "t2"):
-        out = asyncio.run(graph.ainvoke({"messages": [AIMessage("", tool_calls=[
-            {"name": "refund", "args": {"amount": 20}, "id": i}])]}))
+        out = asyncio.run(
+            graph.ainvoke(
+                {
+                    "messages": [
+                        AIMessage(
+                            "", tool_calls=[{"name": "refund", "args": {"amount": 20}, "id": i}]
+                        )
+                    ]
+                }
+            )
+        )
         assert json.loads(out["messages"][-1].content) == {"id": "e1"}
     assert len(bank.requests) == 1
     assert log.records()[0].state == "ACKED"
@@ -184,8 +220,15 @@ def test_langgraph_refuses_an_async_tool_under_sync_invoke_before_anything_is_se
 
     bank, log, graph = _async_refund_graph(tmp_path)
     with pytest.raises(IntentLogError, match="nothing was sent") as e:
-        graph.invoke({"messages": [AIMessage("", tool_calls=[
-            {"name": "refund", "args": {"amount": 20}, "id": "t1"}])]})
+        graph.invoke(
+            {
+                "messages": [
+                    AIMessage(
+                        "", tool_calls=[{"name": "refund", "args": {"amount": 20}, "id": "t1"}]
+                    )
+                ]
+            }
+        )
     assert "graph.ainvoke" in str(e.value) and "may" not in str(e.value)
     assert bank.requests == [] and log.records() == []
 

@@ -1,5 +1,6 @@
 """The intent log on SQLite: the log decides, writes compare-and-set, recovery comes from
 the log, and every decision writes lines `toolcommit validate` accepts."""
+
 import json
 import os
 
@@ -23,18 +24,20 @@ def test_paraphrased_call_under_a_new_id_is_a_duplicate_of_the_first_record(db):
     first = log.propose("t1", "refund", {"amount": 20, "reason": "damaged item"}, SCOPE)
     again = log.propose("t2", "refund", {"reason": " damaged  item ", "amount": 20.0}, SCOPE)
     other = log.propose("t3", "refund", {"amount": 25, "reason": "damaged item"}, SCOPE)
-    assert (first.decision, again.decision, other.decision) == ("accepted", "duplicate",
-                                                               "accepted")
+    assert (first.decision, again.decision, other.decision) == ("accepted", "duplicate", "accepted")
     assert again.key == first.key != other.key
-    assert again.record.call_id == "t1"        # the call id is evidence, not identity
+    assert again.record.call_id == "t1"  # the call id is evidence, not identity
 
 
 def test_only_the_lease_holder_dispatches_and_only_once(db):
-    w1, w2 = IntentLog.sqlite(db, "w1", provider="ideal"), IntentLog.sqlite(db, "w2", provider="ideal")
+    w1, w2 = (
+        IntentLog.sqlite(db, "w1", provider="ideal"),
+        IntentLog.sqlite(db, "w2", provider="ideal"),
+    )
     d = w1.propose("t1", "refund", {"amount": 20}, SCOPE)
     assert w2.dispatch(d.key) is None
     t = w1.dispatch(d.key)
-    assert (t.fence, t.idempotency_key, t.purpose) == (1, None, "apply")   # ideal: fences, no key
+    assert (t.fence, t.idempotency_key, t.purpose) == (1, None, "apply")  # ideal: fences, no key
     assert w1.dispatch(d.key) is None
 
 
@@ -46,7 +49,7 @@ def test_unknown_is_reconciled_with_a_sealing_fence_never_redispatched(db):
     assert log.dispatch(d.key) is None and not log.ack(t)
     r = log.reconcile(d.key)
     assert (r.fence, r.purpose) == (2, "status")
-    assert log.reconcile(d.key).fence == 2     # a repeated status read keeps its fence
+    assert log.reconcile(d.key).fence == 2  # a repeated status read keeps its fence
     assert log.settle(r, True, {"id": "e1"})
     assert (log.record(d.key).state, log.record(d.key).result) == ("ACKED", {"id": "e1"})
 
@@ -60,12 +63,16 @@ def test_status_absent_dead_letters_and_the_users_new_attempt_takes_the_next_epo
     assert log.propose("t2", "refund", {"amount": 20}, SCOPE).decision == "duplicate"
     nxt = log.propose("t3", "refund", {"amount": 20}, SCOPE, new_attempt=True)
     assert nxt.accepted and nxt.record.epoch == 1 and nxt.key != d.key
-    assert log.propose("t4", "refund", {"amount": 20}, SCOPE,
-                       new_attempt=True).decision == "duplicate"   # epoch 1 is live
+    assert (
+        log.propose("t4", "refund", {"amount": 20}, SCOPE, new_attempt=True).decision == "duplicate"
+    )  # epoch 1 is live
 
 
 def test_a_zombie_cannot_write_after_its_lease_was_taken_over(db):
-    w1, w2 = IntentLog.sqlite(db, "w1", provider="ideal"), IntentLog.sqlite(db, "w2", provider="ideal")
+    w1, w2 = (
+        IntentLog.sqlite(db, "w1", provider="ideal"),
+        IntentLog.sqlite(db, "w2", provider="ideal"),
+    )
     d = w1.propose("t1", "refund", {"amount": 20}, SCOPE)
     t = w1.dispatch(d.key)
     assert w1.expire_leases("w1") == 1
@@ -77,7 +84,10 @@ def test_a_zombie_cannot_write_after_its_lease_was_taken_over(db):
 
 
 def test_a_live_lease_is_not_taken_over(db):
-    w1, w2 = IntentLog.sqlite(db, "w1", provider="ideal"), IntentLog.sqlite(db, "w2", provider="ideal")
+    w1, w2 = (
+        IntentLog.sqlite(db, "w1", provider="ideal"),
+        IntentLog.sqlite(db, "w2", provider="ideal"),
+    )
     w1.propose("t1", "refund", {"amount": 20}, SCOPE)
     assert w2.recover() == []
 
@@ -86,7 +96,7 @@ def test_reopening_a_crashed_writer_logs_the_crash_and_takes_its_records_over(db
     old = IntentLog.sqlite(db, "w1", provider="ideal")
     d = old.propose("t1", "refund", {"amount": 20}, SCOPE)
     t = old.dispatch(d.key)
-    new = IntentLog.sqlite(db, "w1", provider="ideal")          # the old process never closed: it crashed
+    new = IntentLog.sqlite(db, "w1", provider="ideal")  # the old process never closed: it crashed
     assert new.crashed and new.incarnation == 2
     assert new.record(d.key).state == "UNKNOWN" and new.record(d.key).owner_inc == 2
     kinds = [(e["type"], e.get("to")) for e in new.events() if e["writer"] == "w1"][-3:]
@@ -107,14 +117,17 @@ def test_a_clean_close_is_no_crash_and_frees_the_leases(db):
 
 
 def test_cancel_before_dispatch_keeps_the_call_from_the_provider(db):
-    log, user = IntentLog.sqlite(db, "w1", provider="ideal"), IntentLog.sqlite(db, "user", provider="ideal")
+    log, user = (
+        IntentLog.sqlite(db, "w1", provider="ideal"),
+        IntentLog.sqlite(db, "user", provider="ideal"),
+    )
     d = log.propose("t1", "refund", {"amount": 20}, SCOPE)
     assert user.cancel(d.key)
     assert log.dispatch(d.key) is None
     assert log.record(d.key).state == "REJECTED_CONFLICT"
     assert log.propose("t2", "refund", {"amount": 20}, SCOPE).decision == "duplicate"
     late = log.dispatch(log.propose("t3", "refund", {"amount": 30}, SCOPE).key)
-    assert not user.cancel(late.key)            # dispatched: a cancel is now a compensation
+    assert not user.cancel(late.key)  # dispatched: a cancel is now a compensation
 
 
 def test_an_exclusive_tool_conflicts_with_another_live_intent_of_its_scope(db):
@@ -124,10 +137,11 @@ def test_an_exclusive_tool_conflicts_with_another_live_intent_of_its_scope(db):
     assert c.decision == "conflict" and c.record.key == d.key
     # another checkout's refund names its charge: the ideal design holds a re-ask of the
     # same arguments in another scope (reask=hold), and this is not one
-    assert log.propose("t3", "refund", {"amount": 25, "charge": "ch_8"},
-                       "user:42:checkout:8").accepted
+    assert log.propose(
+        "t3", "refund", {"amount": 25, "charge": "ch_8"}, "user:42:checkout:8"
+    ).accepted
     log.timeout(log.dispatch(d.key))
-    log.dead_letter(d.key)                      # given up: the scope is free again
+    log.dead_letter(d.key)  # given up: the scope is free again
     assert log.propose("t4", "refund", {"amount": 25}, SCOPE).accepted
 
 
@@ -153,8 +167,9 @@ def test_calls_without_a_canonical_form_are_refused_with_one_line(db):
 
 def test_every_line_is_the_log_contract_and_sinks_see_each_committed_line(db, tmp_path):
     seen = []
-    log = IntentLog.sqlite(db, "w1", sinks=[JsonlSink(str(tmp_path / "sink.jsonl")),
-                                              seen.append], provider="ideal")
+    log = IntentLog.sqlite(
+        db, "w1", sinks=[JsonlSink(str(tmp_path / "sink.jsonl")), seen.append], provider="ideal"
+    )
     d = log.propose("t1", "refund", {"amount": 20}, SCOPE)
     log.ack(log.dispatch(d.key), {"id": "e1"})
     log.propose("t2", "refund", {"amount": 20.0}, SCOPE)
@@ -174,17 +189,17 @@ def test_a_run_with_a_lost_ack_a_crash_and_a_zombie_validates(db, tmp_path):
     with pytest.raises(TimeoutError):
         bank.refund(t, {"amount": 20})
     w1.timeout(t)
-    w1.propose("t2", "refund", {"amount": 20.0}, SCOPE)           # the model re-asks
+    w1.propose("t2", "refund", {"amount": 20.0}, SCOPE)  # the model re-asks
     r = w1.reconcile(d.key)
     found = bank.status(r)
     w1.settle(r, found is not None, found)
     e = w1.propose("t3", "email", {"to": "a@b"}, SCOPE)
     stale = w1.dispatch(e.key)
-    w1 = IntentLog.sqlite(db, "w1", provider="ideal")                               # crash and restart
+    w1 = IntentLog.sqlite(db, "w1", provider="ideal")  # crash and restart
     w2 = IntentLog.sqlite(db, "w2", provider="ideal")
     r = w1.reconcile(e.key)
-    present = bank.status(r) is not None                          # seals at fence 2
-    with pytest.raises(PermissionError):                          # the stale request lands
+    present = bank.status(r) is not None  # seals at fence 2
+    with pytest.raises(PermissionError):  # the stale request lands
         bank.refund(stale, {"to": "a@b"})
     w1.settle(r, present)
     assert w2.recover() == [] and w1.unsettled() == 0

@@ -1,5 +1,6 @@
 """Model to implementation: a stored counterexample's schedule, replayed through the
 harness, fails the chat-style runtime and passes on the library."""
+
 from pathlib import Path
 
 import pytest
@@ -35,9 +36,18 @@ def test_ack_loss_counterexample_fails_the_chat_runtime_and_passes_on_the_librar
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", ["crash_before_dispatch/I1", "transport_retry/I1", "default/P1",
-                                  "cancel/P3", "reorder/I1", "give_up_retry/I1",
-                                  "provider_non_idempotent/I1"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "crash_before_dispatch/I1",
+        "transport_retry/I1",
+        "default/P1",
+        "cancel/P3",
+        "reorder/I1",
+        "give_up_retry/I1",
+        "provider_non_idempotent/I1",
+    ],
+)
 def test_naive_counterexample_schedules_fail_chat_and_pass_library(case):
     path = str(NAIVE / f"{case}.itf.json")
     assert replay(path, "chat").results[0].verdict == "VIOLATES"
@@ -63,23 +73,46 @@ def test_every_action_of_the_spec_is_scheduled_ignored_or_refused_by_name():
     leaves it to the runtime, or refuses traces with it, by name."""
     from toolcommit.checker.torture import itf
     from toolcommit.spec import protocol
-    known = (*itf._EMIT, *itf._SENDS, *itf._ANSWERS, *itf._NET, *itf._FAULTS, *itf._IGNORED,
-             *itf._PROVIDER, *itf._NEXT, *itf._READS, *itf.UNREPLAYABLE)
+
+    known = (
+        *itf._EMIT,
+        *itf._SENDS,
+        *itf._ANSWERS,
+        *itf._NET,
+        *itf._FAULTS,
+        *itf._IGNORED,
+        *itf._PROVIDER,
+        *itf._NEXT,
+        *itf._READS,
+        *itf.UNREPLAYABLE,
+    )
     assert set(protocol().actions) == set(known)
     assert not set(itf.UNREPLAYABLE) & set(itf._IGNORED)
     assert all(protocol().actions[a]["fault"] for a in itf.UNREPLAYABLE)
 
 
-@pytest.mark.parametrize("edit,says", [
-    (lambda d: next(s for s in d["states"][1:] if s.get("mbt::nondetPicks", {}).get("worker"))
-     ["mbt::nondetPicks"].update(worker="w7"), "step 1: not a trace toolcommit wrote"),
-    (lambda d: d.update(states="x"), "states must be a list"),
-    (lambda d: d["#meta"].update(instance="nope"), "#meta.instance"),
-    (lambda d: d.update(states=d["states"][:1] + [{"mbt::actionTaken": "insert"}]),
-     "no call of the model to replay")])
+@pytest.mark.parametrize(
+    "edit,says",
+    [
+        (
+            lambda d: next(
+                s for s in d["states"][1:] if s.get("mbt::nondetPicks", {}).get("worker")
+            )["mbt::nondetPicks"].update(worker="w7"),
+            "step 1: not a trace toolcommit wrote",
+        ),
+        (lambda d: d.update(states="x"), "states must be a list"),
+        (lambda d: d["#meta"].update(instance="nope"), "#meta.instance"),
+        (
+            lambda d: d.update(states=d["states"][:1] + [{"mbt::actionTaken": "insert"}]),
+            "no call of the model to replay",
+        ),
+    ],
+)
 def test_a_hand_edited_itf_file_is_refused_in_one_line_naming_what_is_wrong(
-        edit, says, tmp_path, capsys):
+    edit, says, tmp_path, capsys
+):
     import json
+
     doc = json.loads((ROOT / "counterexamples" / "naive" / "ack_loss" / "I1.itf.json").read_text())
     edit(doc)
     p = tmp_path / "edited.itf.json"
@@ -92,16 +125,20 @@ def test_a_hand_edited_itf_file_is_refused_in_one_line_naming_what_is_wrong(
 QUESTIONS = ROOT / "counterexamples" / "questions"
 
 
-@pytest.mark.parametrize("case", [
-    "failure-classes@email/Late_request_after_give-up__required_behaviour",
-    "failure-classes@email/Zombie_after_lease_expiry__required_behaviour",
-    "tradeoffs@email/Client-side_canonical_intent_log__where_it_is_strong"])
-def test_a_provider_fault_counterexample_breaks_its_weak_design_on_the_fake_not_the_library(
-        case):
+@pytest.mark.parametrize(
+    "case",
+    [
+        "failure-classes@email/Late_request_after_give-up__required_behaviour",
+        "failure-classes@email/Zombie_after_lease_expiry__required_behaviour",
+        "tradeoffs@email/Client-side_canonical_intent_log__where_it_is_strong",
+    ],
+)
+def test_a_provider_fault_counterexample_breaks_its_weak_design_on_the_fake_not_the_library(case):
     """recommended@email: the provider executes the request and answers 500; the
     recommended design reads a status, finds none, parks it and lets the user ask again: a
     second email. The email design gives up visibly and refuses the re-ask."""
     from toolcommit.checker.torture.itf import _load, weak_runtime
+
     path = str(QUESTIONS / f"{case}.itf.json")
     plan = plan_from_itf(path)
     assert ((("apply", "*", 1), "error_after")) in plan.net
@@ -115,6 +152,7 @@ def test_a_provider_fault_counterexample_breaks_its_weak_design_on_the_fake_not_
 
 def test_a_trace_found_on_a_design_the_harness_has_no_runtime_for_is_named_with_why():
     from toolcommit.checker.torture.itf import _load, weak_runtime
+
     meta = _load(str(QUESTIONS / "failure-classes@stripe" / "Ack_loss__common_bug.itf.json"))
     weak, why = weak_runtime(meta["#meta"])
     assert weak == "" and "recommended+dedupe_by=call_id has no harness runtime" in why

@@ -1,6 +1,7 @@
 """The guard's own OpenTelemetry spans and metrics (`toolcommit.runtime.otel`), read with
 the SDK's in-memory exporter and reader; the library without opentelemetry; a guarded
 run's spans validated as a trace (``validate --from otel``)."""
+
 import asyncio
 import json
 import subprocess
@@ -43,8 +44,11 @@ class Telemetry:
         self.meter_provider = MeterProvider(metric_readers=[self.reader])
 
     def spans(self, kind=None):
-        return [s for s in self.exporter.get_finished_spans()
-                if kind is None or s.attributes.get("toolcommit.span") == kind]
+        return [
+            s
+            for s in self.exporter.get_finished_spans()
+            if kind is None or s.attributes.get("toolcommit.span") == kind
+        ]
 
     def points(self, name):
         """{sorted attribute items: value (a sum, a gauge's value, a histogram's count)}."""
@@ -55,8 +59,11 @@ class Telemetry:
                 for m in sm.metrics:
                     if m.name == name:
                         for p in m.data.data_points:
-                            v = getattr(p, "count", None) if hasattr(p, "bucket_counts") \
+                            v = (
+                                getattr(p, "count", None)
+                                if hasattr(p, "bucket_counts")
                                 else p.value
+                            )
                             out[tuple(sorted(p.attributes.items()))] = v
         return out
 
@@ -78,64 +85,95 @@ def _refund(log, bank):
     @effectful(log, tool="refund", scope=SCOPE, status=bank.status)
     def refund(amount):
         return bank.refund(current_ticket(), {"amount": amount})
+
     return refund
 
 
 def _moves(span):
-    return [(e.attributes["toolcommit.from"], e.attributes["toolcommit.to"])
-            for e in span.events if e.name == "toolcommit.transition"]
+    return [
+        (e.attributes["toolcommit.from"], e.attributes["toolcommit.to"])
+        for e in span.events
+        if e.name == "toolcommit.transition"
+    ]
 
 
 def test_each_guarded_call_is_one_execute_tool_span_with_its_decision_and_transitions(
-        tmp_path, tel):
+    tmp_path, tel
+):
     log = _log(tmp_path, "ideal", settler=False)
     refund = _refund(log, Bank())
     assert refund(20, call_id="t1") == {"id": "e1"}
-    span, = tel.spans("guard")
+    (span,) = tel.spans("guard")
     a = span.attributes
     assert span.name == "execute_tool refund"
-    assert (a["gen_ai.operation.name"], a["gen_ai.tool.name"], a["gen_ai.tool.call.id"]) \
-        == ("execute_tool", "refund", "t1")
-    assert (a["toolcommit.decision"], a["toolcommit.outcome"], a["toolcommit.happened"]) \
-        == ("accepted", "result", "yes")
-    rec, = log.records()
-    assert (a["toolcommit.key"], a["toolcommit.epoch"], a["toolcommit.fence"],
-            a["toolcommit.state"]) == (rec.key, 0, 1, "ACKED")
+    assert (a["gen_ai.operation.name"], a["gen_ai.tool.name"], a["gen_ai.tool.call.id"]) == (
+        "execute_tool",
+        "refund",
+        "t1",
+    )
+    assert (a["toolcommit.decision"], a["toolcommit.outcome"], a["toolcommit.happened"]) == (
+        "accepted",
+        "result",
+        "yes",
+    )
+    (rec,) = log.records()
+    assert (
+        a["toolcommit.key"],
+        a["toolcommit.epoch"],
+        a["toolcommit.fence"],
+        a["toolcommit.state"],
+    ) == (rec.key, 0, 1, "ACKED")
     assert "toolcommit.resolution" not in a and span.status.status_code is StatusCode.UNSET
     assert [e.name for e in span.events][0] == "toolcommit.proposal"
-    assert _moves(span) == [("PROPOSED", "RECORDED"), ("RECORDED", "DISPATCHED"),
-                            ("DISPATCHED", "ACKED")]
+    assert _moves(span) == [
+        ("PROPOSED", "RECORDED"),
+        ("RECORDED", "DISPATCHED"),
+        ("DISPATCHED", "ACKED"),
+    ]
     log.close()
 
 
 def test_a_lost_ack_is_replayed_in_the_call_and_the_model_retry_gets_the_saved_answer(
-        tmp_path, tel):
+    tmp_path, tel
+):
     log = _log(tmp_path, "stripe", settler=False)
     refund = _refund(log, Bank(lose_first_ack=True))
     assert refund(20, call_id="t1") == refund(20.0, call_id="t2") == {"id": "e1"}
     first, retry = tel.spans("guard")
-    assert _moves(first)[2:] == [("DISPATCHED", "UNKNOWN"), ("UNKNOWN", "RECONCILING"),
-                                 ("RECONCILING", "ACKED")]
-    assert (first.attributes["toolcommit.resolution"], first.attributes["toolcommit.outcome"]) \
-        == ("replay_answered", "result")
-    assert (retry.attributes["toolcommit.decision"], retry.attributes["toolcommit.outcome"]) \
-        == ("duplicate", "saved")
-    assert _moves(retry) == [] and retry.attributes["toolcommit.key"] \
-        == first.attributes["toolcommit.key"]
+    assert _moves(first)[2:] == [
+        ("DISPATCHED", "UNKNOWN"),
+        ("UNKNOWN", "RECONCILING"),
+        ("RECONCILING", "ACKED"),
+    ]
+    assert (first.attributes["toolcommit.resolution"], first.attributes["toolcommit.outcome"]) == (
+        "replay_answered",
+        "result",
+    )
+    assert (retry.attributes["toolcommit.decision"], retry.attributes["toolcommit.outcome"]) == (
+        "duplicate",
+        "saved",
+    )
+    assert (
+        _moves(retry) == []
+        and retry.attributes["toolcommit.key"] == first.attributes["toolcommit.key"]
+    )
     assert tel.points("toolcommit.decisions") == {
         (("gen_ai.tool.name", "refund"), ("toolcommit.decision", "accepted")): 1,
-        (("gen_ai.tool.name", "refund"), ("toolcommit.decision", "duplicate")): 1}
+        (("gen_ai.tool.name", "refund"), ("toolcommit.decision", "duplicate")): 1,
+    }
     assert tel.points("toolcommit.settle.duration") == {
-        (("gen_ai.tool.name", "refund"), ("toolcommit.state", "ACKED")): 1}
+        (("gen_ai.tool.name", "refund"), ("toolcommit.state", "ACKED")): 1
+    }
     log.close()
 
 
 def test_a_call_cancelled_after_the_effect_leaves_doubt_and_the_retry_span_says_replay(
-        tmp_path, tel):
+    tmp_path, tel
+):
     """The answer is lost with the task (cancelled after the provider applied): the
     record is UNKNOWN; the model's retry (a new call id) replays it under the same key."""
     bank = Bank()
-    log = _log(tmp_path, "stripe", "otel-cancel", settler=False)   # its own gauge series
+    log = _log(tmp_path, "stripe", "otel-cancel", settler=False)  # its own gauge series
     applied = asyncio.Event()
 
     @effectful(log, tool="refund", scope=SCOPE, status=bank.status)
@@ -143,7 +181,7 @@ def test_a_call_cancelled_after_the_effect_leaves_doubt_and_the_retry_span_says_
         got = bank.refund(current_ticket(), {"amount": amount})
         if len(bank.requests) == 1:
             applied.set()
-            await asyncio.Event().wait()         # the answer never comes back
+            await asyncio.Event().wait()  # the answer never comes back
         return got
 
     async def agent():
@@ -152,21 +190,36 @@ def test_a_call_cancelled_after_the_effect_leaves_doubt_and_the_retry_span_says_
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert tel.points("toolcommit.in_doubt")[
-            (("gen_ai.tool.name", "refund"), ("toolcommit.writer", "otel-cancel"))] == 1
+        assert (
+            tel.points("toolcommit.in_doubt")[
+                (("gen_ai.tool.name", "refund"), ("toolcommit.writer", "otel-cancel"))
+            ]
+            == 1
+        )
         return await refund(20, call_id="t2")
 
     assert asyncio.run(agent()) == {"id": "e1"} and len(bank.ledger) == 1
     first, retry = tel.spans("guard")
-    assert (first.attributes["toolcommit.outcome"], first.attributes["toolcommit.resolution"],
-            first.attributes["toolcommit.happened"] if "toolcommit.happened" in first.attributes
-            else None) == ("CancelledError", "settler", None)
+    assert (
+        first.attributes["toolcommit.outcome"],
+        first.attributes["toolcommit.resolution"],
+        first.attributes["toolcommit.happened"]
+        if "toolcommit.happened" in first.attributes
+        else None,
+    ) == ("CancelledError", "settler", None)
     assert first.status.status_code is StatusCode.ERROR
-    assert (retry.attributes["toolcommit.decision"], retry.attributes["toolcommit.resolution"],
-            retry.attributes["toolcommit.outcome"]) == ("duplicate", "replay_answered", "result")
+    assert (
+        retry.attributes["toolcommit.decision"],
+        retry.attributes["toolcommit.resolution"],
+        retry.attributes["toolcommit.outcome"],
+    ) == ("duplicate", "replay_answered", "result")
     assert _moves(retry) == [("UNKNOWN", "RECONCILING"), ("RECONCILING", "ACKED")]
-    assert tel.points("toolcommit.in_doubt")[
-        (("gen_ai.tool.name", "refund"), ("toolcommit.writer", "otel-cancel"))] == 0
+    assert (
+        tel.points("toolcommit.in_doubt")[
+            (("gen_ai.tool.name", "refund"), ("toolcommit.writer", "otel-cancel"))
+        ]
+        == 0
+    )
     log.close()
 
 
@@ -181,19 +234,28 @@ def test_a_give_up_and_a_refusal_end_their_spans_in_error_and_count(tmp_path, te
     with pytest.raises(GaveUp):
         send("a@example.com", call_id="t1")
     d = log.propose("t2", "send", {"to": "b@example.com"}, "user:42:mail:b")
-    with pytest.raises(Conflict):            # the scope holds another live send
+    with pytest.raises(Conflict):  # the scope holds another live send
         guard(log, "t3", "send", {"to": "c@example.com"}, "user:42:mail:b", lambda t: None)
     gave_up, refused = tel.spans("guard")
-    assert (gave_up.attributes["toolcommit.outcome"], gave_up.attributes["toolcommit.resolution"],
-            gave_up.attributes["toolcommit.happened"], gave_up.attributes["error.type"]) \
-        == ("GaveUp", "give_up", "unknown", "GaveUp")
-    assert _moves(gave_up)[-3:] == [("DISPATCHED", "UNKNOWN"), ("UNKNOWN", "RECONCILING"),
-                                    ("RECONCILING", "DEAD_LETTER")]
-    assert (refused.attributes["toolcommit.decision"], refused.attributes["error.type"]) \
-        == ("conflict", "Conflict")
+    assert (
+        gave_up.attributes["toolcommit.outcome"],
+        gave_up.attributes["toolcommit.resolution"],
+        gave_up.attributes["toolcommit.happened"],
+        gave_up.attributes["error.type"],
+    ) == ("GaveUp", "give_up", "unknown", "GaveUp")
+    assert _moves(gave_up)[-3:] == [
+        ("DISPATCHED", "UNKNOWN"),
+        ("UNKNOWN", "RECONCILING"),
+        ("RECONCILING", "DEAD_LETTER"),
+    ]
+    assert (refused.attributes["toolcommit.decision"], refused.attributes["error.type"]) == (
+        "conflict",
+        "Conflict",
+    )
     assert gave_up.status.status_code is refused.status.status_code is StatusCode.ERROR
     assert tel.points("toolcommit.give_ups") == {
-        (("gen_ai.tool.name", "send"), ("toolcommit.state", "DEAD_LETTER")): 1}
+        (("gen_ai.tool.name", "send"), ("toolcommit.state", "DEAD_LETTER")): 1
+    }
     assert d.decision == "accepted"
     log.close()
 
@@ -211,24 +273,32 @@ def test_a_call_left_in_doubt_says_settler_and_the_recovery_pass_settles_it(tmp_
 
     with pytest.raises(InDoubt):
         refund(20, call_id="t1")
-    call, = tel.spans("guard")
-    assert (call.attributes["toolcommit.outcome"], call.attributes["toolcommit.resolution"],
-            call.attributes["toolcommit.state"]) == ("InDoubt", "settler", "RECONCILING")
+    (call,) = tel.spans("guard")
+    assert (
+        call.attributes["toolcommit.outcome"],
+        call.attributes["toolcommit.resolution"],
+        call.attributes["toolcommit.state"],
+    ) == ("InDoubt", "settler", "RECONCILING")
     assert call.status.status_code is StatusCode.UNSET
     effectful(log, tool="refund", scope=SCOPE, status=bank.status)(lambda amount: None)
     got = recover_settle(log)
     assert list(got.values()) == ["ACKED"]
-    pass_span, = [s for s in tel.spans("recover")
-                  if s.attributes["toolcommit.trigger"] == "pass"]
-    settle, = tel.spans("settle")
+    (pass_span,) = [s for s in tel.spans("recover") if s.attributes["toolcommit.trigger"] == "pass"]
+    (settle,) = tel.spans("settle")
     assert settle.parent.span_id == pass_span.context.span_id
-    assert (pass_span.attributes["toolcommit.settled"], pass_span.attributes["toolcommit.left"]) \
-        == (1, 0)
-    assert (settle.name, settle.attributes["toolcommit.from"], settle.attributes["toolcommit.state"],
-            settle.attributes["toolcommit.resolution"]) \
-        == ("toolcommit.settle refund", "RECONCILING", "ACKED", "read_present")
+    assert (
+        pass_span.attributes["toolcommit.settled"],
+        pass_span.attributes["toolcommit.left"],
+    ) == (1, 0)
+    assert (
+        settle.name,
+        settle.attributes["toolcommit.from"],
+        settle.attributes["toolcommit.state"],
+        settle.attributes["toolcommit.resolution"],
+    ) == ("toolcommit.settle refund", "RECONCILING", "ACKED", "read_present")
     assert tel.points("toolcommit.settle.duration") == {
-        (("gen_ai.tool.name", "refund"), ("toolcommit.state", "ACKED")): 1}
+        (("gen_ai.tool.name", "refund"), ("toolcommit.state", "ACKED")): 1
+    }
     log.close()
 
 
@@ -236,13 +306,16 @@ def test_a_restart_is_one_recover_span_that_carries_the_takeover(tmp_path, tel):
     first = _log(tmp_path, "stripe", settler=False)
     d = first.propose("t1", "refund", {"amount": 20}, SCOPE)
     first.dispatch(d.key)
-    first.store.close()                      # the process dies holding a dispatched record
+    first.store.close()  # the process dies holding a dispatched record
     again = _log(tmp_path, "stripe", settler=False)
     opened = [s for s in tel.spans("recover") if s.attributes["toolcommit.trigger"] == "open"]
     span = opened[-1]
     assert (span.attributes["toolcommit.taken"], span.attributes["toolcommit.crashed"]) == (1, True)
-    assert [e.name for e in span.events] == ["toolcommit.crash", "toolcommit.restart",
-                                             "toolcommit.transition"]
+    assert [e.name for e in span.events] == [
+        "toolcommit.crash",
+        "toolcommit.restart",
+        "toolcommit.transition",
+    ]
     again.close()
 
 
@@ -268,8 +341,9 @@ log.close()
 
 
 def test_without_opentelemetry_the_library_imports_nothing_and_guards_calls():
-    out = subprocess.run([sys.executable, "-c", NO_OTEL], capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", NO_OTEL], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["re_1", "False", "{}", "[]"]
 
@@ -283,13 +357,15 @@ def _export(tmp_path, spans, fmt):
         return str(path)
     from google.protobuf.json_format import MessageToDict
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
     path.write_text(json.dumps(MessageToDict(encode_spans(spans))) + "\n")
     return str(path)
 
 
 def _ledger(tmp_path, bank, twice=False):
-    rows = [{"idempotency_key": e["idempotency_key"], "effect_id": e["effect_id"]}
-            for e in bank.ledger]
+    rows = [
+        {"idempotency_key": e["idempotency_key"], "effect_id": e["effect_id"]} for e in bank.ledger
+    ]
     if twice:
         rows.append({**rows[0], "effect_id": "e2"})
     path = tmp_path / "ledger.jsonl"
@@ -297,10 +373,10 @@ def _ledger(tmp_path, bank, twice=False):
     return str(path)
 
 
-@pytest.mark.parametrize("framework_span,fmt", [(False, "otlp"), (True, "otlp"),
-                                                (True, "console")])
-def test_a_guarded_runs_spans_validate_and_a_doubled_effect_is_caught(tmp_path, tel,
-                                                                     framework_span, fmt):
+@pytest.mark.parametrize("framework_span,fmt", [(False, "otlp"), (True, "otlp"), (True, "console")])
+def test_a_guarded_runs_spans_validate_and_a_doubled_effect_is_caught(
+    tmp_path, tel, framework_span, fmt
+):
     """The guard's spans alone, or inside a framework's own execute_tool span (folded: one
     call each), judged by the guard's lines; a ledger with the effect applied twice
     violates I1."""
@@ -313,9 +389,14 @@ def test_a_guarded_runs_spans_validate_and_a_doubled_effect_is_caught(tmp_path, 
     tracer = tel.tracer_provider.get_tracer("an-agent-framework")
     for cid, amount in (("t1", 20), ("t2", 20.0)):
         if framework_span:
-            with tracer.start_as_current_span("execute_tool refund", attributes={
-                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "refund",
-                    "gen_ai.tool.call.id": cid}):
+            with tracer.start_as_current_span(
+                "execute_tool refund",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "refund",
+                    "gen_ai.tool.call.id": cid,
+                },
+            ):
                 refund(amount, call_id=cid)
         else:
             refund(amount, call_id=cid)
@@ -332,6 +413,7 @@ def test_a_guarded_runs_spans_validate_and_a_doubled_effect_is_caught(tmp_path, 
 
 def test_an_idle_settler_pass_writes_no_span_and_a_due_one_does(tmp_path, tel):
     from toolcommit.runtime.shims import settle_pass
+
     bank = Bank(lose_first_ack=True)
     log = _log(tmp_path, "ideal", settler=False)
 
@@ -339,9 +421,10 @@ def test_an_idle_settler_pass_writes_no_span_and_a_due_one_does(tmp_path, tel):
         raise ConnectionError("status endpoint down")
 
     refund = effectful(log, tool="refund", scope=SCOPE, status=down)(
-        lambda amount: bank.refund(current_ticket(), {"amount": amount}))
+        lambda amount: bank.refund(current_ticket(), {"amount": amount})
+    )
     settle_pass(log)
-    assert tel.spans("recover")[1:] == []              # the log's opening only
+    assert tel.spans("recover")[1:] == []  # the log's opening only
     with pytest.raises(InDoubt):
         refund(20, call_id="t1")
     effectful(log, tool="refund", scope=SCOPE, status=bank.status)(lambda amount: None)
@@ -356,11 +439,13 @@ def test_the_telemetry_page_example_prints_what_the_page_shows(tmp_path):
     """Run in a fresh process: the gauge reports every open log of its process."""
     import re
     from pathlib import Path
+
     page = Path(__file__).resolve().parents[2] / "docs" / "telemetry.md"
     text = page.read_text()
-    code, = re.findall(r"^```python\n(.*?)^```$", text, flags=re.S | re.M)
-    shown, = re.findall(r"^```text\n(.*?)^```$", text, flags=re.S | re.M)
-    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=120)
+    (code,) = re.findall(r"^```python\n(.*?)^```$", text, flags=re.S | re.M)
+    (shown,) = re.findall(r"^```text\n(.*?)^```$", text, flags=re.S | re.M)
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout == shown

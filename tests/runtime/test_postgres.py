@@ -1,5 +1,6 @@
 """PostgreSQL: the same log on a server the tests start themselves (initdb into a temporary
 folder, a Unix socket only), two orchestrator processes in the harness."""
+
 import os
 
 import pytest
@@ -9,8 +10,10 @@ from toolcommit.checker.torture.pgserver import NoPostgres, TempPostgres, binari
 
 pytest.importorskip("psycopg", reason="the 'postgres' extra (psycopg 3) is not installed")
 if binaries() is None:
-    pytest.skip("PostgreSQL server binaries are not installed (apt-get install postgresql)",
-                allow_module_level=True)
+    pytest.skip(
+        "PostgreSQL server binaries are not installed (apt-get install postgresql)",
+        allow_module_level=True,
+    )
 
 from toolcommit.runtime import IntentLog  # noqa: E402
 
@@ -51,8 +54,9 @@ def test_concurrent_orchestrators_on_postgres_accept_one_record(pg):
         if pid == 0:
             try:
                 log = IntentLog.postgres(pg.dsn, f"o{i}", schema="t_race", provider="ideal")
-                os.write(w, log.propose(f"t{i}", "refund", {"amount": 20}, SCOPE).decision[:1]
-                         .encode())
+                os.write(
+                    w, log.propose(f"t{i}", "refund", {"amount": 20}, SCOPE).decision[:1].encode()
+                )
             finally:
                 os._exit(0)
         pids.append(pid)
@@ -72,8 +76,7 @@ def test_harness_with_two_orchestrators_on_postgres_is_clean(pg):
 
 @pytest.mark.slow
 def test_harness_with_two_orchestrators_on_postgres_is_clean_on_40_seeds(pg):
-    c = torture(40, seed=100, store="postgres", dsn=pg.dsn, workers=2, jobs=2,
-                keep_going=True)
+    c = torture(40, seed=100, store="postgres", dsn=pg.dsn, workers=2, jobs=2, keep_going=True)
     assert c.verdicts()["CONFORMS"] == 40, render(c)
 
 
@@ -81,16 +84,21 @@ def test_a_schema_of_another_application_is_refused_unless_adopted(pg):
     import psycopg
 
     from toolcommit.runtime import StoreError
+
     with psycopg.connect(pg.dsn, autocommit=True) as c:
         c.execute("CREATE SCHEMA shop")
         c.execute("CREATE TABLE shop.orders (id int)")
     with pytest.raises(StoreError, match="another application's tables \\(orders\\).*adopt"):
         IntentLog.postgres(pg.dsn, "w1", schema="shop", provider="ideal")
     with psycopg.connect(pg.dsn, autocommit=True) as c:
-        assert [r[0] for r in c.execute("SELECT table_name FROM information_schema.tables "
-                                        "WHERE table_schema = 'shop'")] == ["orders"]
+        assert [
+            r[0]
+            for r in c.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'shop'"
+            )
+        ] == ["orders"]
     IntentLog.postgres(pg.dsn, "w1", schema="shop", adopt=True, provider="ideal").close()
-    IntentLog.postgres(pg.dsn, "w2", schema="shop", provider="ideal").close()       # a log is there now
+    IntentLog.postgres(pg.dsn, "w2", schema="shop", provider="ideal").close()  # a log is there now
 
 
 def test_toolcommit_recover_settles_a_dead_writers_record_on_postgres(pg, capsys):
@@ -101,24 +109,29 @@ def test_toolcommit_recover_settles_a_dead_writers_record_on_postgres(pg, capsys
     import psycopg
 
     from toolcommit.checker.cli import main
+
     dead = IntentLog.postgres(pg.dsn, "pod-a", schema="t_recover", provider="email")
     d = dead.propose("t1", "mail", {"to": "a@example.com"}, SCOPE)
     dead.dispatch(d.key)
     dead.expire_leases("pod-a")
     dead.close()
-    assert main(["recover", "--dsn", pg.dsn, "--schema", "t_recover",
-                 "--provider", "email"]) == 0
+    assert main(["recover", "--dsn", pg.dsn, "--schema", "t_recover", "--provider", "email"]) == 0
     assert "1 record(s) of dead writers taken over: 1 DEAD_LETTER" in capsys.readouterr().out
     reader = IntentLog.postgres(pg.dsn, "reader", schema="t_recover", provider="email")
-    assert [(r.state, r.owner.split("@")[0]) for r in reader.records()] == \
-        [("DEAD_LETTER", "toolcommit-recover")]
+    assert [(r.state, r.owner.split("@")[0]) for r in reader.records()] == [
+        ("DEAD_LETTER", "toolcommit-recover")
+    ]
     reader.close()
 
     assert main(["recover", "--dsn", pg.dsn, "--schema", "t_nolog", "--provider", "email"]) == 2
     assert "schema t_nolog holds no intent log" in capsys.readouterr().err
     with psycopg.connect(pg.dsn) as c:
-        assert c.execute("SELECT 1 FROM information_schema.schemata WHERE schema_name = "
-                         "'t_nolog'").fetchone() is None
+        assert (
+            c.execute(
+                "SELECT 1 FROM information_schema.schemata WHERE schema_name = 't_nolog'"
+            ).fetchone()
+            is None
+        )
     assert main(["recover", "x.db", "--dsn", pg.dsn, "--provider", "email"]) == 2
 
 
@@ -128,6 +141,7 @@ def test_a_write_the_server_refuses_is_a_store_error_in_one_line(pg):
     import psycopg
 
     from toolcommit.runtime import StoreError
+
     log = IntentLog.postgres(pg.dsn, "w1", schema="t_gone", provider="ideal")
     pid = log.store._db.info.backend_pid
     with psycopg.connect(pg.dsn, autocommit=True) as c:
@@ -143,15 +157,17 @@ def test_recover_finds_a_schema_named_in_capitals(pg, capsys, made):
     """PostgreSQL folds an unquoted name: the log made with schema="S1" or "s1" is in s1,
     and `status --schema S1` and `recover --schema S1` find it there."""
     from toolcommit.checker.cli import main
+
     schema = f"{made}_{'up' if made.isupper() else 'low'}"
     dead = IntentLog.postgres(pg.dsn, "pod-a", schema=schema, provider="email")
     dead.dispatch(dead.propose("t1", "mail", {"to": "a@example.com"}, SCOPE).key)
     dead.expire_leases("pod-a")
     dead.close()
-    assert main(["status", "--dsn", pg.dsn, "--schema", schema.upper()]) == 3   # in doubt
+    assert main(["status", "--dsn", pg.dsn, "--schema", schema.upper()]) == 3  # in doubt
     assert "1 record(s) in doubt" in capsys.readouterr().out
-    assert main(["recover", "--dsn", pg.dsn, "--schema", schema.upper(),
-                 "--provider", "email"]) == 0
+    assert (
+        main(["recover", "--dsn", pg.dsn, "--schema", schema.upper(), "--provider", "email"]) == 0
+    )
     assert "1 record(s) of dead writers taken over: 1 DEAD_LETTER" in capsys.readouterr().out
 
 
@@ -160,9 +176,10 @@ def test_recover_on_postgres_never_calls_its_own_earlier_runs_records_settled(pg
     later run under the same name says so (exit 3), and a log of another design is
     refused in one line (exit 2)."""
     from toolcommit.checker.cli import main
+
     dead = IntentLog.postgres(pg.dsn, "pod-a", schema="t_again", provider="stripe")
     dead.dispatch(dead.propose("t1", "unregistered_refund", {"amount": 20}, SCOPE).key)
-    dead.expire_leases("pod-a")         # a tool no test registers in this process
+    dead.expire_leases("pod-a")  # a tool no test registers in this process
     dead.close()
     run = ["recover", "--dsn", pg.dsn, "--schema", "t_again", "--writer", "sweeper"]
     assert main([*run, "--provider", "stripe"]) == 3
@@ -177,6 +194,7 @@ def test_recover_on_postgres_never_calls_its_own_earlier_runs_records_settled(pg
 def test_sigkill_mid_call_then_recover_on_postgres(pg, tmp_path):
     """The SQLite end-to-end run of tests/runtime/test_recovery_ends.py on PostgreSQL."""
     from .test_recovery_ends import kill_then_recover
+
     where = ["--dsn", pg.dsn, "--schema", "t_kill"]
 
     def states():
@@ -185,4 +203,5 @@ def test_sigkill_mid_call_then_recover_on_postgres(pg, tmp_path):
             return sorted(r.state for r in log.records())
         finally:
             log.close()
+
     kill_then_recover(tmp_path, states, where, {"DSN": pg.dsn, "SCHEMA": "t_kill"})

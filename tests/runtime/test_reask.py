@@ -5,6 +5,7 @@ not have happened; the user asks again in a new message, whose scope (the reques
 a new key. Under `reask=proceed` (the naive option) that is a second refund, as the
 model's counterexample says; under `reask=hold` (every shipped design's) it is one.
 """
+
 import json
 import time
 from pathlib import Path
@@ -57,12 +58,13 @@ def call(log, net, bank, call_id, scope, args=ARGS):
 def first_in_doubt(tmp_path, reask, **kw):
     bank = Bank()
     net = LateNetwork(bank)
-    log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="w1", wait=0.2,
-                           provider=design_file(tmp_path, reask), **kw)
-    with pytest.raises(InDoubt) as e:               # replayed, no answer, D not waited out
+    log = IntentLog.sqlite(
+        str(tmp_path / "i.db"), writer="w1", wait=0.2, provider=design_file(tmp_path, reask), **kw
+    )
+    with pytest.raises(InDoubt) as e:  # replayed, no answer, D not waited out
         call(log, net, bank, "t1", "user:42:request:7")
     assert "may or may not have happened" in e.value.tell()
-    net.land()                                      # the first refund lands after the timeout
+    net.land()  # the first refund lands after the timeout
     assert len(bank.ledger) == 1
     return log, net, bank
 
@@ -77,49 +79,57 @@ def wait_out_delay_bound(log, key):
 def test_without_the_hold_a_re_ask_in_a_new_request_is_a_second_refund(tmp_path):
     log, net, bank = first_in_doubt(tmp_path, "proceed")
     call(log, net, bank, "r2", "user:42:request:8")
-    assert len(bank.ledger) == 2                    # the model's counterexample, at run time
+    assert len(bank.ledger) == 2  # the model's counterexample, at run time
     log.close()
 
 
 def test_with_the_hold_the_re_ask_waits_then_gets_the_first_outcome_one_refund(tmp_path):
     log, net, bank = first_in_doubt(tmp_path, "hold")
     first = log.records()[0]
-    with pytest.raises(Held) as e:                  # in doubt: held, then nothing sent
+    with pytest.raises(Held) as e:  # in doubt: held, then nothing sent
         call(log, net, bank, "r2", "user:42:request:8")
     assert tell(e.value)["happened"] == "unknown" and "not sent" in str(e.value)
     assert len(bank.ledger) == 1
-    wait_out_delay_bound(log, first.key)            # the log settles the first: ACKED,
-    assert call(log, net, bank, "t1", "user:42:request:7") == {"id": "e1"}   # read found it
-    with pytest.raises(Answered) as e:              # the re-ask: its outcome, not a refund
+    wait_out_delay_bound(log, first.key)  # the log settles the first: ACKED,
+    assert call(log, net, bank, "t1", "user:42:request:7") == {"id": "e1"}  # read found it
+    with pytest.raises(Answered) as e:  # the re-ask: its outcome, not a refund
         call(log, net, bank, "r2", "user:42:request:8")
     assert e.value.happened == "yes" and e.value.result == {"id": "e1"}
     assert tell(e.value)["result"] == {"id": "e1"}
-    with pytest.raises(Answered):                   # a model retry in that request: the same
+    with pytest.raises(Answered):  # a model retry in that request: the same
         call(log, net, bank, "r2b", "user:42:request:8")
     assert len(bank.ledger) == 1
     call(log, net, bank, "u3", "user:42:request:9")  # told now: a next request proceeds
     assert len(bank.ledger) == 2
-    assert conforms(log, bank, tmp_path)            # the log validate reads agrees
+    assert conforms(log, bank, tmp_path)  # the log validate reads agrees
     log.close()
 
 
 def test_a_user_rule_of_sameness_holds_a_re_ask_with_other_arguments(tmp_path):
     log, net, bank = first_in_doubt(tmp_path, "hold", same={"refund": ("charge",)})
     with pytest.raises(Held):
-        call(log, net, bank, "r2", "user:42:request:8",
-             {"charge": "ch_1", "amount": "20.00", "reason": "asked again"})
+        call(
+            log,
+            net,
+            bank,
+            "r2",
+            "user:42:request:8",
+            {"charge": "ch_1", "amount": "20.00", "reason": "asked again"},
+        )
     call(log, net, bank, "c2", "user:42:request:8", {"charge": "ch_2", "amount": 20})
-    assert len(bank.ledger) == 2                    # another charge is another refund
+    assert len(bank.ledger) == 2  # another charge is another refund
     log.close()
 
 
 def test_a_sameness_rule_naming_a_missing_argument_is_refused_before_anything_is_sent(tmp_path):
     bank = Bank()
-    log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="w1", same=("order",),
-                           provider=design_file(tmp_path, "hold"))
+    log = IntentLog.sqlite(
+        str(tmp_path / "i.db"), writer="w1", same=("order",), provider=design_file(tmp_path, "hold")
+    )
     with pytest.raises(IntentLogError, match="names order"):
-        guard(log, "t1", "refund", dict(ARGS), "user:42:request:7", bank.refund_current,
-              bank.status)
+        guard(
+            log, "t1", "refund", dict(ARGS), "user:42:request:7", bank.refund_current, bank.status
+        )
     assert bank.requests == []
     log.close()
 
@@ -128,7 +138,9 @@ def test_the_library_refuses_a_design_with_refuse():
     import tempfile
 
     from toolcommit.runtime.design import DesignError
+
     with tempfile.TemporaryDirectory() as d:
         with pytest.raises(DesignError, match="reask=refuse"):
-            IntentLog.sqlite(str(Path(d) / "i.db"), writer="w1",
-                             provider=design_file(Path(d), "refuse"))
+            IntentLog.sqlite(
+                str(Path(d) / "i.db"), writer="w1", provider=design_file(Path(d), "refuse")
+            )

@@ -1,5 +1,6 @@
 """The decorator and guard: each shipped design's behaviour on an unknown outcome, async
 tools, cancellation, what the model is told, and the OpenTelemetry attributes."""
+
 import asyncio
 
 import pytest
@@ -41,7 +42,7 @@ def test_ideal_reconciles_a_lost_ack_by_a_sealed_read_never_resends(tmp_path):
 
     assert refund(20, call_id="t1") == {"id": "e1"}
     assert refund(20.0, call_id="t2") == {"id": "e1"}
-    assert bank.requests == [("apply", None, 1)]           # ideal: a fence, no key
+    assert bank.requests == [("apply", None, 1)]  # ideal: a fence, no key
     assert _states(log) == ["RECORDED", "DISPATCHED", "UNKNOWN", "RECONCILING", "ACKED"]
     assert conforms(log, bank, tmp_path)
 
@@ -60,9 +61,9 @@ def test_async_tool_retried_under_a_new_call_id_sends_one_keyed_request(tmp_path
 
     first, again = asyncio.run(agent())
     assert first == again == {"id": "e1"}
-    (purpose, key, fence), = bank.requests
+    ((purpose, key, fence),) = bank.requests
     assert (purpose, fence) == ("apply", None) and key.startswith("tc1-")
-    rec, = log.records()
+    (rec,) = log.records()
     assert (rec.state, rec.result, rec.key) == ("ACKED", {"id": "e1"}, key)
     assert conforms(log, bank, tmp_path)
 
@@ -84,7 +85,7 @@ def test_stripe_replays_a_lost_ack_under_the_same_key_and_the_saved_answer_settl
 
 def test_stripe_never_parks_on_absent_while_a_request_may_still_land(tmp_path):
     design = load("stripe").with_timing(delay_bound=0.3)
-    log = _log(tmp_path, design, wait=0, settler=False)     # the guard alone, no settler
+    log = _log(tmp_path, design, wait=0, settler=False)  # the guard alone, no settler
     reads = []
 
     def status(t):
@@ -98,12 +99,12 @@ def test_stripe_never_parks_on_absent_while_a_request_may_still_land(tmp_path):
     with pytest.raises(InDoubt) as e:
         refund(20, call_id="t1")
     assert reads == [] and "may or may not have happened" in str(e.value)
-    rec, = log.records()
+    (rec,) = log.records()
     assert rec.state == "RECONCILING"
-    assert log.settle(log.ticket(rec.key), False) is False       # the log refuses it too
+    assert log.settle(log.ticket(rec.key), False) is False  # the log refuses it too
     assert log.read_wait(rec.key) > 0
     waiting = IntentLog.sqlite(str(tmp_path / "i.db"), "w1", provider=design, wait=5)
-    with pytest.raises(GaveUp) as e:                              # a restart; waits out D
+    with pytest.raises(GaveUp) as e:  # a restart; waits out D
         guard(waiting, "t2", "refund", {"amount": 20}, SCOPE, lambda t: 1 / 0, status)
     assert reads == ["list"] and e.value.happened == "no"
     assert "did not happen" in str(e.value)
@@ -128,7 +129,7 @@ def test_email_is_at_most_once_and_tells_the_user_it_may_have_been_sent(tmp_path
 
 
 def test_a_cancelled_task_is_an_unknown_outcome_not_a_success(tmp_path):
-    log = _log(tmp_path, "stripe", settler=False)          # the guard alone, no settler
+    log = _log(tmp_path, "stripe", settler=False)  # the guard alone, no settler
     started = []
 
     @effectful(log, tool="refund", scope=SCOPE, status=lambda t: None)
@@ -145,7 +146,7 @@ def test_a_cancelled_task_is_an_unknown_outcome_not_a_success(tmp_path):
             await task
 
     asyncio.run(agent())
-    rec, = log.records()
+    (rec,) = log.records()
     assert rec.state == "UNKNOWN" and rec.result is None
 
 
@@ -175,7 +176,7 @@ def test_a_missing_or_unusable_status_is_refused_when_the_tool_is_decorated(tmp_
     with pytest.raises(IntentLogError, match="is not a function"):
         effectful(log, tool="refund", scope=SCOPE, status="list")(lambda amount: 1)
     lazy = effectful(lambda: log, tool="refund", scope=SCOPE)(lambda amount: 1)
-    with pytest.raises(IntentLogError, match="pass status="):   # known once it is open
+    with pytest.raises(IntentLogError, match="pass status="):  # known once it is open
         lazy(1, call_id="t1")
     assert log.records() == []
 
@@ -194,7 +195,7 @@ def test_a_status_read_that_breaks_the_contract_leaves_the_record_in_doubt(tmp_p
     with pytest.raises(IntentLogError, match="status must return the effect's result") as e:
         refund(20, call_id="t1")
     assert not isinstance(e.value, GaveUp) and "may or may not have happened" in str(e.value)
-    rec, = log.records()
+    (rec,) = log.records()
     assert rec.state == "RECONCILING" and rec.result is None and len(bank.ledger) == 1
 
 
@@ -202,8 +203,12 @@ def test_new_request_after_a_give_up_is_a_new_attempt_and_scopes_separate_reques
     log = _log(tmp_path, "ideal", exclusive_tools=["refund"])
     fail = [True]
 
-    @effectful(log, tool="refund", scope=lambda amount, request: f"user:42:request:{request}",
-               status=lambda t: None)
+    @effectful(
+        log,
+        tool="refund",
+        scope=lambda amount, request: f"user:42:request:{request}",
+        status=lambda t: None,
+    )
     def refund(amount, request):
         if fail[0]:
             raise TimeoutError("lost before it reached the provider")
@@ -213,9 +218,9 @@ def test_new_request_after_a_give_up_is_a_new_attempt_and_scopes_separate_reques
         refund(20, 7, call_id="t1")
     fail[0] = False
     with pytest.raises(GaveUp):
-        refund(20, 7, call_id="t2")                      # a model retry: still given up
+        refund(20, 7, call_id="t2")  # a model retry: still given up
     assert refund(20, 7, call_id="t3", new_request=True) == {"ok": 7}
-    assert refund(20, 8, call_id="t4") == {"ok": 8}      # another real request
+    assert refund(20, 8, call_id="t4") == {"ok": 8}  # another real request
 
 
 def test_under_email_a_re_ask_after_the_visible_give_up_sends_nothing(tmp_path):
@@ -260,8 +265,9 @@ def test_a_call_waits_for_a_live_holder_and_gets_its_answer(tmp_path):
     with pytest.raises(InDoubt, match="w1 holds it"):
         guard(other, "t2", "refund", {"amount": 20}, SCOPE, bank.refund_current, bank.status)
     holder.ack(t, bank.refund(t, {"amount": 20}))
-    assert guard(other, "t3", "refund", {"amount": 20}, SCOPE, bank.refund_current,
-                 bank.status) == {"id": "e1"}
+    assert guard(
+        other, "t3", "refund", {"amount": 20}, SCOPE, bank.refund_current, bank.status
+    ) == {"id": "e1"}
     assert len(bank.requests) == 1
 
 
@@ -279,7 +285,7 @@ def test_a_recording_span_gets_the_lines_as_toolcommit_attributes(tmp_path):
     with tracer.start_as_current_span("execute_tool refund"):
         d = log.propose("t1", "refund", {"amount": 20}, SCOPE)
         log.ack(log.dispatch(d.key), {"id": "e1"})
-    span, = exporter.get_finished_spans()
+    (span,) = exporter.get_finished_spans()
     assert span.attributes["toolcommit.key"] == d.key
     assert span.attributes["toolcommit.state"] == "ACKED"
     assert span.attributes["toolcommit.decision"] == "accepted"

@@ -4,6 +4,7 @@ in one transaction before the effect, the outcome in one after. Counted on the s
 the server assigns, one per writing transaction), and a real SIGKILL between the two
 commits: restart and recovery give at most one effect and the record the design says, and
 the log conforms."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -33,6 +34,7 @@ def pg():
     try:
         with TempPostgres() as server:
             import psycopg
+
             with psycopg.connect(server.dsn, autocommit=True) as c:
                 # nothing but the log assigns transaction ids (an autoanalyze would)
                 c.execute("ALTER SYSTEM SET autovacuum = off")
@@ -71,12 +73,14 @@ class PgCommits:
 
     def __init__(self, dsn: str):
         import psycopg
+
         self._c = psycopg.connect(dsn, autocommit=True)
         self._start = self._next()
 
     def _next(self) -> int:
-        return int(self._c.execute(
-            "SELECT pg_snapshot_xmax(pg_current_snapshot())::text").fetchone()[0])
+        return int(
+            self._c.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text").fetchone()[0]
+        )
 
     def count(self) -> int:
         return self._next() - self._start
@@ -86,8 +90,7 @@ class PgCommits:
 
 
 def _sqlite(tmp_path, writer="w1", **kw):
-    return IntentLog.sqlite(str(tmp_path / "i.db"), writer, provider="stripe", lease=3600,
-                            **kw)
+    return IntentLog.sqlite(str(tmp_path / "i.db"), writer, provider="stripe", lease=3600, **kw)
 
 
 def _pg(pg, schema, writer="w1"):
@@ -101,8 +104,9 @@ def _direct(log, i):
 
 
 def _guarded(log, i):
-    assert guard(log, f"t{i}", "refund", {"amount": i}, SCOPE,
-                 lambda t: {"id": f"re_{i}"}, lambda t: None) == {"id": f"re_{i}"}
+    assert guard(
+        log, f"t{i}", "refund", {"amount": i}, SCOPE, lambda t: {"id": f"re_{i}"}, lambda t: None
+    ) == {"id": f"re_{i}"}
 
 
 def _happy_path_commits(log, counter, call) -> int:
@@ -123,8 +127,11 @@ def _apart(log, i):
     assert log.ack(log.dispatch(d.key), {"id": f"re_{i}"})
 
 
-PATHS = pytest.mark.parametrize("call,commits", [(_direct, 2), (_guarded, 2), (_apart, 3)],
-                                ids=["propose_dispatch_ack", "guard", "three_steps_apart"])
+PATHS = pytest.mark.parametrize(
+    "call,commits",
+    [(_direct, 2), (_guarded, 2), (_apart, 3)],
+    ids=["propose_dispatch_ack", "guard", "three_steps_apart"],
+)
 
 
 @PATHS
@@ -156,13 +163,23 @@ def test_dispatch_in_the_proposals_commit_writes_the_three_lines_of_the_two_step
         again = log.propose("t2", "refund", {"amount": 20.0}, SCOPE, dispatch=True)
         assert (again.decision, again.ticket) == ("duplicate", None)
         r = log.record(d.key)
-        assert (r.state, r.fence, r.first_sent is not None, r.sent_at == r.first_sent) == \
-            ("DISPATCHED", 1, True, True)
-        assert log.dispatch(d.key) is None          # dispatched once, by the proposal
-        ev = [(e["type"], e.get("from"), e.get("to") or e.get("decision"), e["seq"])
-              for e in log.events()]
-        assert ev == [("proposal", None, "accepted", 1), ("transition", "PROPOSED", "RECORDED", 2),
-                      ("transition", "RECORDED", "DISPATCHED", 3), ("proposal", None, "duplicate", 4)]
+        assert (r.state, r.fence, r.first_sent is not None, r.sent_at == r.first_sent) == (
+            "DISPATCHED",
+            1,
+            True,
+            True,
+        )
+        assert log.dispatch(d.key) is None  # dispatched once, by the proposal
+        ev = [
+            (e["type"], e.get("from"), e.get("to") or e.get("decision"), e["seq"])
+            for e in log.events()
+        ]
+        assert ev == [
+            ("proposal", None, "accepted", 1),
+            ("transition", "PROPOSED", "RECORDED", 2),
+            ("transition", "RECORDED", "DISPATCHED", 3),
+            ("proposal", None, "duplicate", 4),
+        ]
     finally:
         log.close()
 
@@ -229,13 +246,23 @@ def _killed_between_the_commits(tmp_path, monkeypatch, design, when, **env):
     to its stdin: the effect blocks); the child's outcome was never written. Returns the
     child's module, loaded here (its provider and `open_log`, on the same ledger and log)."""
     (tmp_path / "child.py").write_text(CHILD)
-    env = {"BANK": str(tmp_path / "bank.jsonl"), "DB": str(tmp_path / "i.db"), "WHEN": when,
-           "PROVIDER": design, **env}
+    env = {
+        "BANK": str(tmp_path / "bank.jsonl"),
+        "DB": str(tmp_path / "i.db"),
+        "WHEN": when,
+        "PROVIDER": design,
+        **env,
+    }
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    p = subprocess.Popen([sys.executable, str(tmp_path / "child.py")], env=dict(os.environ),
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
+    p = subprocess.Popen(
+        [sys.executable, str(tmp_path / "child.py")],
+        env=dict(os.environ),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         ready, _, _ = select.select([p.stdout], [], [], 60)
         assert ready and p.stdout.readline() == "effect started\n"
@@ -256,27 +283,34 @@ def _killed_between_the_commits(tmp_path, monkeypatch, design, when, **env):
 # what the design does with a record whose holder died between its two commits: stripe's
 # replays the request under the same key (applied once, or answered from the saved
 # response); fenced-store's seals and reads: absent is given up (nothing was applied)
-OUTCOME = {("stripe", "before_applied"): "ACKED", ("stripe", "applied"): "ACKED",
-           ("fenced-store", "before_applied"): "DEAD_LETTER", ("fenced-store", "applied"): "ACKED"}
+OUTCOME = {
+    ("stripe", "before_applied"): "ACKED",
+    ("stripe", "applied"): "ACKED",
+    ("fenced-store", "before_applied"): "DEAD_LETTER",
+    ("fenced-store", "applied"): "ACKED",
+}
 
 
 def _restart_and_recover(child, tmp_path, design, when):
     log = child.open_log("reader")
-    try:    # what the first commit made durable before the effect: record and dispatch
-        r, = log.records()
+    try:  # what the first commit made durable before the effect: record and dispatch
+        (r,) = log.records()
         assert (r.state, r.fence, r.owner) == ("DISPATCHED", 1, "pod-a")
-        assert [(e.get("from"), e.get("to") or e.get("decision")) for e in log.events()] == \
-            [(None, "accepted"), ("PROPOSED", "RECORDED"), ("RECORDED", "DISPATCHED")]
+        assert [(e.get("from"), e.get("to") or e.get("decision")) for e in log.events()] == [
+            (None, "accepted"),
+            ("PROPOSED", "RECORDED"),
+            ("RECORDED", "DISPATCHED"),
+        ]
     finally:
         log.close()
-    log = child.open_log("pod-a")    # the pod restarts under its name: a crash, taken over
+    log = child.open_log("pod-a")  # the pod restarts under its name: a crash, taken over
     try:
         assert log.crashed and [t.state for t in log.taken_over] == ["UNKNOWN"]
         try:
             got = guard(log, "t2", "refund", {"amount": 20.0}, SCOPE, child.apply, child.status)
         except GaveUp:
             got = None
-        r, = log.records()
+        (r,) = log.records()
         effects = child.effects()
         assert r.state == OUTCOME[design, when]
         assert len(effects) == (r.state == "ACKED") and got == r.result
@@ -295,7 +329,8 @@ def _restart_and_recover(child, tmp_path, design, when):
 
 @pytest.mark.parametrize("design,when", sorted(OUTCOME))
 def test_sigkill_between_the_two_sqlite_commits_then_restart_settles_as_the_design_says(
-        tmp_path, monkeypatch, design, when):
+    tmp_path, monkeypatch, design, when
+):
     child = _killed_between_the_commits(tmp_path, monkeypatch, design, when)
     assert len(child.effects()) == (1 if when == "applied" else 0)
     _restart_and_recover(child, tmp_path, design, when)
@@ -304,9 +339,11 @@ def test_sigkill_between_the_two_sqlite_commits_then_restart_settles_as_the_desi
 @pg_only
 @pytest.mark.parametrize("when", ["before_applied", "applied"])
 def test_sigkill_between_the_two_postgres_commits_then_restart_gives_one_effect(
-        pg, tmp_path, monkeypatch, when):
-    child = _killed_between_the_commits(tmp_path, monkeypatch, "stripe", when, DSN=pg.dsn,
-                                        SCHEMA=f"t_kill_{when}")
+    pg, tmp_path, monkeypatch, when
+):
+    child = _killed_between_the_commits(
+        tmp_path, monkeypatch, "stripe", when, DSN=pg.dsn, SCHEMA=f"t_kill_{when}"
+    )
     assert len(child.effects()) == (1 if when == "applied" else 0)
     _restart_and_recover(child, tmp_path, "stripe", when)
 

@@ -1,5 +1,6 @@
 """`validate --design` on the library's own logs: a log of one shipped design departs from
 another, conforms to its own, and the coverage table counts the paths the run took."""
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,16 @@ def run(tmp_path, provider, bank, name="run", asks=1, ledger=False) -> str:
     log = IntentLog.sqlite(str(tmp_path / f"{name}.db"), writer="w1", provider=provider)
     for i in range(asks):
         try:
-            guard(log, f"t{i + 1}", "refund", {"amount": 20}, SCOPE,
-                  lambda t: bank.refund(t, t.args), bank.status, new_request=i > 0)
+            guard(
+                log,
+                f"t{i + 1}",
+                "refund",
+                {"amount": 20},
+                SCOPE,
+                lambda t: bank.refund(t, t.args),
+                bank.status,
+                new_request=i > 0,
+            )
         except GaveUp:
             pass
     path = tmp_path / f"{name}.jsonl"
@@ -60,8 +69,10 @@ def design_file(tmp_path, base: str, **environment) -> str:
     """A copy of a shipped design with some of its environment's assumptions changed (the
     delay bound measured on a test's network)."""
     from importlib import resources
-    doc = json.loads(resources.files("toolcommit.spec").joinpath(f"designs/{base}.json")
-                     .read_text("utf-8"))
+
+    doc = json.loads(
+        resources.files("toolcommit.spec").joinpath(f"designs/{base}.json").read_text("utf-8")
+    )
     doc["assumes"]["environment"].update(environment)
     path = tmp_path / f"{base}-local.json"
     path.write_text(json.dumps(doc))
@@ -99,11 +110,15 @@ def stripe_log(tmp_path):
 def test_the_email_designs_give_up_departs_from_the_stripe_design(email_log, capsys):
     code, doc = report(capsys, "--design", "spec/designs/stripe.json", email_log)
     assert code == 1 and doc["verdict"] == "VIOLATES"
-    dep, = doc["design"]["departures"]
-    assert (dep["knob"], dep["option"], dep["line"], dep["clock"]) == \
-        ("on_unknown", "replay_then_reconcile", 5, True)
+    (dep,) = doc["design"]["departures"]
+    assert (dep["knob"], dep["option"], dep["line"], dep["clock"]) == (
+        "on_unknown",
+        "replay_then_reconcile",
+        5,
+        True,
+    )
     assert "replay under the same key" in dep["expected"]
-    f, = [f for f in doc["findings"] if f["property"] == "DESIGN"]
+    (f,) = [f for f in doc["findings"] if f["property"] == "DESIGN"]
     assert f["certainty"] == "certain" and "on_unknown=replay_then_reconcile" in f["explanation"]
     assert "writer's clock" in f["explanation"] and f["locations"][-1]["line"] == 5
 
@@ -111,16 +126,21 @@ def test_the_email_designs_give_up_departs_from_the_stripe_design(email_log, cap
 def test_the_stripe_designs_replay_departs_from_the_email_design(stripe_log, capsys):
     code, doc = report(capsys, "--design", "spec/designs/email.json", stripe_log)
     assert code == 1
-    dep, = doc["design"]["departures"]
-    assert (dep["knob"], dep["option"], dep["line"], dep["clock"]) == \
-        ("on_unknown", "reconcile", 5, False)
+    (dep,) = doc["design"]["departures"]
+    assert (dep["knob"], dep["option"], dep["line"], dep["clock"]) == (
+        "on_unknown",
+        "reconcile",
+        5,
+        False,
+    )
     assert "replay under the same key" in dep["found"]
 
 
 @pytest.mark.parametrize("design,fixture", [("email", "email_log"), ("stripe", "stripe_log")])
 def test_each_log_against_its_own_design_has_no_departure(design, fixture, request, capsys):
-    code, doc = report(capsys, "--design", f"spec/designs/{design}.json",
-                       request.getfixturevalue(fixture))
+    code, doc = report(
+        capsys, "--design", f"spec/designs/{design}.json", request.getfixturevalue(fixture)
+    )
     assert code == 0 and doc["design"]["departures"] == []
     assert doc["design"]["design"] == f"spec/designs/{design}.json"
 
@@ -138,8 +158,11 @@ def test_the_text_report_names_the_departure_and_tables_the_paths(email_log, cap
     out = capsys.readouterr().out
     assert "DESIGN [certain]" in out and f"{email_log}:5" in out
     assert "Design stripe (exactly-once, environment stripe): 1 departure(s)" in out
-    rows = {ln.split()[0]: ln.split()[1] for ln in out.split("Coverage:")[1].splitlines()[1:]
-            if ln.startswith("  ") and not ln.startswith("   ")}
+    rows = {
+        ln.split()[0]: ln.split()[1]
+        for ln in out.split("Coverage:")[1].splitlines()[1:]
+        if ln.startswith("  ") and not ln.startswith("   ")
+    }
     assert rows["dispatch"] == "1" and rows["unknown"] == "1" and rows["replay"] == "-"
 
 
@@ -162,10 +185,9 @@ def test_a_refused_replay_settled_after_the_delay_bound_covers_the_hard_paths(tm
     assert [r[0] for r in bank.requests] == ["apply", "replay"] and len(bank.ledger) == 1
     code, doc = report(capsys, "--design", local, path)
     assert code == 0
-    assert {"replay", "replay_unanswered", "read_present",
-            "read_after_delay_bound"} <= reached(doc)
+    assert {"replay", "replay_unanswered", "read_present", "read_after_delay_bound"} <= reached(doc)
     code, doc = report(capsys, "--design", "stripe", path)
-    dep, = doc["design"]["departures"]
+    (dep,) = doc["design"]["departures"]
     assert code == 1 and (dep["knob"], dep["clock"]) == ("delay_bound", True)
 
 
@@ -177,10 +199,12 @@ def test_a_re_ask_after_an_absent_read_is_a_new_epoch(tmp_path, capsys):
     code, doc = report(capsys, "--design", local, path)
     assert code == 0
     assert {"read_absent", "read_after_delay_bound", "new_epoch"} <= reached(doc)
-    code, doc = report(capsys, "--design", "email", path)      # never replays, one epoch
+    code, doc = report(capsys, "--design", "email", path)  # never replays, one epoch
     assert code == 1
-    assert {(d["knob"], d["line"]) for d in doc["design"]["departures"]} == \
-        {("on_unknown", 5), ("epoch", 7)}
+    assert {(d["knob"], d["line"]) for d in doc["design"]["departures"]} == {
+        ("on_unknown", 5),
+        ("epoch", 7),
+    }
 
 
 def test_a_takeover_after_a_crash_is_covered(tmp_path, capsys):
@@ -189,7 +213,7 @@ def test_a_takeover_after_a_crash_is_covered(tmp_path, capsys):
     first = IntentLog.sqlite(db, writer="w1", provider="stripe")
     d = first.propose("t1", "refund", {"amount": 20}, SCOPE)
     first.dispatch(d.key)
-    first.store.close()           # the process dies holding the record, DISPATCHED
+    first.store.close()  # the process dies holding the record, DISPATCHED
     again = IntentLog.sqlite(db, writer="w1", provider="stripe")
     t = again.reconcile(d.key)
     assert t.purpose == "replay" and again.ack(t, bank.refund(t, t.args))

@@ -3,6 +3,7 @@
 under a lost ack when the integration is installed, twice when it is not; each client library
 is stamped; a write that would reach the provider without the intent's key is refused before
 it is sent; `uninstrument` gives the libraries back."""
+
 import asyncio
 import dataclasses
 import functools
@@ -64,8 +65,12 @@ def _log(tmp_path, provider="stripe") -> IntentLog:
 
 
 def _sdk(fake, client: str, retries: int = 0):
-    return stripe.StripeClient(TOKEN, base_addresses={"api": fake.url},
-                               http_client=CLIENTS[client][0](), max_network_retries=retries)
+    return stripe.StripeClient(
+        TOKEN,
+        base_addresses={"api": fake.url},
+        http_client=CLIENTS[client][0](),
+        max_network_retries=retries,
+    )
 
 
 def _status(sdk):
@@ -74,20 +79,28 @@ def _status(sdk):
             if r.metadata.to_dict().get("toolcommit") == t.key:
                 return r.to_dict()
         return None
+
     return status
 
 
 def _refund_tool(log, sdk, is_async: bool):
     """A tool as an author would write it who forgot the key: stripe-python mints its own."""
-    deco = effectful(log, tool="refund", status=_status(sdk),
-                     scope=lambda charge, amount: f"user:42:request:{charge}")
+    deco = effectful(
+        log,
+        tool="refund",
+        status=_status(sdk),
+        scope=lambda charge, amount: f"user:42:request:{charge}",
+    )
     if is_async:
+
         async def refund(charge: str, amount: int):
             r = await sdk.v1.refunds.create_async({"charge": charge, "amount": amount})
             return r.to_dict()
     else:
+
         def refund(charge: str, amount: int):
             return sdk.v1.refunds.create({"charge": charge, "amount": amount}).to_dict()
+
     return deco(refund)
 
 
@@ -105,11 +118,11 @@ def test_a_tool_that_does_not_pass_the_key_refunds_once_under_a_lost_ack(tmp_pat
     log = _log(tmp_path)
     assert instrument(log) == ("httpx", "urllib3", "aiohttp")
     sdk, is_async = _sdk(fake, client), CLIENTS[client][1]
-    fake.lose(1)                          # the refund is applied; its answer never comes back
+    fake.lose(1)  # the refund is applied; its answer never comes back
     got = _call(_refund_tool(log, sdk, is_async), is_async, "ch_1", 2000)
     assert len(fake.refunds) == 1 and got["id"] == fake.refunds[0]["id"]
     key = log.records()[0].key
-    assert _posts(fake) == [key, key]     # the SDK's own key replaced by the intent's, both times
+    assert _posts(fake) == [key, key]  # the SDK's own key replaced by the intent's, both times
     assert log.records()[0].state == "ACKED"
 
 
@@ -124,7 +137,7 @@ def test_without_the_integration_the_librarys_replay_is_a_second_refund(tmp_path
 def test_sdk_retries_on_reuse_the_stamped_key_before_the_librarys_replay(tmp_path, fake):
     log = _log(tmp_path)
     instrument(log)
-    fake.lose(3)                          # the first send and both of the SDK's retries
+    fake.lose(3)  # the first send and both of the SDK's retries
     _call(_refund_tool(log, _sdk(fake, "requests", retries=2), False), False, "ch_1", 2000)
     assert len(fake.refunds) == 1 and set(_posts(fake)) == {log.records()[0].key}
     assert len(_posts(fake)) == 4
@@ -145,6 +158,7 @@ def _raw_post(library: str, url: str, headers: dict):
         async with aiohttp.ClientSession() as s:
             async with s.post(url, data=form, headers=headers) as r:
                 return r.status
+
     return asyncio.run(go())
 
 
@@ -153,9 +167,15 @@ def test_each_library_sends_the_intents_key_in_place_of_its_own(tmp_path, fake, 
     log = _log(tmp_path)
     instrument(log)
     headers = {"Authorization": f"Bearer {TOKEN}", "idempotency-key": "the-clients-own"}
-    got = guard(log, "c1", "refund", {"charge": "ch_9"}, "user:42:request:1",
-                lambda t: _raw_post(library, f"{fake.url}/v1/refunds", headers),
-                status=lambda t: None)
+    got = guard(
+        log,
+        "c1",
+        "refund",
+        {"charge": "ch_9"},
+        "user:42:request:1",
+        lambda t: _raw_post(library, f"{fake.url}/v1/refunds", headers),
+        status=lambda t: None,
+    )
     assert got == 200 and _posts(fake) == [log.records()[0].key]
 
 
@@ -166,9 +186,10 @@ def test_an_effect_is_one_write_a_second_write_in_it_is_refused_by_the_provider(
 
     def two_writes(t):
         sdk.v1.refunds.create({"charge": "ch_1", "amount": 5})
-        with pytest.raises(stripe.IdempotencyError):      # the same key, other parameters
+        with pytest.raises(stripe.IdempotencyError):  # the same key, other parameters
             sdk.v1.refunds.create({"charge": "ch_2", "amount": 5})
         return "done"
+
     assert guard(log, "c1", "refund", {}, "s", two_writes, status=lambda t: None) == "done"
     assert len(fake.refunds) == 1 and set(_posts(fake)) == {log.records()[0].key}
 
@@ -176,31 +197,39 @@ def test_an_effect_is_one_write_a_second_write_in_it_is_refused_by_the_provider(
 def test_a_thread_in_the_effects_context_is_stamped_one_without_it_is_outside(tmp_path, fake):
     log = _log(tmp_path)
     instrument(log, hosts=[fake.url])
-    post = functools.partial(_raw_post, "requests", f"{fake.url}/v1/refunds",
-                             {"Authorization": f"Bearer {TOKEN}"})
+    post = functools.partial(
+        _raw_post, "requests", f"{fake.url}/v1/refunds", {"Authorization": f"Bearer {TOKEN}"}
+    )
     refused = []
 
-    def bare():                   # a plain thread starts in an empty context: no ticket
+    def bare():  # a plain thread starts in an empty context: no ticket
         with pytest.raises(UnkeyedWrite, match="no effect runs") as e:
             post()
         refused.append(e.value)
 
     async def effect(t):
-        await asyncio.to_thread(post)             # runs in a copy of the effect's context
+        await asyncio.to_thread(post)  # runs in a copy of the effect's context
         th = threading.Thread(target=bare)
         th.start()
         th.join(10)
-    asyncio.run(aguard(log, "c1", "refund", {"charge": "ch_9"}, "s", effect,
-                       status=lambda t: None))
+
+    asyncio.run(aguard(log, "c1", "refund", {"charge": "ch_9"}, "s", effect, status=lambda t: None))
     assert len(refused) == 1 and _posts(fake) == [log.records()[0].key]
 
 
 def test_a_design_without_a_key_sends_none(tmp_path, fake):
     log = _log(tmp_path, "email")
     instrument(log)
-    guard(log, "c1", "refund", {"charge": "ch_9"}, "s",
-          lambda t: _raw_post("httpx", f"{fake.url}/v1/refunds",
-                              {"Authorization": f"Bearer {TOKEN}"}))
+    guard(
+        log,
+        "c1",
+        "refund",
+        {"charge": "ch_9"},
+        "s",
+        lambda t: _raw_post(
+            "httpx", f"{fake.url}/v1/refunds", {"Authorization": f"Bearer {TOKEN}"}
+        ),
+    )
     assert _posts(fake) == [None]
 
 
@@ -222,7 +251,7 @@ def test_the_sdk_outside_an_effect_is_refused_and_a_read_or_unguarded_write_pass
     assert list(sdk.v1.refunds.list({"charge": "ch_1"}).auto_paging_iter()) == []
     with unguarded():
         sdk.v1.refunds.create({"charge": "ch_1", "amount": 1})
-    assert len(fake.refunds) == 1 and not _posts(fake)[0].startswith("tc1-")   # the SDK's
+    assert len(fake.refunds) == 1 and not _posts(fake)[0].startswith("tc1-")  # the SDK's
 
 
 def test_a_status_read_that_writes_is_refused_unsent(tmp_path, fake):
@@ -232,11 +261,19 @@ def test_a_status_read_that_writes_is_refused_unsent(tmp_path, fake):
     sdk = _sdk(fake, "httpx")
     fake.lose(1)
 
-    def writes(t):                      # a "status read" that refunds: never sent
+    def writes(t):  # a "status read" that refunds: never sent
         return sdk.v1.refunds.create({"charge": t.args["charge"], "amount": 1})
+
     with pytest.raises(InDoubt, match="status read failed"):
-        guard(log, "c1", "refund", {"charge": "ch_1"}, "s",
-              lambda t: sdk.v1.refunds.create({"charge": "ch_1", "amount": 5}), status=writes)
+        guard(
+            log,
+            "c1",
+            "refund",
+            {"charge": "ch_1"},
+            "s",
+            lambda t: sdk.v1.refunds.create({"charge": "ch_1", "amount": 5}),
+            status=writes,
+        )
     assert len(_posts(fake)) == 1 and len(fake.refunds) == 1
 
 
@@ -244,8 +281,14 @@ def test_an_effect_whose_design_sends_no_key_is_refused_at_a_keyed_host(tmp_path
     instrument(_log(tmp_path), hosts=[fake.url])
     email = IntentLog.sqlite(os.fspath(tmp_path / "email.db"), writer="w1", provider="email")
     with pytest.raises(UnkeyedWrite, match="design sends no key"):
-        guard(email, "c1", "refund", {"charge": "ch_1"}, "s",
-              lambda t: _raw_post("httpx", f"{fake.url}/v1/refunds", {}))
+        guard(
+            email,
+            "c1",
+            "refund",
+            {"charge": "ch_1"},
+            "s",
+            lambda t: _raw_post("httpx", f"{fake.url}/v1/refunds", {}),
+        )
     assert fake.seen == [] and email.records()[0].state in ("UNKNOWN", "DEAD_LETTER")
     with pytest.raises(GaveUp):
         guard(email, "c1", "refund", {"charge": "ch_1"}, "s", lambda t: None)
@@ -253,8 +296,11 @@ def test_an_effect_whose_design_sends_no_key_is_refused_at_a_keyed_host(tmp_path
 
 def test_a_host_is_matched_by_name_and_port_or_by_name_alone(tmp_path):
     instrument(_log(tmp_path), hosts=["api.stripe.com:443", "127.0.0.1"])
-    for url in ("https://api.stripe.com/v1/refunds", "https://API.stripe.com:443/v1/refunds",
-                "http://127.0.0.1:9/v1/refunds"):
+    for url in (
+        "https://api.stripe.com/v1/refunds",
+        "https://API.stripe.com:443/v1/refunds",
+        "http://127.0.0.1:9/v1/refunds",
+    ):
         with pytest.raises(UnkeyedWrite, match="no effect runs"):
             wire.stamp("POST", url)
     assert wire.stamp("POST", "http://api.stripe.com:8080/v1/refunds") is None
@@ -267,25 +313,35 @@ def test_a_host_is_matched_by_name_and_port_or_by_name_alone(tmp_path):
 def test_instrument_is_idempotent_and_uninstrument_restores(tmp_path, fake):
     from aiohttp import ClientSession
     from urllib3.connectionpool import HTTPConnectionPool
-    before = (httpx.Client.send, httpx.AsyncClient.send, HTTPConnectionPool.urlopen,
-              ClientSession._request)
+
+    before = (
+        httpx.Client.send,
+        httpx.AsyncClient.send,
+        HTTPConnectionPool.urlopen,
+        ClientSession._request,
+    )
     log = _log(tmp_path)
     instrument(log, hosts=[fake.url])
     instrument(log, hosts=[fake.url])
-    assert httpx.Client.send.__toolcommit_wire__ is before[0]      # wrapped once
+    assert httpx.Client.send.__toolcommit_wire__ is before[0]  # wrapped once
     assert wire.instrumented() == ("httpx", "urllib3", "aiohttp")
     uninstrument()
     uninstrument()
-    assert (httpx.Client.send, httpx.AsyncClient.send, HTTPConnectionPool.urlopen,
-            ClientSession._request) == before and wire.instrumented() == ()
-    assert _raw_post("requests", f"{fake.url}/v1/refunds",
-                     {"Authorization": f"Bearer {TOKEN}"}) == 200   # no longer refused
+    assert (
+        httpx.Client.send,
+        httpx.AsyncClient.send,
+        HTTPConnectionPool.urlopen,
+        ClientSession._request,
+    ) == before and wire.instrumented() == ()
+    assert (
+        _raw_post("requests", f"{fake.url}/v1/refunds", {"Authorization": f"Bearer {TOKEN}"}) == 200
+    )  # no longer refused
 
 
 def test_hosts_without_a_key_header_or_guarded_for_another_design_are_refused(tmp_path):
     d = _log(tmp_path).design
     instrument(d, hosts=["127.0.0.1:1"])
-    instrument(d, hosts=["127.0.0.1:1"])                                 # the same: a no-op
+    instrument(d, hosts=["127.0.0.1:1"])  # the same: a no-op
     with pytest.raises(DesignError, match="sends no idempotency key in a header"):
         instrument("fenced-store", hosts=["127.0.0.1:2"])
     with pytest.raises(DesignError, match="guarded for design stripe already"):
@@ -298,11 +354,12 @@ def test_the_fake_answers_409_in_flight_400_on_other_params_and_replays_a_saved_
     opts = {"idempotency_key": "k1"}
     fake.hold()
     first = {}
-    t = threading.Thread(target=lambda: first.update(
-        r=sdk.v1.refunds.create({"charge": "ch_1", "amount": 5}, opts)))
+    t = threading.Thread(
+        target=lambda: first.update(r=sdk.v1.refunds.create({"charge": "ch_1", "amount": 5}, opts))
+    )
     t.start()
     assert fake.wait_held()
-    with pytest.raises(stripe.APIError) as e:         # stripe-python's class for a 409
+    with pytest.raises(stripe.APIError) as e:  # stripe-python's class for a 409
         sdk.v1.refunds.create({"charge": "ch_1", "amount": 5}, opts)
     assert e.value.http_status == 409
     assert e.value.json_body["error"]["code"] == "idempotency_key_in_use"
@@ -328,20 +385,21 @@ def _docs_example() -> str:
 
 
 def test_the_docs_stripe_example_refunds_once_under_a_lost_ack_and_reads_every_page(
-        tmp_path, fake, monkeypatch):
+    tmp_path, fake, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(stripe, "api_key", TOKEN)
     monkeypatch.setattr(stripe, "api_base", fake.url)
-    monkeypatch.setattr(stripe, "default_http_client", None)     # a fresh client for this test
+    monkeypatch.setattr(stripe, "default_http_client", None)  # a fresh client for this test
     ns: dict = {}
     exec(compile(_docs_example(), "docs/runtime.md", "exec"), ns)
-    fake.lose(3)                # the first send and both of stripe-python's own retries
+    fake.lose(3)  # the first send and both of stripe-python's own retries
     got = asyncio.run(ns["refund"]("ch_1", 2000, "7"))
     log = ns["log"]
     key = log.records()[0].key
     assert len(fake.refunds) == 1 and got["id"] == fake.refunds[0]["id"]
     assert set(_posts(fake)) == {key} and len(_posts(fake)) == 4
-    for amount in range(1, 13):     # twelve later refunds of the charge: the intent's on page 2
+    for amount in range(1, 13):  # twelve later refunds of the charge: the intent's on page 2
         stripe.Refund.create(charge="ch_1", amount=amount)
     assert stripe.Refund.list(charge="ch_1").has_more
     assert ns["refund_status"](log.ticket(key))["id"] == got["id"]

@@ -2,6 +2,7 @@
 of spec/environments.json, and the Stripe-like failure the library used to have (a refund
 applied after the client's timeout, an absent read, DEAD_LETTER, the user's re-ask) is one
 refund now."""
+
 import asyncio
 import json
 
@@ -39,7 +40,7 @@ def test_stripe_fake_is_the_profile_facts_with_time_compressed():
     assert stripe.ttl == compress(facts.timing["key_lifetime"]) == 24.0
     assert stripe.delay_bound == compress(facts.timing["delay_bound"]) == 0.25
     assert stripe.search_lag == stripe.delay_bound and stripe.reads == ("list", "search")
-    assert set(stripe.faults) == {"slow", "error_before", "error_after"}   # no deadlines
+    assert set(stripe.faults) == {"slow", "error_before", "error_after"}  # no deadlines
     email, store = PROFILES["email"], PROFILES["fenced-store"]
     assert not email.idempotency and email.reads == () and email.deadlines
     assert store.fences and store.repeat == "exists" and store.ttl == float("inf")
@@ -57,13 +58,18 @@ def test_stripe_refuses_a_request_while_another_under_its_key_executes():
     p = Provider(PROFILES["stripe"], Clock())
 
     async def both():
-        slow = {"idempotency-key": "k", "x-fault": "slow", "x-hold": "0.05",
-                "x-sent": repr(p.clock())}
+        slow = {
+            "idempotency-key": "k",
+            "x-fault": "slow",
+            "x-hold": "0.05",
+            "x-sent": repr(p.clock()),
+        }
         body = json.dumps({"tool": "refund", "args": {"amount": 20}, "scope": "u:1"}).encode()
         first = asyncio.ensure_future(p.effect(slow, body))
         await asyncio.sleep(0.01)
         second = await p.effect({"idempotency-key": "k"}, body)
         return await first, second
+
     first, second = asyncio.run(both())
     assert first[0] == 200 and second[:2] == (409, {"error": "idempotency_key_in_use"})
     assert len(p.ledger) == 1
@@ -77,7 +83,7 @@ def test_stripe_errors_on_the_same_key_with_other_parameters_and_prunes_old_keys
     assert status == 400 and doc["error"] == "idempotency_error"
     clock.t += PROFILES["stripe"].ttl - 0.01
     assert _effect(p, "k")[2] == {"Idempotent-Replayed": "true"}
-    clock.t += 0.02                                 # past the key's lifetime: a new request
+    clock.t += 0.02  # past the key's lifetime: a new request
     assert _effect(p, "k")[0] == 200 and len(p.ledger) == 2 and p.counts["pruned"] == 1
 
 
@@ -129,9 +135,14 @@ def _late_refund_plan() -> Plan:
     """The Stripe story: the refund executes past the client's timeout; the model re-asks
     once; after a give-up the user asks again (the third call)."""
     forms = ({"amount": 20, "reason": "damaged item"},)
-    return Plan(0, ("w0",), (Session("user:42:order:7", "refund", forms, retries=2),),
-                ((0,),), net=((("apply", "*", 1), "slow"),),
-                timing=Timing().within(PROFILES["stripe"].delay_bound))
+    return Plan(
+        0,
+        ("w0",),
+        (Session("user:42:order:7", "refund", forms, retries=2),),
+        ((0,),),
+        net=((("apply", "*", 1), "slow"),),
+        timing=Timing().within(PROFILES["stripe"].delay_bound),
+    )
 
 
 def test_refund_applied_after_the_timeout_was_refunded_twice_by_park_on_absent():
@@ -175,12 +186,18 @@ def test_a_conditional_write_checks_its_fence_when_it_commits_not_when_it_arrive
     body = json.dumps({"tool": "refund", "args": {"amount": 20}, "scope": "u:1"}).encode()
 
     async def sealed_while_executing():
-        slow = {"idempotency-key": "k", "fence": "1", "x-fault": "slow", "x-hold": "0.05",
-                "x-sent": repr(p.clock())}
+        slow = {
+            "idempotency-key": "k",
+            "fence": "1",
+            "x-fault": "slow",
+            "x-hold": "0.05",
+            "x-sent": repr(p.clock()),
+        }
         write = asyncio.ensure_future(p.effect(slow, body))
         await asyncio.sleep(0.01)
-        read = p.status("/list", {"key": ["k"], "fence": ["2"]}, {})   # the seal
+        read = p.status("/list", {"key": ["k"], "fence": ["2"]}, {})  # the seal
         return await write, read
+
     write, read = asyncio.run(sealed_while_executing())
     assert read[1]["applied"] is False and write[:2] == (409, {"error": "fenced", "seen": 2})
     assert p.ledger == []

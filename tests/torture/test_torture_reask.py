@@ -1,6 +1,7 @@
 """Torture under a design that holds re-asks (`reask=hold`): each session's refund names its
 charge, so two checkouts' refunds of the same amount are not "the same" request; and a
 worker tells the model `held` and `answered` (nothing sent) as the library says them."""
+
 import os
 from dataclasses import replace
 
@@ -46,7 +47,7 @@ def hold_log(tmp_path, name="w0"):
 
 
 def runtime(kind, log, points):
-    net = Net(9, Timing())                   # nothing listens: a send would come back lost
+    net = Net(9, Timing())  # nothing listens: a send would come back lost
     if kind == "library":
         return DesignRuntime(log, net, points.hook, Timing(), None)
     return LibraryRuntime(log, net, points.hook, Timing(), resolve=kind == "park")
@@ -60,27 +61,27 @@ def in_doubt(log, scope):
 
 
 @pytest.mark.parametrize("kind", ["library", "park"])
-def test_a_re_ask_held_by_an_earlier_request_in_doubt_is_heard_as_held_nothing_sent(tmp_path,
-                                                                                    kind):
+def test_a_re_ask_held_by_an_earlier_request_in_doubt_is_heard_as_held_nothing_sent(tmp_path, kind):
     log, points = hold_log(tmp_path), Points()
     in_doubt(log, "user:1:request:1")
-    out = runtime(kind, log, points).call(Session("user:1:request:2", "refund", (ARGS,)),
-                                          "r2", dict(ARGS), False)
+    out = runtime(kind, log, points).call(
+        Session("user:1:request:2", "refund", (ARGS,)), "r2", dict(ARGS), False
+    )
     assert out == "held" and "dispatched" not in points.seen()
     assert len(log.records()) == 1
     log.close()
 
 
 @pytest.mark.parametrize("kind", ["library", "park"])
-def test_a_re_ask_answered_by_the_earlier_outcome_is_heard_as_answered_nothing_sent(tmp_path,
-                                                                                    kind):
+def test_a_re_ask_answered_by_the_earlier_outcome_is_heard_as_answered_nothing_sent(tmp_path, kind):
     log, points = hold_log(tmp_path), Points()
     key = in_doubt(log, "user:1:request:1")
-    log.settle(log.reconcile(key), True, {"id": "e1"})     # ACKED by a read: never told
-    out = runtime(kind, log, points).call(Session("user:1:request:2", "refund", (ARGS,)),
-                                          "r2", dict(ARGS), False)
+    log.settle(log.reconcile(key), True, {"id": "e1"})  # ACKED by a read: never told
+    out = runtime(kind, log, points).call(
+        Session("user:1:request:2", "refund", (ARGS,)), "r2", dict(ARGS), False
+    )
     assert out == "answered" and "dispatched" not in points.seen()
-    other = dict(ARGS, charge="ch_8")                       # another checkout: not answered
+    other = dict(ARGS, charge="ch_8")  # another checkout: not answered
     d = log.propose("c3", "refund", other, "user:1:request:3")
     assert d.decision == "accepted"
     log.close()

@@ -3,6 +3,7 @@ process of the campaign and removes every run folder, with no traceback; a SIGKI
 orphans die with it and the next campaign removes its folders. The provider stops quietly
 with a request still held. Real processes and signals; each waits for an event (a run
 folder appearing, a process ending), never for a time."""
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,7 @@ from toolcommit.checker.torture import harness
 from toolcommit.checker.torture import provider as P
 from toolcommit.checker.torture.plan import Timing, random_plan
 
-BOUND = 120.0     # seconds: an upper bound on events that take well under one
+BOUND = 120.0  # seconds: an upper bound on events that take well under one
 
 
 def until(cond, what: str):
@@ -46,9 +47,14 @@ def session(sid: int) -> list[int]:
 
 def campaign(tmp_path: Path, *args: str) -> subprocess.Popen:
     env = dict(os.environ, TMPDIR=str(tmp_path))
-    return subprocess.Popen([sys.executable, "-m", "toolcommit.checker.cli", "torture",
-                             "--runs", "500", "-q", *args], env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "toolcommit.checker.cli", "torture", "--runs", "500", "-q", *args],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def folders(tmp_path: Path) -> list[str]:
@@ -57,7 +63,7 @@ def folders(tmp_path: Path) -> list[str]:
 
 def stop(tmp_path: Path, args: tuple, how) -> tuple[subprocess.Popen, str]:
     p = campaign(tmp_path, *args)
-    until(lambda: folders(tmp_path), "a run folder")      # a run is in progress
+    until(lambda: folders(tmp_path), "a run folder")  # a run is in progress
     how(p)
     _, err = p.communicate(timeout=BOUND)
     until(lambda: not session(p.pid), "the end of every process of the campaign")
@@ -77,7 +83,8 @@ def test_ctrl_c_with_two_jobs_ends_every_process_and_removes_every_run_folder(tm
 
 
 def test_a_sigkilled_campaign_leaves_no_process_and_the_next_one_removes_its_folders(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     p, _ = stop(tmp_path, ("--jobs", "2"), lambda p: p.kill())
     left = folders(tmp_path)
     assert left, "the kill landed between runs: nothing to clean"
@@ -99,7 +106,7 @@ def test_the_provider_stops_quietly_with_a_delayed_request_still_held(tmp_path):
             os.close(w_ctl)
             fd = os.open(err, os.O_WRONLY | os.O_CREAT, 0o600)
             os.dup2(fd, 2)
-            sys.stderr = open(2, "w", buffering=1, closefd=False)   # not pytest's capture
+            sys.stderr = open(2, "w", buffering=1, closefd=False)  # not pytest's capture
             P.serve(P.PROFILES["fenced"], plan, timing, w_ready, r_ctl)
             code = 0
         finally:
@@ -108,16 +115,27 @@ def test_the_provider_stops_quietly_with_a_delayed_request_still_held(tmp_path):
     os.close(r_ctl)
     provider, proxy = map(int, os.read(r_ready, 64).split())
     os.close(r_ready)
-    held = subprocess.Popen([sys.executable, "-c", "import sys, urllib.request; "
-                             "urllib.request.urlopen(urllib.request.Request(sys.argv[1], "
-                             "data=b'{}', method='POST'), timeout=600)",
-                             f"http://127.0.0.1:{proxy}/effect"],
-                            stderr=subprocess.DEVNULL)
+    held = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, urllib.request; "
+            "urllib.request.urlopen(urllib.request.Request(sys.argv[1], "
+            "data=b'{}', method='POST'), timeout=600)",
+            f"http://127.0.0.1:{proxy}/effect",
+        ],
+        stderr=subprocess.DEVNULL,
+    )
     try:
         ledger = f"http://127.0.0.1:{provider}/ledger"
-        until(lambda: json.loads(urllib.request.urlopen(ledger, timeout=10).read())
-              ["network"]["delay"] == 1, "the proxy holding the request")
-        os.close(w_ctl)                       # the harness is done
+        until(
+            lambda: (
+                json.loads(urllib.request.urlopen(ledger, timeout=10).read())["network"]["delay"]
+                == 1
+            ),
+            "the proxy holding the request",
+        )
+        os.close(w_ctl)  # the harness is done
         _, status = os.waitpid(pid, 0)
     finally:
         held.kill()

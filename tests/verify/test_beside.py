@@ -1,5 +1,6 @@
 """Searches side by side (`verify.beside`, `check --jobs N` with an adversary): the results in
 order; one failing stops the others at their next progress poll, and no thread is left."""
+
 import threading
 
 import pytest
@@ -13,7 +14,7 @@ from toolcommit.checker.verify.suite import run_suite
 from toolcommit.model.instance import instance
 from toolcommit.model.knobs import preset
 
-W3 = {"workers": 3, "max_fence": 4, "crashes": 2}   # seconds of search: a progress report comes
+W3 = {"workers": 3, "max_fence": 4, "crashes": 2}  # seconds of search: a progress report comes
 needs_cc = pytest.mark.skipif(native.compiler() is None, reason="no C compiler on this machine")
 
 
@@ -30,7 +31,7 @@ def test_one_failing_stops_the_other_at_its_next_poll():
     seen = []
 
     def polls(tick):
-        for _ in range(10_000):           # about 100 s, were it never stopped
+        for _ in range(10_000):  # about 100 s, were it never stopped
             try:
                 tick(None)
             except Stopped:
@@ -57,8 +58,14 @@ def test_an_interrupted_check_stops_both_searches(monkeypatch):
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        check_instance(preset("naive"), instance("default").with_bounds(W3), ["I1", "P4"],
-                       Limits(), interrupt, Explicit(jobs=2))
+        check_instance(
+            preset("naive"),
+            instance("default").with_bounds(W3),
+            ["I1", "P4"],
+            Limits(),
+            interrupt,
+            Explicit(jobs=2),
+        )
     assert not _searches()
 
 
@@ -80,32 +87,49 @@ def test_each_search_reports_progress_under_its_own_name(monkeypatch):
     instance and P4 for the adversary's search beside it."""
     monkeypatch.setenv("TOOLCOMMIT_ENGINE", "native")
     phases = set()
-    run_suite(preset("naive"), [instance("default").with_bounds(W3)], ["I1", "P4"], Limits(),
-              lambda t: phases.add(t.phase), Explicit(jobs=2))
+    run_suite(
+        preset("naive"),
+        [instance("default").with_bounds(W3)],
+        ["I1", "P4"],
+        Limits(),
+        lambda t: phases.add(t.phase),
+        Explicit(jobs=2),
+    )
     assert {"default", "default, P4"} <= phases
 
 
 @needs_cc
-@pytest.mark.parametrize("choice,name,bounds,apart", [
-    ("auto", "ack_loss", {}, False),        # a few hundred states: Python's, one at a time
-    ("python", "default", W3, False),       # two Python searches at once would take turns
-    ("auto", "default", W3, True),          # millions of states: native, side by side
-    ("native", "ack_loss", {}, True),
-])
+@pytest.mark.parametrize(
+    "choice,name,bounds,apart",
+    [
+        ("auto", "ack_loss", {}, False),  # a few hundred states: Python's, one at a time
+        ("python", "default", W3, False),  # two Python searches at once would take turns
+        ("auto", "default", W3, True),  # millions of states: native, side by side
+        ("native", "ack_loss", {}, True),
+    ],
+)
 def test_only_native_searches_run_side_by_side(monkeypatch, choice, name, bounds, apart):
     from toolcommit.checker.verify import check
+
     monkeypatch.setenv("TOOLCOMMIT_ENGINE", choice)
     calls = []
-    monkeypatch.setattr(check, "beside", lambda *a: calls.append(a) or (_ for _ in ()).throw(
-        RuntimeError("beside")))
+    monkeypatch.setattr(
+        check, "beside", lambda *a: calls.append(a) or (_ for _ in ()).throw(RuntimeError("beside"))
+    )
     inst = instance(name).with_bounds(bounds)
     if apart:
         with pytest.raises(RuntimeError, match="beside"):
-            check_instance(preset("naive"), inst, ["I1", "P4"], Limits(max_states=20_000),
-                           engine=Explicit(jobs=2))
+            check_instance(
+                preset("naive"),
+                inst,
+                ["I1", "P4"],
+                Limits(max_states=20_000),
+                engine=Explicit(jobs=2),
+            )
     else:
-        check_instance(preset("naive"), inst, ["I1", "P4"], Limits(max_states=20_000),
-                       engine=Explicit(jobs=2))
+        check_instance(
+            preset("naive"), inst, ["I1", "P4"], Limits(max_states=20_000), engine=Explicit(jobs=2)
+        )
     assert bool(calls) == apart
 
 
@@ -113,10 +137,16 @@ def test_without_a_c_compiler_large_searches_run_one_after_the_other(monkeypatch
     """auto past the Python engine's first try, but no native engine: the Python engine goes
     on, so the searches take turns rather than run side by side."""
     from toolcommit.checker.verify import check
+
     monkeypatch.setenv("TOOLCOMMIT_ENGINE", "auto")
     monkeypatch.setattr(native, "compiler", lambda: None)
     calls = []
     monkeypatch.setattr(check, "beside", lambda *a: calls.append(a))
-    r = check_instance(preset("naive"), instance("default").with_bounds(W3), ["I1", "P4"],
-                       Limits(max_states=20_000), engine=Explicit(jobs=2))
+    r = check_instance(
+        preset("naive"),
+        instance("default").with_bounds(W3),
+        ["I1", "P4"],
+        Limits(max_states=20_000),
+        engine=Explicit(jobs=2),
+    )
     assert not calls and r.stats["engine_note"].startswith("native engine unavailable")

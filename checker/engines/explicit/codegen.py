@@ -5,6 +5,7 @@ source (our own, never anything read from input): all fields are extracted once,
 guards are tested as a decision tree over their shared conjuncts, so a state with 200
 ground actions costs a few dozen comparisons.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -26,12 +27,12 @@ class Compiled:
     init: int
     successors: Callable  # s -> (list[(action_index, s2)], truncated: bool)
     violations: Callable  # s -> bitmask over invariant_names
-    witnesses: Callable   # s -> bitmask over witness_names
-    settled: Callable     # s -> bool
-    canon: Callable       # s -> least state of its orbit under the symmetries (exact)
+    witnesses: Callable  # s -> bitmask over witness_names
+    settled: Callable  # s -> bool
+    canon: Callable  # s -> least state of its orbit under the symmetries (exact)
     invariant_names: tuple
     witness_names: tuple
-    end_violations: Callable = None   # s -> bitmask over end_names (end states only)
+    end_violations: Callable = None  # s -> bitmask over end_names (end states only)
     end_names: tuple = ()
 
     def pack(self, values) -> int:
@@ -41,8 +42,10 @@ class Compiled:
         return s
 
     def unpack(self, s: int) -> dict:
-        return {v.name: (s >> self.offsets[v.name]) & ((1 << self.widths[v.name]) - 1)
-                for v in self.system.variables}
+        return {
+            v.name: (s >> self.offsets[v.name]) & ((1 << self.widths[v.name]) - 1)
+            for v in self.system.variables
+        }
 
     @property
     def bits(self) -> int:
@@ -62,8 +65,10 @@ class Compiled:
 
 # generated and compiled on first use (a search by a native engine never calls them), in
 # two parts: the canonical form (a counterexample needs it), and the rest
-LAZY = {"canon": ("canon", "groups"),
-        "rest": ("successors", "violations", "witnesses", "end_violations", "settled")}
+LAZY = {
+    "canon": ("canon", "groups"),
+    "rest": ("successors", "violations", "witnesses", "end_violations", "settled"),
+}
 
 
 def _layout(system: System):
@@ -114,8 +119,11 @@ class _Gen:
 
     def extract(self, only=None) -> list[str]:
         """Lines binding each variable's local (all, or those named in `only`)."""
-        return [f"    {self.names[v.name]} = (s >> {self.off[v.name]}) & {(1 << self.wid[v.name]) - 1}"
-                for v in self.sys.variables if only is None or v.name in only]
+        return [
+            f"    {self.names[v.name]} = (s >> {self.off[v.name]}) & {(1 << self.wid[v.name]) - 1}"
+            for v in self.sys.variables
+            if only is None or v.name in only
+        ]
 
     def successor_expr(self, updates) -> str:
         parts = ["s"]
@@ -168,14 +176,23 @@ class _Gen:
     def leaf(self, i: int, cs: list[str], indent: int, have: set) -> list[str]:
         pad = "    " * indent
         a = self.sys.actions[i]
-        lines = self.need(set().union(*[self.cond_vars[c] for c in cs]) if cs else set(), have, indent)
+        lines = self.need(
+            set().union(*[self.cond_vars[c] for c in cs]) if cs else set(), have, indent
+        )
         inner = set(have)
-        used = set() if a.cut else set(a.updates) | set().union(*[variables(e) for e in a.updates.values()])
+        used = (
+            set()
+            if a.cut
+            else set(a.updates) | set().union(*[variables(e) for e in a.updates.values()])
+        )
         if not cs:
             return lines + self.need(used, have, indent) + [pad + x for x in self.body(i)]
-        return lines + [pad + self.open_if(cs), *self.need(used, inner, indent + 1),
-                        *[pad + "    " + x for x in self.body(i)],
-                        *[pad + x for x in self.close_if()]]
+        return lines + [
+            pad + self.open_if(cs),
+            *self.need(used, inner, indent + 1),
+            *[pad + "    " + x for x in self.body(i)],
+            *[pad + x for x in self.close_if()],
+        ]
 
     def guard_items(self) -> list:
         """(action_index, [conjunct source]) for every action whose guard can hold; fills
@@ -195,8 +212,15 @@ class _Gen:
 
     def successors_src(self) -> str:
         items = self.guard_items()
-        return "\n".join(["def successors(s):", "    out = []", "    trunc = False",
-                          *self.tree(items, 1, set()), "    return out, trunc"])
+        return "\n".join(
+            [
+                "def successors(s):",
+                "    out = []",
+                "    trunc = False",
+                *self.tree(items, 1, set()),
+                "    return out, trunc",
+            ]
+        )
 
     def mask_src(self, fname: str, exprs, negate: bool) -> str:
         used = set().union(*[variables(e) for e in exprs]) if exprs else set()
@@ -208,8 +232,13 @@ class _Gen:
         return "\n".join(lines)
 
     def settled_src(self) -> str:
-        return "\n".join(["def settled(s):", *self.extract(variables(self.sys.done)),
-                          f"    return bool({self.py(self.sys.done)})"])
+        return "\n".join(
+            [
+                "def settled(s):",
+                *self.extract(variables(self.sys.done)),
+                f"    return bool({self.py(self.sys.done)})",
+            ]
+        )
 
     def symmetric_vars(self) -> set:
         """Names of the variables some symmetry moves or renames."""
@@ -230,14 +259,30 @@ class _Gen:
         commute, the images are closed under every permutation until nothing new comes.
         """
         if not commuting(self.sys.symmetries):
-            return "\n".join(["def canon(s):", "    orbit, todo = {s}, [s]", "    while todo:",
-                              "        t = todo.pop()", "        for group in GROUPS:",
-                              "            for p in group:", "                u = p(t)",
-                              "                if u not in orbit:", "                    orbit.add(u)",
-                              "                    todo.append(u)", "    return min(orbit)"])
-        return "\n".join(["def canon(s):", "    orbit = [s]", "    for group in GROUPS:",
-                          "        orbit += [p(t) for t in orbit for p in group]",
-                          "    return min(orbit)"])
+            return "\n".join(
+                [
+                    "def canon(s):",
+                    "    orbit, todo = {s}, [s]",
+                    "    while todo:",
+                    "        t = todo.pop()",
+                    "        for group in GROUPS:",
+                    "            for p in group:",
+                    "                u = p(t)",
+                    "                if u not in orbit:",
+                    "                    orbit.add(u)",
+                    "                    todo.append(u)",
+                    "    return min(orbit)",
+                ]
+            )
+        return "\n".join(
+            [
+                "def canon(s):",
+                "    orbit = [s]",
+                "    for group in GROUPS:",
+                "        orbit += [p(t) for t in orbit for p in group]",
+                "    return min(orbit)",
+            ]
+        )
 
     def group_src(self) -> str:
         """`GROUPS`: per symmetry, one function per non-identity permutation."""
@@ -250,8 +295,12 @@ class _Gen:
                 if list(perm) == list(range(len(perm))):
                     continue
                 names.append(f"_perm_{g}_{j}")
-                lines += [f"def _perm_{g}_{j}(s):", *self.extract(used),
-                          f"    return {self.permuted(sym, perm)}", ""]
+                lines += [
+                    f"def _perm_{g}_{j}(s):",
+                    *self.extract(used),
+                    f"    return {self.permuted(sym, perm)}",
+                    "",
+                ]
             groups.append("(" + "".join(f"{n}, " for n in names) + ")")
         lines.append("GROUPS = (" + "".join(f"{g}, " for g in groups) + ")")
         return "\n".join(lines)
@@ -314,8 +363,21 @@ def compile_system(system: System) -> Compiled:
     wit_names = tuple(system.witnesses)
     end_names = tuple(system.ends)
     namespace: dict = {}
-    c = Compiled(system, offsets, widths, 0, None, None, None, None, None, inv_names,
-                 wit_names, None, end_names)
+    c = Compiled(
+        system,
+        offsets,
+        widths,
+        0,
+        None,
+        None,
+        None,
+        None,
+        None,
+        inv_names,
+        wit_names,
+        None,
+        end_names,
+    )
     for name in LAZY["canon"][:1] + LAZY["rest"]:
         del c.__dict__[name]
     sources: dict = {}
@@ -334,12 +396,18 @@ def compile_system(system: System) -> Compiled:
         c.__dict__.update(canon=canon, groups=namespace["GROUPS"])
 
     def load_rest() -> None:
-        load("rest", "\n\n".join([
-            gen.successors_src(),
-            gen.mask_src("violations", [system.invariants[n] for n in inv_names], True),
-            gen.mask_src("witnesses", [system.witnesses[n] for n in wit_names], False),
-            gen.mask_src("end_violations", [system.ends[n] for n in end_names], True),
-            gen.settled_src()]))
+        load(
+            "rest",
+            "\n\n".join(
+                [
+                    gen.successors_src(),
+                    gen.mask_src("violations", [system.invariants[n] for n in inv_names], True),
+                    gen.mask_src("witnesses", [system.witnesses[n] for n in wit_names], False),
+                    gen.mask_src("end_violations", [system.ends[n] for n in end_names], True),
+                    gen.settled_src(),
+                ]
+            ),
+        )
         c.__dict__.update({name: namespace[name] for name in LAZY["rest"]})
 
     c._loaders = {"canon": load_canon, "rest": load_rest}

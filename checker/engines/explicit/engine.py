@@ -8,6 +8,7 @@ PROGRESS at the first state from which no settled state is reachable; FULFIL at 
 end state (only faults could still fire) where the intent is not fulfilled. Each counterexample
 is the BFS path to that state, concretized (symmetry undone) and replayed.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -44,8 +45,8 @@ class Explicit:
 
     name: str = "explicit"
     jobs: int = 1
-    quick: bool = True      # 'auto' tries the Python engine first (False: `first_try` did)
-    shared: bool = False    # many small searches (ask's cells, design's candidates): the
+    quick: bool = True  # 'auto' tries the Python engine first (False: `first_try` did)
+    shared: bool = False  # many small searches (ask's cells, design's candidates): the
     #                         shared engine (`native_vm`, compiled once for every model, no
     #                         first try in Python) where it takes the model, unless
     #                         TOOLCOMMIT_ENGINE=python or TOOLCOMMIT_SHARED=0
@@ -54,9 +55,16 @@ class Explicit:
         p = prop(name)
         return p.state_predicate or p.graph
 
-    def explore(self, system: System, limits: Limits = Limits(), graph: bool = True,
-                progress: Optional[Progress] = None, props: Sequence[str] = (),
-                require: str = "", later: bool = False) -> tuple[Compiled, Exploration]:
+    def explore(
+        self,
+        system: System,
+        limits: Limits = Limits(),
+        graph: bool = True,
+        progress: Optional[Progress] = None,
+        props: Sequence[str] = (),
+        require: str = "",
+        later: bool = False,
+    ) -> tuple[Compiled, Exploration]:
         """The compiled system and its exploration (for callers that read the graph), by
         the native or the Python engine (`native.explore_any`: same result either way).
 
@@ -64,36 +72,77 @@ class Explicit:
         the witness `require`, if any, reached), when all of them can stop it (`stop_when`).
         With `later`, PROGRESS's backward search waits until a verdict needs it (`judge`).
         """
-        return self.explore_compiled(compile_system(system), limits, graph, progress, props,
-                                     require, later)
+        return self.explore_compiled(
+            compile_system(system), limits, graph, progress, props, require, later
+        )
 
-    def explore_compiled(self, c: Compiled, limits: Limits = Limits(), graph: bool = True,
-                         progress: Optional[Progress] = None, props: Sequence[str] = (),
-                         require: str = "", later: bool = False) -> tuple[Compiled, Exploration]:
+    def explore_compiled(
+        self,
+        c: Compiled,
+        limits: Limits = Limits(),
+        graph: bool = True,
+        progress: Optional[Progress] = None,
+        props: Sequence[str] = (),
+        require: str = "",
+        later: bool = False,
+    ) -> tuple[Compiled, Exploration]:
         """`explore` of a system already compiled."""
         stop = stop_when(c, props, require) if limits.first else None
         if self.shared and shared_enabled() and engine_choice() != "python":
-            lib = shared_library(c)[0]      # None: the model's own C, or Python, as below
+            lib = shared_library(c)[0]  # None: the model's own C, or Python, as below
             if lib is not None:
                 check_limits(limits.max_states, limits.timeout)
-                return c, explore_native(c, limits.max_states, limits.timeout, graph,
-                                         _ticks(progress), lib=lib, stop=stop, jobs=self.jobs,
-                                         later=later)
-        return c, explore_any(c, limits.max_states, limits.timeout, graph, _ticks(progress),
-                              stop=stop, jobs=self.jobs, later=later, quick=self.quick)
+                return c, explore_native(
+                    c,
+                    limits.max_states,
+                    limits.timeout,
+                    graph,
+                    _ticks(progress),
+                    lib=lib,
+                    stop=stop,
+                    jobs=self.jobs,
+                    later=later,
+                )
+        return c, explore_any(
+            c,
+            limits.max_states,
+            limits.timeout,
+            graph,
+            _ticks(progress),
+            stop=stop,
+            jobs=self.jobs,
+            later=later,
+            quick=self.quick,
+        )
 
-    def run(self, system: System, props: Sequence[str], limits: Limits = Limits(),
-            progress: Optional[Progress] = None) -> Result:
+    def run(
+        self,
+        system: System,
+        props: Sequence[str],
+        limits: Limits = Limits(),
+        progress: Optional[Progress] = None,
+    ) -> Result:
         return self.run_compiled(compile_system(system), props, limits, progress)
 
-    def run_compiled(self, c: Compiled, props: Sequence[str], limits: Limits = Limits(),
-                     progress: Optional[Progress] = None) -> Result:
+    def run_compiled(
+        self,
+        c: Compiled,
+        props: Sequence[str],
+        limits: Limits = Limits(),
+        progress: Optional[Progress] = None,
+    ) -> Result:
         """`run` of a system already compiled."""
-        return self.result(*self.explore_compiled(c, limits, needs_edges(props), progress,
-                                                  props), props)
+        return self.result(
+            *self.explore_compiled(c, limits, needs_edges(props), progress, props), props
+        )
 
-    def first_try(self, c: Compiled, props: Sequence[str], limits: Limits = Limits(),
-                  progress: Optional[Progress] = None) -> tuple[Optional[Result], Limits]:
+    def first_try(
+        self,
+        c: Compiled,
+        props: Sequence[str],
+        limits: Limits = Limits(),
+        progress: Optional[Progress] = None,
+    ) -> tuple[Optional[Result], Limits]:
         """`run_compiled`'s result where the Python engine answers `c` (chosen by
         TOOLCOMMIT_ENGINE, or 'auto' within its first try, or with no native engine to go
         on); else None and the limits left for the native search, which then must not try
@@ -104,20 +153,27 @@ class Explicit:
         if want == "python":
             return self.run_compiled(c, props, limits, progress), limits
         stop = stop_when(c, props) if limits.first else None
-        ex, timeout = quick_try(c, limits.max_states, limits.timeout, needs_edges(props),
-                                _ticks(progress), stop)
+        ex, timeout = quick_try(
+            c, limits.max_states, limits.timeout, needs_edges(props), _ticks(progress), stop
+        )
         if ex is not None:
             return self.result(c, ex, props), limits
         left = replace(limits, timeout=timeout)
-        if library(c)[0] is None:         # the Python engine goes on, from the start
+        if library(c)[0] is None:  # the Python engine goes on, from the start
             return replace(self, quick=False).run_compiled(c, props, left, progress), limits
         return None, left
 
     def result(self, c: Compiled, ex: Exploration, props: Sequence[str]) -> Result:
         """The verdicts on `props` of an exploration of `c` (one that kept its edges when
         a graph property is among them)."""
-        return Result(self.name, judge(c, ex, props), scope_of(ex), stats_of(ex), ex.fired,
-                      {w: ex.depth_of(s) for w, s in ex.first_witness.items()})
+        return Result(
+            self.name,
+            judge(c, ex, props),
+            scope_of(ex),
+            stats_of(ex),
+            ex.fired,
+            {w: ex.depth_of(s) for w, s in ex.first_witness.items()},
+        )
 
 
 def needs_edges(props: Sequence[str]) -> bool:
@@ -155,19 +211,29 @@ def stop_when(c: Compiled, props: Sequence[str], require: str = "") -> Optional[
 
 
 def stats_of(ex: Exploration) -> dict:
-    return {"states": ex.state_count, "transitions": ex.transitions, "depth": ex.depth,
-            "complete": ex.complete, "truncated": ex.truncated, "seconds": round(ex.seconds, 3),
-            "settled": len(ex.settled_ids), **({"early": True} if ex.early else {}),
-            **({"engine_note": ex.engine_note} if ex.engine_note else {})}
+    return {
+        "states": ex.state_count,
+        "transitions": ex.transitions,
+        "depth": ex.depth,
+        "complete": ex.complete,
+        "truncated": ex.truncated,
+        "seconds": round(ex.seconds, 3),
+        "settled": len(ex.settled_ids),
+        **({"early": True} if ex.early else {}),
+        **({"engine_note": ex.engine_note} if ex.engine_note else {}),
+    }
 
 
 def scope_of(ex: Exploration) -> Scope:
     if ex.early:
-        return Scope("early", f"{ex.stop_reason} (at depth {ex.depth}, "
-                     f"{ex.state_count} states searched)")
+        return Scope(
+            "early", f"{ex.stop_reason} (at depth {ex.depth}, {ex.state_count} states searched)"
+        )
     if not ex.complete:
         return Scope("depth", f"up to depth {ex.depth - 1}")
-    return Scope("exhaustive", "exhaustively" + (" (within the fence bound)" if ex.truncated else ""))
+    return Scope(
+        "exhaustive", "exhaustively" + (" (within the fence bound)" if ex.truncated else "")
+    )
 
 
 def judge(c: Compiled, ex: Exploration, props: Sequence[str]) -> list[Verdict]:
@@ -180,19 +246,30 @@ def judge(c: Compiled, ex: Exploration, props: Sequence[str]) -> list[Verdict]:
         elif p.graph:
             if p.reads == "no_way_to_settle":
                 find_stuck(ex)
-            sid = (ex.first_bad_end.get(name) if p.end_predicate else
-                   {"dead_end": ex.deadlock, "no_way_to_settle": ex.stuck}[p.reads])
+            sid = (
+                ex.first_bad_end.get(name)
+                if p.end_predicate
+                else {"dead_end": ex.deadlock, "no_way_to_settle": ex.stuck}[p.reads]
+            )
         else:
             continue
         if sid is not None:
             cx = concretize(c, ex, sid, name, p.stuck)
             out.append(Verdict(name, Status.VIOLATED, counterexample=cx))
         elif not ex.complete:
-            out.append(Verdict(name, Status.UNKNOWN,
-                               reason=ex.stop_reason + f"; no violation up to depth {ex.depth - 1}"))
+            out.append(
+                Verdict(
+                    name,
+                    Status.UNKNOWN,
+                    reason=ex.stop_reason + f"; no violation up to depth {ex.depth - 1}",
+                )
+            )
         elif p.graph and ex.truncated:
-            out.append(Verdict(name, Status.UNKNOWN, reason=cut_reason(c, ex),
-                               extra={"cut": "fence bound"}))
+            out.append(
+                Verdict(
+                    name, Status.UNKNOWN, reason=cut_reason(c, ex), extra={"cut": "fence bound"}
+                )
+            )
         else:
             out.append(Verdict(name, Status.HOLDS, scope_of(ex).text))
     return out
@@ -202,13 +279,16 @@ def cut_reason(c: Compiled, ex: Exploration) -> str:
     """Why a graph property is UNKNOWN on a complete search the fence bound cut: what lies
     past the bound (a run that never settles, say) is not in the graph it judged."""
     bound = c.system.meta["instance"].max_fence
-    return (f"the fence bound (max_fence={bound}) cut {ex.truncated} state(s): a run past it, "
-            f"such as one that never settles, is not in the graph; raise max_fence (--bounds "
-            f"max_fence={bound + 1}) to see further")
+    return (
+        f"the fence bound (max_fence={bound}) cut {ex.truncated} state(s): a run past it, "
+        f"such as one that never settles, is not in the graph; raise max_fence (--bounds "
+        f"max_fence={bound + 1}) to see further"
+    )
 
 
-def concretize(c: Compiled, ex: Exploration, sid: int, prop_name: str, note: str = "",
-               engine: str = "explicit") -> Counterexample:
+def concretize(
+    c: Compiled, ex: Exploration, sid: int, prop_name: str, note: str = "", engine: str = "explicit"
+) -> Counterexample:
     """The concrete, replayed counterexample for the BFS path to state `sid`.
 
     Stored states are orbit representatives (`Compiled.canon`, exact): the concrete path
@@ -219,7 +299,7 @@ def concretize(c: Compiled, ex: Exploration, sid: int, prop_name: str, note: str
     state = c.pack(system.init)
     actions = []
     lib = getattr(ex, "lib", None)
-    shared = lib.successors if isinstance(lib, Bound) else None     # no Python functions needed
+    shared = lib.successors if isinstance(lib, Bound) else None  # no Python functions needed
     for _, target in ex.path(sid)[1:]:
         moves = shared(c, state) if shared else c.successors(state)[0]
         hit = next(((a, t) for a, t in moves if c.canon(t) == target), None)

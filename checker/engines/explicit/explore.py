@@ -18,6 +18,7 @@ both engines stop at the same state. Every first violation is then the full sear
 (BFS finds states in id order), so its counterexample is still a shortest one; the counts
 are those of the part searched, and the exploration is incomplete (`early`).
 """
+
 from __future__ import annotations
 
 import time
@@ -45,9 +46,12 @@ class StopWhen:
     deadlock: bool = False
 
     def met(self, seen_v: int, seen_w: int, seen_e: int, deadlock) -> bool:
-        return (seen_v & self.invariants == self.invariants and seen_w & self.witnesses
-                == self.witnesses and seen_e & self.ends == self.ends
-                and (deadlock is not None or not self.deadlock))
+        return (
+            seen_v & self.invariants == self.invariants
+            and seen_w & self.witnesses == self.witnesses
+            and seen_e & self.ends == self.ends
+            and (deadlock is not None or not self.deadlock)
+        )
 
 
 @dataclass
@@ -61,24 +65,24 @@ class Exploration:
     level_ends: list
     complete: bool
     stop_reason: str = ""
-    first_violation: dict = field(default_factory=dict)   # invariant -> state id
-    first_witness: dict = field(default_factory=dict)     # witness -> state id
-    first_bad_end: dict = field(default_factory=dict)     # end predicate -> state id
+    first_violation: dict = field(default_factory=dict)  # invariant -> state id
+    first_witness: dict = field(default_factory=dict)  # witness -> state id
+    first_bad_end: dict = field(default_factory=dict)  # end predicate -> state id
     deadlock: Optional[int] = None
-    stuck: Optional[int] = None       # first state from which no settled state is reachable
-    stuck_later: bool = False         # `stuck` not searched yet (native.find_stuck searches it)
+    stuck: Optional[int] = None  # first state from which no settled state is reachable
+    stuck_later: bool = False  # `stuck` not searched yet (native.find_stuck searches it)
     settled_ids: list = field(default_factory=list)
     truncated: int = 0
     truncated_ids: list = field(default_factory=list)
-    edges: Optional[tuple] = None   # (offsets, targets): state i's successors are
+    edges: Optional[tuple] = None  # (offsets, targets): state i's successors are
     #                                 targets[offsets[i]:offsets[i+1]] (graph runs only)
     transitions: int = 0
-    fired: dict = field(default_factory=dict)             # action name -> count
+    fired: dict = field(default_factory=dict)  # action name -> count
     seconds: float = 0.0
     peak_bytes: int = 0
-    engine: str = "python"          # which engine explored: python or native
-    engine_note: str = ""           # why not the native engine, when it was wanted
-    early: bool = False             # stopped by a `StopWhen` (so not complete)
+    engine: str = "python"  # which engine explored: python or native
+    engine_note: str = ""  # why not the native engine, when it was wanted
+    early: bool = False  # stopped by a `StopWhen` (so not complete)
 
     @property
     def state_count(self) -> int:
@@ -109,9 +113,15 @@ class Exploration:
         return out[::-1]
 
 
-def explore(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool = True,
-            progress: Optional[Callable[[dict], None]] = None, measure_memory: bool = False,
-            stop: Optional[StopWhen] = None) -> Exploration:
+def explore(
+    c: Compiled,
+    max_states: int = 0,
+    timeout: float = 0.0,
+    graph: bool = True,
+    progress: Optional[Callable[[dict], None]] = None,
+    measure_memory: bool = False,
+    stop: Optional[StopWhen] = None,
+) -> Exploration:
     """Breadth-first search of `c` from its initial state.
 
     Parameters
@@ -130,7 +140,7 @@ def explore(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool 
     init = c.init
     index = {init: 0}
     states, parent, via = [init], array("I", [0]), array("i", [-1])
-    eoff, edst = array("I", [0]), array("I")   # edges of state i: edst[eoff[i]:eoff[i+1]]
+    eoff, edst = array("I", [0]), array("I")  # edges of state i: edst[eoff[i]:eoff[i+1]]
     found_v: dict[int, int] = {}
     found_w: dict[int, int] = {}
     settled_ids, level_ends = [], []
@@ -157,8 +167,12 @@ def explore(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool 
             settled_ids.append(head)
         elif not moves and not trunc and deadlock is None:
             deadlock = head
-        if ends is not None and not trunc and len(found_e) < len(c.end_names) \
-                and all(fault[a] for a, _ in moves):
+        if (
+            ends is not None
+            and not trunc
+            and len(found_e) < len(c.end_names)
+            and all(fault[a] for a, _ in moves)
+        ):
             _record(ends(s), head, found_e)
         for a, t in moves:
             fired[a] += 1
@@ -193,17 +207,23 @@ def explore(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool 
             break
         if max_states and len(states) >= max_states and head < len(states):
             complete, reason = False, f"state limit {max_states} reached"
-            break   # checked every state: the limit is overshot by one state's successors at most
+            break  # checked every state: the limit is overshot by one state's successors at most
         if (head & 1023) == 0:
             now = time.perf_counter()
             if progress is not None and now >= next_tick:
                 next_tick = now + 1.0
-                progress({"states": len(states), "explored": head, "depth": len(level_ends),
-                          "seconds": now - t0})
+                progress(
+                    {
+                        "states": len(states),
+                        "explored": head,
+                        "depth": len(level_ends),
+                        "seconds": now - t0,
+                    }
+                )
             if timeout and now - t0 >= timeout:
                 complete, reason = False, f"time limit {timeout:g}s reached"
                 break
-    if early:     # the level being expanded, then the states found from it
+    if early:  # the level being expanded, then the states found from it
         level_ends += [level_end] + ([len(states)] if len(states) > level_end else [])
     else:
         level_ends.append(len(states) if complete else head)

@@ -6,6 +6,7 @@ one over 4-byte arrays (reverse CSR) beyond. `reachable_graph` hands the graph t
 a networkx DiGraph (strongly connected components, condensation, drawing). networkx is
 imported on first use (0.2 s a command that searches only natively does not pay).
 """
+
 from __future__ import annotations
 
 from array import array
@@ -20,14 +21,16 @@ NX_LIMIT = 100_000
 def reachable_graph(n: int, eoff: array, edst: array) -> nx.DiGraph:
     """The explored graph as a networkx DiGraph over state ids 0..n-1."""
     import networkx as nx  # here, not at import: a native search never needs it
+
     g = nx.DiGraph()
     g.add_nodes_from(range(n))
     g.add_edges_from((s, edst[e]) for s in range(n) for e in range(eoff[s], eoff[s + 1]))
     return g
 
 
-def first_stuck(n: int, eoff: array, edst: array, goals: list,
-                use_networkx: Optional[bool] = None) -> Optional[int]:
+def first_stuck(
+    n: int, eoff: array, edst: array, goals: list, use_networkx: Optional[bool] = None
+) -> Optional[int]:
     """Least state id from which no goal (settled or truncated) state is reachable, or
     None. `use_networkx` picks the implementation (default: networkx up to NX_LIMIT)."""
     if use_networkx is None:
@@ -37,16 +40,17 @@ def first_stuck(n: int, eoff: array, edst: array, goals: list,
 
 def first_stuck_networkx(n: int, eoff: array, edst: array, goals: list) -> Optional[int]:
     g = reachable_graph(n, eoff, edst)
-    sink = n                       # one extra node every goal leads to
+    sink = n  # one extra node every goal leads to
     g.add_edges_from((t, sink) for t in goals)
     import networkx as nx
+
     good = nx.ancestors(g, sink) if goals else set()
     return next((s for s in range(n) if s not in good), None)
 
 
 def first_stuck_arrays(n: int, eoff: array, edst: array, goals: list) -> Optional[int]:
     """Least state id from which no goal (settled or truncated) state is reachable."""
-    start = array("I", [0]) * (n + 1)   # reverse CSR: count predecessors per target
+    start = array("I", [0]) * (n + 1)  # reverse CSR: count predecessors per target
     for t in edst:
         start[t + 1] += 1
     for i in range(n):
@@ -59,7 +63,7 @@ def first_stuck_arrays(n: int, eoff: array, edst: array, goals: list) -> Optiona
             preds[fill[t]] = s
             fill[t] += 1
     good = bytearray(n)
-    stack = array("I", goals)   # ids as 4-byte items, not Python ints
+    stack = array("I", goals)  # ids as 4-byte items, not Python ints
     for sid in stack:
         good[sid] = 1
     while stack:

@@ -16,6 +16,7 @@ before C could be generated and loaded); with no working C compiler the Python e
 answers and the result's `engine_note` says why. An engine can be asked for by argument
 or by the environment variable TOOLCOMMIT_ENGINE=python|native|auto.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -43,36 +44,56 @@ from toolcommit.checker.engines.explicit.native_c import c_source, refusal
 from toolcommit.model.errors import InternalError, UsageError
 
 ENGINES = ("auto", "native", "python")
-FLAGS = ("-O1", "-shared", "-fPIC", "-pthread", "-w")   # -O2: no faster, compiles 2x slower
+FLAGS = ("-O1", "-shared", "-fPIC", "-pthread", "-w")  # -O2: no faster, compiles 2x slower
 ABI = 5
-QUICK_STATES = 10_000     # 'auto': instances this small stay with the Python engine
-MAX_STATES = (1 << 64) - 1   # tc_explore's max_states is a uint64_t
+QUICK_STATES = 10_000  # 'auto': instances this small stay with the Python engine
+MAX_STATES = (1 << 64) - 1  # tc_explore's max_states is a uint64_t
 _STOPS = {3: "interrupted", 5: "native engine capacity (2^32 states or edges) reached", 6: EARLY}
 STOP_EARLY = 6
-STUCK_LATER = -3          # tc_out.stuck: the backward search is left to `find_stuck`
-_loaded: dict[str, tuple] = {}    # cache key -> (library or None, why not)
+STUCK_LATER = -3  # tc_out.stuck: the backward search is left to `find_stuck`
+_loaded: dict[str, tuple] = {}  # cache key -> (library or None, why not)
 
 
 class _Out(ctypes.Structure):
-    _fields_ = ([(n, ctypes.c_uint64) for n in ("states", "explored", "transitions", "peak_bytes",
-                                               "memo_entries")]
-                + [(n, ctypes.c_int64) for n in ("deadlock", "stuck", "complete", "stop")]
-                + [(n, ctypes.c_double) for n in ("seconds", "graph_seconds")]
-                + [(n, ctypes.c_uint64) for n in ("nlevels", "nsettled", "ntruncated", "nedges",
-                                                  "jobs")]
-                + [(n, ctypes.c_void_p) for n in ("state", "parent", "via", "level_ends", "settled",
-                                                  "truncated", "eoff", "edst", "fired")]
-                + [("first_violation", ctypes.c_int64 * 64), ("first_witness", ctypes.c_int64 * 64),
-                   ("first_bad_end", ctypes.c_int64 * 64), ("cpu_seconds", ctypes.c_double),
-                   ("phase_seconds", ctypes.c_double * 6)])
+    _fields_ = (
+        [
+            (n, ctypes.c_uint64)
+            for n in ("states", "explored", "transitions", "peak_bytes", "memo_entries")
+        ]
+        + [(n, ctypes.c_int64) for n in ("deadlock", "stuck", "complete", "stop")]
+        + [(n, ctypes.c_double) for n in ("seconds", "graph_seconds")]
+        + [(n, ctypes.c_uint64) for n in ("nlevels", "nsettled", "ntruncated", "nedges", "jobs")]
+        + [
+            (n, ctypes.c_void_p)
+            for n in (
+                "state",
+                "parent",
+                "via",
+                "level_ends",
+                "settled",
+                "truncated",
+                "eoff",
+                "edst",
+                "fired",
+            )
+        ]
+        + [
+            ("first_violation", ctypes.c_int64 * 64),
+            ("first_witness", ctypes.c_int64 * 64),
+            ("first_bad_end", ctypes.c_int64 * 64),
+            ("cpu_seconds", ctypes.c_double),
+            ("phase_seconds", ctypes.c_double * 6),
+        ]
+    )
 
 
 class _Stop(ctypes.Structure):
     _fields_ = [(n, ctypes.c_uint64) for n in ("on", "invariants", "witnesses", "ends", "deadlock")]
 
 
-_TICK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
-                         ctypes.c_double, ctypes.c_int)
+_TICK = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_double, ctypes.c_int
+)
 
 
 class PackedStates:
@@ -101,12 +122,12 @@ class PackedStates:
             i += n
         if not 0 <= i < n:
             raise IndexError("state id out of range")
-        return int.from_bytes(self._raw[z * i:z * i + z], self._order)
+        return int.from_bytes(self._raw[z * i : z * i + z], self._order)
 
     def __iter__(self):
         raw, z, order = self._raw, self.itemsize, self._order
         for i in range(0, len(raw), z):
-            yield int.from_bytes(raw[i:i + z], order)
+            yield int.from_bytes(raw[i : i + z], order)
 
     def tobytes(self) -> bytes:
         return self._raw.tobytes()
@@ -117,15 +138,15 @@ class NativeExploration(Exploration):
     """An `Exploration` made by the native engine; `states` is a `PackedStates`."""
 
     engine: str = "native"
-    memo_entries: int = 0      # entries of the symmetry memos (one a thread)
+    memo_entries: int = 0  # entries of the symmetry memos (one a thread)
     graph_seconds: float = 0.0  # of `seconds`: PROGRESS's backward search
-    jobs: int = 1              # the threads that searched
+    jobs: int = 1  # the threads that searched
     # with jobs > 1, per step of native_bfs.c the CPU seconds of its busiest thread, summed:
     # expand, dedupe, ids, edges and store, the one-thread numbering, PROGRESS (what the
     # search would take on idle cores, for benchmarks on a shared machine)
     phase_seconds: tuple = ()
-    search_cpu: float = 0.0    # the process's CPU seconds in the search (all threads)
-    lib: object = None         # the library that searched (`find_stuck` goes on with it)
+    search_cpu: float = 0.0  # the process's CPU seconds in the search (all threads)
+    lib: object = None  # the library that searched (`find_stuck` goes on with it)
 
 
 # ----- building ---------------------------------------------------------------------------
@@ -139,8 +160,9 @@ def library(c: Compiled) -> tuple[Optional[ctypes.CDLL], str]:
         return None, "no C compiler (set CC or install cc)"
     source = c.__dict__.get("c_source") or c_source(c)
     c.c_source = source
-    key = hashlib.sha256("\0".join([source, *cc, *FLAGS, platform.machine(), str(ABI)])
-                         .encode()).hexdigest()[:32]
+    key = hashlib.sha256(
+        "\0".join([source, *cc, *FLAGS, platform.machine(), str(ABI)]).encode()
+    ).hexdigest()[:32]
     if key not in _loaded:
         _loaded[key] = _build_and_load(key, source, cc)
     return _loaded[key]
@@ -164,18 +186,32 @@ def _configure(lib: ctypes.CDLL, target: Path) -> tuple[Optional[ctypes.CDLL], s
     try:
         if lib.tc_abi() != ABI:
             return None, f"{target} is from another version of the engine"
-        lib.tc_explore.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_double,
-                                   ctypes.c_int, ctypes.c_int, ctypes.c_uint64, _TICK,
-                                   ctypes.POINTER(_Stop), ctypes.POINTER(_Out)]
+        lib.tc_explore.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_uint64,
+            ctypes.c_double,
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_uint64,
+            _TICK,
+            ctypes.POINTER(_Stop),
+            ctypes.POINTER(_Out),
+        ]
         lib.tc_explore.restype = ctypes.c_int
         lib.tc_state_bytes.restype = ctypes.c_int
         lib.tc_free.argtypes = [ctypes.c_void_p]
         lib.tc_free.restype = None
-        lib.tc_first_stuck.argtypes = [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p,
-                                       ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p,
-                                       ctypes.c_uint64]
+        lib.tc_first_stuck.argtypes = [
+            ctypes.c_uint64,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_uint64,
+            ctypes.c_void_p,
+            ctypes.c_uint64,
+        ]
         lib.tc_first_stuck.restype = ctypes.c_int64
-    except AttributeError as e:     # a symbol missing is not the engine
+    except AttributeError as e:  # a symbol missing is not the engine
         return None, f"cannot load {target}: {e}"
     return lib, ""
 
@@ -196,10 +232,19 @@ def check_limits(max_states, timeout) -> None:
         raise UsageError(f"--timeout {timeout}: use a number of seconds >= 0 (0: no limit)")
 
 
-def explore_native(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool = True,
-                   progress: Optional[Callable[[dict], None]] = None, measure_memory: bool = False,
-                   lib: Optional[ctypes.CDLL] = None, stop: Optional[StopWhen] = None,
-                   jobs: int = 1, chunk: int = 0, later: bool = False) -> NativeExploration:
+def explore_native(
+    c: Compiled,
+    max_states: int = 0,
+    timeout: float = 0.0,
+    graph: bool = True,
+    progress: Optional[Callable[[dict], None]] = None,
+    measure_memory: bool = False,
+    lib: Optional[ctypes.CDLL] = None,
+    stop: Optional[StopWhen] = None,
+    jobs: int = 1,
+    chunk: int = 0,
+    later: bool = False,
+) -> NativeExploration:
     """`explore` run natively; the same result, state for state.
 
     With `graph` and `later`, PROGRESS's backward search is not run: the result's
@@ -224,8 +269,10 @@ def explore_native(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph
     def tick(states, explored, depth, seconds, report):
         try:
             if report and progress is not None:
-                progress({"states": states, "explored": explored, "depth": depth, "seconds": seconds})
-        except BaseException as e:   # noqa: B036 - handed back to the caller after the search
+                progress(
+                    {"states": states, "explored": explored, "depth": depth, "seconds": seconds}
+                )
+        except BaseException as e:  # noqa: B036 - handed back to the caller after the search
             raised.append(e)
             return 1
         return 0
@@ -235,23 +282,45 @@ def explore_native(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph
     out = _Out()
     t0 = time.perf_counter()
     size = lib.tc_state_bytes()
-    words = (ctypes.c_uint64 * (size // 8))(*[(c.init >> (64 * i)) & ((1 << 64) - 1)
-                                              for i in range(size // 8)])
-    when = _Stop(0, 0, 0, 0, 0) if stop is None else \
-        _Stop(1, stop.invariants, stop.witnesses, stop.ends, int(stop.deadlock))
-    rc = lib.tc_explore(ctypes.cast(words, ctypes.c_void_p), max_states, float(timeout),
-                        (2 if later else 1) if graph else 0, jobs, chunk, _TICK(tick),
-                        ctypes.byref(when), ctypes.byref(out))
+    words = (ctypes.c_uint64 * (size // 8))(
+        *[(c.init >> (64 * i)) & ((1 << 64) - 1) for i in range(size // 8)]
+    )
+    when = (
+        _Stop(0, 0, 0, 0, 0)
+        if stop is None
+        else _Stop(1, stop.invariants, stop.witnesses, stop.ends, int(stop.deadlock))
+    )
+    rc = lib.tc_explore(
+        ctypes.cast(words, ctypes.c_void_p),
+        max_states,
+        float(timeout),
+        (2 if later else 1) if graph else 0,
+        jobs,
+        chunk,
+        _TICK(tick),
+        ctypes.byref(when),
+        ctypes.byref(out),
+    )
     try:
         if raised:
             raise raised[0]
         if rc != 0:
             raise MemoryError(f"native engine ran out of memory after {out.states:,} states")
-        return _result(c, lib, out, max_states, timeout, graph, measure_memory,
-                       time.perf_counter() - t0, size)
+        return _result(
+            c, lib, out, max_states, timeout, graph, measure_memory, time.perf_counter() - t0, size
+        )
     finally:
-        for name in ("state", "parent", "via", "level_ends", "settled", "truncated", "eoff",
-                     "edst", "fired"):
+        for name in (
+            "state",
+            "parent",
+            "via",
+            "level_ends",
+            "settled",
+            "truncated",
+            "eoff",
+            "edst",
+            "fired",
+        ):
             _release(lib, out, name)
 
 
@@ -272,18 +341,34 @@ def _release(lib, out: _Out, name: str) -> None:
         setattr(out, name, None)
 
 
-def _result(c: Compiled, lib, out: _Out, max_states: int, timeout: float, graph: bool,
-            measure_memory: bool, seconds: float, size: int) -> NativeExploration:
+def _result(
+    c: Compiled,
+    lib,
+    out: _Out,
+    max_states: int,
+    timeout: float,
+    graph: bool,
+    measure_memory: bool,
+    seconds: float,
+    size: int,
+) -> NativeExploration:
     n = out.states
     raw = ctypes.string_at(out.state, size * n) if n else b""
     _release(lib, out, "state")
     parent, via = _take(lib, out, "parent", n, "I"), _take(lib, out, "via", n, "i")
     levels = list(_take(lib, out, "level_ends", out.nlevels, "I"))
     complete = bool(out.complete)
-    ex = NativeExploration(c, PackedStates(raw, size), parent, via, levels, complete,
-                           "" if complete else _stop_reason(out.stop, max_states, timeout))
-    ex.settled_ids = _take(lib, out, "settled", out.nsettled, "I")     # arrays, not lists:
-    truncated = _take(lib, out, "truncated", out.ntruncated, "I")      # 4 bytes an id
+    ex = NativeExploration(
+        c,
+        PackedStates(raw, size),
+        parent,
+        via,
+        levels,
+        complete,
+        "" if complete else _stop_reason(out.stop, max_states, timeout),
+    )
+    ex.settled_ids = _take(lib, out, "settled", out.nsettled, "I")  # arrays, not lists:
+    truncated = _take(lib, out, "truncated", out.ntruncated, "I")  # 4 bytes an id
     ex.truncated, ex.truncated_ids = len(truncated), truncated
     if graph and complete:
         ex.edges = (_take(lib, out, "eoff", n + 1, "I"), _take(lib, out, "edst", out.nedges, "I"))
@@ -318,8 +403,9 @@ def find_stuck(ex: Exploration) -> None:
     addr = [_address(a) for a in (eoff, edst, *goals)]
     bad = lib.tc_first_stuck(ex.state_count, *addr[:3], len(goals[0]), addr[3], len(goals[1]))
     if bad == -2:
-        raise MemoryError(f"native engine ran out of memory judging PROGRESS over "
-                          f"{ex.state_count:,} states")
+        raise MemoryError(
+            f"native engine ran out of memory judging PROGRESS over {ex.state_count:,} states"
+        )
     ex.stuck, ex.stuck_later = (None if bad < 0 else bad), False
 
 
@@ -342,9 +428,14 @@ def _stop_reason(stop: int, max_states: int, timeout: float) -> str:
 
 
 # ----- choosing ---------------------------------------------------------------------------
-def quick_try(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool = True,
-              progress: Optional[Callable[[dict], None]] = None,
-              stop: Optional[StopWhen] = None) -> tuple[Optional[Exploration], float]:
+def quick_try(
+    c: Compiled,
+    max_states: int = 0,
+    timeout: float = 0.0,
+    graph: bool = True,
+    progress: Optional[Callable[[dict], None]] = None,
+    stop: Optional[StopWhen] = None,
+) -> tuple[Optional[Exploration], float]:
     """'auto's first try: the Python engine on at most `QUICK_STATES` states. Returns its
     exploration where that is the answer (complete, or stopped by the caller's own limit
     or time), else None; and the seconds left of `timeout` (0: none was set)."""
@@ -359,8 +450,10 @@ def engine_choice(engine: Optional[str] = None) -> str:
     """`engine`, else $TOOLCOMMIT_ENGINE, else 'auto'; UsageError for anything else."""
     want = (engine or os.environ.get("TOOLCOMMIT_ENGINE") or "auto").strip().lower()
     if want not in ENGINES:
-        raise UsageError(f"unknown explicit engine {want!r} (TOOLCOMMIT_ENGINE or engine=); "
-                         f"valid: {', '.join(ENGINES)}")
+        raise UsageError(
+            f"unknown explicit engine {want!r} (TOOLCOMMIT_ENGINE or engine=); "
+            f"valid: {', '.join(ENGINES)}"
+        )
     return want
 
 
@@ -370,10 +463,18 @@ def shared_enabled() -> bool:
     return os.environ.get("TOOLCOMMIT_SHARED", "1").strip() != "0"
 
 
-def explore_any(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: bool = True,
-                progress: Optional[Callable[[dict], None]] = None,
-                engine: Optional[str] = None, stop: Optional[StopWhen] = None,
-                jobs: int = 1, later: bool = False, quick: bool = True) -> Exploration:
+def explore_any(
+    c: Compiled,
+    max_states: int = 0,
+    timeout: float = 0.0,
+    graph: bool = True,
+    progress: Optional[Callable[[dict], None]] = None,
+    engine: Optional[str] = None,
+    stop: Optional[StopWhen] = None,
+    jobs: int = 1,
+    later: bool = False,
+    quick: bool = True,
+) -> Exploration:
     """Explore `c` with the engine chosen by `engine_choice`; the same result either way
     (`later`: see `explore_native`; the Python engine runs PROGRESS's search at once).
 
@@ -386,20 +487,22 @@ def explore_any(c: Compiled, max_states: int = 0, timeout: float = 0.0, graph: b
     one core: it is the oracle, kept simple) and the result's `engine_note` says why.
     """
     want = engine_choice(engine)
-    check_limits(max_states, timeout)     # the same range for either engine
+    check_limits(max_states, timeout)  # the same range for either engine
     if want == "python":
         return explore(c, max_states, timeout, graph=graph, progress=progress, stop=stop)
-    if want == "auto" and quick:     # not quick: the caller made the first try
+    if want == "auto" and quick:  # not quick: the caller made the first try
         ex, timeout = quick_try(c, max_states, timeout, graph, progress, stop)
         if ex is not None:
             return ex
     lib, why = library(c)
     if lib is not None:
-        return explore_native(c, max_states, timeout, graph, progress, lib=lib, stop=stop,
-                              jobs=jobs, later=later)
+        return explore_native(
+            c, max_states, timeout, graph, progress, lib=lib, stop=stop, jobs=jobs, later=later
+        )
     if want == "native":
-        raise UsageError(f"native engine unavailable: {why}; unset TOOLCOMMIT_ENGINE "
-                         "to use the Python engine")
+        raise UsageError(
+            f"native engine unavailable: {why}; unset TOOLCOMMIT_ENGINE to use the Python engine"
+        )
     ex = explore(c, max_states, timeout, graph=graph, progress=progress, stop=stop)
     ex.engine_note = f"native engine unavailable: {why}; Python engine used"
     return ex

@@ -13,6 +13,7 @@ The source is deterministic for a given model: `and`/`or` over 0/1 values are em
 with their operands sorted (the model builds some of them from sets, whose order changes
 with string hashing), so the compiled library can be cached by the source's hash.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -25,9 +26,11 @@ from toolcommit.checker.engines.explicit.codegen import Compiled, _Gen, commutin
 from toolcommit.model.expr import Const, Expr, Op, Var, variables  # noqa: F401 (Op: doctests)
 
 MAX_FIELD_BITS = 62  # a variable's values are computed in int64 arithmetic
-MAX_PROPS = 64        # invariants and witnesses each: one 64-bit mask
+MAX_PROPS = 64  # invariants and witnesses each: one 64-bit mask
 MAX_ACTIONS = 1 << 30
-MAX_ORBIT = 1 << 16   # the product of the groups' sizes: C enumerates it (on the stack) on a memo miss
+MAX_ORBIT = (
+    1 << 16
+)  # the product of the groups' sizes: C enumerates it (on the stack) on a memo miss
 
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "add": "+", "sub": "-"}
 
@@ -40,8 +43,11 @@ def refusal(c: Compiled) -> Optional[str]:
         return f"variable {name} needs {wide} bits, more than the native engine's {MAX_FIELD_BITS}"
     if state_words(c.bits) > 2 and sys.byteorder != "little":
         return "states wider than 128 bits on a big-endian machine"
-    for what, names in (("invariants", c.invariant_names), ("witnesses", c.witness_names),
-                        ("end predicates", c.end_names)):
+    for what, names in (
+        ("invariants", c.invariant_names),
+        ("witnesses", c.witness_names),
+        ("end predicates", c.end_names),
+    ):
         if len(names) > MAX_PROPS:
             return f"{len(names)} {what}, more than the native engine's {MAX_PROPS}"
     if not commuting(c.system.symmetries):
@@ -104,6 +110,7 @@ def to_c(e: Expr, name: Callable[[str], str], flags: set, truth: bool = False) -
     >>> to_c(Op("or", (x, y)), lambda n: n, set())
     '((x) ? (x) : (y))'
     """
+
     def sub(a: Expr, t: bool = False) -> str:
         return to_c(a, name, flags, t)
 
@@ -113,13 +120,17 @@ def to_c(e: Expr, name: Callable[[str], str], flags: set, truth: bool = False) -
         return name(e.name)
     op, args = e.op, e.args
     if op in ("and", "or") and (truth or all(is_boolean(a, flags) for a in args)):
-        return "(" + f" {'&&' if op == 'and' else '||'} ".join(sorted(sub(a, True) for a in args)) + ")"
-    if op == "and":        # the first falsy operand (0), else the last
+        return (
+            "("
+            + f" {'&&' if op == 'and' else '||'} ".join(sorted(sub(a, True) for a in args))
+            + ")"
+        )
+    if op == "and":  # the first falsy operand (0), else the last
         out = sub(args[-1])
         for a in reversed(args[:-1]):
             out = f"({sub(a, True)} ? {out} : 0)"
         return out
-    if op == "or":         # the first truthy operand, else the last
+    if op == "or":  # the first truthy operand, else the last
         out = sub(args[-1])
         for a in reversed(args[:-1]):
             out = f"(({sub(a)}) ? ({sub(a)}) : ({out}))"
@@ -172,8 +183,11 @@ class _CGen(_Gen):
         return f"(val)(((s.w[{i}] >> {b}) | (s.w[{i + 1}] << {64 - b})) & {mask}ULL)"
 
     def extract(self, only=None) -> list[str]:
-        return [f"    {self.names[v.name]} = {self.field(v.name)};"
-                for v in self.sys.variables if only is None or v.name in only]
+        return [
+            f"    {self.names[v.name]} = {self.field(v.name)};"
+            for v in self.sys.variables
+            if only is None or v.name in only
+        ]
 
     def decls(self, only=None) -> str:
         names = [self.names[v.name] for v in self.sys.variables if only is None or v.name in only]
@@ -197,20 +211,36 @@ class _CGen(_Gen):
         a = self.sys.actions[i]
         if a.cut:
             return ["*cut = 1;"]
-        return ["t = s;"] + [self.add("t", n, f"{self.c(e)} - {self.names[n]}")
-                             for n, e in a.updates.items()] + [f"acts[k] = {i}; outs[k++] = t;"]
+        return (
+            ["t = s;"]
+            + [self.add("t", n, f"{self.c(e)} - {self.names[n]}") for n, e in a.updates.items()]
+            + [f"acts[k] = {i}; outs[k++] = t;"]
+        )
 
     def successors_src(self) -> str:
         items = self.guard_items()
-        return "\n".join([
-            "static int successors(st s, uint32_t *acts, st *outs, int *cut) {",
-            self.decls(), "    int k = 0;", "    st t;", "    (void)t;",
-            *self.tree(items, 1, set()), "    return k;", "}"])
+        return "\n".join(
+            [
+                "static int successors(st s, uint32_t *acts, st *outs, int *cut) {",
+                self.decls(),
+                "    int k = 0;",
+                "    st t;",
+                "    (void)t;",
+                *self.tree(items, 1, set()),
+                "    return k;",
+                "}",
+            ]
+        )
 
     def mask_src(self, fname: str, exprs, negate: bool) -> str:
         used = set().union(*[variables(e) for e in exprs]) if exprs else set()
-        lines = [f"static uint64_t {fname}(st s) {{", self.decls(used), *self.extract(used),
-                 "    uint64_t m = 0;", "    (void)s;"]
+        lines = [
+            f"static uint64_t {fname}(st s) {{",
+            self.decls(used),
+            *self.extract(used),
+            "    uint64_t m = 0;",
+            "    (void)s;",
+        ]
         for bit, e in enumerate(exprs):
             cond = f"!{self.c(e, True)}" if negate else self.c(e, True)
             lines.append(f"    if ({cond}) m |= {1 << bit}ULL;")
@@ -218,8 +248,16 @@ class _CGen(_Gen):
 
     def settled_src(self) -> str:
         used = variables(self.sys.done)
-        return "\n".join(["static int settled(st s) {", self.decls(used), *self.extract(used),
-                          "    (void)s;", f"    return {self.c(self.sys.done, True)} ? 1 : 0;", "}"])
+        return "\n".join(
+            [
+                "static int settled(st s) {",
+                self.decls(used),
+                *self.extract(used),
+                "    (void)s;",
+                f"    return {self.c(self.sys.done, True)} ? 1 : 0;",
+                "}",
+            ]
+        )
 
     def canon_src(self) -> str:
         """`_Gen.canon_src` in C: the least image under the product of the groups (which
@@ -231,22 +269,41 @@ class _CGen(_Gen):
             perms = [p for p in itertools.permutations(range(n)) if list(p) != list(range(n))]
             groups.append(len(perms))
             for j, perm in enumerate(perms):
-                lines += [f"static st perm_{g}_{j}(st s) {{", self.decls(used), *self.extract(used),
-                          *self.permuted(sym, perm), "}", ""]
+                lines += [
+                    f"static st perm_{g}_{j}(st s) {{",
+                    self.decls(used),
+                    *self.extract(used),
+                    *self.permuted(sym, perm),
+                    "}",
+                    "",
+                ]
         size = 1
         for k in groups[:-1]:
             size *= k + 1
-        lines += ["static st canon_raw(st s) {",
-                  f"    st orbit[{size}], best = s, t;", "    uint32_t n = 1, m, i;",
-                  "    orbit[0] = s;", "    (void)t; (void)m;"]
+        lines += [
+            "static st canon_raw(st s) {",
+            f"    st orbit[{size}], best = s, t;",
+            "    uint32_t n = 1, m, i;",
+            "    orbit[0] = s;",
+            "    (void)t; (void)m;",
+        ]
         for g, k in enumerate(groups):
             last = g == len(groups) - 1
-            step = ("t = perm_{g}_{j}(orbit[i]); if (st_lt(t, best)) best = t;" if last
-                    else "orbit[n++] = perm_{g}_{j}(orbit[i]);")
-            lines += ["    for (m = n, i = 0; i < m; i++) {",
-                      *[f"        {step.format(g=g, j=j)}" for j in range(k)], "    }"]
-        lines += ["    for (i = 0; i < n; i++) if (st_lt(orbit[i], best)) best = orbit[i];",
-                  "    return best;", "}"]
+            step = (
+                "t = perm_{g}_{j}(orbit[i]); if (st_lt(t, best)) best = t;"
+                if last
+                else "orbit[n++] = perm_{g}_{j}(orbit[i]);"
+            )
+            lines += [
+                "    for (m = n, i = 0; i < m; i++) {",
+                *[f"        {step.format(g=g, j=j)}" for j in range(k)],
+                "    }",
+            ]
+        lines += [
+            "    for (i = 0; i < n; i++) if (st_lt(orbit[i], best)) best = orbit[i];",
+            "    return best;",
+            "}",
+        ]
         return "\n".join(lines)
 
     def permuted(self, sym, perm) -> list[str]:
@@ -297,13 +354,17 @@ def c_source(c: Compiled) -> str:
         f"#define NWIT {len(c.witness_names)}",
         f"#define NEND {len(c.end_names)}",
         "static const unsigned char FAULT[] = {"
-        + ", ".join(str(int(a.fault)) for a in c.system.actions) + ", 0};",
+        + ", ".join(str(int(a.fault)) for a in c.system.actions)
+        + ", 0};",
         f"#define HAS_SYMMETRY {int(sym)}",
         f"#define SYM_MASK {g.const(g.symmetric_mask() if sym else 0)}",
     ]
-    parts = [g.successors_src(),
-             g.mask_src("violations", [c.system.invariants[n] for n in c.invariant_names], True),
-             g.mask_src("witnesses", [c.system.witnesses[n] for n in c.witness_names], False),
-             g.mask_src("end_violations", [c.system.ends[n] for n in c.end_names], True),
-             g.settled_src(), g.canon_src() if sym else "#define canon_raw(s) (s)"]
+    parts = [
+        g.successors_src(),
+        g.mask_src("violations", [c.system.invariants[n] for n in c.invariant_names], True),
+        g.mask_src("witnesses", [c.system.witnesses[n] for n in c.witness_names], False),
+        g.mask_src("end_violations", [c.system.ends[n] for n in c.end_names], True),
+        g.settled_src(),
+        g.canon_src() if sym else "#define canon_raw(s) (s)",
+    ]
     return "\n".join(head) + "\n\n" + "\n\n".join(parts) + "\n\n" + _fixed("native_bfs.c")

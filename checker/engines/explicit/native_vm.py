@@ -13,6 +13,7 @@ compares them field by field); it runs the search slower than a model's own C (t
 and the expressions are interpreted), so it serves many small searches (`Explicit.shared`),
 and `check`, one model searched long, keeps its own compiled C.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -30,14 +31,33 @@ from .codegen import Compiled, _Gen, split_on_shared
 from .native import ABI, _configure
 from .native_c import refusal, state_words
 
-FLAGS = ("-O2", "-shared", "-fPIC", "-pthread", "-w")   # built once: the fastest search
-VM_VARS = 1024        # native_vm.c: the most variables a model may have
-VM_STACK = 256        # native_vm.c: the deepest expression stack
-_E = {name: i for i, name in enumerate(
-    ("end", "const", "var", "eq", "ne", "lt", "le", "add", "sub", "not", "and", "or", "ite",
-     "var_eq", "var_ne"))}
+FLAGS = ("-O2", "-shared", "-fPIC", "-pthread", "-w")  # built once: the fastest search
+VM_VARS = 1024  # native_vm.c: the most variables a model may have
+VM_STACK = 256  # native_vm.c: the deepest expression stack
+_E = {
+    name: i
+    for i, name in enumerate(
+        (
+            "end",
+            "const",
+            "var",
+            "eq",
+            "ne",
+            "lt",
+            "le",
+            "add",
+            "sub",
+            "not",
+            "and",
+            "or",
+            "ite",
+            "var_eq",
+            "var_ne",
+        )
+    )
+}
 _T_END, _T_IF, _T_EMIT, _T_CUT, _T_IF_EQ, _T_IF_NE = range(6)
-_HEADER = 18          # native_vm.c: H_LEN
+_HEADER = 18  # native_vm.c: H_LEN
 _loaded: dict[str, tuple] = {}
 
 
@@ -81,11 +101,11 @@ def encode(c: Compiled) -> Optional[Program]:
         return None
     index = {n: i for i, n in enumerate(names)}
     expr: list[int] = []
-    seen: dict[int, int] = {}      # id of an expression (all alive: the system holds them)
+    seen: dict[int, int] = {}  # id of an expression (all alive: the system holds them)
     deepest = [0]
     gen = _Gen(system, c.offsets, c.widths)
 
-    def code(e: Expr) -> int:       # each expression object encoded once
+    def code(e: Expr) -> int:  # each expression object encoded once
         key = id(e)
         if key not in seen:
             seen[key] = len(expr)
@@ -99,13 +119,19 @@ def encode(c: Compiled) -> Optional[Program]:
     def test(e: Expr) -> int:
         """Append the jump on `e` being false; the index of its target, to fill in."""
         if e.op in ("eq", "ne") and isinstance(e.args[0], Var) and isinstance(e.args[1], Const):
-            tree.extend([_T_IF_EQ if e.op == "eq" else _T_IF_NE, index[e.args[0].name],
-                         int(e.args[1].value), -1])
+            tree.extend(
+                [
+                    _T_IF_EQ if e.op == "eq" else _T_IF_NE,
+                    index[e.args[0].name],
+                    int(e.args[1].value),
+                    -1,
+                ]
+            )
         else:
             tree.extend([_T_IF, code(e), -1])
         return len(tree) - 1
 
-    def emit_tree(items) -> None:        # codegen._Gen.tree, as jumps
+    def emit_tree(items) -> None:  # codegen._Gen.tree, as jumps
         while items:
             split = split_on_shared(items)
             if split is None:
@@ -141,7 +167,11 @@ def encode(c: Compiled) -> Optional[Program]:
     words = max(2, state_words(c.bits))
     groups, orbit = [], 1
     for g, sym in enumerate(system.symmetries):
-        ps = [p for p in itertools.permutations(range(len(sym.slots))) if list(p) != list(range(len(p)))]
+        ps = [
+            p
+            for p in itertools.permutations(range(len(sym.slots)))
+            if list(p) != list(range(len(p)))
+        ]
         groups.append(ps)
         if g < len(system.symmetries) - 1:
             orbit *= len(ps) + 1
@@ -171,11 +201,26 @@ def encode(c: Compiled) -> Optional[Program]:
     section("sym", [x for at in perm_at for x in [len(at), *at]])
     mask = gen.symmetric_mask() if system.symmetries else 0
     section("symmask", [_signed((mask >> (64 * i)) & ((1 << 64) - 1)) for i in range(words)])
-    header = [len(names), len(system.actions), len(c.invariant_names), len(c.witness_names),
-              len(c.end_names), orbit, len(system.symmetries), sections["vars"],
-              sections["fault"], sections["acts"], sections["tree"], sections["expr"],
-              sections["inv"], sections["wit"], sections["end"], settled, sections["sym"],
-              sections["symmask"]]
+    header = [
+        len(names),
+        len(system.actions),
+        len(c.invariant_names),
+        len(c.witness_names),
+        len(c.end_names),
+        orbit,
+        len(system.symmetries),
+        sections["vars"],
+        sections["fault"],
+        sections["acts"],
+        sections["tree"],
+        sections["expr"],
+        sections["inv"],
+        sections["wit"],
+        sections["end"],
+        settled,
+        sections["sym"],
+        sections["symmask"],
+    ]
     body[:_HEADER] = header
     return Program(body)
 
@@ -212,44 +257,51 @@ def _fixed(name: str) -> str:
 
 def vm_source(words: int, symmetry: bool) -> str:
     """The shared engine's C for states of `words` 64-bit words."""
-    return "\n".join([
-        "/* the shared native engine of toolcommit: do not edit */",
-        f"#define ST_WORDS {words}", f"#define HAS_SYMMETRY {int(symmetry)}",
-        _fixed("native_state.c"), _fixed("native_vm.c"), _fixed("native_bfs.c"),
-        "int tc_vm_explore(const int64_t *prog, const uint64_t *init_words, uint64_t max_states,",
-        "                  double timeout, int graph, int jobs, uint64_t chunk, tc_tick tick,",
-        "                  const struct tc_stop *stop, struct tc_out *out) {",
-        "    int rc = 1;",
-        "    pthread_mutex_lock(&vm_lock);",
-        "    if (vm_set(prog))",
-        "        rc = tc_explore(init_words, max_states, timeout, graph, jobs, chunk, tick, stop, out);",
-        "    pthread_mutex_unlock(&vm_lock);",
-        "    return rc;",
-        "}",
-        "/* the successors of one state (for a counterexample's concrete path): how many, their",
-        " * actions in `acts` and their words in `outs` (ST_WORDS each, word 0 first), -1 if the",
-        " * program is refused; `cut` set when a cut action is enabled */",
-        "int tc_vm_successors(const int64_t *prog, const uint64_t *words, uint32_t *acts,",
-        "                     uint64_t *outs, int *cut) {",
-        "    int k = -1;",
-        "    pthread_mutex_lock(&vm_lock);",
-        "    if (vm_set(prog)) {",
-        "        st *t = malloc((NACTIONS + 1) * sizeof(st));",
-        "        if (t) {",
-        "            k = successors(st_from_words(words), acts, t, cut);",
-        "            for (int i = 0; i < k; i++) {",
-        "#if ST_WORDS <= 2",
-        "                outs[2 * i] = (uint64_t)t[i]; outs[2 * i + 1] = (uint64_t)(t[i] >> 64);",
-        "#else",
-        "                memcpy(outs + ST_WORDS * i, t[i].w, sizeof t[i].w);",
-        "#endif",
-        "            }",
-        "            free(t);",
-        "        }",
-        "    }",
-        "    pthread_mutex_unlock(&vm_lock);",
-        "    return k;",
-        "}", ""])
+    return "\n".join(
+        [
+            "/* the shared native engine of toolcommit: do not edit */",
+            f"#define ST_WORDS {words}",
+            f"#define HAS_SYMMETRY {int(symmetry)}",
+            _fixed("native_state.c"),
+            _fixed("native_vm.c"),
+            _fixed("native_bfs.c"),
+            "int tc_vm_explore(const int64_t *prog, const uint64_t *init_words, uint64_t max_states,",
+            "                  double timeout, int graph, int jobs, uint64_t chunk, tc_tick tick,",
+            "                  const struct tc_stop *stop, struct tc_out *out) {",
+            "    int rc = 1;",
+            "    pthread_mutex_lock(&vm_lock);",
+            "    if (vm_set(prog))",
+            "        rc = tc_explore(init_words, max_states, timeout, graph, jobs, chunk, tick, stop, out);",
+            "    pthread_mutex_unlock(&vm_lock);",
+            "    return rc;",
+            "}",
+            "/* the successors of one state (for a counterexample's concrete path): how many, their",
+            " * actions in `acts` and their words in `outs` (ST_WORDS each, word 0 first), -1 if the",
+            " * program is refused; `cut` set when a cut action is enabled */",
+            "int tc_vm_successors(const int64_t *prog, const uint64_t *words, uint32_t *acts,",
+            "                     uint64_t *outs, int *cut) {",
+            "    int k = -1;",
+            "    pthread_mutex_lock(&vm_lock);",
+            "    if (vm_set(prog)) {",
+            "        st *t = malloc((NACTIONS + 1) * sizeof(st));",
+            "        if (t) {",
+            "            k = successors(st_from_words(words), acts, t, cut);",
+            "            for (int i = 0; i < k; i++) {",
+            "#if ST_WORDS <= 2",
+            "                outs[2 * i] = (uint64_t)t[i]; outs[2 * i + 1] = (uint64_t)(t[i] >> 64);",
+            "#else",
+            "                memcpy(outs + ST_WORDS * i, t[i].w, sizeof t[i].w);",
+            "#endif",
+            "            }",
+            "            free(t);",
+            "        }",
+            "    }",
+            "    pthread_mutex_unlock(&vm_lock);",
+            "    return k;",
+            "}",
+            "",
+        ]
+    )
 
 
 class Bound:
@@ -271,12 +323,17 @@ class Bound:
         words, n = max(2, state_words(c.bits)), len(c.system.actions) + 1
         mask = (1 << 64) - 1
         init = (ctypes.c_uint64 * words)(*[(state >> (64 * i)) & mask for i in range(words)])
-        acts, outs, cut = (ctypes.c_uint32 * n)(), (ctypes.c_uint64 * (n * words))(), ctypes.c_int(0)
+        acts, outs, cut = (
+            (ctypes.c_uint32 * n)(),
+            (ctypes.c_uint64 * (n * words))(),
+            ctypes.c_int(0),
+        )
         k = self.lib.tc_vm_successors(self.program.array, init, acts, outs, ctypes.byref(cut))
         if k < 0:
             raise MemoryError("the shared native engine could not take the model's successors")
-        return [(acts[i], sum(outs[words * i + j] << (64 * j) for j in range(words)))
-                for i in range(k)]
+        return [
+            (acts[i], sum(outs[words * i + j] << (64 * j) for j in range(words))) for i in range(k)
+        ]
 
 
 def library(c: Compiled) -> tuple[Optional[Bound], str]:
@@ -294,8 +351,9 @@ def library(c: Compiled) -> tuple[Optional[Bound], str]:
         return None, "no C compiler (set CC or install cc)"
     words, sym = max(2, state_words(c.bits)), bool(c.system.symmetries)
     source = vm_source(words, sym)
-    key = hashlib.sha256("\0".join([source, *cc, *FLAGS, platform.machine(), str(ABI)])
-                         .encode()).hexdigest()[:32]
+    key = hashlib.sha256(
+        "\0".join([source, *cc, *FLAGS, platform.machine(), str(ABI)]).encode()
+    ).hexdigest()[:32]
     if key not in _loaded:
         target = cache_dir() / f"engine-vm-{key}.so"
         with verified(target, source, cc, FLAGS) as (path, why):

@@ -12,6 +12,7 @@ break the property, is an `InternalError`, never a report.
 A property with no violation up to depth k HOLDS with scope "up to depth k": a bounded
 pass, never a proof (`toolcommit.checker.engines.smt.induction` proves).
 """
+
 from __future__ import annotations
 
 import time
@@ -39,8 +40,9 @@ from toolcommit.model.system import System
 Progress = Callable[[int, float], None]
 
 
-def counterexample(enc: Encoding, model: z3.ModelRef, k: int, prop: str,
-                   engine: str = "smt", note: str = "") -> Counterexample:
+def counterexample(
+    enc: Encoding, model: z3.ModelRef, k: int, prop: str, engine: str = "smt", note: str = ""
+) -> Counterexample:
     """The replayed counterexample a z3 model of a k-step path describes.
 
     Raises
@@ -54,10 +56,11 @@ def counterexample(enc: Encoding, model: z3.ModelRef, k: int, prop: str,
     cx = verified(system, from_actions(system, actions, prop, engine, note))
     for i, step in enumerate(cx.steps):
         if dict(step.state) != enc.decode_state(model, i):
-            raise InternalError(f"SMT counterexample for {prop} does not replay: step {i}: "
-                                "the interpreter's state differs from the solver's")
+            raise InternalError(
+                f"SMT counterexample for {prop} does not replay: step {i}: "
+                "the interpreter's state differs from the solver's"
+            )
     return cx
-
 
 
 def _any_violated(solver, enc, props, k, timeout, t0) -> bool:
@@ -76,8 +79,14 @@ def solver(sort: str) -> z3.Solver:
     return z3.SolverFor("QF_BV") if sort == "bv" else z3.Solver()
 
 
-def check(system: System, props=None, depth: int = 20, timeout: float = 0.0,
-          progress: Optional[Progress] = None, sort: str = "bv") -> list[Verdict]:
+def check(
+    system: System,
+    props=None,
+    depth: int = 20,
+    timeout: float = 0.0,
+    progress: Optional[Progress] = None,
+    sort: str = "bv",
+) -> list[Verdict]:
     """Bounded model checking of invariants `props` (default: all) up to `depth` steps.
 
     Parameters
@@ -130,16 +139,24 @@ def check(system: System, props=None, depth: int = 20, timeout: float = 0.0,
             r = solver_.check(q)
             if r == z3.sat:
                 cx = counterexample(enc, solver_.model(), k, p)
-                verdicts[p] = Verdict(p, Status.VIOLATED, counterexample=cx,
-                                      extra={"engine": "bmc", "depth": k})
+                verdicts[p] = Verdict(
+                    p, Status.VIOLATED, counterexample=cx, extra={"engine": "bmc", "depth": k}
+                )
                 open_props.remove(p)
             elif r == z3.unknown:
                 why = solver_.reason_unknown()
-                if timeout and time.perf_counter() - t0 >= timeout * 0.99 or why in ("timeout", "canceled"):
+                if (
+                    timeout
+                    and time.perf_counter() - t0 >= timeout * 0.99
+                    or why in ("timeout", "canceled")
+                ):
                     break
-                verdicts[p] = Verdict(p, Status.UNKNOWN,
-                                      reason=f"solver: {why} at depth {k}",
-                                      extra={"engine": "bmc", "depth": k})
+                verdicts[p] = Verdict(
+                    p,
+                    Status.UNKNOWN,
+                    reason=f"solver: {why} at depth {k}",
+                    extra={"engine": "bmc", "depth": k},
+                )
                 open_props.remove(p)
         else:
             done_depth = k
@@ -151,14 +168,21 @@ def check(system: System, props=None, depth: int = 20, timeout: float = 0.0,
         break  # timed out inside depth k
     for p in open_props:
         if done_depth < depth:
-            verdicts[p] = Verdict(p, Status.UNKNOWN,
-                                  reason=f"time limit {timeout:g}s reached; " + (
-                                      f"no violation up to depth {done_depth}" if done_depth >= 0
-                                      else "not even depth 0 was checked"),
-                                  extra={"engine": "bmc", "depth": done_depth})
+            verdicts[p] = Verdict(
+                p,
+                Status.UNKNOWN,
+                reason=f"time limit {timeout:g}s reached; "
+                + (
+                    f"no violation up to depth {done_depth}"
+                    if done_depth >= 0
+                    else "not even depth 0 was checked"
+                ),
+                extra={"engine": "bmc", "depth": done_depth},
+            )
         else:
-            verdicts[p] = Verdict(p, Status.HOLDS, f"up to depth {depth}",
-                                  extra={"engine": "bmc", "depth": depth})
+            verdicts[p] = Verdict(
+                p, Status.HOLDS, f"up to depth {depth}", extra={"engine": "bmc", "depth": depth}
+            )
     return [verdicts[p] for p in props]
 
 
@@ -177,11 +201,16 @@ class Bmc:
     def judges(self, name: str) -> bool:
         return prop(name).state_predicate
 
-    def run(self, system: System, props, limits: Limits = Limits(),
-            progress: Optional[Tick_] = None) -> Result:
+    def run(
+        self, system: System, props, limits: Limits = Limits(), progress: Optional[Tick_] = None
+    ) -> Result:
         without_state_limit(self.name, limits)
         props = state_predicates_only(self.name, props)
         tick = (lambda d, sec: progress(Tick("bmc", 0, d, sec))) if progress else None
         verdicts = check(system, props, self.depth, limits.timeout, tick, self.sort)
-        return Result(self.name, verdicts, Scope("depth", f"up to depth {self.depth}"),
-                      {"states": "-", "depth": self.depth})
+        return Result(
+            self.name,
+            verdicts,
+            Scope("depth", f"up to depth {self.depth}"),
+            {"states": "-", "depth": self.depth},
+        )

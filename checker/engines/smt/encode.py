@@ -41,6 +41,7 @@ Examples
 >>> s = z3.Solver(); s.add(enc.init(0), z3.Not(enc.invariant("I1", 0))); s.check()
 unsat
 """
+
 from __future__ import annotations
 
 from typing import Mapping
@@ -117,8 +118,9 @@ class _Translator:
         return a < b if op == "lt" else a <= b
 
 
-def to_z3(expr: Expr, frame: Mapping[str, z3.ExprRef], sort: str = "int",
-          width: int = 0) -> z3.ExprRef:
+def to_z3(
+    expr: Expr, frame: Mapping[str, z3.ExprRef], sort: str = "int", width: int = 0
+) -> z3.ExprRef:
     """Translate `expr` to a z3 term over `frame` (variable name -> z3 term of one step).
 
     With `sort="int"` the frame holds Ints; with `sort="bv"` it holds bit-vectors of
@@ -192,8 +194,9 @@ class Encoding:
     def act_at(self, i: int) -> z3.ExprRef:
         """The action-choice variable of step i -> i+1."""
         if i not in self._acts:
-            self._acts[i] = (z3.Int(f"act@{i}") if self.sort == "int"
-                             else z3.BitVec(f"act@{i}", self.act_bits))
+            self._acts[i] = (
+                z3.Int(f"act@{i}") if self.sort == "int" else z3.BitVec(f"act@{i}", self.act_bits)
+            )
         return self._acts[i]
 
     def _act_is(self, i: int, j: int) -> z3.ExprRef:
@@ -224,8 +227,7 @@ class Encoding:
         """Step i is the initial state (and in range)."""
         f = self.frame_at(i)
         t = _Translator(f, self.sort, self.width)
-        return z3.And([f[n] == t.num(v) for n, v in self.system.init.items()]
-                      + [self.domain(i)])
+        return z3.And([f[n] == t.num(v) for n, v in self.system.init.items()] + [self.domain(i)])
 
     def trans(self, i: int) -> z3.ExprRef:
         """One step from i to i+1 by one non-cut action chosen by `act@i`; includes the
@@ -239,13 +241,19 @@ class Encoding:
         if self.sort == "int":
             rng = z3.And(act >= 0, act < n)
         else:
-            rng = z3.ULT(act, z3.BitVecVal(n, self.act_bits)) if n < (1 << self.act_bits) else z3.BoolVal(True)
+            rng = (
+                z3.ULT(act, z3.BitVecVal(n, self.act_bits))
+                if n < (1 << self.act_bits)
+                else z3.BoolVal(True)
+            )
         if self.style == "disjunction":
             names = [v.name for v in self.system.variables]
             alts = []
             for j, a in enumerate(self.actions):
-                eqs = [nxt[v] == t.as_num(t(a.updates[v])) if v in a.updates else nxt[v] == cur[v]
-                       for v in names]
+                eqs = [
+                    nxt[v] == t.as_num(t(a.updates[v])) if v in a.updates else nxt[v] == cur[v]
+                    for v in names
+                ]
                 alts.append(z3.And([self._act_is(i, j), t.as_bool(t(a.guard))] + eqs))
             return z3.And(rng, z3.Or(alts), self.domain(i + 1))
         parts = [rng]
@@ -254,7 +262,9 @@ class Encoding:
         for v in self.system.variables:
             value = cur[v.name]
             for j in reversed(self._writers.get(v.name, [])):
-                value = z3.If(self._act_is(i, j), t.as_num(t(self.actions[j].updates[v.name])), value)
+                value = z3.If(
+                    self._act_is(i, j), t.as_num(t(self.actions[j].updates[v.name])), value
+                )
             parts.append(nxt[v.name] == value)
         parts.append(self.domain(i + 1))
         return z3.And(parts)

@@ -25,6 +25,7 @@ Every answer is a `Verdict`: HOLDS with scope "proved", VIOLATED with a replayed
 counterexample, or UNKNOWN with the reason (induction depth reached, solver reason,
 timeout).
 """
+
 from __future__ import annotations
 
 import time
@@ -72,8 +73,13 @@ class _Clock:
         return bool(self.timeout) and self.elapsed >= self.timeout
 
 
-def houdini(system: System, cands: dict, sort: str = "bv", clock: Optional[_Clock] = None,
-            progress: Optional[Progress] = None) -> tuple[dict, dict]:
+def houdini(
+    system: System,
+    cands: dict,
+    sort: str = "bv",
+    clock: Optional[_Clock] = None,
+    progress: Optional[Progress] = None,
+) -> tuple[dict, dict]:
     """The largest subset of `cands` (name -> Expr) that holds initially and is inductive.
 
     Returns `(kept, dropped)`: kept name -> Expr, dropped name -> why ("initial state" or
@@ -128,8 +134,15 @@ def _simple_path(enc: Encoding, k: int) -> list:
     return out
 
 
-def _kind_step(system: System, prop: str, lemmas: dict, max_k: int, sort: str,
-               clock: _Clock, progress: Optional[Progress]) -> tuple[Optional[int], str]:
+def _kind_step(
+    system: System,
+    prop: str,
+    lemmas: dict,
+    max_k: int,
+    sort: str,
+    clock: _Clock,
+    progress: Optional[Progress],
+) -> tuple[Optional[int], str]:
     """Least k <= max_k at which `prop` is k-inductive relative to `lemmas`, or (None, why)."""
     enc = Encoding(system, sort=sort)
     s = bmc.solver(sort)
@@ -158,10 +171,15 @@ def _kind_step(system: System, prop: str, lemmas: dict, max_k: int, sort: str,
     return None, f"not k-inductive for k <= {max_k} with {len(lemmas)} proved lemmas"
 
 
-
-def prove(system: System, props=None, method: str = "kind", max_k: int = 12,
-          timeout: float = 0.0, progress: Optional[Progress] = None,
-          sort: str = "bv") -> list[Verdict]:
+def prove(
+    system: System,
+    props=None,
+    method: str = "kind",
+    max_k: int = 12,
+    timeout: float = 0.0,
+    progress: Optional[Progress] = None,
+    sort: str = "bv",
+) -> list[Verdict]:
     """Prove invariants `props` (default: all) of `system` for every depth.
 
     Parameters
@@ -192,6 +210,7 @@ def prove(system: System, props=None, method: str = "kind", max_k: int = 12,
     clock = _Clock(timeout)
     if method == "pdr":  # independent of the lemmas: a cross-check of the lemma proofs
         from .pdr import pdr
+
         out = pdr(system, props, {}, clock, progress)
         return [out[p] for p in props]
     cands = {**candidates(system), **dict(system.invariants)}
@@ -205,11 +224,19 @@ def prove(system: System, props=None, method: str = "kind", max_k: int = 12,
     out: dict[str, Verdict] = {}
     for p in props:
         if p in kept:
-            out[p] = Verdict(p, Status.HOLDS, "proved",
-                             reason=f"inductive with {len(used)} proved lemmas (k=1)",
-                             extra={"engine": "kind", "k": 1, "lemmas": used,
-                                    "lemma_families": families,
-                                    "proved_invariants": sorted(n for n in kept if n in system.invariants)})
+            out[p] = Verdict(
+                p,
+                Status.HOLDS,
+                "proved",
+                reason=f"inductive with {len(used)} proved lemmas (k=1)",
+                extra={
+                    "engine": "kind",
+                    "k": 1,
+                    "lemmas": used,
+                    "lemma_families": families,
+                    "proved_invariants": sorted(n for n in kept if n in system.invariants),
+                },
+            )
     rest = [p for p in props if p not in out]
     if rest:
         left = (timeout - clock.elapsed) if timeout else 0.0
@@ -222,14 +249,20 @@ def prove(system: System, props=None, method: str = "kind", max_k: int = 12,
         for p in [p for p in rest if p not in out]:
             k, why = _kind_step(system, p, kept, max_k, sort, clock, progress)
             if k is not None:
-                out[p] = Verdict(p, Status.HOLDS, "proved",
-                                 reason=f"{k}-inductive with {len(used)} proved lemmas",
-                                 extra={"engine": "kind", "k": k, "lemmas": used,
-                                        "lemma_families": families})
+                out[p] = Verdict(
+                    p,
+                    Status.HOLDS,
+                    "proved",
+                    reason=f"{k}-inductive with {len(used)} proved lemmas",
+                    extra={"engine": "kind", "k": k, "lemmas": used, "lemma_families": families},
+                )
             else:
-                out[p] = Verdict(p, Status.UNKNOWN,
-                                 reason=f"{why}; no violation up to depth {max_k}",
-                                 extra={"engine": "kind", "lemmas": used})
+                out[p] = Verdict(
+                    p,
+                    Status.UNKNOWN,
+                    reason=f"{why}; no violation up to depth {max_k}",
+                    extra={"engine": "kind", "lemmas": used},
+                )
     return [out[p] for p in props]
 
 
@@ -251,8 +284,9 @@ class Prove:
     def judges(self, name: str) -> bool:
         return prop(name).state_predicate
 
-    def run(self, system: System, props, limits: Limits = Limits(),
-            progress: Optional[Tick_] = None) -> Result:
+    def run(
+        self, system: System, props, limits: Limits = Limits(), progress: Optional[Tick_] = None
+    ) -> Result:
         without_state_limit(self.name, limits)
         props = state_predicates_only(self.name, props)
         tick = (lambda phase, step, sec: progress(Tick(phase, 0, step, sec))) if progress else None

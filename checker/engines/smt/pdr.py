@@ -7,6 +7,7 @@ is then checked by an ordinary solver (initial, inductive, implies P) before a p
 reported, so Spacer is not trusted; if Spacer finds a property false, BMC names the shortest
 counterexample.
 """
+
 from __future__ import annotations
 
 import z3
@@ -28,10 +29,17 @@ def pdr(system: System, props: list, lemmas: dict, clock, progress=None) -> dict
             progress("pdr", len(open_props), clock.elapsed)
         if r == "proved":
             for p in open_props:
-                out[p] = Verdict(p, Status.HOLDS, "proved",
-                                 reason="PDR invariant, checked independently",
-                                 extra={"engine": "pdr", "invariant_size": inv,
-                                        "lemmas": sorted(n for n in lemmas if n not in system.invariants)})
+                out[p] = Verdict(
+                    p,
+                    Status.HOLDS,
+                    "proved",
+                    reason="PDR invariant, checked independently",
+                    extra={
+                        "engine": "pdr",
+                        "invariant_size": inv,
+                        "lemmas": sorted(n for n in lemmas if n not in system.invariants),
+                    },
+                )
             break
         if r == "unknown":
             for p in open_props:
@@ -55,9 +63,12 @@ def pdr(system: System, props: list, lemmas: dict, clock, progress=None) -> dict
             depth *= 2
         if not found:
             for p in open_props:
-                out[p] = Verdict(p, Status.UNKNOWN,
-                                 reason="pdr found the conjunction false; BMC timed out naming a counterexample",
-                                 extra={"engine": "pdr"})
+                out[p] = Verdict(
+                    p,
+                    Status.UNKNOWN,
+                    reason="pdr found the conjunction false; BMC timed out naming a counterexample",
+                    extra={"engine": "pdr"},
+                )
             break
     return out
 
@@ -74,8 +85,12 @@ def _spacer(system: System, props: list, lemmas: dict, clock):
     h = z3.SolverFor("HORN")
     h.set("timeout", clock.left_ms())
     h.add(z3.ForAll(x0, z3.Implies(enc.init(0), inv(*x0))))
-    h.add(z3.ForAll(x0 + x1 + [enc.act_at(0)],
-                    z3.Implies(z3.And([inv(*x0), enc.domain(0), enc.trans(0)] + strengthen), inv(*x1))))
+    h.add(
+        z3.ForAll(
+            x0 + x1 + [enc.act_at(0)],
+            z3.Implies(z3.And([inv(*x0), enc.domain(0), enc.trans(0)] + strengthen), inv(*x1)),
+        )
+    )
     h.add(z3.ForAll(x0, z3.Implies(z3.And(inv(*x0), z3.Not(goal)), False)))
     r = h.check()
     if r == z3.unknown:
@@ -94,9 +109,11 @@ def _spacer(system: System, props: list, lemmas: dict, clock):
         at0 = z3.simplify(interp[tuple(x0)] if len(x0) > 1 else interp[x0[0]])
     at1 = z3.substitute(at0, *zip(x0, x1))
     # the certificate: initial, inductive (under the proved lemmas), strong enough
-    for what, f in (("initial", z3.And(enc.init(0), z3.Not(at0))),
-                    ("inductive", z3.And([at0, enc.domain(0), enc.trans(0), z3.Not(at1)] + strengthen)),
-                    ("implies the property", z3.And(at0, z3.Not(goal)))):
+    for what, f in (
+        ("initial", z3.And(enc.init(0), z3.Not(at0))),
+        ("inductive", z3.And([at0, enc.domain(0), enc.trans(0), z3.Not(at1)] + strengthen)),
+        ("implies the property", z3.And(at0, z3.Not(goal))),
+    ):
         s = z3.Solver()
         s.add(f)
         if s.check() != z3.unsat:

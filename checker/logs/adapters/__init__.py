@@ -22,6 +22,7 @@ report that found nothing is then INCONCLUSIVE, and `TraceReport.missing` says w
 missing (a violation found anyway stands). `--effectful` naming no tool of the trace is a
 usage error that lists the tools the trace has.
 """
+
 from __future__ import annotations
 
 import os
@@ -52,8 +53,13 @@ from toolcommit.checker.logs.typed import from_dict
 from toolcommit.checker.logs.validate import feed_files
 from toolcommit.model.errors import InputError, UsageError
 
-READERS = {"otel": otel.read, "langgraph": langgraph.read, "openai-agents": openai_agents.read,
-           "dbos": dbos.read, "temporal": temporal.read}
+READERS = {
+    "otel": otel.read,
+    "langgraph": langgraph.read,
+    "openai-agents": openai_agents.read,
+    "dbos": dbos.read,
+    "temporal": temporal.read,
+}
 
 
 @dataclass
@@ -66,7 +72,7 @@ class TraceReport:
     report: object
     judged: list
     notes: list = field(default_factory=list)
-    events: list = field(default_factory=list)    # the log contract, as `calls.Placed`
+    events: list = field(default_factory=list)  # the log contract, as `calls.Placed`
     stats: dict = field(default_factory=dict)
     missing: list = field(default_factory=list)
 
@@ -77,7 +83,9 @@ def _left_out_tools(notes) -> set:
     return {m.group(1) for n in notes for m in [re.match(r"left out: (\S+) ", n)] if m}
 
 
-def _apply(rules: Rules, found: list[_calls.Call], seen=frozenset()) -> tuple[list[_calls.Call], list[str]]:
+def _apply(
+    rules: Rules, found: list[_calls.Call], seen=frozenset()
+) -> tuple[list[_calls.Call], list[str]]:
     fell_back: list = []
     scope_of = rules.scope_of(fell_back)
     kept, other = [], {}
@@ -85,25 +93,39 @@ def _apply(rules: Rules, found: list[_calls.Call], seen=frozenset()) -> tuple[li
         if not rules.is_effectful(c.tool):
             other[c.tool] = other.get(c.tool, 0) + 1
             continue
-        kept.append(replace(c, scope=scope_of(c.view, c.scope),
-                            idempotency_key=rules.idempotency_key_of(c.view)))
+        kept.append(
+            replace(
+                c, scope=scope_of(c.view, c.scope), idempotency_key=rules.idempotency_key_of(c.view)
+            )
+        )
     notes = []
     if fell_back:
-        notes.append(f"--scope {rules.scope} returned None for {len(fell_back)} call(s), which "
-                     "kept the source's default scope: " + ", ".join(map(str, fell_back[:5])))
+        notes.append(
+            f"--scope {rules.scope} returned None for {len(fell_back)} call(s), which "
+            "kept the source's default scope: " + ", ".join(map(str, fell_back[:5]))
+        )
     if rules.effectful is None:
         notes.append("every tool was read as effectful (--effectful not given)")
     elif other:
-        notes.append("left out as not effectful: " + ", ".join(
-            f"{t} ({n} call{'s' if n > 1 else ''})" for t, n in sorted(other.items())))
+        notes.append(
+            "left out as not effectful: "
+            + ", ".join(f"{t} ({n} call{'s' if n > 1 else ''})" for t, n in sorted(other.items()))
+        )
     tools = {c.tool for c in found} | set(seen)
     missing = sorted(set(rules.effectful or ()) - tools)
     if missing and len(missing) == len(rules.effectful):
-        raise UsageError(f"--effectful {','.join(sorted(rules.effectful))}: no call of "
-                         f"{'that tool' if len(missing) == 1 else 'those tools'} in the trace; "
-                         "its tools are: " + (", ".join(f"{t} ({n} call{'s' if n > 1 else ''})"
-                                                         for t, n in sorted(_counts(found).items()))
-                                              or "none (it holds no tool call)"))
+        raise UsageError(
+            f"--effectful {','.join(sorted(rules.effectful))}: no call of "
+            f"{'that tool' if len(missing) == 1 else 'those tools'} in the trace; "
+            "its tools are: "
+            + (
+                ", ".join(
+                    f"{t} ({n} call{'s' if n > 1 else ''})"
+                    for t, n in sorted(_counts(found).items())
+                )
+                or "none (it holds no tool call)"
+            )
+        )
     if missing:
         notes.append(f"--effectful names tools with no call in the trace: {', '.join(missing)}")
     return kept, notes
@@ -125,7 +147,7 @@ def _once(paths: Sequence[str], notes: list) -> list[str]:
             st = os.stat(p)
             ident = (st.st_dev, st.st_ino)
         except OSError:
-            ident = p                       # the reader words the error
+            ident = p  # the reader words the error
         if ident in seen:
             notes.append(f"{p} is given twice (also as {seen[ident]}) and was read once")
             continue
@@ -134,10 +156,16 @@ def _once(paths: Sequence[str], notes: list) -> list[str]:
     return out
 
 
-def check_trace(source: str, paths: Sequence[str], rules: Rules = Rules(),
-                ledgers: Sequence[str] = (), checkpoints: Sequence[str] = (),
-                run_items: Sequence[str] = (),
-                max_line_bytes: Optional[int] = None, logs: Sequence[str] = ()) -> TraceReport:
+def check_trace(
+    source: str,
+    paths: Sequence[str],
+    rules: Rules = Rules(),
+    ledgers: Sequence[str] = (),
+    checkpoints: Sequence[str] = (),
+    run_items: Sequence[str] = (),
+    max_line_bytes: Optional[int] = None,
+    logs: Sequence[str] = (),
+) -> TraceReport:
     """Adapt and check trace files `paths` of `source` (a key of `READERS`), with the
     intent logs `logs` of the run beside them (see the module docstring); with
     `max_line_bytes`, every line of every file given is at most that long.
@@ -157,16 +185,22 @@ def check_trace(source: str, paths: Sequence[str], rules: Rules = Rules(),
         raise UsageError("--run-items is for --from openai-agents")
     twice: list = []
     paths, checkpoints, run_items, ledgers, logs = (
-        _once(x, twice) for x in (paths, checkpoints, run_items, ledgers, logs))
-    names = [dbos.display_name(p) for p in paths] + list(checkpoints) + list(run_items) \
-        + list(ledgers) + list(logs)
+        _once(x, twice) for x in (paths, checkpoints, run_items, ledgers, logs)
+    )
+    names = (
+        [dbos.display_name(p) for p in paths]
+        + list(checkpoints)
+        + list(run_items)
+        + list(ledgers)
+        + list(logs)
+    )
     if max_line_bytes is not None:
         for p in [*paths, *checkpoints, *run_items, *ledgers, *logs]:
-            if os.path.isfile(p):          # a database URL (dbos) has no lines
+            if os.path.isfile(p):  # a database URL (dbos) has no lines
                 long_line(p, max_line_bytes)
-    shown = unique_names(names)           # writers are named after their files
+    shown = unique_names(names)  # writers are named after their files
     if source == "langgraph":
-        found, notes = langgraph.read(paths, 0, checkpoints, shown[:len(paths)])
+        found, notes = langgraph.read(paths, 0, checkpoints, shown[: len(paths)])
     elif source == "openai-agents":
         found, notes = openai_agents.read(paths, 0, run_items)
     else:
@@ -176,8 +210,9 @@ def check_trace(source: str, paths: Sequence[str], rules: Rules = Rules(),
     got = ledger.read(ledgers, len(paths) + len(checkpoints) + len(run_items))
     by_log, guarded, missing = None, [], []
     if logs:
-        by_log = intentlog.beside(logs, len(names) - len(logs), got.entries,
-                                  max_line_bytes or DEFAULT_MAX_LINE_BYTES)
+        by_log = intentlog.beside(
+            logs, len(names) - len(logs), got.entries, max_line_bytes or DEFAULT_MAX_LINE_BYTES
+        )
     else:
         by_log = intentlog.in_trace(kept, got.entries, names)
     if by_log is not None:
@@ -197,16 +232,25 @@ def check_trace(source: str, paths: Sequence[str], rules: Rules = Rules(),
     report = with_findings(_conformance(placed, names, by_log, max_line_bytes), *orphans)
     if not ledgers:
         report = _suspected(report, kept, names)
-    if missing and report.verdict is LogVerdict.CONFORMS:   # a violation found stands
+    if missing and report.verdict is LogVerdict.CONFORMS:  # a violation found stands
         report = replace(report, verdict=LogVerdict.INCONCLUSIVE)
     effects = sum(p.event["type"] == "effect" for p in placed)
-    stats = {"tool_calls": len(found), "effectful_calls": len(kept) + len(guarded),
-             "call_ids": len({c.key for c in kept + guarded}), "effects_joined": effects}
+    stats = {
+        "tool_calls": len(found),
+        "effectful_calls": len(kept) + len(guarded),
+        "call_ids": len({c.key for c in kept + guarded}),
+        "effects_joined": effects,
+    }
     call_ids = source != "openai-agents" or bool(run_items)
-    judged = capability.judged(source, effects > 0, all(c.args is not None for c in kept),
-                               call_ids=call_ids, calls=len(kept) + len(guarded),
-                               partial_ledger=bool(partial),
-                               by_log=by_log.name if guarded and not kept else "")
+    judged = capability.judged(
+        source,
+        effects > 0,
+        all(c.args is not None for c in kept),
+        call_ids=call_ids,
+        calls=len(kept) + len(guarded),
+        partial_ledger=bool(partial),
+        by_log=by_log.name if guarded and not kept else "",
+    )
     if guarded:
         stats["judged_by_log"] = len(guarded)
     return TraceReport(source, report, judged, notes, placed, stats, missing)
@@ -216,17 +260,22 @@ def _ledger_missing(kept, joined, got) -> list[str]:
     """What the ledger left unjudged: no effect joined a call, or pages not given."""
     out = []
     if kept and not joined.effects:
-        out.append(f"no effect of the ledger joins a call of this trace ({len(got.entries)} "
-                   "read; by idempotency key or canonical intent): what the provider applied "
-                   "was not counted")
+        out.append(
+            f"no effect of the ledger joins a call of this trace ({len(got.entries)} "
+            "read; by idempotency key or canonical intent): what the provider applied "
+            "was not counted"
+        )
     return out + got.partial
 
 
 def _no_calls(found) -> str:
     if not found:
         return "the trace holds no tool call: nothing was judged"
-    return ("no call of an effectful tool: nothing was judged (tools in the trace: "
-            + ", ".join(sorted(_counts(found))) + ")")
+    return (
+        "no call of an effectful tool: nothing was judged (tools in the trace: "
+        + ", ".join(sorted(_counts(found)))
+        + ")"
+    )
 
 
 def _suspected(report, kept: list[_calls.Call], names) -> object:
@@ -238,10 +287,17 @@ def _suspected(report, kept: list[_calls.Call], names) -> object:
         if not c.suspect:
             continue
         where = (names[c.loc[0]], c.loc[1])
-        extra.append(Finding("I1", c.key, "possible", (c.writer,), (where,),
-                             (Citation("transition", c.writer, "dispatched", *where),),
-                             f"{c.suspect}; no effect records say how many took effect: "
-                             "possibly more than one"))
+        extra.append(
+            Finding(
+                "I1",
+                c.key,
+                "possible",
+                (c.writer,),
+                (where,),
+                (Citation("transition", c.writer, "dispatched", *where),),
+                f"{c.suspect}; no effect records say how many took effect: possibly more than one",
+            )
+        )
     return with_findings(report, extra)
 
 
@@ -253,13 +309,22 @@ def _conformance(placed, names, by_log=None, max_line_bytes=None):
     checker = Conformance(names)
     warnings: list = []
     if by_log is not None:
-        feed_files(checker, by_log.paths, max_line_bytes or DEFAULT_MAX_LINE_BYTES, warnings,
-                   first_index=by_log.first_index)
+        feed_files(
+            checker,
+            by_log.paths,
+            max_line_bytes or DEFAULT_MAX_LINE_BYTES,
+            warnings,
+            first_index=by_log.first_index,
+        )
     for p in placed:
         why = problem(p.event)
         if why:
-            raise InputError(f"this call does not fit the log contract ({why}); the trace "
-                             "holds a value of the wrong type here", names[p.file_index], p.line)
+            raise InputError(
+                f"this call does not fit the log contract ({why}); the trace "
+                "holds a value of the wrong type here",
+                names[p.file_index],
+                p.line,
+            )
         try:
             checker.feed(from_dict(p.event), p.file_index, p.line)
         except EventError as e:

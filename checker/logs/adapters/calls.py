@@ -21,6 +21,7 @@ them, as the runtime would have had to log it:
 Only calls of effectful tools enter the log. Every event carries the location of the
 trace line it came from, so findings cite the trace itself.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -45,19 +46,19 @@ class Call:
     tool: str
     call_id: Optional[str]
     args: Optional[dict]
-    outcome: str                       # ok | error | open | pending
+    outcome: str  # ok | error | open | pending
     writer: str
     order: tuple
     loc: tuple
     end_loc: tuple = (0, 0)
     error: str = ""
-    ident: str = ""                    # the source's own id of the attempt (span, run)
+    ident: str = ""  # the source's own id of the attempt (span, run)
     view: dict = field(default_factory=dict)
     scope: str = ""
     idempotency_key: Optional[str] = None
     notes: tuple = ()
     suspect: str = ""
-    lines: tuple = ()                  # intent-log lines the guard put on it (otel.py)
+    lines: tuple = ()  # intent-log lines the guard put on it (otel.py)
 
     @property
     def key(self) -> str:
@@ -112,15 +113,30 @@ def to_log(calls: Iterable[Call]) -> list[Placed]:
     for c in sorted(calls, key=lambda c: c.order):
         key, now = c.key, state.get(c.key)
         if now is None:
-            put({"type": "proposal", "writer": c.writer, "call_id": c.call_id or "",
-                 "tool": c.tool, "args": log_args(c), "scope": c.scope, "key": key,
-                 "decision": "accepted"}, c.loc)
+            put(
+                {
+                    "type": "proposal",
+                    "writer": c.writer,
+                    "call_id": c.call_id or "",
+                    "tool": c.tool,
+                    "args": log_args(c),
+                    "scope": c.scope,
+                    "key": key,
+                    "decision": "accepted",
+                },
+                c.loc,
+            )
             move(c, "PROPOSED", "RECORDED", c.loc)
             move(c, "RECORDED", "DISPATCHED", c.loc)
         else:
             if now == "DISPATCHED":
-                move(c, "DISPATCHED", "UNKNOWN", c.loc,
-                     "an earlier attempt never ended; this one cannot know its outcome")
+                move(
+                    c,
+                    "DISPATCHED",
+                    "UNKNOWN",
+                    c.loc,
+                    "an earlier attempt never ended; this one cannot know its outcome",
+                )
             move(c, state[key], "DISPATCHED", c.loc, "attempt under the same call id")
         end = c.end_loc if c.end_loc[1] else c.loc
         if c.outcome == OK:
@@ -131,6 +147,6 @@ def to_log(calls: Iterable[Call]) -> list[Placed]:
             open_writers.pop(c.writer, None)
         elif c.outcome == OPEN:
             open_writers[c.writer] = c.loc
-    for writer, loc in open_writers.items():   # the stream ended inside a call
+    for writer, loc in open_writers.items():  # the stream ended inside a call
         put({"type": "crash", "writer": writer}, loc)
     return out

@@ -10,6 +10,7 @@ Examples
 >>> judged("otel", ledger=True, args_recorded=True, calls=0)[0].line()
 'I1: not judged: no effectful tool call in this trace'
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,9 @@ from importlib import resources
 @lru_cache(maxsize=1)
 def table() -> dict:
     """The capability table as data."""
-    return json.loads(resources.files("toolcommit.spec").joinpath("sources.json")
-                      .read_text("utf-8"))
+    return json.loads(
+        resources.files("toolcommit.spec").joinpath("sources.json").read_text("utf-8")
+    )
 
 
 def sources() -> list[str]:
@@ -44,8 +46,15 @@ class Judged:
         return {"property": self.property, "status": self.status, "why": self.why}
 
 
-def judged(source: str, ledger: bool, args_recorded: bool, call_ids: bool = True,
-           calls: int = 1, partial_ledger: bool = False, by_log: str = "") -> list[Judged]:
+def judged(
+    source: str,
+    ledger: bool,
+    args_recorded: bool,
+    call_ids: bool = True,
+    calls: int = 1,
+    partial_ledger: bool = False,
+    by_log: str = "",
+) -> list[Judged]:
     """The rows for `source` when a ledger's effects were (not) joined to calls, arguments
     were (not) recorded on every effectful call, the calls' ids were (not) known (an OpenAI
     Agents trace without its run items), and `calls` effectful calls were read: none judges
@@ -61,8 +70,10 @@ def judged(source: str, ledger: bool, args_recorded: bool, call_ids: bool = True
         if ledger and "with_ledger" in entry:
             pick = entry["with_ledger"]
             if partial_ledger:
-                pick = {"status": "partly", "why": pick["why"] + "; but only the pages of the "
-                        "ledger that were given"}
+                pick = {
+                    "status": "partly",
+                    "why": pick["why"] + "; but only the pages of the ledger that were given",
+                }
         if not args_recorded and "no_args" in entry:
             pick = entry["no_args"]
         if not call_ids and "no_call_ids" in entry:

@@ -37,6 +37,7 @@ Serialized values are decoded only when they are portable JSON (never unpickled)
 database, a location's line is the row's number in its table, ordered by workflow id and
 step id.
 """
+
 from __future__ import annotations
 
 import json
@@ -57,8 +58,8 @@ _ALIASES = {"workflow_id": "workflow_uuid", "dequeued_at": "started_at_epoch_ms"
 class Tables:
     """The rows read from one source, with where each came from (file index, line)."""
 
-    workflows: dict = field(default_factory=dict)     # workflow id -> (row, loc)
-    steps: list = field(default_factory=list)         # (row, loc)
+    workflows: dict = field(default_factory=dict)  # workflow id -> (row, loc)
+    steps: list = field(default_factory=list)  # (row, loc)
 
 
 def _row(rec: dict) -> dict:
@@ -69,9 +70,13 @@ def _add(t: Tables, rec: dict, loc: tuple, path: str) -> None:
     rec = _row(rec)
     if "function_id" in rec:
         if not rec.get("workflow_uuid"):
-            raise InputError("a step row without its workflow_uuid: export the "
-                             "operation_outputs table itself (sqlite3 -json, psql "
-                             "row_to_json)", path, loc[1])
+            raise InputError(
+                "a step row without its workflow_uuid: export the "
+                "operation_outputs table itself (sqlite3 -json, psql "
+                "row_to_json)",
+                path,
+                loc[1],
+            )
         t.steps.append((rec, loc))
     elif rec.get("workflow_uuid") and "status" in rec:
         t.workflows.setdefault(str(rec["workflow_uuid"]), (rec, loc))
@@ -82,11 +87,11 @@ def _from_json(path: str, fi: int, t: Tables) -> None:
     lines = Lines(text)
     for value, at in documents(text, path):
         groups = value if isinstance(value, list) else [value]
-        if isinstance(value, dict) and ("workflow_status" in value
-                                        or "operation_outputs" in value):
-            groups = list(value.get("workflow_status") or []) + \
-                list(value.get("operation_outputs") or [])
-        cursor = at           # rows are written in order: each one's id after the last's
+        if isinstance(value, dict) and ("workflow_status" in value or "operation_outputs" in value):
+            groups = list(value.get("workflow_status") or []) + list(
+                value.get("operation_outputs") or []
+            )
+        cursor = at  # rows are written in order: each one's id after the last's
         for rec in groups:
             if not isinstance(rec, dict):
                 raise InputError("a DBOS row must be a JSON object", path, lines.at(cursor))
@@ -121,26 +126,33 @@ def _from_sqlite(path: str, fi: int, t: Tables) -> None:
         finally:
             conn.close()
     except sqlite3.Error as e:
-        raise InputError(f"cannot read the DBOS tables of this SQLite database ({e}); give "
-                         "the system database DBOS ran with (system_database_url)",
-                         path) from None
+        raise InputError(
+            f"cannot read the DBOS tables of this SQLite database ({e}); give "
+            "the system database DBOS ran with (system_database_url)",
+            path,
+        ) from None
 
 
 def _from_postgres(url: str, fi: int, t: Tables) -> None:
     try:
         import psycopg
     except ImportError:
-        raise UsageError("reading a PostgreSQL system database needs psycopg: pip install "
-                         "'toolcommit[postgres]' (or export the tables as JSON)") from None
+        raise UsageError(
+            "reading a PostgreSQL system database needs psycopg: pip install "
+            "'toolcommit[postgres]' (or export the tables as JSON)"
+        ) from None
     try:
         with psycopg.connect(url) as conn:
-            conn.read_only = True          # this reader never writes the user's database
+            conn.read_only = True  # this reader never writes the user's database
             _from_rows(conn, fi, t, "dbos.", url)
             conn.rollback()
     except psycopg.Error as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise InputError(f"cannot read the DBOS tables ({first}); give the system "
-                         "database URL DBOS ran with (schema dbos)", display_name(url)) from None
+        raise InputError(
+            f"cannot read the DBOS tables ({first}); give the system "
+            "database URL DBOS ran with (schema dbos)",
+            display_name(url),
+        ) from None
 
 
 def display_name(url: str) -> str:
@@ -163,9 +175,11 @@ def tables(paths, first_index: int = 0) -> Tables:
             with open(path, "rb") as f:
                 magic = f.read(16)
         except FileNotFoundError:
-            raise InputError("no such file; give the DBOS system database (a SQLite file or "
-                             "a postgresql:// URL) or its tables exported as JSON",
-                             path) from None
+            raise InputError(
+                "no such file; give the DBOS system database (a SQLite file or "
+                "a postgresql:// URL) or its tables exported as JSON",
+                path,
+            ) from None
         except OSError as e:
             raise InputError(f"cannot read this file ({e})", path) from None
         if magic == b"SQLite format 3\x00":
@@ -197,9 +211,12 @@ def read(paths, first_index: int = 0) -> tuple[list[Call], list[str]]:
     source with no step row."""
     t = tables(paths, first_index)
     if not t.steps:
-        raise InputError("no DBOS step rows found (operation_outputs is empty): give the "
-                         "system database after the workflows ran, or its operation_outputs "
-                         "rows", paths[0] if paths else "")
+        raise InputError(
+            "no DBOS step rows found (operation_outputs is empty): give the "
+            "system database after the workflows ran, or its operation_outputs "
+            "rows",
+            paths[0] if paths else "",
+        )
     by_wf: dict[str, list] = {}
     other = 0
     for rec, loc in t.steps:
@@ -210,8 +227,10 @@ def read(paths, first_index: int = 0) -> tuple[list[Call], list[str]]:
         by_wf.setdefault(str(rec["workflow_uuid"]), []).append((rec, loc))
     notes: list[str] = []
     if other:
-        notes.append(f"{other} row(s) of child workflows or DBOS operations (DBOS.sleep, "
-                     "DBOS.send...) are not tool calls and were left out")
+        notes.append(
+            f"{other} row(s) of child workflows or DBOS operations (DBOS.sleep, "
+            "DBOS.send...) are not tool calls and were left out"
+        )
     calls: list[Call] = []
     for wid in sorted(by_wf):
         steps = sorted(by_wf[wid], key=lambda s: _int(s[0].get("function_id")) or 0)
@@ -219,12 +238,16 @@ def read(paths, first_index: int = 0) -> tuple[list[Call], list[str]]:
         calls += _workflow(wid, wf, steps, notes)
     missing = sorted(set(by_wf) - set(t.workflows))
     if missing:
-        notes.append(f"{len(missing)} workflow(s) with steps but no workflow_status row "
-                     f"(their dispatches are unknown): {', '.join(missing[:5])}")
+        notes.append(
+            f"{len(missing)} workflow(s) with steps but no workflow_status row "
+            f"(their dispatches are unknown): {', '.join(missing[:5])}"
+        )
     for wid, (wf, _) in sorted(t.workflows.items()):
         if wf.get("status") == "PENDING":
-            notes.append(f"workflow {wid} is PENDING: if its executor stopped, the step after "
-                         "its last recorded one may have run and is not recorded yet")
+            notes.append(
+                f"workflow {wid} is PENDING: if its executor stopped, the step after "
+                "its last recorded one may have run and is not recorded yet"
+            )
     return calls, notes
 
 
@@ -237,28 +260,36 @@ def _recovered(wid: str, wf: dict, steps: list, notes: list) -> Optional[int]:
     last = _int(wf.get("started_at_epoch_ms"))
     starts = [_int(r.get("started_at_epoch_ms")) for r, _ in steps]
     if last is None or any(s is None for s in starts):
-        notes.append(f"workflow {wid} was dispatched {n} times; the tables keep no start "
-                     "times to tell which step a stopped dispatch was running: judge it "
-                     "with --ledger")
+        notes.append(
+            f"workflow {wid} was dispatched {n} times; the tables keep no start "
+            "times to tell which step a stopped dispatch was running: judge it "
+            "with --ledger"
+        )
         return None
     after = [i for i, s in enumerate(starts) if s >= last]
     if not after:
-        notes.append(f"workflow {wid} was dispatched {n} times; its last dispatch ran no "
-                     "step (it stopped after its last recorded step)")
+        notes.append(
+            f"workflow {wid} was dispatched {n} times; its last dispatch ran no "
+            "step (it stopped after its last recorded step)"
+        )
         return None
     first = steps[after[0]][0]
-    notes.append(f"workflow {wid} was dispatched {n} times: step {first['function_id']} "
-                 f"({first['function_name']}) is the first its last dispatch ran, read from "
-                 "the recorded start times, assuming a stopped dispatch's last step started "
-                 f"at least {CLOCK_MS} ms before its recovery")
+    notes.append(
+        f"workflow {wid} was dispatched {n} times: step {first['function_id']} "
+        f"({first['function_name']}) is the first its last dispatch ran, read from "
+        "the recorded start times, assuming a stopped dispatch's last step started "
+        f"at least {CLOCK_MS} ms before its recovery"
+    )
     return after[0]
 
 
 def _suspect(wid: str, n: int) -> str:
     earlier = "an earlier dispatch" if n > 2 else "the stopped dispatch"
-    return (f"workflow {wid} was dispatched {n} times and this is the first step its last "
-            f"dispatch ran: {earlier} may have been running it too (DBOS records a step "
-            "only when it ends)")
+    return (
+        f"workflow {wid} was dispatched {n} times and this is the first step its last "
+        f"dispatch ran: {earlier} may have been running it too (DBOS records a step "
+        "only when it ends)"
+    )
 
 
 def _workflow(wid: str, wf: dict, steps: list, notes: list) -> list[Call]:
@@ -270,16 +301,35 @@ def _workflow(wid: str, wf: dict, steps: list, notes: list) -> list[Call]:
         fid = rec.get("function_id")
         name = str(rec.get("function_name") or "")
         ser = rec.get("serialization")
-        view = {"tool": name, "call_id": f"{wid}:{fid}", "args": None,
-                "workflow_id": wid, "function_id": fid, "workflow_name": wf.get("name"),
-                "status": wf.get("status"), "recovery_attempts": wf.get("recovery_attempts"),
-                "inputs": _portable(wf.get("inputs"), wf.get("serialization")),
-                "result": _portable(rec.get("output"), ser), "step": rec, "workflow": wf}
+        view = {
+            "tool": name,
+            "call_id": f"{wid}:{fid}",
+            "args": None,
+            "workflow_id": wid,
+            "function_id": fid,
+            "workflow_name": wf.get("name"),
+            "status": wf.get("status"),
+            "recovery_attempts": wf.get("recovery_attempts"),
+            "inputs": _portable(wf.get("inputs"), wf.get("serialization")),
+            "result": _portable(rec.get("output"), ser),
+            "step": rec,
+            "workflow": wf,
+        }
         failed = rec.get("error") is not None
-        calls.append(Call(tool=name, call_id=f"{wid}:{fid}", args=None, view=view,
-                          scope=wid, ident=f"step {fid} of {wid}", loc=loc,
-                          outcome=ERROR if failed else OK,
-                          writer=before if cut is not None and i < cut else f"{wid}@{n}",
-                          order=(wid, i), error="the step raised (its error is recorded)"
-                          if failed else "", suspect=_suspect(wid, n) if i == cut else ""))
+        calls.append(
+            Call(
+                tool=name,
+                call_id=f"{wid}:{fid}",
+                args=None,
+                view=view,
+                scope=wid,
+                ident=f"step {fid} of {wid}",
+                loc=loc,
+                outcome=ERROR if failed else OK,
+                writer=before if cut is not None and i < cut else f"{wid}@{n}",
+                order=(wid, i),
+                error="the step raised (its error is recorded)" if failed else "",
+                suspect=_suspect(wid, n) if i == cut else "",
+            )
+        )
     return calls

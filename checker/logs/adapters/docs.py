@@ -10,6 +10,7 @@ A byte-order mark at the start of a file is read as nothing (as plain `validate`
 a value nested deeper than `MAX_DEPTH` is refused where it starts: no export nests that
 deep, and the readers walk values recursively.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -31,20 +32,24 @@ def read_text(path: str) -> str:
             raw = f.read()
         if raw[:2] == b"\x1f\x8b":
             raw = gzip.decompress(raw)
-        return raw.decode("utf-8-sig")    # a byte-order mark is no part of the text
+        return raw.decode("utf-8-sig")  # a byte-order mark is no part of the text
     except FileNotFoundError:
         raise InputError("no such file; give the path of an exported trace", path) from None
     except (OSError, UnicodeDecodeError, EOFError) as e:
-        raise InputError(f"cannot read this file ({e}); it must be UTF-8 JSON, plain or "
-                         "gzip", path) from None
+        raise InputError(
+            f"cannot read this file ({e}); it must be UTF-8 JSON, plain or gzip", path
+        ) from None
 
 
 def long_line(path: str, limit: int) -> None:
     """`InputError` at the first line of `path` longer than `limit` bytes (UTF-8)."""
     for n, line in enumerate(read_text(path).encode("utf-8").split(b"\n"), 1):
         if len(line) > limit:
-            raise InputError(f"line longer than {limit} bytes; raise --max-line-bytes if it "
-                             "is legitimate", path, n)
+            raise InputError(
+                f"line longer than {limit} bytes; raise --max-line-bytes if it is legitimate",
+                path,
+                n,
+            )
 
 
 class Lines:
@@ -77,19 +82,33 @@ def documents(text: str, path: str) -> Iterator[tuple[object, int]]:
             value, end = _DECODER.raw_decode(text, i)
         except json.JSONDecodeError as e:
             lines = lines or Lines(text)
-            raise InputError(f"not JSON ({e.msg}); a trace file holds JSON documents, one "
-                             "after another or one per line", path, lines.at(e.pos)) from None
-        except (RecursionError, ValueError) as e:   # nested too deep; a 4,301-digit number
+            raise InputError(
+                f"not JSON ({e.msg}); a trace file holds JSON documents, one "
+                "after another or one per line",
+                path,
+                lines.at(e.pos),
+            ) from None
+        except (RecursionError, ValueError) as e:  # nested too deep; a 4,301-digit number
             lines = lines or Lines(text)
-            why = (f"a value nested deeper than {MAX_DEPTH} levels"
-                   if isinstance(e, RecursionError) else str(e).split(";")[0])
-            raise InputError(f"not readable JSON ({why}); fix or cut the document that "
-                             "starts here", path, lines.at(i)) from None
+            why = (
+                f"a value nested deeper than {MAX_DEPTH} levels"
+                if isinstance(e, RecursionError)
+                else str(e).split(";")[0]
+            )
+            raise InputError(
+                f"not readable JSON ({why}); fix or cut the document that starts here",
+                path,
+                lines.at(i),
+            ) from None
         if not shallow(value):
             lines = lines or Lines(text)
-            raise InputError(f"a value nested deeper than {MAX_DEPTH} levels; no trace or "
-                             "ledger nests that deep: fix or cut the document that starts "
-                             "here", path, lines.at(i))
+            raise InputError(
+                f"a value nested deeper than {MAX_DEPTH} levels; no trace or "
+                "ledger nests that deep: fix or cut the document that starts "
+                "here",
+                path,
+                lines.at(i),
+            )
         yield value, i
         i = end
 

@@ -9,6 +9,7 @@ the log's key (the key the runtime sends: ``log.dispatch(key).idempotency_key``)
 `ledger.join` turns the ledger's effects into effect events for them, which the driver
 feeds after the log's own lines. Memory grows with the ledger, not with the log.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,13 +24,25 @@ from toolcommit.checker.logs.typed import from_dict
 from toolcommit.model.errors import InputError
 
 
-def calls(paths: Sequence[str], entries: list, max_line_bytes: int, first_index: int = 0,
-          proposals: Optional[dict] = None) -> list[Call]:
+def calls(
+    paths: Sequence[str],
+    entries: list,
+    max_line_bytes: int,
+    first_index: int = 0,
+    proposals: Optional[dict] = None,
+) -> list[Call]:
     """The accepted proposals of logs `paths` that `entries` may join, first per key (and
     the log's first few, so a note on an effect that joins nothing can name some keys);
     `proposals`, if given, gets the number of proposals (any decision) of each tool."""
-    return _accepted(((fi, line, ev) for fi, path in enumerate(paths, first_index)
-                      for line, ev in read_lines(path, max_line_bytes)), entries, proposals)
+    return _accepted(
+        (
+            (fi, line, ev)
+            for fi, path in enumerate(paths, first_index)
+            for line, ev in read_lines(path, max_line_bytes)
+        ),
+        entries,
+        proposals,
+    )
 
 
 def _accepted(events: Iterable, entries: list, proposals: Optional[dict]) -> list[Call]:
@@ -43,9 +56,18 @@ def _accepted(events: Iterable, entries: list, proposals: Optional[dict]) -> lis
         if ev.type != "proposal" or ev.decision != "accepted" or ev.key in out:
             continue
         if ev.key in keys or ev.tool in tools or len(out) < 3:
-            out[ev.key] = Call(tool=ev.tool, call_id=ev.key, args=ev.args, outcome=OK,
-                               writer=ev.writer, order=(fi, line), loc=(fi, line),
-                               scope=ev.scope, idempotency_key=ev.key, ident=f"key {ev.key}")
+            out[ev.key] = Call(
+                tool=ev.tool,
+                call_id=ev.key,
+                args=ev.args,
+                outcome=OK,
+                writer=ev.writer,
+                order=(fi, line),
+                loc=(fi, line),
+                scope=ev.scope,
+                idempotency_key=ev.key,
+                ident=f"key {ev.key}",
+            )
     return list(out.values())
 
 
@@ -74,13 +96,17 @@ class Beside:
     lines: list = field(default_factory=list)
 
 
-def beside(paths: Sequence[str], first_index: int, entries: list,
-           max_line_bytes: int) -> Beside:
+def beside(paths: Sequence[str], first_index: int, entries: list, max_line_bytes: int) -> Beside:
     """Read intent logs `paths` given beside a trace (file indexes from `first_index`)."""
     proposals: dict = {}
     found = calls(paths, entries, max_line_bytes, first_index, proposals)
-    return Beside(list(paths), first_index, found, proposals,
-                  "the intent log " + ", ".join(map(os.path.basename, paths)))
+    return Beside(
+        list(paths),
+        first_index,
+        found,
+        proposals,
+        "the intent log " + ", ".join(map(os.path.basename, paths)),
+    )
 
 
 def in_trace(kept: list[Call], entries: list, names: list[str]) -> Optional[Beside]:
@@ -93,11 +119,15 @@ def in_trace(kept: list[Call], entries: list, names: list[str]) -> Optional[Besi
     for p in placed:
         why = problem(p.event)
         if why:
-            raise InputError(f"a toolcommit.{p.event.get('type')} span event is not an intent "
-                             f"log line ({why})", names[p.file_index], p.line)
+            raise InputError(
+                f"a toolcommit.{p.event.get('type')} span event is not an intent log line ({why})",
+                names[p.file_index],
+                p.line,
+            )
     proposals: dict = {}
-    found = _accepted(((p.file_index, p.line, from_dict(p.event)) for p in placed), entries,
-                      proposals)
+    found = _accepted(
+        ((p.file_index, p.line, from_dict(p.event)) for p in placed), entries, proposals
+    )
     return Beside([], 0, found, proposals, "the guard's toolcommit.* span events", placed)
 
 
@@ -112,15 +142,25 @@ def split(kept: list[Call], b: Beside) -> tuple[list[Call], list[Call], list[str
     for c in guarded:
         attempts[c.tool] = attempts.get(c.tool, 0) + 1
     where = b.name
-    missing = [f"{n} attempt(s) of {t} in the trace, {b.proposals[t]} proposal(s) of it in "
-               f"{where}: {n - b.proposals[t]} ran around the guard (or it is not this run's "
-               "log), and what they did is not judged" for t, n in sorted(attempts.items())
-               if n > b.proposals[t]]
-    notes = [f"{len(guarded)} call(s) of {', '.join(sorted(attempts))} judged by {where} "
-             "(the guard's proposals, transitions and keys), not from the trace"
-             ] if guarded else []
+    missing = [
+        f"{n} attempt(s) of {t} in the trace, {b.proposals[t]} proposal(s) of it in "
+        f"{where}: {n - b.proposals[t]} ran around the guard (or it is not this run's "
+        "log), and what they did is not judged"
+        for t, n in sorted(attempts.items())
+        if n > b.proposals[t]
+    ]
+    notes = (
+        [
+            f"{len(guarded)} call(s) of {', '.join(sorted(attempts))} judged by {where} "
+            "(the guard's proposals, transitions and keys), not from the trace"
+        ]
+        if guarded
+        else []
+    )
     if rest:
-        notes.append(f"{len(rest)} call(s) of {', '.join(sorted({c.tool for c in rest}))} "
-                     f"judged from the trace: {where} holds no proposal of "
-                     f"{'that tool' if len({c.tool for c in rest}) == 1 else 'those tools'}")
+        notes.append(
+            f"{len(rest)} call(s) of {', '.join(sorted({c.tool for c in rest}))} "
+            f"judged from the trace: {where} holds no proposal of "
+            f"{'that tool' if len({c.tool for c in rest}) == 1 else 'those tools'}"
+        )
     return rest, guarded, missing, notes

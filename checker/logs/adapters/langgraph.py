@@ -35,6 +35,7 @@ attempt of the same task, tool and arguments, else of the one matching tool call
 emitted in the checkpoints (``--checkpoints``: checkpoint tuples dumped as JSON, one per
 line or as a list), else it stays without one.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -184,21 +185,31 @@ def _runs(path: str, fi: int, writer: str, notes: list) -> dict[str, _Run]:
                     runs[rid] = _Run(value, fi, line, writer, rid)
             elif kind in ("on_tool_end", "on_tool_error"):
                 if not rid:
-                    raise InputError(f"{kind} without a run_id: which run it ends cannot be "
-                                     "told; dump the events whole (every event has its "
-                                     "run_id)", path, line)
+                    raise InputError(
+                        f"{kind} without a run_id: which run it ends cannot be "
+                        "told; dump the events whole (every event has its "
+                        "run_id)",
+                        path,
+                        line,
+                    )
                 run = runs.get(rid)
                 if run is None:
-                    raise InputError(f"{kind} for run {rid} that never started in this file; "
-                                     "dump every event of the stream, starts included",
-                                     path, line)
+                    raise InputError(
+                        f"{kind} for run {rid} that never started in this file; "
+                        "dump every event of the stream, starts included",
+                        path,
+                        line,
+                    )
                 run.end(value, line)
         except (ValueError, TypeError, AttributeError, KeyError) as e:
-            raise InputError(f"not a LangGraph stream event ({type(e).__name__}: {e})",
-                             path, line) from None
+            raise InputError(
+                f"not a LangGraph stream event ({type(e).__name__}: {e})", path, line
+            ) from None
     if unnamed:
-        notes.append(f"{writer}: {unnamed} on_tool_start event(s) without a run_id, each read "
-                     "as a run of its own (never merged with another)")
+        notes.append(
+            f"{writer}: {unnamed} on_tool_start event(s) without a run_id, each read "
+            "as a run of its own (never merged with another)"
+        )
     return runs
 
 
@@ -207,9 +218,11 @@ def _in_order(files: list[tuple[str, dict]]) -> list[_Run]:
     run id when every run has one, else its file and line (see the module docstring).
     Files are taken by their first run's time, then by name, so that which copy of a run
     exported twice is kept does not depend on the command line either."""
+
     def first(item):
         times = [r.time for r in item[1].values() if r.time is not None]
         return (min(times) if times else 1 << 128, item[0])
+
     runs: list[_Run] = []
     seen: set = set()
     for _, got in sorted(files, key=first):
@@ -231,10 +244,12 @@ def _refuse_untimed(runs: list[_Run]) -> None:
             files.setdefault(r.call_id, set()).add(r.writer)
     for cid, where in files.items():
         if len(where) > 1:
-            raise UsageError(f"call id {cid} runs in {' and '.join(sorted(where))}, whose run "
-                             "ids carry no time (not UUIDv7), so the events cannot say which "
-                             "attempt came first; dump the events with the run ids "
-                             "langchain-core mints (UUIDv7), or check one file at a time")
+            raise UsageError(
+                f"call id {cid} runs in {' and '.join(sorted(where))}, whose run "
+                "ids carry no time (not UUIDv7), so the events cannot say which "
+                "attempt came first; dump the events with the run ids "
+                "langchain-core mints (UUIDv7), or check one file at a time"
+            )
 
 
 def _same(a, b) -> bool:
@@ -253,8 +268,12 @@ def emitted_calls(path: str) -> list[dict]:
             tcs = v.get("tool_calls")
             if isinstance(tcs, list):
                 for tc in tcs:
-                    if isinstance(tc, dict) and isinstance(tc.get("id"), str) \
-                            and tc["id"] and tc["id"] not in seen:    # other ids match nothing
+                    if (
+                        isinstance(tc, dict)
+                        and isinstance(tc.get("id"), str)
+                        and tc["id"]
+                        and tc["id"] not in seen
+                    ):  # other ids match nothing
                         seen[tc["id"]] = tc
             for x in v.values():
                 walk(x, depth + 1)
@@ -275,19 +294,32 @@ def _fill_ids(runs: list[_Run], emitted: list[dict], notes: list[str]) -> None:
         if r.call_id:
             continue
         task = _task(r.meta)
-        twin = [o.call_id for o in runs if o.call_id and task and _task(o.meta) == task
-                and o.ev.get("name") == r.ev.get("name") and _same(o.args, r.args)]
+        twin = [
+            o.call_id
+            for o in runs
+            if o.call_id
+            and task
+            and _task(o.meta) == task
+            and o.ev.get("name") == r.ev.get("name")
+            and _same(o.args, r.args)
+        ]
         if not twin:
-            twin = [e["id"] for e in emitted if e.get("name") == r.ev.get("name")
-                    and _same(e.get("args"), r.args)]
+            twin = [
+                e["id"]
+                for e in emitted
+                if e.get("name") == r.ev.get("name") and _same(e.get("args"), r.args)
+            ]
         if len(set(twin)) == 1:
             r.call_id = twin[0]
-            notes.append(f"{r.ev.get('name')} run {r.ev.get('run_id')} never ended; its call "
-                         f"id {twin[0]} comes from its task's other attempt or the checkpoint")
+            notes.append(
+                f"{r.ev.get('name')} run {r.ev.get('run_id')} never ended; its call "
+                f"id {twin[0]} comes from its task's other attempt or the checkpoint"
+            )
 
 
-def read(paths, first_index: int = 0, checkpoints=(),
-         writers: Optional[list] = None) -> tuple[list[Call], list[str]]:
+def read(
+    paths, first_index: int = 0, checkpoints=(), writers: Optional[list] = None
+) -> tuple[list[Call], list[str]]:
     """The tool calls in event files `paths` (file indexes from `first_index`; `writers`
     names each file's writer, `names(paths)` by default), and notes. `InputError` on a file
     with no LangGraph event; `UsageError` when the order of a call's attempts cannot be
@@ -300,8 +332,11 @@ def read(paths, first_index: int = 0, checkpoints=(),
         if not got:
             text = read_text(path)
             if not any(isinstance(v, dict) and "event" in v for v, _ in documents(text, path)):
-                raise InputError("no LangGraph stream events found: expected one "
-                                 "astream_events(version='v2') event per line", path)
+                raise InputError(
+                    "no LangGraph stream events found: expected one "
+                    "astream_events(version='v2') event per line",
+                    path,
+                )
         files.append((writers[i], got))
     runs = _in_order(files)
     emitted = [tc for cp in checkpoints for tc in emitted_calls(cp)]
@@ -310,8 +345,10 @@ def read(paths, first_index: int = 0, checkpoints=(),
     started = {r.call_id for r in runs}
     unstarted = sorted({e["id"] for e in emitted} - started)
     if unstarted:
-        notes.append(f"the checkpoints hold {len(unstarted)} tool call(s) the model emitted "
-                     f"that no event shows starting: {', '.join(unstarted[:5])}")
+        notes.append(
+            f"the checkpoints hold {len(unstarted)} tool call(s) the model emitted "
+            f"that no event shows starting: {', '.join(unstarted[:5])}"
+        )
     return [_call(r) for r in runs], notes
 
 
@@ -321,11 +358,29 @@ def _call(r: _Run) -> Call:
     parents = [str(x) for x in parents] if isinstance(parents, list) else []
     ident = f"run {r.rid}" if r.rid else f"run at {r.writer}:{r.line}"
     root = parents[0] if parents else (r.rid or ident)
-    view = {"tool": ev.get("name", ""), "call_id": r.call_id, "args": r.args,
-            "result": r.result, "metadata": meta, "tags": ev.get("tags") or [],
-            "run_id": ev.get("run_id"), "parent_ids": parents, "task": _task(meta)}
+    view = {
+        "tool": ev.get("name", ""),
+        "call_id": r.call_id,
+        "args": r.args,
+        "result": r.result,
+        "metadata": meta,
+        "tags": ev.get("tags") or [],
+        "run_id": ev.get("run_id"),
+        "parent_ids": parents,
+        "task": _task(meta),
+    }
     scope = meta.get("thread_id") or f"run:{root}"
-    return Call(tool=str(ev.get("name", "")), call_id=r.call_id, args=r.args,
-                outcome=r.outcome, writer=r.writer, order=r.order,
-                loc=(r.fi, r.line), end_loc=(r.fi, r.end_line) if r.end_line else (0, 0),
-                error=r.error, ident=ident, view=view, scope=str(scope))
+    return Call(
+        tool=str(ev.get("name", "")),
+        call_id=r.call_id,
+        args=r.args,
+        outcome=r.outcome,
+        writer=r.writer,
+        order=r.order,
+        loc=(r.fi, r.line),
+        end_loc=(r.fi, r.end_line) if r.end_line else (0, 0),
+        error=r.error,
+        ident=ident,
+        view=view,
+        scope=str(scope),
+    )

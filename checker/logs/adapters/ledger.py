@@ -24,6 +24,7 @@ possible ``ORPHAN_EFFECT`` (`orphans`), never passed over: it is other work on t
 (leave it out of the ledger) or a request sent around the log without its key (a client
 that minted its own), perhaps a second effect of an intent.
 """
+
 from __future__ import annotations
 
 import csv
@@ -47,7 +48,7 @@ POWERTOOLS = ("INPROGRESS", "COMPLETED", "EXPIRED")
 class Entry:
     """One provider-side effect (or, for `status` INPROGRESS, a pending one)."""
 
-    source: str                       # stripe | powertools | plain
+    source: str  # stripe | powertools | plain
     idempotency_key: Optional[str]
     tool: Optional[str] = None
     args: Optional[dict] = None
@@ -59,7 +60,7 @@ class Entry:
     line: int = 0
 
 
-_INTEGER = re.compile(r"[+-]?[0-9]{1,38}")    # DynamoDB numbers have 38 digits at most
+_INTEGER = re.compile(r"[+-]?[0-9]{1,38}")  # DynamoDB numbers have 38 digits at most
 
 
 def _number(x) -> object:
@@ -71,14 +72,14 @@ def _number(x) -> object:
     try:
         return float(text)
     except ValueError:
-        raise ValueError(f"{{\"N\": {json.dumps(x)}}} is not a DynamoDB number") from None
+        raise ValueError(f'{{"N": {json.dumps(x)}}} is not a DynamoDB number') from None
 
 
 def _dynamo(v):
     """Unwrap DynamoDB type descriptors ({"S": "x"} -> "x"); `ValueError` on a number that
     is none."""
     if isinstance(v, dict) and len(v) == 1:
-        (t, x), = v.items()
+        ((t, x),) = v.items()
         if t in ("S", "N", "BOOL", "NULL"):
             return _number(x) if t == "N" else x
         if t == "M":
@@ -96,8 +97,9 @@ def _items(value, pages: list):
             yield from _items(v, pages)
     elif isinstance(value, dict):
         if value.get("object") == "list" and isinstance(value.get("data"), list):
-            pages.append((f"Stripe list {value.get('url') or ''}".strip(),
-                          value.get("has_more") is True))
+            pages.append(
+                (f"Stripe list {value.get('url') or ''}".strip(), value.get("has_more") is True)
+            )
             yield from _items(value["data"], pages)
         elif isinstance(value.get("Items"), list):
             pages.append(("DynamoDB scan", bool(value.get("LastEvaluatedKey"))))
@@ -124,17 +126,23 @@ def _entry(rec: dict, fi: int, line: int, path: str) -> Optional[Entry]:
     if rec.get("object") == "event":
         req = rec.get("request") or {}
         if not isinstance(req, dict) or not req.get("id"):
-            return None                    # raised by Stripe itself, not by a request
+            return None  # raised by Stripe itself, not by a request
         data = rec.get("data")
         obj = data.get("object") if isinstance(data, dict) else None
-        return Entry("stripe", _name(req.get("idempotency_key"), "request.idempotency_key"),
-                     effect_id=_name(req["id"], "request.id"),
-                     args=obj if isinstance(obj, dict) else None, file_index=fi, line=line)
+        return Entry(
+            "stripe",
+            _name(req.get("idempotency_key"), "request.idempotency_key"),
+            effect_id=_name(req["id"], "request.id"),
+            args=obj if isinstance(obj, dict) else None,
+            file_index=fi,
+            line=line,
+        )
     rec = {k: _dynamo(v) for k, v in rec.items()}
     if rec.get("status") in POWERTOOLS and "id" in rec:
         rid = _name(rec["id"], "id") or ""
-        return Entry("powertools", rid, effect_id=rid, status=rec["status"], file_index=fi,
-                     line=line)
+        return Entry(
+            "powertools", rid, effect_id=rid, status=rec["status"], file_index=fi, line=line
+        )
     args = rec.get("args")
     if isinstance(args, str):
         try:
@@ -148,13 +156,26 @@ def _entry(rec: dict, fi: int, line: int, path: str) -> Optional[Entry]:
     kind = rec.get("kind") or "apply"
     if kind not in ("apply", "compensate"):
         raise ValueError(f"kind {json.dumps(kind)[:40]}: use apply or compensate")
-    idem, tool = _name(rec.get("idempotency_key"), "idempotency_key"), _name(rec.get("tool"), "tool")
+    idem, tool = (
+        _name(rec.get("idempotency_key"), "idempotency_key"),
+        _name(rec.get("tool"), "tool"),
+    )
     if not idem and not (tool and args is not None):
-        raise ValueError("a ledger line needs an idempotency_key, or a tool and its args "
-                         "(to join by canonical intent)")
-    return Entry("plain", idem, tool=tool, args=args, scope=_name(rec.get("scope"), "scope"),
-                 effect_id=_name(rec.get("effect_id"), "effect_id"), kind=kind,
-                 file_index=fi, line=line)
+        raise ValueError(
+            "a ledger line needs an idempotency_key, or a tool and its args "
+            "(to join by canonical intent)"
+        )
+    return Entry(
+        "plain",
+        idem,
+        tool=tool,
+        args=args,
+        scope=_name(rec.get("scope"), "scope"),
+        effect_id=_name(rec.get("effect_id"), "effect_id"),
+        kind=kind,
+        file_index=fi,
+        line=line,
+    )
 
 
 def _csv_rows(text: str):
@@ -166,10 +187,10 @@ def _line(lines: Lines, rec, at: int) -> int:
     """The line of a record inside a document: where its id is written, else the
     document's first line."""
     rid = rec.get("id") if isinstance(rec, dict) else None
-    if isinstance(rid, dict):                # a DynamoDB descriptor
+    if isinstance(rid, dict):  # a DynamoDB descriptor
         try:
             rid = _dynamo(rid)
-        except ValueError:                   # `read` says so, at the document's line
+        except ValueError:  # `read` says so, at the document's line
             rid = None
     return lines.of(json.dumps(rid), at) if isinstance(rid, str) else lines.at(at)
 
@@ -196,8 +217,9 @@ def read(paths, first_index: int = 0) -> Ledger:
             recs = [(r, n) for n, r in enumerate(_csv_rows(text), 2)]
         else:
             lines = Lines(text)
-            recs = [(r, _line(lines, r, at)) for v, at in documents(text, path)
-                    for r in _items(v, here)]
+            recs = [
+                (r, _line(lines, r, at)) for v, at in documents(text, path) for r in _items(v, here)
+            ]
         pages += [(name, more, path) for name, more in here]
         for rec, line in recs:
             if not isinstance(rec, dict):
@@ -222,9 +244,11 @@ def _partial(pages) -> list[str]:
         if name not in last:
             files = sorted({p for n, more, p in pages if n == name and more})
             flag = "LastEvaluatedKey" if name == "DynamoDB scan" else "has_more: true"
-            out.append(f"{', '.join(files)} is a page of a longer {name} ({flag}) and its "
-                       "last page is not given: effects on the other pages are not counted; "
-                       "give every page (--ledger once per page)")
+            out.append(
+                f"{', '.join(files)} is a page of a longer {name} ({flag}) and its "
+                "last page is not given: effects on the other pages are not counted; "
+                "give every page (--ledger once per page)"
+            )
     return out
 
 
@@ -245,8 +269,9 @@ class Joined:
     orphans: tuple = ((), 0)
 
 
-def join(entries: list[Entry], calls: list[Call], names: list[str],
-         source: str = "trace") -> Joined:
+def join(
+    entries: list[Entry], calls: list[Call], names: list[str], source: str = "trace"
+) -> Joined:
     """Attach each effect to a call (see the module docstring); `names` are display names
     by file index, unique among the run's files (a ledger's writer is ``ledger:NAME``);
     `source` names what the calls came from in the notes, which explain each effect left
@@ -282,37 +307,52 @@ def join(entries: list[Entry], calls: list[Call], names: list[str],
         seq[ev["writer"]] = ev["seq"] = seq.get(ev["writer"], 0) + 1
         effects.append(Placed(ev, e.file_index, e.line))
     if unjoined:
-        notes.append(f"{len(unjoined)} ledger effect(s) join no call of this {source} (by "
-                     "idempotency key or canonical intent), each a possible ORPHAN_EFFECT:")
-        notes += [f"  {os.path.basename(names[e.file_index])}:{e.line}: "
-                  f"{why_unjoined(e, calls, source != 'log')}" for e in unjoined[:_EXPLAINED]]
+        notes.append(
+            f"{len(unjoined)} ledger effect(s) join no call of this {source} (by "
+            "idempotency key or canonical intent), each a possible ORPHAN_EFFECT:"
+        )
+        notes += [
+            f"  {os.path.basename(names[e.file_index])}:{e.line}: "
+            f"{why_unjoined(e, calls, source != 'log')}"
+            for e in unjoined[:_EXPLAINED]
+        ]
         if len(unjoined) > _EXPLAINED:
             notes.append(f"  ... and {len(unjoined) - _EXPLAINED} more")
     if pending:
-        notes.append(f"{len(pending)} idempotency record(s) still INPROGRESS (outcome not "
-                     f"known): {', '.join(map(str, pending[:5]))}")
+        notes.append(
+            f"{len(pending)} idempotency record(s) still INPROGRESS (outcome not "
+            f"known): {', '.join(map(str, pending[:5]))}"
+        )
     return Joined(effects, notes, orphans(unjoined, calls, names, source))
 
 
 _EXPLAINED = 5
 
 
-def orphans(unjoined: list[Entry], calls: list[Call], names: list[str],
-            source: str = "trace") -> tuple[list[Finding], int]:
+def orphans(
+    unjoined: list[Entry], calls: list[Call], names: list[str], source: str = "trace"
+) -> tuple[list[Finding], int]:
     """A possible ORPHAN_EFFECT for each effect that joined none of `calls` (at most
     `MAX_PER_PROPERTY` listed), and how many more were counted, not listed. Pure."""
     out = []
     for e in unjoined[:MAX_PER_PROPERTY]:
         name = names[e.file_index]
         writer = "ledger:" + name
-        out.append(Finding(
-            "ORPHAN_EFFECT", e.idempotency_key or f"{name}:{e.line}", "possible", (writer,),
-            ((name, e.line),), (Citation("effect", writer, "apply", name, e.line),),
-            f"no call of this {source} accounts for it "
-            f"({why_unjoined(e, calls, source != 'log')}): it is other work on the account "
-            "(leave that out of the ledger), or a request sent around the log without its "
-            "key (a client that minted its own idempotency key), perhaps a second effect of "
-            "an intent"))
+        out.append(
+            Finding(
+                "ORPHAN_EFFECT",
+                e.idempotency_key or f"{name}:{e.line}",
+                "possible",
+                (writer,),
+                ((name, e.line),),
+                (Citation("effect", writer, "apply", name, e.line),),
+                f"no call of this {source} accounts for it "
+                f"({why_unjoined(e, calls, source != 'log')}): it is other work on the account "
+                "(leave that out of the ledger), or a request sent around the log without its "
+                "key (a client that minted its own idempotency key), perhaps a second effect of "
+                "an intent",
+            )
+        )
     return out, max(0, len(unjoined) - MAX_PER_PROPERTY)
 
 
@@ -327,30 +367,42 @@ def why_unjoined(e: Entry, calls: list[Call], flags: bool = True) -> str:
     calls came from a trace, whose --scope and --idempotency-key rules can change). Pure."""
     sent = {k for c in calls for k in (c.idempotency_key, c.call_id) if k}
     if e.idempotency_key and not (e.tool and e.args is not None):
-        hint = (f"the calls sent {_listed(sent)}" if sent else
-                "no call carries a key (the source records none)")
+        hint = (
+            f"the calls sent {_listed(sent)}"
+            if sent
+            else "no call carries a key (the source records none)"
+        )
         fix = "; --idempotency-key PATH names where a call's key is" if flags else ""
-        return (f"its idempotency key {e.idempotency_key} is no call's idempotency key or "
-                f"call id ({hint}){fix}")
+        return (
+            f"its idempotency key {e.idempotency_key} is no call's idempotency key or "
+            f"call id ({hint}){fix}"
+        )
     if not e.tool or e.args is None:
         return "it names no idempotency key, tool or arguments to join by"
     same_tool = [c for c in calls if c.tool == e.tool]
     if not same_tool:
-        return (f"no effectful call of tool {e.tool} (calls of: "
-                f"{_listed({c.tool for c in calls}) or 'none'})")
+        return (
+            f"no effectful call of tool {e.tool} (calls of: "
+            f"{_listed({c.tool for c in calls}) or 'none'})"
+        )
     d0 = _digest(e.tool, e.args, "")
-    scopes = {c.scope for c in same_tool if c.args is not None
-              and _digest(c.tool, c.args, "") == d0}
+    scopes = {
+        c.scope for c in same_tool if c.args is not None and _digest(c.tool, c.args, "") == d0
+    }
     if not scopes:
         if all(c.args is None for c in same_tool):
             return f"the calls of {e.tool} did not record their arguments"
         return f"no call of {e.tool} has these arguments in canonical form"
     if e.scope is None:
-        return (f"calls of {e.tool} with these arguments ran in several scopes "
-                f"({_listed(scopes)}); give the ledger a scope column")
+        return (
+            f"calls of {e.tool} with these arguments ran in several scopes "
+            f"({_listed(scopes)}); give the ledger a scope column"
+        )
     fix = "give --scope a rule that yields the ledger's scope, or " if flags else ""
-    return (f"its scope {e.scope!r} is not the scope of the calls of {e.tool} with these "
-            f"arguments ({_listed(scopes)}): {fix}leave scope out of the ledger")
+    return (
+        f"its scope {e.scope!r} is not the scope of the calls of {e.tool} with these "
+        f"arguments ({_listed(scopes)}): {fix}leave scope out of the ledger"
+    )
 
 
 def _joined(e: Entry, by_key, keys_of, by_tool_args, names) -> Optional[dict]:

@@ -26,6 +26,7 @@ arguments when the span recorded them, else by order (a note says so). A span ex
 twice (at its start and its end) is one attempt; a tool call rejected by the approval
 flow never ran and is left out with a note.
 """
+
 from __future__ import annotations
 
 import json
@@ -115,8 +116,11 @@ def _read_file(path: str, fi: int, spans: dict, traces: dict) -> int:
                     if rec.get("ended_at"):
                         s.end_line = line
             except (KeyError, TypeError, AttributeError) as e:
-                raise InputError(f"not an OpenAI Agents trace export ({type(e).__name__}: "
-                                 f"{e})", path, lines.at(at)) from None
+                raise InputError(
+                    f"not an OpenAI Agents trace export ({type(e).__name__}: {e})",
+                    path,
+                    lines.at(at),
+                ) from None
     return found
 
 
@@ -142,8 +146,11 @@ def run_items(paths) -> list[dict]:
     for path in paths:
         text = read_text(path)
         if not sum(walk(value) for value, _ in documents(text, path)):
-            raise InputError("no function_call items found: expected the items of "
-                             "result.to_input_list() or result.new_items as JSON", path)
+            raise InputError(
+                "no function_call items found: expected the items of "
+                "result.to_input_list() or result.new_items as JSON",
+                path,
+            )
     return list(seen.values())
 
 
@@ -160,8 +167,11 @@ def _join(spans: list[_Span], items: list[dict], notes: list) -> dict:
     out: dict = {}
     by_order = 0
     for s in spans:
-        same_tool = [it for it in free if it.get("name") == s.tool
-                     or s.tool.endswith("." + str(it.get("name")))]
+        same_tool = [
+            it
+            for it in free
+            if it.get("name") == s.tool or s.tool.endswith("." + str(it.get("name")))
+        ]
         exact = [it for it in same_tool if _same_args(s.data.get("input"), it.get("arguments"))]
         pick = exact[0] if exact else (same_tool[0] if same_tool else None)
         if pick is None:
@@ -171,12 +181,16 @@ def _join(spans: list[_Span], items: list[dict], notes: list) -> dict:
         free.remove(pick)
         out[id(s)] = pick
     if by_order:
-        notes.append(f"{by_order} function span(s) joined their run item by order alone "
-                     "(the span did not record its arguments, or they differ)")
+        notes.append(
+            f"{by_order} function span(s) joined their run item by order alone "
+            "(the span did not record its arguments, or they differ)"
+        )
     left = [str(it["call_id"]) for it in free]
     if left:
-        notes.append(f"{len(left)} function call(s) of the run items have no function span "
-                     f"(not traced, or not run): {', '.join(left[:5])}")
+        notes.append(
+            f"{len(left)} function call(s) of the run items have no function span "
+            f"(not traced, or not run): {', '.join(left[:5])}"
+        )
     return out
 
 
@@ -188,17 +202,23 @@ def read(paths, first_index: int = 0, items_paths=()) -> tuple[list[Call], list[
     traces: dict = {}
     for fi, path in enumerate(paths, first_index):
         if not _read_file(path, fi, spans, traces):
-            raise InputError("no OpenAI Agents trace export found: expected span.export() "
-                             "and trace.export() JSON, one per line", path)
+            raise InputError(
+                "no OpenAI Agents trace export found: expected span.export() "
+                "and trace.export() JSON, one per line",
+                path,
+            )
     notes: list[str] = []
-    ordered = sorted(spans.values(), key=lambda s: (str(s.rec.get("started_at") or ""),
-                                                    s.fi, s.line))
+    ordered = sorted(
+        spans.values(), key=lambda s: (str(s.rec.get("started_at") or ""), s.fi, s.line)
+    )
     ordered = [s for s in ordered if not _skipped(s, notes)]
     joined = _join(ordered, run_items(items_paths), notes) if items_paths else {}
     if not items_paths and ordered:
-        notes.append("the SDK's function spans carry no call id: each span is its own call, "
-                     "in span order; give --run-items (the function_call items of "
-                     "result.to_input_list()) to join the model's call ids")
+        notes.append(
+            "the SDK's function spans carry no call id: each span is its own call, "
+            "in span order; give --run-items (the function_call items of "
+            "result.to_input_list()) to join the model's call ids"
+        )
     return [_call(s, joined.get(id(s)), traces) for s in ordered], notes
 
 
@@ -206,8 +226,9 @@ def _skipped(s: _Span, notes: list) -> bool:
     err = s.rec.get("error") or {}
     detail = str((err.get("data") or {}).get("error") or "") if isinstance(err, dict) else ""
     if _REJECTED in detail:
-        notes.append(f"left out: {s.tool} span {s.rec.get('id')}: rejected by the approval "
-                     "flow, never run")
+        notes.append(
+            f"left out: {s.tool} span {s.rec.get('id')}: rejected by the approval flow, never run"
+        )
         return True
     return False
 
@@ -232,13 +253,31 @@ def _call(s: _Span, item: Optional[dict], traces: dict) -> Call:
         outcome, error = OK, ""
     else:
         outcome, error = OPEN, ""
-    view = {"tool": s.tool, "call_id": cid, "args": args, "result": data.get("output"),
-            "span": rec, "trace": trace, "trace_id": rec.get("trace_id"),
-            "span_id": rec.get("id"), "group_id": trace.get("group_id"),
-            "metadata": trace.get("metadata") or rec.get("metadata") or {},
-            "mcp_data": data.get("mcp_data")}
+    view = {
+        "tool": s.tool,
+        "call_id": cid,
+        "args": args,
+        "result": data.get("output"),
+        "span": rec,
+        "trace": trace,
+        "trace_id": rec.get("trace_id"),
+        "span_id": rec.get("id"),
+        "group_id": trace.get("group_id"),
+        "metadata": trace.get("metadata") or rec.get("metadata") or {},
+        "mcp_data": data.get("mcp_data"),
+    }
     scope = trace.get("group_id") or f"trace:{rec.get('trace_id')}"
-    return Call(tool=s.tool, call_id=cid, args=args, outcome=outcome, writer=s.writer,
-                order=(str(rec.get("started_at") or ""), s.fi, s.line), loc=(s.fi, s.line),
-                end_loc=(s.fi, s.end_line) if s.end_line else (0, 0), error=error,
-                ident=f"span {rec.get('id')}", view=view, scope=str(scope))
+    return Call(
+        tool=s.tool,
+        call_id=cid,
+        args=args,
+        outcome=outcome,
+        writer=s.writer,
+        order=(str(rec.get("started_at") or ""), s.fi, s.line),
+        loc=(s.fi, s.line),
+        end_loc=(s.fi, s.end_line) if s.end_line else (0, 0),
+        error=error,
+        ident=f"span {rec.get('id')}",
+        view=view,
+        scope=str(scope),
+    )

@@ -42,6 +42,7 @@ start time, which is one process's clock. A span exported twice (the same trace 
 id) counts once; a span without a trace or span id is never taken for another: it is read
 as a span of its own, with a note.
 """
+
 from __future__ import annotations
 
 import base64
@@ -56,8 +57,12 @@ from toolcommit.model.errors import InputError
 TOOL_OPERATION = "execute_tool"
 ARG_NAMES = ("gen_ai.tool.call.arguments", "tool_arguments", "gen_ai.prompt")
 RESULT_NAMES = ("gen_ai.tool.call.result", "tool_response", "gen_ai.completion")
-SCOPE_NAMES = ("gen_ai.conversation.id", "langsmith.metadata.thread_id",
-               "langsmith.metadata.session_id", "langsmith.metadata.conversation_id")
+SCOPE_NAMES = (
+    "gen_ai.conversation.id",
+    "langsmith.metadata.thread_id",
+    "langsmith.metadata.session_id",
+    "langsmith.metadata.conversation_id",
+)
 
 
 # ----- OTLP JSON values ------------------------------------------------------------------
@@ -70,8 +75,11 @@ def any_value(v):
     """An OTLP AnyValue as a plain Python value."""
     if not isinstance(v, dict):
         return v
-    for camel, snake in (("stringValue", "string_value"), ("boolValue", "bool_value"),
-                         ("doubleValue", "double_value")):
+    for camel, snake in (
+        ("stringValue", "string_value"),
+        ("boolValue", "bool_value"),
+        ("doubleValue", "double_value"),
+    ):
         if camel in v or snake in v:
             return _g(v, camel, snake)
     if "intValue" in v or "int_value" in v:
@@ -89,8 +97,7 @@ def kv_list(items) -> dict:
     """OTLP ``[{"key": k, "value": AnyValue}, ...]`` as a dict (a dict is kept as is)."""
     if isinstance(items, dict):
         return items
-    return {kv.get("key"): any_value(kv.get("value")) for kv in items or ()
-            if isinstance(kv, dict)}
+    return {kv.get("key"): any_value(kv.get("value")) for kv in items or () if isinstance(kv, dict)}
 
 
 # ----- spans in either format, as one shape ---------------------------------------------
@@ -113,22 +120,28 @@ def _ident(v, field: str) -> str:
 def _otlp_spans(doc: dict) -> Iterator[Span]:
     for rs in _g(doc, "resourceSpans", "resource_spans", []) or []:
         resource = kv_list((rs.get("resource") or {}).get("attributes"))
-        scopes = _g(rs, "scopeSpans", "scope_spans") or _g(
-            rs, "instrumentationLibrarySpans", "instrumentation_library_spans") or []
+        scopes = (
+            _g(rs, "scopeSpans", "scope_spans")
+            or _g(rs, "instrumentationLibrarySpans", "instrumentation_library_spans")
+            or []
+        )
         for ss in scopes:
             for s in ss.get("spans") or []:
                 status = s.get("status") or {}
-                yield Span(name=s.get("name", ""),
-                           trace_id=_ident(_g(s, "traceId", "trace_id", ""), "traceId"),
-                           span_id=_ident(_g(s, "spanId", "span_id", ""), "spanId"),
-                           parent_id=_ident(_g(s, "parentSpanId", "parent_span_id", ""),
-                                            "parentSpanId"),
-                           start=int(_g(s, "startTimeUnixNano", "start_time_unix_nano", 0)),
-                           attributes=kv_list(s.get("attributes")),
-                           events=[(e.get("name"), kv_list(e.get("attributes")))
-                                   for e in s.get("events") or ()],
-                           error=status.get("code") in _ERROR_CODES,
-                           status_text=status.get("message", ""), resource=resource)
+                yield Span(
+                    name=s.get("name", ""),
+                    trace_id=_ident(_g(s, "traceId", "trace_id", ""), "traceId"),
+                    span_id=_ident(_g(s, "spanId", "span_id", ""), "spanId"),
+                    parent_id=_ident(_g(s, "parentSpanId", "parent_span_id", ""), "parentSpanId"),
+                    start=int(_g(s, "startTimeUnixNano", "start_time_unix_nano", 0)),
+                    attributes=kv_list(s.get("attributes")),
+                    events=[
+                        (e.get("name"), kv_list(e.get("attributes"))) for e in s.get("events") or ()
+                    ],
+                    error=status.get("code") in _ERROR_CODES,
+                    status_text=status.get("message", ""),
+                    resource=resource,
+                )
 
 
 def _iso_ns(text) -> int:
@@ -141,16 +154,18 @@ def _iso_ns(text) -> int:
 def _console_span(doc: dict) -> Span:
     ctx = doc.get("context") or {}
     status = doc.get("status") or {}
-    return Span(name=doc.get("name", ""), trace_id=_ident(ctx.get("trace_id"), "trace_id"),
-                span_id=_ident(ctx.get("span_id"), "span_id"),
-                parent_id=_ident(doc.get("parent_id"), "parent_id"),
-                start=_iso_ns(doc.get("start_time")),
-                attributes=dict(doc.get("attributes") or {}),
-                events=[(e.get("name"), dict(e.get("attributes") or {}))
-                        for e in doc.get("events") or ()],
-                error=status.get("status_code") in _ERROR_CODES,
-                status_text=status.get("description") or "",
-                resource=dict((doc.get("resource") or {}).get("attributes") or {}))
+    return Span(
+        name=doc.get("name", ""),
+        trace_id=_ident(ctx.get("trace_id"), "trace_id"),
+        span_id=_ident(ctx.get("span_id"), "span_id"),
+        parent_id=_ident(doc.get("parent_id"), "parent_id"),
+        start=_iso_ns(doc.get("start_time")),
+        attributes=dict(doc.get("attributes") or {}),
+        events=[(e.get("name"), dict(e.get("attributes") or {})) for e in doc.get("events") or ()],
+        error=status.get("status_code") in _ERROR_CODES,
+        status_text=status.get("description") or "",
+        resource=dict((doc.get("resource") or {}).get("attributes") or {}),
+    )
 
 
 def spans(value) -> Iterator[Span]:
@@ -168,9 +183,11 @@ def spans(value) -> Iterator[Span]:
 # ----- tool spans -> calls ---------------------------------------------------------------
 def is_tool_span(s: Span) -> bool:
     a = s["attributes"]
-    return (a.get("gen_ai.operation.name") == TOOL_OPERATION
-            or a.get("langsmith.span.kind") == "tool"
-            or (s["name"] == "running tool" and "gen_ai.tool.name" in a))
+    return (
+        a.get("gen_ai.operation.name") == TOOL_OPERATION
+        or a.get("langsmith.span.kind") == "tool"
+        or (s["name"] == "running tool" and "gen_ai.tool.name" in a)
+    )
 
 
 def _json(v):
@@ -186,7 +203,7 @@ def _args(a: dict) -> Optional[dict]:
     for name in ARG_NAMES:
         if name in a:
             v = _json(a[name])
-            if isinstance(v, dict) and set(v) == {"input"}:   # LangSmith: {"input": "..."}
+            if isinstance(v, dict) and set(v) == {"input"}:  # LangSmith: {"input": "..."}
                 inner = _json(v["input"])
                 v = inner if isinstance(inner, dict) else v
             return v if isinstance(v, dict) else {"input": v}
@@ -242,8 +259,10 @@ def _writer(resource: dict) -> str:
 
 def _skip_reason(a: dict) -> str:
     if a.get("pydantic_ai.tool.failure_stage"):
-        return (f"rejected before the tool ran "
-                f"(pydantic_ai.tool.failure_stage={a['pydantic_ai.tool.failure_stage']})")
+        return (
+            f"rejected before the tool ran "
+            f"(pydantic_ai.tool.failure_stage={a['pydantic_ai.tool.failure_stage']})"
+        )
     if a.get("pydantic_ai.tool.deferral.name"):
         return f"deferred, not run ({a['pydantic_ai.tool.deferral.name']})"
     return ""
@@ -254,14 +273,16 @@ def _retry_note(a: dict) -> str:
         return ""
     at, top = a.get("pydantic_ai.tool.retry.attempt"), a.get("pydantic_ai.tool.retry.max_retries")
     of = f" (attempt {at} of {top})" if at is not None else ""
-    return (f"the model was asked to call again{of}: "
-            f"pydantic_ai.tool.retry.cause={a['pydantic_ai.tool.retry.cause']}; "
-            "the call it re-issues has a new call id")
+    return (
+        f"the model was asked to call again{of}: "
+        f"pydantic_ai.tool.retry.cause={a['pydantic_ai.tool.retry.cause']}; "
+        "the call it re-issues has a new call id"
+    )
 
 
 GUARD_PREFIX = "toolcommit."
-GUARD_SPAN = ("toolcommit.span", "guard")   # the guard's own span (toolcommit.runtime.otel)
-_ENCODED = ("args", "result")      # JSON-encoded on the span (not scalars)
+GUARD_SPAN = ("toolcommit.span", "guard")  # the guard's own span (toolcommit.runtime.otel)
+_ENCODED = ("args", "result")  # JSON-encoded on the span (not scalars)
 
 
 def guard_lines(s: Span) -> tuple:
@@ -270,8 +291,9 @@ def guard_lines(s: Span) -> tuple:
     for name, attrs in s["events"]:
         if not str(name).startswith(GUARD_PREFIX):
             continue
-        line = {k[len(GUARD_PREFIX):]: v for k, v in attrs.items()
-                if str(k).startswith(GUARD_PREFIX)}
+        line = {
+            k[len(GUARD_PREFIX) :]: v for k, v in attrs.items() if str(k).startswith(GUARD_PREFIX)
+        }
         for k in _ENCODED:
             if isinstance(line.get(k), str):
                 line[k] = _json(line[k])
@@ -293,8 +315,12 @@ def fold_guard_spans(found: list) -> list:
     children: dict = {}
     for s, *_ in found:
         parent = by_id.get((s["trace_id"], s.get("parent_id")))
-        if is_guard_span(s) and s.get("parent_id") and parent is not None \
-                and not is_guard_span(parent):
+        if (
+            is_guard_span(s)
+            and s.get("parent_id")
+            and parent is not None
+            and not is_guard_span(parent)
+        ):
             children.setdefault(id(parent), []).append(s)
     folded = {id(c) for cs in children.values() for c in cs}
     out = []
@@ -302,8 +328,12 @@ def fold_guard_spans(found: list) -> list:
         if id(s) in folded:
             continue
         if id(s) in children:
-            extra = [ev for c in sorted(children[id(s)], key=lambda c: c["start"])
-                     for ev in c["events"] if str(ev[0]).startswith(GUARD_PREFIX)]
+            extra = [
+                ev
+                for c in sorted(children[id(s)], key=lambda c: c["start"])
+                for ev in c["events"]
+                if str(ev[0]).startswith(GUARD_PREFIX)
+            ]
             s = Span(s, events=list(s["events"]) + extra)
         out.append((s, fi, line, where))
     return out
@@ -321,19 +351,37 @@ def to_call(s: Span, fi: int, line: int, skipped: list, where: str = "") -> Opti
     failed = s["error"] or bool(a.get("error.type"))
     args = _args(a)
     result = next((_json(a[n]) for n in RESULT_NAMES if n in a), None)
-    view = {"tool": tool, "call_id": cid, "args": args, "result": result, "name": s["name"],
-            "trace_id": s["trace_id"], "span_id": s["span_id"], "attributes": a,
-            "resource": s["resource"]}
+    view = {
+        "tool": tool,
+        "call_id": cid,
+        "args": args,
+        "result": result,
+        "name": s["name"],
+        "trace_id": s["trace_id"],
+        "span_id": s["span_id"],
+        "attributes": a,
+        "resource": s["resource"],
+    }
     ident = f"span {s['span_id']}" if s["span_id"] else f"span at {where}"
     default_scope = next((a[n] for n in SCOPE_NAMES if a.get(n)), None) or (
-        f"trace:{s['trace_id']}" if s["trace_id"] else f"trace of the {ident}")
+        f"trace:{s['trace_id']}" if s["trace_id"] else f"trace of the {ident}"
+    )
     note = _retry_note(a)
-    return Call(tool=tool, call_id=cid, args=args, outcome=ERROR if failed else OK,
-                writer=_writer(s["resource"]),
-                order=(s["start"], str(s["trace_id"]), str(s["span_id"]), line),
-                loc=(fi, line), error=_error(s) if failed else "",
-                ident=ident, view=view, scope=str(default_scope),
-                notes=(note,) if note else (), lines=guard_lines(s))
+    return Call(
+        tool=tool,
+        call_id=cid,
+        args=args,
+        outcome=ERROR if failed else OK,
+        writer=_writer(s["resource"]),
+        order=(s["start"], str(s["trace_id"]), str(s["span_id"]), line),
+        loc=(fi, line),
+        error=_error(s) if failed else "",
+        ident=ident,
+        view=view,
+        scope=str(default_scope),
+        notes=(note,) if note else (),
+        lines=guard_lines(s),
+    )
 
 
 def read(paths, first_index: int = 0) -> tuple[list[Call], list[str]]:
@@ -353,13 +401,16 @@ def read(paths, first_index: int = 0) -> tuple[list[Call], list[str]]:
             try:
                 got = list(spans(value))
             except (ValueError, TypeError, AttributeError, KeyError, OverflowError) as e:
-                raise InputError(f"not an OpenTelemetry span export ({type(e).__name__}: "
-                                 f"{e})", path, lines.at(at)) from None
+                raise InputError(
+                    f"not an OpenTelemetry span export ({type(e).__name__}: {e})",
+                    path,
+                    lines.at(at),
+                ) from None
             for s in got:
                 found += 1
                 ident = (s["trace_id"], s["span_id"])
                 if not (s["trace_id"] and s["span_id"]):
-                    unnamed += 1       # no id to tell a repeat by: a span of its own
+                    unnamed += 1  # no id to tell a repeat by: a span of its own
                 elif ident in seen:
                     repeats += 1
                     continue
@@ -368,14 +419,24 @@ def read(paths, first_index: int = 0) -> tuple[list[Call], list[str]]:
                     line = lines.of(str(s["span_id"]), at) if s["span_id"] else lines.at(at)
                     tools.append((s, fi, line, f"{path}:{line} (#{unnamed})"))
         if not found:
-            raise InputError("no spans found: expected OTLP JSON (resourceSpans) or the "
-                             "console exporter's span JSON", path)
-    calls = [c for c in (to_call(s, fi, line, skipped, where)
-                         for s, fi, line, where in fold_guard_spans(tools)) if c is not None]
+            raise InputError(
+                "no spans found: expected OTLP JSON (resourceSpans) or the "
+                "console exporter's span JSON",
+                path,
+            )
+    calls = [
+        c
+        for c in (
+            to_call(s, fi, line, skipped, where) for s, fi, line, where in fold_guard_spans(tools)
+        )
+        if c is not None
+    ]
     notes = [f"left out: {n}" for n in skipped]
     if repeats:
         notes.append(f"{repeats} span(s) exported more than once were read once")
     if unnamed:
-        notes.append(f"{unnamed} span(s) without a trace id or span id were each read as a "
-                     "span of its own (a repeated export of one cannot be told)")
+        notes.append(
+            f"{unnamed} span(s) without a trace id or span id were each read as a "
+            "span of its own (a repeated export of one cannot be told)"
+        )
     return calls, notes

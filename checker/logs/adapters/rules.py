@@ -17,6 +17,7 @@ Examples
 >>> resolve(view, "args.missing") is MISSING
 True
 """
+
 from __future__ import annotations
 
 import importlib
@@ -39,7 +40,7 @@ def resolve(view, path: str):
         if path in view:
             return view[path]
         parts = path.split(".")
-        for n in range(len(parts) - 1, 0, -1):      # longest dotted name first
+        for n in range(len(parts) - 1, 0, -1):  # longest dotted name first
             head = ".".join(parts[:n])
             if head in view:
                 got = resolve(view[head], ".".join(parts[n:]))
@@ -65,17 +66,21 @@ def _function(spec: str) -> Callable[[dict], object]:
     else from the working directory (``mymod.py`` there), as ``python -m`` would find it."""
     module, _, name = spec.partition(":")
     if not all(part.isidentifier() for part in module.split(".")) or not name.isidentifier():
-        raise UsageError(f"--scope {spec}: give MODULE:FUNCTION (both Python names, such as "
-                         "mymod:scope_of), or an attribute path such as "
-                         "attributes.gen_ai.conversation.id")
+        raise UsageError(
+            f"--scope {spec}: give MODULE:FUNCTION (both Python names, such as "
+            "mymod:scope_of), or an attribute path such as "
+            "attributes.gen_ai.conversation.id"
+        )
     try:
         mod = _import(module)
         fn = getattr(mod, name)
     except Exception as e:  # noqa: BLE001 - the user's module may raise anything on import
-        raise UsageError(f"--scope {spec}: cannot load {name} from module {module} "
-                         f"({type(e).__name__}: {e}); give MODULE:FUNCTION importable from "
-                         "here or from the working directory, or an attribute path such as "
-                         "attributes.gen_ai.conversation.id") from None
+        raise UsageError(
+            f"--scope {spec}: cannot load {name} from module {module} "
+            f"({type(e).__name__}: {e}); give MODULE:FUNCTION importable from "
+            "here or from the working directory, or an attribute path such as "
+            "attributes.gen_ai.conversation.id"
+        ) from None
     if not callable(fn):
         raise UsageError(f"--scope {spec}: {name} is not a function")
     return fn
@@ -87,9 +92,14 @@ def _import(module: str):
     except ModuleNotFoundError as e:
         top = module.split(".")[0]
         here = os.getcwd()
-        if e.name != top or here in sys.path or not (
+        if (
+            e.name != top
+            or here in sys.path
+            or not (
                 os.path.exists(os.path.join(here, top + ".py"))
-                or os.path.isdir(os.path.join(here, top))):
+                or os.path.isdir(os.path.join(here, top))
+            )
+        ):
             raise
     sys.path.insert(0, here)
     try:
@@ -132,24 +142,30 @@ class Rules:
                 try:
                     got = fn(view)
                 except Exception as e:
-                    raise UsageError(f"--scope {self.scope}: the function raised {e!r} on the "
-                                     f"call {view.get('call_id')} of tool {view.get('tool')}; "
-                                     "it is called with the call's view (a dict)") from None
+                    raise UsageError(
+                        f"--scope {self.scope}: the function raised {e!r} on the "
+                        f"call {view.get('call_id')} of tool {view.get('tool')}; "
+                        "it is called with the call's view (a dict)"
+                    ) from None
                 if got is None:
                     if fell_back is not None:
                         fell_back.append(view.get("call_id"))
                     return default
                 return as_text(got)
+
             return by_function
         path = self.scope
 
         def by_path(view, default):
             got = resolve(view, path)
             if got is MISSING or got is None:
-                raise UsageError(f"--scope {path}: the call {view.get('call_id')} of tool "
-                                 f"{view.get('tool')} has no such value; paths start at "
-                                 f"one of: {', '.join(sorted(view))}")
+                raise UsageError(
+                    f"--scope {path}: the call {view.get('call_id')} of tool "
+                    f"{view.get('tool')} has no such value; paths start at "
+                    f"one of: {', '.join(sorted(view))}"
+                )
             return as_text(got)
+
         return by_path
 
     def is_effectful(self, tool: str) -> bool:

@@ -9,6 +9,7 @@ Examples
 >>> looks_like_value({"type": "proposal"}) is None
 True
 """
+
 from __future__ import annotations
 
 import json
@@ -24,18 +25,27 @@ def looks_like_value(v) -> Optional[str]:
     if not isinstance(v, dict):
         return None
     if v.get("object") in ("trace", "trace.span") or (
-            isinstance(v.get("data"), list) and v["data"]
-            and looks_like_value(v["data"][0]) == "openai-agents"):
+        isinstance(v.get("data"), list)
+        and v["data"]
+        and looks_like_value(v["data"][0]) == "openai-agents"
+    ):
         return "openai-agents"
     if "resourceSpans" in v or "resource_spans" in v or ("context" in v and "name" in v):
         return "otel"
     if str(v.get("event", "")).startswith("on_"):
         return "langgraph"
-    if isinstance(v.get("events"), list) and v["events"] and isinstance(v["events"][0], dict) \
-            and ("eventType" in v["events"][0] or "event_type" in v["events"][0]):
+    if (
+        isinstance(v.get("events"), list)
+        and v["events"]
+        and isinstance(v["events"][0], dict)
+        and ("eventType" in v["events"][0] or "event_type" in v["events"][0])
+    ):
         return "temporal"
-    if "workflow_status" in v or "operation_outputs" in v or (
-            "function_id" in v and ("workflow_uuid" in v or "function_name" in v)):
+    if (
+        "workflow_status" in v
+        or "operation_outputs" in v
+        or ("function_id" in v and ("workflow_uuid" in v or "function_name" in v))
+    ):
         return "dbos"
     return None
 
@@ -53,7 +63,7 @@ def looks_like(path: str) -> Optional[str]:
     text = head.decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
     try:
         value, _ = json.JSONDecoder().raw_decode(text)
-    except (ValueError, RecursionError):     # json's decoder recurses on deep nesting
+    except (ValueError, RecursionError):  # json's decoder recurses on deep nesting
         try:
             value = json.loads(text.split("\n", 1)[0])
         except (ValueError, RecursionError):  # a document longer than the head: its keys
@@ -61,7 +71,7 @@ def looks_like(path: str) -> Optional[str]:
     return looks_like_value(value)
 
 
-INTENT_LOG_DB = "intent-log-db"     # toolcommit's own SQLite log: `toolcommit export` it
+INTENT_LOG_DB = "intent-log-db"  # toolcommit's own SQLite log: `toolcommit export` it
 
 
 def _sqlite_source(path: str) -> Optional[str]:
@@ -73,7 +83,9 @@ def _sqlite_source(path: str) -> Optional[str]:
     try:
         uri = Path(path).resolve().as_uri() + "?mode=ro"
         with sqlite3.connect(uri, uri=True, timeout=1.0) as db:
-            names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            names = {
+                r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
     except (sqlite3.Error, OSError, ValueError):
         return None
     finally:
@@ -86,6 +98,11 @@ def _sqlite_source(path: str) -> Optional[str]:
     return None
 
 
-_KEYS = (('"resourceSpans"', "otel"), ('"resource_spans"', "otel"),
-         ('"object": "trace', "openai-agents"), ('"eventType"', "temporal"),
-         ('"event": "on_', "langgraph"), ('"operation_outputs"', "dbos"))
+_KEYS = (
+    ('"resourceSpans"', "otel"),
+    ('"resource_spans"', "otel"),
+    ('"object": "trace', "openai-agents"),
+    ('"eventType"', "temporal"),
+    ('"event": "on_', "langgraph"),
+    ('"operation_outputs"', "dbos"),
+)

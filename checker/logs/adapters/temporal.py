@@ -26,6 +26,7 @@ writer          the run (``WORKFLOW_ID@RUN_ID``)
 Local activities (``MarkerRecorded``) are not read; a note counts them. An activity in
 two histories (a reset copies the events before its reset point) is read once.
 """
+
 from __future__ import annotations
 
 import base64
@@ -38,11 +39,20 @@ from toolcommit.checker.logs.adapters.calls import ERROR, OK, PENDING, Call
 from toolcommit.checker.logs.adapters.docs import Lines, documents, read_text
 from toolcommit.model.errors import InputError
 
-_CLOSE = {"ActivityTaskCompleted", "ActivityTaskFailed", "ActivityTaskTimedOut",
-          "ActivityTaskCanceled"}
-_RUN_CLOSED = {"WorkflowExecutionCompleted", "WorkflowExecutionFailed",
-               "WorkflowExecutionTimedOut", "WorkflowExecutionTerminated",
-               "WorkflowExecutionCanceled", "WorkflowExecutionContinuedAsNew"}
+_CLOSE = {
+    "ActivityTaskCompleted",
+    "ActivityTaskFailed",
+    "ActivityTaskTimedOut",
+    "ActivityTaskCanceled",
+}
+_RUN_CLOSED = {
+    "WorkflowExecutionCompleted",
+    "WorkflowExecutionFailed",
+    "WorkflowExecutionTimedOut",
+    "WorkflowExecutionTerminated",
+    "WorkflowExecutionCanceled",
+    "WorkflowExecutionContinuedAsNew",
+}
 
 
 def _g(d: dict, camel: str, default=None):
@@ -56,7 +66,7 @@ def event_type(ev: dict) -> str:
     """``ActivityTaskScheduled`` from either spelling of the enum."""
     t = str(_g(ev, "eventType", ""))
     if t.startswith("EVENT_TYPE_"):
-        return "".join(w.capitalize() for w in t[len("EVENT_TYPE_"):].split("_"))
+        return "".join(w.capitalize() for w in t[len("EVENT_TYPE_") :].split("_"))
     return t
 
 
@@ -109,8 +119,7 @@ def _histories(value):
             yield value.get("workflowId") or value.get("workflow_id"), value["events"]
         elif isinstance(value.get("history"), dict):
             yield from _histories(value["history"])
-    elif isinstance(value, list) and value and isinstance(value[0], dict) \
-            and event_type(value[0]):
+    elif isinstance(value, list) and value and isinstance(value[0], dict) and event_type(value[0]):
         yield None, value
 
 
@@ -143,21 +152,29 @@ def read(paths, first_index: int = 0) -> tuple[list[Call], list[str]]:
                 try:
                     got, m, r = _read_history(events, wid, path, fi, n, lines, at, seen)
                 except (KeyError, TypeError, AttributeError, ValueError) as e:
-                    raise InputError(f"not a Temporal history ({type(e).__name__}: {e})",
-                                     path, lines.at(at)) from None
+                    raise InputError(
+                        f"not a Temporal history ({type(e).__name__}: {e})", path, lines.at(at)
+                    ) from None
                 calls += got
                 markers += m
                 repeats += r
         if not found:
-            raise InputError("no workflow history found: expected the JSON of temporal "
-                             "workflow show --output json ({\"events\": [...]})", path)
+            raise InputError(
+                "no workflow history found: expected the JSON of temporal "
+                'workflow show --output json ({"events": [...]})',
+                path,
+            )
     notes = []
     if markers:
-        notes.append(f"{markers} local activit{'ies' if markers > 1 else 'y'} "
-                     "(MarkerRecorded) not read: their attempts are not in the history")
+        notes.append(
+            f"{markers} local activit{'ies' if markers > 1 else 'y'} "
+            "(MarkerRecorded) not read: their attempts are not in the history"
+        )
     if repeats:
-        notes.append(f"{repeats} activit{'ies' if repeats > 1 else 'y'} in more than one "
-                     "history (a reset copies the events before its point) read once")
+        notes.append(
+            f"{repeats} activit{'ies' if repeats > 1 else 'y'} in more than one "
+            "history (a reset copies the events before its point) read once"
+        )
     return calls, notes
 
 
@@ -185,8 +202,7 @@ def _read_history(events, wid, path, fi, doc, lines, at, seen):
             repeats += 1
             continue
         seen.add(ident)
-        out += _attempts(run, eid, ev, a, started.get(eid), closed.get(eid),
-                         (fi, doc, lines, at))
+        out += _attempts(run, eid, ev, a, started.get(eid), closed.get(eid), (fi, doc, lines, at))
     return out, markers, repeats
 
 
@@ -207,26 +223,63 @@ def _attempts(run: _Run, eid, ev, a, start, close, where) -> list[Call]:
     loc = (fi, _line(lines, at, ev))
     start_loc = (fi, _line(lines, at, start[0])) if start else loc
     if close is None:
-        outcome, error, end = ((ERROR, "the run closed while the activity was open", loc)
-                               if run.closed else (PENDING, "", loc))
+        outcome, error, end = (
+            (ERROR, "the run closed while the activity was open", loc)
+            if run.closed
+            else (PENDING, "", loc)
+        )
     else:
         t, cev, ca = close
         end = (fi, _line(lines, at, cev))
         outcome = OK if t == "ActivityTaskCompleted" else ERROR
         error = {"ActivityTaskCompleted": "", "ActivityTaskCanceled": "canceled"}.get(
-            t, _failure(ca))
-    view = {"tool": tool, "call_id": cid, "args": args, "workflow_id": run.workflow_id,
-            "run_id": run.run_id, "activity_id": aid, "workflow_type": run.workflow_type,
-            "attempts": n, "scheduled": a, "started": start[1] if start else None,
-            "result": close[2] if close else None}
+            t, _failure(ca)
+        )
+    view = {
+        "tool": tool,
+        "call_id": cid,
+        "args": args,
+        "workflow_id": run.workflow_id,
+        "run_id": run.run_id,
+        "activity_id": aid,
+        "workflow_type": run.workflow_type,
+        "attempts": n,
+        "scheduled": a,
+        "started": start[1] if start else None,
+        "result": close[2] if close else None,
+    }
     last = _failure(start[1], "lastFailure") if n > 1 else ""
-    base = dict(tool=tool, call_id=cid, args=args, writer=run.writer, view=view,
-                scope=run.workflow_id, ident=f"activity {aid} of {run.writer}")
-    calls = [Call(outcome=ERROR, order=(fi, doc, int(eid), k), loc=start_loc,
-                  error=(f"attempt {k} of {n}: " + (last if k == n - 1 and last != "failed"
-                                                   else "failed or timed out")
-                         + "; the server retried it"), **base)
-             for k in range(1, n)]
-    calls.append(Call(outcome=outcome, order=(fi, doc, int(eid), n), loc=start_loc,
-                      end_loc=end, error=error, **base))
+    base = dict(
+        tool=tool,
+        call_id=cid,
+        args=args,
+        writer=run.writer,
+        view=view,
+        scope=run.workflow_id,
+        ident=f"activity {aid} of {run.writer}",
+    )
+    calls = [
+        Call(
+            outcome=ERROR,
+            order=(fi, doc, int(eid), k),
+            loc=start_loc,
+            error=(
+                f"attempt {k} of {n}: "
+                + (last if k == n - 1 and last != "failed" else "failed or timed out")
+                + "; the server retried it"
+            ),
+            **base,
+        )
+        for k in range(1, n)
+    ]
+    calls.append(
+        Call(
+            outcome=outcome,
+            order=(fi, doc, int(eid), n),
+            loc=start_loc,
+            end_loc=end,
+            error=error,
+            **base,
+        )
+    )
     return calls

@@ -1,6 +1,7 @@
 """`toolcommit ask --format html`: the recommendation, the grid as a coloured matrix whose
 violated cells link to their counterexamples, the answer in words, each counterexample as a
 sequence diagram, and the JSON report embedded."""
+
 from __future__ import annotations
 
 from toolcommit.checker.design.explain import explain, footnotes, recommendation
@@ -31,27 +32,40 @@ def render_ask_html(a: Answer, data: str) -> str:
                 text = f'<a href="#{_pid(n)}">{text}</a>'
             line.append((text, f"cell {status}"))
         rows.append(line)
-    body = [f"<h1>toolcommit ask {esc(q.name)}: {esc(q.title)}</h1>",
-            f'<p class="lead">{esc(recommendation(a))}</p>']
+    body = [
+        f"<h1>toolcommit ask {esc(q.name)}: {esc(q.title)}</h1>",
+        f'<p class="lead">{esc(recommendation(a))}</p>',
+    ]
     if q.asks:
         body.append(f"<blockquote>{esc(q.asks)}</blockquote>")
     if q.column_legend:
-        body.append('<p class="meta">columns: ' + esc("; ".join(
-            f"{k} = {v}" for k, v in q.column_legend.items())) + "; + yes, - no</p>")
-    body += [table([esc(q.row_header or "option")] + [esc(c.name) for c in q.columns], rows,
-                   "grid"),
-             '<p class="meta">green: HOLDS; red: VIOLATED (click for the counterexample); '
-             "yellow: UNKNOWN; grey: not judged</p>", "<h2>Answer</h2>"]
+        body.append(
+            '<p class="meta">columns: '
+            + esc("; ".join(f"{k} = {v}" for k, v in q.column_legend.items()))
+            + "; + yes, - no</p>"
+        )
+    body += [
+        table([esc(q.row_header or "option")] + [esc(c.name) for c in q.columns], rows, "grid"),
+        '<p class="meta">green: HOLDS; red: VIOLATED (click for the counterexample); '
+        "yellow: UNKNOWN; grey: not judged</p>",
+        "<h2>Answer</h2>",
+    ]
     body += [f"<p>{esc(p)}</p>" for p in explain(a)]
     changed = change_lines(a, False)
     if changed:
-        body += [f"<h2>What {esc(q.env)} changed, and why</h2>"] + [f"<p>{esc(p)}</p>" for p in changed]
+        body += [f"<h2>What {esc(q.env)} changed, and why</h2>"] + [
+            f"<p>{esc(p)}</p>" for p in changed
+        ]
     cells = a.violated_cells()
     if cells:
         body.append("<h2>Counterexamples</h2>")
     for c in cells:
         n, v = notes[(c.row, c.column)], c.headline
-        body.append(counterexample_section(v.counterexample, _pid(n),
-                                           f"[{n}] {c.row} / {c.column}: {v.property} in "
-                                           f"{v.counterexample.length} steps"))
+        body.append(
+            counterexample_section(
+                v.counterexample,
+                _pid(n),
+                f"[{n}] {c.row} / {c.column}: {v.property} in {v.counterexample.length} steps",
+            )
+        )
     return page(f"toolcommit ask {q.name}", body, data)

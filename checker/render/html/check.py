@@ -1,6 +1,7 @@
 """`toolcommit check --format html`: the verdict table (each violated cell a link to its
 counterexample), every counterexample as a sequence diagram, the text report, and the JSON
 report embedded."""
+
 from __future__ import annotations
 
 from toolcommit.checker.engines.verdict import Status
@@ -28,27 +29,43 @@ def render_check_html(suite: SuiteResult, data: str, text: str) -> str:
             if v is None:
                 cells.append(("-", ""))
             elif v.status is Status.VIOLATED:
-                cells.append((f'<a href="#{_pid(r.instance.name, c)}">x{v.counterexample.length}'
-                              "</a>", "cell VIOLATED"))
+                cells.append(
+                    (
+                        f'<a href="#{_pid(r.instance.name, c)}">x{v.counterexample.length}</a>',
+                        "cell VIOLATED",
+                    )
+                )
             else:
                 cells.append(("ok" if v.status is Status.HOLDS else "?", f"cell {v.status.value}"))
         rows.append([esc(r.instance.name), str(r.stats["states"]), str(r.stats["depth"])] + cells)
-    found = [(r.instance.name, v) for r in suite.results for v in r.verdicts
-             if v.status is Status.VIOLATED]
+    found = [
+        (r.instance.name, v)
+        for r in suite.results
+        for v in r.verdicts
+        if v.status is Status.VIOLATED
+    ]
     if suite.p5 is not None and suite.p5.status is Status.VIOLATED:
         found.append(("personalities", suite.p5))
     guarantee = suite.guarantee()
-    body = [f"<h1>toolcommit check: {esc(cfg.label())}</h1>",
-            f'<p class="lead">{verdict(suite.status.value)}'
-            + (f"; guarantee: {esc(guarantee)}" if guarantee else "")
-            + "".join(f"; assumes {esc(a)}" for a in suite.assumes) + "</p>",
-            '<p class="meta">cells: ok = holds on every reachable state; xN = violated, '
-            "shortest counterexample has N steps (click it); ? = unknown</p>",
-            table(["instance", "states", "depth"] + cols, rows, "verdicts")]
+    body = [
+        f"<h1>toolcommit check: {esc(cfg.label())}</h1>",
+        f'<p class="lead">{verdict(suite.status.value)}'
+        + (f"; guarantee: {esc(guarantee)}" if guarantee else "")
+        + "".join(f"; assumes {esc(a)}" for a in suite.assumes)
+        + "</p>",
+        '<p class="meta">cells: ok = holds on every reachable state; xN = violated, '
+        "shortest counterexample has N steps (click it); ? = unknown</p>",
+        table(["instance", "states", "depth"] + cols, rows, "verdicts"),
+    ]
     if found:
         body.append("<h2>Counterexamples</h2>")
     for name, v in found:
-        body.append(counterexample_section(v.counterexample, _pid(name, v.property),
-                                           f"{name}: {v.property} in {v.counterexample.length} steps"))
+        body.append(
+            counterexample_section(
+                v.counterexample,
+                _pid(name, v.property),
+                f"{name}: {v.property} in {v.counterexample.length} steps",
+            )
+        )
     body += ["<h2>The report as text</h2>", pre(text)]
     return page(f"toolcommit check: {cfg.label()}", body, data)

@@ -2,6 +2,7 @@
 each minimal design (every knob, its departures from naive marked, each linked to the
 counterexample that appears when it is turned back, drawn as a sequence diagram), the
 promises a stronger guarantee would need, and the JSON report embedded."""
+
 from __future__ import annotations
 
 from toolcommit.checker.design.synthesis import Synthesis, preferred
@@ -23,45 +24,87 @@ def _design(m, prefix: str, title: str, open_: bool) -> list[str]:
         pid = f"{prefix}-{k}"
         if f is not None and f.counterexample is not None:
             why = f'<a href="#{pid}">{esc(failure_text(f))}</a>'
-            sections.append(counterexample_section(f.counterexample, pid,
-                                                   f"{k} back to {naive[k]}: {failure_text(f)}"))
+            sections.append(
+                counterexample_section(
+                    f.counterexample, pid, f"{k} back to {naive[k]}: {failure_text(f)}"
+                )
+            )
         else:
             why = esc(failure_text(f)) if k in m.departures else ""
         mark = k in m.departures
-        rows.append([esc(k), (f'<span class="depart">{esc(m.design[k])} *</span>' if mark
-                              else esc(m.design[k]), "departure" if mark else ""),
-                     esc(naive[k]), esc(meaning_of(k, m.design[k])) if mark else "", why])
-    out = [f"<h3>{esc(title)}</h3>",
-           table(["knob", "option", "naive", "what it does", "without it"], rows, "design")]
+        rows.append(
+            [
+                esc(k),
+                (
+                    f'<span class="depart">{esc(m.design[k])} *</span>'
+                    if mark
+                    else esc(m.design[k]),
+                    "departure" if mark else "",
+                ),
+                esc(naive[k]),
+                esc(meaning_of(k, m.design[k])) if mark else "",
+                why,
+            ]
+        )
+    out = [
+        f"<h3>{esc(title)}</h3>",
+        table(["knob", "option", "naive", "what it does", "without it"], rows, "design"),
+    ]
     if sections:
-        out += [f"<details{' open' if open_ else ''}><summary>what breaks without each "
-                f"departure ({len(sections)} counterexamples)</summary>", *sections, "</details>"]
+        out += [
+            f"<details{' open' if open_ else ''}><summary>what breaks without each "
+            f"departure ({len(sections)} counterexamples)</summary>",
+            *sections,
+            "</details>",
+        ]
     return out
 
 
 def render_design_html(s: Synthesis, data: str) -> str:
     """The page; `data` is the synthesis's JSON report, embedded as it is."""
-    body = [f"<h1>toolcommit design: {esc(s.env)}</h1>",
-            f'<p class="lead">{esc(recommendation(s))}</p>',
-            f'<p class="meta">{esc(profile(s.env).meaning)}</p>',
-            f'<p class="meta">searched: {s.checked} designs judged, {s.pruned} pruned by '
-            f"monotonicity, on {esc(', '.join(s.instances))}</p>"]
+    body = [
+        f"<h1>toolcommit design: {esc(s.env)}</h1>",
+        f'<p class="lead">{esc(recommendation(s))}</p>',
+        f'<p class="meta">{esc(profile(s.env).meaning)}</p>',
+        f'<p class="meta">searched: {s.checked} designs judged, {s.pruned} pruned by '
+        f"monotonicity, on {esc(', '.join(s.instances))}</p>",
+    ]
     for li, lv in enumerate(s.levels, 1):
-        body.append(f"<h2>{esc(lv.guarantee or 'the properties asked for')} "
-                    f"({esc(', '.join(lv.props))}): {verdict(lv.status.value)}</h2>")
+        body.append(
+            f"<h2>{esc(lv.guarantee or 'the properties asked for')} "
+            f"({esc(', '.join(lv.props))}): {verdict(lv.status.value)}</h2>"
+        )
         body.append(f"<p>recommended: {esc(failure_text(lv.recommended))}</p>")
         first = preferred(lv) if lv.minimal else None
         for mi, m in enumerate(lv.minimal, 1):
-            body += _design(m, f"cx-{li}-{mi}", f"design {mi}: {len(m.departures)} departures "
-                            "from naive" + (" (the one to build first)" if m is first else ""),
-                            m is first)
+            body += _design(
+                m,
+                f"cx-{li}-{mi}",
+                f"design {mi}: {len(m.departures)} departures "
+                "from naive" + (" (the one to build first)" if m is first else ""),
+                m is first,
+            )
         if not lv.minimal and lv.strengthening:
-            body.append("<p>promises under which one holds:</p><ul>" + "".join(
-                "<li>" + esc(", ".join(f"{n}={v}" + (" [no provider of this kind can promise it]"
-                                                    if n in st.inherent else "")
-                                       for n, v in st.promises))
-                + f"; without: {esc(failure_text(st.without))}</li>" for st in lv.strengthening)
-                + "</ul>")
+            body.append(
+                "<p>promises under which one holds:</p><ul>"
+                + "".join(
+                    "<li>"
+                    + esc(
+                        ", ".join(
+                            f"{n}={v}"
+                            + (
+                                " [no provider of this kind can promise it]"
+                                if n in st.inherent
+                                else ""
+                            )
+                            for n, v in st.promises
+                        )
+                    )
+                    + f"; without: {esc(failure_text(st.without))}</li>"
+                    for st in lv.strengthening
+                )
+                + "</ul>"
+            )
         elif not lv.minimal and lv.status is not Status.HOLDS:
             body.append(f"<p>No design holds in {esc(s.env)}.</p>")
     return page(f"toolcommit design: {s.env}", body, data)

@@ -1,5 +1,6 @@
 """The page every HTML report shares: the shell (CSS, the policy that forbids loading
 anything, the embedded JSON report), escaping, and the pieces reports have in common."""
+
 from __future__ import annotations
 
 import html
@@ -7,8 +8,14 @@ import json
 
 DATA_ID = "toolcommit-data"
 POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-COLOURS = {"HOLDS": "#1a7f37", "VIOLATED": "#cf222e", "UNKNOWN": "#9a6700",
-           "CONFORMS": "#1a7f37", "VIOLATES": "#cf222e", "INCONCLUSIVE": "#9a6700"}
+COLOURS = {
+    "HOLDS": "#1a7f37",
+    "VIOLATED": "#cf222e",
+    "UNKNOWN": "#9a6700",
+    "CONFORMS": "#1a7f37",
+    "VIOLATES": "#cf222e",
+    "INCONCLUSIVE": "#9a6700",
+}
 
 CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif;
@@ -43,33 +50,58 @@ def embed(data: str) -> str:
     """The JSON report `data` as a script block a browser never runs and a reader (or a
     test) parses back to the same value: `<` is written as its JSON escape, so no
     `</script>` inside a string can end the block."""
-    json.loads(data)          # refuse anything but JSON
-    return (f'<script type="application/json" id="{DATA_ID}">'
-            + data.strip().replace("<", "\\u003c") + "</script>")
+    json.loads(data)  # refuse anything but JSON
+    return (
+        f'<script type="application/json" id="{DATA_ID}">'
+        + data.strip().replace("<", "\\u003c")
+        + "</script>"
+    )
 
 
 def page(title: str, body: list[str], data: str) -> str:
     """The whole document: `body` (HTML fragments) and the embedded JSON report `data`."""
-    return "\n".join([
-        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">',
-        f"<title>{esc(title)}</title>", f"<style>{CSS}</style>", "</head>", "<body>",
-        *body, embed(data), "</body>", "</html>"]) + "\n"
+    return (
+        "\n".join(
+            [
+                "<!DOCTYPE html>",
+                '<html lang="en">',
+                "<head>",
+                '<meta charset="utf-8">',
+                f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">',
+                f"<title>{esc(title)}</title>",
+                f"<style>{CSS}</style>",
+                "</head>",
+                "<body>",
+                *body,
+                embed(data),
+                "</body>",
+                "</html>",
+            ]
+        )
+        + "\n"
+    )
 
 
 def verdict(status: str) -> str:
     """A verdict word in its colour."""
-    return f'<span class="verdict" style="color:{COLOURS.get(status, "#1f2328")}">{esc(status)}</span>'
+    return (
+        f'<span class="verdict" style="color:{COLOURS.get(status, "#1f2328")}">{esc(status)}</span>'
+    )
 
 
 def table(head: list[str], rows: list[list[str]], cls: str = "") -> str:
     """An HTML table of already-escaped cells (a cell may be (html, class))."""
-    out = [f'<table class="{cls}">' if cls else "<table>",
-           "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
+    out = [
+        f'<table class="{cls}">' if cls else "<table>",
+        "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>",
+    ]
     for r in rows:
         cells = [c if isinstance(c, tuple) else (c, "") for c in r]
-        out.append("<tr>" + "".join(f'<td class="{k}">{v}</td>' if k else f"<td>{v}</td>"
-                                    for v, k in cells) + "</tr>")
+        out.append(
+            "<tr>"
+            + "".join(f'<td class="{k}">{v}</td>' if k else f"<td>{v}</td>" for v, k in cells)
+            + "</tr>"
+        )
     return "\n".join(out + ["</table>"])
 
 
