@@ -15,6 +15,10 @@ import pytest
 from . import make_traces
 from .traces import CASES, verdict_of
 
+# real frameworks produce their traces afresh (about 19 s): with -m slow; the pinned
+# fixtures' verdicts stay in the default suite (test_trace_fixtures.py)
+pytestmark = pytest.mark.slow
+
 # found, not imported: importing the frameworks takes seconds, which every worker would
 # spend at collection; make_traces imports them when it runs
 if any(

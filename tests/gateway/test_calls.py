@@ -14,6 +14,10 @@ from mcp_types import JSONRPCResponse  # noqa: E402
 from toolcommit.checker.gateway.calls import Effectful  # noqa: E402
 from toolcommit.runtime import IntentLog  # noqa: E402
 
+# real gateway, server and client processes under faults: with -m slow (test_gateway.py and
+# test_http.py keep the gateway's default coverage)
+pytestmark = pytest.mark.slow
+
 
 def test_two_calls_of_one_intent_apply_once_and_leave_no_lock_behind(tmp_path):
     log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="gw", provider="email")

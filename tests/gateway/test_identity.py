@@ -18,6 +18,10 @@ from .gw import LIMIT, anyio, run, text, until
 pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
 
+# real gateway, server and client processes under faults: with -m slow (test_gateway.py and
+# test_http.py keep the gateway's default coverage)
+pytestmark = pytest.mark.slow
+
 REFUND = {"order": "o-7", "amount": 20}
 
 

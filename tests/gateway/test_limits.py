@@ -17,6 +17,10 @@ import pytest
 
 from .gw import FAULTY, LIMIT, anyio, cli, run, text, until
 
+# real gateway, server and client processes under faults: with -m slow (test_gateway.py and
+# test_http.py keep the gateway's default coverage)
+pytestmark = pytest.mark.slow
+
 REFUND = {"order": "o-7", "amount": 20}
 
 

@@ -53,6 +53,7 @@ def run_cli(*args: str, connect_s: float = 20.0):
     )
 
 
+@pytest.mark.slow
 def test_a_port_that_never_answers_the_handshake_is_a_usage_error_within_the_deadline():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -28,6 +28,7 @@ def test_chat_runtime_that_trusts_call_ids_and_retries_blindly_is_caught_in_the_
     assert c.exit_code == 1 and "caught at run" in render(c)
 
 
+@pytest.mark.slow
 def test_library_comes_out_clean_on_30_seeds_with_every_fault_injected():
     c = torture(30, seed=1, jobs=2, keep_going=True)
     assert c.verdicts()["CONFORMS"] == 30, render(c)

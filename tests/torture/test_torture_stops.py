@@ -16,6 +16,8 @@ import urllib.request
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from toolcommit.checker.torture import harness
 from toolcommit.checker.torture import provider as P
 from toolcommit.checker.torture.plan import Timing, random_plan
@@ -76,6 +78,7 @@ def test_sigterm_during_a_run_ends_every_process_and_removes_the_run_folder(tmp_
     assert folders(tmp_path) == [] and err == ""
 
 
+@pytest.mark.slow
 def test_ctrl_c_with_two_jobs_ends_every_process_and_removes_every_run_folder(tmp_path):
     p, err = stop(tmp_path, ("--jobs", "2"), lambda p: os.killpg(p.pid, signal.SIGINT))
     assert p.returncode == 130 and err == "toolcommit: interrupted\n"
