@@ -2,6 +2,7 @@
 subprocesses and imported by bare name (``import guarded_runs``, ``--scope scopes:NAME``):
 their folder is on the import path for every test here, not only after another module put
 it there."""
+
 import sys
 from pathlib import Path
 

@@ -113,6 +113,7 @@ def knob_configs():
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     config=knob_configs(), name=st.sampled_from(["ack_loss", "zombie", "give_up_retry", "cancel"])

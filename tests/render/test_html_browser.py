@@ -19,9 +19,11 @@ from toolcommit.checker.render.html.sequence import CALL
 from toolcommit.checker.render.html.timeline import LANE_COLOUR
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)"
-)
+# a real browser per page (about 10 s in all): with -m slow
+pytestmark = [
+    pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)"),
+    pytest.mark.slow,
+]
 Image = pytest.importorskip("PIL.Image", reason="needs pillow (the test extra)")
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
