@@ -181,11 +181,11 @@ def test_a_log_the_user_may_not_read_is_refused_as_unreadable(tmp_path):
     IntentLog.sqlite(str(path), writer="w1", provider="stripe").close()
     path.chmod(0)
     argv = [os.path.join(os.path.dirname(sys.executable), "toolcommit"), "export", str(path)]
-    if os.geteuid() == 0:  # root reads anything: run as nobody
-        if shutil.which("setpriv") is None:
-            pytest.skip("root without setpriv: cannot run as another user")
-        argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
-    tmp_path.chmod(0o755)
+    if os.geteuid() == 0:  # root reads anything: run as root without the right to
+        if shutil.which("setpriv") is None:  # override file permissions (the checkout and
+            pytest.skip("root without setpriv: cannot drop the right to read anything")
+        caps = "-dac_override,-dac_read_search"  # its venv may be readable by root alone)
+        argv = ["setpriv", f"--bounding-set={caps}", f"--inh-caps={caps}", *argv]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == "", done.stderr
     assert "cannot read it (Permission denied)" in done.stderr

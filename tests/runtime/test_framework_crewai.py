@@ -9,6 +9,8 @@ wrapper's registration."""
 import json
 import subprocess
 
+import pytest
+
 from .crewai_env import ROOT, crewai_python
 from .fw_cases import CASES
 
@@ -21,6 +23,8 @@ NAMES = (
 SCRIPT = ROOT / "tests" / "runtime" / "crewai_script.py"
 
 
+# every case in one CrewAI process (about 12 s, most of it importing CrewAI): with -m slow
+@pytest.mark.slow
 def test_crewai_tool_cases_one_refund_and_the_truth(tmp_path):
     """One test, not one per case: under pytest-xdist a module fixture would run per worker,
     so the script (and CrewAI's import) twice."""

@@ -68,7 +68,10 @@ def _printed(code: str, page: str, tmp_path, capsys) -> str:
     return capsys.readouterr().out
 
 
-@pytest.mark.parametrize("page", PAGES)
+# CrewAI's page runs in CrewAI's own interpreter (about 12 s of its start): with -m slow
+@pytest.mark.parametrize(
+    "page", [pytest.param(p, marks=pytest.mark.slow) if p == "crewai.md" else p for p in PAGES]
+)
 def test_framework_page_example_prints_what_the_page_shows(page, tmp_path, capsys):
     if NEEDS[page]:
         pytest.importorskip(NEEDS[page], reason="the 'frameworks' extra is not installed")
