@@ -194,7 +194,9 @@ def _results(c, futures: list, holders: list) -> list:
 
 
 def _lost(c, holders: list, i, error) -> None:
-    """`ResourceError` if a worker that holds a shard has left the cluster."""
+    """`ResourceError` if a worker that holds a shard has left the cluster, or shard `i`'s
+    worker could not be reached (a connection error: the worker is lost, the shard is not
+    at fault, whether or not the scheduler has noticed yet)."""
     try:
         alive = set(c.scheduler_info()["workers"])
     except Exception as e:  # noqa: BLE001 - the scheduler itself is gone
@@ -208,5 +210,11 @@ def _lost(c, holders: list, i, error) -> None:
         raise ResourceError(
             f"the Dask worker {', '.join(gone)} holding a shard left the "
             f"cluster (killed or lost){why}; nothing was judged: run again, "
+            "on workers with enough memory"
+        ) from None
+    if isinstance(error, OSError) and i is not None:  # the scheduler has not noticed yet
+        raise ResourceError(
+            f"the Dask worker {holders[i]} holding a shard could not be reached "
+            f"({type(error).__name__}: {error}); nothing was judged: run again, "
             "on workers with enough memory"
         ) from None

@@ -229,6 +229,7 @@ def test_a_cached_engine_without_its_symbols_is_not_the_engine(tmp_path, monkeyp
     assert lib is None and "cannot load" in why and "tc_explore" in why
 
 
+@pytest.mark.slow  # builds the lane twice in a fresh cache (about 6 s)
 @needs_cc
 def test_validate_never_runs_a_planted_lane_and_says_so(tmp_path):
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))

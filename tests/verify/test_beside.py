@@ -81,6 +81,7 @@ def test_the_adversary_searched_beside_judges_what_held_as_one_after_the_other(m
     assert two.verdicts == one.verdicts
 
 
+@pytest.mark.slow  # two native searches of the 13M-state model for long enough to tick
 @needs_cc
 def test_each_search_reports_progress_under_its_own_name(monkeypatch):
     """The terminal's progress line names the search a tick is from: the instance, or the
