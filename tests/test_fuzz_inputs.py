@@ -244,6 +244,7 @@ def test_a_question_file_with_a_400_digit_limit_is_refused_in_one_line(tmp_path_
     run(["ask", write(tmp_path_factory, "q.json", json.dumps(doc))])
 
 
+@pytest.mark.slow  # a deeper or repeated check of what a default test shows
 @pytest.mark.parametrize("path", QUESTIONS[:2], ids=lambda p: p.stem)
 def test_an_edited_question_file_is_a_question_or_refused_in_one_line(path, tmp_path_factory):
     from toolcommit.checker.design.schema import load_question

@@ -5,6 +5,8 @@ bounded, and announced."""
 import json
 from pathlib import Path
 
+import pytest
+
 from toolcommit.checker.cli import main
 from toolcommit.checker.design.question import Limits
 from toolcommit.checker.design.run import answer
@@ -111,6 +113,7 @@ def test_a_row_of_unknown_cells_is_explained_as_unknown(tmp_path, capsys):
     assert "no option holds in any column" not in out
 
 
+@pytest.mark.slow  # a deeper or repeated check of what a default test shows
 def test_negative_or_nan_limits_on_the_command_line_are_refused(capsys):
     for flag, value in (
         ("--max-states", "-5"),

@@ -133,6 +133,7 @@ def test_a_shipped_design_is_what_the_search_finds_today(path, tmp_path, capsys)
     )
 
 
+@pytest.mark.slow  # a deeper or repeated check of what a default test shows
 def test_design_under_a_delay_that_outlives_the_key_finds_no_exactly_once_on_stripe(capsys):
     """design --set delay_bound=48h: D >= L, a late request can land after its key was
     pruned; what is left is at-most-once, and the profile's own numbers are shown changed

@@ -38,6 +38,7 @@ def test_compiled_successors_equal_the_interpreters_on_a_random_walk(p):
             state = c.unpack(rng.choice(expected)[1])
 
 
+@pytest.mark.slow  # a deeper or repeated check of what a default test shows
 @pytest.mark.parametrize("name", ["zombie", "reorder", "duplicate_call_id", "default"])
 def test_worker_symmetry_shrinks_the_state_space_without_changing_verdicts(name):
     for p in ("naive", "recommended"):

@@ -111,6 +111,7 @@ def test_native_and_python_engines_agree_under_every_environment_profile(env, na
         assert_same_exploration(explore(c), explore_native(c))
 
 
+@pytest.mark.slow  # a deeper or repeated check of what a default test shows
 @needs_cc
 @pytest.mark.parametrize("on_unknown", ["sealed_compensate", "human_approval"])
 @pytest.mark.parametrize(

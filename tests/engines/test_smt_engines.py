@@ -77,6 +77,7 @@ def test_bmc_and_bfs_agree_on_verdicts_and_shortest_counterexample_length(preset
     assert_agree(preset(preset_name), instance(name))
 
 
+@pytest.mark.slow  # a deeper or repeated check of what a default test shows
 @pytest.mark.parametrize(
     "knobs",
     [
@@ -129,6 +130,7 @@ def test_bmc_and_bfs_agree_on_many_generated_knob_combinations(config, name):
     assert_agree(config, instance(name))
 
 
+@pytest.mark.slow  # a deeper or repeated check of what a default test shows
 @pytest.mark.parametrize("sort", ["bv", "int"])
 @pytest.mark.parametrize("preset_name", PRESETS)
 def test_to_z3_agrees_with_evaluate_on_random_states(sort, preset_name):
