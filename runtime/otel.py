@@ -204,11 +204,16 @@ def committed(log: IntentLog, line: dict[str, Any]) -> None:
         since = _DOUBT_SINCE.pop(key, None) if to in SETTLED else None
     if since is None and to not in GIVE_UP:
         return
-    try:
-        rec = None if cur is not None and cur.key == key else log.record(key)
-    except Exception:  # the store went down after the commit: the line stands, untold
-        return
-    tool = cur.tool if rec is None and cur is not None else getattr(rec, "tool", None)
+    if cur is not None and cur.key == key:
+        tool = cur.tool
+    else:
+        try:
+            rec = log.record(key)
+        except Exception:  # the store went down after the commit: the line stands, untold
+            return
+        if rec is None:  # no record to name its tool: the line stands, untold
+            return
+        tool = rec.tool
     attrs = {"gen_ai.tool.name": tool, "toolcommit.state": to}
     inst = _instruments()
     if since is not None:
