@@ -1,6 +1,7 @@
-"""Both C programs compile clean under -Wall -Wextra -Werror: the log checker's lane
-(lane.c) and the native engine (native_bfs.c with the model code generated for an
-instance), each with the flags it is built with in production but -w."""
+"""The C programs compile clean under -Wall -Wextra -Werror: the log checker's lane
+(lane.c), the native engine (native_bfs.c with the model code generated for an instance)
+and the shared engine (native_vm.c), each with the flags it is built with in production
+but -w."""
 
 import subprocess
 import sysconfig
@@ -63,5 +64,16 @@ def test_the_shared_native_engine_compiles_without_a_warning(tmp_path, words, sy
     from toolcommit.checker.engines.explicit import native_vm
 
     source = tmp_path / "engine.c"
+    source.write_text(native_vm.vm_source(words, symmetry))
+    compiles(source, native_vm.FLAGS, tmp_path)
+
+
+@pytest.mark.parametrize("words,symmetry", [(2, False), (2, True), (3, True)])
+def test_the_shared_engine_compiles_without_a_warning(tmp_path, words, symmetry):
+    """The engine `ask` and `design` share (native_vm.c), in each shape it is built in:
+    states of two words or more, with the symmetry memo and without."""
+    from toolcommit.checker.engines.explicit import native_vm
+
+    source = tmp_path / "vm.c"
     source.write_text(native_vm.vm_source(words, symmetry))
     compiles(source, native_vm.FLAGS, tmp_path)
