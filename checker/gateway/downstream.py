@@ -1,7 +1,8 @@
 """The downstream MCP server: one stdio process at a time, restarted on demand.
 
 `Downstream` owns the server's process (the `mcp` SDK's `stdio_client`, which starts it in
-a process group of its own and stops the whole group). Messages the server sends go to
+a process group of its own and stops the whole group; `tether` makes it die with the
+gateway however the gateway ends). Messages the server sends go to
 `deliver`, except the answers to the gateway's own requests (`request`). When the process
 dies (it exits, closes its stdout, or `restart` stops it because it did not answer in
 time), every request still waiting on it is answered by `lost` (the client's) or raises
@@ -28,6 +29,8 @@ from mcp_types import (
     JSONRPCRequest,
     JSONRPCResponse,
 )
+
+from toolcommit.checker.gateway import tether
 
 GATEWAY_ID = "toolcommit-gateway-"  # the prefix of the gateway's own request ids
 
@@ -71,8 +74,9 @@ class Downstream:
         errlog=sys.stderr,
         handshake_timeout: float = 60.0,
     ):
+        tethered = tether.command(os.getpid(), command)  # it dies with the gateway
         self.params = StdioServerParameters(
-            command=command[0], args=command[1:], env=dict(os.environ)
+            command=tethered[0], args=tethered[1:], env=dict(os.environ)
         )
         self.deliver, self.lost, self.errlog = deliver, lost, errlog
         self.handshake_timeout = handshake_timeout

@@ -59,6 +59,50 @@ def test_a_gateway_sigkilled_mid_call_then_a_reconnected_retry_applies_once(gate
     assert [r.state for r in e.records()] == ["DEAD_LETTER"]
 
 
+def running(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie waiting for its reaper does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the tether is Linux's")
+def test_a_sigkilled_gateway_leaves_no_server_running(gateway_env):
+    """The server is mid-call, deaf to its stdin (it waits after applying), when the gateway
+    is SIGKILLed: the server goes with it, instead of running on unowned."""
+    e = gateway_env
+    hold, entered = Path(f"{e.ledger}.hold"), Path(f"{e.ledger}.entered")
+
+    async def scenario():
+        hold.touch()
+        async with e.client() as c:
+            async with anyio.create_task_group() as tg:
+
+                async def call():
+                    with anyio.move_on_after(LIMIT / 3):
+                        try:
+                            await c.call_tool("refund", REFUND)
+                        except Exception:  # noqa: BLE001 - the connection is gone
+                            pass
+
+                tg.start_soon(call)
+                await until(entered.exists)
+                server = e.server_pid()
+                assert running(server)
+                os.kill(e.gateway_pid(), signal.SIGKILL)
+                await until(lambda: not running(server))  # bounded by run's LIMIT
+                tg.cancel_scope.cancel()
+        return server
+
+    try:
+        server = run(scenario)
+    finally:
+        hold.unlink()
+    assert not running(server)
+
+
 def test_two_http_clients_at_once_apply_one_refund(gateway_env):
     """Default options: two sessions call the same refund at the same time; one call
     reaches the server, the other gets its recorded answer and is told so."""
