@@ -25,31 +25,39 @@ pytestmark = pytest.mark.slow
 REFUND = {"order": "o-7", "amount": 20}
 
 
+async def sigkilled_mid_call(e, then=None):
+    """A refund applied and held by the server (deaf to its stdin meanwhile); the gateway
+    SIGKILLed there, for real; then `await then()` if given, while the server still holds.
+    The caller unlinks the hold file."""
+    Path(f"{e.ledger}.hold").touch()
+    async with e.client() as c:
+        async with anyio.create_task_group() as tg:
+
+            async def call():
+                with anyio.move_on_after(LIMIT / 3):
+                    try:
+                        await c.call_tool("refund", REFUND)
+                    except Exception:  # noqa: BLE001 - the connection is gone
+                        pass
+
+            tg.start_soon(call)
+            await until(Path(f"{e.ledger}.entered").exists)
+            os.kill(e.gateway_pid(), signal.SIGKILL)
+            if then is not None:
+                await then()
+            tg.cancel_scope.cancel()
+
+
 def test_a_gateway_sigkilled_mid_call_then_a_reconnected_retry_applies_once(gateway_env):
     """The refund is applied, the gateway is SIGKILLed before it records the answer; the
     client reconnects (a new gateway process, a new session) and retries: the restarted
     gateway finds the dead incarnation's record in doubt and gives it up visibly; the
     refund is not sent again."""
     e = gateway_env
-    hold, entered = Path(f"{e.ledger}.hold"), Path(f"{e.ledger}.entered")
 
     async def scenario():
-        hold.touch()
-        async with e.client() as c:
-            async with anyio.create_task_group() as tg:
-
-                async def first():
-                    with anyio.move_on_after(LIMIT / 3):
-                        try:
-                            await c.call_tool("refund", REFUND)
-                        except Exception:  # noqa: BLE001 - the connection is gone
-                            pass
-
-                tg.start_soon(first)
-                await until(entered.exists)
-                os.kill(e.gateway_pid(), signal.SIGKILL)  # mid-call, for real
-                tg.cancel_scope.cancel()
-        hold.unlink()
+        await sigkilled_mid_call(e)
+        Path(f"{e.ledger}.hold").unlink()
         async with e.client() as c:  # the client reconnects and retries
             return await c.call_tool("refund", REFUND)
 
@@ -70,37 +78,20 @@ def running(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the tether is Linux's")
 def test_a_sigkilled_gateway_leaves_no_server_running(gateway_env):
-    """The server is mid-call, deaf to its stdin (it waits after applying), when the gateway
-    is SIGKILLed: the server goes with it, instead of running on unowned."""
+    """The server is mid-call, deaf to its stdin (it holds after applying), when the
+    gateway is SIGKILLed: the server goes with it, instead of running on unowned."""
     e = gateway_env
-    hold, entered = Path(f"{e.ledger}.hold"), Path(f"{e.ledger}.entered")
+    server = []
 
-    async def scenario():
-        hold.touch()
-        async with e.client() as c:
-            async with anyio.create_task_group() as tg:
-
-                async def call():
-                    with anyio.move_on_after(LIMIT / 3):
-                        try:
-                            await c.call_tool("refund", REFUND)
-                        except Exception:  # noqa: BLE001 - the connection is gone
-                            pass
-
-                tg.start_soon(call)
-                await until(entered.exists)
-                server = e.server_pid()
-                assert running(server)
-                os.kill(e.gateway_pid(), signal.SIGKILL)
-                await until(lambda: not running(server))  # bounded by run's LIMIT
-                tg.cancel_scope.cancel()
-        return server
+    async def gone():
+        server.append(e.server_pid())
+        await until(lambda: not running(server[0]))  # bounded by run's LIMIT
 
     try:
-        server = run(scenario)
+        run(lambda: sigkilled_mid_call(e, gone))
     finally:
-        hold.unlink()
-    assert not running(server)
+        Path(f"{e.ledger}.hold").unlink()
+    assert not running(server[0])
 
 
 def test_two_http_clients_at_once_apply_one_refund(gateway_env):
