@@ -48,9 +48,10 @@ EXPLORE = [
 ]
 
 
-def check_once(jobs: int) -> tuple[float, float, bytes, int]:
+def big_argv(jobs: int) -> list[str]:
+    """The command line that checks BIG with `jobs` workers."""
     preset, sets, inst, bounds = BIG
-    argv = [
+    return [
         sys.executable,
         "-m",
         "toolcommit.checker.cli",
@@ -67,6 +68,10 @@ def check_once(jobs: int) -> tuple[float, float, bytes, int]:
         "--explain",
         "none",
     ]
+
+
+def check_once(jobs: int) -> tuple[float, float, bytes, int]:
+    argv = big_argv(jobs)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run(

@@ -35,7 +35,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from bench_jobs import BIG  # noqa: E402
+from bench_jobs import big_argv  # noqa: E402
 
 SPEC_DESIGN = ROOT / "spec" / "designs" / "email.json"
 BOUND = 3600  # seconds: no run waits longer
@@ -132,27 +132,10 @@ def bench_design(base: Path, repeat: int, tmp: Path) -> dict:
 
 
 def bench_jobs(repeat: int) -> dict:
-    preset, sets, inst, bounds = BIG
     runs: dict = {1: [], 2: []}
     for _ in range(repeat):
         for jobs in (1, 2):
-            argv = [
-                sys.executable,
-                "-m",
-                "toolcommit.checker.cli",
-                "check",
-                "--preset",
-                preset,
-                *[x for s in sets for x in ("--set", s)],
-                "--instance",
-                inst,
-                "--bounds",
-                bounds,
-                "--jobs",
-                str(jobs),
-                "--explain",
-                "none",
-            ]
+            argv = big_argv(jobs)
             runs[jobs].append(
                 timed(argv, {**env_for(False, ROOT, None), "TOOLCOMMIT_ENGINE": "native"})
             )
