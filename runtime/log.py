@@ -337,7 +337,7 @@ class IntentLog:
             )
         for i in range(0, len(out), 300):  # a statement per 300 lines (SQLite's 999
             part = out[i : i + 300]  # parameters): one round trip per decision
-            tx.send(
+            tx.run(
                 "INSERT INTO tc_events (writer, seq, line) VALUES "
                 + ", ".join(["(?, ?, ?)"] * len(part)),
                 [x for ln in part for x in (self.writer, ln["seq"], L.dumps(ln))],
@@ -710,7 +710,7 @@ class IntentLog:
                 assert got is not None  # updated in this transaction
                 after = got
             for sql, more in then:
-                tx.send(gated(sql), more)
+                tx.run(gated(sql), more)
             left = frm[0] if before is None else before.state
             return after, line(left, after.fence), after.intent
 

@@ -110,7 +110,7 @@ def meet(
             answer = rec
     if answer is None:
         return None
-    tx.send("UPDATE tc_asks SET told = 1 WHERE key = ? AND scope = ?", (answer.key, answer.scope))
+    tx.run("UPDATE tc_asks SET told = 1 WHERE key = ? AND scope = ?", (answer.key, answer.scope))
     remember(tx, digest, answer.key, scope, told=1)
     return "answered", answer
 
@@ -119,7 +119,7 @@ def remember(tx: Tx, digest: str, key: str, scope: str, told: int = 0) -> None:
     """Note an accepted record's content (or, `told`, an answer given in `scope`), so a
     later call meets it."""
     sql, params = remember_sql(digest, key, scope, told)
-    tx.send(gated(sql), params)
+    tx.run(gated(sql), params)
 
 
 def remember_sql(digest: str, key: str, scope: str, told: int = 0) -> Write:

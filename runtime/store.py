@@ -37,9 +37,7 @@ or nothing. PostgreSQL runs it as one data-modifying ``WITH``, committed alone: 
 trip where a transaction takes one per statement plus ``BEGIN`` and ``COMMIT``. When the
 case does not hold nothing is written, and the log decides in a transaction as usual, so
 the decision itself lives once, in the log. SQLite, in process, has no round trips to save
-(and no data-modifying ``WITH``): it always decides in a transaction. A PostgreSQL
-transaction is pipelined (`Tx`): ``BEGIN`` goes with its first statement, the writes whose
-result is not read (`Tx.send`: the lines, ``tc_asks``) with the next read or ``COMMIT``.
+(and no data-modifying ``WITH``): it always decides in a transaction.
 
 Limitations
 -----------
@@ -55,7 +53,7 @@ import sqlite3
 import threading
 import time
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Callable, Iterator, Optional, Protocol, Sequence
+from typing import Any, Iterator, Optional, Protocol, Sequence
 
 from toolcommit.model.errors import ToolcommitError
 
@@ -115,15 +113,10 @@ class Cursor(Protocol):
 
 
 class Tx:
-    """One open transaction: `one`, `all`, `run` (which returns the row count) and `send`
-    (a write whose result is not read).
+    """One open transaction: `one`, `all` and `run` (which returns the row count)."""
 
-    Where the store pipelines (PostgreSQL: `sync` given), a statement is sent when it is
-    queued and its answer read when needed: `BEGIN` travels with the first statement, a
-    `send` with the next statement read (or the commit), and `run` syncs for its count."""
-
-    def __init__(self, cursor: Cursor, convert: bool, sync: Optional[Callable[[], None]] = None):
-        self._c, self._convert, self._sync = cursor, convert, sync
+    def __init__(self, cursor: Cursor, convert: bool):
+        self._c, self._convert = cursor, convert
 
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s") if self._convert else sql
@@ -146,13 +139,7 @@ class Tx:
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> int:
         self._c.execute(self._sql(sql), tuple(params))
-        if self._sync is not None:  # the row count is known once the server answered
-            self._sync()
         return self._c.rowcount
-
-    def send(self, sql: str, params: Sequence[Any] = ()) -> None:
-        """Run a write whose result is not read (its failure fails the transaction)."""
-        self._c.execute(self._sql(sql), tuple(params))
 
     def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self._c.executemany(self._sql(sql), [tuple(r) for r in rows])
@@ -393,7 +380,6 @@ class PostgresStore(Store):
                 "PostgreSQL needs psycopg 3: pip install 'toolcommit[postgres]'"
             ) from None
         self._errors = psycopg.Error
-        self._idle = psycopg.pq.TransactionStatus.IDLE
         try:
             self._db = psycopg.connect(conninfo, autocommit=True)
             with self.tx() as tx:
@@ -448,15 +434,8 @@ class PostgresStore(Store):
         """One transaction; a failed statement or commit (the server gone, a full disk) is a
         `StoreError` in one line: rolled back, so the decision was not written."""
         try:
-            with self._lock:
-                try:  # BEGIN and COMMIT by hand: each goes with the statements around it
-                    with self._db.pipeline() as pipe, self._db.cursor() as cur:
-                        cur.execute("BEGIN", ())
-                        yield Tx(cur, True, pipe.sync)
-                        cur.execute("COMMIT", ())
-                finally:  # a failure or an exception: what was begun is rolled back
-                    if self._db.info.transaction_status != self._idle:
-                        self._db.execute("ROLLBACK")
+            with self._lock, self._db.transaction(), self._db.cursor() as cur:
+                yield Tx(cur, True)
         except self._errors as e:
             raise StoreError(_pg_failed(e)) from None
 
