@@ -235,6 +235,9 @@ class IntentLog:
         self._lock = threading.RLock()
         self.incarnation, self._seq, self.crashed = 0, 0, False
         self.taken_over: list[Record] = []
+        # the intents this process proposed lately: a re-proposal skips the fresh case's
+        # statement (`propose`), which would only write nothing
+        self._proposed: dict[str, None] = {}
         self.design_adopted: Optional[str] = None
         self.settler, self.settle_every = bool(settler), float(settle_every)
         # the tools whose records the settler settles and keeps (`effectful` adds; None: all)
@@ -524,7 +527,7 @@ class IntentLog:
                 "accepted", rec.key, rec, self._ticket(rec, "apply") if dispatch else None
             )
 
-        if self.store.one_statement:
+        if self.store.one_statement and ci.digest not in self._proposed:
             # the expected case in one statement: an intent never seen (no record, and
             # under reask=hold no call of the same content), accepted at epoch 0
             key0 = semantic_key(ci.digest, 0)
@@ -541,6 +544,7 @@ class IntentLog:
                 accepted(key0, 0),
             )
             if got is not None:
+                self._note_proposed(ci.digest)
                 return took(got)
 
         def fn(tx: Tx) -> tuple[Decision, list[L.Line], str]:
@@ -591,7 +595,17 @@ class IntentLog:
                     )
             raise StoreError(f"call {call_id}: the insert neither won nor met a record")
 
-        return self._decide(fn)
+        decided = self._decide(fn)
+        self._note_proposed(ci.digest)
+        return decided
+
+    def _note_proposed(self, digest: str, keep: int = 4096) -> None:
+        """Note that this process proposed the intent `digest` (the latest `keep`)."""
+        with self._lock:
+            self._proposed.pop(digest, None)
+            if len(self._proposed) >= keep:
+                del self._proposed[next(iter(self._proposed))]
+            self._proposed[digest] = None
 
     def _insert_sql(self, sent: str, where: str = "1 = 1") -> str:
         """Insert a record (12 parameters: key to slot) where `where` holds, unless its key

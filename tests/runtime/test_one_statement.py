@@ -85,6 +85,30 @@ def test_the_happy_path_is_two_round_trips_per_intent_on_postgres(pg, tmp_path):
         log.close()
 
 
+def test_a_re_proposal_by_the_proposing_process_skips_the_statement(pg, tmp_path):
+    """A duplicate decides in its transaction: 9 round trips (BEGIN, the reads of tc_asks,
+    its record, the intent's latest record, the insert, the record of the key, the
+    writer's row, the lines, COMMIT). The process that proposed the intent knows it is no
+    fresh case and sends no statement first; another process sends it, and it writes
+    nothing: 10."""
+    log = _open("postgres", pg, tmp_path, "t_dup_trips", "w1")
+    other = _open("postgres", pg, tmp_path, "t_dup_trips", "w2")
+    try:
+        for i in range(16):  # psycopg prepares its statements on their 5th run
+            log.propose(f"t{i}", "refund", {"amount": i}, f"s{i}", dispatch=True)
+            for who in (log, other) if i < 15 else ():
+                assert who.propose(f"r{i}", "refund", {"amount": i}, f"s{i}").decision == (
+                    "duplicate"
+                )
+        for who, trips in ((log, 9), (other, 10)):  # intent 15: log's own, new to other
+            counter = RoundTrips(who, str(tmp_path / "trace"))
+            assert who.propose("r", "refund", {"amount": 15}, "s15").decision == "duplicate"
+            assert counter.stop() == trips
+    finally:
+        log.close()
+        other.close()
+
+
 def _script(log: IntentLog) -> list[object]:
     """Decisions covering the expected cases (written in one statement on PostgreSQL) and
     the others (the statement writes nothing; a transaction decides): what each returned."""
