@@ -296,8 +296,9 @@ class IntentLog:
     def _once(
         self, first: Write, then: Sequence[Write], bodies: Sequence[L.Line]
     ) -> Optional[Record]:
-        """Write a decision's expected case in one statement (where `Store.one_statement`): `first` (writing the record, ``RETURNING`` it), `then`, and the
-        lines `bodies`; then publish them. The record written, or None: nothing was
+        """Write a decision's expected case in one statement (where `Store.one_statement`):
+        `first` (writing the record, ``RETURNING`` it), `then`, and the lines `bodies`;
+        then publish them. The record written, or None: nothing was
         written, and the caller decides in a transaction (`_decide`), which covers every
         case (a superseded writer's `Superseded` included)."""
         if not self.store.one_statement:
