@@ -26,6 +26,8 @@ Every decision writes its lines of `spec/log.schema.json` in the same transactio
 (`toolcommit.runtime.lines`), so ``toolcommit validate`` can check any run from `export`.
 The happy path is two durable commits: the record and its dispatch before the effect (the
 proposal accepted and dispatched at once, ``dispatch=True``), the outcome after (`ack`).
+On PostgreSQL each of them is one statement, one round trip (`Store.once`): the write its
+expected case makes, or nothing, and then the transaction that decides every case.
 
 Contracts
 ---------
@@ -79,13 +81,16 @@ from toolcommit.runtime import otel, telemetry
 from toolcommit.runtime import reask as R
 from toolcommit.runtime.records import Decision, Record, Ticket, record_of, semantic_key
 from toolcommit.runtime.store import (
+    GATE,
     GAVE_UP,
     PostgresStore,
     SqliteStore,
     Store,
     StoreError,
     Tx,
+    Write,
     expire_leases,
+    gated,
     read_lines,
 )
 
@@ -230,6 +235,9 @@ class IntentLog:
         self._lock = threading.RLock()
         self.incarnation, self._seq, self.crashed = 0, 0, False
         self.taken_over: list[Record] = []
+        # the intents this process proposed lately: a re-proposal skips the fresh case's
+        # statement (`propose`), which would only write nothing
+        self._proposed: dict[str, None] = {}
         self.design_adopted: Optional[str] = None
         self.settler, self.settle_every = bool(settler), float(settle_every)
         # the tools whose records the settler settles and keeps (`effectful` adds; None: all)
@@ -285,14 +293,41 @@ class IntentLog:
             self._publish(line, intent)
         return result
 
-    def _stamp(self, tx: Tx, bodies: Sequence[L.Line]) -> tuple[list[L.Line], int]:
-        seq, out = self._seq, list[L.Line]()
-        if not bodies:
-            return out, seq
-        ts = L.now_rfc3339()
+    def _once(
+        self, first: Write, then: Sequence[Write], bodies: Sequence[L.Line]
+    ) -> Optional[Record]:
+        """Write a decision's expected case in one statement (where `Store.one_statement`):
+        `first` (writing the record, ``RETURNING`` it), `then`, and the lines `bodies`;
+        then publish them. The record written, or None: nothing was
+        written, and the caller decides in a transaction (`_decide`), which covers every
+        case (a superseded writer's `Superseded` included)."""
+        if not self.store.one_statement:
+            return None
+        with self._lock:
+            out, seq = self._stamped(bodies)
+            row = self.store.once(
+                self._mine(), first, then, seq, [(ln["seq"], L.dumps(ln)) for ln in out]
+            )
+            if row is None:
+                return None
+            self._seq = seq
+        rec = record_of(row)
+        for line in out:
+            self._publish(line, rec.intent)
+        return rec
+
+    def _stamped(self, bodies: Sequence[L.Line]) -> tuple[list[L.Line], int]:
+        """`bodies` stamped with this writer's next seqs; the last seq."""
+        seq, out, ts = self._seq, list[L.Line](), L.now_rfc3339()
         for body in bodies:
             seq += 1
             out.append(L.stamp(body, self.writer, seq, ts))
+        return out, seq
+
+    def _stamp(self, tx: Tx, bodies: Sequence[L.Line]) -> tuple[list[L.Line], int]:
+        out, seq = self._stamped(bodies)
+        if not out:
+            return out, seq
         if (
             tx.run(
                 "UPDATE tc_writers SET seq = ? WHERE writer = ? AND incarnation = ?",
@@ -475,6 +510,44 @@ class IntentLog:
         state, fence = ("DISPATCHED", 1) if dispatch else ("RECORDED", 0)
         sent = self.store.now_sql if dispatch else "NULL"
 
+        def values(key: str, epoch: int) -> tuple[Any, ...]:
+            return (key, ci.digest, epoch, tool, scope, args_text, call_id, state, fence)
+
+        def accepted(key: str, epoch: int) -> list[L.Line]:
+            """The lines of the proposal accepted as `key` (and dispatched, with `dispatch`)."""
+            lines = [
+                L.proposal(call_id, tool, args, scope, key, "accepted", epoch),
+                L.transition(key, "PROPOSED", "RECORDED", call_id=call_id, epoch=epoch),
+            ]
+            if dispatch:
+                lines.append(L.transition(key, "RECORDED", "DISPATCHED", fence))
+            return lines
+
+        def took(rec: Record) -> Decision:
+            return Decision(
+                "accepted", rec.key, rec, self._ticket(rec, "apply") if dispatch else None
+            )
+
+        if self.store.one_statement and ci.digest not in self._proposed:
+            # the expected case in one statement: an intent never seen (no record, and
+            # under reask=hold no call of the same content), accepted at epoch 0
+            key0 = semantic_key(ci.digest, 0)
+            fresh = "NOT EXISTS (SELECT 1 FROM tc_records WHERE intent = ?)" + (
+                "" if same is None else " AND NOT EXISTS (SELECT 1 FROM tc_asks WHERE content = ?)"
+            )
+            got = self._once(
+                (
+                    self._insert_sql(sent, f"{fresh} AND {GATE}"),
+                    (*values(key0, 0), *self._mine(), slot, ci.digest)
+                    + (() if same is None else (same,)),
+                ),
+                [] if same is None else [R.remember_sql(same, key0, scope)],
+                accepted(key0, 0),
+            )
+            if got is not None:
+                self._note_proposed(ci.digest)
+                return took(got)
+
         def fn(tx: Tx) -> tuple[Decision, list[L.Line], str]:
             rec: Optional[Record]
             met = (
@@ -505,38 +578,11 @@ class IntentLog:
                 ):
                     epoch += 1
                 key = semantic_key(ci.digest, epoch)
-                rec = self._insert(
-                    tx,
-                    (
-                        key,
-                        ci.digest,
-                        epoch,
-                        tool,
-                        scope,
-                        args_text,
-                        call_id,
-                        state,
-                        fence,
-                        *self._mine(),
-                        slot,
-                    ),
-                    sent,
-                )
+                rec = self._insert(tx, (*values(key, epoch), *self._mine(), slot), sent)
                 if rec is not None:
                     if same is not None:
                         R.remember(tx, same, key, scope)
-                    lines = [
-                        L.proposal(call_id, tool, args, scope, key, "accepted", epoch),
-                        L.transition(key, "PROPOSED", "RECORDED", call_id=call_id, epoch=epoch),
-                    ]
-                    if not dispatch:
-                        return Decision("accepted", key, rec), lines, ci.digest
-                    lines.append(L.transition(key, "RECORDED", "DISPATCHED", rec.fence))
-                    return (
-                        Decision("accepted", key, rec, self._ticket(rec, "apply")),
-                        lines,
-                        ci.digest,
-                    )
+                    return took(rec), accepted(key, epoch), ci.digest
                 rec = self._get(tx, key)
                 decision = "duplicate"
                 if rec is None and slot is not None:
@@ -550,20 +596,35 @@ class IntentLog:
                     )
             raise StoreError(f"call {call_id}: the insert neither won nor met a record")
 
-        return self._decide(fn)
+        decided = self._decide(fn)
+        self._note_proposed(ci.digest)
+        return decided
+
+    def _note_proposed(self, digest: str, keep: int = 4096) -> None:
+        """Note that this process proposed the intent `digest` (the latest `keep`)."""
+        with self._lock:
+            self._proposed.pop(digest, None)
+            if len(self._proposed) >= keep:
+                del self._proposed[next(iter(self._proposed))]
+            self._proposed[digest] = None
+
+    def _insert_sql(self, sent: str, where: str = "1 = 1") -> str:
+        """Insert a record (12 parameters: key to slot) where `where` holds, unless its key
+        (or slot) has one; ``RETURNING`` it where the store can."""
+        return (
+            f"INSERT INTO tc_records (key, intent, epoch, tool, scope, args, call_id, state, "
+            f"fence, owner, owner_inc, lease_until, slot, first_sent, sent_at) SELECT "
+            f"?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {self._lease_sql()}, ?, {sent}, {sent} "
+            f"WHERE {where} ON CONFLICT DO NOTHING"
+            + (f" RETURNING {_COLS}" if self.store.returning else "")
+        )
 
     def _insert(self, tx: Tx, values: tuple[Any, ...], sent: str) -> Optional[Record]:
         """Insert a record unless its key (or slot) has one: the record inserted, or None."""
-        sql = (
-            f"INSERT INTO tc_records (key, intent, epoch, tool, scope, args, call_id, state, "
-            f"fence, owner, owner_inc, lease_until, slot, first_sent, sent_at) VALUES "
-            f"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {self._lease_sql()}, ?, {sent}, {sent}) "
-            f"ON CONFLICT DO NOTHING"
-        )
         if self.store.returning:  # the row back in the same round trip
-            rows = tx.all(f"{sql} RETURNING {_COLS}", values)
+            rows = tx.all(self._insert_sql(sent), values)
             return record_of(rows[0]) if rows else None
-        return self._get(tx, values[0]) if tx.run(sql, values) == 1 else None
+        return self._get(tx, values[0]) if tx.run(self._insert_sql(sent), values) == 1 else None
 
     def _same_content(self, call_id: str, tool: str, args: dict[str, Any]) -> Optional[str]:
         """The content digest a ``reask=hold`` design compares across scopes, else None."""
@@ -590,41 +651,63 @@ class IntentLog:
         sent: bool = False,
         first: bool = False,
         when: Optional[Callable[[Record, float], bool]] = None,
-        then: Optional[Callable[[Tx], None]] = None,
+        then: Sequence[Write] = (),
     ) -> Optional[Record]:
         """One compare-and-set from a state in `frm` to `to` (see the module contracts);
         returns the record after it, or None if the log refused (state, lease or fence).
         `sent` stamps ``sent_at`` (and `first` ``first_sent``) with the store's clock;
         `when(record, now)`, if given, must hold of the locked record for the write;
-        `then(tx)`, if given, runs after a write that won, in the same transaction."""
+        `then` (statements, their `GATE` left open) run after a write that won, in the
+        same transaction."""
+        sets = ["state = ?"]
+        params: list[Any] = [to]
+        if bump:
+            sets.append("fence = fence + 1")
+        if result is not None:
+            sets.append("result = ?")
+            params.append(L.dumps(result))
+        if to in GAVE_UP:
+            sets.append("slot = NULL")
+        if release:
+            sets.append("lease_until = 0")
+        elif mine:
+            sets.append(f"lease_until = {self._lease_sql()}")
+        if sent:
+            sets.append(f"sent_at = {self.store.now_sql}")
+        if first:
+            sets.append(f"first_sent = {self.store.now_sql}")
+        where = ["key = ?", f"state IN ({', '.join('?' * len(frm))})"]
+        params += [key, *frm]
+        if mine:
+            where.append("owner = ? AND owner_inc = ?")
+            params += list(self._mine())
+        if fence is not None:
+            where.append("fence = ?")
+            params.append(fence)
+        update = f"UPDATE tc_records SET {', '.join(sets)} WHERE {' AND '.join(where)}"
+
+        def line(left: str, fence_after: int) -> list[L.Line]:
+            """The transition line (none for no move: a replay's missed answer)."""
+            return [] if left == to else [L.transition(key, left, to, fence_after, reason)]
+
+        if (
+            self.store.one_statement
+            and when is None
+            and len(frm) == 1
+            and fence is not None
+            and not bump
+        ):
+            # the expected case in one statement: the write wins, leaving frm[0] with the
+            # fence it was given (so its line is known before it runs)
+            got = self._once(
+                (f"{update} AND {GATE} RETURNING {_COLS}", tuple(params)),
+                then,
+                line(frm[0], fence),
+            )
+            if got is not None:
+                return got
 
         def fn(tx: Tx) -> tuple[Optional[Record], list[L.Line], Optional[str]]:
-            sets = ["state = ?"]
-            params: list[Any] = [to]
-            if bump:
-                sets.append("fence = fence + 1")
-            if result is not None:
-                sets.append("result = ?")
-                params.append(L.dumps(result))
-            if to in GAVE_UP:
-                sets.append("slot = NULL")
-            if release:
-                sets.append("lease_until = 0")
-            elif mine:
-                sets.append(f"lease_until = {self._lease_sql()}")
-            if sent:
-                sets.append(f"sent_at = {self.store.now_sql}")
-            if first:
-                sets.append(f"first_sent = {self.store.now_sql}")
-            where = ["key = ?", f"state IN ({', '.join('?' * len(frm))})"]
-            params += [key, *frm]
-            if mine:
-                where.append("owner = ? AND owner_inc = ?")
-                params += list(self._mine())
-            if fence is not None:
-                where.append("fence = ?")
-                params.append(fence)
-            update = f"UPDATE tc_records SET {', '.join(sets)} WHERE {' AND '.join(where)}"
             if when is None and len(frm) == 1 and self.store.returning:
                 # one statement: the update's own row lock and re-check name the state it
                 # left (frm[0]), and RETURNING gives the record after it
@@ -632,23 +715,19 @@ class IntentLog:
                 if not rows:
                     return None, [], None
                 before, after = None, record_of(rows[0])
-                if then is not None:
-                    then(tx)
             else:
                 before = self._get(tx, key, lock=True)
                 if before is None or (when is not None and not when(before, self._now(tx))):
                     return None, [], None
                 if tx.run(update, params) != 1:
                     return None, [], None
-                if then is not None:
-                    then(tx)
                 got = self._get(tx, key)
                 assert got is not None  # updated in this transaction
                 after = got
+            for sql, more in then:
+                tx.run(gated(sql), more)
             left = frm[0] if before is None else before.state
-            if left == to:  # no move (a replay's missed answer): no line
-                return after, [], after.intent
-            return after, [L.transition(key, left, to, after.fence, reason)], after.intent
+            return after, line(left, after.fence), after.intent
 
         return self._decide(fn)
 
@@ -675,7 +754,7 @@ class IntentLog:
                 result=result,
                 release=True,
                 reason=L.REASON["replay_answered"] if frm == "RECONCILING" else None,
-                then=(lambda tx: R.told(tx, ticket.key)) if told else None,
+                then=[R.told_sql(ticket.key)] if told else [],
             )
             is not None
         )

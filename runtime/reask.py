@@ -20,7 +20,10 @@ keeps: all of them by default; a tuple of argument names (``("charge",)``: one r
 charge in doubt, whatever the amount's spelling); or a function of the arguments returning
 the dict to compare. `rule_for` picks a tool's rule from a log-wide rule or a per-tool dict.
 
-Pure functions over one open transaction (`tx`); the log calls them inside its own.
+Pure functions over one open transaction (`tx`); the log calls them inside its own. The
+writes of a fresh proposal and of its ack are given as statements (`remember_sql`,
+`told_sql`), which the log runs in its transaction or sends with the decision in one
+statement (`Store.once`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Union
 
 from toolcommit.model.canon import CanonError, canonical_intent
-from toolcommit.runtime.store import OPEN_STATES, Tx
+from toolcommit.runtime.store import GATE, OPEN_STATES, Tx, Write, gated
 
 if TYPE_CHECKING:
     from toolcommit.runtime.records import Record
@@ -115,14 +118,20 @@ def meet(
 def remember(tx: Tx, digest: str, key: str, scope: str, told: int = 0) -> None:
     """Note an accepted record's content (or, `told`, an answer given in `scope`), so a
     later call meets it."""
-    tx.run(
-        "INSERT INTO tc_asks (key, content, scope, told) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT DO NOTHING",
+    sql, params = remember_sql(digest, key, scope, told)
+    tx.run(gated(sql), params)
+
+
+def remember_sql(digest: str, key: str, scope: str, told: int = 0) -> Write:
+    """`remember`'s statement, with its `GATE`."""
+    return (
+        "INSERT INTO tc_asks (key, content, scope, told) SELECT ?, ?, ?, ? "
+        f"WHERE {GATE} ON CONFLICT DO NOTHING",
         (key, digest, scope, told),
     )
 
 
-def told(tx: Tx, key: str) -> None:
-    """The call that sent `key`'s request heard its outcome (its own ack)."""
-    tx.run("UPDATE tc_asks SET told = 1 WHERE key = ?", (key,))  # its own row only: an
-    #                                                              answer row is told already
+def told_sql(key: str) -> Write:
+    """The statement (its `GATE` open) noting that the call that sent `key`'s request heard
+    its outcome (its own ack): its own row only (an answer row is told already)."""
+    return (f"UPDATE tc_asks SET told = 1 WHERE key = ? AND {GATE}", (key,))

@@ -27,6 +27,18 @@ Tables
 SQL is written once with ``?`` placeholders; the PostgreSQL store turns them into
 ``%s``, so no statement may contain a literal ``%`` or ``?``.
 
+One statement per decision
+--------------------------
+A decision whose expected case is known before it runs (a fresh proposal accepted, an
+ack at the ticket's generation) can be written without a conversation: `Store.once` sends
+its writes as one statement, each gated on the one before (``{gate}`` in a `Write`: the
+writer's incarnation current for the first, the first having written for the rest), all
+or nothing. PostgreSQL runs it as one data-modifying ``WITH``, committed alone: one round
+trip where a transaction takes one per statement plus ``BEGIN`` and ``COMMIT``. When the
+case does not hold nothing is written, and the log decides in a transaction as usual, so
+the decision itself lives once, in the log. SQLite, in process, has no round trips to save
+(and no data-modifying ``WITH``): it always decides in a transaction.
+
 Limitations
 -----------
 SQLite is for processes on one machine (one file, WAL, ``BEGIN IMMEDIATE`` serializes
@@ -74,6 +86,15 @@ CREATE TABLE IF NOT EXISTS tc_writers (
 CREATE TABLE IF NOT EXISTS tc_design (
   id INTEGER PRIMARY KEY, name TEXT NOT NULL, digest TEXT NOT NULL)
 """
+
+
+Write = tuple[str, tuple[Any, ...]]  # one statement (``?`` placeholders) and its parameters
+GATE = "{gate}"  # where a `Write` takes the condition it runs under (see `gated`)
+
+
+def gated(sql: str, condition: str = "1 = 1") -> str:
+    """`sql` with its `GATE` replaced by `condition` (default: none, in a transaction)."""
+    return sql.replace(GATE, condition)
 
 
 class StoreError(ToolcommitError):
@@ -133,9 +154,30 @@ class Store:
     now_sql = ""
     lock_sql = ""  # appended to a SELECT that must lock its row until the commit
     returning = True  # INSERT / UPDATE ... RETURNING (SQLite since 3.35)
+    one_statement = False  # `once` writes a decision in one statement
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
+
+    def once(
+        self,
+        writer: tuple[str, int],
+        first: Write,
+        then: Sequence[Write],
+        seq: int,
+        lines: Sequence[tuple[int, str]],
+    ) -> Optional[tuple[Any, ...]]:
+        """Write one decision in one statement, committed alone, or write nothing (see the
+        module docstring; only where `one_statement`).
+
+        `first` (``... RETURNING`` the record's columns) runs where its `GATE` holds
+        under `writer` = (name, incarnation) current, whose row then stays locked to the
+        commit (a process opening that name waits for it); if it wrote, each of `then`
+        (its `GATE`: that `first` wrote), the writer's seq set to `seq`, and `lines` ((seq,
+        JSON text) each) stored. The row `first` returned, or None: nothing was written
+        (its case did not hold, or the writer was superseded): decide in a transaction.
+        """
+        raise NotImplementedError  # pragma: no cover - only where one_statement
 
     def tx(self) -> AbstractContextManager[Tx]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -327,6 +369,7 @@ class PostgresStore(Store):
     dialect = "postgres"
     now_sql = "extract(epoch from clock_timestamp())"
     lock_sql = " FOR UPDATE"
+    one_statement = True
 
     def __init__(self, conninfo: str, schema: Optional[str] = None, adopt: bool = False):
         super().__init__()
@@ -394,17 +437,66 @@ class PostgresStore(Store):
             with self._lock, self._db.transaction(), self._db.cursor() as cur:
                 yield Tx(cur, True)
         except self._errors as e:
-            raise StoreError(
-                "the PostgreSQL intent log could not write ("
-                + " ".join(str(e).split())
-                + "); the transaction was rolled back, "
-                "so this decision was not written: check the server, then "
-                "retry"
-            ) from None
+            raise StoreError(_pg_failed(e)) from None
+
+    def once(
+        self,
+        writer: tuple[str, int],
+        first: Write,
+        then: Sequence[Write],
+        seq: int,
+        lines: Sequence[tuple[int, str]],
+    ) -> Optional[tuple[Any, ...]]:
+        """See `Store.once`: one data-modifying ``WITH`` in autocommit. ``lk`` reads the
+        writer's row ``FOR UPDATE`` (a concurrent opening of the name is waited for, and
+        its new incarnation then fails the check); ``m`` is `first`; the rest test that
+        ``m`` returned a row. A failure is a `StoreError` as in `tx`: nothing written."""
+        wrote = "EXISTS (SELECT 1 FROM m)"
+        parts: list[Write] = [
+            (
+                "lk AS (SELECT 1 FROM tc_writers WHERE writer = ? AND incarnation = ? FOR UPDATE)",
+                writer,
+            ),
+            (f"m AS ({gated(first[0], 'EXISTS (SELECT 1 FROM lk)')})", first[1]),
+        ]
+        parts += [(f"t{i} AS ({gated(sql, wrote)})", p) for i, (sql, p) in enumerate(then)]
+        if lines:
+            parts.append(
+                (
+                    "s AS (UPDATE tc_writers SET seq = ? WHERE writer = ? AND incarnation = ? "
+                    f"AND {wrote})",
+                    (seq, *writer),
+                )
+            )
+            values = ", ".join(["(?, ?::bigint, ?)"] * len(lines))
+            parts.append(
+                (
+                    "e AS (INSERT INTO tc_events (writer, seq, line) SELECT * FROM "
+                    f"(VALUES {values}) AS v (writer, seq, line) WHERE {wrote})",
+                    tuple(x for n, text in lines for x in (writer[0], n, text)),
+                )
+            )
+        sql = "WITH " + ", ".join(w[0] for w in parts) + " SELECT * FROM m"
+        try:
+            with self._lock, self._db.cursor() as cur:
+                rows = Tx(cur, True).all(sql, [x for w in parts for x in w[1]])
+        except self._errors as e:
+            raise StoreError(_pg_failed(e)) from None
+        return rows[0] if rows else None
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _pg_failed(e: Exception) -> str:
+    """The one-line message of a failed PostgreSQL statement or commit."""
+    return (
+        "the PostgreSQL intent log could not write ("
+        + " ".join(str(e).split())
+        + "); the transaction was rolled back, so this decision was not written: check "
+        "the server, then retry"
+    )
 
 
 def pg_schema(schema: Optional[str]) -> str:
