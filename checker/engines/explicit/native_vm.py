@@ -137,7 +137,7 @@ def encode(c: Compiled) -> Optional[Program]:
             expr.append(_E["end"])
         return seen[key]
 
-    items = gen.guard_items()
+    items = gen.guard_items(with_vars=False)
     tree: list[int] = []
 
     def test(e: Expr) -> int:
