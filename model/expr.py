@@ -198,6 +198,13 @@ def sum_(items) -> Expr:
     return total
 
 
+def structure(e: Expr):
+    """A hashable value that two expressions share exactly when they are the same tree."""
+    if isinstance(e, Op):
+        return (e.op, *[structure(a) for a in e.args])
+    return e.value if isinstance(e, Const) else ("var", e.name)
+
+
 def variables(e: Expr) -> set[str]:
     """Names of the variables `e` reads."""
     if isinstance(e, Var):

@@ -22,7 +22,21 @@ from functools import lru_cache
 from toolcommit.spec import protocol
 
 from .clock import Clock
-from .expr import FALSE, TRUE, Const, Expr, Var, all_of, any_of, in_, ite, lift, not_, sum_
+from .expr import (
+    FALSE,
+    TRUE,
+    Const,
+    Expr,
+    Var,
+    all_of,
+    any_of,
+    in_,
+    ite,
+    lift,
+    not_,
+    structure,
+    sum_,
+)
 from .faults import LogFaults
 from .instance import Instance, Proposal
 from .intents import Intents
@@ -296,21 +310,24 @@ class _Builder(Planner, Provider, LogFaults, Intents, Reask, Resolution, Recover
         """When writing `new` to `rec` breaks LEGAL (no edge of the spec's record graph) and
         when it breaks P2 (leaves UNKNOWN other than by an allowed edge).
 
-        Built once per build for each constant written (most writes are one: the monitors of
-        every action that writes it share them), folded exactly as the general form folds.
+        Built once per build for each value written (by its structure: the monitors of every
+        action that writes it share them); a constant's folded exactly as the general form
+        folds it.
         """
+        memo = self._monitors.setdefault(rec.name, {})
+        key = ("const", new.value) if isinstance(new, Const) else ("expr", structure(new))
+        done = memo.get(key)
+        if done is None:
+            done = memo[key] = self._breaks_built(rec, new)
+        return done
+
+    def _breaks_built(self, rec: Var, new: Expr) -> tuple[Expr, Expr]:
         legal = _legal_edges()  # spec order: the generated code must not depend on the
         #                          process's string hashing (a set's order)
-        memo = self._monitors.setdefault(rec.name, {})
         if isinstance(new, Const):
-            done = memo.get(new.value)
-            if done is None:
-                ok = any_of(
-                    new == rec, *[self._was(rec, a) for a, b in legal if RV[b] == new.value]
-                )
-                p2 = FALSE if new.value in r(*P2_ALLOWED) else self._was(rec, "UNKNOWN")
-                done = memo[new.value] = (not_(ok), p2)
-            return done
+            ok = any_of(new == rec, *[self._was(rec, a) for a, b in legal if RV[b] == new.value])
+            p2 = FALSE if new.value in r(*P2_ALLOWED) else self._was(rec, "UNKNOWN")
+            return not_(ok), p2
         now = {b: new == RV[b] for b in dict.fromkeys(b for _, b in legal)}
         ok = any_of(new == rec, *[all_of(self._was(rec, a), now[b]) for a, b in legal])
         p2 = all_of(self._was(rec, "UNKNOWN"), not_(in_(new, r(*P2_ALLOWED))))
@@ -319,9 +336,9 @@ class _Builder(Planner, Provider, LogFaults, Intents, Reask, Resolution, Recover
     def _was(self, rec: Var, value: str) -> Expr:
         """`rec == RV[value]`, built once per build."""
         memo = self._monitors.setdefault(rec.name, {})
-        e = memo.get(value)
+        e = memo.get(("was", value))
         if e is None:
-            e = memo[value] = rec == RV[value]
+            e = memo[("was", value)] = rec == RV[value]
         return e
 
     def spend(self, fault: str) -> dict:
