@@ -1,5 +1,5 @@
-"""The build's shortcuts build what the plain forms build: a constant written to a record
-gets the LEGAL/P2 monitor the general form folds to (built once per build and shared), and
+"""The build's shortcuts build what the plain forms build: a value written to a record gets
+the LEGAL/P2 monitor the general form folds to (built once per build and structure), and
 `all_of`/`any_of` fold as the definitions they replaced."""
 
 import itertools
@@ -32,10 +32,12 @@ def test_a_constant_write_gets_the_monitor_the_general_form_folds_to(p, env):
             assert [str(e) for e in fast] == [str(e) for e in plain]
             assert (fast[1] is FALSE) == (plain[1] is FALSE)
             assert b._breaks(rec, Const(value)) is fast  # once per build
-        written = rec + 0  # not a constant: the general form itself
+        written = rec + 0  # not a constant: the general form itself, once per structure
         assert [str(e) for e in b._breaks(rec, written)] == [
             str(e) for e in general_breaks(rec, written)
         ]
+        assert b._breaks(rec, rec + 0) is b._breaks(rec, written)
+        assert b._breaks(rec, rec + 1) is not b._breaks(rec, written)
 
 
 def reference_all_of(*args):
