@@ -3,14 +3,19 @@ the LEGAL/P2 monitor the general form folds to (built once per build and structu
 `all_of`/`any_of` fold as the definitions they replaced."""
 
 import itertools
+import json
+from importlib import resources
 
 import pytest
 
+from toolcommit.checker.design.synthesis import neighbours
+from toolcommit.model.design import departures
+from toolcommit.model.design_file import design_of
 from toolcommit.model.environment import configure, instance_in
 from toolcommit.model.expr import FALSE, TRUE, Const, Op, Var, all_of, any_of, in_, lift, not_
 from toolcommit.model.instance import instance
 from toolcommit.model.knobs import PRESETS, preset
-from toolcommit.model.semantics import _Builder, _legal_edges
+from toolcommit.model.semantics import _Builder, _legal_edges, build
 from toolcommit.model.values import P2_ALLOWED, RV, r
 
 
@@ -66,3 +71,36 @@ def test_all_of_and_any_of_fold_every_mix_of_constants_and_expressions_as_before
                 assert str(got) == str(want)
                 # a constant or a single part is the very object, as before
                 assert got is want or (isinstance(want, Op) and want.op in ("and", "or"))
+
+
+def _text(system) -> str:
+    """Everything a System holds, expressions by their text (an Expr's == builds one)."""
+    out = [repr(system.variables), repr(sorted(system.init.items())), repr(system.symmetries)]
+    for a in system.actions:
+        out.append(repr((a.label(), str(a.guard), [(n, str(e)) for n, e in a.updates.items()])))
+        out.append(repr((a.fault, a.cut)))
+    for part in (system.invariants, system.witnesses, system.ends):
+        out.append(repr([(n, str(e)) for n, e in part.items()]))
+    return "\n".join(out + [str(system.done), repr(sorted(system.meta.items(), key=str))])
+
+
+def _shipped():
+    folder = resources.files("toolcommit.spec").joinpath("designs")
+    for f in sorted(folder.iterdir(), key=lambda f: f.name):
+        if f.name.endswith(".json"):
+            yield f.name[: -len(".json")], design_of(json.loads(f.read_text("utf-8")))
+
+
+@pytest.mark.parametrize("name,shipped", list(_shipped()))
+def test_every_shipped_design_and_its_neighbours_build_as_with_the_plain_monitor(
+    name, shipped, monkeypatch
+):
+    design, env = shipped
+    configs = [
+        configure(preset("naive"), env).with_knobs({k: d[k] for k in departures(d)})
+        for d in [design, *neighbours(design)]
+    ]
+    insts = [instance_in(instance(n), env) for n in ("two_intents", "give_up_retry", "stress")]
+    fast = [_text(build(c, i)) for c in configs for i in insts]
+    monkeypatch.setattr(_Builder, "_breaks", lambda self, rec, new: general_breaks(rec, new))
+    assert fast == [_text(build(c, i)) for c in configs for i in insts]
