@@ -129,19 +129,29 @@ def lift(value: ExprLike) -> Expr:
 
 def all_of(*args: ExprLike) -> Expr:
     """Conjunction; constants are folded, the empty conjunction is TRUE."""
-    parts = [lift(a) for a in args]
-    if any(isinstance(p, Const) and p.value == 0 for p in parts):
+    parts, false = [], False
+    for a in args:  # one pass (a hot path of every build), each argument lifted
+        p = a if isinstance(a, Expr) else lift(a)
+        if not isinstance(p, Const):
+            parts.append(p)
+        elif p.value == 0:
+            false = True
+    if false:
         return FALSE
-    parts = [p for p in parts if not isinstance(p, Const)]
     return TRUE if not parts else parts[0] if len(parts) == 1 else Op("and", tuple(parts))
 
 
 def any_of(*args: ExprLike) -> Expr:
     """Disjunction; constants are folded, the empty disjunction is FALSE."""
-    parts = [lift(a) for a in args]
-    if any(isinstance(p, Const) and p.value != 0 for p in parts):
+    parts, true = [], False
+    for a in args:
+        p = a if isinstance(a, Expr) else lift(a)
+        if not isinstance(p, Const):
+            parts.append(p)
+        elif p.value != 0:
+            true = True
+    if true:
         return TRUE
-    parts = [p for p in parts if not isinstance(p, Const)]
     return FALSE if not parts else parts[0] if len(parts) == 1 else Op("or", tuple(parts))
 
 
@@ -186,6 +196,13 @@ def sum_(items) -> Expr:
     for item in items[1:]:
         total = total + item
     return total
+
+
+def structure(e: Expr):
+    """A hashable value that two expressions share exactly when they are the same tree."""
+    if isinstance(e, Op):
+        return (e.op, *[structure(a) for a in e.args])
+    return e.value if isinstance(e, Const) else ("var", e.name)
 
 
 def variables(e: Expr) -> set[str]:

@@ -22,7 +22,21 @@ from functools import lru_cache
 from toolcommit.spec import protocol
 
 from .clock import Clock
-from .expr import FALSE, TRUE, Expr, Var, all_of, any_of, in_, ite, lift, not_, sum_
+from .expr import (
+    FALSE,
+    TRUE,
+    Const,
+    Expr,
+    Var,
+    all_of,
+    any_of,
+    in_,
+    ite,
+    lift,
+    not_,
+    structure,
+    sum_,
+)
 from .faults import LogFaults
 from .instance import Instance, Proposal
 from .intents import Intents
@@ -87,6 +101,7 @@ class _Builder(Planner, Provider, LogFaults, Intents, Reask, Resolution, Recover
         self.vars: list[VarDecl] = []
         self.init: dict[str, int] = {}
         self.actions: list[Action] = []
+        self._monitors: dict[str, dict] = {}  # per record variable (`_breaks`, `_was`)
         self._derive_keys()
 
     # ----- static derivation of keys and tokens -----------------------------------
@@ -278,22 +293,53 @@ class _Builder(Planner, Provider, LogFaults, Intents, Reask, Resolution, Recover
 
     def _monitor(self, updates: dict) -> dict:
         """Add LEGAL and P2 monitor updates for every record variable the action writes."""
-        legal = _legal_edges()  # spec order: the generated code must not depend on the
-        #                          process's string hashing (a set's order)
         bad_legal, bad_p2 = [], []
-        for i, rec in enumerate(self.rec):
-            if rec.name not in updates:
-                continue
-            new = updates[rec.name]
-            ok = any_of(new == rec, *[all_of(rec == RV[a], new == RV[b]) for a, b in legal])
-            bad_legal.append(not_(ok))
-            bad_p2.append(all_of(rec == RV["UNKNOWN"], not_(in_(new, r(*P2_ALLOWED)))))
+        for rec in self.rec:
+            if rec.name in updates:
+                bad, p2 = self._breaks(rec, updates[rec.name])
+                bad_legal.append(bad)
+                bad_p2.append(p2)
         if bad_legal:
             updates[self.bad["LEGAL"].name] = ite(any_of(*bad_legal), 1, self.bad["LEGAL"])
             p2 = any_of(*bad_p2)
             if p2 is not FALSE:
                 updates[self.bad["P2"].name] = ite(p2, 1, self.bad["P2"])
         return updates
+
+    def _breaks(self, rec: Var, new: Expr) -> tuple[Expr, Expr]:
+        """When writing `new` to `rec` breaks LEGAL (no edge of the spec's record graph) and
+        when it breaks P2 (leaves UNKNOWN other than by an allowed edge).
+
+        Built once per build for each value written (by its structure: the monitors of every
+        action that writes it share them); a constant's folded exactly as the general form
+        folds it.
+        """
+        memo = self._monitors.setdefault(rec.name, {})
+        key = ("const", new.value) if isinstance(new, Const) else ("expr", structure(new))
+        done = memo.get(key)
+        if done is None:
+            done = memo[key] = self._breaks_built(rec, new)
+        return done
+
+    def _breaks_built(self, rec: Var, new: Expr) -> tuple[Expr, Expr]:
+        legal = _legal_edges()  # spec order: the generated code must not depend on the
+        #                          process's string hashing (a set's order)
+        if isinstance(new, Const):
+            ok = any_of(new == rec, *[self._was(rec, a) for a, b in legal if RV[b] == new.value])
+            p2 = FALSE if new.value in r(*P2_ALLOWED) else self._was(rec, "UNKNOWN")
+            return not_(ok), p2
+        now = {b: new == RV[b] for b in dict.fromkeys(b for _, b in legal)}
+        ok = any_of(new == rec, *[all_of(self._was(rec, a), now[b]) for a, b in legal])
+        p2 = all_of(self._was(rec, "UNKNOWN"), not_(in_(new, r(*P2_ALLOWED))))
+        return not_(ok), p2
+
+    def _was(self, rec: Var, value: str) -> Expr:
+        """`rec == RV[value]`, built once per build."""
+        memo = self._monitors.setdefault(rec.name, {})
+        e = memo.get(("was", value))
+        if e is None:
+            e = memo[("was", value)] = rec == RV[value]
+        return e
 
     def spend(self, fault: str) -> dict:
         b = self.budget[fault]

@@ -146,3 +146,30 @@ def test_shared_engine_gives_a_states_successors_as_the_python_functions_do(widt
     lib = native_vm.library(c)[0]
     for s in list(explore(c, max_states=2000).states):
         assert lib.successors(c, s) == c.successors(s)[0]
+
+
+class _Hits(dict):
+    """A memo that counts the subexpressions found in it."""
+
+    hits = 0
+
+    def get(self, key, default=None):
+        found = super().get(key, default)
+        self.hits += found is not None
+        return found
+
+
+@pytest.mark.parametrize("env", ["ideal", "email"])
+def test_encoding_copies_a_shared_subexpression_as_encoding_it_again_would(env):
+    for p in PRESETS:
+        s = build(configure(preset(p), env), instance_in(instance("two_intents"), env))
+        index = {v.name: i for i, v in enumerate(s.variables)}
+        exprs = [a.guard for a in s.actions] + [e for a in s.actions for e in a.updates.values()]
+        exprs += [*s.invariants.values(), *s.witnesses.values(), *s.ends.values(), s.done]
+        memo, out = _Hits(), []
+        for e in exprs:
+            start, alone = len(out), []
+            depth = native_vm._expr_code(e, index, out, memo)
+            assert native_vm._expr_code(e, index, alone, {}) == depth
+            assert out[start:] == alone
+        assert memo.hits > 0  # some were copied, not encoded again

@@ -194,9 +194,10 @@ class _Gen:
             *[pad + x for x in self.close_if()],
         ]
 
-    def guard_items(self) -> list:
+    def guard_items(self, with_vars: bool = True) -> list:
         """(action_index, [conjunct source]) for every action whose guard can hold; fills
-        `cond_vars` and `cond_expr` (conjunct source -> its variables, its expression)."""
+        `cond_expr` (conjunct source -> its expression) and, `with_vars`, `cond_vars` (its
+        variables: what the generated code extracts; the shared engine needs none)."""
         self.cond_vars: dict[str, set] = {}
         self.cond_expr: dict[str, Expr] = {}
         items = []
@@ -204,7 +205,9 @@ class _Gen:
             cs = []
             for c in _conjuncts(a.guard):
                 src = self.py(c)
-                self.cond_vars[src], self.cond_expr[src] = variables(c), c
+                self.cond_expr[src] = c
+                if with_vars:
+                    self.cond_vars[src] = variables(c)
                 cs.append(src)
             if "0" not in cs:
                 items.append((i, [c for c in cs if c != "1"]))

@@ -56,6 +56,7 @@ _E = {
         )
     )
 }
+_CONST, _VAR, _VAR_EQ, _VAR_NE = _E["const"], _E["var"], _E["var_eq"], _E["var_ne"]
 _T_END, _T_IF, _T_EMIT, _T_CUT, _T_IF_EQ, _T_IF_NE = range(6)
 _HEADER = 18  # native_vm.c: H_LEN
 _loaded: dict[str, tuple] = {}
@@ -69,8 +70,10 @@ class Program:
         self.array = (ctypes.c_int64 * len(words)).from_buffer(self.words)
 
 
-def _expr_code(e: Expr, index: dict, out: list) -> int:
-    """Append `e`'s postfix code to `out`; the deepest stack it needs."""
+def _expr_code(e: Expr, index: dict, out: list, memo: dict) -> int:
+    """Append `e`'s postfix code to `out`; the deepest stack it needs. A subexpression met
+    before (the same object: a model shares some) is copied from where `memo` says it was
+    put, id -> (start, end, depth) in `out`: postfix code does not depend on its place."""
     if isinstance(e, Const):
         out += [_E["const"], int(e.value)]
         return 1
@@ -80,15 +83,35 @@ def _expr_code(e: Expr, index: dict, out: list) -> int:
     if e.op in ("eq", "ne") and isinstance(e.args[0], Var) and isinstance(e.args[1], Const):
         out += [_E["var_" + e.op], index[e.args[0].name], int(e.args[1].value)]
         return 1
-    depth = 0
+    hit = memo.get(id(e))
+    if hit is not None:
+        out += out[hit[0] : hit[1]]
+        return hit[2]
+    start, depth = len(out), 0
     for k, a in enumerate(e.args):
-        depth = max(depth, k + _expr_code(a, index, out))
+        # the leaves inline (most arguments are one): the same code as the cases above
+        if isinstance(a, Const):
+            out += (_CONST, int(a.value))
+            d = 1
+        elif isinstance(a, Var):
+            out += (_VAR, index[a.name])
+            d = 1
+        else:
+            x = a.args
+            if (a.op == "eq" or a.op == "ne") and isinstance(x[0], Var) and isinstance(x[1], Const):
+                out += (_VAR_EQ if a.op == "eq" else _VAR_NE, index[x[0].name], int(x[1].value))
+                d = 1
+            else:
+                d = _expr_code(a, index, out, memo)
+        if k + d > depth:
+            depth = k + d
     if e.op in ("and", "or"):
         out += [_E[e.op], len(e.args)]
     elif e.op in _E:
         out.append(_E[e.op])
     else:
         raise ValueError(f"operator {e.op} is not in the shared engine")
+    memo[id(e)] = (start, len(out), depth)
     return depth
 
 
@@ -102,6 +125,7 @@ def encode(c: Compiled) -> Optional[Program]:
     index = {n: i for i, n in enumerate(names)}
     expr: list[int] = []
     seen: dict[int, int] = {}  # id of an expression (all alive: the system holds them)
+    memo: dict[int, tuple] = {}  # the same, for `_expr_code` (where its code is in `expr`)
     deepest = [0]
     gen = _Gen(system, c.offsets, c.widths)
 
@@ -109,11 +133,11 @@ def encode(c: Compiled) -> Optional[Program]:
         key = id(e)
         if key not in seen:
             seen[key] = len(expr)
-            deepest[0] = max(deepest[0], _expr_code(e, index, expr))
+            deepest[0] = max(deepest[0], _expr_code(e, index, expr, memo))
             expr.append(_E["end"])
         return seen[key]
 
-    items = gen.guard_items()
+    items = gen.guard_items(with_vars=False)
     tree: list[int] = []
 
     def test(e: Expr) -> int:
