@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from toolcommit.checker.torture.pgserver import NoPostgres, TempPostgres, binaries
+from toolcommit.checker.torture.pgserver import binaries
 from toolcommit.runtime import IntentLog, Superseded, guard
 
 pytest.importorskip("psycopg", reason="the 'postgres' extra (psycopg 3) is not installed")
@@ -19,15 +19,6 @@ if binaries() is None:
         "PostgreSQL server binaries are not installed (apt-get install postgresql)",
         allow_module_level=True,
     )
-
-
-@pytest.fixture(scope="module")
-def pg():
-    try:
-        with TempPostgres() as server:
-            yield server
-    except NoPostgres as e:
-        pytest.skip(str(e))
 
 
 def _open(store, pg, tmp_path, schema, writer="w1", **kw):

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from toolcommit.checker.torture.campaign import render, torture
-from toolcommit.checker.torture.pgserver import NoPostgres, TempPostgres, binaries
+from toolcommit.checker.torture.pgserver import binaries
 
 pytest.importorskip("psycopg", reason="the 'postgres' extra (psycopg 3) is not installed")
 if binaries() is None:
@@ -18,15 +18,6 @@ if binaries() is None:
 from toolcommit.runtime import IntentLog  # noqa: E402
 
 SCOPE = "user:42:checkout:7"
-
-
-@pytest.fixture(scope="module")
-def pg():
-    try:
-        with TempPostgres() as server:
-            yield server
-    except NoPostgres as e:
-        pytest.skip(str(e))
 
 
 def test_postgres_log_decides_duplicates_and_fences_like_sqlite(pg):
