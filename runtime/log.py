@@ -58,8 +58,13 @@ Examples
 (None, True, 'list')
 >>> log.ack(t, {"id": "re_1"}), log.record(d.key).state
 (True, 'ACKED')
->>> [(e["type"], e.get("to") or e.get("decision")) for e in log.events()]
-[('proposal', 'accepted'), ('transition', 'RECORDED'), ('proposal', 'duplicate'), ('transition', 'DISPATCHED'), ('transition', 'ACKED')]
+>>> for e in log.events():
+...     print(e["type"], e.get("to") or e.get("decision"))
+proposal accepted
+transition RECORDED
+proposal duplicate
+transition DISPATCHED
+transition ACKED
 >>> log.close()
 """
 
