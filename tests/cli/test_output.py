@@ -47,73 +47,36 @@ def cli(*args, stdout=subprocess.PIPE, cwd=None):
     )
 
 
+def write_check(out_dir: Path, preset: str, *extra: str) -> int:
+    """`check --preset PRESET --instance ack_loss EXTRA... --write --out-dir OUT_DIR`'s
+    exit code."""
+    return main(
+        ["check", "--preset", preset, "--instance", "ack_loss", *extra]
+        + ["--write", "--out-dir", str(out_dir)]
+    )
+
+
 # --- item 8: --write touches only what the run produced --------------------------------
 
 
 def test_writing_one_instance_keeps_every_other_file_of_the_catalogue(tmp_path):
     shutil.copytree(STORED / "naive", tmp_path / "naive")
     before = snapshot(tmp_path / "naive")
-    assert (
-        main(
-            [
-                "check",
-                "--preset",
-                "naive",
-                "--instance",
-                "ack_loss",
-                "--write",
-                "--out-dir",
-                str(tmp_path),
-            ]
-        )
-        == 1
-    )
+    assert write_check(tmp_path, "naive") == 1
     assert snapshot(tmp_path / "naive") == before  # 160+ files kept, ack_loss rewritten identically
 
 
 def test_a_run_with_other_bounds_writes_its_own_catalogue_and_keeps_the_default(tmp_path):
     shutil.copytree(STORED / "naive", tmp_path / "naive")
     before = snapshot(tmp_path / "naive")
-    assert (
-        main(
-            [
-                "check",
-                "--preset",
-                "naive",
-                "--instance",
-                "ack_loss",
-                "--bounds",
-                "ack_losses=2",
-                "--write",
-                "--out-dir",
-                str(tmp_path),
-            ]
-        )
-        == 1
-    )
+    assert write_check(tmp_path, "naive", "--bounds", "ack_losses=2") == 1
     assert snapshot(tmp_path / "naive") == before
     index = json.loads((tmp_path / "naive@ack_losses=2" / "index.json").read_text())
     assert index["bounds"] == {"ack_losses": 2} and list(index["instances"]) == ["ack_loss"]
 
 
 def test_bounds_equal_to_the_defaults_write_the_default_catalogue(tmp_path):
-    assert (
-        main(
-            [
-                "check",
-                "--preset",
-                "naive",
-                "--instance",
-                "ack_loss",
-                "--bounds",
-                "ack_losses=1",
-                "--write",
-                "--out-dir",
-                str(tmp_path),
-            ]
-        )
-        == 1
-    )
+    assert write_check(tmp_path, "naive", "--bounds", "ack_losses=1") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["naive"]
 
 
@@ -126,21 +89,7 @@ def test_a_stale_file_is_removed_only_if_the_index_records_it_as_produced(tmp_pa
     (folder / "ack_loss").mkdir()
     for name in ("I1.itf.json", "I1.txt", "I1.mmd", "I2.txt", "notes.md"):
         (folder / "ack_loss" / name).write_text("from an earlier run, or the user's own\n")
-    assert (
-        main(
-            [
-                "check",
-                "--preset",
-                "recommended",
-                "--instance",
-                "ack_loss",
-                "--write",
-                "--out-dir",
-                str(tmp_path),
-            ]
-        )
-        == 0
-    )
+    assert write_check(tmp_path, "recommended") == 0
     assert sorted(p.name for p in (folder / "ack_loss").iterdir()) == ["I2.txt", "notes.md"]
     assert snapshot(folder)["index.json"] == (STORED / "recommended" / "index.json").read_bytes()
 
@@ -148,44 +97,14 @@ def test_a_stale_file_is_removed_only_if_the_index_records_it_as_produced(tmp_pa
 def test_a_checked_property_subset_updates_only_those_verdicts(tmp_path):
     shutil.copytree(STORED / "naive", tmp_path / "naive")
     before = snapshot(tmp_path / "naive")
-    assert (
-        main(
-            [
-                "check",
-                "--preset",
-                "naive",
-                "--instance",
-                "ack_loss",
-                "--property",
-                "I1",
-                "--write",
-                "--out-dir",
-                str(tmp_path),
-            ]
-        )
-        == 1
-    )
+    assert write_check(tmp_path, "naive", "--property", "I1") == 1
     assert snapshot(tmp_path / "naive") == before
 
 
 def test_a_folder_holding_another_catalogue_is_refused_untouched(tmp_path, capsys):
     shutil.copytree(STORED / "seed", tmp_path / "naive")
     before = snapshot(tmp_path / "naive")
-    assert (
-        main(
-            [
-                "check",
-                "--preset",
-                "naive",
-                "--instance",
-                "ack_loss",
-                "--write",
-                "--out-dir",
-                str(tmp_path),
-            ]
-        )
-        == 2
-    )
+    assert write_check(tmp_path, "naive") == 2
     assert "holds another catalogue" in capsys.readouterr().err
     assert snapshot(tmp_path / "naive") == before
 
