@@ -52,6 +52,8 @@ _STOPS = {3: "interrupted", 5: "native engine capacity (2^32 states or edges) re
 STOP_EARLY = 6
 STUCK_LATER = -3  # tc_out.stuck: the backward search is left to `find_stuck`
 _loaded: dict[str, tuple] = {}  # cache key -> (library or None, why not)
+# the arrays tc_explore allocates in tc_out (released with tc_free after they are read)
+_ARRAYS = ("state", "parent", "via", "level_ends", "settled", "truncated", "eoff", "edst", "fired")
 
 
 class _Out(ctypes.Structure):
@@ -63,20 +65,7 @@ class _Out(ctypes.Structure):
         + [(n, ctypes.c_int64) for n in ("deadlock", "stuck", "complete", "stop")]
         + [(n, ctypes.c_double) for n in ("seconds", "graph_seconds")]
         + [(n, ctypes.c_uint64) for n in ("nlevels", "nsettled", "ntruncated", "nedges", "jobs")]
-        + [
-            (n, ctypes.c_void_p)
-            for n in (
-                "state",
-                "parent",
-                "via",
-                "level_ends",
-                "settled",
-                "truncated",
-                "eoff",
-                "edst",
-                "fired",
-            )
-        ]
+        + [(n, ctypes.c_void_p) for n in _ARRAYS]
         + [
             ("first_violation", ctypes.c_int64 * 64),
             ("first_witness", ctypes.c_int64 * 64),
@@ -310,17 +299,7 @@ def explore_native(
             c, lib, out, max_states, timeout, graph, measure_memory, time.perf_counter() - t0, size
         )
     finally:
-        for name in (
-            "state",
-            "parent",
-            "via",
-            "level_ends",
-            "settled",
-            "truncated",
-            "eoff",
-            "edst",
-            "fired",
-        ):
+        for name in _ARRAYS:
             _release(lib, out, name)
 
 
