@@ -19,6 +19,8 @@ from toolcommit.model.instance import instance
 from toolcommit.model.semantics import build
 
 SMALL = ["ack_loss", "cancel", "paraphrase", "transport_retry", "give_up_retry"]
+# `design` on two small instances, the command line the CLI tests start from
+DESIGN_TWO = ["design", "--env", "ideal", "--instance", "cancel", "--instance", "ack_loss"]
 
 
 @pytest.fixture(scope="module")
@@ -130,20 +132,7 @@ def test_a_design_stopped_by_a_limit_reports_nothing_unconfirmed(capsys):
     """Issue 19: --timeout 3 printed an 11-departure design check showed broken; --max-states
     50 printed "No design holds"; --timeout 0.001 printed both "holds" and "No design"."""
     for args in (["--timeout", "0.001"], ["--max-states", "5"]):
-        code = main(
-            [
-                "design",
-                "--env",
-                "ideal",
-                "--instance",
-                "cancel",
-                "--instance",
-                "ack_loss",
-                "--explain",
-                "none",
-                *args,
-            ]
-        )
+        code = main([*DESIGN_TWO, "--explain", "none", *args])
         out = capsys.readouterr().out
         assert code == 3, args
         assert "No design holds" not in out and "Minimal designs" not in out, args
@@ -155,23 +144,7 @@ def test_a_design_stopped_by_a_limit_reports_nothing_unconfirmed(capsys):
 def test_a_design_found_under_a_time_limit_holds_when_checked(capsys, tmp_path):
     """Whatever a limited search reports, it confirmed: a design it writes re-checks clean."""
     target = tmp_path / "d.json"
-    code = main(
-        [
-            "design",
-            "--env",
-            "ideal",
-            "--instance",
-            "cancel",
-            "--instance",
-            "ack_loss",
-            "--timeout",
-            "20",
-            "--explain",
-            "none",
-            "-o",
-            str(target),
-        ]
-    )
+    code = main([*DESIGN_TWO, "--timeout", "20", "--explain", "none", "-o", str(target)])
     capsys.readouterr()
     if code == 0:
         assert (
@@ -199,19 +172,7 @@ def test_a_design_found_under_a_time_limit_holds_when_checked(capsys, tmp_path):
 
 
 def test_design_cli_prints_minimal_designs_and_why_each_departure(capsys):
-    code = main(
-        [
-            "design",
-            "--env",
-            "ideal",
-            "--instance",
-            "cancel",
-            "--instance",
-            "ack_loss",
-            "--explain",
-            "none",
-        ]
-    )
+    code = main([*DESIGN_TWO, "--explain", "none"])
     out = capsys.readouterr().out
     assert code == 0
     assert "Minimal designs" in out and "back to " in out
