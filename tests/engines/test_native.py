@@ -476,3 +476,43 @@ def test_generated_sources_do_not_depend_on_the_processs_string_hashing():
         for seed in ("1", "2")
     }
     assert len(out) == 1, out
+
+
+class _CountingLib:
+    """The native library, counting which addresses `tc_free` released."""
+
+    def __init__(self, lib):
+        self._lib, self.freed = lib, []
+
+    def __getattr__(self, name):
+        return getattr(self._lib, name)
+
+    def tc_free(self, ptr):
+        self.freed.append(ptr)
+        self._lib.tc_free(ptr)
+
+
+@needs_cc
+def test_a_search_s_arrays_are_read_in_place_and_freed_once_when_unreferenced():
+    """The states, parents and edges are the engine's own memory, not copies: each is
+    released exactly once, and only after the last reference to it (a counterexample's
+    path read after the exploration object is gone) is dropped."""
+    import gc
+
+    c = compile_system(build(preset("seed"), instance("two_intents")))
+    lib = _CountingLib(native.library(c)[0])
+    ex = explore_native(c, graph=True, lib=lib)
+    n, states, parent, edges = ex.state_count, ex.states, ex.parent, ex.edges
+    copied = len(lib.freed)  # the short arrays (levels, goals, counts), copied and freed
+    del ex
+    gc.collect()
+    assert len(lib.freed) == copied + 1  # `via`, which nothing else refers to
+    expected = explore(c, graph=True)
+    assert list(states) == list(expected.states) and list(parent) == list(expected.parent)
+    assert (list(edges[0]), list(edges[1])) == tuple(map(list, expected.edges))
+    held = {native._address(a) for a in (states._raw.obj, parent, *edges)}
+    assert held.isdisjoint(lib.freed) and len(held) == 4
+    del states, parent, edges
+    gc.collect()
+    assert held <= set(lib.freed) and len(lib.freed) == len(set(lib.freed))
+    assert n == expected.state_count

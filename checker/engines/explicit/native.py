@@ -26,6 +26,7 @@ import os
 import platform
 import sys
 import time
+import weakref
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
@@ -303,8 +304,27 @@ def explore_native(
             _release(lib, out, name)
 
 
-def _take(lib, out: _Out, name: str, count: int, code: str):
-    """Copy C array `name` (`count` items of array typecode `code`) and free it."""
+_CTYPES = {"I": ctypes.c_uint32, "i": ctypes.c_int32, "B": ctypes.c_char}
+
+
+def _adopt(lib, out: _Out, name: str, count: int, code: str):
+    """C array `name` (`count` items of array typecode `code`, "B": bytes) without a copy,
+    for the arrays as long as the search (states, parents, edges): a ctypes array over the
+    engine's memory, which `tc_free` releases once nothing refers to it (a memoryview of
+    it included). Taken from `out`, so `_release` skips it."""
+    ptr, kind = getattr(out, name), _CTYPES[code]
+    if not ptr or not count:
+        _release(lib, out, name)
+        return (kind * 0)()
+    a = (kind * count).from_address(ptr)
+    weakref.finalize(a, lib.tc_free, ptr)
+    setattr(out, name, None)
+    return a
+
+
+def _take(lib, out: _Out, name: str, count: int, code: str) -> array:
+    """Copy C array `name` (`count` items of array typecode `code`) and free it: the
+    shorter arrays (levels, goals, counts), which callers concatenate."""
     a = array(code)
     ptr = getattr(out, name)
     if ptr and count:
@@ -332,9 +352,8 @@ def _result(
     size: int,
 ) -> NativeExploration:
     n = out.states
-    raw = ctypes.string_at(out.state, size * n) if n else b""
-    _release(lib, out, "state")
-    parent, via = _take(lib, out, "parent", n, "I"), _take(lib, out, "via", n, "i")
+    raw = memoryview(_adopt(lib, out, "state", size * n, "B"))
+    parent, via = _adopt(lib, out, "parent", n, "I"), _adopt(lib, out, "via", n, "i")
     levels = list(_take(lib, out, "level_ends", out.nlevels, "I"))
     complete = bool(out.complete)
     ex = NativeExploration(
@@ -350,7 +369,7 @@ def _result(
     truncated = _take(lib, out, "truncated", out.ntruncated, "I")  # 4 bytes an id
     ex.truncated, ex.truncated_ids = len(truncated), truncated
     if graph and complete:
-        ex.edges = (_take(lib, out, "eoff", n + 1, "I"), _take(lib, out, "edst", out.nedges, "I"))
+        ex.edges = (_adopt(lib, out, "eoff", n + 1, "I"), _adopt(lib, out, "edst", out.nedges, "I"))
         ex.stuck = None if out.stuck < 0 else out.stuck
         ex.stuck_later = out.stuck == STUCK_LATER
     fired = _take(lib, out, "fired", len(c.system.actions), "Q")
@@ -388,8 +407,11 @@ def find_stuck(ex: Exploration) -> None:
     ex.stuck, ex.stuck_later = (None if bad < 0 else bad), False
 
 
-def _address(a: array) -> Optional[int]:
-    return a.buffer_info()[0] if len(a) else None
+def _address(a) -> Optional[int]:
+    """Where the ids of `a` (an array, or a ctypes array from `_take`) lie; None if none."""
+    if not len(a):
+        return None
+    return ctypes.addressof(a) if isinstance(a, ctypes.Array) else a.buffer_info()[0]
 
 
 def _firsts(found, names) -> dict:
