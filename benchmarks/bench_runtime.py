@@ -45,7 +45,7 @@ import time
 from toolcommit.runtime import IntentLog
 
 
-def _open(store: str, where: str, writer: str) -> IntentLog:
+def open_log(store: str, where: str, writer: str) -> IntentLog:
     if store == "postgres":
         return IntentLog.postgres(where, writer, schema="bench", provider="ideal")
     return IntentLog.sqlite(
@@ -53,28 +53,34 @@ def _open(store: str, where: str, writer: str) -> IntentLog:
     )
 
 
-def _reference(store: str, where: str, writer: str, n: int, go_fd: int, ready_fd: int) -> None:
-    """The floor: per intent an INSERT committed, then an UPDATE of its row committed."""
+def ref_db(store: str, where: str):
+    """The reference's connection: (its statement runner, the connection); each statement
+    its own commit."""
     if store == "postgres":
         import psycopg
 
-        db = psycopg.connect(where, autocommit=True)  # each statement its own commit
+        db = psycopg.connect(where, autocommit=True)
         db.execute("SET search_path TO bench")
 
         def one(sql, params):
             db.execute(sql.replace("?", "%s"), params)
-    else:
-        db = sqlite3.connect(where, timeout=30.0, isolation_level=None)
-        db.execute(f"PRAGMA synchronous={store.split('-')[1].upper()}")
 
-        def one(sql, params):
-            db.execute("BEGIN IMMEDIATE")
-            db.execute(sql, params)
-            db.execute("COMMIT")
+        return one, db
+    db = sqlite3.connect(where, timeout=30.0, isolation_level=None)
+    db.execute(f"PRAGMA synchronous={store.split('-')[1].upper()}")
 
-    os.write(ready_fd, b"r")
-    os.read(go_fd, 1)
-    for i in range(n):
+    def one_tx(sql, params):
+        db.execute("BEGIN IMMEDIATE")
+        db.execute(sql, params)
+        db.execute("COMMIT")
+
+    return one_tx, db
+
+
+def ref_intents(one, writer: str, first: int, n: int) -> None:
+    """The floor for intents `first` .. `first + n - 1`: per intent an INSERT committed,
+    then an UPDATE of its row committed."""
+    for i in range(first, first + n):
         key = f"{writer}:{i}"
         one(
             "INSERT INTO ref (key, state, fence, lease) VALUES (?, 'DISPATCHED', 1, ?)",
@@ -85,10 +91,26 @@ def _reference(store: str, where: str, writer: str, n: int, go_fd: int, ready_fd
             "AND fence = 1",
             (f'{{"id": "e{i}"}}', key),
         )
+
+
+def lib_intents(log: IntentLog, writer: str, first: int, n: int) -> None:
+    """The library's happy path for intents `first` .. `first + n - 1`, as `guard` runs
+    it: propose accepted and dispatched in one commit, then the ack in a second."""
+    for i in range(first, first + n):
+        args = {"amount": i, "order": writer}
+        d = log.propose(f"t{i}", "refund", args, f"user:{writer}:checkout:{i}", dispatch=True)
+        log.ack(d.ticket, {"id": f"e{i}"})
+
+
+def _reference(store: str, where: str, writer: str, n: int, go_fd: int, ready_fd: int) -> None:
+    one, db = ref_db(store, where)
+    os.write(ready_fd, b"r")
+    os.read(go_fd, 1)
+    ref_intents(one, writer, 0, n)
     db.close()
 
 
-def _ref_setup(store: str, where: str) -> None:
+def ref_setup(store: str, where: str) -> None:
     ddl = (
         "CREATE TABLE IF NOT EXISTS ref (key TEXT PRIMARY KEY, state TEXT NOT NULL, "
         "fence INTEGER NOT NULL, lease {real} NOT NULL, result TEXT)"
@@ -112,22 +134,21 @@ def _work(
 ) -> None:
     if mode == "reference":
         return _reference(store, where, writer, n, go_fd, ready_fd)
-    log = _open(store, where, writer)
+    log = open_log(store, where, writer)
     calls = [(f"user:{writer}:checkout:{i}", {"amount": i, "order": writer}) for i in range(n)]
     if mode == "duplicate":  # before the barrier: record them once
         for i, (scope, args) in enumerate(calls):
             log.ack(log.propose(f"t{i}", "refund", args, scope, dispatch=True).ticket, {})
     os.write(ready_fd, b"r")  # opened (and recorded): ready
     os.read(go_fd, 1)
-    for i, (scope, args) in enumerate(calls):
+    if mode == "library":
+        lib_intents(log, writer, 0, n)
+    for i, (scope, args) in enumerate(calls if mode != "library" else ()):
         if mode == "duplicate":
             log.propose(f"r{i}", "refund", {**args, "amount": float(i)}, scope)
-        elif mode == "library-3":
+        else:  # library-3
             d = log.propose(f"t{i}", "refund", args, scope)
             log.ack(log.dispatch(d.key), {"id": f"e{i}"})
-        else:
-            d = log.propose(f"t{i}", "refund", args, scope, dispatch=True)
-            log.ack(d.ticket, {"id": f"e{i}"})
     log.close()
 
 
@@ -135,9 +156,9 @@ def run(store: str, where: str, procs: int, n: int, mode: str) -> float:
     """Calls per second of one run with `procs` processes: intents (two commits, three, or
     the bare reference's two) or duplicate proposals, per `mode`."""
     if mode == "reference":
-        _ref_setup(store, where)
+        ref_setup(store, where)
     else:
-        _open(store, where, "setup").close()
+        open_log(store, where, "setup").close()
     go_r, go_w = os.pipe()
     ready_r, ready_w = os.pipe()
     pids = []
