@@ -36,6 +36,7 @@ LAYERS = {
     "checker.gateway": 8,  # an MCP front on the library
     "checker.render": 9,
     "checker.cli": 10,  # the command line
+    "checker.entry": 11,  # the installed command: imports the command line, nothing first
     "checker": 11,  # the package itself
 }
 # modules that stand on another part's layer than their folder's: the manifest writer runs

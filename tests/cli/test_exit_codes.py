@@ -55,6 +55,29 @@ def test_exit_4_on_an_internal_error_asks_for_a_report(monkeypatch):
     assert code == 4 and "please report" in err and "Traceback" not in err
 
 
+def test_exit_130_on_a_ctrl_c_while_the_command_line_is_still_importing(monkeypatch, capsys):
+    """The installed `toolcommit` enters through `toolcommit.checker.entry`, which imports
+    the command line itself: a Ctrl-C that lands in that import is one line, not a
+    traceback (one that lands later is `main`'s)."""
+    import builtins
+
+    from toolcommit.checker import entry
+
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    assert '\ntoolcommit = "toolcommit.checker.entry:main"\n' in pyproject
+    real = builtins.__import__
+
+    def interrupted(name, *a, **k):
+        if name == "toolcommit.checker.cli":
+            raise KeyboardInterrupt
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", interrupted)
+    code = entry.main()
+    monkeypatch.undo()
+    assert (code, capsys.readouterr().err) == (130, "toolcommit: interrupted\n")
+
+
 def test_an_unknown_flag_is_reported_by_its_subcommand_in_one_line():
     code, _, err = run(["check", "--frob"])
     assert code == 2 and err.startswith("toolcommit check: error: unrecognized arguments: --frob")
