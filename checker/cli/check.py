@@ -306,7 +306,11 @@ def run(args) -> int:
         and not args.run_timeout
     ):
         progress.show("  [reliance] judging the verdicts without each environment assumption")
-        suite = replace(suite, reliance=reliance(config, insts, suite.props, engine))
+
+        def step(what: str) -> None:
+            progress.show(f"  [reliance] judging the verdicts under {what}")
+
+        suite = replace(suite, reliance=reliance(config, insts, suite.props, engine, step))
     progress.close()
     text = _render(suite, args, config.label() == "seed" and args.engine == "explicit")
     if args.output:

@@ -181,10 +181,15 @@ def resolve_instances(
 
 
 def reliance(
-    config: Config, instances: list[Instance], props=None, engine: Engine = Explicit()
+    config: Config,
+    instances: list[Instance],
+    props=None,
+    engine: Engine = Explicit(),
+    step: Optional[Callable[[str], None]] = None,
 ) -> dict[str, Optional[Breach]]:
     """For each environment assumption: the first violation seen when it is weakened
-    (checked by `engine`).
+    (checked by `engine`); `step`, if given, is told before each check what it weakens
+    ("provider_fences=no on default, assumption 2 of 5").
 
     Returns {assumption: None | Breach}: None means the verdicts do not depend on it (on
     these instances); otherwise the counterexample that shows why the design relies on it.
@@ -194,7 +199,8 @@ def reliance(
     if not props:
         return {}
     out = {}
-    for name, spec in protocol().assumptions.items():
+    every = protocol().assumptions
+    for n, (name, spec) in enumerate(every.items(), 1):
         current = config.assumptions[name]
         found = None
         for option in spec["options"]:
@@ -204,6 +210,8 @@ def reliance(
             for inst in instances:
                 if name in inst.assumptions:
                     continue
+                if step is not None:
+                    step(f"{name}={option} on {inst.name}, assumption {n} of {len(every)}")
                 r = check_instance(weaker, inst, props, engine=engine)
                 bad = [v for v in r.verdicts if v.status is Status.VIOLATED]
                 if bad:
