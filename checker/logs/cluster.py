@@ -8,8 +8,12 @@ one is needed, is one more actor. Every worker must be able to open the logs by 
 given (the same mount on every machine), and have toolcommit installed.
 
 Without a scheduler address a `LocalCluster` on the loopback interface is started for the
-run (one single-threaded worker process per shard) and closed after it. Needs the
-``distributed`` extra: ``pip install 'toolcommit[distributed]'``.
+run (one single-threaded worker process per shard) and closed after it. A Dask comm runs
+whatever pickled task it is sent, so that cluster speaks TLS with a throwaway certificate
+authority (`Security.temporary`, made in memory for the run): a process without its
+certificates, another local user's included, cannot connect. Its HTTP servers (which Dask
+starts even without a dashboard) listen on loopback ports of their own and serve only
+``/health``. Needs the ``distributed`` extra: ``pip install 'toolcommit[distributed]'``.
 
 Every wait has an end: connecting to a scheduler, its handshake included, gives up after
 `CONNECT_S` (something else listening on that port never answers Dask's handshake); while
@@ -31,17 +35,23 @@ from toolcommit.checker.logs.shards import Part, Shard, changed, coordinate
 from toolcommit.model.errors import InternalError, ResourceError, UsageError
 
 EXTRA = "pip install 'toolcommit[distributed]'"
+# the only HTTP route the local cluster's scheduler and workers serve
+_HEALTH_ONLY = {
+    "distributed.scheduler.http.routes": ["distributed.http.health"],
+    "distributed.worker.http.routes": ["distributed.http.health"],
+}
 CONNECT_S = 20.0  # seconds to connect to a scheduler, handshake included
 POLL_S = 1.0  # seconds between looks at the workers that hold the shards
 
 
 def _dask():
     try:
+        import cryptography  # noqa: F401 - the local cluster's throwaway certificates
         from dask import distributed
-    except ImportError:
+    except ImportError as e:
         raise UsageError(
-            "--engine dask needs Dask's distributed scheduler, which is not "
-            f"installed; install the extra: {EXTRA}"
+            f"--engine dask needs Dask's distributed scheduler and cryptography ({e.name} "
+            f"is not installed); install the extra: {EXTRA}"
         ) from None
     return distributed
 
@@ -49,22 +59,31 @@ def _dask():
 @contextmanager
 def client(scheduler: Optional[str], workers: int) -> Iterator:
     """A client of the cluster at `scheduler`, or of a new loopback `LocalCluster` of
-    `workers` single-threaded processes (closed on exit)."""
+    `workers` single-threaded processes over TLS with throwaway certificates, serving no
+    HTTP but ``/health`` (closed on exit)."""
     distributed = _dask()
     if scheduler:
         with _connect(distributed, scheduler) as c:
             yield c
         return
+    import dask
+    from distributed.security import Security
+
+    security = Security.temporary()
     with (
+        dask.config.set(_HEALTH_ONLY),
         distributed.LocalCluster(
             n_workers=workers,
             threads_per_worker=1,
             processes=True,
             host="127.0.0.1",
-            dashboard_address=None,
+            protocol="tls",
+            security=security,
+            dashboard_address="127.0.0.1:0",  # no fixed port: Dask serves HTTP regardless
+            scheduler_kwargs={"dashboard": False},
             silence_logs=40,
         ) as cluster,
-        distributed.Client(cluster) as c,
+        distributed.Client(cluster, security=security) as c,
     ):
         yield c
 

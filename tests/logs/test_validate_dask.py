@@ -28,7 +28,8 @@ def scheduler():
         threads_per_worker=1,
         processes=True,
         host="127.0.0.1",
-        dashboard_address=None,
+        dashboard_address="127.0.0.1:0",  # two test workers' clusters must not share 8787
+        scheduler_kwargs={"dashboard": False},
         silence_logs=40,
     ) as cluster:
         yield cluster.scheduler_address
@@ -87,6 +88,36 @@ def test_an_intent_split_over_shards_on_dask_is_judged_whole(tmp_path, capsys, s
         outputs([*args, "--engine", "dask", "--scheduler", scheduler, "--jobs", "2"], capsys)
         == single
     )
+
+
+def test_the_local_cluster_admits_only_its_own_certificates_and_serves_only_health():
+    """A Dask comm runs the pickled tasks it is sent: the cluster `validate --engine dask`
+    starts speaks TLS, and a client holding other certificates (or none) cannot connect;
+    its HTTP servers answer /health and nothing else."""
+    import urllib.error
+    import urllib.request
+
+    distributed = pytest.importorskip("dask.distributed", reason="the 'distributed' extra")
+    from distributed.security import Security
+
+    from toolcommit.checker.logs.cluster import client
+
+    with client(None, 1) as c:
+        address = c.scheduler.address
+        assert address.startswith("tls://127.0.0.1:")
+        with distributed.Client(address, security=c.security, timeout="10s") as same:
+            assert same.submit(len, "abc").result(timeout=10) == 3  # the run's own: admitted
+        for other in (Security.temporary(), None):
+            with pytest.raises(Exception):  # noqa: B017 - refused, whatever Dask calls it
+                distributed.Client(address, security=other, timeout="3s")
+        ports = [c.run_on_scheduler(lambda dask_scheduler: dask_scheduler.http_server.port)]
+        ports += c.run(lambda dask_worker: dask_worker.http_server.port).values()
+        for port in ports:
+            url = f"http://127.0.0.1:{port}"
+            assert urllib.request.urlopen(url + "/health", timeout=5).status == 200
+            for path in ("/info/main/workers.html", "/json/counts.json", "/metrics"):
+                with pytest.raises(urllib.error.HTTPError, match="404"):
+                    urllib.request.urlopen(url + path, timeout=5)
 
 
 def test_without_the_extra_engine_dask_is_one_line_naming_the_extra(monkeypatch, capsys):
