@@ -8,7 +8,7 @@
 - `explore`: the search alone (`explore_native`, the graph kept) on instances of several
   sizes and widths, the same alternation; with two threads, also the "critical path": per
   parallel step the CPU seconds of the busier thread, summed, plus the CPU seconds outside
-  the search (copying the result into Python): what two threads would take on two idle
+  the search (handing the result to Python): what two threads would take on two idle
   cores (on a shared machine a thread also waits for a core). Its ratio is one thread's
   CPU seconds over it.
 
@@ -98,7 +98,7 @@ def explore_child(label: str, inst: str, bounds: str, jobs: int) -> dict:
     ex = explore_native(c, lib=lib, jobs=jobs)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     # on idle cores: the parallel steps' busiest threads, plus what is not the search
-    # (copying the result into Python), which one thread and two do alike
+    # (handing the result to Python), which one thread and two do alike
     return {
         "states": ex.state_count,
         "depth": ex.depth,
