@@ -27,6 +27,7 @@ LAYERS = {
     "checker.interrupts": 3,
     "checker.cbuild": 4,
     "checker.output": 4,
+    "checker.loopback": 4,  # what a loopback server admits (Host, Origin)
     "checker.machine": 4,  # support: C, files, cores
     "checker.engines": 5,
     "checker.verify": 6,

@@ -190,7 +190,8 @@ HTTP_ONLY = ("host", "allow_host", "allow_origin", "token_file", "max_sessions",
 
 def _limits(args):
     """The HTTP transport's `Limits` from the flags (None for stdio, which takes none)."""
-    from toolcommit.checker.gateway.http import LOOPBACK, Limits
+    from toolcommit.checker.gateway.http import Limits
+    from toolcommit.checker.loopback import LOOPBACK
 
     given = [name for name in HTTP_ONLY if getattr(args, name) is not None]
     if args.http is None:

@@ -23,7 +23,6 @@ import time
 import uuid
 from dataclasses import dataclass
 from typing import Optional
-from urllib.parse import urlsplit
 
 import anyio
 from mcp.server.streamable_http import StreamableHTTPServerTransport
@@ -32,10 +31,9 @@ from starlette.responses import JSONResponse
 
 from toolcommit.checker.gateway.calls import Effectful
 from toolcommit.checker.gateway.proxy import serve_session
+from toolcommit.checker.loopback import LOOPBACK, refused
 
 SESSION_HEADER, VERSION_HEADER = b"mcp-session-id", b"mcp-protocol-version"
-LOOPBACK = "127.0.0.1"
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 MAX_BODY = 4 * 1024 * 1024
 
 
@@ -67,43 +65,20 @@ class Limits:
     idle: float = 600.0
 
 
-def _host_name(value: str) -> str:
-    value = value.strip().lower()
-    if value.startswith("["):
-        return value[: value.find("]") + 1]
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
-
-
 def refusal(limits: Limits, headers: dict) -> Optional[tuple[int, str]]:
     """(HTTP status, why) for a request the transport must refuse on its headers, or None."""
     host = headers.get(b"host", b"").decode("latin-1")
-    if _host_name(host) not in LOOPBACK_NAMES | {limits.host.lower()} | limits.hosts:
-        return 421, (
-            f"Host {host!r} is not this gateway's (DNS rebinding protection); the "
-            "operator may allow it with --allow-host"
-        )
     origin = headers.get(b"origin", b"").decode("latin-1")
-    if origin and not _origin_allowed(origin, limits.origins):
-        return 403, (
-            f"Origin {origin!r} is not allowed (DNS rebinding protection); the "
-            "operator may allow it with --allow-origin"
-        )
+    foreign = refused(host, origin, {limits.host.lower()} | limits.hosts, limits.origins)
+    if foreign is not None:
+        flag = "--allow-host" if foreign[0] == 421 else "--allow-origin"
+        return foreign[0], f"{foreign[1]}; the operator may allow it with {flag}"
     if limits.token is not None:
         got = headers.get(b"authorization", b"").decode("latin-1")
         want = f"Bearer {limits.token}"
         if not hmac.compare_digest(got.encode("utf-8"), want.encode("utf-8")):
             return 401, "missing or wrong bearer token (Authorization: Bearer ...)"
     return None
-
-
-def _origin_allowed(origin: str, allowed: frozenset) -> bool:
-    if "*" in allowed or origin.rstrip("/") in allowed:
-        return True
-    try:
-        parts = urlsplit(origin)
-    except ValueError:
-        return False
-    return parts.scheme in ("http", "https") and (parts.hostname or "") in LOOPBACK_NAMES
 
 
 class HttpGateway:

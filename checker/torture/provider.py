@@ -30,7 +30,8 @@ the client's connection without an answer: a lost ack); ``delay`` (hold it past 
 client's timeout, deliver it later: a request that lands after the caller gave up);
 ``late`` (the same, past the profile's delay bound); ``dup`` (deliver it twice: an SDK's
 retry); or a provider fault (told to the provider in ``X-Fault``). Both listen on
-127.0.0.1 only.
+127.0.0.1 only, and answer a request whose Host is not loopback or whose Origin is
+foreign (a web page's) with 421 or 403, nothing of it applied or forwarded.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import time
 from typing import Optional
 from urllib.parse import parse_qs, urlsplit
 
+from toolcommit.checker.loopback import refused
 from toolcommit.checker.torture.plan import PROVIDER_FAULTS
 from toolcommit.checker.torture.profiles import PROFILES, Profile, profile_for  # noqa: F401
 from toolcommit.model.canon import CanonError, canonical_intent
@@ -66,9 +68,11 @@ def response(status: int, doc: dict, extra: Optional[dict] = None) -> bytes:
     reason = {
         200: "OK",
         400: "Bad Request",
+        403: "Forbidden",
         404: "Not Found",
         409: "Conflict",
         412: "Precondition Failed",
+        421: "Misdirected Request",
         429: "Too Many Requests",
         500: "Internal Server Error",
     }.get(status, "X")
@@ -286,6 +290,8 @@ class Proxy:
             writer.close()
             return
         method, target, headers, body = req
+        if await _refuse(writer, headers):
+            return
         path = urlsplit(target)
         if path.path == "/effect":
             ident = ("apply", intent_of(body))
@@ -336,6 +342,22 @@ class Proxy:
             self.held.discard(task)
 
 
+async def _refuse(writer, headers: dict) -> bool:
+    """Answer and close a request from outside the run (a foreign Host or Origin: a web
+    page's, `toolcommit.checker.loopback`); True if it was one. Nothing of it is applied,
+    counted or forwarded."""
+    foreign = refused(headers.get("host", ""), headers.get("origin", ""))
+    if foreign is None:
+        return False
+    try:
+        writer.write(response(foreign[0], {"error": foreign[1]}))
+        await writer.drain()
+    except ConnectionError:
+        pass
+    writer.close()
+    return True
+
+
 async def _serve(profile: Profile, plan, timing, ready_fd: int, control_fd: int) -> None:
     provider = Provider(profile)
     stop = asyncio.Event()
@@ -346,6 +368,8 @@ async def _serve(profile: Profile, plan, timing, ready_fd: int, control_fd: int)
             method, target, headers, body = await read_request(reader)
         except (asyncio.IncompleteReadError, ValueError, ConnectionError):
             writer.close()
+            return
+        if await _refuse(writer, headers):
             return
         url = urlsplit(target)
         if url.path == "/effect" and method == "POST":

@@ -1,7 +1,7 @@
 """Stopping `toolcommit torture` leaves nothing: SIGTERM or Ctrl-C during a run ends every
 process of the campaign and removes every run folder, with no traceback; a SIGKILL's
 orphans die with it and the next campaign removes its folders. The provider stops quietly
-with a request still held. Real processes and signals; each waits for an event (a run
+with a request still held, and refuses a web page's requests. Real processes and signals; each waits for an event (a run
 folder appearing, a process ending), never for a time."""
 
 from __future__ import annotations
@@ -95,12 +95,11 @@ def test_a_sigkilled_campaign_leaves_no_process_and_the_next_one_removes_its_fol
     assert harness.sweep() == len(left) and folders(tmp_path) == []
 
 
-def test_the_provider_stops_quietly_with_a_delayed_request_still_held(tmp_path):
-    plan = replace(random_plan(1), net=((("apply", "*", 1), "delay"),))
-    timing = Timing(hold=BOUND)
+def serving(plan, timing, err):
+    """The provider and proxy of `plan` in a forked process, its stderr in `err`: (its pid,
+    the provider's port, the proxy's port, the control fd whose closing stops it)."""
     r_ready, w_ready = os.pipe()
     r_ctl, w_ctl = os.pipe()
-    err = tmp_path / "provider.err"
     pid = os.fork()
     if pid == 0:
         code = 1
@@ -118,6 +117,13 @@ def test_the_provider_stops_quietly_with_a_delayed_request_still_held(tmp_path):
     os.close(r_ctl)
     provider, proxy = map(int, os.read(r_ready, 64).split())
     os.close(r_ready)
+    return pid, provider, proxy, w_ctl
+
+
+def test_the_provider_stops_quietly_with_a_delayed_request_still_held(tmp_path):
+    plan = replace(random_plan(1), net=((("apply", "*", 1), "delay"),))
+    err = tmp_path / "provider.err"
+    pid, provider, proxy, w_ctl = serving(plan, Timing(hold=BOUND), err)
     held = subprocess.Popen(
         [
             sys.executable,
@@ -145,3 +151,38 @@ def test_the_provider_stops_quietly_with_a_delayed_request_still_held(tmp_path):
         held.wait()
     assert os.waitstatus_to_exitcode(status) == 0
     assert err.read_text() == ""
+
+
+def test_a_web_page_cannot_apply_an_effect_through_the_provider_or_its_proxy(tmp_path):
+    """The provider and the proxy listen on loopback, where a web page can reach them: a
+    request naming a foreign Host (DNS rebinding) or carrying a foreign Origin is refused,
+    nothing of it applied or counted; the run's own requests pass."""
+    import urllib.error
+
+    pid, provider, proxy, w_ctl = serving(
+        replace(random_plan(1), net=()), Timing(), tmp_path / "provider.err"
+    )
+    body = json.dumps({"tool": "refund", "args": {"amount": 20}, "scope": "u1"}).encode()
+
+    def post(port: int, headers: dict) -> int:
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{port}/effect", data=body, method="POST", headers=headers
+        )
+        try:
+            return urllib.request.urlopen(req, timeout=BOUND).status
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    try:
+        for port in (proxy, provider):
+            assert post(port, {"Origin": "https://evil.example"}) == 403
+            assert post(port, {"Host": f"evil.example:{port}"}) == 421
+        ledger = f"http://127.0.0.1:{provider}/ledger"
+        seen = json.loads(urllib.request.urlopen(ledger, timeout=BOUND).read())
+        assert seen["effects"] == [] and seen["network"]["requests"] == 0
+        assert post(proxy, {"Origin": f"http://localhost:{proxy}"}) == 200  # the run's own
+        seen = json.loads(urllib.request.urlopen(ledger, timeout=BOUND).read())
+        assert len(seen["effects"]) == 1 and seen["network"]["requests"] == 1
+    finally:
+        os.close(w_ctl)
+        os.waitpid(pid, 0)
