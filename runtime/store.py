@@ -185,6 +185,12 @@ class Store:
     def read(self) -> AbstractContextManager[Tx]:
         return self.tx()
 
+    def snapshot(self) -> AbstractContextManager[Tx]:
+        """A read-only transaction whose statements all see the store as of one moment:
+        a reader that pages through a table in it (`read_lines`) never sees a later line
+        of a writer without an earlier one. SQLite's read transaction is one already."""
+        return self.read()
+
     def close(self) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -439,6 +445,23 @@ class PostgresStore(Store):
         except self._errors as e:
             raise StoreError(_pg_failed(e)) from None
 
+    @contextmanager
+    def snapshot(self) -> Iterator[Tx]:
+        """See `Store.snapshot`: REPEATABLE READ, READ ONLY. Under PostgreSQL's default
+        (READ COMMITTED) each statement sees its own moment, and ``tc_events.id`` is taken
+        at insert, not at commit: a page read after another could hold a writer's next
+        line without the one before it, which committed late with a smaller id."""
+        try:
+            with self._lock, self._db.transaction(), self._db.cursor() as cur:
+                cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                yield Tx(cur, True)
+        except self._errors as e:
+            raise StoreError(
+                "the PostgreSQL intent log could not be read ("
+                + " ".join(str(e).split())
+                + "): check the server, then retry"
+            ) from None
+
     def once(
         self,
         writer: tuple[str, int],
@@ -511,18 +534,20 @@ def pg_schema(schema: Optional[str]) -> str:
 
 
 def read_lines(store: Store, batch: int = 5000) -> Iterator[str]:
-    """Every line stored in `store` (JSON text) in the order written: the exported log."""
+    """Every line stored in `store` (JSON text) in the order written: the exported log,
+    read `batch` lines at a time in one `Store.snapshot` (the log as of one moment, while
+    others may be writing it)."""
     last = -1
-    while True:
-        with store.read() as tx:
+    with store.snapshot() as tx:
+        while True:
             rows = tx.all(
                 "SELECT id, line FROM tc_events WHERE id > ? ORDER BY id LIMIT ?", (last, batch)
             )
-        if not rows:
-            return
-        for _id, text in rows:
-            yield text
-        last = rows[-1][0]
+            if not rows:
+                return
+            for _id, text in rows:
+                yield text
+            last = rows[-1][0]
 
 
 def expire_leases(store: Store, writer: Optional[str] = None) -> int:

@@ -64,6 +64,8 @@ class _ReadOnly:
             cur.execute("COMMIT")
             cur.close()
 
+    snapshot = read  # one read transaction in WAL sees the file as of one moment
+
     def close(self):
         self._db.close()
 
