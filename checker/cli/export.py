@@ -4,8 +4,9 @@
 instance's `System` as a Promela program for Spin) takes the model options (--preset, --set,
 --instance, --bounds, --env); a format that converts a file takes it as SOURCE, and says so
 in `FORMATS` (`Format.source`): `log`, the library's intent log (`toolcommit export DB`:
-its SQLite file, only read, as the JSON Lines log contract for ``toolcommit validate``),
-is what a SOURCE without --format selects. The text goes to stdout, or atomically to
+its SQLite file, only read, as the JSON Lines log contract for ``toolcommit validate``;
+or `--dsn CONNINFO [--schema S]` for a log on PostgreSQL, read as of one moment), is what
+a SOURCE or --dsn without --format selects. The text goes to stdout, or atomically to
 `-o FILE` (a temporary file beside it, then a rename), never over the SOURCE.
 """
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from toolcommit.checker.cli.check import add_model_options, bounds_from, config_from
+from toolcommit.checker.cli.pglog import add_dsn_options, one_source
 from toolcommit.checker.output import write_atomic
 from toolcommit.checker.verify.suite import resolve_instances
 from toolcommit.model.errors import UsageError
@@ -48,16 +50,18 @@ def _promela(args) -> str:
 
 
 def _log(args) -> str:
-    from toolcommit.checker.cli.export_log import log_text
+    from toolcommit.checker.cli.export_log import log_text, pg_log_text
 
-    return log_text(args.source)
+    return pg_log_text(args.dsn, args.schema) if args.dsn else log_text(args.source)
 
 
 FORMATS = {
     "log": Format(
         "the library's intent log (SOURCE: its SQLite file, e.g. toolcommit "
-        "gateway's --db) as the JSON Lines log contract, for toolcommit validate",
-        "the intent log's SQLite file (toolcommit gateway --db, or IntentLog.sqlite's path)",
+        "gateway's --db; or --dsn for PostgreSQL) as the JSON Lines log contract, for "
+        "toolcommit validate",
+        "the intent log's SQLite file (toolcommit gateway --db, or IntentLog.sqlite's "
+        "path), or --dsn CONNINFO",
         _log,
     ),
     "promela": Format(
@@ -92,6 +96,7 @@ def add_parser(sub):
     )
     add_model_options(p)
     p.add_argument("--property", metavar="P", help="promela: the invariant to assert")
+    add_dsn_options(p)
     p.add_argument("-o", "--output", metavar="FILE", help="write here (atomically), not stdout")
     return p
 
@@ -100,20 +105,23 @@ SOURCE_DEFAULT = "log"  # the format a SOURCE without --format selects
 
 
 def run(args) -> int:
-    if args.format is None and not args.source:
+    read = args.source or args.dsn  # what a format that converts a log reads
+    if args.format is None and not read:
         raise UsageError(
-            "export: give a DB (the intent log's SQLite file) or --format "
-            f"{'/'.join(sorted(FORMATS))}"
+            "export: give a DB (the intent log's SQLite file), --dsn CONNINFO (its "
+            f"PostgreSQL database) or --format {'/'.join(sorted(FORMATS))}"
         )
     args.format = args.format or SOURCE_DEFAULT
     fmt = FORMATS[args.format]
-    if args.source and not fmt.source:
+    if read and not fmt.source:
         raise UsageError(
             f"--format {args.format} writes the model given by --preset, --set, "
-            f"--instance and --bounds, and reads no SOURCE ({args.source!r})"
+            f"--instance and --bounds, and reads no SOURCE ({read!r})"
         )
-    if fmt.source and not args.source:
-        raise UsageError(f"--format {args.format} needs SOURCE: {fmt.source}")
+    if fmt.source:
+        one_source("export", args.source, args.dsn, args.schema)
+    elif args.schema is not None:
+        raise UsageError("--schema is for --dsn (a PostgreSQL log)")
     text = fmt.write(args)
     if args.output:
         write_atomic(args.output, text, inputs=[args.source] if args.source else ())

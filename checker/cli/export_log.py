@@ -1,4 +1,5 @@
-"""The library's intent log, read from its SQLite file for `toolcommit export DB`.
+"""The library's intent log, read from its SQLite file for `toolcommit export DB` (or from
+its PostgreSQL schema, `--dsn CONNINFO [--schema S]`, through `pglog.reading`).
 
 The file is opened read-only (``mode=ro``): exporting changes nothing in it, not even the
 writer table an `IntentLog` would open, and works while a gateway or a runtime writes it
@@ -13,7 +14,9 @@ import os
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Optional
 
+from toolcommit.checker.cli.pglog import reading
 from toolcommit.model.errors import InputError, UsageError
 from toolcommit.runtime.log import read_lines
 from toolcommit.runtime.store import Tx
@@ -131,3 +134,21 @@ def log_text(db: str) -> str:
     return read_log(
         db, "tc_events", lambda store: "".join(line + "\n" for line in read_lines(store))
     )
+
+
+class _Held:
+    """A store whose one snapshot is a transaction already open, for `read_lines`."""
+
+    def __init__(self, tx: Tx):
+        self._tx = tx
+
+    @contextmanager
+    def snapshot(self):
+        yield self._tx
+
+
+def pg_log_text(dsn: str, schema: Optional[str]) -> str:
+    """The whole log in `schema` of the database `dsn` as JSON Lines text, as of one moment
+    (see `pglog.reading` for its errors)."""
+    with reading(dsn, schema, "tc_events") as tx:
+        return "".join(line + "\n" for line in read_lines(_Held(tx)))

@@ -26,6 +26,7 @@ import textwrap
 import threading
 import time
 
+from toolcommit.checker.cli.pglog import add_dsn_options, one_source, reading
 from toolcommit.checker.cli.terminal import width
 from toolcommit.model.errors import UsageError
 
@@ -44,17 +45,7 @@ def add_parser(sub):
         nargs="?",
         help="the SQLite intent log (IntentLog.sqlite's file); or give --dsn",
     )
-    p.add_argument(
-        "--dsn",
-        metavar="CONNINFO",
-        help="the PostgreSQL intent log (IntentLog.postgres's conninfo) instead of DB",
-    )
-    p.add_argument(
-        "--schema",
-        metavar="S",
-        help="with --dsn: the schema the log is in (default: public; folded to "
-        "lower case, as PostgreSQL folds an unquoted name)",
-    )
+    add_dsn_options(p)
     p.add_argument(
         "--provider",
         required=True,
@@ -95,12 +86,7 @@ def add_parser(sub):
 def _open(args):
     from toolcommit.runtime.design import load
 
-    if (args.db is None) == (args.dsn is None):
-        raise UsageError(
-            "recover: give the SQLite file DB or --dsn CONNINFO (PostgreSQL), one of them"
-        )
-    if args.schema is not None and args.dsn is None:
-        raise UsageError("--schema is for --dsn (a PostgreSQL log)")
+    one_source("recover", args.db, args.dsn, args.schema)
     if args.wait < 0:
         raise UsageError(f"--wait {args.wait}: give seconds, 0 or more")
     design = load(args.provider)  # before the store: a bad provider changes nothing
@@ -114,30 +100,9 @@ def _postgres(args, design, writer):
     from toolcommit.runtime import IntentLog, PostgresStore, StoreError
     from toolcommit.runtime.store import pg_schema
 
-    try:
-        import psycopg
-    except ImportError:
-        raise UsageError("--dsn needs psycopg 3: pip install 'toolcommit[postgres]'") from None
-    try:
-        where = pg_schema(args.schema)
-    except StoreError as e:
-        raise UsageError(f"--schema: {e}") from None
-    try:
-        with psycopg.connect(args.dsn, connect_timeout=10) as c:
-            found = c.execute(
-                "SELECT 1 FROM information_schema.tables WHERE table_schema = %s "
-                "AND table_name = 'tc_writers'",
-                (where,),
-            ).fetchone()
-    except psycopg.Error as e:
-        raise UsageError(
-            f"--dsn: cannot read the database: {str(e).strip().splitlines()[0]}"
-        ) from None
-    if found is None:
-        raise UsageError(
-            f"--dsn: schema {where} holds no intent log (no tc_writers table); "
-            "give the schema the runtime writes to (--schema)"
-        )
+    with reading(args.dsn, args.schema, "tc_writers"):
+        pass
+    where = pg_schema(args.schema)  # a name `reading` accepted
     try:
         return IntentLog(
             PostgresStore(args.dsn, where), writer, provider=design, settler=args.watch

@@ -14,6 +14,7 @@ import os
 import sys
 
 from toolcommit.checker.cli.export_log import WHAT, read_log
+from toolcommit.checker.cli.pglog import add_dsn_options, one_source, reading
 from toolcommit.checker.cli.terminal import width
 from toolcommit.checker.render.fit import wrap_line
 from toolcommit.model.errors import UsageError
@@ -28,12 +29,7 @@ def add_parser(sub):
         description=__doc__.split("\n\n")[0],
     )
     p.add_argument("db", metavar="DB", nargs="?", help=f"{WHAT}; or give --dsn")
-    p.add_argument(
-        "--dsn",
-        metavar="CONNINFO",
-        help="the PostgreSQL intent log (IntentLog.postgres's conninfo) instead of DB",
-    )
-    p.add_argument("--schema", metavar="S", help="with --dsn: the schema (default: public)")
+    add_dsn_options(p)
     p.add_argument(
         "--provider",
         metavar="NAME|FILE",
@@ -80,40 +76,10 @@ def _sqlite(db: str):
 
 
 def _postgres(dsn: str, schema):
-    try:
-        import psycopg
-    except ImportError:
-        raise UsageError("--dsn needs psycopg 3: pip install 'toolcommit[postgres]'") from None
-    from toolcommit.runtime.store import PostgresStore, StoreError, Tx, pg_schema
+    from toolcommit.runtime.store import PostgresStore
 
-    try:
-        where = pg_schema(schema)
-    except StoreError as e:
-        raise UsageError(f"--schema: {e}") from None
-    try:
-        with psycopg.connect(dsn, connect_timeout=10, autocommit=False) as c:
-            c.execute("SET TRANSACTION READ ONLY")
-            cur = c.cursor()
-            if (
-                cur.execute(
-                    "SELECT 1 FROM information_schema.tables WHERE table_schema = %s "
-                    "AND table_name = 'tc_records'",
-                    (where,),
-                ).fetchone()
-                is None
-            ):
-                raise UsageError(
-                    f"--dsn: schema {where} holds no intent log (no tc_records "
-                    "table); give the schema the runtime writes to (--schema)"
-                )
-            cur.execute(f"SET search_path TO {where}")
-            out = _rows(Tx(cur, True), PostgresStore.now_sql)
-            c.rollback()
-            return out
-    except psycopg.Error as e:
-        raise UsageError(
-            f"--dsn: cannot read the database: {str(e).strip().splitlines()[0]}"
-        ) from None
+    with reading(dsn, schema, "tc_records") as tx:
+        return _rows(tx, PostgresStore.now_sql)
 
 
 def _design(args, stored):
@@ -175,12 +141,7 @@ def _text(where: str, design, found, in_doubt: int) -> str:
 def run(args) -> int:
     from toolcommit.runtime.status import IN_DOUBT, entries
 
-    if (args.db is None) == (args.dsn is None):
-        raise UsageError(
-            "status: give the SQLite file DB or --dsn CONNINFO (PostgreSQL), one of them"
-        )
-    if args.schema is not None and args.dsn is None:
-        raise UsageError("--schema is for --dsn (a PostgreSQL log)")
+    one_source("status", args.db, args.dsn, args.schema)
     records, now, stored = _postgres(args.dsn, args.schema) if args.dsn else _sqlite(args.db)
     design = _design(args, stored)
     found = entries(design, records, now)

@@ -220,3 +220,77 @@ def test_an_export_is_the_log_as_of_one_moment_while_others_write_it(pg):
         assert [first, *pages] == ["b1"]
     assert list(log.lines(batch=1)) == ["a1", "b1", "a2"]
     log.close()
+
+
+def _cli(*argv):
+    import contextlib
+    import io
+
+    from toolcommit.checker.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def _schemas(dsn):
+    import psycopg
+
+    with psycopg.connect(dsn) as c:
+        return sorted(r[0] for r in c.execute("SELECT nspname FROM pg_namespace"))
+
+
+def test_export_dsn_writes_what_the_library_exports_and_it_validates(pg, tmp_path):
+    """`toolcommit export --dsn`: a team on PostgreSQL exports its log from the command
+    line, the same lines `log.export` writes; the file validates; the database is only
+    read (the writers' table as it was)."""
+    import io
+
+    import psycopg
+
+    log = IntentLog.postgres(pg.dsn, "w1", schema="t_export", provider="stripe")
+    d = log.propose("c1", "refund", {"order": "o-7", "amount": 20}, SCOPE)
+    log.ack(log.dispatch(d.key), {"id": "re_1"})
+    log.propose("c2", "refund", {"order": "o-7", "amount": 20.0}, SCOPE)
+    expected = io.StringIO()
+    log.export(expected)
+    log.close()
+    writers = "SELECT writer, incarnation, running, seq FROM t_export.tc_writers"
+    with psycopg.connect(pg.dsn) as c:
+        before = c.execute(writers).fetchall()
+    assert _cli("export", "--dsn", pg.dsn, "--schema", "T_Export") == (0, expected.getvalue(), "")
+    target = tmp_path / "log.jsonl"
+    assert _cli("export", "--dsn", pg.dsn, "--schema", "t_export", "-o", str(target))[0] == 0
+    code, out, _ = _cli("validate", str(target))
+    assert code == 0 and out.startswith("CONFORMS")
+    with psycopg.connect(pg.dsn) as c:
+        assert c.execute(writers).fetchall() == before
+
+
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["--schema", "t_nothing"], "schema t_nothing holds no intent log (no tc_events table)"),
+        (["--schema", "bad-name"], "--schema: schema 'bad-name': use letters, digits and _"),
+        (["x.db"], "export: give the SQLite file DB or --dsn CONNINFO (PostgreSQL), one of"),
+    ],
+)
+def test_export_dsn_refuses_in_one_line_and_creates_nothing(pg, argv, needle):
+    before = _schemas(pg.dsn)
+    code, out, err = _cli("export", "--dsn", pg.dsn, *argv)
+    assert (code, out) == (2, "") and needle in err and len(err.splitlines()) == 1
+    assert _schemas(pg.dsn) == before
+
+
+def test_export_dsn_to_a_server_that_is_not_there_says_what_to_check():
+    code, _, err = _cli("export", "--dsn", "host=127.0.0.1 port=1 dbname=x connect_timeout=2")
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "cannot read the database" in err and "check the conninfo" in err
+
+
+def test_export_schema_without_dsn_is_refused(tmp_path):
+    code, _, err = _cli("export", str(tmp_path / "x.db"), "--schema", "s")
+    assert code == 2 and "--schema is for --dsn" in err
+    code, _, err = _cli("export", "--format", "promela", "--schema", "s")
+    assert code == 2 and "--schema is for --dsn" in err
