@@ -1168,9 +1168,9 @@ class IntentLog:
             return int(tx.first(f"SELECT count(*) FROM tc_records WHERE state IN {_OPEN}")[0])
 
     def lines(self, batch: int = 5000) -> Iterator[str]:
-        """Every stored line (JSON text), in the order they were written."""
-        with self._lock:
-            yield from read_lines(self.store, batch)
+        """Every stored line (JSON text), in the order they were written, as of one moment
+        (`Store.snapshot`: this process's calls and lease renewals go on meanwhile)."""
+        yield from read_lines(self.store, batch)
 
     def events(self) -> list[L.Line]:
         """Every stored line, decoded."""

@@ -188,7 +188,8 @@ class Store:
     def snapshot(self) -> AbstractContextManager[Tx]:
         """A read-only transaction whose statements all see the store as of one moment:
         a reader that pages through a table in it (`read_lines`) never sees a later line
-        of a writer without an earlier one. SQLite's read transaction is one already."""
+        of a writer without an earlier one. It runs on a connection of its own, so a long
+        read (an export) holds up none of this process's decisions or lease renewals."""
         return self.read()
 
     def close(self) -> None:  # pragma: no cover - abstract
@@ -241,6 +242,7 @@ class SqliteStore(Store):
         if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise StoreError(f"synchronous={synchronous!r}: use FULL, NORMAL or EXTRA")
         self.path = os.fspath(path)
+        self._busy = busy_timeout
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
@@ -328,6 +330,23 @@ class SqliteStore(Store):
             raise StoreError(_failed(self.path, e)) from None
 
     @contextmanager
+    def snapshot(self) -> Iterator[Tx]:
+        """See `Store.snapshot`: a read transaction (in WAL, the file as of its first
+        read) on a second connection to the file."""
+        try:
+            db = sqlite3.connect(self.path, timeout=self._busy, isolation_level=None)
+        except sqlite3.Error as e:
+            raise StoreError(f"{self.path}: cannot read the SQLite intent log: {e}") from None
+        try:
+            cur = db.cursor()
+            cur.execute("BEGIN")
+            yield Tx(cur, False)
+        except sqlite3.Error as e:
+            raise StoreError(f"{self.path}: cannot read the SQLite intent log: {e}") from None
+        finally:
+            db.close()  # ends the read transaction
+
+    @contextmanager
     def read(self) -> Iterator[Tx]:
         with self._lock:
             try:
@@ -386,6 +405,7 @@ class PostgresStore(Store):
                 "PostgreSQL needs psycopg 3: pip install 'toolcommit[postgres]'"
             ) from None
         self._errors = psycopg.Error
+        self._conninfo, self._schema = conninfo, pg_schema(schema) if schema else None
         try:
             self._db = psycopg.connect(conninfo, autocommit=True)
             with self.tx() as tx:
@@ -447,14 +467,20 @@ class PostgresStore(Store):
 
     @contextmanager
     def snapshot(self) -> Iterator[Tx]:
-        """See `Store.snapshot`: REPEATABLE READ, READ ONLY. Under PostgreSQL's default
+        """See `Store.snapshot`: REPEATABLE READ, READ ONLY, on a connection of its own
+        (the log's schema its search path). Under PostgreSQL's default
         (READ COMMITTED) each statement sees its own moment, and ``tc_events.id`` is taken
         at insert, not at commit: a page read after another could hold a writer's next
         line without the one before it, which committed late with a smaller id."""
+        import psycopg
+
         try:
-            with self._lock, self._db.transaction(), self._db.cursor() as cur:
+            with psycopg.connect(self._conninfo) as db, db.cursor() as cur:
                 cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                if self._schema:  # else the server's default, as the log's own connection
+                    cur.execute(f"SET LOCAL search_path TO {self._schema}")
                 yield Tx(cur, True)
+                db.rollback()
         except self._errors as e:
             raise StoreError(
                 "the PostgreSQL intent log could not be read ("

@@ -227,3 +227,11 @@ def test_concurrent_processes_proposing_one_intent_accept_exactly_one(db):
     got = os.read(r, 64).decode()
     os.close(r)
     assert sorted(got) == ["a"] + ["d"] * 5
+
+
+def test_an_export_holds_up_none_of_the_process_s_decisions(db):
+    from .live_export import export_leaves_the_log_live
+
+    log = IntentLog.sqlite(db, "w1", provider="ideal")
+    export_leaves_the_log_live(log)
+    log.close()

@@ -294,3 +294,11 @@ def test_export_schema_without_dsn_is_refused(tmp_path):
     assert code == 2 and "--schema is for --dsn" in err
     code, _, err = _cli("export", "--format", "promela", "--schema", "s")
     assert code == 2 and "--schema is for --dsn" in err
+
+
+def test_an_export_of_a_postgres_log_holds_up_none_of_the_process_s_decisions(pg):
+    from .live_export import export_leaves_the_log_live
+
+    log = IntentLog.postgres(pg.dsn, "w1", schema="t_live", provider="ideal")
+    export_leaves_the_log_live(log)
+    log.close()
