@@ -9,7 +9,7 @@ table (which of its actions and fault paths the logs took). FILE is a design fil
 from __future__ import annotations
 
 from toolcommit.checker.logs import refinement
-from toolcommit.checker.logs.refine import Claim
+from toolcommit.checker.logs.claim import Claim
 from toolcommit.model.errors import UsageError
 from toolcommit.runtime import design as D
 

@@ -1,7 +1,7 @@
 """`validate --design`: read the logs, order each key's chain, and let `refine` judge it.
 
 `check(paths, claim)` reads the logs once more (after the generic check), keeps each key's
-lines (what `refine.Line` holds: a few fields per line), orders each key's transitions into
+lines (what `claim.Line` holds: a few fields per line), orders each key's transitions into
 its chain without clocks (each writer's own order kept; from each state the transition that
 leaves it first by fence, writer and seq, as `chains` does), and returns a `DesignCheck`:
 the departures as ``DESIGN`` findings, the coverage of the design's paths and its knobs,
@@ -20,9 +20,18 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from toolcommit.checker.logs import refine
+from toolcommit.checker.logs.claim import (
+    Claim,
+    Departure,
+    Line,
+    kinds,
+    knob_classes,
+    parse_ts,
+    paths,
+    plain,
+)
 from toolcommit.checker.logs.findings import MAX_PER_PROPERTY, Citation, Finding
 from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES, read_batches
-from toolcommit.checker.logs.refine import Claim, Departure, Line
 from toolcommit.checker.logs.report import Report, count, verdict_of
 from toolcommit.model.canon import CanonError, canonical_intent
 
@@ -127,12 +136,9 @@ def check(
     for key, raw in keys.items():
         chain = order(raw)
         final[key] = chain[-1][_TO] if chain else None
-        if key not in effects and refine.plain(claim, [(t[_FRM], t[_TO]) for t in chain]):
+        if key not in effects and plain(claim, [(t[_FRM], t[_TO]) for t in chain]):
             hits += [
-                (k, _line(t))
-                for t in chain
-                for k in refine.kinds(t[_FRM], t[_TO], None)
-                if k != "other"
+                (k, _line(t)) for t in chain for k in kinds(t[_FRM], t[_TO], None) if k != "other"
             ]
             continue
         d, h = refine.judge_key(claim, key, [_line(t) for t in chain] + effects.get(key, []))
@@ -150,7 +156,7 @@ def check(
         claim,
         tuple(listed),
         tuple(coverage(claim, hits)),
-        refine.knob_classes(claim),
+        knob_classes(claim),
         _count(departures),
         len(departures) - len(listed),
     )
@@ -158,7 +164,7 @@ def check(
 
 def _line(t: tuple) -> Line:
     w, seq, path, n, ts, frm, to, fence, why = t
-    return Line("transition", w, seq, path, n, refine.parse_ts(ts), frm, to, fence, why)
+    return Line("transition", w, seq, path, n, parse_ts(ts), frm, to, fence, why)
 
 
 def _keep(ev, path: str, n: int, keys, effects, accepted, hits) -> None:
@@ -175,9 +181,7 @@ def _keep(ev, path: str, n: int, keys, effects, accepted, hits) -> None:
     elif t == "effect":
         key = ev.key or ev.idempotency_key
         effects.setdefault(key, []).append(
-            Line(
-                t, ev.writer, ev.seq, path, n, refine.parse_ts(ev.ts), fence=ev.fence, kind=ev.kind
-            )
+            Line(t, ev.writer, ev.seq, path, n, parse_ts(ev.ts), fence=ev.fence, kind=ev.kind)
         )
 
 
@@ -188,7 +192,7 @@ def _proposal(ev, path: str, n: int) -> Line:
         ev.seq,
         path,
         n,
-        refine.parse_ts(ev.ts),
+        parse_ts(ev.ts),
         decision=ev.decision,
         epoch=ev.epoch,
     )
@@ -256,7 +260,7 @@ def coverage(claim: Claim, hits: Sequence[tuple[str, Line]]) -> list[dict]:
         if (ln.file, ln.line) < (c[1].file, c[1].line):
             c[1] = ln
     out = []
-    for p in refine.paths(claim):
+    for p in paths(claim):
         n, first = seen.get(p["name"], (0, None))
         out.append(
             {

@@ -9,8 +9,8 @@ import pytest
 
 from toolcommit.checker.cli import main
 from toolcommit.checker.cli.validate_design import claim_of
-from toolcommit.checker.logs import refine
-from toolcommit.checker.logs.refine import Claim, Line
+from toolcommit.checker.logs import claim, refine
+from toolcommit.checker.logs.claim import Claim, Line
 from toolcommit.runtime import design as D
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "logs"
@@ -45,7 +45,7 @@ def t(seq, frm, to, reason=None, ts=None, fence=None) -> Line:
     return Line("transition", "w1", seq, "a.jsonl", seq, ts, frm, to, fence, reason)
 
 
-def lost_ack(ts_replay=30.0, reason=refine.reason("replay")) -> list[Line]:
+def lost_ack(ts_replay=30.0, reason=claim.reason("replay")) -> list[Line]:
     return [
         t(1, "PROPOSED", "RECORDED", ts=0.0),
         t(2, "RECORDED", "DISPATCHED", ts=1.0, fence=1),
@@ -66,8 +66,8 @@ def test_a_replay_after_the_window_departs_resting_on_the_clock():
 
 
 def test_within_the_clock_slack_of_the_window_either_step_is_the_designs():
-    for reason in (refine.reason("replay"), refine.reason("seal")):
-        d, _ = refine.judge_key(STRIPE, "k", lost_ack(1.0 + 3600 + refine.CLOCK_SLACK / 2, reason))
+    for reason in (claim.reason("replay"), claim.reason("seal")):
+        d, _ = refine.judge_key(STRIPE, "k", lost_ack(1.0 + 3600 + claim.CLOCK_SLACK / 2, reason))
         assert d is None, reason
 
 
@@ -84,8 +84,8 @@ def test_lines_without_ts_cannot_measure_the_window():
 
 
 def test_a_status_read_departs_where_the_provider_offers_none():
-    lines = lost_ack(reason=refine.reason("seal")) + [
-        t(5, "RECONCILING", "ACKED", refine.reason("present"), ts=40.0, fence=2)
+    lines = lost_ack(reason=claim.reason("seal")) + [
+        t(5, "RECONCILING", "ACKED", claim.reason("present"), ts=40.0, fence=2)
     ]
     d, _ = refine.judge_key(EMAIL, "k", lines)
     assert d.knob == "status_read" and d.line.line == 5
@@ -93,18 +93,18 @@ def test_a_status_read_departs_where_the_provider_offers_none():
 
 def test_a_give_up_unread_departs_where_the_design_reads():
     lines = lost_ack() + [
-        t(5, "RECONCILING", "DEAD_LETTER", refine.reason("no_read"), ts=2000.0, fence=2)
+        t(5, "RECONCILING", "DEAD_LETTER", claim.reason("no_read"), ts=2000.0, fence=2)
     ]
     d, _ = refine.judge_key(STRIPE, "k", lines)
     assert d.knob == "on_unknown" and "status read" in d.expected
 
 
 def test_an_absent_read_after_the_delay_bound_is_covered_and_one_before_departs():
-    late = lost_ack() + [t(5, "RECONCILING", "DEAD_LETTER", refine.reason("absent"), 30.0 + 901, 2)]
+    late = lost_ack() + [t(5, "RECONCILING", "DEAD_LETTER", claim.reason("absent"), 30.0 + 901, 2)]
     d, hits = refine.judge_key(STRIPE, "k", late)
     assert d is None
     assert {"replay_unanswered", "read_absent", "read_after_delay_bound"} <= {h for h, _ in hits}
-    early = lost_ack() + [t(5, "RECONCILING", "DEAD_LETTER", refine.reason("absent"), 40.0, 2)]
+    early = lost_ack() + [t(5, "RECONCILING", "DEAD_LETTER", claim.reason("absent"), 40.0, 2)]
     d, _ = refine.judge_key(STRIPE, "k", early)
     assert (d.knob, d.clock) == ("delay_bound", True)
 
@@ -122,8 +122,8 @@ def test_fencing_on_wants_a_bumped_seal_and_fenced_effects():
     d, _ = refine.judge_key(
         ideal,
         "k",
-        lost_ack(reason=refine.reason("seal"))[:3]
-        + [t(4, "UNKNOWN", "RECONCILING", refine.reason("seal"), fence=1)],
+        lost_ack(reason=claim.reason("seal"))[:3]
+        + [t(4, "UNKNOWN", "RECONCILING", claim.reason("seal"), fence=1)],
     )
     assert d.knob == "fencing"
     effect = Line("effect", "bank", 1, "a.jsonl", 9, kind="apply")
@@ -149,7 +149,7 @@ def test_a_new_epoch_needs_the_previous_attempt_given_up():
 
 
 def test_a_knob_without_a_rule_is_named_not_checked():
-    claim = Claim(
+    unruled = Claim(
         "x",
         "stripe",
         "",
@@ -158,10 +158,10 @@ def test_a_knob_without_a_rule_is_named_not_checked():
         None,
         None,
     )
-    k = refine.knob_classes(claim)
+    k = claim.knob_classes(unruled)
     assert {"reask=new_key", "on_unknown=human_approval"} <= set(k["unchecked"])
     assert k["hidden"]["status_via"] and "on_unknown=human_approval" not in k["checked"]
-    d, _ = refine.judge_key(claim, "k", lost_ack(reason="anything at all"))
+    d, _ = refine.judge_key(unruled, "k", lost_ack(reason="anything at all"))
     assert d is None
 
 
@@ -178,13 +178,13 @@ def test_every_path_the_spec_names_is_one_the_rules_count_and_each_shipped_desig
         ("RECORDED", "REJECTED_CONFLICT"),
     ]
     for frm, to in pairs:
-        for r in [None, *refine.spec()["reasons"].values(), refine.reason("takeover_lease") + "x"]:
-            counted |= set(refine.readings(t(1, frm, to, r)))
-    names = [p["name"] for p in refine.spec()["paths"]]
+        for r in [None, *claim.spec()["reasons"].values(), claim.reason("takeover_lease") + "x"]:
+            counted |= set(claim.readings(t(1, frm, to, r)))
+    names = [p["name"] for p in claim.spec()["paths"]]
     assert len(names) == len(set(names)) and set(names) <= counted
     for name in D.SHIPPED:
-        claim = claim_of(D.read(name))
-        assert {"dispatch", "unknown"} <= {p["name"] for p in refine.paths(claim)}
+        shipped = claim_of(D.read(name))
+        assert {"dispatch", "unknown"} <= {p["name"] for p in claim.paths(shipped)}
 
 
 @pytest.mark.parametrize("name", sorted(n for n in EXPECTED if "design" in EXPECTED[n]))
