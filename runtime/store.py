@@ -53,6 +53,7 @@ import sqlite3
 import threading
 import time
 from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 from typing import Any, Iterator, Optional, Protocol, Sequence
 
 from toolcommit.model.errors import ToolcommitError
@@ -242,7 +243,7 @@ class SqliteStore(Store):
         if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise StoreError(f"synchronous={synchronous!r}: use FULL, NORMAL or EXTRA")
         self.path = os.fspath(path)
-        self._busy = busy_timeout
+        self._busy, self._file = busy_timeout, os.path.abspath(self.path)  # for `snapshot`
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
@@ -334,7 +335,12 @@ class SqliteStore(Store):
         """See `Store.snapshot`: a read transaction (in WAL, the file as of its first
         read) on a second connection to the file."""
         try:
-            db = sqlite3.connect(self.path, timeout=self._busy, isolation_level=None)
+            db = sqlite3.connect(
+                Path(self._file).as_uri() + "?mode=ro",  # never creates a file
+                uri=True,
+                timeout=self._busy,
+                isolation_level=None,
+            )
         except sqlite3.Error as e:
             raise StoreError(f"{self.path}: cannot read the SQLite intent log: {e}") from None
         try:

@@ -235,3 +235,19 @@ def test_an_export_holds_up_none_of_the_process_s_decisions(db):
     log = IntentLog.sqlite(db, "w1", provider="ideal")
     export_leaves_the_log_live(log)
     log.close()
+
+
+def test_an_export_reads_the_log_it_was_opened_on_after_a_change_of_directory(
+    tmp_path, monkeypatch
+):
+    """A log opened by a relative path is exported from that file even after the process
+    changes its working directory (the export opens a connection of its own)."""
+    monkeypatch.chdir(tmp_path)
+    log = IntentLog.sqlite("intents.db", "w1", provider="ideal")
+    log.propose("t1", "refund", {"amount": 20}, SCOPE)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert [e["type"] for e in log.events()] == ["proposal", "transition"]
+    assert list(elsewhere.iterdir()) == []
+    log.close()
