@@ -3,7 +3,6 @@ atomically written; bad input is one line and exit 2."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
@@ -11,15 +10,9 @@ import sqlite3
 
 import pytest
 
-from toolcommit.checker.cli import main
 from toolcommit.runtime import IntentLog
 
-
-def cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
+from ..incli import cli
 
 
 @pytest.fixture

@@ -4,25 +4,17 @@ log is only read; SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import json
 
 import pytest
 
-from toolcommit.checker.cli import main
 from toolcommit.runtime import IntentLog
+
+from ..incli import cli
 
 ARGS = {"charge": "ch_1", "amount": 20}
 SCOPE = "user:42:request:7"
-
-
-def cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
 
 
 def timed_out(log: IntentLog, scope: str = SCOPE) -> str:

@@ -6,7 +6,6 @@ started (servers are found by the pid files they write)."""
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import signal
@@ -21,7 +20,6 @@ pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
-from toolcommit.checker.cli import main  # noqa: E402
 from toolcommit.runtime import IntentLog  # noqa: E402
 
 HERE = Path(__file__).parent
@@ -140,13 +138,6 @@ def run(scenario):
 async def until(predicate):
     while not predicate():
         await anyio.sleep(0.01)
-
-
-def cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
 
 
 def text(result):

@@ -92,7 +92,7 @@ def test_a_superseded_gateway_reports_its_sent_call_in_doubt_and_writes_nothing(
 def recover_during_a_long_call(tmp_path, renew: bool, monkeypatch=None):
     """A call of about 5 s under a lease of 2 s, `toolcommit recover` run against the log
     every 0.4 s meanwhile: the answer and the record's state."""
-    from .gw import cli
+    from ..incli import cli
 
     db = str(tmp_path / "i.db")
     log = IntentLog.sqlite(db, writer="gw", provider="email", lease=2.0)

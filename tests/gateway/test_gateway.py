@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from .gw import LIMIT, anyio, cli, run, text, until
+from ..incli import cli
+from .gw import LIMIT, anyio, run, text, until
 
 pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402

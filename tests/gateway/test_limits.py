@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from .gw import FAULTY, LIMIT, anyio, cli, run, text, until
+from ..incli import cli
+from .gw import FAULTY, LIMIT, anyio, run, text, until
 
 # real gateway, server and client processes under faults: with -m slow (test_gateway.py and
 # test_http.py keep the gateway's default coverage)

@@ -17,6 +17,8 @@ if binaries() is None:
 
 from toolcommit.runtime import IntentLog  # noqa: E402
 
+from ..incli import cli  # noqa: E402
+
 SCOPE = "user:42:checkout:7"
 
 
@@ -222,18 +224,6 @@ def test_an_export_is_the_log_as_of_one_moment_while_others_write_it(pg):
     log.close()
 
 
-def _cli(*argv):
-    import contextlib
-    import io
-
-    from toolcommit.checker.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
 def _schemas(dsn):
     import psycopg
 
@@ -259,10 +249,10 @@ def test_export_dsn_writes_what_the_library_exports_and_it_validates(pg, tmp_pat
     writers = "SELECT writer, incarnation, running, seq FROM t_export.tc_writers"
     with psycopg.connect(pg.dsn) as c:
         before = c.execute(writers).fetchall()
-    assert _cli("export", "--dsn", pg.dsn, "--schema", "T_Export") == (0, expected.getvalue(), "")
+    assert cli("export", "--dsn", pg.dsn, "--schema", "T_Export") == (0, expected.getvalue(), "")
     target = tmp_path / "log.jsonl"
-    assert _cli("export", "--dsn", pg.dsn, "--schema", "t_export", "-o", str(target))[0] == 0
-    code, out, _ = _cli("validate", str(target))
+    assert cli("export", "--dsn", pg.dsn, "--schema", "t_export", "-o", str(target))[0] == 0
+    code, out, _ = cli("validate", str(target))
     assert code == 0 and out.startswith("CONFORMS")
     with psycopg.connect(pg.dsn) as c:
         assert c.execute(writers).fetchall() == before
@@ -278,21 +268,21 @@ def test_export_dsn_writes_what_the_library_exports_and_it_validates(pg, tmp_pat
 )
 def test_export_dsn_refuses_in_one_line_and_creates_nothing(pg, argv, needle):
     before = _schemas(pg.dsn)
-    code, out, err = _cli("export", "--dsn", pg.dsn, *argv)
+    code, out, err = cli("export", "--dsn", pg.dsn, *argv)
     assert (code, out) == (2, "") and needle in err and len(err.splitlines()) == 1
     assert _schemas(pg.dsn) == before
 
 
 def test_export_dsn_to_a_server_that_is_not_there_says_what_to_check():
-    code, _, err = _cli("export", "--dsn", "host=127.0.0.1 port=1 dbname=x connect_timeout=2")
+    code, _, err = cli("export", "--dsn", "host=127.0.0.1 port=1 dbname=x connect_timeout=2")
     assert code == 2 and len(err.splitlines()) == 1
     assert "cannot read the database" in err and "check the conninfo" in err
 
 
 def test_export_schema_without_dsn_is_refused(tmp_path):
-    code, _, err = _cli("export", str(tmp_path / "x.db"), "--schema", "s")
+    code, _, err = cli("export", str(tmp_path / "x.db"), "--schema", "s")
     assert code == 2 and "--schema is for --dsn" in err
-    code, _, err = _cli("export", "--format", "promela", "--schema", "s")
+    code, _, err = cli("export", "--format", "promela", "--schema", "s")
     assert code == 2 and "--schema is for --dsn" in err
 
 
