@@ -334,6 +334,7 @@ class SqliteStore(Store):
     def snapshot(self) -> Iterator[Tx]:
         """See `Store.snapshot`: a read transaction (in WAL, the file as of its first
         read) on a second connection to the file."""
+        db = None
         try:
             db = sqlite3.connect(
                 Path(self._file).as_uri() + "?mode=ro",  # never creates a file
@@ -341,16 +342,14 @@ class SqliteStore(Store):
                 timeout=self._busy,
                 isolation_level=None,
             )
-        except sqlite3.Error as e:
-            raise StoreError(f"{self.path}: cannot read the SQLite intent log: {e}") from None
-        try:
             cur = db.cursor()
             cur.execute("BEGIN")
             yield Tx(cur, False)
         except sqlite3.Error as e:
             raise StoreError(f"{self.path}: cannot read the SQLite intent log: {e}") from None
         finally:
-            db.close()  # ends the read transaction
+            if db is not None:
+                db.close()  # ends the read transaction
 
     @contextmanager
     def read(self) -> Iterator[Tx]:
@@ -478,15 +477,9 @@ class PostgresStore(Store):
         (READ COMMITTED) each statement sees its own moment, and ``tc_events.id`` is taken
         at insert, not at commit: a page read after another could hold a writer's next
         line without the one before it, which committed late with a smaller id."""
-        import psycopg
-
         try:
-            with psycopg.connect(self._conninfo) as db, db.cursor() as cur:
-                cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                if self._schema:  # else the server's default, as the log's own connection
-                    cur.execute(f"SET LOCAL search_path TO {self._schema}")
+            with pg_snapshot(self._conninfo, self._schema) as cur:
                 yield Tx(cur, True)
-                db.rollback()
         except self._errors as e:
             raise StoreError(
                 "the PostgreSQL intent log could not be read ("
@@ -565,21 +558,42 @@ def pg_schema(schema: Optional[str]) -> str:
     return schema.lower()
 
 
+@contextmanager
+def pg_snapshot(conninfo: str, schema: Optional[str], **connect: Any) -> Iterator[Any]:
+    """A psycopg cursor in a read-only REPEATABLE READ transaction on a connection of its
+    own (`connect`: psycopg.connect's keywords), its search path `schema` (a name
+    `pg_schema` folded; None: the server's default); rolled back and closed at the end.
+    psycopg's errors pass through: each caller says what they mean."""
+    import psycopg
+
+    with psycopg.connect(conninfo, **connect) as db, db.cursor() as cur:
+        cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        if schema:
+            cur.execute(f"SET LOCAL search_path TO {schema}")
+        yield cur
+        db.rollback()
+
+
 def read_lines(store: Store, batch: int = 5000) -> Iterator[str]:
     """Every line stored in `store` (JSON text) in the order written: the exported log,
-    read `batch` lines at a time in one `Store.snapshot` (the log as of one moment, while
-    others may be writing it)."""
-    last = -1
+    read in one `Store.snapshot` (the log as of one moment, while others may be writing
+    it)."""
     with store.snapshot() as tx:
-        while True:
-            rows = tx.all(
-                "SELECT id, line FROM tc_events WHERE id > ? ORDER BY id LIMIT ?", (last, batch)
-            )
-            if not rows:
-                return
-            for _id, text in rows:
-                yield text
-            last = rows[-1][0]
+        yield from page_lines(tx, batch)
+
+
+def page_lines(tx: Tx, batch: int = 5000) -> Iterator[str]:
+    """Every line in `tx`'s view of the log, in the order written, `batch` rows a query."""
+    last = -1
+    while True:
+        rows = tx.all(
+            "SELECT id, line FROM tc_events WHERE id > ? ORDER BY id LIMIT ?", (last, batch)
+        )
+        if not rows:
+            return
+        for _id, text in rows:
+            yield text
+        last = rows[-1][0]
 
 
 def expire_leases(store: Store, writer: Optional[str] = None) -> int:

@@ -3,8 +3,8 @@ its PostgreSQL schema, `--dsn CONNINFO [--schema S]`, through `pglog.reading`).
 
 The file is opened read-only (``mode=ro``): exporting changes nothing in it, not even the
 writer table an `IntentLog` would open, and works while a gateway or a runtime writes it
-(WAL). The lines come out in the order they were written (`toolcommit.runtime`'s
-`read_lines`), as ``IntentLog.export`` writes them: the log contract of
+(WAL). The lines come out in the order they were written (`toolcommit.runtime.store`'s
+`page_lines`), as ``IntentLog.export`` writes them: the log contract of
 `spec/log.schema.json`, for ``toolcommit validate``.
 """
 
@@ -18,8 +18,7 @@ from typing import Optional
 
 from toolcommit.checker.cli.pglog import reading
 from toolcommit.model.errors import InputError, UsageError
-from toolcommit.runtime.log import read_lines
-from toolcommit.runtime.store import Tx
+from toolcommit.runtime.store import Tx, page_lines
 
 WHAT = "the intent log's SQLite file (toolcommit gateway --db, or IntentLog.sqlite's path)"
 
@@ -66,8 +65,6 @@ class _ReadOnly:
         finally:
             cur.execute("COMMIT")
             cur.close()
-
-    snapshot = read  # one read transaction in WAL sees the file as of one moment
 
     def close(self):
         self._db.close()
@@ -131,24 +128,17 @@ def read_log(db: str, table: str, read):
 
 def log_text(db: str) -> str:
     """The whole log in `db` as JSON Lines text (see `read_log` for its errors)."""
-    return read_log(
-        db, "tc_events", lambda store: "".join(line + "\n" for line in read_lines(store))
-    )
+    return read_log(db, "tc_events", _text)
 
 
-class _Held:
-    """A store whose one snapshot is a transaction already open, for `read_lines`."""
-
-    def __init__(self, tx: Tx):
-        self._tx = tx
-
-    @contextmanager
-    def snapshot(self):
-        yield self._tx
+def _text(store: _ReadOnly) -> str:
+    """The whole log, in one read transaction: in WAL, the file as of one moment."""
+    with store.read() as tx:
+        return "".join(line + "\n" for line in page_lines(tx))
 
 
 def pg_log_text(dsn: str, schema: Optional[str]) -> str:
     """The whole log in `schema` of the database `dsn` as JSON Lines text, as of one moment
     (see `pglog.reading` for its errors)."""
     with reading(dsn, schema, "tc_events") as tx:
-        return "".join(line + "\n" for line in read_lines(_Held(tx)))
+        return "".join(line + "\n" for line in page_lines(tx))

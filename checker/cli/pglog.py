@@ -2,7 +2,8 @@
 that read one (`status`, `recover`, `export`). One home for the two flags, for the choice
 between them and a SQLite file, and for the refusals, each one line with what to do.
 
-`reading` opens one read-only transaction at REPEATABLE READ: every statement in it sees
+`reading` opens one read-only transaction at REPEATABLE READ (`runtime.store.pg_snapshot`,
+as the runtime's own exports do): every statement in it sees
 the log as of one moment, while the runtime's orchestrators go on writing it. Nothing is
 created or changed in the database (the runtime's `PostgresStore` would create the tables).
 """
@@ -13,7 +14,7 @@ from contextlib import contextmanager
 from typing import Iterator, Optional
 
 from toolcommit.model.errors import UsageError
-from toolcommit.runtime.store import StoreError, Tx, pg_schema
+from toolcommit.runtime.store import StoreError, Tx, pg_schema, pg_snapshot
 
 _HAS_TABLE = "SELECT 1 FROM information_schema.tables WHERE table_schema = %s AND table_name = %s"
 
@@ -60,16 +61,13 @@ def reading(dsn: str, schema: Optional[str], table: str) -> Iterator[Tx]:
     except StoreError as e:
         raise UsageError(f"--schema: {e}") from None
     try:
-        with psycopg.connect(dsn, connect_timeout=10) as c, c.cursor() as cur:
-            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        with pg_snapshot(dsn, where, connect_timeout=10) as cur:
             if cur.execute(_HAS_TABLE, (where, table)).fetchone() is None:
                 raise UsageError(
                     f"--dsn: schema {where} holds no intent log (no {table} table); "
                     "give the schema the runtime writes to (--schema)"
                 )
-            cur.execute(f"SET LOCAL search_path TO {where}")
             yield Tx(cur, True)
-            c.rollback()
     except psycopg.Error as e:
         raise UsageError(
             f"--dsn: cannot read the database: {str(e).strip().splitlines()[0]}; check "
