@@ -91,6 +91,13 @@ def test_export_without_a_db_or_format_says_what_to_give():
     assert code == 2 and "give a DB" in err
 
 
+def test_export_schema_without_dsn_is_refused(tmp_path):
+    code, _, err = cli("export", str(tmp_path / "x.db"), "--schema", "s")
+    assert code == 2 and "--schema is for --dsn" in err
+    code, _, err = cli("export", "--format", "promela", "--schema", "s")
+    assert code == 2 and "--schema is for --dsn" in err
+
+
 @pytest.fixture
 def read_only_volume(tmp_path):
     """A tmpfs that is remounted read-only once the test has put its files there (needs

@@ -279,13 +279,6 @@ def test_export_dsn_to_a_server_that_is_not_there_says_what_to_check():
     assert "cannot read the database" in err and "check the conninfo" in err
 
 
-def test_export_schema_without_dsn_is_refused(tmp_path):
-    code, _, err = cli("export", str(tmp_path / "x.db"), "--schema", "s")
-    assert code == 2 and "--schema is for --dsn" in err
-    code, _, err = cli("export", "--format", "promela", "--schema", "s")
-    assert code == 2 and "--schema is for --dsn" in err
-
-
 def test_an_export_of_a_postgres_log_holds_up_none_of_the_process_s_decisions(pg):
     from .live_export import export_leaves_the_log_live
 
