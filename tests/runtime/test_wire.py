@@ -90,6 +90,7 @@ def _refund_tool(log, sdk, is_async: bool):
         tool="refund",
         status=_status(sdk),
         scope=lambda charge, amount: f"user:42:request:{charge}",
+        principal="user:1",
     )
     if is_async:
 
@@ -175,6 +176,7 @@ def test_each_library_sends_the_intents_key_in_place_of_its_own(tmp_path, fake, 
         "user:42:request:1",
         lambda t: _raw_post(library, f"{fake.url}/v1/refunds", headers),
         status=lambda t: None,
+        principal="user:1",
     )
     assert got == 200 and _posts(fake) == [log.records()[0].key]
 
@@ -190,7 +192,10 @@ def test_an_effect_is_one_write_a_second_write_in_it_is_refused_by_the_provider(
             sdk.v1.refunds.create({"charge": "ch_2", "amount": 5})
         return "done"
 
-    assert guard(log, "c1", "refund", {}, "s", two_writes, status=lambda t: None) == "done"
+    assert (
+        guard(log, "c1", "refund", {}, "s", two_writes, status=lambda t: None, principal="user:1")
+        == "done"
+    )
     assert len(fake.refunds) == 1 and set(_posts(fake)) == {log.records()[0].key}
 
 
@@ -213,7 +218,18 @@ def test_a_thread_in_the_effects_context_is_stamped_one_without_it_is_outside(tm
         th.start()
         th.join(10)
 
-    asyncio.run(aguard(log, "c1", "refund", {"charge": "ch_9"}, "s", effect, status=lambda t: None))
+    asyncio.run(
+        aguard(
+            log,
+            "c1",
+            "refund",
+            {"charge": "ch_9"},
+            "s",
+            effect,
+            status=lambda t: None,
+            principal="user:1",
+        )
+    )
     assert len(refused) == 1 and _posts(fake) == [log.records()[0].key]
 
 
@@ -229,6 +245,7 @@ def test_a_design_without_a_key_sends_none(tmp_path, fake):
         lambda t: _raw_post(
             "httpx", f"{fake.url}/v1/refunds", {"Authorization": f"Bearer {TOKEN}"}
         ),
+        principal="user:1",
     )
     assert _posts(fake) == [None]
 
@@ -273,6 +290,7 @@ def test_a_status_read_that_writes_is_refused_unsent(tmp_path, fake):
             "s",
             lambda t: sdk.v1.refunds.create({"charge": "ch_1", "amount": 5}),
             status=writes,
+            principal="user:1",
         )
     assert len(_posts(fake)) == 1 and len(fake.refunds) == 1
 
@@ -288,10 +306,11 @@ def test_an_effect_whose_design_sends_no_key_is_refused_at_a_keyed_host(tmp_path
             {"charge": "ch_1"},
             "s",
             lambda t: _raw_post("httpx", f"{fake.url}/v1/refunds", {}),
+            principal="user:1",
         )
     assert fake.seen == [] and email.records()[0].state in ("UNKNOWN", "DEAD_LETTER")
     with pytest.raises(GaveUp):
-        guard(email, "c1", "refund", {"charge": "ch_1"}, "s", lambda t: None)
+        guard(email, "c1", "refund", {"charge": "ch_1"}, "s", lambda t: None, principal="user:1")
 
 
 def test_a_host_is_matched_by_name_and_port_or_by_name_alone(tmp_path):
@@ -394,7 +413,9 @@ def test_the_docs_stripe_example_refunds_once_under_a_lost_ack_and_reads_every_p
     ns: dict = {}
     exec(compile(_docs_example(), "docs/runtime.md", "exec"), ns)
     fake.lose(3)  # the first send and both of stripe-python's own retries
-    got = asyncio.run(ns["refund"]("ch_1", 2000, "7"))
+    ns["user"].set("user:42")
+    ns["request"].set("7")
+    got = asyncio.run(ns["refund"]("ch_1", 2000))
     log = ns["log"]
     key = log.records()[0].key
     assert len(fake.refunds) == 1 and got["id"] == fake.refunds[0]["id"]

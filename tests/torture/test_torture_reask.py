@@ -55,7 +55,7 @@ def runtime(kind, log, points):
 
 def in_doubt(log, scope):
     """A record of `ARGS` in `scope` whose request got no answer: UNKNOWN."""
-    d = log.propose("t1", "refund", dict(ARGS), scope)
+    d = log.propose("t1", "refund", dict(ARGS), scope, principal="user:1")
     log.timeout(log.dispatch(d.key), "no answer")
     return d.key
 
@@ -82,6 +82,6 @@ def test_a_re_ask_answered_by_the_earlier_outcome_is_heard_as_answered_nothing_s
     )
     assert out == "answered" and "dispatched" not in points.seen()
     other = dict(ARGS, charge="ch_8")  # another checkout: not answered
-    d = log.propose("c3", "refund", other, "user:1:request:3")
+    d = log.propose("c3", "refund", other, "user:1:request:3", principal="user:1")
     assert d.decision == "accepted"
     log.close()
