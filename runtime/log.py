@@ -859,11 +859,14 @@ class IntentLog:
         r = self._cas(key, ("RECORDED",), "DISPATCHED", bump=True, sent=True, first=True)
         return None if r is None else self._ticket(r, "apply")
 
-    def ack(self, ticket: Ticket, result: Any = None) -> bool:
+    def ack(self, ticket: Ticket, result: Any = None, heard: bool = True) -> bool:
         """The provider answered `ticket`'s request: DISPATCHED (an ``apply``) or
-        RECONCILING (a ``replay``) at the ticket's generation -> ACKED, saving `result`."""
+        RECONCILING (a ``replay``) at the ticket's generation -> ACKED, saving `result`.
+        `heard`: the caller that asked gets `result` now (noted in the same commit, for
+        ``reask=hold``); False where it may not (recovery; a caller that may have given
+        up: then `toolcommit.runtime.reask.heard` once it got it)."""
         frm = "RECONCILING" if ticket.purpose == "replay" else "DISPATCHED"
-        told = frm == "DISPATCHED" and self.design.knobs.get("reask") == "hold"
+        told = heard and self.design.knobs.get("reask") == "hold"
         return (
             self._cas(
                 ticket.key,

@@ -8,10 +8,11 @@ meets the earlier record:
 
 - the earlier record is open (RECORDED, DISPATCHED, UNKNOWN, RECONCILING): ``held`` (the
   guard waits for it to settle, at most the log's `wait`; nothing is written);
-- it settled and its outcome never reached the call that sent it (it did not end by that
-  call's own `ack`): ``answered`` (ACKED: not sent, the earlier result is the answer;
-  given up where the design cannot tell "did not happen", `Design.settles_by_read` false:
-  refused, it may have happened). The earlier outcome is then marked told;
+- it settled and its outcome never reached a caller that asked (`heard`: the guard
+  returned it to its caller, or a framework gave it to the model): ``answered`` (ACKED:
+  not sent, the earlier result is the answer; given up where the design cannot tell "did
+  not happen", `Design.settles_by_read` false: refused, it may have happened). The earlier
+  outcome is marked told once that answer reaches its caller (`heard`);
 - otherwise (told, given up after a read the design trusts, compensated, cancelled): the
   call is inserted as usual.
 
@@ -25,7 +26,10 @@ rule from a log-wide rule or a per-tool dict.
 Pure functions over one open transaction (`tx`); the log calls them inside its own. The
 writes of a fresh proposal and of its ack are given as statements (`remember_sql`,
 `told_sql`), which the log runs in its transaction or sends with the decision in one
-statement (`Store.once`).
+statement (`Store.once`). "Told" is the caller's side: an ack notes it only where the
+caller gets the outcome at once (a direct call); otherwise the guard or the framework
+wrapper writes `heard` once the outcome reached the caller, never for a caller that gave
+up or was cancelled (a sync tool's thread that finished after its caller's deadline).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from toolcommit.model.canon import CanonError, canonical_intent, intent_scope
 from toolcommit.runtime.store import GATE, OPEN_STATES, Tx, Write, gated
 
 if TYPE_CHECKING:
+    from toolcommit.runtime.log import IntentLog
     from toolcommit.runtime.records import Record
 
 Rule = Optional[tuple[str, ...]]
@@ -108,8 +113,9 @@ def meet(
     settles_by_read: bool,
 ) -> Optional[tuple[str, Record]]:
     """What a new call of content `digest` in `scope` meets: ``("held", record)``,
-    ``("answered", record)`` (marked told here, and the answer kept for `scope`, so a retry
-    in that scope gets it again), or None (insert as usual). `get(tx, key)` reads a record."""
+    ``("answered", record)`` (the answer kept for `scope`, so a retry in that scope gets it
+    again; told once it reached the caller: `heard`), or None (insert as usual). `get(tx,
+    key)` reads a record."""
     answer: Optional[Record] = None
     for key, where, told in tx.all(
         "SELECT key, scope, told FROM tc_asks WHERE content = ? ORDER BY key, scope", (digest,)
@@ -132,7 +138,6 @@ def meet(
             answer = rec
     if answer is None:
         return None
-    tx.run("UPDATE tc_asks SET told = 1 WHERE key = ? AND scope = ?", (answer.key, answer.scope))
     remember(tx, digest, answer.key, scope, told=1)
     return "answered", answer
 
@@ -154,6 +159,18 @@ def remember_sql(digest: str, key: str, scope: str, told: int = 0) -> Write:
 
 
 def told_sql(key: str) -> Write:
-    """The statement (its `GATE` open) noting that the call that sent `key`'s request heard
-    its outcome (its own ack): its own row only (an answer row is told already)."""
-    return (f"UPDATE tc_asks SET told = 1 WHERE key = ? AND {GATE}", (key,))
+    """The statement (its `GATE` open) noting that a caller that asked heard `key`'s
+    outcome (its result, or the answer a re-ask met): every row of `key`."""
+    return (f"UPDATE tc_asks SET told = 1 WHERE key = ? AND told = 0 AND {GATE}", (key,))
+
+
+def heard(log: IntentLog, key: str) -> None:
+    """Note that `key`'s outcome reached a caller that asked (the guard returned it, the
+    framework gave it to the model), so a later request of the same content is a new
+    intent of the user's. A no-op unless the log's design holds re-asks (``reask=hold``).
+    Never called for a caller that gave up or was cancelled."""
+    if log.design.knobs.get("reask") != "hold":
+        return
+    sql, params = told_sql(key)
+    with log.store.tx() as tx:
+        tx.run(gated(sql), params)

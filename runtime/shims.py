@@ -47,6 +47,8 @@ from typing import Any, Callable, Generator, Optional, TypeVar, Union
 from toolcommit.runtime import design as D
 from toolcommit.runtime import lines as L
 from toolcommit.runtime import otel
+from toolcommit.runtime.caller import WRITES, Asked, NoAnswer, Write, unanswered
+from toolcommit.runtime.caller import hearing as hearing  # re-exported
 from toolcommit.runtime.identity import Fields, Identity
 from toolcommit.runtime.log import Decision, IntentLog, IntentLogError, Record, Ticket
 from toolcommit.runtime.store import GAVE_UP, OPEN_STATES
@@ -203,9 +205,10 @@ def _met(d: Decision, tool: str) -> EffectError:
     if rec.state == "ACKED":
         return Answered(
             f"The {tool} was not sent again: an earlier request for the same "
-            f"{tool}, whose outcome the user was told was in doubt, was done "
-            f"(intent {rec.key}; its answer: {rec.result!r}). Tell the user; if "
-            "they want another, they may ask again.",
+            f"{tool} was done (intent {rec.key}; its answer: {rec.result!r}), but "
+            "its outcome never reached the user: they were told it may or may not "
+            "have happened, or nothing, when its call gave up waiting. Tell the "
+            "user it was done; if they want another, they may ask again.",
             rec,
             "yes",
             rec.result,
@@ -241,22 +244,31 @@ def _steps(
     saved: Callable[[Any], Any],
     wait: Optional[float] = None,
     ticket: Optional[Ticket] = None,
+    asked: Optional[Asked] = None,
 ) -> _Steps[Any]:
     """Drive `key`'s record to a settled state, waiting at most `wait` (default: the log's)
     for another holder or a deferred read; yields ``("send", ticket)`` and ``("read",
     ticket)`` (answered with ``(ok, value)``) and ``("sleep", seconds)``; returns the
     effect's result (the live one when this call sent it, else the saved one). `ticket`:
-    the record was dispatched by its proposal's commit, send it first. While it runs the
-    log renews the record's lease (`IntentLog.driving`): close the generator."""
+    the record was dispatched by its proposal's commit, send it first. `asked`: the call's
+    caller, who hears the returned outcome (None: no caller hears it, as in recovery).
+    While it runs the log renews the record's lease (`IntentLog.driving`): close the
+    generator."""
     with log.driving(key):
         if ticket is not None:
-            got = yield from _send(log, ticket, saved)
+            got = yield from _send(log, ticket, saved, asked)
             if got is not None:
                 return got[0]
-        return (yield from _drive_key(log, key, saved, log.wait if wait is None else wait))
+        return (yield from _drive_key(log, key, saved, log.wait if wait is None else wait, asked))
 
 
-def _drive_key(log: IntentLog, key: str, saved: Callable[[Any], Any], wait: float) -> _Steps[Any]:
+def _drive_key(
+    log: IntentLog,
+    key: str,
+    saved: Callable[[Any], Any],
+    wait: float,
+    asked: Optional[Asked] = None,
+) -> _Steps[Any]:
     deadline = time.monotonic() + wait
     while True:
         rec = log.record(key)
@@ -280,7 +292,7 @@ def _drive_key(log: IntentLog, key: str, saved: Callable[[Any], Any], wait: floa
         if rec.state == "RECORDED":
             t = log.dispatch(key)
             if t is not None:
-                got = yield from _send(log, t, saved)
+                got = yield from _send(log, t, saved, asked)
                 if got is not None:
                     return got[0]
             continue
@@ -290,7 +302,7 @@ def _drive_key(log: IntentLog, key: str, saved: Callable[[Any], Any], wait: floa
                 continue
             t = log.reconcile(key)
             if t is not None and t.purpose == "replay":
-                got = yield from _send(log, t, saved)
+                got = yield from _send(log, t, saved, asked)
                 if got is not None:
                     return got[0]
             continue
@@ -299,11 +311,18 @@ def _drive_key(log: IntentLog, key: str, saved: Callable[[Any], Any], wait: floa
             return got[0]
 
 
-def _send(log: IntentLog, t: Ticket, saved: Callable[[Any], Any]) -> _Steps[Optional[tuple[Any]]]:
+def _send(
+    log: IntentLog, t: Ticket, saved: Callable[[Any], Any], asked: Optional[Asked] = None
+) -> _Steps[Optional[tuple[Any]]]:
+    """Send `t`'s request; ack its answer (noting it heard in the same commit where the
+    guard returns it to its caller), or time it out: None."""
     ok, value = yield "send", t
     if ok:
-        if log.ack(t, _json_result(saved(value))):
+        direct = asked is not None and asked.later is None
+        if log.ack(t, _json_result(saved(value)), heard=direct):
             otel.answered()
+            if asked is not None:
+                asked.told = direct
             return (value,)
         rec = log.record(t.key)
         assert rec is not None
@@ -311,7 +330,8 @@ def _send(log: IntentLog, t: Ticket, saved: Callable[[Any], Any]) -> _Steps[Opti
             otel.answered()
             return (value,)
         return None
-    log.timeout(t, f"no answer: {type(value).__name__}")
+    why = f": {value}" if isinstance(value, NoAnswer) else ""
+    log.timeout(t, f"no answer: {type(value).__name__}{why}"[:200])
     return None
 
 
@@ -400,14 +420,21 @@ def _call(
 ) -> _Steps[Any]:
     """The whole call as steps: propose, waiting while a hold holds (`reask=hold`, at most
     the log's `wait`), then drive the record (`_steps`)."""
-    deadline = time.monotonic() + log.wait
-    d = propose()
-    while d.decision == "held":
-        if time.monotonic() + _POLL > deadline:
-            raise _met(d, d.record.tool)
-        yield "sleep", _POLL
+    deadline, asked = time.monotonic() + log.wait, Asked()
+    try:
         d = propose()
-    return (yield from _steps(log, d.key, saved, ticket=d.ticket))
+        while d.decision == "held":
+            if time.monotonic() + _POLL > deadline:
+                raise _met(d, d.record.tool)
+            yield "sleep", _POLL
+            d = propose()
+    except Answered as e:  # the earlier outcome, given to this caller
+        if e.record is not None:
+            asked.heard(log, e.record.key)
+        raise
+    got = yield from _steps(log, d.key, saved, ticket=d.ticket, asked=asked)
+    asked.heard(log, d.key)  # the outcome returns to the caller now
+    return got
 
 
 def _identified(
@@ -490,6 +517,13 @@ def principal_of(principal: Principal, *about: Any, **args: Any) -> Optional[str
     return principal(*about, **args) if callable(principal) else principal
 
 
+def _reply(value: Any, writes: list[Write]) -> tuple[bool, Any]:
+    """What a step gets back: the effect's value, or no answer where its last keyed write
+    got none (the wire's word beats the tool's: a caught timeout is still a timeout)."""
+    lost = unanswered(writes)
+    return (True, value) if lost is None else (False, lost)
+
+
 def _drive_sync(
     log: IntentLog, gen: _Steps[Any], execute: Callable[[Ticket], Any], status: Status
 ) -> Any:
@@ -504,7 +538,8 @@ def _drive_sync(
             reply = None
             continue
         fn = execute if op == "send" else status
-        token = _TICKET.set(arg)
+        writes: list[Write] = []
+        token, noted = _TICKET.set(arg), WRITES.set(writes)
         try:
             if fn is None:  # no status read given: the read fails
                 raise TypeError("'NoneType' object is not callable")
@@ -515,7 +550,7 @@ def _drive_sync(
                     f"{getattr(fn, '__name__', 'the effect')} returned an "
                     "awaitable to a sync guard: use aguard"
                 )
-            reply = (True, value)
+            reply = _reply(value, writes)
         except IntentLogError as e:
             if op == "send":  # an awaitable returned, a keyless write refused: say which
                 log.timeout(arg, f"the effect was stopped: {type(e).__name__}: {e}"[:200])
@@ -527,6 +562,7 @@ def _drive_sync(
                 log.timeout(arg, "interrupted")
             raise
         finally:
+            WRITES.reset(noted)
             _TICKET.reset(token)
 
 
@@ -544,14 +580,15 @@ async def _drive_async(
             reply = None
             continue
         fn = execute if op == "send" else status
-        token = _TICKET.set(arg)
+        writes: list[Write] = []
+        token, noted = _TICKET.set(arg), WRITES.set(writes)
         try:
             if fn is None:  # no status read registered: the read fails
                 raise TypeError("'NoneType' object is not callable")
             value = fn(arg)
             if inspect.isawaitable(value):
                 value = await value
-            reply = (True, value)
+            reply = _reply(value, writes)
         except Exception as e:
             reply = (False, e)
         except BaseException:  # the task was cancelled: an unknown outcome
@@ -559,6 +596,7 @@ async def _drive_async(
                 log.timeout(arg, "task cancelled")
             raise
         finally:
+            WRITES.reset(noted)
             _TICKET.reset(token)
 
 

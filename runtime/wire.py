@@ -1,8 +1,9 @@
 """The key on the wire: the running effect's idempotency key, stamped on the requests it sends.
 
 `instrument(log)` at start-up wraps every HTTP client library that is importable (httpx, sync
-and async; urllib3, and so requests; aiohttp), the way OpenTelemetry's instrumentations do;
-`uninstrument()` takes them back. Both are idempotent, and a second `instrument` for another
+and async; urllib3, and so requests; aiohttp; the standard library's http.client, and so
+urllib.request and stripe-python's ``UrllibClient``), the way OpenTelemetry's
+instrumentations do, and a thread pool's ``submit``; `uninstrument()` takes them back. Both are idempotent, and a second `instrument` for another
 provider adds its hosts. Nothing else changes for a request that is not a write (GET, HEAD,
 OPTIONS, TRACE: a provider applies nothing for them, and Stripe asks for no key on a GET).
 
@@ -21,13 +22,22 @@ of an instrumented provider whose design sends a key (the profile's ``hosts``, o
 key to it. `unguarded()` lets a write that is not a tool's intent (set-up, an admin script)
 through unchanged.
 
-Limits: a client library not listed above (the standard library's urllib: stripe-python's
-fallback where requests is not installed) is not seen, so neither stamped nor refused. The
-ticket is a context variable: a request from a thread the effect starts carries it only if
-the thread runs in the effect's context (``asyncio.to_thread``, ``contextvars.copy_context``);
-otherwise it is a write outside an effect. An effect is one write: a second write in it
-carries the same key (Stripe refuses it, 400). A redirect httpx follows keeps the stamped
-header but is not checked again.
+The wire's word beats the tool's: each keyed write an effect sends is noted, and marked
+answered when a response (any status) comes back (`toolcommit.runtime.caller`). An effect
+whose last keyed write got no answer is in doubt whatever it returns (a tool that caught its
+timeout and returned ``{"error": ...}``): the guard takes it as a timeout (UNKNOWN, resolved
+as the design says: a replay under the same key, a status read), never as the answer.
+
+The ticket is a context variable: a request from a thread the effect starts carries it when
+the thread runs in the effect's context: ``asyncio.to_thread``, ``contextvars.copy_context``,
+and, while instrumented, a ``ThreadPoolExecutor`` task submitted while the effect runs
+(``loop.run_in_executor`` included). A bare ``threading.Thread`` starts in an empty context:
+its write is outside any effect, refused at a guarded host (the profile's ``hosts``:
+``api.stripe.com`` for Stripe, without ``hosts=``).
+
+Limits: a client library not listed above (pycurl) is not seen, so neither stamped nor
+refused. An effect is one write: a second write in it carries the same key (Stripe refuses
+it, 400). A redirect httpx follows keeps the stamped header but is not checked again.
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Union
 from urllib.parse import urlsplit
 
 from toolcommit.runtime import design as D
+from toolcommit.runtime.caller import Write, sent_write
 from toolcommit.runtime.log import IntentLog, IntentLogError
 from toolcommit.runtime.shims import current_ticket
 
@@ -131,6 +142,19 @@ def stamp(method: str, url: str) -> Optional[tuple[str, str]]:
     )
 
 
+def _sending(method: str, url: str) -> tuple[Optional[tuple[str, str]], Optional[Write]]:
+    """`stamp`'s ``(header, key)`` for a request about to be sent, and, when it is keyed,
+    its note in the running effect (`caller.sent_write`): mark it answered once a response
+    came back; an effect whose last keyed write got none is in doubt."""
+    got = stamp(method, url)
+    return got, None if got is None else sent_write(f"{method.upper()} {url}")
+
+
+def _answered(w: Optional[Write]) -> None:
+    if w is not None:
+        w.answered = True
+
+
 # ----- the client libraries -------------------------------------------------------------------
 def _patch(library: str, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
     original = getattr(owner, name)
@@ -141,22 +165,27 @@ def _patch(library: str, owner: Any, name: str, make: Callable[[Any], Any]) -> N
 
 
 def _httpx(httpx: ModuleType) -> None:
-    def on(request: Any) -> None:
-        got = stamp(request.method, str(request.url))
+    def on(request: Any) -> Optional[Write]:
+        got, w = _sending(request.method, str(request.url))
         if got is not None:
             request.headers[got[0]] = got[1]  # httpx.Headers: replaces any case of it
+        return w
 
     def sync(send: Callable[..., Any]) -> Callable[..., Any]:
         def wrapped(self: Any, request: Any, *a: Any, **kw: Any) -> Any:
-            on(request)
-            return send(self, request, *a, **kw)
+            w = on(request)
+            response = send(self, request, *a, **kw)
+            _answered(w)
+            return response
 
         return wrapped
 
     def asynchronous(send: Callable[..., Any]) -> Callable[..., Any]:
         async def wrapped(self: Any, request: Any, *a: Any, **kw: Any) -> Any:
-            on(request)
-            return await send(self, request, *a, **kw)
+            w = on(request)
+            response = await send(self, request, *a, **kw)
+            _answered(w)
+            return response
 
         return wrapped
 
@@ -180,11 +209,13 @@ def _urllib3(urllib3: ModuleType) -> None:
         ) -> Any:
             # through a proxy the URL is absolute and names the destination
             where = url if "://" in url else f"{self.scheme}://{self.host}:{self.port}{url}"
-            got = stamp(method, where)
+            got, w = _sending(method, where)
             if got is not None:
                 headers = HTTPHeaderDict(self.headers if headers is None else headers)
                 headers[got[0]] = got[1]
-            return urlopen(self, method, url, body, headers, *a, **kw)
+            response = urlopen(self, method, url, body, headers, *a, **kw)
+            _answered(w)
+            return response
 
         return wrapped
 
@@ -198,18 +229,77 @@ def _aiohttp(aiohttp: ModuleType) -> None:
         async def wrapped(
             self: Any, method: str, str_or_url: Any, *a: Any, headers: Any = None, **kw: Any
         ) -> Any:
-            got = stamp(method, str(self._build_url(str_or_url)))
+            got, w = _sending(method, str(self._build_url(str_or_url)))
             if got is not None:
                 headers = CIMultiDict(headers or {})
                 headers[got[0]] = got[1]
-            return await request(self, method, str_or_url, *a, headers=headers, **kw)
+            response = await request(self, method, str_or_url, *a, headers=headers, **kw)
+            _answered(w)
+            return response
 
         return wrapped
 
     _patch("aiohttp", aiohttp.ClientSession, "_request", make)
 
 
-_LIBRARIES = {"httpx": _httpx, "urllib3": _urllib3, "aiohttp": _aiohttp}
+def _http_client(client: ModuleType) -> None:
+    """The standard library's client, and through it urllib.request (stripe-python's
+    ``UrllibClient``, its fallback without requests). urllib3 sends through its own
+    ``request`` (stamped above), not this one."""
+
+    def request(original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapped(
+            self: Any, method: str, url: str, body: Any = None, headers: Any = None, **kw: Any
+        ) -> Any:
+            host, port = getattr(self, "_tunnel_host", None), getattr(self, "_tunnel_port", None)
+            host, port = (host, port) if host else (self.host, self.port)
+            scheme = "https" if isinstance(self, client.HTTPSConnection) else "http"
+            host = f"[{host}]" if ":" in host else host
+            got, w = _sending(method, url if "://" in url else f"{scheme}://{host}:{port}{url}")
+            headers = {} if headers is None else headers
+            if got is not None:
+                headers = {k: v for k, v in headers.items() if k.lower() != got[0].lower()}
+                headers[got[0]] = got[1]
+            self.__toolcommit_write__ = w
+            return original(self, method, url, body, headers, **kw)
+
+        return wrapped
+
+    def getresponse(original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapped(self: Any, *a: Any, **kw: Any) -> Any:
+            response = original(self, *a, **kw)
+            _answered(getattr(self, "__toolcommit_write__", None))
+            self.__toolcommit_write__ = None
+            return response
+
+        return wrapped
+
+    _patch("http.client", client.HTTPConnection, "request", request)
+    _patch("http.client", client.HTTPConnection, "getresponse", getresponse)
+
+
+def _threads(futures: ModuleType) -> None:
+    """A thread pool's task submitted while an effect runs (``loop.run_in_executor``
+    included) runs in a copy of the submitter's context: it carries the effect's ticket."""
+
+    def make(submit: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapped(self: Any, fn: Callable[..., Any], /, *a: Any, **kw: Any) -> Any:
+            if current_ticket() is not None:
+                fn = functools.partial(contextvars.copy_context().run, fn)
+            return submit(self, fn, *a, **kw)
+
+        return wrapped
+
+    _patch("concurrent.futures", futures.ThreadPoolExecutor, "submit", make)
+
+
+_LIBRARIES = {
+    "httpx": _httpx,
+    "urllib3": _urllib3,
+    "aiohttp": _aiohttp,
+    "http.client": _http_client,
+    "concurrent.futures": _threads,
+}
 
 
 def _installed() -> tuple[str, ...]:
@@ -233,7 +323,8 @@ def instrument(
 
     Returns
     -------
-    The libraries instrumented: a subset of ``("httpx", "urllib3", "aiohttp")``.
+    The libraries instrumented: a subset of ``("httpx", "urllib3", "aiohttp",
+    "http.client", "concurrent.futures")``.
 
     Raises
     ------

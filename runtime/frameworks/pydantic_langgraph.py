@@ -14,7 +14,10 @@ words: the effect may not have happened.
 Limitations
 -----------
 The log's decisions are synchronous (a few milliseconds on SQLite), also inside an async
-tool. LangGraph: a sync tool runs through ``wrap_tool_call`` (``graph.invoke``), an async
+tool. Pydantic AI: a sync tool runs in a worker thread (Pydantic AI's own executor), and
+its outcome counts as heard (`toolcommit.runtime.reask.heard`) only once it is back with
+the agent: a tool ``timeout=`` that passes while the thread runs on leaves it unheard, so
+the user's re-ask in a new request gets it (`Answered`), never a second effect. LangGraph: a sync tool runs through ``wrap_tool_call`` (``graph.invoke``), an async
 one through ``awrap_tool_call`` (``graph.ainvoke``).
 """
 
@@ -33,6 +36,7 @@ from toolcommit.runtime.shims import (
     check_principal,
     check_status,
     guard,
+    hearing,
     register,
     tell,
 )
@@ -112,12 +116,20 @@ def pydantic_ai_tool(
         except EffectError as e:
             return tell(e)
 
-    def swrapper(ctx: Any, *a: Any, **kw: Any) -> Any:
+    def sync(ctx: Any, a: tuple[Any, ...], kw: dict[str, Any]) -> Any:
         p, k = prepare(ctx, a, kw)
         try:
             return guard(*p, **k)
         except EffectError as e:
             return tell(e)
+
+    async def swrapper(ctx: Any, *a: Any, **kw: Any) -> Any:
+        # a sync tool runs in a worker thread, as Pydantic AI runs one; its outcome is
+        # heard only if it gets back here (a tool timeout cancels this await, not the thread)
+        with hearing() as h:
+            out = await _in_thread(sync, ctx, a, kw)
+        h.heard(log)
+        return out
 
     # a function: its name, annotations and signature are the tool's, set below
     wrapper: Any = awrapper if inspect.iscoroutinefunction(fn) else swrapper
@@ -133,6 +145,21 @@ def pydantic_ai_tool(
         sig_out = sig
     wrapper.__signature__ = sig_out
     return Tool(wrapper, takes_ctx=True, name=tool, **tool_kw)
+
+
+async def _in_thread(fn: Callable[..., Any], *a: Any) -> Any:
+    """``fn(*a)`` in a worker thread, in a copy of this context, as Pydantic AI runs a sync
+    tool (its own executor where it has one: `pydantic_ai._utils.run_in_executor`)."""
+    try:
+        from pydantic_ai._utils import run_in_executor
+    except ImportError:  # pragma: no cover - an older or newer Pydantic AI
+        import contextvars
+
+        import anyio
+
+        ctx = contextvars.copy_context()
+        return await anyio.to_thread.run_sync(ctx.run, fn, *a, abandon_on_cancel=True)
+    return await run_in_executor(fn, *a)
 
 
 def langgraph_tool_node(

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from toolcommit.runtime import Answered, Held, InDoubt, IntentLog, IntentLogError, guard, tell
+from toolcommit.runtime.shims import hearing
 
 from .ledger import Bank, conforms
 
@@ -92,8 +93,9 @@ def test_with_the_hold_the_re_ask_waits_then_gets_the_first_outcome_one_refund(t
         call(log, net, bank, "r2", "user:42:request:8")
     assert tell(e.value)["happened"] == "unknown" and "not sent" in str(e.value)
     assert len(bank.ledger) == 1
-    wait_out_delay_bound(log, first.key)  # the log settles the first: ACKED,
-    assert call(log, net, bank, "t1", "user:42:request:7") == {"id": "e1"}  # read found it
+    wait_out_delay_bound(log, first.key)  # the log settles the first: ACKED, read found it,
+    with hearing():  # by a call whose caller gave up: the outcome never reached the user
+        assert call(log, net, bank, "t1", "user:42:request:7") == {"id": "e1"}
     with pytest.raises(Answered) as e:  # the re-ask: its outcome, not a refund
         call(log, net, bank, "r2", "user:42:request:8")
     assert e.value.happened == "yes" and e.value.result == {"id": "e1"}
@@ -104,6 +106,33 @@ def test_with_the_hold_the_re_ask_waits_then_gets_the_first_outcome_one_refund(t
     call(log, net, bank, "u3", "user:42:request:9")  # told now: a next request proceeds
     assert len(bank.ledger) == 2
     assert conforms(log, bank, tmp_path)  # the log validate reads agrees
+    log.close()
+
+
+def test_a_status_read_that_reached_the_caller_is_heard_a_new_request_proceeds(tmp_path):
+    log, net, bank = first_in_doubt(tmp_path, "hold")
+    wait_out_delay_bound(log, log.records()[0].key)
+    # the first request's retry gets the outcome by a status read: the user heard it
+    assert call(log, net, bank, "t1", "user:42:request:7") == {"id": "e1"}
+    call(log, net, bank, "r2", "user:42:request:8")  # another refund, asked knowingly
+    assert len(bank.ledger) == 2
+    assert conforms(log, bank, tmp_path)
+    log.close()
+
+
+def test_an_answer_that_reached_the_re_ask_is_heard_the_next_request_proceeds(tmp_path):
+    log, net, bank = first_in_doubt(tmp_path, "hold")
+    wait_out_delay_bound(log, log.records()[0].key)
+    with hearing() as h:  # settled by a call whose caller gave up: not heard
+        call(log, net, bank, "t1", "user:42:request:7")
+    assert h.keys == [log.records()[0].key]
+    with hearing():  # an answer that never reached its caller is not heard either
+        with pytest.raises(Answered, match="never reached the user"):
+            call(log, net, bank, "r2", "user:42:request:8")
+    with pytest.raises(Answered):  # so the next request is answered too, and hears it
+        call(log, net, bank, "r3", "user:42:request:9")
+    call(log, net, bank, "r4", "user:42:request:10")
+    assert len(bank.ledger) == 2
     log.close()
 
 

@@ -5,11 +5,15 @@ is stamped; a write that would reach the provider without the intent's key is re
 it is sent; `uninstrument` gives the libraries back."""
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import functools
+import http.client
 import os
 import re
 import threading
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,7 @@ import pytest
 from toolcommit.runtime import (
     DesignError,
     GaveUp,
+    Held,
     InDoubt,
     IntentLog,
     UnkeyedWrite,
@@ -44,6 +49,7 @@ CLIENTS = {  # name -> (an HTTP client for stripe-python, whether the tool is as
     "httpx": (lambda: stripe.HTTPXClient(allow_sync_methods=True), False),
     "httpx-async": (lambda: stripe.HTTPXClient(), True),
     "aiohttp": (lambda: stripe.AIOHTTPClient(), True),
+    "urllib": (lambda: stripe.UrllibClient(), False),  # its fallback without requests
 }
 
 
@@ -117,7 +123,7 @@ def _posts(fake):
 @pytest.mark.parametrize("client", list(CLIENTS))
 def test_a_tool_that_does_not_pass_the_key_refunds_once_under_a_lost_ack(tmp_path, fake, client):
     log = _log(tmp_path)
-    assert instrument(log) == ("httpx", "urllib3", "aiohttp")
+    assert instrument(log) == ("httpx", "urllib3", "aiohttp", "http.client", "concurrent.futures")
     sdk, is_async = _sdk(fake, client), CLIENTS[client][1]
     fake.lose(1)  # the refund is applied; its answer never comes back
     got = _call(_refund_tool(log, sdk, is_async), is_async, "ch_1", 2000)
@@ -147,6 +153,11 @@ def test_sdk_retries_on_reuse_the_stamped_key_before_the_librarys_replay(tmp_pat
 # ----- every library, by hand: the stamp wins over a key already there ------------------------
 def _raw_post(library: str, url: str, headers: dict):
     form = {"charge": "ch_9", "amount": "5"}
+    if library == "urllib":
+        data = urllib.parse.urlencode(form).encode()
+        req = urllib.request.Request(url, data=data, headers=headers, method="POST")
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.status
     if library == "requests":
         return requests.post(url, data=form, headers=headers, timeout=5).status_code
     if library == "httpx":
@@ -338,12 +349,21 @@ def test_instrument_is_idempotent_and_uninstrument_restores(tmp_path, fake):
         httpx.AsyncClient.send,
         HTTPConnectionPool.urlopen,
         ClientSession._request,
+        http.client.HTTPConnection.request,
+        http.client.HTTPConnection.getresponse,
+        concurrent.futures.ThreadPoolExecutor.submit,
     )
     log = _log(tmp_path)
     instrument(log, hosts=[fake.url])
     instrument(log, hosts=[fake.url])
     assert httpx.Client.send.__toolcommit_wire__ is before[0]  # wrapped once
-    assert wire.instrumented() == ("httpx", "urllib3", "aiohttp")
+    assert wire.instrumented() == (
+        "httpx",
+        "urllib3",
+        "aiohttp",
+        "http.client",
+        "concurrent.futures",
+    )
     uninstrument()
     uninstrument()
     assert (
@@ -351,6 +371,9 @@ def test_instrument_is_idempotent_and_uninstrument_restores(tmp_path, fake):
         httpx.AsyncClient.send,
         HTTPConnectionPool.urlopen,
         ClientSession._request,
+        http.client.HTTPConnection.request,
+        http.client.HTTPConnection.getresponse,
+        concurrent.futures.ThreadPoolExecutor.submit,
     ) == before and wire.instrumented() == ()
     assert (
         _raw_post("requests", f"{fake.url}/v1/refunds", {"Authorization": f"Bearer {TOKEN}"}) == 200
@@ -394,6 +417,140 @@ def test_the_fake_answers_409_in_flight_400_on_other_params_and_replays_a_saved_
             sdk.v1.refunds.create({"charge": "ch_2", "amount": 5}, {"idempotency_key": "k2"})
         assert e.value.http_status == 500
     assert [r["charge"] for r in fake.refunds] == ["ch_1", "ch_2"]
+
+
+# ----- the wire's word beats the tool's ------------------------------------------------------
+def _swallowing_tool(log, sdk, client: str):
+    """The common agent-tool pattern: the SDK's error is caught and returned as the answer."""
+    deco = effectful(
+        log, tool="refund", status=_status(sdk), scope=lambda charge, amount, request: request
+    )
+
+    def refund(charge: str, amount: int, request: str):
+        try:
+            return sdk.v1.refunds.create({"charge": charge, "amount": amount}).to_dict()
+        except Exception as e:  # stripe's APIConnectionError; urllib's own on a dropped answer
+            return {"error": str(e)[:60]}
+
+    return deco(refund)
+
+
+@pytest.mark.parametrize("client", ["requests", "httpx", "urllib"])
+def test_a_tool_that_swallows_its_timeout_is_in_doubt_and_the_re_ask_is_held(
+    tmp_path, fake, client
+):
+    log = IntentLog.sqlite(  # a re-ask is the same charge and amount, whatever the request
+        os.fspath(tmp_path / "intents.db"),
+        writer="w1",
+        provider="stripe",
+        wait=0.2,
+        same=("charge", "amount"),
+    )
+    instrument(log)
+    refund = _swallowing_tool(log, _sdk(fake, client), client)
+    fake.lose(2)  # the refund applies; neither its answer nor the replay's comes back
+    with pytest.raises(InDoubt, match="may or may not have happened"):
+        refund("ch_1", 2000, "user:42:request:1")  # the tool said {"error": ...}: not the answer
+    first = log.records()[0]
+    assert first.state == "RECONCILING" and len(fake.refunds) == 1
+    reason = [e.get("reason", "") for e in log.events() if e.get("to") == "UNKNOWN"]
+    assert reason and "NoAnswer: POST" in reason[0] and "got no answer" in reason[0]
+    with pytest.raises(Held):  # the user's re-ask in a new request: nothing sent
+        refund("ch_1", 2000, "user:42:request:2")
+    assert len(fake.refunds) == 1  # before: 2 (ACKED with the error, the re-ask refunded)
+
+
+@pytest.mark.parametrize("client", ["requests", "httpx", "urllib"])
+def test_a_swallowed_timeout_is_replayed_and_the_caller_gets_the_refund_not_the_error(
+    tmp_path, fake, client
+):
+    log = _log(tmp_path)
+    instrument(log)
+    fake.lose(1)  # the answer is lost; the replay under the same key gets the saved one
+    got = _swallowing_tool(log, _sdk(fake, client), client)("ch_1", 2000, "user:42:request:1")
+    assert len(fake.refunds) == 1 and got["id"] == fake.refunds[0]["id"]
+    assert log.records()[0].state == "ACKED" and log.records()[0].result["id"] == got["id"]
+
+
+def test_without_the_wire_a_swallowed_timeout_is_the_answer_and_the_re_ask_refunds_twice(
+    tmp_path, fake
+):
+    log = IntentLog.sqlite(  # not instrumented: the tool's word is all the guard sees
+        os.fspath(tmp_path / "intents.db"),
+        writer="w1",
+        provider="stripe",
+        same=("charge", "amount"),
+    )
+    refund = _swallowing_tool(log, _sdk(fake, "requests"), "requests")
+    fake.lose(1)
+    assert "error" in refund("ch_1", 2000, "user:42:request:1")
+    assert log.records()[0].state == "ACKED"
+    refund("ch_1", 2000, "user:42:request:2")  # the user, told it failed, asks again
+    assert len(fake.refunds) == 2
+
+
+def test_an_answered_write_is_the_answer_even_an_error(tmp_path, fake):
+    log = _log(tmp_path)
+    instrument(log)
+    sdk = _sdk(fake, "urllib")
+
+    def refund(t):
+        with pytest.raises(stripe.InvalidRequestError):  # 400: the provider answered
+            sdk.v1.refunds.create({"amount": 5})
+        return {"error": "missing charge"}
+
+    assert guard(log, "c1", "refund", {}, "s", refund, status=lambda t: None) == {
+        "error": "missing charge"
+    }
+    assert log.records()[0].state == "ACKED"
+
+
+def test_http_client_writes_are_keyed_and_their_answers_seen(tmp_path, fake):
+    log = _log(tmp_path)
+    instrument(log)
+
+    def post(t):
+        c = http.client.HTTPConnection("127.0.0.1", fake.port, timeout=5)
+        try:
+            c.request(
+                "POST",
+                "/v1/refunds",
+                "charge=ch_3&amount=7",
+                {"Authorization": f"Bearer {TOKEN}", "idempotency-key": "its-own"},
+            )
+            return c.getresponse().status
+        finally:
+            c.close()
+
+    assert guard(log, "c1", "refund", {"charge": "ch_3"}, "s", post, status=lambda t: None) == 200
+    assert _posts(fake) == [log.records()[0].key] and log.records()[0].state == "ACKED"
+
+
+def test_run_in_executor_carries_the_key_a_bare_thread_is_refused_at_the_profile_host(
+    tmp_path, fake
+):
+    log = _log(tmp_path)
+    instrument(log)  # no hosts=: the profile's api.stripe.com is guarded
+    post = functools.partial(
+        _raw_post, "urllib", f"{fake.url}/v1/refunds", {"Authorization": f"Bearer {TOKEN}"}
+    )
+    refused = []
+
+    def bare():  # no effect's context: refused before anything is sent (no connection made)
+        with pytest.raises(UnkeyedWrite, match="no effect runs"):
+            _raw_post("urllib", "https://api.stripe.com/v1/refunds", {})
+        refused.append(True)
+
+    async def effect(t):
+        got = await asyncio.get_running_loop().run_in_executor(None, post)
+        th = threading.Thread(target=bare)
+        th.start()
+        th.join(10)
+        return got
+
+    got = aguard(log, "c1", "refund", {"charge": "ch_9"}, "s", effect, status=lambda t: None)
+    assert asyncio.run(got) == 200
+    assert refused == [True] and _posts(fake) == [log.records()[0].key]
 
 
 # ----- docs/runtime.md's example, as printed --------------------------------------------------
