@@ -344,3 +344,53 @@ def test_two_tools_of_one_name_in_a_module_are_told_apart_by_account_or_refused(
     assert code == 0 and "1 ACKED" in out, out
     assert _lines(str(tmp_path / "bank.jsonl.acct_b")) == [{"key": key}]
     assert _lines(str(tmp_path / "bank.jsonl.acct_a")) == []
+
+
+def test_a_tool_naming_another_account_is_refused_at_its_first_call_before_any_send(tmp_path):
+    db = str(tmp_path / "i.db")
+    first = IntentLog.sqlite(db, "pod", provider="stripe", settler=False)
+    first.bind_account("acct_a")
+    first.close()
+    opened: list[IntentLog] = []
+
+    def lazy():
+        if not opened:
+            opened.append(IntentLog.sqlite(db, "pod", provider="stripe", settler=False))
+        return opened[0]
+
+    sent: list[str] = []
+
+    @effectful(lazy, tool="refund_elsewhere", scope=SCOPE, status=lambda t: None, account="acct_b")
+    def refund_elsewhere(amount):
+        sent.append("sent")
+
+    with pytest.raises(IntentLogError, match="acts on provider account acct_a.*acct_b"):
+        refund_elsewhere(20, call_id="t1")
+    assert sent == [] and opened[0].records() == []
+    opened[0].close()
+
+
+def test_on_postgresql_a_log_without_its_design_is_refused_and_its_account_kept(pg, capsys):
+    """The same rules on PostgreSQL: the design row gone with a record open, refused;
+    stated, adopted; the account recorded once and a tool naming another refused."""
+    import psycopg
+
+    from toolcommit.checker.cli import main
+
+    dead = IntentLog.postgres(pg.dsn, "pod-a", schema="t_door", provider="email")
+    dead.bind_account("mail_a")
+    dead.dispatch(dead.propose("t1", "mail", {"to": "a@example.com"}, SCOPE).key)
+    dead.expire_leases("pod-a")
+    dead.close()
+    with psycopg.connect(pg.dsn) as c:
+        c.execute("DELETE FROM t_door.tc_design")
+    where = ["recover", "--dsn", pg.dsn, "--schema", "t_door"]
+    assert main([*where, "--provider", "stripe"]) == 2
+    assert "stores no design" in capsys.readouterr().err
+    assert main([*where, "--provider", "email", "--adopt-design", "email"]) == 0
+    assert "1 DEAD_LETTER" in capsys.readouterr().out
+    log = IntentLog.postgres(pg.dsn, "pod-b", schema="t_door", provider="email", settler=False)
+    assert log.account == "mail_a" and log.design_adopted is None
+    with pytest.raises(IntentLogError, match="acts on provider account mail_a"):
+        register("mail", lambda args: None, None, log=log, account="mail_b")
+    log.close()
