@@ -21,6 +21,7 @@ from toolcommit.runtime.shims import recover_settle, register
 from .test_recovery_ends import TOOLS  # the refund tool over a file ledger (stripe)
 
 SCOPE = "user:42:request:7"
+REFUND = "door_refund"  # a name no other test registers for every log (`register`, no log=)
 
 MAIL = """
 import json, os, signal
@@ -184,17 +185,17 @@ def test_a_log_that_stores_no_design_and_holds_no_open_record_adopts_as_before(t
 
 
 # ----- the registry of tools is per log -----------------------------------------------------
-def _in_doubt(db, amount=20):
+def _in_doubt(db, amount=20, tool=REFUND):
     """A log whose writer died with a refund sent (DISPATCHED), its lease run out."""
     dead = IntentLog.sqlite(str(db), "dead", provider="stripe", settler=False)
-    d = dead.propose("t1", "refund", {"amount": amount}, SCOPE)
+    d = dead.propose("t1", tool, {"amount": amount}, SCOPE)
     dead.dispatch(d.key)
     dead.expire_leases("dead")
     return d.key
 
 
 def _refund_tool(log, bank):
-    @effectful(log, tool="refund", scope=SCOPE, status=lambda t: None)
+    @effectful(log, tool=REFUND, scope=SCOPE, status=lambda t: None)
     def refund(amount):
         bank.append(current_ticket().key)
         return {"id": f"re_{len(bank)}"}
@@ -334,7 +335,7 @@ refund_a, refund_b = refund_on("acct_a"), refund_on("acct_b")
 def test_two_tools_of_one_name_in_a_module_are_told_apart_by_account_or_refused(tmp_path):
     (tmp_path / "two_tools.py").write_text(TWO)
     args = ("--provider", "stripe", "--tools", "two_tools")
-    key = _in_doubt(tmp_path / "i.db")
+    key = _in_doubt(tmp_path / "i.db", tool="refund")
     code, out = _recover(tmp_path, *args)
     assert code == 2 and "2 tools named refund" in out and len(out.strip().splitlines()) == 1
     log = IntentLog.sqlite(str(tmp_path / "i.db"), "pod", provider="stripe", settler=False)
