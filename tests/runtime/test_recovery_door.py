@@ -86,13 +86,19 @@ def _killed_pod(tmp_path, module, source, code, **env):
     assert rc == -signal.SIGKILL, out
 
 
-def _recover(tmp_path, *args, **env):
+def _recover(tmp_path, *args, db="i.db", **env):
     env.setdefault("writer", "unused")
     return _run(
         tmp_path,
-        [sys.executable, "-m", "toolcommit.checker.cli", "recover", str(tmp_path / "i.db"), *args],
+        [sys.executable, "-m", "toolcommit.checker.cli", "recover", str(tmp_path / db), *args],
         **env,
     )
+
+
+def _copy(db, to):
+    """A consistent copy of the log (SQLite's backup), to run the old behaviour on."""
+    with sqlite3.connect(db) as src, sqlite3.connect(to) as dst:
+        src.backup(dst)
 
 
 def _strip_design(db):
@@ -125,6 +131,7 @@ def test_an_email_is_never_sent_twice_by_a_replay_under_a_design_guessed_for_the
     db = tmp_path / "i.db"
     _killed_pod(tmp_path, "mail_tools", MAIL, "mail_tools.mail('a@example.com', call_id='t1')")
     _strip_design(db)
+    _copy(db, tmp_path / "old.db")
     before = _dump(db)
     code, out = _recover(tmp_path, "--provider", "stripe", "--tools", "mail_tools", "--wait", "30")
     assert code == 2 and len(out.strip().splitlines()) == 1, out
@@ -139,6 +146,11 @@ def test_an_email_is_never_sent_twice_by_a_replay_under_a_design_guessed_for_the
     assert len(_lines(tmp_path / "outbox.jsonl")) == 1
     assert _states(db, "email") == ["DEAD_LETTER"]
 
+    # what the previous release did unasked now takes the operator's (wrong) words
+    old = ("--provider", "stripe", "--adopt-design", "stripe", "--tools", "mail_tools")
+    code, out = _recover(tmp_path, *old, "--wait", "30", db="old.db")
+    assert code == 0 and "1 ACKED" in out and len(_lines(tmp_path / "outbox.jsonl")) == 2, out
+
 
 def test_an_applied_refund_is_never_given_up_under_a_design_guessed_for_the_log(tmp_path):
     """Before: ``recover --provider email`` adopted email and gave the applied refund up
@@ -147,6 +159,7 @@ def test_an_applied_refund_is_never_given_up_under_a_design_guessed_for_the_log(
     db = tmp_path / "i.db"
     _killed_pod(tmp_path, "refund_tools", TOOLS, "refund_tools.refund('ch_1', 20, call_id='t1')")
     _strip_design(db)
+    _copy(db, tmp_path / "old.db")
     code, out = _recover(tmp_path, "--provider", "email", "--wait", "30")
     assert code == 2 and "--adopt-design email" in out, out
     code, out = _recover(
@@ -170,6 +183,12 @@ def test_an_applied_refund_is_never_given_up_under_a_design_guessed_for_the_log(
     )
     assert code == 0 and "1 ACKED" in out, out
     assert len(_lines(tmp_path / "bank.jsonl")) == 1 and _states(db, "stripe") == ["ACKED"]
+
+    # what the previous release did unasked now takes the operator's (wrong) words
+    old = ("--provider", "email", "--adopt-design", "email", "--wait", "30")
+    code, out = _recover(tmp_path, *old, db="old.db")
+    assert code == 0 and "1 DEAD_LETTER" in out, out  # an applied refund, "did not happen"
+    assert len(_lines(tmp_path / "bank.jsonl")) == 1
 
 
 def test_a_log_that_stores_no_design_and_holds_no_open_record_adopts_as_before(tmp_path):
