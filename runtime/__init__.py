@@ -36,6 +36,7 @@ from toolcommit.runtime.shims import (
     effectful,
     guard,
     recover_settle,
+    register,
     tell,
 )
 from toolcommit.runtime.store import PostgresStore, SqliteStore, StoreError
@@ -68,6 +69,7 @@ __all__ = [
     "effectful",
     "current_ticket",
     "recover_settle",
+    "register",
     "tell",
     "instrument",
     "uninstrument",

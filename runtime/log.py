@@ -45,7 +45,10 @@ Contracts
   over (`take`, `recover`); each write renews it, and so does the heartbeat while a call
   of this process drives the record (`driving`, which `guard` uses): a call longer than the
   lease keeps it.
-- A log stores the design it was created under (`Design.digest`) and refuses another.
+- A log stores the design it was created under (`Design.digest`) and refuses another; one
+  that stores none is adopted only while it holds no open record, or when told
+  (``adopt_design``). It stores the provider account its tools name (`bind_account`) and
+  refuses a tool naming another.
 
 Examples
 --------
@@ -211,6 +214,10 @@ class IntentLog:
         the provider answers.
     settle_every : float
         The settler's longest pause between passes (seconds): the margin above.
+    adopt_design : bool
+        A log that stores no design (written before logs stored theirs, or its design row is
+        gone) is opened under `provider` only while it holds no open record, unless this says
+        it was written under that design (``toolcommit recover --adopt-design NAME``).
 
     While a call of this process drives a record (`driving`), a heartbeat thread renews
     its lease every third of the lease, so `recover` never takes a live call, however
@@ -230,6 +237,7 @@ class IntentLog:
         same: R.SameRule = None,
         settler: bool = True,
         settle_every: float = 1.0,
+        adopt_design: bool = False,
     ) -> None:
         try:
             self.design = D.load(provider)
@@ -260,6 +268,9 @@ class IntentLog:
         # statement (`propose`), which would only write nothing
         self._proposed: dict[str, None] = {}
         self.design_adopted: Optional[str] = None
+        self._adopt_design = bool(adopt_design)
+        #: the provider account this log's effects act on (`bind_account`); None: unnamed
+        self.account: Optional[str] = None
         self.settler, self.settle_every = bool(settler), float(settle_every)
         # the tools whose records the settler settles and keeps (`effectful` adds; None: all)
         self.tools: Optional[set[str]] = set()
@@ -393,8 +404,12 @@ class IntentLog:
     # ----- opening: crash detection and takeover of a dead incarnation's records ----------
     def _check_design(self, tx: Tx) -> None:
         """Store this log's design if the log has none yet; `DesignError` if it was created
-        under another (a log replayed under another design's decisions can send twice)."""
+        under another (a log replayed under another design's decisions can send twice), or
+        if it stores none and holds an open record the caller did not say was written under
+        this design (``adopt_design=True``). Reads the provider account the log acts on."""
         d = self.design
+        row = tx.one("SELECT account FROM tc_account WHERE id = 1")
+        self.account = None if row is None else str(row[0])
         if (
             tx.run(
                 "INSERT INTO tc_design (id, name, digest) VALUES (1, ?, ?) "
@@ -404,12 +419,7 @@ class IntentLog:
             == 1
         ):
             if tx.first("SELECT count(*) FROM tc_writers")[0]:
-                self.design_adopted = (
-                    f"this intent log was written before logs stored their "
-                    f"design: it now follows {d.name} (digest {d.digest}), "
-                    "the first design that opened it"
-                )
-                _LOGGER.warning("%s", self.design_adopted)
+                self._adopt(tx)
             return
         name, digest = tx.first("SELECT name, digest FROM tc_design WHERE id = 1")
         if digest != d.digest:
@@ -418,6 +428,53 @@ class IntentLog:
                 f"opened under {d.name} (digest {d.digest}): open it with the design it was "
                 f"written under (provider={name}, with its timing), or start a new log"
             )
+
+    def _adopt(self, tx: Tx) -> None:
+        """Store the design of a log that had writers but stores none (written before logs
+        stored their design, or its design row is gone): at once while it holds no open
+        record, else only when the caller said so (``adopt_design``): settling a record
+        under another design's decisions sends an email twice, or gives an applied refund
+        up as "did not happen"."""
+        d = self.design
+        n = int(tx.first(f"SELECT count(*) FROM tc_records WHERE state IN {_OPEN}")[0])
+        if n and not self._adopt_design:
+            raise D.DesignError(
+                f"this intent log stores no design (written before logs stored theirs, or "
+                f"its design row is gone) and holds {n} open record(s): settling them under "
+                f"a design it was not written under sends twice or gives up what happened; "
+                f"if it was written under {d.name}, say so (toolcommit recover --provider "
+                f"{d.name} --adopt-design {d.name}; IntentLog(..., adopt_design=True)), "
+                "else give the design it was written under"
+            )
+        self.design_adopted = (
+            f"this intent log stored no design: it now follows {d.name} (digest {d.digest}), "
+            + (f"as stated, with {n} open record(s)" if n else "the first design that opened it")
+        )
+        _LOGGER.warning("%s", self.design_adopted)
+
+    def bind_account(self, account: str) -> None:
+        """Record `account`, the provider account this log's effects act on, if the log
+        names none yet; `IntentLogError` if it names another (a tool acting on another
+        account would settle this log's records where they were never sent)."""
+        if not account or not isinstance(account, str):
+            raise IntentLogError(f"account={account!r}: name the provider account (a string)")
+        if self.account == account:
+            return
+
+        def fn(tx: Tx) -> tuple[str, list[L.Line], None]:
+            tx.run(
+                "INSERT INTO tc_account (id, account) VALUES (1, ?) ON CONFLICT (id) DO NOTHING",
+                (account,),
+            )
+            return str(tx.first("SELECT account FROM tc_account WHERE id = 1")[0]), [], None
+
+        stored = self._decide(fn)
+        if stored != account:
+            raise IntentLogError(
+                f"this intent log acts on provider account {stored}, and a tool names "
+                f"account {account}: point the tool at {stored}, or give it a log of its own"
+            )
+        self.account = stored
 
     def _open_writer(self) -> None:
         def fn(tx: Tx) -> tuple[None, list[L.Line], None]:

@@ -21,8 +21,11 @@ Tables
                 (``running``), and its last seq.
 ``tc_design``   one row (``id = 1``): the name and digest of the design the log was created
                 under (`Design.digest`); `IntentLog` refuses to open the log under another.
-                A log written before this table existed gets it empty, and the first
-                design that opens the log is stored (`IntentLog.design_adopted` says so).
+                A log that stores none (written before this table existed, or its row
+                gone) gets the first design that opens it while it holds no open record,
+                else only one stated (`IntentLog` ``adopt_design``; ``design_adopted``).
+``tc_account``  at most one row (``id = 1``): the provider account the log's tools act on,
+                recorded by the first tool naming one (`IntentLog.bind_account`).
 ``tc_tools``    one row per tool called with a declared identity: its rule
                 (`toolcommit.runtime.identity.Identity.rule`, JSON), which decides which
                 calls are one intent; `IntentLog.declare` refuses a changed rule while the
@@ -90,7 +93,9 @@ CREATE TABLE IF NOT EXISTS tc_writers (
   seq {bigint} NOT NULL);
 CREATE TABLE IF NOT EXISTS tc_design (
   id INTEGER PRIMARY KEY, name TEXT NOT NULL, digest TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS tc_tools (tool TEXT PRIMARY KEY, rule TEXT NOT NULL)
+CREATE TABLE IF NOT EXISTS tc_tools (tool TEXT PRIMARY KEY, rule TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tc_account (
+  id INTEGER PRIMARY KEY, account TEXT NOT NULL)
 """
 
 

@@ -6,9 +6,10 @@ Every open record whose holder is gone (its lease expired, or its writer name wa
 again since: a dead incarnation, the sweeper's own earlier runs included) is taken over and
 settled as the design says: given up visibly where the provider has no status read
 (email), else replayed or read through the tools ``--tools`` registers (a module whose
-``@effectful`` tools are imported). A live lease (a writer that may still be sending) is
-waited out for at most ``--wait`` seconds, as is a status read the design defers (a request
-may still land). Exit 0: no record of the log is open. Exit 3: some are, and each is named
+``@effectful`` tools are imported; each must act on the provider account the log names).
+A log that stores no design and holds open records is refused unless ``--adopt-design``
+names it. A live lease (a writer that may still be sending) is waited out for at most
+``--wait`` seconds, as is a status read the design defers (a request may still land). Exit 0: no record of the log is open. Exit 3: some are, and each is named
 (who holds it, in what state, for how long, what would settle it): run again, or give
 ``--wait``. ``--watch`` keeps settling, each record as soon as the design allows it, until
 SIGINT or SIGTERM (then exit 0). Concurrent sweepers are safe: each takes a record by
@@ -55,6 +56,14 @@ def add_parser(sub):
         "created under (another is refused)",
     )
     p.add_argument(
+        "--adopt-design",
+        default=None,
+        metavar="NAME|FILE",
+        help="a log that stores no design (written before logs stored theirs, or its "
+        "design row gone) and holds open records is refused: name its design here, the "
+        "same as --provider, to say it was written under it",
+    )
+    p.add_argument(
         "--writer",
         default=None,
         help="the name this sweeper writes under (default: toolcommit-recover@"
@@ -90,6 +99,11 @@ def _open(args):
     if args.wait < 0:
         raise UsageError(f"--wait {args.wait}: give seconds, 0 or more")
     design = load(args.provider)  # before the store: a bad provider changes nothing
+    if args.adopt_design is not None and load(args.adopt_design).digest != design.digest:
+        raise UsageError(
+            f"--adopt-design {args.adopt_design} names another design than --provider "
+            f"{args.provider}: give the design the log was written under to both"
+        )
     writer = args.writer or f"toolcommit-recover@{socket.gethostname()}:{os.getpid()}"
     return _postgres(args, design, writer) if args.dsn else _sqlite(args, design, writer)
 
@@ -104,9 +118,7 @@ def _postgres(args, design, writer):
         pass
     where = pg_schema(args.schema)  # a name `reading` accepted
     try:
-        return IntentLog(
-            PostgresStore(args.dsn, where), writer, provider=design, settler=args.watch
-        )
+        return IntentLog(PostgresStore(args.dsn, where), writer, provider=design, **_options(args))
     except StoreError as e:
         raise UsageError(f"--dsn: {e}") from None
 
@@ -122,7 +134,11 @@ def _sqlite(args, design, writer):
         if tx.one("SELECT name FROM sqlite_master WHERE name = 'tc_writers'") is None:
             store.close()
             raise UsageError(f"{args.db}: holds no intent log (no tc_writers table)")
-    return IntentLog(store, writer, provider=design, settler=args.watch)
+    return IntentLog(store, writer, provider=design, **_options(args))
+
+
+def _options(args) -> dict:
+    return {"settler": args.watch, "adopt_design": args.adopt_design is not None}
 
 
 def _import_tools(names) -> None:
@@ -168,7 +184,7 @@ def _watch(log, name: str) -> dict[str, str]:
     from toolcommit.runtime.shims import registered, settle_pass
     from toolcommit.runtime.store import OPEN_STATES
 
-    if log.design.status_read and not registered():
+    if log.design.status_read and not registered(log):
         raise UsageError(
             f"--watch: design {log.design.name} settles a record in doubt by a "
             "replay or a status read, through its tool: give --tools MODULE (the "
@@ -182,7 +198,7 @@ def _watch(log, name: str) -> dict[str, str]:
             print(f"recover {name}: {line['key']} {line['to']}", flush=True)
 
     log.sinks.append(show)
-    log.tools = registered() if log.design.status_read else None
+    log.tools = registered(log) if log.design.status_read else None
     stop = threading.Event()
     old = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -238,13 +254,22 @@ def _holders(log) -> list[str]:
 
 
 def run(args) -> int:
+    from toolcommit.runtime import IntentLogError
+    from toolcommit.runtime.shims import next_registration, serve_modules
     from toolcommit.runtime.store import OPEN_STATES
 
+    since = next_registration()
     _import_tools(args.tools)
     log = _open(args)
     name = args.db or f"schema {args.schema or 'public'}"
-    if log.design_adopted:
-        print(f"recover {name}: {log.design_adopted}", file=sys.stderr)
+    try:
+        notes = serve_modules(log, args.tools, since) if args.tools else []
+    except IntentLogError as e:
+        log.close()
+        raise UsageError(str(e)) from None
+    for note in [log.design_adopted, *notes]:
+        if note:
+            print(f"recover {name}: {note}", file=sys.stderr)
     try:
         if args.watch:
             done = _watch(log, name)

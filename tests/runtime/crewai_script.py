@@ -162,7 +162,7 @@ def one_refund_and_the_truth(kind: str, form: str, tmp: Path) -> None:
     case.check([m["content"] for m in told])
     failures = out.tasks_output[0].tool_failures
     assert len(failures) == (0 if kind == "lost_ack" else 2), failures
-    assert "refund" in shims._TOOLS
+    assert "refund" in shims.registered()
 
 
 def unguarded(tmp: Path) -> None:
