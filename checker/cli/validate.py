@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from toolcommit.checker.cli import validate_design, validate_from
@@ -183,6 +184,8 @@ def run(args) -> int:
         )
         if joined is not None:  # an effect no call explains never conforms
             report = with_findings(report, *joined.orphans)
+            if joined.missing and report.verdict is LogVerdict.CONFORMS:
+                report = replace(report, verdict=LogVerdict.INCONCLUSIVE)
     except InputError as e:
         raise _hinted(e, args.logs) from None
     if args.key:

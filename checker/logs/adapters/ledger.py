@@ -261,12 +261,14 @@ def _digest(tool, args, scope) -> Optional[str]:
 
 @dataclass
 class Joined:
-    """The effect events that joined calls, notes on what did not, and the findings on the
-    effects that joined no call with how many more were not listed (`orphans`)."""
+    """The effect events that joined calls, notes on what did not, the findings on the
+    effects that joined no call with how many more were not listed (`orphans`), and what
+    keeps a run from conforming however clean (`missing`: each a sentence)."""
 
     effects: list
     notes: list
     orphans: tuple = ((), 0)
+    missing: list = field(default_factory=list)
 
 
 def join(
