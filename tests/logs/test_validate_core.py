@@ -463,7 +463,7 @@ def test_schema_and_hand_validation_agree_on_required_and_optional_fields():
         assert set(then["properties"]) == set(logevents.REQUIRED[t]) | set(logevents.OPTIONAL[t]), t
         for f, kind in {**logevents.REQUIRED[t], **logevents.OPTIONAL[t]}.items():
             s = then["properties"][f]
-            want = {"str": "string", "int": "integer", "obj": "object"}.get(kind)
+            want = {"str": "string", "int": "integer", "obj": "object", "names": "array"}.get(kind)
             if want:
                 assert s["type"] == want, (t, f)
             else:
