@@ -540,6 +540,8 @@ def test_every_finding_name_has_a_one_line_meaning():
         "UNSETTLED",
         "ORPHAN_EFFECT",
         "DESIGN",
+        "ANSWER_ACROSS",
+        "EFFECT_ARGS",
     }
     assert used == set(raw)
     assert {"I1", "P1", "P2", "P3", "P4", "FENCE", "LEGAL"} <= set(meanings())
