@@ -183,7 +183,7 @@ def run(args) -> int:
             joined=(args.ledger, joined.effects) if joined else None,
         )
         if joined is not None:  # an effect no call explains never conforms
-            report = with_findings(report, *joined.orphans)
+            report = with_findings(with_findings(report, *joined.orphans), joined.mismatched)
             if joined.missing and report.verdict is LogVerdict.CONFORMS:
                 report = replace(report, verdict=LogVerdict.INCONCLUSIVE)
     except InputError as e:
