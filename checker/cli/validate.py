@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from toolcommit.checker.cli import validate_design, validate_from
@@ -182,7 +183,9 @@ def run(args) -> int:
             joined=(args.ledger, joined.effects) if joined else None,
         )
         if joined is not None:  # an effect no call explains never conforms
-            report = with_findings(report, *joined.orphans)
+            report = with_findings(with_findings(report, *joined.orphans), joined.mismatched)
+            if joined.missing and report.verdict is LogVerdict.CONFORMS:
+                report = replace(report, verdict=LogVerdict.INCONCLUSIVE)
     except InputError as e:
         raise _hinted(e, args.logs) from None
     if args.key:

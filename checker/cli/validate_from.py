@@ -163,10 +163,18 @@ def with_ledger(text: str, fmt: str, ledgers, joined) -> str:
     n = len(joined.effects)
     if fmt == "json":
         data = json.loads(text)
-        data["ledger"] = {"files": list(ledgers), "effects_joined": n, "notes": joined.notes}
+        data["ledger"] = {
+            "files": list(ledgers),
+            "effects_joined": n,
+            "missing": joined.missing,
+            "notes": joined.notes,
+        }
         return json.dumps(data, indent=1) + "\n"
     lead = "%% " if fmt == "mermaid" else ""
     out = [f"{lead}Ledger: {n} effect(s) joined to the log's keys from {', '.join(ledgers)}"]
+    if joined.missing:
+        out.append(f"{lead}Missing, so this run cannot conform:")
+        out += [f"{lead}  {m}" for m in joined.missing]
     out += [f"{lead}  {note}" for note in joined.notes]
     return text + ("\n" if fmt == "text" else "") + "\n".join(out) + "\n"
 

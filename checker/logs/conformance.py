@@ -57,10 +57,10 @@ from __future__ import annotations
 
 from typing import Iterable, Optional, Sequence
 
-from toolcommit.checker.logs import chains, intents, lane
+from toolcommit.checker.logs import asks, chains, intents, lane
 from toolcommit.checker.logs.findings import LINE_BITS, describe
 from toolcommit.checker.logs.intents import EventError
-from toolcommit.checker.logs.report import LogVerdict, Report, verdict_of
+from toolcommit.checker.logs.report import LogVerdict, Report, verdict_of, with_findings
 from toolcommit.checker.logs.stages import STAGE
 from toolcommit.checker.logs.store import (
     CANCELLED,
@@ -321,13 +321,15 @@ def check(
     """Check a list of event dicts (line numbers are 1, 2, ... in one pseudo-file `name`).
 
     Each event is validated first (`toolcommit.checker.logs.events.problem`); a bad one
-    raises `toolcommit.model.errors.InputError` naming its line.
+    raises `toolcommit.model.errors.InputError` naming its line. The requests are then
+    compared across scopes (`toolcommit.checker.logs.asks`), as `validate` does.
     """
     from toolcommit.checker.logs.events import problem
     from toolcommit.checker.logs.typed import from_dict
     from toolcommit.model.errors import InputError
 
     c = Conformance([name], focus, pack)
+    events = list(events)
     for i, ev in enumerate(events, 1):
         why = problem(ev)
         if why:
@@ -336,4 +338,9 @@ def check(
             c.feed(from_dict(ev), 0, i)
         except EventError as e:
             raise InputError(str(e), name, i) from None
-    return c.finish()
+    report = c.finish()
+    found = asks.judge([name], ((ev, 0, i) for i, ev in enumerate(events, 1)))
+    focus = set(c.focus)
+    if focus:
+        found = [f for f in found if focus & set(asks.keys_of(f))]
+    return with_findings(report, found)

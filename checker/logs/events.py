@@ -31,7 +31,7 @@ KINDS = ("apply", "compensate")
 TYPES = ("proposal", "transition", "effect", "crash", "restart")
 
 # field -> kind: "str" (string), "int" (integer 0..2**63-1), "obj" (JSON object),
-# "state" (a record state name), "decision", "kind".
+# "names" (an array of strings), "state" (a record state name), "decision", "kind".
 COMMON = {"type": "str", "writer": "str", "seq": "int"}
 COMMON_OPTIONAL = {"ts": "str"}
 REQUIRED: dict[str, dict[str, str]] = {
@@ -49,7 +49,7 @@ REQUIRED: dict[str, dict[str, str]] = {
     "restart": {},
 }
 OPTIONAL: dict[str, dict[str, str]] = {
-    "proposal": {"epoch": "int"},
+    "proposal": {"epoch": "int", "principal": "str", "identity": "names"},
     "transition": {"fence": "int", "epoch": "int", "call_id": "str", "reason": "str"},
     "effect": {
         "key": "str",
@@ -62,7 +62,7 @@ OPTIONAL: dict[str, dict[str, str]] = {
     "restart": {},
 }
 ONE_OF = {"effect": ("key", "idempotency_key")}  # at least one of these is required
-NON_EMPTY = frozenset(("writer", "key", "idempotency_key"))
+NON_EMPTY = frozenset(("writer", "key", "idempotency_key", "principal"))
 KNOWN = {t: frozenset([*COMMON, *COMMON_OPTIONAL, *REQUIRED[t], *OPTIONAL[t]]) for t in TYPES}
 ENUMS = {
     "state": (frozenset(STATES), STATES),
@@ -119,6 +119,11 @@ def _bad_field(field: str, kind: str, v) -> Optional[str]:
             if type(v) is dict
             else f"field {field!r} must be a JSON object, found {_typename(v)}; fix the writer"
         )
+    if kind == "names":
+        if type(v) is not list or any(type(x) is not str for x in v):
+            found = _typename(v) if type(v) is not list else "an array with a non-string"
+            return f"field {field!r} must be an array of strings, found {found}; fix the writer"
+        return None
     if type(v) is not str:
         return f"field {field!r} must be a string, found {_typename(v)}; fix the writer"
     if kind in ENUMS:
@@ -165,6 +170,7 @@ _STATE_SET = ENUMS["state"][0]
 _KIND_SET = ENUMS["kind"][0]
 _DECISION_SET = ENUMS["decision"][0]
 _OPT_INT = frozenset(f for t in TYPES for f, k in OPTIONAL[t].items() if k == "int")
+_OPT_LIST = frozenset(f for t in TYPES for f, k in OPTIONAL[t].items() if k == "names")
 _OPT_NAMES = {t: tuple(OPTIONAL[t]) for t in TYPES}
 _MISSING = object()
 _SIZE = {t: len(COMMON) + len(REQUIRED[t]) for t in TYPES}  # fields of a minimal event
@@ -257,6 +263,9 @@ def _rest_ok(ev, t: str, n: int) -> bool:
         if v is not None:
             if f in _OPT_INT:
                 if type(v) is not int or not 0 <= v <= INT_MAX:
+                    return False
+            elif f in _OPT_LIST:
+                if type(v) is not list or any(type(x) is not _STR for x in v):
                     return False
             elif type(v) is not _STR or (not v and f in NON_EMPTY):
                 return False

@@ -164,6 +164,8 @@ def _open(path: str, stdin: Optional[BinaryIO]) -> tuple[BinaryIO, list]:
     return raw, to_close
 
 
+open_log = _open  # for a second reading of a log's lines (logs/validate.py)
+
 _CHUNK = 1 << 20
 _BATCH = 256  # lines decoded in one C loop (measured: 256 decodes faster than a chunk)
 

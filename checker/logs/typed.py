@@ -109,6 +109,8 @@ def _annotation(field: str, kind: str):
     if kind == "obj":  # flat: a nested value takes the thorough path (nesting bound)
         i64 = Annotated[int, m.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
         return dict[str, Union[str, i64, float, bool, None]]
+    if kind == "names":
+        return list[str]
     if kind == "state":
         return Literal[STATES]  # type: ignore[valid-type]
     if kind == "decision":

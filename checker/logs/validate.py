@@ -5,13 +5,23 @@ sharded by key, or a Dask cluster): the same `Report`."""
 from __future__ import annotations
 
 import gc
-from itertools import islice
+import shutil
+import sys
+import tempfile
+from contextlib import contextmanager
+from itertools import chain, islice
 
-from toolcommit.checker.logs import pool
+from toolcommit.checker.logs import asks, pool
 from toolcommit.checker.logs.conformance import Conformance, EventError
 from toolcommit.checker.logs.merge import focus_message
-from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES, check_paths, read_batches
-from toolcommit.checker.logs.report import Report
+from toolcommit.checker.logs.read import (
+    DEFAULT_MAX_LINE_BYTES,
+    check_paths,
+    decode,
+    open_log,
+    read_batches,
+)
+from toolcommit.checker.logs.report import Report, with_findings
 from toolcommit.checker.logs.typed import from_dict
 from toolcommit.model.errors import InputError, UsageError
 
@@ -32,7 +42,80 @@ def validate(
     and logs worth it (`pool.worth_sharding`), in `jobs` processes sharded by key; with
     `engine` "dask", in `jobs` shards on a Dask cluster (`scheduler`'s, or a local one):
     the same report. `joined`: (ledger files, effect events as `calls.Placed`) to check
-    after the logs, in this process (`adapters.intentlog.join`)."""
+    after the logs, in this process (`adapters.intentlog.join`). Then, in this process,
+    the requests are compared across scopes (`asks`: a second reading of the files; stdin
+    is copied to a temporary file first, to be read twice)."""
+    check_paths(paths, max_line_bytes)  # before stdin is read: a usage error reads nothing
+    if engine == "dask" and "-" in paths:
+        raise UsageError(
+            "--engine dask reads files, not stdin ('-'); save the log to a "
+            "file every worker can open"
+        )
+    with _spooled(paths, stdin) as stdin:
+        report = _by_key(
+            paths, max_line_bytes, focus, stdin, complete_effects, jobs, engine, scheduler, joined
+        )
+        if stdin is not None:
+            stdin.seek(0)
+        ledgers, effects = joined or ((), ())
+        return with_asks(report, paths, ledgers, effects, focus, complete_effects, stdin)
+
+
+@contextmanager
+def _spooled(paths, stdin):
+    """`stdin` (or the process's), copied to a temporary file when a path is "-", so it can
+    be read twice; else `stdin` as given."""
+    if "-" not in paths:
+        yield stdin
+        return
+    src = stdin if stdin is not None else sys.stdin.buffer
+    with tempfile.TemporaryFile(prefix="toolcommit-stdin-") as f:
+        shutil.copyfileobj(src, f, 1 << 20)
+        f.seek(0)
+        yield f
+
+
+def with_asks(
+    report, paths, ledgers=(), effects=(), focus=(), complete_effects=False, stdin=None
+) -> Report:
+    """`report` (the per-key pass over logs `paths`, then `effects` from `ledgers`) with the
+    findings of the requests compared across scopes (`asks`), read again from the files
+    here (``-``: from `stdin`, a file object at its start)."""
+    events = chain(
+        raw_events(paths, stdin=stdin), ((p.event, p.file_index, p.line) for p in effects)
+    )
+    names = [("<stdin>" if p == "-" else p) for p in paths] + list(ledgers)
+    found = asks.judge(names, events, complete_effects)
+    if focus:
+        found = [f for f in found if any(k in focus for k in asks.keys_of(f))]
+    return with_findings(report, found)
+
+
+def raw_events(paths, first_index: int = 0, stdin=None):
+    """``(event dict, file index, line)`` of every decodable line of the log files `paths`
+    (already checked by the per-key pass: a line it refused is not read here), with every
+    field the line has."""
+    for fi, path in enumerate(paths, first_index):
+        f, to_close = open_log(path, stdin)
+        try:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    ev = decode(line)
+                except ValueError:
+                    continue  # a cut-off last line: the per-key pass reported it
+                if type(ev) is dict:
+                    yield ev, fi, n
+        finally:
+            for c in to_close:
+                c.close()
+
+
+def _by_key(
+    paths, max_line_bytes, focus, stdin, complete_effects, jobs, engine, scheduler, joined
+) -> Report:
+    """The per-key pass of `validate` (same arguments)."""
     check_paths(paths, max_line_bytes)
     if not 1 <= jobs <= pool.MAX_JOBS:
         raise UsageError(f"--jobs {jobs}: use 1 to {pool.MAX_JOBS} (1 checks in this process)")

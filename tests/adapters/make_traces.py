@@ -120,9 +120,9 @@ def openai_agents_scenarios(out):
 def dbos_scenarios(out):
     import dbos_runs as d
 
-    for name, crash in (("clean", False), ("crash", True)):
+    for name, crash in (("clean", False), ("crash", True), ("reissue", False)):
         db = _fresh(out, f"dbos-{name}.sqlite")
-        d.run(db, _fresh(out, f"dbos-{name}-ledger.jsonl"), crash)
+        d.run(db, _fresh(out, f"dbos-{name}-ledger.jsonl"), crash, reissue=name == "reissue")
         d.export_json(db, os.path.join(out, f"dbos-{name}.json"))
         if not crash:
             os.remove(db)

@@ -249,6 +249,7 @@ def in_process(paths, jobs, focus=(), between=lambda method, i: None):
     from toolcommit.checker.logs.merge import merge
     from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES as limit
     from toolcommit.checker.logs.shards import Shard, coordinate
+    from toolcommit.checker.logs.validate import with_asks
 
     every = [Shard(paths, limit, focus, i, jobs, None, True) for i in range(jobs)]
 
@@ -264,7 +265,7 @@ def in_process(paths, jobs, focus=(), between=lambda method, i: None):
         s.run()
         return s.finish()
 
-    return merge(*coordinate(call, jobs, fixup), focus)
+    return with_asks(merge(*coordinate(call, jobs, fixup), focus), paths, focus=focus)
 
 
 def bench_like(n: int, seed: int) -> list[dict]:

@@ -463,7 +463,7 @@ def test_schema_and_hand_validation_agree_on_required_and_optional_fields():
         assert set(then["properties"]) == set(logevents.REQUIRED[t]) | set(logevents.OPTIONAL[t]), t
         for f, kind in {**logevents.REQUIRED[t], **logevents.OPTIONAL[t]}.items():
             s = then["properties"][f]
-            want = {"str": "string", "int": "integer", "obj": "object"}.get(kind)
+            want = {"str": "string", "int": "integer", "obj": "object", "names": "array"}.get(kind)
             if want:
                 assert s["type"] == want, (t, f)
             else:
@@ -540,6 +540,8 @@ def test_every_finding_name_has_a_one_line_meaning():
         "UNSETTLED",
         "ORPHAN_EFFECT",
         "DESIGN",
+        "ANSWER_ACROSS",
+        "EFFECT_ARGS",
     }
     assert used == set(raw)
     assert {"I1", "P1", "P2", "P3", "P4", "FENCE", "LEGAL"} <= set(meanings())

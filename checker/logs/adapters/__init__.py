@@ -28,8 +28,10 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from typing import Optional, Sequence
 
+from toolcommit.checker.logs import asks
 from toolcommit.checker.logs.adapters import calls as _calls
 from toolcommit.checker.logs.adapters import (
     capability,
@@ -50,7 +52,7 @@ from toolcommit.checker.logs.findings import Citation, Finding
 from toolcommit.checker.logs.read import DEFAULT_MAX_LINE_BYTES
 from toolcommit.checker.logs.report import LogVerdict, with_findings
 from toolcommit.checker.logs.typed import from_dict
-from toolcommit.checker.logs.validate import feed_files
+from toolcommit.checker.logs.validate import feed_files, raw_events
 from toolcommit.model.errors import InputError, UsageError
 
 READERS = {
@@ -222,16 +224,19 @@ def check_trace(
     missing += [] if kept or guarded else [_no_calls(found)]
     partial = got.partial
     orphans: tuple = ((), 0)
+    mismatched: list = []
     if ledgers:
         judged_calls = kept + (by_log.calls if by_log else [])
         joined = ledger.join(got.entries, judged_calls, shown)
         placed += joined.effects
         notes += joined.notes
-        orphans = joined.orphans
+        orphans, mismatched = joined.orphans, joined.mismatched
         missing += _ledger_missing(judged_calls, joined, got)
     report = with_findings(_conformance(placed, names, by_log, max_line_bytes), *orphans)
+    report = with_findings(report, mismatched + _asks(placed, names, by_log))
     if not ledgers:
         report = _suspected(report, kept, names)
+    notes += per_attempt(report, kept, rules, source)
     if missing and report.verdict is LogVerdict.CONFORMS:  # a violation found stands
         report = replace(report, verdict=LogVerdict.INCONCLUSIVE)
     effects = sum(p.event["type"] == "effect" for p in placed)
@@ -254,6 +259,29 @@ def check_trace(
     if guarded:
         stats["judged_by_log"] = len(guarded)
     return TraceReport(source, report, judged, notes, placed, stats, missing)
+
+
+def per_attempt(report, kept: list[_calls.Call], rules: Rules, source: str) -> list[str]:
+    """A note for each I1 under several keys of the trace's calls: their idempotency keys
+    are derived from a per-attempt id (the source's call id, or the --idempotency-key
+    path, named), so each attempt at one intent sent a new key, which no provider dedupes."""
+    sent = {c.key for c in kept}
+    if rules.idempotency_key is not None:
+        field = f"{rules.idempotency_key} (--idempotency-key), which changed between them"
+    else:
+        field = capability.table()["sources"][source]["key_from"]
+    out = []
+    for f in report.findings:
+        keys = [k for k in f.key.split(" + ") if k in sent]
+        if f.property == "I1" and len(keys) >= 2:
+            shown = ", ".join(keys[:4]) + (" ..." if len(keys) > 4 else "")
+            out.append(
+                f"one intent took effect under {len(keys)} keys ({shown}), per-attempt "
+                f"ids: the idempotency keys come from {field}; each attempt sent a new key, "
+                "so the provider could not dedupe them: send a key derived from the intent "
+                "(toolcommit.runtime's key)"
+            )
+    return out
 
 
 def _ledger_missing(kept, joined, got) -> list[str]:
@@ -299,6 +327,15 @@ def _suspected(report, kept: list[_calls.Call], names) -> object:
             )
         )
     return with_findings(report, extra)
+
+
+def _asks(placed, names, by_log=None) -> list[Finding]:
+    """The requests compared across scopes (`asks`), over the intent logs beside the trace
+    and the derived events, as `validate` compares an intent log's."""
+    events = ((p.event, p.file_index, p.line) for p in placed)
+    if by_log is not None and by_log.paths:
+        events = chain(raw_events(by_log.paths, by_log.first_index), events)
+    return asks.judge(names, events)
 
 
 def _conformance(placed, names, by_log=None, max_line_bytes=None):

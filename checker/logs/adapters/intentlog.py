@@ -74,11 +74,20 @@ def _accepted(events: Iterable, entries: list, proposals: Optional[dict]) -> lis
 def join(paths: Sequence[str], ledgers: Sequence[str], max_line_bytes: int) -> ledger.Joined:
     """The effect events of `ledgers` joined to the keys of logs `paths` (file indexes:
     the logs first, then the ledgers), with notes and findings (`ledger.orphans`) on what
-    joined nothing."""
+    joined nothing, and what keeps the run from conforming: a ledger given only in part,
+    or one none of whose effects joins an accepted proposal of the log (an empty ledger
+    included): what the provider applied was not counted."""
     got = ledger.read(ledgers, len(paths))
     found = calls(paths, got.entries, max_line_bytes)
     joined = ledger.join(got.entries, found, list(paths) + list(ledgers), source="log")
-    return ledger.Joined(joined.effects, joined.notes + list(got.partial), joined.orphans)
+    missing = list(got.partial)
+    if found and not joined.effects:
+        missing.insert(
+            0,
+            f"no effect of the ledger joins a key of the log ({len(got.entries)} read; by "
+            "idempotency key or canonical intent): what the provider applied was not counted",
+        )
+    return ledger.Joined(joined.effects, joined.notes, joined.orphans, missing)
 
 
 @dataclass

@@ -35,9 +35,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from toolcommit.checker.logs import asks
 from toolcommit.checker.logs.adapters.calls import Call, Placed, log_args
 from toolcommit.checker.logs.adapters.docs import Lines, documents, read_text, shallow
-from toolcommit.checker.logs.findings import MAX_PER_PROPERTY, Citation, Finding
+from toolcommit.checker.logs.findings import MAX_PER_PROPERTY, Citation, Finding, short
 from toolcommit.model.canon import CanonError, canonical_intent
 from toolcommit.model.errors import InputError
 
@@ -261,12 +262,15 @@ def _digest(tool, args, scope) -> Optional[str]:
 
 @dataclass
 class Joined:
-    """The effect events that joined calls, notes on what did not, and the findings on the
-    effects that joined no call with how many more were not listed (`orphans`)."""
+    """The effect events that joined calls, notes on what did not, the findings on the
+    effects that joined no call with how many more were not listed (`orphans`), and what
+    keeps a run from conforming however clean (`missing`: each a sentence)."""
 
     effects: list
     notes: list
     orphans: tuple = ((), 0)
+    missing: list = field(default_factory=list)
+    mismatched: list = field(default_factory=list)  # EFFECT_ARGS findings (`mismatch`)
 
 
 def join(
@@ -294,7 +298,7 @@ def join(
             d0 = _digest(c.tool, c.args, "")
             if d0:
                 by_tool_args.setdefault(d0, set()).add(c.scope)
-    effects, notes, unjoined, pending = [], [], [], []
+    effects, notes, unjoined, pending, mismatched = [], [], [], [], []
     seq: dict[str, int] = {}
     for e in entries:
         if e.status == "INPROGRESS":
@@ -304,6 +308,9 @@ def join(
         if ev is None:
             unjoined.append(e)
             continue
+        c = by_key.get(ev.get("key") or "")
+        if c is not None and len(mismatched) < MAX_PER_PROPERTY:
+            mismatched += mismatch(e, c, names)
         seq[ev["writer"]] = ev["seq"] = seq.get(ev["writer"], 0) + 1
         effects.append(Placed(ev, e.file_index, e.line))
     if unjoined:
@@ -323,7 +330,40 @@ def join(
             f"{len(pending)} idempotency record(s) still INPROGRESS (outcome not "
             f"known): {', '.join(map(str, pending[:5]))}"
         )
-    return Joined(effects, notes, orphans(unjoined, calls, names, source))
+    return Joined(effects, notes, orphans(unjoined, calls, names, source), [], mismatched)
+
+
+def mismatch(e: Entry, c: Call, names: list[str]) -> list[Finding]:
+    """EFFECT_ARGS when plain ledger entry `e`, joined to call `c` by its key, names another
+    tool or other identity arguments than the call recorded ([] otherwise). A Stripe object
+    is in the provider's terms (cents, its own reason) and is not compared. Pure."""
+    if e.source != "plain" or c.args is None or e.idempotency_key is None:
+        return []
+    req = asks.Req(c.key, c.tool, c.args, c.scope or "", None, None, c.call_id, c.writer, 0, ())
+    what = asks.differs(req, e.tool, e.args)
+    if not what:
+        return []
+    name = names[e.file_index]
+    call_where = (names[c.loc[0]], c.loc[1]) if c.loc else None
+    steps = [Citation("effect", "ledger:" + name, f"apply {short(e.args, 50)}", name, e.line)]
+    if call_where is not None:
+        steps.insert(
+            0,
+            Citation("proposal", c.writer, f"{c.ident}: {c.tool} {short(c.args, 50)}", *call_where),
+        )
+    return [
+        Finding(
+            "EFFECT_ARGS",
+            c.key,
+            "certain",
+            tuple(sorted({c.writer, "ledger:" + name} - {""})),
+            tuple(sorted({(s.file, s.line) for s in steps})),
+            tuple(steps),
+            f"the provider applied, under key {c.key}, {what}: the effect joined to the call "
+            "by its key is not the call (another request sent under its key, or a key "
+            "reused), so what was asked was not what took effect",
+        )
+    ]
 
 
 _EXPLAINED = 5
@@ -414,6 +454,13 @@ def _joined(e: Entry, by_key, keys_of, by_tool_args, names) -> Optional[dict]:
     ev = {"type": "effect", "writer": "ledger:" + name, "kind": e.kind}
     if c is not None:
         ev.update(key=c.key, tool=c.tool, args=log_args(c), scope=c.scope)
+        if (
+            c.args is None
+            and e.source == "plain"
+            and e.args is not None
+            and e.tool in (None, c.tool)
+        ):
+            ev["args"] = e.args  # what the ledger shows the call asked, where it recorded none
     elif e.tool and e.args is not None:
         scope = e.scope
         if scope is None:

@@ -1,0 +1,424 @@
+"""Asks: what one principal asked, across the requests it asked in. I1 across requests,
+ANSWER_ACROSS, EFFECT_ARGS.
+
+The per-key pass (`toolcommit.checker.logs.conformance`) groups proposals by the canonical
+intent of (tool, args, scope), so the user's re-ask in a new request (another scope) is
+another intent there. This pass, over the same lines once that one is done, groups the
+accepted proposals by their *ask*: the principal, the tool and the identity arguments with
+the scope left out, ``canonical_intent(tool, identity args, intent_scope(principal, ""))``
+(the content a ``reask=hold`` design compares), under the rule each proposal line carries
+(``principal``; ``identity``, the argument names that make two requests one intent). A line
+without them is read as the library of the previous release wrote it: no principal, every
+argument. Pure: events (dicts) in, `Finding`s out; nothing here reads a clock.
+
+- **I1** across requests: two keys of one ask, in two requests (or in one request under
+  two spellings of its other arguments), both took effect, and the later was accepted while
+  the earlier was not settled as done: in doubt (RECORDED, DISPATCHED, UNKNOWN,
+  RECONCILING) or given up (DEAD_LETTER: its request may still land). A request accepted
+  once the earlier was ACKED is a new ask (the user asking twice); whether the ACKED outcome
+  reached the user is not in the log. Certain when both lines name the principal, one
+  writer's seq orders the two and the effects are recorded (or ACKED); possible when the
+  lines name no principal (two users' equal requests and one user's re-ask look alike),
+  when only two writers' lines could order them, or when an effect is only dispatched.
+- **ANSWER_ACROSS**: a ``duplicate`` proposal answered with a record accepted for another
+  principal (certain: that principal was told another's outcome, and its own effect was
+  never made); on lines that name no principal, with a record of another scope (possible:
+  whether the two scopes are one user's the log cannot say).
+- **EFFECT_ARGS**: an effect joined to a key (its ``key``, else its ``idempotency_key``)
+  whose arguments differ from the key's accepted proposal on the identity arguments both
+  name, or whose tool differs (certain).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Iterable, Optional, Sequence
+
+from toolcommit.checker.logs.findings import Citation, Finding, short
+from toolcommit.model.canon import CanonError, canonical_intent
+
+try:
+    from toolcommit.model.canon import intent_scope
+except ImportError:  # the library's helper (issue 38) is not merged yet: the same rule
+
+    def intent_scope(principal: Optional[str], scope: str) -> str:  # type: ignore[misc]
+        """`scope`, or ``[principal, scope]`` as compact JSON (see model/canon.py)."""
+        if principal is None:
+            return scope
+        return json.dumps([principal, scope], separators=(",", ":"), ensure_ascii=False)
+
+
+#: the arguments a trace adapter writes for a call whose arguments were not recorded
+UNRECORDED = "toolcommit.unrecorded_args_of"
+_DOUBT = ("UNKNOWN", "RECONCILING", "DEAD_LETTER")
+
+
+@dataclass
+class Req:
+    """An accepted key's request: its first acceptance (by writer and seq)."""
+
+    key: str
+    tool: str
+    args: dict
+    scope: str
+    principal: Optional[str]
+    identity: Optional[list]
+    call_id: str
+    writer: str
+    seq: int
+    where: tuple  # (file, line)
+
+
+@dataclass
+class Outcome:
+    """What a key's transitions and effects say: its dispatches, its first ACKED
+    (writer, seq, where, from), its first move into doubt (writer, seq, where, state),
+    and its applies (writer, where, tool, args, effect id)."""
+
+    dispatches: int = 0
+    ack: Optional[tuple] = None
+    doubt: Optional[tuple] = None
+    applies: list = field(default_factory=list)
+
+
+class Asks:
+    """Feed events (dicts of the log contract, well-formed: the per-key pass checked them)
+    with their file and line, then ask for the `findings`."""
+
+    def __init__(self, files: Sequence[str]):
+        self.files = list(files)
+        self.reqs: dict[str, Req] = {}
+        self.outs: dict[str, Outcome] = {}
+        self.dups: list[Req] = []
+
+    def feed(self, ev: dict, file_index: int, line: int) -> None:
+        t = ev.get("type")
+        where = (self.files[file_index] if file_index < len(self.files) else "?", line)
+        if t == "proposal":
+            self._proposal(ev, where)
+        elif t == "transition":
+            self._transition(ev, where)
+        elif t == "effect" and ev.get("kind", "apply") == "apply":
+            name = ev.get("key") or ev.get("idempotency_key")
+            out = self.outs.setdefault(name, Outcome())
+            eid = ev.get("effect_id")
+            if eid is None or all(a[4] != eid for a in out.applies):
+                out.applies.append((ev["writer"], where, ev.get("tool"), ev.get("args"), eid))
+
+    def _proposal(self, ev: dict, where: tuple) -> None:
+        decision = ev["decision"]
+        if decision == "conflict":
+            return
+        identity = ev.get("identity")
+        r = Req(
+            ev["key"],
+            ev["tool"],
+            ev["args"],
+            ev["scope"],
+            ev.get("principal"),
+            list(identity) if isinstance(identity, list) else None,
+            ev["call_id"],
+            ev["writer"],
+            ev["seq"],
+            where,
+        )
+        if decision != "accepted":
+            self.dups.append(r)
+            return
+        old = self.reqs.get(r.key)
+        if old is None or (r.writer, r.seq) < (old.writer, old.seq):
+            self.reqs[r.key] = r
+
+    def _transition(self, ev: dict, where: tuple) -> None:
+        out = self.outs.setdefault(ev["key"], Outcome())
+        to, at = ev["to"], (ev["writer"], ev["seq"])
+        if to == "DISPATCHED":
+            out.dispatches += 1
+        elif to == "ACKED" and (out.ack is None or at < out.ack[:2]):
+            out.ack = (*at, where, ev["from"])
+        elif to in _DOUBT and (out.doubt is None or at < out.doubt[:2]):
+            out.doubt = (*at, where, to)
+
+    # ----- the judgements ----------------------------------------------------------------
+    def findings(self, complete_effects: bool = False) -> list[Finding]:
+        """EFFECT_ARGS, I1 across requests and ANSWER_ACROSS, in that order."""
+        out = [f for k in sorted(self.reqs) for f in self._effect_args(k)]
+        out += self._reasks(complete_effects)
+        out += [f for d in self.dups for f in self._answer(d)]
+        return out
+
+    def args_of(self, r: Req) -> Optional[dict]:
+        """The request's arguments: as proposed, or, where they were not recorded (a
+        trace's stand-in), those its key's effect shows; None when neither says."""
+        if UNRECORDED not in r.args:
+            return r.args
+        for a in self.outs.get(r.key, Outcome()).applies:
+            if isinstance(a[3], dict) and UNRECORDED not in a[3]:
+                return a[3]
+        return None
+
+    def _effect_args(self, key: str) -> list[Finding]:
+        r = self.reqs[key]
+        if UNRECORDED in r.args:
+            return []
+        for writer, where, tool, args, _ in self.outs.get(key, Outcome()).applies:
+            what = differs(r, tool, args)
+            if what:
+                return [
+                    Finding(
+                        "EFFECT_ARGS",
+                        key,
+                        "certain",
+                        tuple(sorted({r.writer, writer})),
+                        tuple(sorted({r.where, where})),
+                        (
+                            _accepted_step(r),
+                            Citation("effect", writer, f"apply {short(args, 50)}", *where),
+                        ),
+                        f"the provider applied, under key {key}, {what}: the effect joined "
+                        "to the intent by its key is not the intent (another request sent "
+                        "under its key, or a key reused), so what was asked was not what "
+                        "took effect",
+                    )
+                ]
+        return []
+
+    def _ask(self, r: Req) -> Optional[tuple]:
+        """(ask digest, core digest) of a request, or None when its arguments are unknown
+        or have no canonical form."""
+        args = self.args_of(r)
+        if args is None:
+            return None
+        kept = args if r.identity is None else {n: args[n] for n in r.identity if n in args}
+        try:
+            ask = canonical_intent(r.tool, kept, intent_scope(r.principal, "")).digest
+            core = canonical_intent(r.tool, args, r.scope).digest
+        except CanonError:
+            return None
+        return ask, core
+
+    def _took(self, keys: list[str], complete_effects: bool) -> dict[str, str]:
+        """Which keys of one ask took effect: "certain" or "possible" (absent: no). The
+        provider's records decide when any key of the ask has one; else ACKED is an effect
+        and a dispatch a possible one (none when the effect lines are the whole ledger)."""
+        outs = [self.outs.get(k, Outcome()) for k in keys]
+        if any(o.applies for o in outs):
+            return {k: "certain" for k, o in zip(keys, outs) if o.applies}
+        took = {k: "certain" for k, o in zip(keys, outs) if o.ack is not None}
+        if not complete_effects:
+            for k, o in zip(keys, outs):
+                if o.dispatches and k not in took:
+                    took[k] = "possible"
+        return took
+
+    def _settled_before(self, a: Req, b: Req) -> Optional[bool]:
+        """Had a settled as done (ACKED) when b was accepted? True, False, or None when the
+        log cannot order the two (a's ACKED and b's acceptance are two writers' lines)."""
+        ack = self.outs.get(a.key, Outcome()).ack
+        if ack is None:
+            return False
+        if ack[0] != b.writer:
+            return None
+        return ack[1] < b.seq
+
+    def _reasks(self, complete_effects: bool) -> list[Finding]:
+        groups: dict[str, list] = {}
+        for key in sorted(self.reqs):
+            r = self.reqs[key]
+            got = self._ask(r)
+            if got is not None:
+                groups.setdefault(got[0], []).append((r, got[1]))
+        out = []
+        for members in groups.values():
+            if len({core for _, core in members}) < 2:
+                continue  # one canonical intent: the per-key pass judged it
+            members.sort(key=lambda m: (m[0].writer, m[0].seq, m[0].key))
+            f = self._reask(members, complete_effects)
+            if f is not None:
+                out.append(f)
+        return out
+
+    def _reask(self, members: list, complete_effects: bool) -> Optional[Finding]:
+        """One I1 finding for an ask whose keys span several canonical intents, if two of
+        them took effect as one intent (see the module docstring)."""
+        took = self._took([r.key for r, _ in members], complete_effects)
+        pairs, why = [], []
+        for i, (a, ca) in enumerate(members):
+            for b, cb in members[i + 1 :]:
+                if ca == cb or a.key not in took or b.key not in took:
+                    continue
+                same_request = a.scope == b.scope and a.principal == b.principal
+                ab, ba = self._settled_before(a, b), self._settled_before(b, a)
+                if not same_request and (ab or ba):
+                    continue  # the later was asked once the earlier was done: a new ask
+                certain = took[a.key] == took[b.key] == "certain"
+                if not certain:
+                    why.append(
+                        f"{b.key if took[b.key] != 'certain' else a.key} was dispatched "
+                        "and no effect records say whether it took effect"
+                    )
+                if not same_request and (ab is None or ba is None):
+                    certain = False
+                    why.append(
+                        f"whether {a.key} or {b.key} had settled as done when the "
+                        "other was accepted cannot be told (two writers' lines: clocks "
+                        "are not read)"
+                    )
+                if a.principal is None or b.principal is None:
+                    certain = False
+                    why.append(
+                        "the lines name no principal: two users' equal requests "
+                        "look like one user's re-ask (a writer that records "
+                        "principal= tells them apart)"
+                    )
+                pairs.append((a, b, certain))
+        if not pairs:
+            return None
+        return self._reask_finding(pairs, why)
+
+    def _reask_finding(self, pairs: list, why: list) -> Finding:
+        reqs = list({id(r): r for a, b, _ in pairs for r in (a, b)}.values())
+        reqs.sort(key=lambda r: (r.writer, r.seq, r.key))
+        certain = any(c for _, _, c in pairs)
+        steps, writers, where = [], set(), set()
+        for r in reqs:
+            o = self.outs.get(r.key, Outcome())
+            steps.append(_accepted_step(r))
+            if o.doubt is not None:
+                w, _, at, state = o.doubt
+                steps.append(Citation("transition", w, f"{r.key} -> {state}", *at))
+            for w, at, _, args, _ in o.applies[:2]:
+                steps.append(Citation("effect", w, f"apply under {r.key}", *at))
+        steps.sort(key=lambda s: (s.file, s.line))  # in log order
+        for s in steps:
+            writers.add(s.writer)
+            where.add((s.file, s.line))
+        a, b = pairs[0][0], pairs[0][1]
+        who = f"principal {a.principal}" if a.principal else "the caller"
+        rule = "identity " + ",".join(a.identity) if a.identity is not None else "every argument"
+        text = (
+            f"{who} asked {short(a.tool, 30)} {short(self._kept(a), 50)} ({rule}) in "
+            f"{len(reqs)} requests ({', '.join(sorted({short(r.scope, 40) for r in reqs}))}); "
+            f"{b.key} was accepted while {a.key} was in doubt or given up (not settled as "
+            "done), so it was the same ask again: one intent, which took effect more than once"
+        )
+        if not certain:
+            text += "; possibly only: " + "; ".join(dict.fromkeys(why))
+        return Finding(
+            "I1",
+            " + ".join(r.key for r in reqs),
+            "certain" if certain else "possible",
+            tuple(sorted(w for w in writers if w)),
+            tuple(sorted(where)),
+            tuple(steps),
+            text,
+        )
+
+    def _kept(self, r: Req) -> dict:
+        args = self.args_of(r) or {}
+        return args if r.identity is None else {n: args[n] for n in r.identity if n in args}
+
+    def _answer(self, d: Req) -> list[Finding]:
+        r = self.reqs.get(d.key)
+        if r is None or (d.principal == r.principal and (d.principal or d.scope == r.scope)):
+            return []
+        if d.principal is not None and r.principal is not None:
+            certainty = "certain"
+            text = (
+                f"principal {d.principal}'s request was answered with principal "
+                f"{r.principal}'s record {r.key}: {d.principal} was told another's outcome, "
+                "and its own effect was never made (a lost effect); an answer is never "
+                "given across principals"
+            )
+        else:
+            certainty = "possible"
+            text = (
+                f"the request of scope {short(d.scope, 40)} was answered with the record "
+                f"{r.key} of scope {short(r.scope, 40)}, and "
+                + (
+                    "the lines name no principal"
+                    if d.principal is None and r.principal is None
+                    else "only one of the two lines names its principal"
+                )
+                + ": if the scopes are two users', the second was told the first's outcome "
+                "and never got its own effect (a lost effect); a writer that records "
+                "principal= says whose each request is"
+            )
+        return [
+            Finding(
+                "ANSWER_ACROSS",
+                f"{r.key} <- {d.call_id}",
+                certainty,
+                tuple(sorted({r.writer, d.writer})),
+                tuple(sorted({r.where, d.where})),
+                (
+                    _accepted_step(r),
+                    Citation(
+                        "proposal",
+                        d.writer,
+                        f"call {d.call_id}{_whose(d)}: {short(d.tool, 20)} "
+                        f"{short(d.args, 40)} -> duplicate of {r.key}",
+                        *d.where,
+                    ),
+                ),
+                text,
+            )
+        ]
+
+
+def _whose(r: Req) -> str:
+    p = f" of {short(r.principal, 30)}" if r.principal is not None else ""
+    return f"{p} in {short(r.scope, 40)}"
+
+
+def _accepted_step(r: Req) -> Citation:
+    return Citation(
+        "proposal",
+        r.writer,
+        f"call {r.call_id}{_whose(r)}: {short(r.tool, 20)} {short(r.args, 40)} -> "
+        f"accepted as {r.key}",
+        *r.where,
+    )
+
+
+def _same(a, b) -> bool:
+    """Two argument values, compared by their canonical forms (20 and 20.0 are one)."""
+    try:
+        return (
+            canonical_intent("", {"v": a}, "").digest == canonical_intent("", {"v": b}, "").digest
+        )
+    except CanonError:
+        return a == b
+
+
+def differs(r: Req, tool: Optional[str], args) -> str:
+    """What an effect joined to request `r` by its key carries that `r` did not ask: another
+    tool, or another value of an identity argument both name ("" when nothing differs).
+    Arguments only one side names are not compared (a provider records more, or less)."""
+    if tool is not None and tool.strip() != r.tool.strip():
+        return f"tool {short(tool, 30)} where {short(r.tool, 30)} was asked"
+    if not isinstance(args, dict) or UNRECORDED in args:
+        return ""
+    names = r.args if r.identity is None else r.identity
+    bad = [n for n in names if n in r.args and n in args and not _same(r.args[n], args[n])]
+    if not bad:
+        return ""
+    return ", ".join(
+        f"{n}={short(args[n], 30)} where {short(r.args[n], 30)} was asked" for n in bad
+    )
+
+
+def keys_of(f: Finding) -> list[str]:
+    """The keys a finding of this pass names (``A + B``, ``KEY <- CALL``)."""
+    return [k for k in f.key.split(" <- ")[0].split(" + ")]
+
+
+def judge(
+    files: Sequence[str], events: Iterable[tuple], complete_effects: bool = False
+) -> list[Finding]:
+    """The findings of this pass over ``(event dict, file index, line)`` triples."""
+    asks = Asks(files)
+    for ev, fi, line in events:
+        asks.feed(ev, fi, line)
+    return asks.findings(complete_effects)
