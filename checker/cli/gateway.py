@@ -29,10 +29,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         description="Start the MCP server COMMAND (stdio) and serve it, on stdio or on "
         "streamable HTTP (127.0.0.1 unless --host), passing every message through except "
         "each tools/call of an --effectful tool: that goes through the intent log in --db "
-        "(toolcommit.runtime on SQLite), keyed by the canonical tool and arguments (or the "
-        "client's _meta['toolcommit/intent'], or --scope). The first call of an intent "
-        "reaches the server; a retry (any request id, session or client) gets its recorded "
-        "answer; a call the server never answered in time is a tool error saying the effect "
+        "(toolcommit.runtime on SQLite), keyed by the call's principal (a client token's "
+        "name, --principal, or else the session: two sessions are never merged), the "
+        "canonical tool and arguments (and the client's _meta['toolcommit/intent'], or "
+        "--scope). The first call of an intent reaches the server; the same principal's "
+        "retry (any request id, session) gets its recorded answer; a call the server never answered in time is a tool error saying the effect "
         "may have happened, never re-sent. "
         "'toolcommit export DB' writes the log for 'toolcommit validate'.",
     )
@@ -52,10 +53,35 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--scope",
         metavar="RULE",
         default=None,
-        help="what one user intent is: a path into the call's view (args.order, "
-        "client.name, meta.user, session) or MODULE:FUNCTION called with the view; "
+        help="what divides one principal's intents: a path into the call's view "
+        "(args.order, meta.user, session) or MODULE:FUNCTION called with the view; "
         "default: the tool and its canonical arguments (a client names a distinct "
-        "intent in the request's _meta['toolcommit/intent'])",
+        "intent in the request's _meta['toolcommit/intent']); never joins two principals",
+    )
+    p.add_argument(
+        "--principal",
+        metavar="NAME",
+        default=None,
+        help="every call's principal is NAME (the one client of a stdio gateway, whose "
+        "retries then meet its intents across reconnects and restarts); default: each "
+        "session (stdio connection, HTTP session) is its own principal, merged with no other",
+    )
+    p.add_argument(
+        "--client-tokens",
+        metavar="PATH",
+        default=None,
+        help="with --http: a file of 'NAME TOKEN' lines; every request must carry one "
+        "TOKEN ('Authorization: Bearer TOKEN'), and its calls are NAME's (a client's "
+        "sessions share its intents; two clients never do)",
+    )
+    p.add_argument(
+        "--trust-client-claim",
+        metavar="PATH",
+        default=None,
+        help="UNSAFE unless the client is trusted: take the principal from what the client "
+        "says about itself, the view's PATH (client.name, the clientInfo of initialize; "
+        "meta.user, the request's _meta), within its token's or --principal's name if any; "
+        "else any client claiming a name is answered with that name's recorded outcomes",
     )
     p.add_argument(
         "--writer",
@@ -114,7 +140,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         metavar="PATH",
         default=None,
         help="with --http: every request must carry 'Authorization: Bearer TOKEN', "
-        "TOKEN the file's first line (or the environment's TOOLCOMMIT_GATEWAY_TOKEN)",
+        "TOKEN the file's first line (or the environment's TOOLCOMMIT_GATEWAY_TOKEN), "
+        "16 characters or more; one token for all: it names no principal",
     )
     p.add_argument(
         "--max-sessions",
@@ -169,23 +196,76 @@ def _positive(name: str, value: float) -> float:
     return value
 
 
-def _token(args) -> "str | None":
-    if args.token_file is None:
-        return os.environ.get("TOOLCOMMIT_GATEWAY_TOKEN") or None
+def _read(flag: str, path: str) -> str:
     try:
-        with open(args.token_file, encoding="utf-8") as f:
-            token = f.readline().strip()
-    except OSError as e:
-        raise UsageError(f"--token-file {args.token_file}: {e.strerror}") from None
-    if len(token) < 16:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
+        raise UsageError(f"{flag} {path}: {why}") from None
+
+
+def _token(args) -> "str | None":
+    """The one bearer token (--token-file, else TOOLCOMMIT_GATEWAY_TOKEN), or None."""
+    from toolcommit.checker.gateway.principal import check_token
+
+    env = os.environ.get("TOOLCOMMIT_GATEWAY_TOKEN")
+    if args.token_file is None and env is None:
+        return None
+    if args.client_tokens is not None:
+        given = "--token-file" if args.token_file is not None else "TOOLCOMMIT_GATEWAY_TOKEN"
         raise UsageError(
-            f"--token-file {args.token_file}:1: the token is empty or shorter "
-            "than 16 characters; write a long random one"
+            f"{given} and --client-tokens: one source of tokens; give each client its own "
+            "token in --client-tokens (or unset TOOLCOMMIT_GATEWAY_TOKEN)"
         )
-    return token
+    if args.token_file is None:
+        return check_token(env.strip(), "TOOLCOMMIT_GATEWAY_TOKEN")
+    lines = _read("--token-file", args.token_file).splitlines()
+    return check_token(lines[0].strip() if lines else "", f"--token-file {args.token_file}:1")
 
 
-HTTP_ONLY = ("host", "allow_host", "allow_origin", "token_file", "max_sessions", "idle_timeout")
+def _clients(args) -> "dict | None":
+    """token -> principal name from --client-tokens, or None."""
+    from toolcommit.checker.gateway.principal import parse_client_tokens
+
+    if args.client_tokens is None:
+        return None
+    if args.principal is not None:
+        raise UsageError(
+            "--principal and --client-tokens: each client token names its principal; "
+            "drop --principal"
+        )
+    return parse_client_tokens(_read("--client-tokens", args.client_tokens), args.client_tokens)
+
+
+def _principals(args):
+    """The operator's principal rule; `UsageError` for a bad name, or a --scope that
+    would read what a client claims about itself without --trust-client-claim."""
+    from toolcommit.checker.gateway.principal import Principals, check_name
+
+    if args.principal is not None:
+        check_name(args.principal, "--principal")
+    scope = args.scope or ""
+    if (scope == "client" or scope.startswith("client.")) and args.trust_client_claim is None:
+        raise UsageError(
+            f"--scope {scope}: clientInfo is what a client claims about itself, and names "
+            "nobody; a scope only divides a principal's intents. Name clients with "
+            "--client-tokens, or trust the claim with --trust-client-claim (unsafe)"
+        )
+    if args.trust_client_claim is not None and not args.trust_client_claim.strip():
+        raise UsageError("--trust-client-claim: give a path, such as client.name or meta.user")
+    return Principals(fixed=args.principal, claim=args.trust_client_claim)
+
+
+HTTP_ONLY = (
+    "host",
+    "allow_host",
+    "allow_origin",
+    "token_file",
+    "client_tokens",
+    "max_sessions",
+    "idle_timeout",
+)
 
 
 def _limits(args):
@@ -202,11 +282,11 @@ def _limits(args):
             )
         return None
     host = args.host or LOOPBACK
-    token = _token(args)
-    if token is None and host not in ("127.0.0.1", "::1", "localhost"):
+    token, clients = _token(args), _clients(args)
+    if token is None and clients is None and host not in ("127.0.0.1", "::1", "localhost"):
         print(
-            f"toolcommit gateway: warning: {host} is not loopback and no --token-file "
-            "is set: whoever reaches it can call the tools",
+            f"toolcommit gateway: warning: {host} is not loopback and no --client-tokens "
+            "or --token-file is set: whoever reaches it can call the tools",
             file=sys.stderr,
             flush=True,
         )
@@ -219,6 +299,7 @@ def _limits(args):
         hosts=frozenset(h.lower() for h in args.allow_host or ()),
         origins=frozenset(o.rstrip("/") for o in args.allow_origin or ()),
         token=token,
+        clients=clients,
         sessions=sessions,
         idle=_positive("--idle-timeout", idle),
     )
@@ -291,11 +372,12 @@ def run(args) -> int:
         from toolcommit.checker.logs.adapters.rules import Rules
 
         Rules(scope=args.scope).scope_of()  # a bad rule is refused now, not per call
+    principals = _principals(args)
     limits = _limits(args)
     lock, log = _open_log(args, lease)
     try:
         sock = _listen(args, limits) if limits is not None else None
-        effectful = Effectful(log, tools, args.scope, call_timeout=timeout)
+        effectful = Effectful(log, tools, args.scope, call_timeout=timeout, principals=principals)
         if sock is None:
             main = lambda: serve_stdio(effectful, cmd)  # noqa: E731
         else:

@@ -1,19 +1,21 @@
 """An effectful `tools/call` through the intent log: at most one effect per intent.
 
-Each call is proposed to the library's `IntentLog` under the canonical intent of (tool,
-arguments, scope) and driven by its `guard`, one home for the protocol: the first call of
-an intent is dispatched to the downstream server, with the intent's key and the ticket's
-fence in the request's ``_meta`` (``toolcommit/idempotency_key``, ``toolcommit/fence``) for
-a server that can use them; its answer is recorded, and a later call of the same intent,
-under any request id, session, client or gateway process, gets the recorded answer back
-without reaching the server, marked ``"toolcommit/replayed": true`` in the result's
-``_meta``.
+Each call is proposed to the library's `IntentLog` under the canonical intent of
+(principal, tool, arguments, scope) and driven by its `guard`, one home for the protocol:
+the first call of an intent is dispatched to the downstream server, with the intent's key
+and the ticket's fence in the request's ``_meta`` (``toolcommit/idempotency_key``,
+``toolcommit/fence``) for a server that can use them; its answer is recorded, and a later
+call of the same intent (the same principal's), under any request id, session or gateway
+process, gets the recorded answer back without reaching the server, marked
+``"toolcommit/replayed": true`` in the result's ``_meta``.
 
-What one intent is does not depend on the transport: by default the tool and its canonical
-arguments (scope ``mcp``); the client may name its intent in the request's ``_meta``
-(``toolcommit/intent``: a second, distinct refund of the same amount is a new name), which
-is echoed back in the result's ``_meta``; the operator may state a `--scope` rule, within
-which a client's name still counts.
+What one intent is does not depend on the transport: the call's principal (who asked:
+`principal`, from a client's token, the operator's ``--principal`` or else the session), the
+tool and its canonical arguments (scope ``mcp``); the client may name its intent in the
+request's ``_meta`` (``toolcommit/intent``: a second, distinct refund of the same amount is a
+new name), which is echoed back in the result's ``_meta``; the operator may state a
+`--scope` rule, within which a client's name still counts. A scope divides one principal's
+intents; two principals' calls are never one intent, whatever the scope.
 
 The log follows the design proven for a provider with no status read and no idempotency key
 it must honour (email's, `toolcommit.checker.cli.gateway.PROVIDER`): at-most-once with a
@@ -31,6 +33,7 @@ record the log would read as in doubt.
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Optional
@@ -40,6 +43,7 @@ import anyio.from_thread
 import anyio.to_thread
 from mcp_types import JSONRPCError, JSONRPCResponse
 
+from toolcommit.checker.gateway.principal import Principals
 from toolcommit.checker.logs.adapters.rules import Rules
 from toolcommit.model.canon import CanonError, canonical_intent
 from toolcommit.model.errors import UsageError
@@ -87,16 +91,19 @@ class Effectful:
         The tools whose calls change the world.
     scope : str or None
         A `--scope` rule (`Rules.scope`): a path into the call's view (``args.order``,
-        ``client.name``, ``meta.user``, ``session``) or ``MODULE:FUNCTION``; None: ``mcp``
-        (one intent per tool and canonical arguments).
+        ``meta.user``, ``session``) or ``MODULE:FUNCTION``; None: ``mcp`` (one intent per
+        principal, tool and canonical arguments).
     call_timeout : float
         Seconds a downstream call may take; then it is in doubt (see the module docstring).
+    principals : Principals
+        The operator's principal rule (`principal`): whose each call is.
     """
 
     log: IntentLog
     tools: frozenset
     scope: Optional[str] = None
     call_timeout: float = 60.0
+    principals: Principals = Principals()
     superseded: Optional[str] = None
     _locks: dict = field(default_factory=dict)  # intent digest -> [lock, calls using it]
 
@@ -114,7 +121,8 @@ class Effectful:
 
     def view(self, params: dict, request_id, session: str, client: Optional[dict]) -> dict:
         """What a `--scope` rule reads: tool, call_id, args, session, client (the
-        ``clientInfo`` of ``initialize``), meta (the request's ``_meta``)."""
+        ``clientInfo`` of ``initialize``), meta (the request's ``_meta``), and principal
+        (added by `call`)."""
         return {
             "tool": params.get("name"),
             "call_id": f"{session}:{request_id}",
@@ -138,16 +146,19 @@ class Effectful:
         session: str,
         client: Optional[dict],
         send: Callable[[str, dict], Awaitable],
+        holder: Optional[str] = None,
     ) -> dict:
         """The `CallToolResult` (a dict) for one well-formed effectful call (`malformed`
-        is None); `send(method, params)` asks the downstream server and returns its
-        JSON-RPC answer (or raises)."""
+        is None) in a session opened with the client token named `holder` (None: none);
+        `send(method, params)` asks the downstream server and returns its JSON-RPC answer
+        (or raises)."""
         view = self.view(params, request_id, session, client)
         tool, args = view["tool"], view["args"]
         if self.superseded:
             return tool_error(self.superseded + "; this call was not sent")
         try:
-            scope = self.intent_scope(view)
+            view["principal"] = self.principals.of(view, holder)
+            scope = intent_scope(view["principal"], self.intent_scope(view))
             digest = canonical_intent(tool, args, scope).digest
         except (UsageError, CanonError) as e:
             return tool_error(f"toolcommit gateway: {e}; nothing was sent")
@@ -233,6 +244,14 @@ class Effectful:
             if sent:
                 return tool_error(in_doubt(tool, sent[0].key, f"the log failed: {e}"))
             return tool_error(f"toolcommit gateway: {e}; nothing was sent")
+
+
+def intent_scope(principal: Optional[str], scope: str) -> str:
+    """The scope a key is derived from: `scope` itself, or `[principal, scope]` as compact
+    JSON when the call names its principal (two principals are never one intent)."""
+    if principal is None:
+        return scope
+    return json.dumps([principal, scope], separators=(",", ":"), ensure_ascii=False)
 
 
 def answer_of(msg) -> dict:

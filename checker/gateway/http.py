@@ -3,8 +3,10 @@
 
 Every request must carry an allowed ``Host`` (the loopback names, the bound host or one
 the operator allows; else 421) and, if it has one, an allowed ``Origin`` (loopback origins
-by default, against DNS rebinding; else 403), and the bearer token if one is set
-(constant-time compare; else 401). Only a POST of an ``initialize`` request opens a session
+by default, against DNS rebinding; else 403), and the bearer token if one is set, or one
+of the client tokens (constant-time compares; else 401). A session belongs to the client
+token that opened it (another token's request in it: 404, as for no session), and its
+calls are that client's (`principal`). Only a POST of an ``initialize`` request opens a session
 (``Mcp-Session-Id``); anything else without a session is 400, and starts nothing. Each
 session is served by `serve_session` with a downstream server process of its own (an MCP
 server's state is per session, from its handshake on), stopped when the session ends, is
@@ -22,7 +24,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Optional
+from typing import Mapping, Optional
 
 import anyio
 from mcp.server.streamable_http import StreamableHTTPServerTransport
@@ -51,6 +53,9 @@ class Limits:
         Origins allowed besides loopback ones (``scheme://host[:port]``; ``*``: any).
     token : str or None
         The bearer token every request must carry (None: none asked).
+    clients : mapping of str to str, or None
+        Client tokens (token -> the principal's name): every request must carry one of them
+        (None: none asked). Not with `token`.
     sessions : int
         Sessions (downstream processes) alive at once.
     idle : float
@@ -61,6 +66,7 @@ class Limits:
     hosts: frozenset = frozenset()
     origins: frozenset = frozenset()
     token: Optional[str] = None
+    clients: Optional[Mapping[str, str]] = None
     sessions: int = 16
     idle: float = 600.0
 
@@ -73,12 +79,27 @@ def refusal(limits: Limits, headers: dict) -> Optional[tuple[int, str]]:
     if foreign is not None:
         flag = "--allow-host" if foreign[0] == 421 else "--allow-origin"
         return foreign[0], f"{foreign[1]}; the operator may allow it with {flag}"
-    if limits.token is not None:
-        got = headers.get(b"authorization", b"").decode("latin-1")
-        want = f"Bearer {limits.token}"
-        if not hmac.compare_digest(got.encode("utf-8"), want.encode("utf-8")):
-            return 401, "missing or wrong bearer token (Authorization: Bearer ...)"
+    wrong = (401, "missing or wrong bearer token (Authorization: Bearer ...)")
+    if limits.clients is not None and holder(limits, headers) is None:
+        return wrong
+    if limits.token is not None and not _presents(headers, limits.token):
+        return wrong
     return None
+
+
+def holder(limits: Limits, headers: dict) -> Optional[str]:
+    """The name of the client token the request presents (`Limits.clients`), or None.
+    Every token is compared, in constant time each."""
+    name = None
+    for token, who in (limits.clients or {}).items():
+        if _presents(headers, token):
+            name = who
+    return name
+
+
+def _presents(headers: dict, token: str) -> bool:
+    got = headers.get(b"authorization", b"")
+    return hmac.compare_digest(got, f"Bearer {token}".encode("utf-8"))
 
 
 class HttpGateway:
@@ -89,6 +110,7 @@ class HttpGateway:
         self.effectful, self.command, self.tg, self.limits = effectful, command, tg, limits
         self.sessions: dict[str, StreamableHTTPServerTransport] = {}
         self.seen: dict[str, list] = {}  # session id -> [last request, in flight]
+        self.holders: dict[str, Optional[str]] = {}  # session id -> its client token's name
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -108,13 +130,14 @@ class HttpGateway:
                 400,
             )(scope, receive, send)
         sid = headers.get(SESSION_HEADER, b"").decode("latin-1")
+        who = holder(self.limits, headers)
         if sid:
-            return await self._in_session(sid, scope, receive, send)
-        return await self._open(scope, receive, send)
+            return await self._in_session(sid, who, scope, receive, send)
+        return await self._open(who, scope, receive, send)
 
-    async def _in_session(self, sid, scope, receive, send):
+    async def _in_session(self, sid, who, scope, receive, send):
         transport = self.sessions.get(sid)
-        if transport is None:
+        if transport is None or self.holders.get(sid) != who:  # another client's: none
             return await _error("session not found", 404)(scope, receive, send)
         seen = self.seen.setdefault(sid, [time.monotonic(), 0])
         seen[1] += 1
@@ -125,8 +148,9 @@ class HttpGateway:
         if transport.is_terminated:
             self.sessions.pop(sid, None)
 
-    async def _open(self, scope, receive, send):
-        """A new session, for a POST of an ``initialize`` request only."""
+    async def _open(self, who, scope, receive, send):
+        """A new session of the client token named `who` (None: none), for a POST of an
+        ``initialize`` request only."""
         if scope["method"] != "POST":
             return await _error(
                 f"{scope['method']} without a session: open one with a POST of initialize", 400
@@ -153,6 +177,7 @@ class HttpGateway:
         sid = transport.mcp_session_id
         self.sessions[sid] = transport
         self.seen[sid] = [time.monotonic(), 1]
+        self.holders[sid] = who
         await self.tg.start(self._run, transport)
         status = []
 
@@ -174,7 +199,13 @@ class HttpGateway:
             async with transport.connect() as (read, write):
                 task_status.started()
                 await serve_session(
-                    read, write, self.effectful, self.command, sid, errlog=sys.stderr
+                    read,
+                    write,
+                    self.effectful,
+                    self.command,
+                    sid,
+                    errlog=sys.stderr,
+                    holder=self.holders.get(sid),
                 )
         except Exception as e:  # noqa: BLE001 - one session's end never stops the others
             print(
@@ -183,6 +214,7 @@ class HttpGateway:
         finally:
             self.sessions.pop(sid, None)
             self.seen.pop(sid, None)
+            self.holders.pop(sid, None)
 
     async def reap(self) -> None:
         """Close sessions idle (no request in flight) past `Limits.idle`, forever."""

@@ -44,12 +44,15 @@ async def serve_session(
     command: list[str],
     session: Optional[str] = None,
     errlog=sys.stderr,
+    holder: Optional[str] = None,
 ) -> None:
     """Serve one session on the streams `read` / `write` (SessionMessage streams of an
     `mcp` server transport; an `Exception` item is a line that did not parse) until the
     client closes it; the downstream server is started at the first message and stopped
-    with the session. `session` names it (default: a fresh id)."""
+    with the session. `session` names it (default: a fresh id); `holder` is the name of
+    the client token that opened it (None: none), whose calls are its principal's."""
     s = _Session(write, effectful, session or uuid.uuid4().hex, errlog)
+    s.holder = holder
     s.down = Downstream(command, s.to_client, s.lost, errlog, effectful.call_timeout)
     async with anyio.create_task_group() as tg:
         await s.down.run(tg)
@@ -93,6 +96,7 @@ class _Session:
         self.down: Downstream
         self.calls: dict = {}  # request id -> CancelScope
         self.client: Optional[dict] = None
+        self.holder: Optional[str] = None
         self._lock = anyio.Lock()
 
     async def to_client(self, msg) -> None:
@@ -179,7 +183,7 @@ class _Session:
         try:
             with scope:
                 result = await self.effectful.call(
-                    msg.params, msg.id, self.session, self.client, self._down_request
+                    msg.params, msg.id, self.session, self.client, self._down_request, self.holder
                 )
         except Exception as e:  # noqa: BLE001 - answered, never fatal
             print(f"toolcommit gateway: {type(e).__name__}: {e}", file=self.errlog, flush=True)

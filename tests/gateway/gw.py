@@ -19,9 +19,11 @@ anyio = pytest.importorskip("anyio")
 pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from toolcommit.runtime import IntentLog  # noqa: E402
 
+httpx2 = pytest.importorskip("httpx2")  # the SDK's HTTP client
 HERE = Path(__file__).parent
 SERVER, FAULTY = HERE / "refund_server.py", HERE / "faulty_server.py"
 LIMIT = 30  # seconds a scenario may take before it is stopped (never asserted)
@@ -90,6 +92,12 @@ class Env:
                     pass
             p.stderr.close()
 
+    def client_tokens(self, **names) -> str:
+        """A --client-tokens file naming each keyword's token (NAME=TOKEN); its path."""
+        path = self.tmp / "clients.tokens"
+        path.write_text("".join(f"{n} {t}\n" for n, t in names.items()))
+        return str(path)
+
     def applied(self, order=None):
         if not self.ledger.exists():
             return []
@@ -125,6 +133,14 @@ class Env:
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
+
+
+def http_client(url: str, token=None, info=None) -> Client:
+    """The SDK's client over streamable HTTP, presenting `token` (None: no token) and
+    claiming to be `info` (an `Implementation`; None: the SDK's own)."""
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(LIMIT))
+    return Client(streamable_http_client(url, http_client=http), client_info=info)
 
 
 def run(scenario):

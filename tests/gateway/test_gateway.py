@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from ..incli import cli
-from .gw import LIMIT, anyio, run, text, until
+from .gw import LIMIT, anyio, http_client, run, text, until
 
 pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
@@ -110,16 +110,19 @@ def test_a_call_cancelled_after_dispatch_runs_to_its_end_and_its_retry_gets_the_
     assert [r.state for r in e.records()] == ["ACKED"]
 
 
-def test_over_http_a_scope_rule_makes_a_retry_in_a_new_session_apply_once(gateway_env):
-    """Streamable HTTP on 127.0.0.1 with `--scope args.order` (an operator's rule): the
-    second session's call is the first one's intent and gets its recorded answer."""
+def test_over_http_a_clients_retry_in_a_new_session_applies_once(gateway_env):
+    """Streamable HTTP on 127.0.0.1, one client token, with `--scope args.order` (an
+    operator's rule): the second session's call is the first one's intent (the same
+    principal's) and gets its recorded answer."""
     e = gateway_env
-    with e.http("--scope", "args.order") as (url, proc):
+    token = "one-client-token-0123456789"
+    tokens = e.client_tokens(app=token)
+    with e.http("--client-tokens", tokens, "--scope", "args.order") as (url, proc):
 
         async def scenario():
             answers = []
             for _ in range(2):  # two sessions, one after the other
-                async with Client(url) as c:
+                async with http_client(url, token) as c:
                     answers.append(await c.call_tool("refund", {"order": "o-7", "amount": 20}))
             return answers
 
@@ -149,6 +152,22 @@ def test_over_http_a_scope_rule_makes_a_retry_in_a_new_session_apply_once(gatewa
         (
             ["--effectful", "refund", "--db", "x.db", "--token-file", "t", "--", "true"],
             "--token-file is for --http",
+        ),
+        (
+            ["--effectful", "refund", "--db", "x.db", "--client-tokens", "t", "--", "true"],
+            "--client-tokens is for --http",
+        ),
+        (
+            ["--effectful", "refund", "--db", "x.db", "--scope", "client.name", "--", "true"],
+            "--scope client.name: clientInfo is what a client claims about itself",
+        ),
+        (
+            ["--effectful", "refund", "--db", "x.db", "--principal", "a b", "--", "true"],
+            "--principal: a principal's name is 1 to 100 of",
+        ),
+        (
+            ["--effectful", "refund", "--db", "x.db", "--principal", "session", "--", "true"],
+            "--principal: a principal's name",
         ),
         (
             ["--effectful", "refund", "--db", "x.db", "--call-timeout", "0", "--", "true"],
@@ -194,6 +213,49 @@ def test_bad_usage_is_one_line_and_exit_2(tmp_path, monkeypatch, argv, needle):
     code, _, err = cli("gateway", *argv)
     assert code == 2 and needle in err and len(err.splitlines()) == 1
     assert list(tmp_path.iterdir()) == []  # nothing created
+
+
+SHORT, LONG = "s" * 15, "a-token-of-sixteen-or-more"
+TOKEN_CASES = [
+    ({"TOOLCOMMIT_GATEWAY_TOKEN": SHORT}, [], "TOOLCOMMIT_GATEWAY_TOKEN: a token is 16 or more"),
+    ({"TOOLCOMMIT_GATEWAY_TOKEN": ""}, [], "TOOLCOMMIT_GATEWAY_TOKEN: a token is 16 or more"),
+    ({"t": SHORT}, ["--token-file", "t"], "--token-file t:1: a token is 16 or more"),
+    ({"c": f"alice {SHORT}\n"}, ["--client-tokens", "c"], "--client-tokens c:1: a token is 16"),
+    ({"c": f"# ops\n\nalice {LONG} x\n"}, ["--client-tokens", "c"], "c:3: write NAME TOKEN"),
+    ({"c": f"alice {LONG}\nbob {LONG}\n"}, ["--client-tokens", "c"], "c:2: this token is also"),
+    ({"c": f"session {LONG}\n"}, ["--client-tokens", "c"], "c:1: a principal's name is"),
+    ({"c": "# nobody\n"}, ["--client-tokens", "c"], "--client-tokens c: no NAME TOKEN line"),
+    (
+        {"c": f"alice {LONG}\n"},
+        ["--client-tokens", "c", "--principal", "p"],
+        "--principal and --client-tokens",
+    ),
+    (
+        {"c": f"alice {LONG}\n", "TOOLCOMMIT_GATEWAY_TOKEN": LONG},
+        ["--client-tokens", "c"],
+        "TOOLCOMMIT_GATEWAY_TOKEN and --client-tokens: one source of tokens",
+    ),
+]
+
+
+@pytest.mark.parametrize("given,argv,needle", TOKEN_CASES)
+def test_every_token_is_16_characters_or_more_wherever_it_comes_from(
+    tmp_path, monkeypatch, given, argv, needle
+):
+    """One rule for the bearer token (file or environment) and each client token; a
+    client-tokens file is refused at its first bad line. Judged before the log is opened."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TOOLCOMMIT_GATEWAY_TOKEN", raising=False)
+    for name, value in given.items():
+        if name.isupper():
+            monkeypatch.setenv(name, value)
+        else:
+            (tmp_path / name).write_text(value)
+    code, _, err = cli(
+        "gateway", "--effectful", "refund", "--db", "x.db", "--http", "0", *argv, "--", "true"
+    )
+    assert code == 2 and needle in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "x.db").exists()
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -301,12 +363,17 @@ def test_the_docs_client_configuration_starts_the_gateway(tmp_path):
 
 @pytest.mark.slow
 def test_the_docs_http_gateway_and_client_run_as_written(tmp_path):
-    """The HTTP lines (port 8808 made a free one) and the client block."""
+    """The HTTP lines (port 8808 made a free one: the client-tokens file, the gateway) and
+    the client block, run twice: one client's two sessions, one refund."""
     q = Quickstart(tmp_path)
     blocks = page_blocks()
     i = next(i for i, (lang, b) in enumerate(blocks) if "--http 8808" in b)
     port = str(free_port())
-    gateway, client = blocks[i][1].replace("8808", port), blocks[i + 1][1].replace("8808", port)
+    *setup, gateway = blocks[i][1].replace("8808", port).strip().splitlines()
+    client = blocks[i + 1][1].replace("8808", port)
+    for line in setup:
+        done = q.run(["sh", "-c", line])
+        assert done.returncode == 0, done.stderr
     proc = subprocess.Popen(
         shlex.split(gateway),
         cwd=tmp_path,

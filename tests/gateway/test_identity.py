@@ -1,6 +1,7 @@
-"""Intent identity survives the transport: a reconnect after the gateway was SIGKILLed, two
-HTTP clients at once and a second gateway process all meet the same intent (default
-options: the tool and its canonical arguments); a client that wants a second, distinct
+"""Intent identity survives the transport: a reconnect after the gateway was SIGKILLed (the
+operator's --principal names the stdio client), two HTTP sessions of one client token at
+once and a second gateway process all meet the same intent (the principal, the tool and
+its canonical arguments); a client that wants a second, distinct
 refund names a new intent in the request's ``_meta``, and gets the name echoed back."""
 
 from __future__ import annotations
@@ -13,16 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from .gw import LIMIT, anyio, run, text, until
-
-pytest.importorskip("mcp")
-from mcp import Client  # noqa: E402
+from .gw import LIMIT, anyio, http_client, run, text, until
 
 # real gateway, server and client processes under faults: with -m slow (test_gateway.py and
 # test_http.py keep the gateway's default coverage)
 pytestmark = pytest.mark.slow
 
 REFUND = {"order": "o-7", "amount": 20}
+DESK = ("--principal", "desk")  # the one stdio client, the same across its reconnects
 
 
 async def sigkilled_mid_call(e, then=None):
@@ -30,7 +29,7 @@ async def sigkilled_mid_call(e, then=None):
     SIGKILLed there, for real; then `await then()` if given, while the server still holds.
     The caller unlinks the hold file."""
     Path(f"{e.ledger}.hold").touch()
-    async with e.client() as c:
+    async with e.client(*DESK) as c:
         async with anyio.create_task_group() as tg:
 
             async def call():
@@ -58,7 +57,7 @@ def test_a_gateway_sigkilled_mid_call_then_a_reconnected_retry_applies_once(gate
     async def scenario():
         await sigkilled_mid_call(e)
         Path(f"{e.ledger}.hold").unlink()
-        async with e.client() as c:  # the client reconnects and retries
+        async with e.client(*DESK) as c:  # the client reconnects and retries
             return await c.call_tool("refund", REFUND)
 
     retry = run(scenario)
@@ -94,17 +93,18 @@ def test_a_sigkilled_gateway_leaves_no_server_running(gateway_env):
     assert not running(server[0])
 
 
-def test_two_http_clients_at_once_apply_one_refund(gateway_env):
-    """Default options: two sessions call the same refund at the same time; one call
+def test_two_http_sessions_of_one_client_at_once_apply_one_refund(gateway_env):
+    """Two sessions of one client token call the same refund at the same time; one call
     reaches the server, the other gets its recorded answer and is told so."""
     e = gateway_env
-    with e.http() as (url, _):
+    token = "one-client-token-0123456789"
+    with e.http("--client-tokens", e.client_tokens(app=token)) as (url, _):
 
         async def scenario():
             got = []
 
             async def one():
-                async with Client(url) as c:
+                async with http_client(url, token) as c:
                     got.append(await c.call_tool("refund", REFUND))
 
             async with anyio.create_task_group() as tg:
