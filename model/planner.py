@@ -79,7 +79,7 @@ class Planner:
             )
         fresh = all_of(base, not_(exists), not_(conflict), not_(self.reask_wait(k)))
         self.reask_propose(p, k, w, fresh, params)
-        fresh = all_of(fresh, not_(self.reask_answered(k)))
+        fresh = all_of(fresh, not_(self.reask_answered(p, k)))
         if self.racy:
             self.act(
                 "check",

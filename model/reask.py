@@ -40,10 +40,12 @@ class Reask:
         return len(self.inst.requests()) > 1
 
     def _content(self, p) -> tuple:
+        """What a call meets its siblings by: its canonical arguments, not its attempt
+        (epoch): a re-ask and the user's retry after a give-up are one intent."""
         form = p.form
         if self.k["canonicalizer"] == "normalizing" and form == "paraphrase":
             form = "orig"
-        return form, (1 if self.k["epoch"] == "none" else p.epoch)
+        return (form,)
 
     def _siblings(self) -> dict[int, tuple[int, ...]]:
         """key -> the keys calls of another request derive from the same content."""
@@ -133,20 +135,24 @@ class Reask:
             return self.provider_fenced()
         return policy == "replay_then_reconcile" and self.cfg.timing["delay_bound"] is not None
 
-    def reask_answers(self, k: int) -> list[tuple[int, str, Expr]]:
-        """`hold`: (sibling, decision, guard) for each way an untold sibling of k answers
-        a call of k: ACKED (done), or a DEAD_LETTER that may hide an effect (refused)."""
+    def reask_answers(self, p, k: int) -> list[tuple[int, str, Expr]]:
+        """`hold`: (sibling, decision, guard) for each way a sibling of k answers p, a call
+        of k: an untold sibling ACKED (done), or an untold DEAD_LETTER that may hide an
+        effect (refused). A new attempt after a give-up (`after_give_up`) is answered by
+        an ACKED sibling told or not: the user retries because the intent was given up,
+        not for want of an answer, and a request of the intent has since carried it out."""
         if self.k["reask"] != "hold" or k not in self.siblings:
             return []
         out = []
         for s in self.siblings[k]:
             untold = self.told[s] == 0
             name = self.keys[s].name
+            done = self.rec[s] == RV["ACKED"]
             out.append(
                 (
                     s,
                     f"answered: done (key {name} ACKED)",
-                    all_of(untold, self.rec[s] == RV["ACKED"]),
+                    done if p.trigger == "after_give_up" else all_of(untold, done),
                 )
             )
             if not self._absent_final():
@@ -159,14 +165,14 @@ class Reask:
                 )
         return out
 
-    def reask_answered(self, k: int) -> Expr:
-        """Some untold sibling answers a call of key k (so it is not accepted)."""
-        return any_of(*[g for _, _, g in self.reask_answers(k)])
+    def reask_answered(self, p, k: int) -> Expr:
+        """Some sibling answers p, a call of key k (so it is not accepted)."""
+        return any_of(*[g for _, _, g in self.reask_answers(p, k)])
 
     def reask_propose(self, p, k: int, w: int, fresh: Expr, params: dict) -> None:
         """The `hold` answers: the call is refused as a duplicate of its sibling's outcome,
         which is now told."""
-        for s, decision, guard in self.reask_answers(k):
+        for s, decision, guard in self.reask_answers(p, k):
             self.act(
                 "propose",
                 {**params, "decision": decision},
