@@ -282,7 +282,7 @@ def _retry_note(a: dict) -> str:
 
 GUARD_PREFIX = "toolcommit."
 GUARD_SPAN = ("toolcommit.span", "guard")  # the guard's own span (toolcommit.runtime.otel)
-_ENCODED = ("args", "result")  # JSON-encoded on the span (not scalars)
+_ENCODED = ("args", "result", "identity")  # JSON-encoded on the span (not scalars)
 
 
 def guard_lines(s: Span) -> tuple:
