@@ -648,7 +648,7 @@ class IntentLog:
             met = (
                 None
                 if same is None
-                else R.meet(tx, self._get, same, scope, self.design.settles_by_read)
+                else R.meet(tx, self._get, same, scope, self.design.settles_by_read, new_attempt)
             )
             if met is not None:  # reask=hold: an earlier call of another scope
                 decision, rec = met

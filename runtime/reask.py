@@ -37,7 +37,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Union
 
 from toolcommit.model.canon import CanonError, canonical_intent, intent_scope
-from toolcommit.runtime.store import GATE, OPEN_STATES, Tx, Write, gated
+from toolcommit.runtime.store import GATE, GAVE_UP, OPEN_STATES, Tx, Write, gated
 
 if TYPE_CHECKING:
     from toolcommit.runtime.log import IntentLog
@@ -111,12 +111,18 @@ def meet(
     digest: str,
     scope: str,
     settles_by_read: bool,
+    retry: bool = False,
 ) -> Optional[tuple[str, Record]]:
     """What a new call of content `digest` in `scope` meets: ``("held", record)``,
     ``("answered", record)`` (the answer kept for `scope`, so a retry in that scope gets it
     again; told once it reached the caller: `heard`), or None (insert as usual). `get(tx,
-    key)` reads a record."""
+    key)` reads a record. `retry`: the user asks again (``new_request``); where the latest
+    record of `scope` was given up, an ACKED sibling answers whether or not its own caller
+    heard it (instance ``reask_after_give_up``: the re-ask r2 took effect after the first
+    was given up, so the retry of the first is that same intent, done)."""
     answer: Optional[Record] = None
+    own: list[Record] = []
+    acked: Optional[Record] = None
     for key, where, told in tx.all(
         "SELECT key, scope, told FROM tc_asks WHERE content = ? ORDER BY key, scope", (digest,)
     ):
@@ -126,20 +132,30 @@ def meet(
         if where == scope:
             if rec.scope != scope:  # this scope was answered by an earlier record
                 return "answered", rec
+            own.append(rec)
             continue
         if rec.scope != where:  # another scope's answer: not a record of it
             continue
         if rec.state in OPEN_STATES:
             return "held", rec
+        if rec.state == "ACKED" and acked is None:
+            acked = rec
         untold = not told and (
             rec.state == "ACKED" or (rec.state == "DEAD_LETTER" and not settles_by_read)
         )
         if untold and answer is None:
             answer = rec
+    if answer is None and retry and acked is not None and _gave_up(own):
+        answer = acked
     if answer is None:
         return None
     remember(tx, digest, answer.key, scope, told=1)
     return "answered", answer
+
+
+def _gave_up(own: list[Record]) -> bool:
+    """Whether the latest attempt of a scope's own records was given up."""
+    return bool(own) and max(own, key=lambda r: r.epoch).state in GAVE_UP
 
 
 def remember(tx: Tx, digest: str, key: str, scope: str, told: int = 0) -> None:
