@@ -339,7 +339,7 @@ def check(
         except EventError as e:
             raise InputError(str(e), name, i) from None
     report = c.finish()
-    found = asks.judge([name], ((ev, 0, i) for i, ev in enumerate(events, 1)))
+    found = asks.judge([name], asks.listed([(ev, 0, i) for i, ev in enumerate(events, 1)]))
     focus = set(c.focus)
     if focus:
         found = [f for f in found if focus & set(asks.keys_of(f))]

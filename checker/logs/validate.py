@@ -5,6 +5,7 @@ sharded by key, or a Dask cluster): the same `Report`."""
 from __future__ import annotations
 
 import gc
+import re
 import shutil
 import sys
 import tempfile
@@ -81,24 +82,44 @@ def with_asks(
     """`report` (the per-key pass over logs `paths`, then `effects` from `ledgers`) with the
     findings of the requests compared across scopes (`asks`), read again from the files
     here (``-``: from `stdin`, a file object at its start)."""
-    events = chain(
-        raw_events(paths, stdin=stdin), ((p.event, p.file_index, p.line) for p in effects)
-    )
     names = [("<stdin>" if p == "-" else p) for p in paths] + list(ledgers)
-    found = asks.judge(names, events, complete_effects)
+
+    def read(types):
+        if stdin is not None:
+            stdin.seek(0)
+        return chain(
+            raw_events(paths, stdin=stdin, types=types),
+            ((p.event, p.file_index, p.line) for p in effects if p.event["type"] in types),
+        )
+
+    found = asks.judge(names, read, complete_effects)
     if focus:
         found = [f for f in found if any(k in focus for k in asks.keys_of(f))]
     return with_findings(report, found)
 
 
-def raw_events(paths, first_index: int = 0, stdin=None):
+def raw_events(paths, first_index: int = 0, stdin=None, types=None):
     """``(event dict, file index, line)`` of every decodable line of the log files `paths`
     (already checked by the per-key pass: a line it refused is not read here), with every
-    field the line has."""
+    field the line has; with `types`, only lines whose text names one of them are decoded
+    (a superset of the events of those types: the caller checks ``type``)."""
+    names = None if types is None else re.compile(b"|".join(t.encode() for t in types)).search
+    collecting = gc.isenabled()
+    gc.disable()  # many small dicts, no cycles: collection would only cost time
+    try:
+        yield from _raw(paths, first_index, stdin, names)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _raw(paths, first_index, stdin, names):
     for fi, path in enumerate(paths, first_index):
         f, to_close = open_log(path, stdin)
         try:
             for n, line in enumerate(f, 1):
+                if names is not None and names(line) is None:
+                    continue
                 if not line.strip():
                     continue
                 try:

@@ -113,7 +113,7 @@ def test_the_identity_rule_keeps_only_its_fields_and_the_principal_splits_asks()
         ev = {**base, "type": "proposal", "writer": "w", "seq": i, "call_id": f"t{i}"}
         ev.update(key=f"k{i}", decision="accepted", args=args, scope=s, principal=p)
         one.feed(ev, 0, i)
-    got = {k: one._ask(r)[0] for k, r in one.reqs.items()}
+    got = {k: one._ask(r) for k, r in one.reqs.items()}
     assert got["k1"] == got["k2"] != got["k3"]
 
 
