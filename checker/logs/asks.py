@@ -86,8 +86,10 @@ class Outcome:
 
 
 class Asks:
-    """Feed events (dicts of the log contract, well-formed: the per-key pass checked them)
-    with their file and line, then ask for the `findings`."""
+    """Feed events (`toolcommit.checker.logs.typed` objects, well-formed: the per-key pass
+    checked them) with their file and line, then ask for the `findings`."""
+
+    __slots__ = ("files", "reqs", "outs", "dups", "_groups")
 
     def __init__(self, files: Sequence[str]):
         self.files = list(files)
@@ -96,9 +98,10 @@ class Asks:
         self.dups: list[Req] = []
         self._groups: Optional[list] = None
 
-    def feed(self, ev: dict, file_index: int, line: int, kinds=TYPES) -> None:
-        """Take one event if its type is one of `kinds` (the two readings: `judge`)."""
-        t = ev.get("type")
+    def feed(self, ev, file_index: int, line: int, kinds=TYPES) -> None:
+        """Take one event (a `toolcommit.checker.logs.typed` object) if its type is one of
+        `kinds` (the two readings: `judge`)."""
+        t = ev.type
         if t not in kinds:
             return
         where = (self.files[file_index] if file_index < len(self.files) else "?", line)
@@ -106,30 +109,30 @@ class Asks:
             self._proposal(ev, where)
         elif t == "transition":
             self._transition(ev, where)
-        elif t == "effect" and ev.get("kind", "apply") == "apply":
-            name = ev.get("key") or ev.get("idempotency_key")
+        elif t == "effect" and ev.kind == "apply":
+            name = ev.key if ev.key is not None else ev.idempotency_key
             out = self.outs.get(name)
             if out is None:
                 out = self.outs[name] = Outcome()
-            eid = ev.get("effect_id")
+            eid = ev.effect_id
             if eid is None or all(a[4] != eid for a in out.applies):
-                out.applies.append((ev["writer"], where, ev.get("tool"), ev.get("args"), eid))
+                out.applies.append((ev.writer, where, ev.tool, ev.args, eid))
 
-    def _proposal(self, ev: dict, where: tuple) -> None:
-        decision = ev["decision"]
+    def _proposal(self, ev, where: tuple) -> None:
+        decision = ev.decision
         if decision == "conflict":
             return
-        identity = ev.get("identity")
+        identity = ev.identity
         r = Req(
-            ev["key"],
-            ev["tool"],
-            ev["args"],
-            ev["scope"],
-            ev.get("principal"),
-            list(identity) if isinstance(identity, list) else None,
-            ev["call_id"],
-            ev["writer"],
-            ev["seq"],
+            ev.key,
+            ev.tool,
+            ev.args,
+            ev.scope,
+            ev.principal,
+            list(identity) if identity is not None else None,
+            ev.call_id,
+            ev.writer,
+            ev.seq,
             where,
         )
         if decision != "accepted":
@@ -139,15 +142,15 @@ class Asks:
         if old is None or (r.writer, r.seq) < (old.writer, old.seq):
             self.reqs[r.key] = r
 
-    def _transition(self, ev: dict, where: tuple) -> None:
-        out = self.outs.get(ev["key"])
+    def _transition(self, ev, where: tuple) -> None:
+        out = self.outs.get(ev.key)
         if out is None:
-            out = self.outs[ev["key"]] = Outcome()
-        to, at = ev["to"], (ev["writer"], ev["seq"])
+            out = self.outs[ev.key] = Outcome()
+        to, at = ev.to, (ev.writer, ev.seq)
         if to == "DISPATCHED":
             out.dispatches += 1
         elif to == "ACKED" and (out.ack is None or at < out.ack[:2]):
-            out.ack = (*at, where, ev["from"])
+            out.ack = (*at, where, ev.from_)
         elif to in _DOUBT and (out.doubt is None or at < out.doubt[:2]):
             out.doubt = (*at, where, to)
 
@@ -447,7 +450,7 @@ def _core(r: Req, args: Optional[dict]) -> Optional[bytes]:
 
 
 def judge(files: Sequence[str], read: Callable, complete_effects: bool = False) -> list[Finding]:
-    """The findings of this pass. ``read(types)`` yields ``(event dict, file index, line)``
+    """The findings of this pass. ``read(types)`` yields ``(typed event, file index, line)``
     for (at least) the events of `types`; it is called once for the proposals and effects,
     and once more for the transitions only when two canonical intents share an ask."""
     collecting = gc.isenabled()
@@ -466,9 +469,29 @@ def judge(files: Sequence[str], read: Callable, complete_effects: bool = False) 
 
 
 def listed(events: Sequence[tuple]) -> Callable:
-    """`judge`'s ``read`` over events already in memory."""
+    """`judge`'s ``read`` over ``(typed event, file index, line)`` already in memory."""
 
     def read(types):
-        return (e for e in events if e[0].get("type") in types)
+        return (e for e in events if e[0].type in types)
 
     return read
+
+
+class Collector:
+    """Keeps the proposals and effects of the per-key pass's batches (the reader's typed
+    events: nothing is decoded twice), for `judge`'s first reading, up to `limit` of them;
+    past it, `events` is None and the logs are read again instead (memory stays bounded)."""
+
+    __slots__ = ("events", "limit")
+
+    def __init__(self, limit: int = 1 << 20):
+        self.events: Optional[list] = []
+        self.limit = limit
+
+    def __call__(self, numbers, events, file_index: int) -> None:
+        kept = self.events
+        if kept is None:
+            return
+        kept.extend((e, file_index, n) for n, e in zip(numbers, events) if e.type in FIRST)
+        if len(kept) > self.limit:
+            self.events = None

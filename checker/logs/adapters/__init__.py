@@ -332,7 +332,7 @@ def _suspected(report, kept: list[_calls.Call], names) -> object:
 def _asks(placed, names, by_log=None) -> list[Finding]:
     """The requests compared across scopes (`asks`), over the intent logs beside the trace
     and the derived events, as `validate` compares an intent log's."""
-    derived = asks.listed([(p.event, p.file_index, p.line) for p in placed])
+    derived = asks.listed([(from_dict(p.event), p.file_index, p.line) for p in placed])
     if by_log is None or not by_log.paths:
         return asks.judge(names, derived)
     paths, first = by_log.paths, by_log.first_index
