@@ -484,7 +484,7 @@ class Collector:
 
     __slots__ = ("events", "limit")
 
-    def __init__(self, limit: int = 1 << 20):
+    def __init__(self, limit: int = 1 << 18):
         self.events: Optional[list] = []
         self.limit = limit
 
