@@ -31,12 +31,13 @@ argument. Pure: events (dicts) in, `Finding`s out; nothing here reads a clock.
 
 from __future__ import annotations
 
+import gc
 import json
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from toolcommit.checker.logs.findings import Citation, Finding, short
-from toolcommit.model.canon import CanonError, canonical_intent
+from toolcommit.model.canon import CanonError, canonical_intent, intent_digest
 
 try:
     from toolcommit.model.canon import intent_scope
@@ -52,9 +53,11 @@ except ImportError:  # the library's helper (issue 38) is not merged yet: the sa
 #: the arguments a trace adapter writes for a call whose arguments were not recorded
 UNRECORDED = "toolcommit.unrecorded_args_of"
 _DOUBT = ("UNKNOWN", "RECONCILING", "DEAD_LETTER")
+TYPES = ("proposal", "transition", "effect")
+FIRST, SECOND = ("proposal", "effect"), ("transition",)  # what each reading takes
 
 
-@dataclass
+@dataclass(slots=True)
 class Req:
     """An accepted key's request: its first acceptance (by writer and seq)."""
 
@@ -70,7 +73,7 @@ class Req:
     where: tuple  # (file, line)
 
 
-@dataclass
+@dataclass(slots=True)
 class Outcome:
     """What a key's transitions and effects say: its dispatches, its first ACKED
     (writer, seq, where, from), its first move into doubt (writer, seq, where, state),
@@ -83,44 +86,53 @@ class Outcome:
 
 
 class Asks:
-    """Feed events (dicts of the log contract, well-formed: the per-key pass checked them)
-    with their file and line, then ask for the `findings`."""
+    """Feed events (`toolcommit.checker.logs.typed` objects, well-formed: the per-key pass
+    checked them) with their file and line, then ask for the `findings`."""
+
+    __slots__ = ("files", "reqs", "outs", "dups", "_groups")
 
     def __init__(self, files: Sequence[str]):
         self.files = list(files)
         self.reqs: dict[str, Req] = {}
         self.outs: dict[str, Outcome] = {}
         self.dups: list[Req] = []
+        self._groups: Optional[list] = None
 
-    def feed(self, ev: dict, file_index: int, line: int) -> None:
-        t = ev.get("type")
+    def feed(self, ev, file_index: int, line: int, kinds=TYPES) -> None:
+        """Take one event (a `toolcommit.checker.logs.typed` object) if its type is one of
+        `kinds` (the two readings: `judge`)."""
+        t = ev.type
+        if t not in kinds:
+            return
         where = (self.files[file_index] if file_index < len(self.files) else "?", line)
         if t == "proposal":
             self._proposal(ev, where)
         elif t == "transition":
             self._transition(ev, where)
-        elif t == "effect" and ev.get("kind", "apply") == "apply":
-            name = ev.get("key") or ev.get("idempotency_key")
-            out = self.outs.setdefault(name, Outcome())
-            eid = ev.get("effect_id")
+        elif t == "effect" and ev.kind == "apply":
+            name = ev.key if ev.key is not None else ev.idempotency_key
+            out = self.outs.get(name)
+            if out is None:
+                out = self.outs[name] = Outcome()
+            eid = ev.effect_id
             if eid is None or all(a[4] != eid for a in out.applies):
-                out.applies.append((ev["writer"], where, ev.get("tool"), ev.get("args"), eid))
+                out.applies.append((ev.writer, where, ev.tool, ev.args, eid))
 
-    def _proposal(self, ev: dict, where: tuple) -> None:
-        decision = ev["decision"]
+    def _proposal(self, ev, where: tuple) -> None:
+        decision = ev.decision
         if decision == "conflict":
             return
-        identity = ev.get("identity")
+        identity = ev.identity
         r = Req(
-            ev["key"],
-            ev["tool"],
-            ev["args"],
-            ev["scope"],
-            ev.get("principal"),
-            list(identity) if isinstance(identity, list) else None,
-            ev["call_id"],
-            ev["writer"],
-            ev["seq"],
+            ev.key,
+            ev.tool,
+            ev.args,
+            ev.scope,
+            ev.principal,
+            list(identity) if identity is not None else None,
+            ev.call_id,
+            ev.writer,
+            ev.seq,
             where,
         )
         if decision != "accepted":
@@ -130,13 +142,15 @@ class Asks:
         if old is None or (r.writer, r.seq) < (old.writer, old.seq):
             self.reqs[r.key] = r
 
-    def _transition(self, ev: dict, where: tuple) -> None:
-        out = self.outs.setdefault(ev["key"], Outcome())
-        to, at = ev["to"], (ev["writer"], ev["seq"])
+    def _transition(self, ev, where: tuple) -> None:
+        out = self.outs.get(ev.key)
+        if out is None:
+            out = self.outs[ev.key] = Outcome()
+        to, at = ev.to, (ev.writer, ev.seq)
         if to == "DISPATCHED":
             out.dispatches += 1
         elif to == "ACKED" and (out.ack is None or at < out.ack[:2]):
-            out.ack = (*at, where, ev["from"])
+            out.ack = (*at, where, ev.from_)
         elif to in _DOUBT and (out.doubt is None or at < out.doubt[:2]):
             out.doubt = (*at, where, to)
 
@@ -163,6 +177,8 @@ class Asks:
         if UNRECORDED in r.args:
             return []
         for writer, where, tool, args, _ in self.outs.get(key, Outcome()).applies:
+            if args == r.args and (tool is None or tool == r.tool):
+                continue  # the common case: the effect line repeats its call
             what = differs(r, tool, args)
             if what:
                 return [
@@ -184,19 +200,37 @@ class Asks:
                 ]
         return []
 
-    def _ask(self, r: Req) -> Optional[tuple]:
-        """(ask digest, core digest) of a request, or None when its arguments are unknown
-        or have no canonical form."""
+    def _ask(self, r: Req) -> Optional[bytes]:
+        """The ask digest of a request, or None when its arguments are unknown or have no
+        canonical form."""
         args = self.args_of(r)
         if args is None:
             return None
         kept = args if r.identity is None else {n: args[n] for n in r.identity if n in args}
         try:
-            ask = canonical_intent(r.tool, kept, intent_scope(r.principal, "")).digest
-            core = canonical_intent(r.tool, args, r.scope).digest
+            return intent_digest(r.tool, kept, intent_scope(r.principal, ""))
         except CanonError:
             return None
-        return ask, core
+
+    def groups(self) -> list[list]:
+        """The asks whose requests span two canonical intents or more (the per-key pass
+        judged each one alone): lists of (request, core digest), in acceptance order."""
+        if self._groups is None:
+            by_ask: dict[bytes, list] = {}
+            for key in sorted(self.reqs):
+                r = self.reqs[key]
+                ask = self._ask(r)
+                if ask is not None:
+                    by_ask.setdefault(ask, []).append(r)
+            self._groups = []
+            for members in by_ask.values():
+                if len(members) < 2:
+                    continue
+                cores = [(r, _core(r, self.args_of(r))) for r in members]
+                if len({c for _, c in cores}) > 1:
+                    cores.sort(key=lambda m: (m[0].writer, m[0].seq, m[0].key))
+                    self._groups.append(cores)
+        return self._groups
 
     def _took(self, keys: list[str], complete_effects: bool) -> dict[str, str]:
         """Which keys of one ask took effect: "certain" or "possible" (absent: no). The
@@ -223,17 +257,8 @@ class Asks:
         return ack[1] < b.seq
 
     def _reasks(self, complete_effects: bool) -> list[Finding]:
-        groups: dict[str, list] = {}
-        for key in sorted(self.reqs):
-            r = self.reqs[key]
-            got = self._ask(r)
-            if got is not None:
-                groups.setdefault(got[0], []).append((r, got[1]))
         out = []
-        for members in groups.values():
-            if len({core for _, core in members}) < 2:
-                continue  # one canonical intent: the per-key pass judged it
-            members.sort(key=lambda m: (m[0].writer, m[0].seq, m[0].key))
+        for members in self.groups():
             f = self._reask(members, complete_effects)
             if f is not None:
                 out.append(f)
@@ -384,6 +409,8 @@ def _accepted_step(r: Req) -> Citation:
 
 def _same(a, b) -> bool:
     """Two argument values, compared by their canonical forms (20 and 20.0 are one)."""
+    if type(a) is type(b) and a == b:
+        return True
     try:
         return (
             canonical_intent("", {"v": a}, "").digest == canonical_intent("", {"v": b}, "").digest
@@ -414,11 +441,57 @@ def keys_of(f: Finding) -> list[str]:
     return [k for k in f.key.split(" <- ")[0].split(" + ")]
 
 
-def judge(
-    files: Sequence[str], events: Iterable[tuple], complete_effects: bool = False
-) -> list[Finding]:
-    """The findings of this pass over ``(event dict, file index, line)`` triples."""
-    asks = Asks(files)
-    for ev, fi, line in events:
-        asks.feed(ev, fi, line)
-    return asks.findings(complete_effects)
+def _core(r: Req, args: Optional[dict]) -> Optional[bytes]:
+    """The canonical intent the per-key pass gave the request (tool, args, scope)."""
+    try:
+        return intent_digest(r.tool, args if args is not None else r.args, r.scope)
+    except CanonError:
+        return None
+
+
+def judge(files: Sequence[str], read: Callable, complete_effects: bool = False) -> list[Finding]:
+    """The findings of this pass. ``read(types)`` yields ``(typed event, file index, line)``
+    for (at least) the events of `types`; it is called once for the proposals and effects,
+    and once more for the transitions only when two canonical intents share an ask."""
+    collecting = gc.isenabled()
+    gc.disable()  # many small objects, no cycles: collection would only cost time
+    try:
+        a = Asks(files)
+        for ev, fi, line in read(FIRST):
+            a.feed(ev, fi, line, FIRST)
+        if a.groups():
+            for ev, fi, line in read(SECOND):
+                a.feed(ev, fi, line, SECOND)
+        return a.findings(complete_effects)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def listed(events: Sequence[tuple]) -> Callable:
+    """`judge`'s ``read`` over ``(typed event, file index, line)`` already in memory."""
+
+    def read(types):
+        return (e for e in events if e[0].type in types)
+
+    return read
+
+
+class Collector:
+    """Keeps the proposals and effects of the per-key pass's batches (the reader's typed
+    events: nothing is decoded twice), for `judge`'s first reading, up to `limit` of them;
+    past it, `events` is None and the logs are read again instead (memory stays bounded)."""
+
+    __slots__ = ("events", "limit")
+
+    def __init__(self, limit: int = 1 << 18):
+        self.events: Optional[list] = []
+        self.limit = limit
+
+    def __call__(self, numbers, events, file_index: int) -> None:
+        kept = self.events
+        if kept is None:
+            return
+        kept.extend((e, file_index, n) for n, e in zip(numbers, events) if e.type in FIRST)
+        if len(kept) > self.limit:
+            self.events = None

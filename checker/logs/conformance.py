@@ -329,17 +329,18 @@ def check(
     from toolcommit.model.errors import InputError
 
     c = Conformance([name], focus, pack)
-    events = list(events)
+    typed = []
     for i, ev in enumerate(events, 1):
         why = problem(ev)
         if why:
             raise InputError(why, name, i)
+        typed.append((from_dict(ev), 0, i))
         try:
-            c.feed(from_dict(ev), 0, i)
+            c.feed(typed[-1][0], 0, i)
         except EventError as e:
             raise InputError(str(e), name, i) from None
     report = c.finish()
-    found = asks.judge([name], ((ev, 0, i) for i, ev in enumerate(events, 1)))
+    found = asks.judge([name], asks.listed(typed))
     focus = set(c.focus)
     if focus:
         found = [f for f in found if focus & set(asks.keys_of(f))]

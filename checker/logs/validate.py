@@ -13,6 +13,7 @@ from itertools import chain, islice
 
 from toolcommit.checker.logs import asks, pool
 from toolcommit.checker.logs.conformance import Conformance, EventError
+from toolcommit.checker.logs.events import TYPES
 from toolcommit.checker.logs.merge import focus_message
 from toolcommit.checker.logs.read import (
     DEFAULT_MAX_LINE_BYTES,
@@ -51,14 +52,24 @@ def validate(
             "--engine dask reads files, not stdin ('-'); save the log to a "
             "file every worker can open"
         )
+    kept = asks.Collector()
     with _spooled(paths, stdin) as stdin:
         report = _by_key(
-            paths, max_line_bytes, focus, stdin, complete_effects, jobs, engine, scheduler, joined
+            paths,
+            max_line_bytes,
+            focus,
+            stdin,
+            complete_effects,
+            jobs,
+            engine,
+            scheduler,
+            joined,
+            kept,
         )
-        if stdin is not None:
-            stdin.seek(0)
         ledgers, effects = joined or ((), ())
-        return with_asks(report, paths, ledgers, effects, focus, complete_effects, stdin)
+        return with_asks(
+            report, paths, ledgers, effects, focus, complete_effects, stdin, kept.events
+        )
 
 
 @contextmanager
@@ -76,46 +87,78 @@ def _spooled(paths, stdin):
 
 
 def with_asks(
-    report, paths, ledgers=(), effects=(), focus=(), complete_effects=False, stdin=None
+    report,
+    paths,
+    ledgers=(),
+    effects=(),
+    focus=(),
+    complete_effects=False,
+    stdin=None,
+    kept=None,
 ) -> Report:
     """`report` (the per-key pass over logs `paths`, then `effects` from `ledgers`) with the
-    findings of the requests compared across scopes (`asks`), read again from the files
-    here (``-``: from `stdin`, a file object at its start)."""
-    events = chain(
-        raw_events(paths, stdin=stdin), ((p.event, p.file_index, p.line) for p in effects)
-    )
+    findings of the requests compared across scopes (`asks`): from `kept`, the proposals
+    and effects the per-key pass read (an `asks.Collector`'s events), else read again from
+    the files (``-``: from `stdin`, a seekable copy)."""
     names = [("<stdin>" if p == "-" else p) for p in paths] + list(ledgers)
-    found = asks.judge(names, events, complete_effects)
+    placed = [(from_dict(p.event), p.file_index, p.line) for p in effects]
+
+    def read(types):
+        if kept is not None and set(types) <= set(asks.FIRST):
+            logs = (e for e in kept if e[0].type in types)
+        else:
+            if stdin is not None:
+                stdin.seek(0)
+            logs = raw_events(paths, stdin=stdin, types=types)
+        return chain(logs, (e for e in placed if e[0].type in types))
+
+    found = asks.judge(names, read, complete_effects)
     if focus:
         found = [f for f in found if any(k in focus for k in asks.keys_of(f))]
     return with_findings(report, found)
 
 
-def raw_events(paths, first_index: int = 0, stdin=None):
-    """``(event dict, file index, line)`` of every decodable line of the log files `paths`
-    (already checked by the per-key pass: a line it refused is not read here), with every
-    field the line has."""
+def raw_events(paths, first_index: int = 0, stdin=None, types=None):
+    """``(typed event, file index, line)`` of every event of the log files `paths` (already
+    checked by the per-key pass: a line it refused is not read here); with `types`, only
+    lines whose text names one of them are decoded (a superset of the events of those
+    types: the caller checks ``type``)."""
+    names = None if types is None else tuple(t.encode() for t in types)
+    collecting = gc.isenabled()
+    gc.disable()  # many small dicts, no cycles: collection would only cost time
+    try:
+        yield from _raw(paths, first_index, stdin, names)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _raw(paths, first_index, stdin, names):
+    a, b = (names + names)[:2] if names else (b"", b"")  # at most two needles (asks' readings)
     for fi, path in enumerate(paths, first_index):
         f, to_close = open_log(path, stdin)
         try:
             for n, line in enumerate(f, 1):
+                if names is not None and a not in line and b not in line:
+                    continue
                 if not line.strip():
                     continue
                 try:
                     ev = decode(line)
                 except ValueError:
                     continue  # a cut-off last line: the per-key pass reported it
-                if type(ev) is dict:
-                    yield ev, fi, n
+                if type(ev) is dict and ev.get("type") in TYPES:
+                    yield from_dict(ev), fi, n
         finally:
             for c in to_close:
                 c.close()
 
 
 def _by_key(
-    paths, max_line_bytes, focus, stdin, complete_effects, jobs, engine, scheduler, joined
+    paths, max_line_bytes, focus, stdin, complete_effects, jobs, engine, scheduler, joined, keep
 ) -> Report:
-    """The per-key pass of `validate` (same arguments)."""
+    """The per-key pass of `validate` (same arguments); `keep` (an `asks.Collector`) gets
+    the batches when the lines are read in this process, else is told it got none."""
     check_paths(paths, max_line_bytes)
     if not 1 <= jobs <= pool.MAX_JOBS:
         raise UsageError(f"--jobs {jobs}: use 1 to {pool.MAX_JOBS} (1 checks in this process)")
@@ -129,10 +172,12 @@ def _by_key(
             )
         from toolcommit.checker.logs import cluster
 
+        keep.events = None
         return cluster.check(
             paths, max_line_bytes, focus, jobs, scheduler, complete_effects=complete_effects
         )
     if joined is None and pool.worth_sharding(paths, jobs):
+        keep.events = None
         return pool.check(paths, max_line_bytes, focus, jobs, complete_effects)
     warnings: list[str] = []
     ledgers, effects = joined or ((), ())
@@ -141,7 +186,7 @@ def _by_key(
         focus,
         complete_effects=complete_effects,
     )
-    feed_files(checker, paths, max_line_bytes, warnings, stdin)
+    feed_files(checker, paths, max_line_bytes, warnings, stdin, keep=keep)
     for p in effects:
         checker.feed(from_dict(p.event), p.file_index, p.line)
     _check_focus(focus, checker.keys)
@@ -155,9 +200,11 @@ def feed_files(
     warnings: list,
     stdin=None,
     first_index: int = 0,
+    keep=None,
 ) -> None:
     """Feed the log files `paths` to `checker`, in order (file indexes from `first_index`);
-    a cut-off last line is the checker's `cut_off`, warnings go to `warnings`. Raises
+    a cut-off last line is the checker's `cut_off`, warnings go to `warnings`; `keep`, if
+    given, is called with each batch too (``keep(numbers, events, file index)``). Raises
     `InputError` (file:line) on an unusable line."""
     feed_batch = checker.feed_batch
     collecting = gc.isenabled()
@@ -173,6 +220,8 @@ def feed_files(
                     on_cut=lambda line, fi=fi: checker.cut_off(fi, line),
                 ):
                     feed_batch(numbers, events, fi)
+                    if keep is not None:
+                        keep(numbers, events, fi)
             except EventError as e:
                 raise InputError(str(e), path, e.line) from None
     finally:

@@ -14,6 +14,7 @@ from tests.incli import cli
 from toolcommit.checker.cli.validate import validate
 from toolcommit.checker.logs import asks
 from toolcommit.checker.logs.conformance import check
+from toolcommit.checker.logs.typed import from_dict
 from toolcommit.runtime.log import IntentLog
 
 from .logtools import interleave
@@ -112,8 +113,8 @@ def test_the_identity_rule_keeps_only_its_fields_and_the_principal_splits_asks()
     ):
         ev = {**base, "type": "proposal", "writer": "w", "seq": i, "call_id": f"t{i}"}
         ev.update(key=f"k{i}", decision="accepted", args=args, scope=s, principal=p)
-        one.feed(ev, 0, i)
-    got = {k: one._ask(r)[0] for k, r in one.reqs.items()}
+        one.feed(from_dict(ev), 0, i)
+    got = {k: one._ask(r) for k, r in one.reqs.items()}
     assert got["k1"] == got["k2"] != got["k3"]
 
 

@@ -332,10 +332,13 @@ def _suspected(report, kept: list[_calls.Call], names) -> object:
 def _asks(placed, names, by_log=None) -> list[Finding]:
     """The requests compared across scopes (`asks`), over the intent logs beside the trace
     and the derived events, as `validate` compares an intent log's."""
-    events = ((p.event, p.file_index, p.line) for p in placed)
-    if by_log is not None and by_log.paths:
-        events = chain(raw_events(by_log.paths, by_log.first_index), events)
-    return asks.judge(names, events)
+    derived = asks.listed([(from_dict(p.event), p.file_index, p.line) for p in placed])
+    if by_log is None or not by_log.paths:
+        return asks.judge(names, derived)
+    paths, first = by_log.paths, by_log.first_index
+    return asks.judge(
+        names, lambda types: chain(raw_events(paths, first, types=types), derived(types))
+    )
 
 
 def _conformance(placed, names, by_log=None, max_line_bytes=None):
