@@ -32,23 +32,11 @@ argument. Pure: events (dicts) in, `Finding`s out; nothing here reads a clock.
 from __future__ import annotations
 
 import gc
-import json
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 from toolcommit.checker.logs.findings import Citation, Finding, short
-from toolcommit.model.canon import CanonError, canonical_intent, intent_digest
-
-try:
-    from toolcommit.model.canon import intent_scope
-except ImportError:  # the library's helper (issue 38) is not merged yet: the same rule
-
-    def intent_scope(principal: Optional[str], scope: str) -> str:  # type: ignore[misc]
-        """`scope`, or ``[principal, scope]`` as compact JSON (see model/canon.py)."""
-        if principal is None:
-            return scope
-        return json.dumps([principal, scope], separators=(",", ":"), ensure_ascii=False)
-
+from toolcommit.model.canon import CanonError, canonical_intent, intent_digest, intent_scope
 
 #: the arguments a trace adapter writes for a call whose arguments were not recorded
 UNRECORDED = "toolcommit.unrecorded_args_of"
