@@ -178,3 +178,34 @@ def test_openai_agents_sync_tool_past_its_timeout_then_a_re_ask_refunds_once(tmp
     assert '"toolcommit": "Answered"' in told or "'toolcommit': 'Answered'" in told, told
     assert len(bank.ledger) == 1  # before: the SDK refused timeout= on a sync tool
     log.close()
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_an_outcome_unheard_answers_the_re_ask_and_heard_lets_the_next_proceed(
+    tmp_path, request, store
+):
+    from toolcommit.runtime import Answered, guard
+    from toolcommit.runtime.caller import hearing
+
+    if store == "postgres":
+        pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
+        pg = request.getfixturevalue("pg")
+        log = IntentLog.postgres(pg.dsn, "w1", schema="t_told", provider="stripe", wait=0.2)
+    else:
+        log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="w1", provider="stripe", wait=0.2)
+    bank = Bank()
+
+    def call(scope):
+        args = {"charge": "ch_1", "amount": 2000}
+        return guard(log, "c", "refund", args, scope, bank.refund_current, bank.status)
+
+    with hearing() as first:  # the caller gave up: what it collected is never marked heard
+        assert call("user:42:request:1") == {"id": "e1"}
+    with hearing() as second:  # the re-ask's answer, heard once it reached its caller
+        with pytest.raises(Answered):
+            call("user:42:request:2")
+    assert first.keys == second.keys == [log.records()[0].key]
+    second.heard(log)
+    assert call("user:42:request:3") == {"id": "e2"}  # told: a new request is a new refund
+    assert len(bank.ledger) == 2
+    log.close()
