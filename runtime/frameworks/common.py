@@ -5,9 +5,11 @@ tool's registration for recovery (`toolcommit.runtime.shims.register`)."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
-from typing import Any, Callable, Iterable, Optional, Union
+from typing import Any, Awaitable, Callable, Iterable, Optional, Union
 
+from toolcommit.runtime.caller import hearing
 from toolcommit.runtime.identity import Fields as Fields  # re-exported for the wrappers
 from toolcommit.runtime.identity import Identity as Identity  # re-exported for the wrappers
 from toolcommit.runtime.log import IntentLog
@@ -119,3 +121,19 @@ def guarded(
             return settle(e)
 
     return acall if inspect.iscoroutinefunction(fn) else call
+
+
+def heard_in_thread(call: Callable[..., Any], log: LogOrOpener) -> Callable[..., Awaitable[Any]]:
+    """`call` (a sync guarded call) as an ``async def`` that runs it in a worker thread in a
+    copy of this context (``asyncio.to_thread``, as a framework runs a sync tool), its
+    outcome heard only once it is back here (`toolcommit.runtime.caller.hearing`): a
+    framework's tool timeout cancels this await, not the thread, and a caller that gave up
+    did not hear what the thread did later."""
+
+    async def acall(*a: Any, **kw: Any) -> Any:
+        with hearing() as h:
+            out = await asyncio.to_thread(call, *a, **kw)
+        h.heard(the_log(log))
+        return out
+
+    return acall

@@ -11,6 +11,10 @@ Limitations
 The guard runs inside the SDK's tool call, so the SDK's failure handler never sees an
 unknown outcome as an error string; an `IntentLogError` (the log itself failing) still
 reaches it. In recovery (`recover_settle`) a tool taking the context gets ``None`` for it.
+A sync tool runs in a worker thread (``asyncio.to_thread``, as the SDK runs one); its
+outcome counts as heard only once it is back with the SDK, so a ``timeout_seconds`` that
+passes while the thread runs on leaves it unheard: the user's re-ask in a new request gets
+it (`Answered`), never a second effect.
 """
 
 from __future__ import annotations
@@ -101,6 +105,8 @@ def openai_agents_tool(
         ), {"principal": C.who(principal, ctx, args), "identity": ident}
 
     wrapper: Any = C.guarded(fn, prepare, tell)  # a function: its metadata set below
+    if not inspect.iscoroutinefunction(fn):  # in a thread, as the SDK runs a sync tool
+        wrapper = C.heard_in_thread(wrapper, log)
     wrapper.__name__, wrapper.__doc__, wrapper.__wrapped__ = tool, fn.__doc__, fn
     wrapper.__module__ = fn.__module__
     ctx_param = inspect.Parameter(

@@ -130,3 +130,82 @@ def test_pydantic_ai_sync_tool_whose_outcome_reached_the_model_is_heard(tmp_path
     assert _returns(agent.run_sync("another", deps=2)) == [{"id": "e2"}]  # heard: a new one
     assert len(bank.ledger) == 2
     log.close()
+
+
+def test_openai_agents_sync_tool_past_its_timeout_then_a_re_ask_refunds_once(tmp_path):
+    pytest.importorskip("agents", reason="the 'frameworks' extra is not installed")
+    from agents import Agent, RunConfig, Runner
+
+    from toolcommit.runtime.frameworks import openai_agents_tool
+
+    from .test_framework_wrappers import _scripted_agent_model
+
+    bank, go, request = Bank(), threading.Event(), {"id": 1}
+    log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="agent", provider="stripe", wait=0.2)
+
+    def refund(charge: str, amount: int) -> dict:
+        """Refund the charge."""
+        assert go.wait(10), "the test never released the refund"
+        return bank.refund_current({"charge": charge, "amount": amount})
+
+    tool = openai_agents_tool(
+        log,
+        refund,
+        scope=lambda ctx, args: f"user:42:request:{request['id']}",
+        status=bank.status,
+        timeout=0.05,  # the SDK's deadline: passes while the refund waits
+    )
+    agent = Agent(
+        name="refunder",
+        model=_scripted_agent_model([("refund", {"charge": "ch_1", "amount": 2000}, "c1")]),
+        tools=[tool],
+    )
+
+    def outputs(result) -> list:
+        items = result.to_input_list()
+        return [i["output"] for i in items if i.get("type") == "function_call_output"]
+
+    async def requests():
+        off = RunConfig(tracing_disabled=True)
+        first = await Runner.run(agent, "refund ch_1", run_config=off)
+        assert "timed out" in outputs(first)[0] and log.records()[0].state == "DISPATCHED"
+        go.set()  # the thread runs on and acks, unheard
+        await _auntil(lambda: log.records()[0].state == "ACKED", "the abandoned refund acked")
+        request["id"] = 2
+        return await Runner.run(agent, "refund ch_1 please", run_config=off)  # the re-ask
+
+    (told,) = outputs(asyncio.run(requests()))
+    assert '"toolcommit": "Answered"' in told or "'toolcommit': 'Answered'" in told, told
+    assert len(bank.ledger) == 1  # before: the SDK refused timeout= on a sync tool
+    log.close()
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_an_outcome_unheard_answers_the_re_ask_and_heard_lets_the_next_proceed(
+    tmp_path, request, store
+):
+    from toolcommit.runtime import Answered, guard
+    from toolcommit.runtime.caller import hearing
+
+    if store == "postgres":
+        pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
+        pg = request.getfixturevalue("pg")
+        log = IntentLog.postgres(pg.dsn, "w1", schema="t_told", provider="stripe", wait=0.2)
+    else:
+        log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="w1", provider="stripe", wait=0.2)
+    bank = Bank()
+
+    def call(scope):
+        args = {"charge": "ch_1", "amount": 2000}
+        return guard(log, "c", "refund", args, scope, bank.refund_current, bank.status)
+
+    with hearing() as first:  # the caller gave up: what it collected is never marked heard
+        assert call("user:42:request:1") == {"id": "e1"}
+    with hearing() as second:  # the re-ask's answer, heard once it reached its caller
+        with pytest.raises(Answered):
+            call("user:42:request:2")
+    assert first.keys == second.keys == [log.records()[0].key]
+    second.heard(log)
+    assert call("user:42:request:3") == {"id": "e2"}  # told: a new request is a new refund
+    assert len(bank.ledger) == 2
+    log.close()
