@@ -255,7 +255,7 @@ def _holders(log) -> list[str]:
 
 def run(args) -> int:
     from toolcommit.runtime import IntentLogError
-    from toolcommit.runtime.shims import next_registration, serve_modules
+    from toolcommit.runtime.registry import next_registration, serve_modules
     from toolcommit.runtime.store import OPEN_STATES
 
     since = next_registration()
