@@ -89,7 +89,7 @@ def lazy_one(log: IntentLog, name: str) -> None:
         bind(log, found[0])
 
 
-def tool(log: IntentLog, name: str) -> Optional[Tool]:
+def tool_for(log: IntentLog, name: str) -> Optional[Tool]:
     """The tool `log` settles `name`'s records through: its own, else one for every log
     (unless that names another provider account than the log's)."""
     with _LOCK:

@@ -47,8 +47,8 @@ from typing import Any, Callable, Generator, Optional, TypeVar, Union
 from toolcommit.runtime import design as D
 from toolcommit.runtime import lines as L
 from toolcommit.runtime import otel
-from toolcommit.runtime import registry as RG
 from toolcommit.runtime.log import Decision, IntentLog, IntentLogError, Record, Ticket
+from toolcommit.runtime.registry import Lazy, Tool, add, lazy_one, next_registration, tool_for
 from toolcommit.runtime.store import GAVE_UP, OPEN_STATES
 
 _TICKET: contextvars.ContextVar[Optional[Ticket]] = contextvars.ContextVar(
@@ -584,7 +584,7 @@ def register(
     tool: str,
     run: Callable[[dict[str, Any]], Any],
     status: Status = None,
-    log: Union[IntentLog, RG.Lazy, None] = None,
+    log: Union[IntentLog, Lazy, None] = None,
     *,
     account: Optional[str] = None,
     module: Optional[str] = None,
@@ -602,18 +602,15 @@ def register(
     ``toolcommit recover --tools`` refuses tools naming another than the log's. `module`
     (default: `run`'s) is where ``recover --tools MODULE`` finds the tool."""
     module = module or getattr(run, "__module__", None)
-    RG.add(RG.Tool(tool, run, status, account, module, RG.next_registration()), log)
+    add(Tool(tool, run, status, account, module, next_registration()), log)
     if isinstance(log, IntentLog):
         _serve(log, tool)
-
-
-registered = RG.registered
 
 
 def needs_tool(log: IntentLog, rec: Record) -> bool:
     """Whether settling `rec` needs its tool and `log` has none registered for it
     (a replay or a status read; a dispatch): then only a call, or a registration, settles it."""
-    return RG.tool(log, rec.tool) is None and (log.design.status_read or rec.state == "RECORDED")
+    return tool_for(log, rec.tool) is None and (log.design.status_read or rec.state == "RECORDED")
 
 
 def recover_settle(
@@ -643,9 +640,9 @@ def _recover_settle(
         if needs_tool(log, rec) or rec.state == "RECONCILING" and log.read_wait(rec.key) > 0:
             out[rec.key] = rec.state  # needs the tool, or not due yet: left for later
             continue
-        tool = RG.tool(log, rec.tool)
+        tool = tool_for(log, rec.tool)
 
-        def execute(t: Ticket, tool: Optional[RG.Tool] = tool) -> Any:
+        def execute(t: Ticket, tool: Optional[Tool] = tool) -> Any:
             assert tool is not None  # needs_tool said the log has it
             return tool.run(t.args)
 
@@ -679,7 +676,7 @@ def _serve(log: IntentLog, tool: str) -> None:
     """Register `tool` with `log`'s settler (started with the first); a tool registered
     with the function that opened `log` becomes `log`'s here, where it is the only one of
     its name so registered (`register`)."""
-    RG.lazy_one(log, tool)
+    lazy_one(log, tool)
     if log.tools is not None and tool not in log.tools:
         log.tools.add(tool)
         log.settle_with(settle_pass)
@@ -690,8 +687,8 @@ def effectful(
     tool: str,
     scope: Union[str, Callable[..., str]],
     *,
-    status: Status = None,
     account: Optional[str] = None,
+    status: Status = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorate a function (sync or ``async def``) that performs one effect: its calls go
     through `guard` (or `aguard`, awaited, for an async function).

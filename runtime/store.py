@@ -23,9 +23,8 @@ Tables
                 recorded by the first tool naming one (`IntentLog.bind_account`).
 ``tc_design``   one row (``id = 1``): the name and digest of the design the log was created
                 under (`Design.digest`); `IntentLog` refuses to open the log under another.
-                A log that stores none (written before this table existed, or its row
-                gone) gets the first design that opens it while it holds no open record,
-                else only one stated (`IntentLog` ``adopt_design``; ``design_adopted``).
+                With none stored and no open record (else when told: ``adopt_design``), the first
+                design that opens the log is stored (`IntentLog.design_adopted` says so).
 
 SQL is written once with ``?`` placeholders; the PostgreSQL store turns them into
 ``%s``, so no statement may contain a literal ``%`` or ``?``.
