@@ -38,15 +38,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import dataclasses
 import functools
 import inspect
-import itertools
-import threading
 import time
 import uuid
-import weakref
-from typing import Any, Callable, Generator, Optional, Sequence, TypeVar, Union
+from typing import Any, Callable, Generator, Optional, TypeVar, Union
 
 from toolcommit.runtime import design as D
 from toolcommit.runtime import lines as L
@@ -55,6 +51,7 @@ from toolcommit.runtime.caller import WRITES, Asked, NoAnswer, Write, unanswered
 from toolcommit.runtime.caller import hearing as hearing  # re-exported
 from toolcommit.runtime.identity import Fields, Identity
 from toolcommit.runtime.log import Decision, IntentLog, IntentLogError, Record, Ticket
+from toolcommit.runtime.registry import Lazy, Tool, add, lazy_one, next_registration, tool_for
 from toolcommit.runtime.store import GAVE_UP, OPEN_STATES
 
 _TICKET: contextvars.ContextVar[Optional[Ticket]] = contextvars.ContextVar(
@@ -719,137 +716,37 @@ async def aguard(
 
 
 # ----- recovery through registered tools -------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class Tool:
-    """A tool `recover_settle` settles records through: ``run(args)`` performs the effect
-    (under `current_ticket()`), `status` reads it, `account` names the provider account it
-    acts on (None: unnamed), `module` is where it was written (``recover --tools``)."""
-
-    name: str
-    run: Callable[[dict[str, Any]], Any]
-    status: Status
-    account: Optional[str]
-    module: Optional[str]
-    seq: int  # registration order: what importing a module registered (`serve_modules`)
-
-
-_Lazy = Callable[[], IntentLog]
-_LOCK = threading.Lock()
-_SEQ = itertools.count()
-#: each log's own tools (registered with it, or with the function that opened it)
-_OWN: weakref.WeakKeyDictionary[IntentLog, dict[str, Tool]] = weakref.WeakKeyDictionary()
-#: tools registered with a function opening the log at their first call, by (function, name)
-_LAZY: dict[tuple[_Lazy, str], Tool] = {}
-#: tools registered with no log: any log's, where it has no tool of that name of its own
-_ANY: dict[str, Tool] = {}
-
-
 def register(
     tool: str,
     run: Callable[[dict[str, Any]], Any],
     status: Status = None,
-    log: Union[IntentLog, _Lazy, None] = None,
+    log: Union[IntentLog, Lazy, None] = None,
     *,
     account: Optional[str] = None,
     module: Optional[str] = None,
 ) -> None:
     """Let `recover_settle` settle `log`'s records of `tool`: ``run(args)`` performs the
     effect (under `current_ticket()`), `status` reads it. `effectful` registers what it
-    decorates. The registry is per log: `log` an `IntentLog` (its settler, ``settler=``,
-    settles them too), or a function returning it (the tool is that log's from its first
-    call, when the function is the only one registering a tool of this name), or None
-    (every log's that has no `tool` of its own: the framework wrappers').
+    decorates. The registry is per log (`toolcommit.runtime.registry`): `log` an
+    `IntentLog` (its settler, ``settler=``, settles them too), or a function returning it
+    (the tool is that log's from its first call, when the function is the only one
+    registering a tool of this name), or None (every log's that has no `tool` of its own:
+    the framework wrappers').
 
     `account` names the provider account `run` acts on: the log records it
     (`IntentLog.bind_account`) and refuses a tool naming another (`IntentLogError`), and
     ``toolcommit recover --tools`` refuses tools naming another than the log's. `module`
     (default: `run`'s) is where ``recover --tools MODULE`` finds the tool."""
-    t = Tool(tool, run, status, account, module or getattr(run, "__module__", None), next(_SEQ))
+    module = module or getattr(run, "__module__", None)
+    add(Tool(tool, run, status, account, module, next_registration()), log)
     if isinstance(log, IntentLog):
-        _bind(log, t)
         _serve(log, tool)
-    else:
-        with _LOCK:
-            if log is None:
-                _ANY[tool] = t
-            else:
-                _LAZY[(log, tool)] = t
-
-
-def _bind(log: IntentLog, t: Tool) -> None:
-    """Make `t` one of `log`'s tools, recording the account it names."""
-    if t.account is not None:
-        log.bind_account(t.account)
-    with _LOCK:
-        _OWN.setdefault(log, {})[t.name] = t
-
-
-def _tool(log: IntentLog, name: str) -> Optional[Tool]:
-    """The tool `log` settles `name`'s records through: its own, else one for every log
-    (unless it names another provider account than the log's)."""
-    with _LOCK:
-        t = _OWN.get(log, {}).get(name) or _ANY.get(name)
-    return None if t is None or t.account not in (None, log.account) else t
-
-
-def registered(log: Optional[IntentLog] = None) -> set[str]:
-    """The tools `log` can settle records through (`recover_settle`); without `log`, the
-    names of every tool registered in this process."""
-    with _LOCK:
-        if log is not None:
-            return set(_OWN.get(log, {})) | set(_ANY)
-        return {n for own in _OWN.values() for n in own} | {n for _, n in _LAZY} | set(_ANY)
-
-
-def next_registration() -> int:
-    """The number the next registration gets: mark it before importing a module of tools
-    (`serve_modules`)."""
-    return next(_SEQ)
-
-
-def serve_modules(log: IntentLog, modules: Sequence[str], since: int) -> list[str]:
-    """Give `log` the tools of `modules` (``recover --tools``): each registered by one of
-    them, or while they were imported (registration number `since` on). Refused
-    (`IntentLogError`) where two of one name remain, or where the log names its provider
-    account and a tool names another or none. Returns notes for the operator."""
-    with _LOCK:
-        made = {id(t): t for own in _OWN.values() for t in own.values()}
-        made.update((id(t), t) for t in [*_LAZY.values(), *_ANY.values()])
-    by_name: dict[str, list[Tool]] = {}
-    for t in sorted(made.values(), key=lambda t: t.seq):
-        if t.seq >= since or any(f"{t.module}.".startswith(f"{m}.") for m in modules):
-            by_name.setdefault(t.name, []).append(t)
-    where = f"--tools {' '.join(modules)}"
-    notes = []
-    for name, found in sorted(by_name.items()):
-        named = sorted({t.account or "none" for t in found})
-        if log.account is not None:
-            found = [t for t in found if t.account == log.account]
-            if not found:
-                raise IntentLogError(
-                    f"{where}: tool {name} names provider account {' and '.join(named)}, and "
-                    f"this log acts on {log.account}: run recover where the tools act on "
-                    f"{log.account} (account={log.account!r})"
-                )
-        elif any(t.account is not None for t in found):
-            notes.append(
-                f"the log names no provider account: tool {name}'s ({', '.join(named)}) "
-                "is not checked"
-            )
-        if len(found) > 1:
-            raise IntentLogError(
-                f"{where}: {len(found)} tools named {name} (on {len(found)} logs), and "
-                "nothing tells which is this log's: give each its account=, or a name of its own"
-            )
-        with _LOCK:
-            _OWN.setdefault(log, {})[name] = found[-1]
-    return notes
 
 
 def needs_tool(log: IntentLog, rec: Record) -> bool:
     """Whether settling `rec` needs its tool and `log` has none registered for it
     (a replay or a status read; a dispatch): then only a call, or a registration, settles it."""
-    return _tool(log, rec.tool) is None and (log.design.status_read or rec.state == "RECORDED")
+    return tool_for(log, rec.tool) is None and (log.design.status_read or rec.state == "RECORDED")
 
 
 def recover_settle(
@@ -879,7 +776,7 @@ def _recover_settle(
         if needs_tool(log, rec) or rec.state == "RECONCILING" and log.read_wait(rec.key) > 0:
             out[rec.key] = rec.state  # needs the tool, or not due yet: left for later
             continue
-        tool = _tool(log, rec.tool)
+        tool = tool_for(log, rec.tool)
 
         def execute(t: Ticket, tool: Optional[Tool] = tool) -> Any:
             assert tool is not None  # needs_tool said the log has it
@@ -915,11 +812,7 @@ def _serve(log: IntentLog, tool: str) -> None:
     """Register `tool` with `log`'s settler (started with the first); a tool registered
     with the function that opened `log` becomes `log`'s here, where it is the only one of
     its name so registered (`register`)."""
-    with _LOCK:
-        own = tool in _OWN.get(log, {})
-        lazy = [] if own else [t for (_, n), t in _LAZY.items() if n == tool]
-    if len(lazy) == 1:
-        _bind(log, lazy[0])
+    lazy_one(log, tool)
     if log.tools is not None and tool not in log.tools:
         log.tools.add(tool)
         log.settle_with(settle_pass)
@@ -930,10 +823,10 @@ def effectful(
     tool: str,
     scope: Union[str, Callable[..., str]],
     *,
+    account: Optional[str] = None,
     status: Status = None,
     principal: Principal = None,
     identity: IdentityRule = None,
-    account: Optional[str] = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorate a function (sync or ``async def``) that performs one effect: its calls go
     through `guard` (or `aguard`, awaited, for an async function).

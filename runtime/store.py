@@ -19,13 +19,12 @@ Tables
                 order (``id``); ``(writer, seq)`` is unique.
 ``tc_writers``  one row per writer name: its incarnation, whether a process claims it
                 (``running``), and its last seq.
-``tc_design``   one row (``id = 1``): the name and digest of the design the log was created
-                under (`Design.digest`); `IntentLog` refuses to open the log under another.
-                A log that stores none (written before this table existed, or its row
-                gone) gets the first design that opens it while it holds no open record,
-                else only one stated (`IntentLog` ``adopt_design``; ``design_adopted``).
 ``tc_account``  at most one row (``id = 1``): the provider account the log's tools act on,
                 recorded by the first tool naming one (`IntentLog.bind_account`).
+``tc_design``   one row (``id = 1``): the name and digest of the design the log was created
+                under (`Design.digest`); `IntentLog` refuses to open the log under another.
+                With none stored and no open record (else when told: ``adopt_design``), the first
+                design that opens the log is stored (`IntentLog.design_adopted` says so).
 ``tc_tools``    one row per tool called with a declared identity: its rule
                 (`toolcommit.runtime.identity.Identity.rule`, JSON), which decides which
                 calls are one intent; `IntentLog.declare` refuses a changed rule while the
@@ -85,6 +84,7 @@ CREATE TABLE IF NOT EXISTS tc_asks (
   key TEXT NOT NULL, content TEXT NOT NULL, scope TEXT NOT NULL,
   told INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (key, scope));
 CREATE INDEX IF NOT EXISTS tc_asks_content ON tc_asks (content);
+CREATE TABLE IF NOT EXISTS tc_account (id INTEGER PRIMARY KEY, account TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tc_events (
   id {serial}, writer TEXT NOT NULL, seq {bigint} NOT NULL, line TEXT NOT NULL,
   UNIQUE (writer, seq));
@@ -93,9 +93,7 @@ CREATE TABLE IF NOT EXISTS tc_writers (
   seq {bigint} NOT NULL);
 CREATE TABLE IF NOT EXISTS tc_design (
   id INTEGER PRIMARY KEY, name TEXT NOT NULL, digest TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS tc_tools (tool TEXT PRIMARY KEY, rule TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS tc_account (
-  id INTEGER PRIMARY KEY, account TEXT NOT NULL)
+CREATE TABLE IF NOT EXISTS tc_tools (tool TEXT PRIMARY KEY, rule TEXT NOT NULL)
 """
 
 

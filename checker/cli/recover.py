@@ -181,7 +181,8 @@ def _watch(log, name: str) -> dict[str, str]:
     """The library's settler (`IntentLog.settle_with`) on every registered tool (every
     tool where the design reads no status), printing each record it settles, until SIGINT
     or SIGTERM."""
-    from toolcommit.runtime.shims import registered, settle_pass
+    from toolcommit.runtime.registry import registered
+    from toolcommit.runtime.shims import settle_pass
     from toolcommit.runtime.store import OPEN_STATES
 
     if log.design.status_read and not registered(log):
@@ -255,7 +256,7 @@ def _holders(log) -> list[str]:
 
 def run(args) -> int:
     from toolcommit.runtime import IntentLogError
-    from toolcommit.runtime.shims import next_registration, serve_modules
+    from toolcommit.runtime.registry import next_registration, serve_modules
     from toolcommit.runtime.store import OPEN_STATES
 
     since = next_registration()

@@ -49,7 +49,7 @@ from crewai.tools import BaseTool  # noqa: E402
 from crewai.tools import tool as crewai_tool_decorator  # noqa: E402
 
 from tests.runtime.fw_cases import ARGS, CASES, Case  # noqa: E402
-from toolcommit.runtime import IntentLog, shims  # noqa: E402
+from toolcommit.runtime import IntentLog, registry, shims  # noqa: E402
 from toolcommit.runtime.frameworks import crewai_tool  # noqa: E402
 
 CALLS = [("refund", {"order": "o-7", "amount": 20}, "call_A"), ("refund", ARGS, "call_B")]
@@ -162,7 +162,7 @@ def one_refund_and_the_truth(kind: str, form: str, tmp: Path) -> None:
     case.check([m["content"] for m in told])
     failures = out.tasks_output[0].tool_failures
     assert len(failures) == (0 if kind == "lost_ack" else 2), failures
-    assert "refund" in shims.registered()
+    assert "refund" in registry.registered()
 
 
 def unguarded(tmp: Path) -> None:

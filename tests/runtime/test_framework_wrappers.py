@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from toolcommit.runtime import shims
+from toolcommit.runtime import registry
 
 from .fw_cases import ARGS, CASES, Case
 
@@ -109,7 +109,7 @@ def test_openai_agents_tool_one_refund_and_the_truth(kind, form, tmp_path):
         "call_B",
     ]
     case.check([i["output"] for i in items if i.get("type") == "function_call_output"])
-    assert "refund" in shims.registered()
+    assert "refund" in registry.registered()
 
 
 # ----- LangChain tools, under create_agent and its ToolRetryMiddleware -----------------------
@@ -203,7 +203,7 @@ def test_langchain_tool_under_tool_retry_middleware_one_refund_and_the_truth(kin
     assert [m.tool_call_id for m in told] == ["call_A", "call_B"]
     assert [m.status for m in told] == ["success" if kind == "lost_ack" else "error"] * 2
     case.check([m.content for m in told])
-    assert "refund" in shims.registered()
+    assert "refund" in registry.registered()
 
 
 def test_tool_retry_middleware_retry_after_the_ack_meets_the_record(tmp_path):
@@ -307,7 +307,7 @@ def test_temporal_activity_rescheduled_under_a_new_id_one_refund_and_the_truth(
     case.check(told)
     assert {r.scope for r in case.log.records()} == {"refund-o-7"}
     assert [e["call_id"] for e in case.log.events() if e["type"] == "proposal"] == ["1", "2"]
-    assert "refund" in shims.registered()
+    assert "refund" in registry.registered()
 
 
 # ----- DBOS steps, DBOS on SQLite ------------------------------------------------------------
@@ -381,7 +381,7 @@ def test_dbos_step_called_again_one_refund_and_the_truth(kind, form, tmp_path, d
     assert {r.scope for r in case.log.records()} == {f"refund-o-7-{kind}-{form}"}
     calls = [e["call_id"] for e in case.log.events() if e["type"] == "proposal"]
     assert len(set(calls)) == 2 and all(c.startswith(f"refund-o-7-{kind}-{form}:") for c in calls)
-    assert {"refund", "refund_async"} <= shims.registered()
+    assert {"refund", "refund_async"} <= registry.registered()
 
 
 # ----- recovery through the registered tools -------------------------------------------------

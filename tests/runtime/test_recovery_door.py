@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from inspect import signature
 
 import pytest
 
@@ -20,12 +21,18 @@ from toolcommit.runtime.shims import recover_settle, register
 
 from .test_recovery_ends import TOOLS  # the refund tool over a file ledger (stripe)
 
+# who asks, where this tree's library takes it (issue 38: every shipped design refuses a
+# call naming no principal once it does)
+WHO = {"principal": "user:42"} if "principal" in signature(IntentLog.propose).parameters else {}
 SCOPE = "user:42:request:7"
 REFUND = "door_refund"  # a name no other test registers for every log (`register`, no log=)
 
 MAIL = """
 import json, os, signal
+from inspect import signature
 from toolcommit.runtime import IntentLog, current_ticket, effectful
+
+WHO = {"principal": "user:42"} if "principal" in signature(IntentLog.propose).parameters else {}
 
 _LOG = []
 
@@ -36,7 +43,7 @@ def log():
     return _LOG[0]
 
 
-@effectful(log, tool="mail", scope="user:42:request:7")
+@effectful(log, tool="mail", scope="user:42:request:7", **WHO)
 def mail(to):
     with open(os.environ["OUTBOX"], "a") as f:       # a mail server keeps no keys
         f.write(json.dumps({"to": to, "key": current_ticket().idempotency_key}) + "\\n")
@@ -50,7 +57,7 @@ def mail(to):
 ACCOUNTS = TOOLS.replace(
     'LEDGER = os.environ["BANK"]',
     'ACCOUNT = os.environ["ACCOUNT"]\nLEDGER = os.environ["BANK"] + "." + ACCOUNT',
-).replace("status=status)", "status=status, account=ACCOUNT)")
+).replace("status=status", "status=status, account=ACCOUNT", 1)
 
 
 def _env(tmp_path, writer, **extra):
@@ -194,7 +201,7 @@ def test_an_applied_refund_is_never_given_up_under_a_design_guessed_for_the_log(
 def test_a_log_that_stores_no_design_and_holds_no_open_record_adopts_as_before(tmp_path):
     db = str(tmp_path / "i.db")
     log = IntentLog.sqlite(db, "pod-a", provider="stripe", settler=False)
-    t = log.dispatch(log.propose("t1", "refund", {"amount": 20}, SCOPE).key)
+    t = log.dispatch(log.propose("t1", "refund", {"amount": 20}, SCOPE, **WHO).key)
     log.ack(t, {"id": "re_1"})
     log.close()
     _strip_design(db)
@@ -207,14 +214,14 @@ def test_a_log_that_stores_no_design_and_holds_no_open_record_adopts_as_before(t
 def _in_doubt(db, amount=20, tool=REFUND):
     """A log whose writer died with a refund sent (DISPATCHED), its lease run out."""
     dead = IntentLog.sqlite(str(db), "dead", provider="stripe", settler=False)
-    d = dead.propose("t1", tool, {"amount": amount}, SCOPE)
+    d = dead.propose("t1", tool, {"amount": amount}, SCOPE, **WHO)
     dead.dispatch(d.key)
     dead.expire_leases("dead")
     return d.key
 
 
 def _refund_tool(log, bank):
-    @effectful(log, tool=REFUND, scope=SCOPE, status=lambda t: None)
+    @effectful(log, tool=REFUND, scope=SCOPE, status=lambda t: None, **WHO)
     def refund(amount):
         bank.append(current_ticket().key)
         return {"id": f"re_{len(bank)}"}
@@ -272,7 +279,7 @@ def test_a_registration_for_every_log_still_serves_any_log(tmp_path):
     bank: list[str] = []
     register("refund_anywhere", lambda args: bank.append("sent"), lambda t: None)
     log = IntentLog.sqlite(str(tmp_path / "a.db"), "pod", provider="stripe", settler=False)
-    d = log.propose("t2", "refund_anywhere", {"amount": 1}, "user:1:request:1")
+    d = log.propose("t2", "refund_anywhere", {"amount": 1}, "user:1:request:1", **WHO)
     log.dispatch(d.key)
     log.expire_leases("pod")
     later = IntentLog.sqlite(str(tmp_path / "a.db"), "later", provider="stripe", settler=False)
@@ -322,7 +329,10 @@ def test_a_log_acts_on_one_account(tmp_path):
 
 TWO = """
 import json, os
+from inspect import signature
 from toolcommit.runtime import IntentLog, current_ticket, effectful
+
+WHO = {"principal": "user:42"} if "principal" in signature(IntentLog.propose).parameters else {}
 
 
 def opener(name):
@@ -338,7 +348,7 @@ def opener(name):
 
 def refund_on(account):
     @effectful(opener(account), tool="refund", scope="user:42:request:7",
-               status=lambda t: None, account=account)
+               status=lambda t: None, account=account, **WHO)
     def refund(amount):
         with open(os.environ["BANK"] + "." + account, "a") as f:
             f.write(json.dumps({"key": current_ticket().key}) + "\\n")
@@ -380,7 +390,9 @@ def test_a_tool_naming_another_account_is_refused_at_its_first_call_before_any_s
 
     sent: list[str] = []
 
-    @effectful(lazy, tool="refund_elsewhere", scope=SCOPE, status=lambda t: None, account="acct_b")
+    @effectful(
+        lazy, tool="refund_elsewhere", scope=SCOPE, status=lambda t: None, account="acct_b", **WHO
+    )
     def refund_elsewhere(amount):
         sent.append("sent")
 
@@ -399,7 +411,7 @@ def test_on_postgresql_a_log_without_its_design_is_refused_and_its_account_kept(
 
     dead = IntentLog.postgres(pg.dsn, "pod-a", schema="t_door", provider="email")
     dead.bind_account("mail_a")
-    dead.dispatch(dead.propose("t1", "mail", {"to": "a@example.com"}, SCOPE).key)
+    dead.dispatch(dead.propose("t1", "mail", {"to": "a@example.com"}, SCOPE, **WHO).key)
     dead.expire_leases("pod-a")
     dead.close()
     with psycopg.connect(pg.dsn) as c:
