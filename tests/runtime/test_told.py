@@ -74,6 +74,7 @@ def test_pydantic_ai_sync_tool_past_its_deadline_then_a_re_ask_refunds_once(tmp_
         log,
         refund,
         scope=lambda ctx, args: f"user:42:request:{ctx.deps}",
+        principal="user:42",
         status=bank.status,
         timeout=0.05,  # the agent's deadline for the tool: passes while the refund waits
     )
@@ -123,7 +124,11 @@ def test_pydantic_ai_sync_tool_whose_outcome_reached_the_model_is_heard(tmp_path
         return bank.refund_current({"amount": amount})
 
     tool = pydantic_ai_tool(
-        log, refund, scope=lambda ctx, args: f"user:42:request:{ctx.deps}", status=bank.status
+        log,
+        refund,
+        scope=lambda ctx, args: f"user:42:request:{ctx.deps}",
+        principal="user:42",
+        status=bank.status,
     )
     agent = Agent(FunctionModel(model), tools=[tool], deps_type=int)
     assert _returns(agent.run_sync("refund", deps=1)) == [{"id": "e1"}]
@@ -152,6 +157,7 @@ def test_openai_agents_sync_tool_past_its_timeout_then_a_re_ask_refunds_once(tmp
         log,
         refund,
         scope=lambda ctx, args: f"user:42:request:{request['id']}",
+        principal="user:42",
         status=bank.status,
         timeout=0.05,  # the SDK's deadline: passes while the refund waits
     )
@@ -197,7 +203,9 @@ def test_an_outcome_unheard_answers_the_re_ask_and_heard_lets_the_next_proceed(
 
     def call(scope):
         args = {"charge": "ch_1", "amount": 2000}
-        return guard(log, "c", "refund", args, scope, bank.refund_current, bank.status)
+        return guard(
+            log, "c", "refund", args, scope, bank.refund_current, bank.status, principal="user:42"
+        )
 
     with hearing() as first:  # the caller gave up: what it collected is never marked heard
         assert call("user:42:request:1") == {"id": "e1"}

@@ -423,7 +423,12 @@ def test_the_fake_answers_409_in_flight_400_on_other_params_and_replays_a_saved_
 def _swallowing_tool(log, sdk, client: str):
     """The common agent-tool pattern: the SDK's error is caught and returned as the answer."""
     deco = effectful(
-        log, tool="refund", status=_status(sdk), scope=lambda charge, amount, request: request
+        log,
+        tool="refund",
+        status=_status(sdk),
+        scope=lambda charge, amount, request: request,
+        principal="user:42",
+        identity=("charge", "amount"),  # the request is the scope, not the identity
     )
 
     def refund(charge: str, amount: int, request: str):
@@ -499,9 +504,9 @@ def test_an_answered_write_is_the_answer_even_an_error(tmp_path, fake):
             sdk.v1.refunds.create({"amount": 5})
         return {"error": "missing charge"}
 
-    assert guard(log, "c1", "refund", {}, "s", refund, status=lambda t: None) == {
-        "error": "missing charge"
-    }
+    assert guard(
+        log, "c1", "refund", {}, "s", refund, status=lambda t: None, principal="user:1"
+    ) == {"error": "missing charge"}
     assert log.records()[0].state == "ACKED"
 
 
@@ -522,7 +527,19 @@ def test_http_client_writes_are_keyed_and_their_answers_seen(tmp_path, fake):
         finally:
             c.close()
 
-    assert guard(log, "c1", "refund", {"charge": "ch_3"}, "s", post, status=lambda t: None) == 200
+    assert (
+        guard(
+            log,
+            "c1",
+            "refund",
+            {"charge": "ch_3"},
+            "s",
+            post,
+            status=lambda t: None,
+            principal="user:1",
+        )
+        == 200
+    )
     assert _posts(fake) == [log.records()[0].key] and log.records()[0].state == "ACKED"
 
 
@@ -548,7 +565,16 @@ def test_run_in_executor_carries_the_key_a_bare_thread_is_refused_at_the_profile
         th.join(10)
         return got
 
-    got = aguard(log, "c1", "refund", {"charge": "ch_9"}, "s", effect, status=lambda t: None)
+    got = aguard(
+        log,
+        "c1",
+        "refund",
+        {"charge": "ch_9"},
+        "s",
+        effect,
+        status=lambda t: None,
+        principal="user:1",
+    )
     assert asyncio.run(got) == 200
     assert refused == [True] and _posts(fake) == [log.records()[0].key]
 
