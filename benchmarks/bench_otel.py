@@ -52,10 +52,10 @@ log = IntentLog.sqlite(os.path.join(tempfile.mkdtemp(), "i.db"), "bench",
                        synchronous="NORMAL", provider="ideal", settler=False)
 effect, status = (lambda t: {"ok": 1}), (lambda t: None)
 for i in range(50):                                   # warm up
-    guard(log, f"w{i}", "refund", {"amount": i}, f"warm:{i}", effect, status)
+    guard(log, f"w{i}", "refund", {"amount": i}, f"warm:{i}", effect, status, principal="user:1")
 t0 = time.process_time()
 for i in range(n):
-    guard(log, f"t{i}", "refund", {"amount": i}, f"user:1:request:{i}", effect, status)
+    guard(log, f"t{i}", "refund", {"amount": i}, f"request:{i}", effect, status, principal="user:1")
 dt = time.process_time() - t0
 if mode == "sdk":
     guards = [s for s in exporter.get_finished_spans()

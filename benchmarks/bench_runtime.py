@@ -98,7 +98,14 @@ def lib_intents(log: IntentLog, writer: str, first: int, n: int) -> None:
     it: propose accepted and dispatched in one commit, then the ack in a second."""
     for i in range(first, first + n):
         args = {"amount": i, "order": writer}
-        d = log.propose(f"t{i}", "refund", args, f"user:{writer}:checkout:{i}", dispatch=True)
+        d = log.propose(
+            f"t{i}",
+            "refund",
+            args,
+            f"user:{writer}:checkout:{i}",
+            dispatch=True,
+            principal="user:1",
+        )
         log.ack(d.ticket, {"id": f"e{i}"})
 
 
@@ -138,16 +145,21 @@ def _work(
     calls = [(f"user:{writer}:checkout:{i}", {"amount": i, "order": writer}) for i in range(n)]
     if mode == "duplicate":  # before the barrier: record them once
         for i, (scope, args) in enumerate(calls):
-            log.ack(log.propose(f"t{i}", "refund", args, scope, dispatch=True).ticket, {})
+            log.ack(
+                log.propose(
+                    f"t{i}", "refund", args, scope, dispatch=True, principal="user:1"
+                ).ticket,
+                {},
+            )
     os.write(ready_fd, b"r")  # opened (and recorded): ready
     os.read(go_fd, 1)
     if mode == "library":
         lib_intents(log, writer, 0, n)
     for i, (scope, args) in enumerate(calls if mode != "library" else ()):
         if mode == "duplicate":
-            log.propose(f"r{i}", "refund", {**args, "amount": float(i)}, scope)
+            log.propose(f"r{i}", "refund", {**args, "amount": float(i)}, scope, principal="user:1")
         else:  # library-3
-            d = log.propose(f"t{i}", "refund", args, scope)
+            d = log.propose(f"t{i}", "refund", args, scope, principal="user:1")
             log.ack(log.dispatch(d.key), {"id": f"e{i}"})
     log.close()
 

@@ -49,6 +49,7 @@ toolcommit.model.canon.CanonError: args.a: NaN or infinity has no canonical form
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import unicodedata
 from json.encoder import encode_basestring  # the C string escaper when available
@@ -261,6 +262,23 @@ def canonical_intent(tool: str, args, scope: str, version: int = 1) -> Canonical
         ) from None
     form = form_of(tool, args, scope)
     return CanonicalIntent(hashlib.sha256(prefix + form.encode("utf-8")).hexdigest(), form, version)
+
+
+def intent_scope(principal: str | None, scope: str) -> str:
+    """The scope a key is derived from: `scope` itself, or `[principal, scope]` as compact
+    JSON when the call names its principal (two principals are never one intent).
+
+    >>> intent_scope(None, "user:1:request:1")
+    'user:1:request:1'
+    >>> intent_scope("user:2", "request:9")
+    '["user:2","request:9"]'
+    >>> a = canonical_intent("refund", {"amount": 10}, intent_scope("user:1", "r"))
+    >>> a.digest == canonical_intent("refund", {"amount": 10}, intent_scope("user:2", "r")).digest
+    False
+    """
+    if principal is None:
+        return scope
+    return json.dumps([principal, scope], separators=(",", ":"), ensure_ascii=False)
 
 
 def _plain(v, depth: int, spaced: bool) -> bool:

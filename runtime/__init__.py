@@ -13,6 +13,7 @@ libraries send (`toolcommit.runtime.wire`).
 """
 
 from toolcommit.runtime.design import Design, DesignError
+from toolcommit.runtime.identity import Identity, IdentityError
 from toolcommit.runtime.lines import JsonlSink
 from toolcommit.runtime.log import (
     Decision,
@@ -46,6 +47,8 @@ __all__ = [
     "Ticket",
     "Record",
     "IntentLogError",
+    "Identity",
+    "IdentityError",
     "Superseded",
     "JsonlSink",
     "SqliteStore",

@@ -16,7 +16,7 @@ import json
 import os
 from datetime import datetime, timezone
 from importlib import resources
-from typing import IO, Any, Callable, Iterable, Optional
+from typing import IO, Any, Callable, Iterable, Optional, Sequence
 
 #: one line of the log contract, as a JSON object
 Line = dict[str, Any]
@@ -40,9 +40,20 @@ def dumps(line: Line) -> str:
 
 
 def proposal(
-    call_id: str, tool: str, args: dict[str, Any], scope: str, key: str, decision: str, epoch: int
+    call_id: str,
+    tool: str,
+    args: dict[str, Any],
+    scope: str,
+    key: str,
+    decision: str,
+    epoch: int,
+    principal: Optional[str] = None,
+    identity: Optional[Sequence[str]] = None,
 ) -> Line:
-    return {
+    """A ``proposal`` line: `args` as normalized (all of them), `principal` when the call
+    names one, `identity` (the argument names that make two requests one intent) when not
+    every argument does."""
+    line: Line = {
         "type": "proposal",
         "call_id": call_id,
         "key": key,
@@ -52,6 +63,11 @@ def proposal(
         "scope": scope,
         "epoch": epoch,
     }
+    if principal is not None:
+        line["principal"] = principal
+    if identity is not None:
+        line["identity"] = list(identity)
+    return line
 
 
 def transition(

@@ -11,7 +11,8 @@ by a blind re-send; recovery from the log after a restart.
 A runtime's loop for one effectful tool call (`toolcommit.runtime.shims.guard` is this loop,
 written once)::
 
-    d = log.propose(call_id, "refund", {"amount": 20}, "user:42:request:7", dispatch=True)
+    d = log.propose(call_id, "refund", {"amount": 20}, "request:7", principal="user:42",
+                    dispatch=True)
     if d.decision == "accepted":
         t = d.ticket                         # RECORDED -> DISPATCHED, in the same commit
         try:
@@ -51,9 +52,16 @@ Examples
 >>> import tempfile, os
 >>> log = IntentLog.sqlite(os.path.join(tempfile.mkdtemp(), "intents.db"), writer="w1",
 ...                        provider="stripe")
->>> d = log.propose("t1", "refund", {"amount": 20}, "user:42:request:7")
->>> d.decision, log.propose("t2", "refund", {"amount": 20.0}, "user:42:request:7").decision
+>>> d = log.propose("t1", "refund", {"amount": 20}, "request:7", principal="user:42")
+>>> d.decision, log.propose("t2", "refund", {"amount": 20.0}, "request:7",
+...                         principal="user:42").decision
 ('accepted', 'duplicate')
+>>> log.propose("t3", "refund", {"amount": 20}, "request:7", principal="user:9").decision
+'accepted'
+>>> log.propose("t4", "refund", {"amount": 20}, "request:7")
+Traceback (most recent call last):
+...
+toolcommit.runtime.log.IntentLogError: call t4 of refund: design stripe holds a re-ask while in doubt (reask=hold), so every call names who asked: pass principal= (the user, tenant or authenticated client; a function of the arguments on a wrapper)
 >>> t = log.dispatch(d.key); t.fence, t.idempotency_key == d.key, t.via
 (None, True, 'list')
 >>> log.ack(t, {"id": "re_1"}), log.record(d.key).state
@@ -63,6 +71,8 @@ Examples
 proposal accepted
 transition RECORDED
 proposal duplicate
+proposal accepted
+transition RECORDED
 transition DISPATCHED
 transition ACKED
 >>> log.close()
@@ -78,7 +88,7 @@ import weakref
 from contextlib import contextmanager
 from typing import IO, Any, Callable, Iterable, Iterator, Optional, Sequence, TypeVar, Union
 
-from toolcommit.model.canon import CanonError, canonical_intent
+from toolcommit.model.canon import CanonError, canonical_intent, intent_scope
 from toolcommit.model.errors import ToolcommitError
 from toolcommit.runtime import design as D
 from toolcommit.runtime import lines as L
@@ -178,17 +188,18 @@ class IntentLog:
     sinks : sequence of callables
         Each gets every committed line (a dict), e.g. a `JsonlSink`.
     exclusive_tools : iterable of str
-        Tools of which a scope may hold one live intent: a proposal with other arguments
-        is then ``conflict`` (the article's "conflict instead of merge").
+        Tools of which a principal's scope may hold one live intent: a proposal with other
+        arguments is then ``conflict`` (the article's "conflict instead of merge").
     wait : float, optional
         Seconds a call meeting a record another writer holds waits for it to settle or for
         its lease to expire (then takes it over), and waits for a status read the design
         defers; default: the lease.
-    same : tuple, callable or dict, optional
-        Under a design with ``reask=hold``, what makes a call of another scope "the same"
-        as an earlier one in doubt (`toolcommit.runtime.reask`): every argument (None), the
-        named ones (``("charge",)``), a function of the arguments returning the dict to
-        compare, or a dict of tool -> one of those.
+    same : tuple or dict, optional
+        The identity fields of a call that names none (``identity=`` of `propose`, a
+        wrapper's): what makes two calls one intent, in one scope and, under a design with
+        ``reask=hold``, across a principal's requests (`toolcommit.runtime.reask`): every
+        argument (None), the named ones (``("charge",)``), or a dict of tool -> one of
+        those.
     settler : bool
         Run the settler (default: on; opt out with False): a background thread, started
         when `effectful` first registers a tool with this log and stopped by `close`, that
@@ -236,7 +247,12 @@ class IntentLog:
         self.wait = self.lease if wait is None else float(wait)
         self.sinks = list(sinks)
         self.exclusive_tools = frozenset(exclusive_tools)
-        self.same = same
+        try:
+            self.same = R.check_same(same)
+        except ValueError as e:
+            store.close()
+            raise IntentLogError(str(e)) from None
+        self._rules: dict[str, str] = {}  # tool -> the identity rule declared (`declare`)
         self._lock = threading.RLock()
         self.incarnation, self._seq, self.crashed = 0, 0, False
         self.taken_over: list[Record] = []
@@ -476,11 +492,17 @@ class IntentLog:
         new_attempt: bool = False,
         exclusive: Optional[bool] = None,
         dispatch: bool = False,
+        principal: Optional[str] = None,
+        identity: Optional[Sequence[str]] = None,
     ) -> Decision:
         """Atomic insert under the uniqueness constraint: the log decides.
 
-        The key is the canonical intent of (`tool`, `args`, `scope`) at the intent's current
-        epoch; with `new_attempt` (the user asks again) and the latest record given up
+        The key is the canonical intent of (`tool`, the identity arguments, the scope with
+        the principal: `toolcommit.model.canon.intent_scope`) at the intent's current
+        epoch: two principals are never one intent. `identity` names the arguments that
+        make two requests one intent (the tool's `toolcommit.runtime.identity.Identity`
+        fields; `args` normalized by it); None: the log's ``same=`` rule for `tool`, else
+        every argument. Under a design with ``reask=hold`` a call names its `principal`; with `new_attempt` (the user asks again) and the latest record given up
         (``DEAD_LETTER``, ``COMPENSATED``, cancelled), at the next epoch, where the design
         advances epochs (``epoch=per_intent``; under ``none``, as email's, the re-ask is a
         duplicate of the given-up record: at most once). An accepted
@@ -497,20 +519,31 @@ class IntentLog:
         Raises
         ------
         IntentLogError
-            `args` is not a JSON object, or the call has no canonical form.
+            `args` is not a JSON object, the call has no canonical form, or it names no
+            principal under ``reask=hold``.
         """
         if not isinstance(args, dict):
             raise IntentLogError(f"args must be a JSON object, got {type(args).__name__}")
         if not isinstance(call_id, str):
             raise IntentLogError("call_id must be a string")
+        self.check_principal(principal, f"call {call_id} of {tool}")
+        fields = self.fields(tool, identity)
+        if identity is None and fields is not None:
+            try:
+                R.check_names(tool, fields, args)
+            except ValueError as e:
+                raise IntentLogError(f"call {call_id}: {e}") from None
+        kept = args if fields is None else {k: args[k] for k in fields if k in args}
+        where = intent_scope(principal, scope)
         try:
-            ci = canonical_intent(tool, args, scope)
+            ci = canonical_intent(tool, kept, where)
             args_text = L.dumps(args)
         except (CanonError, TypeError, ValueError) as e:
             raise IntentLogError(f"call {call_id}: no canonical form: {e}") from None
         excl = tool in self.exclusive_tools if exclusive is None else exclusive
-        slot = f"{scope}\x1f{tool}" if excl else None
-        same = self._same_content(call_id, tool, args)
+        slot = f"{where}\x1f{tool}" if excl else None  # one live intent per principal's scope
+        same = self._same_content(call_id, tool, kept, principal)
+        who: dict[str, Any] = {"principal": principal, "identity": fields}
         # accepted and dispatched at once: the values `dispatch`'s compare-and-set writes
         state, fence = ("DISPATCHED", 1) if dispatch else ("RECORDED", 0)
         sent = self.store.now_sql if dispatch else "NULL"
@@ -521,7 +554,7 @@ class IntentLog:
         def accepted(key: str, epoch: int) -> list[L.Line]:
             """The lines of the proposal accepted as `key` (and dispatched, with `dispatch`)."""
             lines = [
-                L.proposal(call_id, tool, args, scope, key, "accepted", epoch),
+                L.proposal(call_id, tool, args, scope, key, "accepted", epoch, **who),
                 L.transition(key, "PROPOSED", "RECORDED", call_id=call_id, epoch=epoch),
             ]
             if dispatch:
@@ -565,7 +598,11 @@ class IntentLog:
                 lines = (
                     []
                     if decision == "held"
-                    else [L.proposal(call_id, tool, args, scope, rec.key, "duplicate", rec.epoch)]
+                    else [
+                        L.proposal(
+                            call_id, tool, args, scope, rec.key, "duplicate", rec.epoch, **who
+                        )
+                    ]
                 )
                 return Decision(decision, rec.key, rec), lines, ci.digest
             for _ in range(8):
@@ -596,7 +633,7 @@ class IntentLog:
                 if rec is not None:
                     return (
                         Decision(decision, rec.key if decision == "duplicate" else key, rec),
-                        [L.proposal(call_id, tool, args, scope, key, decision, epoch)],
+                        [L.proposal(call_id, tool, args, scope, key, decision, epoch, **who)],
                         ci.digest,
                     )
             raise StoreError(f"call {call_id}: the insert neither won nor met a record")
@@ -631,14 +668,91 @@ class IntentLog:
             return record_of(rows[0]) if rows else None
         return self._get(tx, values[0]) if tx.run(self._insert_sql(sent), values) == 1 else None
 
-    def _same_content(self, call_id: str, tool: str, args: dict[str, Any]) -> Optional[str]:
-        """The content digest a ``reask=hold`` design compares across scopes, else None."""
-        if self.design.knobs.get("reask") != "hold":
+    def _same_content(
+        self, call_id: str, tool: str, kept: dict[str, Any], principal: Optional[str]
+    ) -> Optional[str]:
+        """The content digest a ``reask=hold`` design compares across scopes (the identity
+        arguments `kept`, the principal's), else None."""
+        if not self.holds:
             return None
         try:
-            return R.content(tool, args, self.same)
+            return R.content(tool, kept, principal)
         except ValueError as e:
             raise IntentLogError(f"call {call_id}: {e}") from None
+
+    @property
+    def holds(self) -> bool:
+        """Whether the design holds a re-ask while in doubt (``reask=hold``): then every
+        call names its principal."""
+        return self.design.knobs.get("reask") == "hold"
+
+    def check_principal(self, principal: Any, what: str) -> None:
+        """Refuse a `principal` that is not a non-empty string, or none where the design
+        holds a re-ask (`holds`): a hold shared by two principals answers one with the
+        other's outcome."""
+        if principal is None and not self.holds:
+            return
+        if principal is None:
+            raise IntentLogError(
+                f"{what}: design {self.design.name} holds a re-ask while in doubt "
+                "(reask=hold), so every call names who asked: pass principal= (the user, "
+                "tenant or authenticated client; a function of the arguments on a wrapper)"
+            )
+        if not isinstance(principal, str) or not principal:
+            raise IntentLogError(
+                f"{what}: principal= must be a non-empty string naming who asked, got {principal!r}"
+            )
+
+    def fields(self, tool: str, identity: Optional[Sequence[str]] = None) -> Optional[list[str]]:
+        """The identity fields of a call of `tool`: `identity`, else the log's ``same=``
+        rule for `tool`, else None (every argument)."""
+        got = R.rule_for(self.same, tool) if identity is None else identity
+        if got is None:
+            return None
+        if isinstance(got, str) or not all(isinstance(n, str) for n in got):
+            raise IntentLogError(f"{tool}: identity fields must be argument names, got {got!r}")
+        return list(got)
+
+    def declare(self, tool: str, rule: dict[str, Any]) -> None:
+        """Store `tool`'s identity rule (`toolcommit.runtime.identity.Identity.rule`), or
+        check it against the stored one. A changed rule would merge or split intents: it is
+        refused while a record of the tool is open or settled untold (a re-ask would meet
+        it), else stored in place of the old one, with a warning."""
+        text = L.dumps(rule)
+        if self._rules.get(tool) == text:
+            return
+
+        def fn(tx: Tx) -> tuple[None, list[L.Line], None]:
+            row = tx.one("SELECT rule FROM tc_tools WHERE tool = ?", (tool,))
+            if row is None:
+                tx.run(
+                    "INSERT INTO tc_tools (tool, rule) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                    (tool, text),
+                )
+            elif row[0] != text:
+                self._retool(tx, tool, row[0], text)
+            return None, [], None
+
+        self._decide(fn)
+        with self._lock:
+            self._rules[tool] = text
+
+    def _retool(self, tx: Tx, tool: str, old: str, new: str) -> None:
+        live = tx.first(
+            f"SELECT count(*) FROM tc_records r WHERE r.tool = ? AND (r.state IN {_OPEN} OR "
+            "EXISTS (SELECT 1 FROM tc_asks a WHERE a.key = r.key AND a.scope = r.scope "
+            "AND a.told = 0))",
+            (tool,),
+        )[0]
+        if live:
+            raise IntentLogError(
+                f"{tool}: its identity rule changed ({old} -> {new}) while {live} of its "
+                "records may still be met by a re-ask (in doubt, or settled without its "
+                "caller hearing it): the new rule would merge or split those intents. Run "
+                "the old rule until they settle (toolcommit status), or use a new log"
+            )
+        tx.run("UPDATE tc_tools SET rule = ? WHERE tool = ?", (new, tool))
+        _LOGGER.warning("%s: identity rule changed from %s to %s", tool, old, new)
 
     # ----- dispatch and its outcomes ---------------------------------------------------------
     def _cas(

@@ -15,10 +15,12 @@ meets the earlier record:
 - otherwise (told, given up after a read the design trusts, compensated, cancelled): the
   call is inserted as usual.
 
-"The same arguments" is the canonical form (`model/canon.py`) of the arguments a rule
-keeps: all of them by default; a tuple of argument names (``("charge",)``: one refund per
-charge in doubt, whatever the amount's spelling); or a function of the arguments returning
-the dict to compare. `rule_for` picks a tool's rule from a log-wide rule or a per-tool dict.
+"The same arguments" is the canonical form (`model/canon.py`) of the call's identity
+arguments (`toolcommit.runtime.identity`: the tool's identity fields, or the log's ``same=``
+rule, a tuple of argument names or a dict of tool -> one; all of them by default) and its
+principal, the scope left out (`content`): a re-ask is held only for the same principal,
+so no call is ever answered with another principal's outcome. `rule_for` picks a tool's
+rule from a log-wide rule or a per-tool dict.
 
 Pure functions over one open transaction (`tx`); the log calls them inside its own. The
 writes of a fresh proposal and of its ack are given as statements (`remember_sql`,
@@ -30,14 +32,37 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Union
 
-from toolcommit.model.canon import CanonError, canonical_intent
+from toolcommit.model.canon import CanonError, canonical_intent, intent_scope
 from toolcommit.runtime.store import GATE, OPEN_STATES, Tx, Write, gated
 
 if TYPE_CHECKING:
     from toolcommit.runtime.records import Record
 
-Rule = Union[None, tuple[str, ...], Callable[[dict[str, Any]], dict[str, Any]]]
+Rule = Optional[tuple[str, ...]]
 SameRule = Union[Rule, Mapping[str, Rule]]
+
+
+def check_same(same: Any) -> SameRule:
+    """`same` if it is a rule (None, a tuple of argument names, a dict of tool -> one),
+    as tuples; `ValueError` naming the fix otherwise (a function of the arguments cannot
+    be stored in the log as the tool's rule)."""
+
+    def one(rule: Any, where: str) -> Rule:
+        if rule is None:
+            return None
+        if isinstance(rule, str) or not isinstance(rule, (tuple, list)):
+            raise ValueError(
+                f"same={where} must be a tuple of argument names (the identity fields), "
+                f"got {rule!r}: a function of the arguments is no longer taken; declare "
+                "the fields with identity= on the tool's wrapper"
+            )
+        if not all(isinstance(n, str) for n in rule):
+            raise ValueError(f"same={where} must name arguments (strings), got {rule!r}")
+        return tuple(rule)
+
+    if isinstance(same, Mapping):
+        return {str(t): one(r, f"[{t!r}]") for t, r in same.items()}
+    return one(same, "")
 
 
 def rule_for(same: SameRule, tool: str) -> Rule:
@@ -48,34 +73,31 @@ def rule_for(same: SameRule, tool: str) -> Rule:
     return same
 
 
-def content(tool: str, args: dict[str, Any], same: SameRule = None) -> str:
-    """The digest of (tool, the arguments the rule keeps), scope left out: equal for a
-    re-ask of the same thing in any request.
+def check_names(tool: str, names: Any, args: dict[str, Any]) -> None:
+    """`ValueError` if the log's ``same=`` rule names an argument the call does not have
+    (a misspelt rule would merge every call of the tool)."""
+    missing = [n for n in names if n not in args]
+    if missing:
+        raise ValueError(
+            f"same= rule for {tool} names {', '.join(missing)}, which the "
+            f"call's arguments ({', '.join(sorted(args))}) do not have"
+        )
+
+
+def content(tool: str, kept: dict[str, Any], principal: Optional[str] = None) -> str:
+    """The digest of (tool, the identity arguments `kept`, the principal), scope left out:
+    equal for a re-ask of the same thing by the same principal in any request, never for
+    two principals (`intent_scope` with an empty scope).
 
     Raises
     ------
     ValueError
-        The rule names an argument the call does not have, or returns no dict.
+        The arguments have no canonical form.
     """
-    rule = rule_for(same, tool)
-    if rule is None:
-        kept = args
-    elif callable(rule):
-        kept = rule(args)
-        if not isinstance(kept, dict):
-            raise ValueError(f"same= rule for {tool} returned {type(kept).__name__}, not a dict")
-    else:
-        missing = [n for n in rule if n not in args]
-        if missing:
-            raise ValueError(
-                f"same= rule for {tool} names {', '.join(missing)}, which the "
-                f"call's arguments ({', '.join(sorted(args))}) do not have"
-            )
-        kept = {n: args[n] for n in rule}
     try:
-        return canonical_intent(tool, kept, "").digest
+        return canonical_intent(tool, kept, intent_scope(principal, "")).digest
     except CanonError as e:
-        raise ValueError(f"same= rule for {tool}: no canonical form: {e}") from None
+        raise ValueError(f"{tool}: no canonical form: {e}") from None
 
 
 def meet(

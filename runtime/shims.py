@@ -25,7 +25,7 @@ Examples
 ...                        provider="stripe")
 >>> sent = []
 >>> @effectful(log, tool="refund", scope=lambda order, amount: f"order:{order}",
-...            status=lambda t: None)
+...            principal="user:42", status=lambda t: None)
 ... def refund(order, amount):
 ...     sent.append(current_ticket().idempotency_key[:4])
 ...     return {"refund": "re_1"}
@@ -47,6 +47,7 @@ from typing import Any, Callable, Generator, Optional, TypeVar, Union
 from toolcommit.runtime import design as D
 from toolcommit.runtime import lines as L
 from toolcommit.runtime import otel
+from toolcommit.runtime.identity import Fields, Identity
 from toolcommit.runtime.log import Decision, IntentLog, IntentLogError, Record, Ticket
 from toolcommit.runtime.store import GAVE_UP, OPEN_STATES
 
@@ -60,6 +61,10 @@ _POLL = 0.05  # seconds between looks at a record another writer holds
 #: (ok, value) after a send or read, returns R
 _Steps = Generator[tuple[str, Any], Any, _R]
 Status = Optional[Callable[[Ticket], Any]]
+#: what makes two calls one intent: a tool's `Identity`, or argument names (None: all)
+IdentityRule = Union[Identity, Fields]
+#: who asked: a string, or (on a wrapper) a function of the call's arguments returning one
+Principal = Union[str, Callable[..., str], None]
 
 
 class EffectError(IntentLogError):
@@ -360,8 +365,20 @@ def _propose(
     scope: str,
     new_request: bool,
     on_proposed: Optional[Callable[[Decision], None]] = None,
+    *,
+    principal: Optional[str] = None,
+    fields: Optional[list[str]] = None,
 ) -> Decision:
-    d = log.propose(call_id, tool, args, scope, new_attempt=new_request, dispatch=True)
+    d = log.propose(
+        call_id,
+        tool,
+        args,
+        scope,
+        new_attempt=new_request,
+        dispatch=True,
+        principal=principal,
+        identity=fields,
+    )
     otel.decided(d)
     if d.decision == "held":
         return d
@@ -391,6 +408,25 @@ def _call(
         yield "sleep", _POLL
         d = propose()
     return (yield from _steps(log, d.key, saved, ticket=d.ticket))
+
+
+def _identified(
+    log: IntentLog,
+    call_id: str,
+    tool: str,
+    args: dict[str, Any],
+    principal: Optional[str],
+    identity: IdentityRule,
+) -> tuple[dict[str, Any], Optional[list[str]]]:
+    """The call's arguments as the log keeps them and its identity fields: normalized by
+    an `Identity` (whose rule the log stores, `IntentLog.declare`), or as given with the
+    named fields (None: the log's ``same=`` rule, else every argument). Refuses a missing
+    principal where the design needs one, before anything is written."""
+    log.check_principal(principal, f"call {call_id} of {tool}")
+    if isinstance(identity, Identity):
+        log.declare(tool, identity.rule())
+        return identity.normalize(args), list(identity.fields)
+    return args, None if identity is None else list(identity)
 
 
 def _refuse_coroutine(fn: Optional[Callable[..., Any]], what: str) -> None:
@@ -429,6 +465,29 @@ def check_status(
         _refuse_coroutine(status, "status of a sync tool")
     if isinstance(log, IntentLog):
         _needs_status(log, status)
+
+
+def check_principal(
+    log: Union[IntentLog, Callable[[], IntentLog]], principal: Principal, tool: str
+) -> None:
+    """Refuse, when a tool is wrapped, a `principal` it cannot use: none where `log`'s
+    design holds a re-ask (known here when `log` is an `IntentLog`; a lazy log refuses
+    the call), or one neither a non-empty string nor a function."""
+    what = f"tool {tool}"
+    if principal is not None and not isinstance(principal, str) and not callable(principal):
+        raise IntentLogError(
+            f"{what}: principal={principal!r} is neither a string nor a function of the "
+            "call's arguments returning one"
+        )
+    if isinstance(principal, str) and not principal:
+        raise IntentLogError(f"{what}: principal= must name who asked, got an empty string")
+    if principal is None and isinstance(log, IntentLog):
+        log.check_principal(None, what)
+
+
+def principal_of(principal: Principal, *about: Any, **args: Any) -> Optional[str]:
+    """The call's principal: the string, ``principal(*about, **args)``, or None."""
+    return principal(*about, **args) if callable(principal) else principal
 
 
 def _drive_sync(
@@ -514,6 +573,9 @@ def guard(
     new_request: bool = False,
     saved: Callable[[Any], Any] = lambda r: r,
     on_proposed: Optional[Callable[[Decision], None]] = None,
+    *,
+    principal: Optional[str] = None,
+    identity: IdentityRule = None,
 ) -> Any:
     """Run one effectful call through the log (see the module docstring).
 
@@ -537,6 +599,15 @@ def guard(
         Called with the log's decision on the proposal, before anything is sent (an
         accepted proposal is already dispatched: the same commit; a conflict included,
         before `Conflict` is raised): where a runtime marks the call proposed.
+    principal : str
+        Who asked (a user, a tenant, an authenticated client): part of the intent, so
+        nothing is ever answered across principals. Required under a design with
+        ``reask=hold`` (every shipped one).
+    identity : Identity or sequence of str, optional
+        What makes two calls one intent: the tool's `toolcommit.runtime.identity.Identity`
+        (`args` normalized by its declared types and defaults, its fields kept, its rule
+        stored in the log), or the argument names alone; None: the log's ``same=`` rule,
+        else every argument.
 
     Returns
     -------
@@ -551,7 +622,19 @@ def guard(
     _refuse_coroutine(execute, "execute")
     _refuse_coroutine(status, "status")
     _needs_status(log, status)
-    propose = functools.partial(_propose, log, call_id, tool, args, scope, new_request, on_proposed)
+    args, fields = _identified(log, call_id, tool, args, principal, identity)
+    propose = functools.partial(
+        _propose,
+        log,
+        call_id,
+        tool,
+        args,
+        scope,
+        new_request,
+        on_proposed,
+        principal=principal,
+        fields=fields,
+    )
     with otel.guard_span(log, call_id, tool), contextlib.closing(_call(log, propose, saved)) as gen:
         return _drive_sync(log, gen, execute, status)
 
@@ -567,13 +650,28 @@ async def aguard(
     new_request: bool = False,
     saved: Callable[[Any], Any] = lambda r: r,
     on_proposed: Optional[Callable[[Decision], None]] = None,
+    *,
+    principal: Optional[str] = None,
+    identity: IdentityRule = None,
 ) -> Any:
     """`guard` for async code: `execute` and `status` may be ``async def`` (or return an
     awaitable), and are awaited inside the guard; ACKED only with the awaited result. A
     cancellation while the effect runs makes the record UNKNOWN, then is re-raised. The
     log's own decisions are synchronous (milliseconds on SQLite)."""
     _needs_status(log, status)
-    propose = functools.partial(_propose, log, call_id, tool, args, scope, new_request, on_proposed)
+    args, fields = _identified(log, call_id, tool, args, principal, identity)
+    propose = functools.partial(
+        _propose,
+        log,
+        call_id,
+        tool,
+        args,
+        scope,
+        new_request,
+        on_proposed,
+        principal=principal,
+        fields=fields,
+    )
     with otel.guard_span(log, call_id, tool), contextlib.closing(_call(log, propose, saved)) as gen:
         return await _drive_async(log, gen, execute, status)
 
@@ -679,6 +777,8 @@ def effectful(
     scope: Union[str, Callable[..., str]],
     *,
     status: Status = None,
+    principal: Principal = None,
+    identity: IdentityRule = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorate a function (sync or ``async def``) that performs one effect: its calls go
     through `guard` (or `aguard`, awaited, for an async function).
@@ -692,6 +792,14 @@ def effectful(
     returning the log (opened lazily). The tool is registered for `recover_settle` and
     with the log's settler (`IntentLog` ``settler=``), which settles its records in doubt.
 
+    `principal` is who asked (a string, or a function of the arguments, as `scope`): part
+    of the intent, required under a design with ``reask=hold`` (every shipped one; refused
+    here for an `IntentLog`, at the first call for a lazy one). `identity` names the
+    arguments that make two requests one intent (``("charge", "amount")``, checked here
+    against the function's parameters; default: all of them) or is an `Identity`: the
+    arguments are coerced to the function's annotations where exact (``"2000"`` for an
+    ``int`` is 2000) and an omitted optional one is its default (`toolcommit.runtime.identity`).
+
     `status` is checked here, when the function is decorated (`check_status`); whether
     the design needs one, here for a log given as an `IntentLog`, and at the first call
     for a lazy one (its design is known once it is open).
@@ -703,23 +811,31 @@ def effectful(
         public = sig.replace(parameters=params)
         is_async = inspect.iscoroutinefunction(fn)
         check_status(log, status, sync=not is_async)
+        check_principal(log, principal, tool)
+        ident = (
+            identity
+            if isinstance(identity, Identity)
+            else Identity.from_signature(fn, identity, tool, skip=_RESERVED)
+        )
 
         def prepare(
             a: tuple[Any, ...], kw: dict[str, Any]
-        ) -> tuple[IntentLog, dict[str, Any], str, Callable[[Ticket], Any]]:
+        ) -> tuple[IntentLog, dict[str, Any], str, Optional[str], Callable[[Ticket], Any]]:
             bound = public.bind(*a, **kw)
             bound.apply_defaults()
-            args = dict(bound.arguments)
+            args = ident.normalize(bound.arguments)
+            bound.arguments.update((k, v) for k, v in args.items() if k in bound.arguments)
             where = scope(**args) if callable(scope) else scope
+            who = principal_of(principal, **args)
             the_log = log() if callable(log) and not isinstance(log, IntentLog) else log
             _serve(the_log, tool)
-            return the_log, args, where, lambda _t: fn(*bound.args, **bound.kwargs)
+            return the_log, args, where, who, lambda _t: fn(*bound.args, **bound.kwargs)
 
         @functools.wraps(fn)
         async def acall(
             *a: Any, call_id: Optional[str] = None, new_request: bool = False, **kw: Any
         ) -> Any:
-            the_log, args, where, run = prepare(a, kw)
+            the_log, args, where, who, run = prepare(a, kw)
             return await aguard(
                 the_log,
                 call_id or f"call-{uuid.uuid4().hex[:12]}",
@@ -729,13 +845,15 @@ def effectful(
                 run,
                 status,
                 new_request,
+                principal=who,
+                identity=ident,
             )
 
         @functools.wraps(fn)
         def scall(
             *a: Any, call_id: Optional[str] = None, new_request: bool = False, **kw: Any
         ) -> Any:
-            the_log, args, where, run = prepare(a, kw)
+            the_log, args, where, who, run = prepare(a, kw)
             return guard(
                 the_log,
                 call_id or f"call-{uuid.uuid4().hex[:12]}",
@@ -745,6 +863,8 @@ def effectful(
                 run,
                 status,
                 new_request,
+                principal=who,
+                identity=ident,
             )
 
         call: Callable[..., Any] = acall if is_async else scall

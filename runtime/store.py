@@ -23,6 +23,10 @@ Tables
                 under (`Design.digest`); `IntentLog` refuses to open the log under another.
                 A log written before this table existed gets it empty, and the first
                 design that opens the log is stored (`IntentLog.design_adopted` says so).
+``tc_tools``    one row per tool called with a declared identity: its rule
+                (`toolcommit.runtime.identity.Identity.rule`, JSON), which decides which
+                calls are one intent; `IntentLog.declare` refuses a changed rule while the
+                tool has records in doubt.
 
 SQL is written once with ``?`` placeholders; the PostgreSQL store turns them into
 ``%s``, so no statement may contain a literal ``%`` or ``?``.
@@ -85,7 +89,8 @@ CREATE TABLE IF NOT EXISTS tc_writers (
   writer TEXT PRIMARY KEY, incarnation INTEGER NOT NULL, running INTEGER NOT NULL,
   seq {bigint} NOT NULL);
 CREATE TABLE IF NOT EXISTS tc_design (
-  id INTEGER PRIMARY KEY, name TEXT NOT NULL, digest TEXT NOT NULL)
+  id INTEGER PRIMARY KEY, name TEXT NOT NULL, digest TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tc_tools (tool TEXT PRIMARY KEY, rule TEXT NOT NULL)
 """
 
 

@@ -33,7 +33,6 @@ record the log would read as in doubt.
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Optional
@@ -45,7 +44,7 @@ from mcp_types import JSONRPCError, JSONRPCResponse
 
 from toolcommit.checker.gateway.principal import Principals
 from toolcommit.checker.logs.adapters.rules import Rules
-from toolcommit.model.canon import CanonError, canonical_intent
+from toolcommit.model.canon import CanonError, canonical_intent, intent_scope
 from toolcommit.model.errors import UsageError
 from toolcommit.runtime import GaveUp, InDoubt, IntentLog, Superseded, guard
 
@@ -157,9 +156,9 @@ class Effectful:
         if self.superseded:
             return tool_error(self.superseded + "; this call was not sent")
         try:
-            view["principal"] = self.principals.of(view, holder)
-            scope = intent_scope(view["principal"], self.intent_scope(view))
-            digest = canonical_intent(tool, args, scope).digest
+            view["principal"] = principal = self.principals.of(view, holder)
+            scope = self.intent_scope(view)
+            digest = canonical_intent(tool, args, intent_scope(principal, scope)).digest
         except (UsageError, CanonError) as e:
             return tool_error(f"toolcommit gateway: {e}; nothing was sent")
         entry = self._locks.setdefault(digest, [anyio.Lock(), 0])  # [lock, calls using it]
@@ -170,9 +169,7 @@ class Effectful:
                     self._guarded,
                     params,
                     view["call_id"],
-                    tool,
-                    args,
-                    scope,
+                    (principal, tool, args, scope),
                     send,
                     limiter=self._threads,
                 )
@@ -181,8 +178,10 @@ class Effectful:
             if entry[1] == 0:
                 del self._locks[digest]
 
-    def _guarded(self, params, call_id, tool, args, scope, send) -> dict:
-        """In a worker thread: the library's guard, the downstream call run on the loop."""
+    def _guarded(self, params, call_id, call: tuple, send) -> dict:
+        """In a worker thread: the library's guard, the downstream call run on the loop;
+        `call` is (principal, tool, arguments, scope)."""
+        principal, tool, args, scope = call
         meta = dict(params.get("_meta") or {})
         sent, failed, proposed = [], [], []
 
@@ -213,6 +212,7 @@ class Effectful:
                     execute,
                     saved=answer_of,
                     on_proposed=proposed.append,
+                    principal=principal,
                 )
             )
             key = proposed[0].key if proposed else None
@@ -244,14 +244,6 @@ class Effectful:
             if sent:
                 return tool_error(in_doubt(tool, sent[0].key, f"the log failed: {e}"))
             return tool_error(f"toolcommit gateway: {e}; nothing was sent")
-
-
-def intent_scope(principal: Optional[str], scope: str) -> str:
-    """The scope a key is derived from: `scope` itself, or `[principal, scope]` as compact
-    JSON when the call names its principal (two principals are never one intent)."""
-    if principal is None:
-        return scope
-    return json.dumps([principal, scope], separators=(",", ":"), ensure_ascii=False)
 
 
 def answer_of(msg) -> dict:

@@ -47,6 +47,9 @@ from toolcommit.runtime import lines as L
 from toolcommit.runtime.design import load as load_design
 from toolcommit.runtime.store import OPEN_STATES
 
+#: who asks, in every session of a run: one user (the run's scopes tell its requests apart)
+PRINCIPAL = "torture:user"
+
 # the design torture has measured the library under on the harness's own profiles (and the
 # runtime park everywhere): ideal's, with the semantic key sent too (the recommended
 # preset), as before issue 18; `torture --env` follows each profile's shipped design
@@ -162,7 +165,14 @@ class LibraryRuntime:
     def call(self, session: Session, call_id: str, args: dict, new_attempt: bool) -> str:
         """done | doubt | gave_up | rejected | held | answered, as the model hears it
         (`OUTCOMES`)."""
-        d = self.log.propose(call_id, session.tool, args, session.scope, new_attempt=new_attempt)
+        d = self.log.propose(
+            call_id,
+            session.tool,
+            args,
+            session.scope,
+            new_attempt=new_attempt,
+            principal=PRINCIPAL,
+        )
         if d.decision == "held":  # reask=hold: another scope's record, not ours to drive
             return "held"
         self.hook("proposed", d.key)
@@ -257,6 +267,7 @@ class DesignRuntime:
                 self._status,
                 new_request=new_attempt,
                 on_proposed=lambda d: self.hook("proposed", d.key),
+                principal=PRINCIPAL,
             )
         except GaveUp:
             return "gave_up"

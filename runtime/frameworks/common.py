@@ -1,5 +1,6 @@
 """What the framework wrappers (the modules of ``frameworks/``) share: the intent's arguments bound by
-name, the scope and new-request hooks, the checks made when a tool is wrapped, and the
+name, the scope, principal and new-request hooks, the tool's identity from its declared
+schema (`toolcommit.runtime.identity`), the checks made when a tool is wrapped, and the
 tool's registration for recovery (`toolcommit.runtime.shims.register`)."""
 
 from __future__ import annotations
@@ -7,8 +8,18 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Iterable, Optional, Union
 
+from toolcommit.runtime.identity import Fields as Fields  # re-exported for the wrappers
+from toolcommit.runtime.identity import Identity as Identity  # re-exported for the wrappers
 from toolcommit.runtime.log import IntentLog
-from toolcommit.runtime.shims import EffectError, aguard, check_status, guard, register
+from toolcommit.runtime.shims import (
+    EffectError,
+    aguard,
+    check_principal,
+    check_status,
+    guard,
+    register,
+)
+from toolcommit.runtime.shims import Principal as Principal  # re-exported for the wrappers
 from toolcommit.runtime.shims import Status as Status  # re-exported for the wrappers
 
 LogOrOpener = Union[IntentLog, Callable[[], IntentLog]]
@@ -21,11 +32,34 @@ def the_log(log: LogOrOpener) -> IntentLog:
     return log if isinstance(log, IntentLog) else log()
 
 
-def checked(log: LogOrOpener, fn: Optional[Callable[..., Any]], status: Status, tool: str) -> None:
+def checked(
+    log: LogOrOpener,
+    fn: Optional[Callable[..., Any]],
+    status: Status,
+    tool: str,
+    principal: Principal = None,
+) -> None:
     """Refuse misuse when the tool is wrapped, not at its first call (`shims.check_status`:
     a `status` that is not a function, async for a sync tool, or missing where the log's
-    design needs one, when the log is already open)."""
+    design needs one; `shims.check_principal`: no `principal` where the design holds a
+    re-ask; both when the log is already open)."""
     check_status(log, status, sync=not inspect.iscoroutinefunction(fn))
+    check_principal(log, principal, tool)
+
+
+def who(principal: Principal, *about: Any) -> Optional[str]:
+    """The call's principal: the string, or ``principal(*about)`` (None without one)."""
+    return principal(*about) if callable(principal) else principal
+
+
+def normalized(
+    ident: Identity, bound: inspect.BoundArguments, args: dict[str, Any]
+) -> dict[str, Any]:
+    """`args` normalized by the tool's identity (`Identity.normalize`), the bound call
+    updated to match: the effect runs with the values the log keeps (and replays)."""
+    out = ident.normalize(args)
+    bound.arguments.update((k, v) for k, v in out.items() if k in bound.arguments)
+    return out
 
 
 def bound_args(
@@ -58,12 +92,12 @@ def registered(tool: str, fn: Callable[..., Any], status: Status) -> None:
 
 def guarded(
     fn: Callable[..., Any],
-    prepare: Callable[..., tuple[Any, ...]],
+    prepare: Callable[..., tuple[tuple[Any, ...], dict[str, Any]]],
     failed: Optional[Callable[[EffectError], Any]] = None,
 ) -> Callable[..., Any]:
-    """A function calling `guard` with ``prepare(*a, **kw)``'s arguments, or an ``async
-    def`` awaiting `aguard` when `fn` is one. An `EffectError` goes to ``failed(e)``, whose
-    return (or raise) is the call's; without `failed` it is raised."""
+    """A function calling `guard` with ``prepare(*a, **kw)``'s arguments (positional,
+    keyword), or an ``async def`` awaiting `aguard` when `fn` is one. An `EffectError` goes
+    to ``failed(e)``, whose return (or raise) is the call's; without `failed` it is raised."""
 
     def settle(e: EffectError) -> Any:
         if failed is None:
@@ -71,14 +105,16 @@ def guarded(
         return failed(e)
 
     async def acall(*a: Any, **kw: Any) -> Any:
+        p, k = prepare(*a, **kw)
         try:
-            return await aguard(*prepare(*a, **kw))
+            return await aguard(*p, **k)
         except EffectError as e:
             return settle(e)
 
     def call(*a: Any, **kw: Any) -> Any:
+        p, k = prepare(*a, **kw)
         try:
-            return guard(*prepare(*a, **kw))
+            return guard(*p, **k)
         except EffectError as e:
             return settle(e)
 

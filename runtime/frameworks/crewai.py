@@ -63,6 +63,8 @@ def crewai_tool(
     scope: Union[str, Callable[..., str]],
     status: Optional[Callable[..., Any]] = None,
     new_request: Optional[Callable[..., Any]] = None,
+    principal: C.Principal = None,
+    identity: C.Fields = None,
 ) -> Any:
     """A CrewAI ``BaseTool`` with `tool`'s name, description and argument schema, running
     `tool` through the intent log.
@@ -79,6 +81,13 @@ def crewai_tool(
         The provider's status read, where the log's design reads one.
     new_request : callable(args) -> bool, optional
         The user asked again: an intent given up gets a new attempt.
+    principal : str or callable(args) -> str
+        Who asked (the user, tenant or authenticated client): part of the intent, required
+        under a design with ``reask=hold`` (every shipped one).
+    identity : sequence of str, optional
+        The arguments that make two requests one intent (default: all of them), checked
+        against the tool's ``args_schema``, by which the arguments are normalized
+        (`toolcommit.runtime.identity`).
     """
     from crewai.tools import BaseTool
     from crewai.tools import tool as as_tool
@@ -91,11 +100,12 @@ def crewai_tool(
     else:  # a subclass: _run, and _arun if defined
         has_async = type(inner)._arun is not BaseTool._arun
         body = inner._run
-    C.checked(log, body, status, inner.name)
+    C.checked(log, body, status, inner.name, principal)
     fields = list(inner.args_schema.model_fields)
+    ident = C.Identity.from_model(inner.args_schema, identity, inner.name)
 
     def params(a: tuple[Any, ...], kw: dict[str, Any]) -> tuple[Any, ...]:
-        args = {**dict(zip(fields, a)), **kw}
+        args = ident.normalize({**dict(zip(fields, a)), **kw})
         cid = f"call-{uuid.uuid4().hex[:12]}"  # CrewAI gives no call id to a tool
         return (
             C.the_log(log),
@@ -104,26 +114,43 @@ def crewai_tool(
             args,
             C.where(scope, args),
             C.again(new_request, args),
+            {"principal": C.who(principal, args), "identity": ident},
         )
 
     class Guarded(BaseTool):  # type: ignore[misc, unused-ignore]
         def _run(self, *a: Any, **kw: Any) -> Any:
             if has_async and isinstance(inner, Tool):
                 return self._arun(*a, **kw)  # a coroutine: ``run`` runs it
-            the_log, cid, name, args, where, new = params(a, kw)
+            the_log, cid, name, args, where, new, who = params(a, kw)
             try:
                 return guard(
-                    the_log, cid, name, args, where, lambda _t: inner._run(**args), status, new
+                    the_log,
+                    cid,
+                    name,
+                    args,
+                    where,
+                    lambda _t: inner._run(**args),
+                    status,
+                    new,
+                    **who,
                 )
             except EffectError as e:
                 return _told(e)
 
         async def _arun(self, *a: Any, **kw: Any) -> Any:
-            the_log, cid, name, args, where, new = params(a, kw)
+            the_log, cid, name, args, where, new, who = params(a, kw)
             method = inner._arun if has_async else inner._run
             try:
                 return await aguard(
-                    the_log, cid, name, args, where, lambda _t: method(**args), status, new
+                    the_log,
+                    cid,
+                    name,
+                    args,
+                    where,
+                    lambda _t: method(**args),
+                    status,
+                    new,
+                    **who,
                 )
             except EffectError as e:
                 return _told(e)

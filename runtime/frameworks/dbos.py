@@ -32,24 +32,30 @@ def dbos_step(
     scope: Optional[C.Scope] = None,
     status: C.Status = None,
     new_request: Optional[Callable[..., Any]] = None,
+    principal: C.Principal = None,
+    identity: C.Fields = None,
     **step_kw: Any,
 ) -> Callable[..., Any]:
     """`fn` as a DBOS step (``DBOS.step``) running through the intent log; `log`, `fn`,
     `name` and `status` as `temporal_activity` takes them.
 
     `scope` is a string or ``scope(workflow_id, args)`` (the workflow id by default);
-    ``new_request(workflow_id) -> bool`` says the user asked again; other keywords go to
-    ``DBOS.step`` (``retries_allowed``, ``max_attempts``...).
+    ``new_request(workflow_id) -> bool`` says the user asked again; `principal` (who
+    asked: a string or ``principal(workflow_id, args)``, required under ``reask=hold``) and
+    `identity` (the arguments that make two requests one intent) as `temporal_activity`
+    takes them; other keywords go to ``DBOS.step`` (``retries_allowed``, ``max_attempts``...).
     """
     from dbos import DBOS
 
     tool = name or fn.__name__
-    C.checked(log, fn, status, tool)
+    C.checked(log, fn, status, tool, principal)
     sig = inspect.signature(fn)
+    ident = C.Identity.from_signature(fn, identity, tool)
 
-    def prepare(*a: Any, **kw: Any) -> tuple[Any, ...]:
+    def prepare(*a: Any, **kw: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
         wf = DBOS.workflow_id
         bound, args = C.bound_args(sig, a, kw)
+        args = C.normalized(ident, bound, args)
         return (
             C.the_log(log),
             f"{wf}:{DBOS.step_id}",
@@ -59,7 +65,7 @@ def dbos_step(
             lambda _t: fn(*bound.args, **bound.kwargs),
             status,
             C.again(new_request, wf),
-        )
+        ), {"principal": C.who(principal, wf, args), "identity": ident}
 
     run = functools.update_wrapper(C.guarded(fn, prepare), fn)
     C.registered(tool, fn, status)

@@ -21,6 +21,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, Optional
 
 from toolcommit.runtime.frameworks import common as C
+from toolcommit.runtime.frameworks.pydantic_langgraph import schema_identity
 from toolcommit.runtime.log import IntentLogError
 from toolcommit.runtime.shims import EffectError, aguard, guard, tell
 
@@ -48,6 +49,8 @@ def langchain_tool(
     scope: C.Scope,
     status: C.Status = None,
     new_request: Optional[Callable[..., Any]] = None,
+    principal: C.Principal = None,
+    identity: C.Fields = None,
 ) -> "BaseTool":
     """A ``BaseTool`` with `tool`'s name, description and schema, running `tool` through the
     intent log.
@@ -64,6 +67,13 @@ def langchain_tool(
         The provider's status read, where the log's design reads one.
     new_request : callable(config) -> bool, optional
         The user asked again: an intent given up gets a new attempt.
+    principal : str or callable(args, config) -> str
+        Who asked (the user, tenant or authenticated client): part of the intent, required
+        under a design with ``reask=hold`` (every shipped one).
+    identity : sequence of str, optional
+        The arguments that make two requests one intent (default: all of them), checked
+        against the tool's ``args_schema``, by which the arguments are normalized
+        (`toolcommit.runtime.identity`).
     """
     from langchain_core.runnables import RunnableConfig
     from langchain_core.tools import BaseTool, StructuredTool, ToolException
@@ -79,12 +89,14 @@ def langchain_tool(
         tool.coroutine if isinstance(tool, StructuredTool) and async_only else tool._run,
         status,
         tool.name,
+        principal,
     )
     inner, injected = tool, frozenset(tool._injected_args_keys)
+    ident = schema_identity(tool, identity, skip=injected)
 
     def params(kw: dict[str, Any], config: Any) -> tuple[Any, ...]:
         cid = kw.pop(_CALL_ID, None) or f"call-{uuid.uuid4().hex[:12]}"
-        args = {k: v for k, v in kw.items() if k not in injected}
+        args = ident.normalize({k: v for k, v in kw.items() if k not in injected})
         return (
             C.the_log(log),
             cid,
@@ -92,6 +104,7 @@ def langchain_tool(
             args,
             C.where(scope, args, config),
             C.again(new_request, config),
+            {"principal": C.who(principal, args, config), "identity": ident},
         )
 
     def failed(e: EffectError) -> NoReturn:
@@ -115,7 +128,7 @@ def langchain_tool(
                     f"tool {inner.name!r} is async only: call it with "
                     "ainvoke (graph.ainvoke); nothing was sent"
                 )
-            the_log, cid, name, args, where, new = params(kw, config)
+            the_log, cid, name, args, where, new, who = params(kw, config)
             extra = _passing(inner._run, config, run_manager)
             try:
                 return guard(
@@ -127,6 +140,7 @@ def langchain_tool(
                     lambda _t: inner._run(*a, **kw, **extra),
                     status,
                     new,
+                    **who,
                 )
             except EffectError as e:
                 failed(e)
@@ -134,7 +148,7 @@ def langchain_tool(
         async def _arun(
             self, *a: Any, config: RunnableConfig, run_manager: Any = None, **kw: Any
         ) -> Any:
-            the_log, cid, name, args, where, new = params(kw, config)
+            the_log, cid, name, args, where, new, who = params(kw, config)
             extra = _passing(inner._arun, config, run_manager)
             try:
                 return await aguard(
@@ -146,6 +160,7 @@ def langchain_tool(
                     lambda _t: inner._arun(*a, **kw, **extra),
                     status,
                     new,
+                    **who,
                 )
             except EffectError as e:
                 failed(e)

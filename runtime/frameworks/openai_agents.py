@@ -48,6 +48,8 @@ def openai_agents_tool(
     name: Optional[str] = None,
     status: C.Status = None,
     new_request: Optional[Callable[..., Any]] = None,
+    principal: C.Principal = None,
+    identity: C.Fields = None,
     **tool_kw: Any,
 ) -> FunctionTool:
     """A ``FunctionTool`` (``agents.function_tool``) running `fn` through the intent log.
@@ -64,6 +66,13 @@ def openai_agents_tool(
         The provider's status read, where the log's design reads one.
     new_request : callable(ctx) -> bool, optional
         The user asked again: an intent given up gets a new attempt.
+    principal : str or callable(ctx, args) -> str
+        Who asked (the user, tenant or authenticated client): part of the intent, required
+        under a design with ``reask=hold`` (every shipped one).
+    identity : sequence of str, optional
+        The arguments that make two requests one intent (default: all of them), checked
+        against the tool's ``params_json_schema``, by which the arguments are normalized
+        (`toolcommit.runtime.identity`).
     **tool_kw
         Passed to ``function_tool`` (``description_override``, ``strict_mode``...).
     """
@@ -71,14 +80,15 @@ def openai_agents_tool(
     from agents.tool_context import ToolContext
 
     tool = name or fn.__name__
-    C.checked(log, fn, status, tool)
+    C.checked(log, fn, status, tool, principal)
     sig = inspect.signature(fn)
     params = list(sig.parameters.values())
     takes_ctx = _takes_ctx(params)
     skip = (params[0].name,) if takes_ctx else ()
 
-    def prepare(ctx: Any, *a: Any, **kw: Any) -> tuple[Any, ...]:
+    def prepare(ctx: Any, *a: Any, **kw: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
         bound, args = C.bound_args(sig, ((ctx,) + a) if takes_ctx else a, kw, skip)
+        args = C.normalized(ident, bound, args)
         return (
             C.the_log(log),
             ctx.tool_call_id,
@@ -88,7 +98,7 @@ def openai_agents_tool(
             lambda _t: fn(*bound.args, **bound.kwargs),
             status,
             C.again(new_request, ctx),
-        )
+        ), {"principal": C.who(principal, ctx, args), "identity": ident}
 
     wrapper: Any = C.guarded(fn, prepare, tell)  # a function: its metadata set below
     wrapper.__name__, wrapper.__doc__, wrapper.__wrapped__ = tool, fn.__doc__, fn
@@ -103,4 +113,6 @@ def openai_agents_tool(
         "ctx": ToolContext,
     }
     C.registered(tool, (lambda **args: fn(None, **args)) if takes_ctx else fn, status)
-    return function_tool(wrapper, name_override=tool, **tool_kw)
+    made = function_tool(wrapper, name_override=tool, **tool_kw)
+    ident = C.Identity.from_schema(made.params_json_schema, identity, tool)
+    return made

@@ -24,9 +24,18 @@ import inspect
 import json
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Optional
 
-from toolcommit.runtime.frameworks.common import Scope, Status
+from toolcommit.runtime.frameworks.common import Fields, Principal, Scope, Status, who
+from toolcommit.runtime.identity import Identity, IdentityError
 from toolcommit.runtime.log import IntentLog, IntentLogError, Ticket
-from toolcommit.runtime.shims import EffectError, aguard, check_status, guard, register, tell
+from toolcommit.runtime.shims import (
+    EffectError,
+    aguard,
+    check_principal,
+    check_status,
+    guard,
+    register,
+    tell,
+)
 
 if TYPE_CHECKING:
     from langchain_core.messages import ToolMessage
@@ -43,13 +52,19 @@ def pydantic_ai_tool(
     name: Optional[str] = None,
     status: Status = None,
     new_request: Optional[Callable[..., Any]] = None,
+    principal: Principal = None,
+    identity: Fields = None,
     **tool_kw: Any,
 ) -> Tool[Any]:
     """A ``pydantic_ai.Tool`` running `fn` (sync or ``async def``) through the intent log.
 
     `fn` performs the effect (its first parameter may be the ``RunContext``); `scope` is a
     string or ``scope(ctx, args) -> str``; ``new_request(ctx) -> bool`` marks the user's
-    new request. A call that does not take effect through this call (a conflict, a given-up
+    new request. `principal` (who asked: a string or ``principal(ctx, args)``, required
+    under ``reask=hold``) is part of the intent; `identity` names the arguments that make
+    two requests one (default: all of `fn`'s, by whose annotations and defaults, the
+    schema Pydantic AI gives the model, the arguments are normalized:
+    `toolcommit.runtime.identity`). A call that does not take effect through this call (a conflict, a given-up
     or in-doubt intent) returns `tell`'s dict for the model to read, instead of raising.
 
     `status` is checked here (`toolcommit.runtime.shims.check_status`), and the tool is
@@ -63,14 +78,20 @@ def pydantic_ai_tool(
     takes_ctx = bool(params) and (params[0].name == "ctx" or params[0].annotation is RunContext)
     tool = name or fn.__name__
     check_status(log, status, sync=not inspect.iscoroutinefunction(fn))
+    check_principal(log, principal, tool)
+    ident = Identity.from_signature(fn, identity, tool, skip=[params[0].name] if takes_ctx else [])
     register(
         tool, (lambda args: fn(None, **args)) if takes_ctx else (lambda args: fn(**args)), status
     )
 
-    def prepare(ctx: Any, a: tuple[Any, ...], kw: dict[str, Any]) -> tuple[Any, ...]:
+    def prepare(
+        ctx: Any, a: tuple[Any, ...], kw: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         bound = sig.bind(ctx, *a, **kw) if takes_ctx else sig.bind(*a, **kw)
         bound.apply_defaults()
         args = {k: v for k, v in bound.arguments.items() if not (takes_ctx and v is ctx)}
+        args = ident.normalize(args)
+        bound.arguments.update((k, v) for k, v in args.items() if k in bound.arguments)
         where = scope(ctx, args) if callable(scope) else scope
         again = bool(new_request(ctx)) if new_request is not None else False
         return (
@@ -82,17 +103,19 @@ def pydantic_ai_tool(
             lambda t: fn(*bound.args, **bound.kwargs),
             status,
             again,
-        )
+        ), {"principal": who(principal, ctx, args), "identity": ident}
 
     async def awrapper(ctx: Any, *a: Any, **kw: Any) -> Any:
+        p, k = prepare(ctx, a, kw)
         try:
-            return await aguard(*prepare(ctx, a, kw))
+            return await aguard(*p, **k)
         except EffectError as e:
             return tell(e)
 
     def swrapper(ctx: Any, *a: Any, **kw: Any) -> Any:
+        p, k = prepare(ctx, a, kw)
         try:
-            return guard(*prepare(ctx, a, kw))
+            return guard(*p, **k)
         except EffectError as e:
             return tell(e)
 
@@ -120,6 +143,8 @@ def langgraph_tool_node(
     effectful: Optional[Iterable[str]] = None,
     status: Status = None,
     new_request: Optional[Callable[..., Any]] = None,
+    principal: Principal = None,
+    identity: Optional[dict[str, Fields]] = None,
     **node_kw: Any,
 ) -> ToolNode:
     """A ``langgraph.prebuilt.ToolNode`` whose effectful tools run through the intent log,
@@ -129,7 +154,11 @@ def langgraph_tool_node(
     `effectful` names the tools that change the world (all, if None); others run as
     usual. `scope` is a string or ``scope(request) -> str`` (the ``ToolCallRequest``: its
     ``state`` holds the graph's state); ``new_request(request) -> bool`` marks the user's new
-    request. An error ``ToolMessage`` from the tool (ToolNode turns exceptions into those) is
+    request. ``principal`` (who asked: a string or ``principal(request)``, required under
+    ``reask=hold``) is part of the intent; `identity` maps a tool's name to the arguments
+    that make two requests one (default: all), checked against its ``args_schema``, by
+    which its arguments are normalized (`toolcommit.runtime.identity`). An error
+    ``ToolMessage`` from the tool (ToolNode turns exceptions into those) is
     an unknown outcome: resolved as the log's design says, never re-run blindly. A call that
     does not take effect through this call returns an error ``ToolMessage`` saying, in plain
     words, that the effect may not have happened.
@@ -145,6 +174,15 @@ def langgraph_tool_node(
     tools = list(tools)
     only = None if effectful is None else frozenset(effectful)
     check_status(log, status)
+    check_principal(log, principal, "of the tool node")
+    idents = {
+        t.name: schema_identity(t, (identity or {}).get(t.name))
+        for t in tools
+        if only is None or t.name in only
+    }
+    unknown = sorted(set(identity or ()) - set(idents))
+    if unknown:
+        raise IdentityError(f"identity= names {', '.join(unknown)}, no effectful tool of the node")
     for t in tools:
         if only is None or t.name in only:
             register(t.name, _recovery_run(t), status)
@@ -175,18 +213,19 @@ def langgraph_tool_node(
             content=json.dumps(tell(e)), tool_call_id=call["id"], name=call["name"], status="error"
         )
 
-    def params(request: Any) -> tuple[dict[str, Any], str, bool]:
+    def params(request: Any) -> tuple[dict[str, Any], str, bool, dict[str, Any]]:
         call = request.tool_call
         where = scope(request) if callable(scope) else scope
         again = bool(new_request(request)) if new_request is not None else False
-        return call, where, again
+        ident = idents[call["name"]]
+        return call, where, again, {"principal": who(principal, request), "identity": ident}
 
     def wrap(request: Any, execute: Callable[[Any], Any]) -> Any:
         call = request.tool_call
         if only is not None and call["name"] not in only:
             return execute(request)
         _refuse_sync_run(request.tool, call["name"])
-        call, where, again = params(request)
+        call, where, again, kw = params(request)
         try:
             out = guard(
                 log,
@@ -198,6 +237,7 @@ def langgraph_tool_node(
                 status,
                 again,
                 saved,
+                **kw,
             )
         except EffectError as e:
             return failed(call, e)
@@ -207,20 +247,46 @@ def langgraph_tool_node(
         call = request.tool_call
         if only is not None and call["name"] not in only:
             return await execute(request)
-        call, where, again = params(request)
+        call, where, again, kw = params(request)
 
         async def run(_t: Ticket) -> Any:
             return checked(await execute(request))
 
         try:
             out = await aguard(
-                log, call["id"], call["name"], dict(call["args"]), where, run, status, again, saved
+                log,
+                call["id"],
+                call["name"],
+                dict(call["args"]),
+                where,
+                run,
+                status,
+                again,
+                saved,
+                **kw,
             )
         except EffectError as e:
             return failed(call, e)
         return message(call, out)
 
     return ToolNode(tools, wrap_tool_call=wrap, awrap_tool_call=awrap, **node_kw)
+
+
+def schema_identity(tool: Any, fields: Fields = None, skip: Iterable[str] = ()) -> Identity:
+    """A LangChain tool's identity from its ``args_schema`` (a Pydantic model or a JSON
+    Schema), without the arguments in `skip` (injected ones: not the model's); from its
+    input schema where it declares none."""
+    schema = getattr(tool, "args_schema", None)
+    if schema is None:
+        schema = tool.get_input_schema()
+    if not isinstance(schema, dict):
+        schema = schema.model_json_schema()
+    drop = frozenset(skip)
+    if drop:
+        props = {k: v for k, v in (schema.get("properties") or {}).items() if k not in drop}
+        req = [k for k in schema.get("required") or () if k not in drop]
+        schema = {**schema, "properties": props, "required": req}
+    return Identity.from_schema(schema, fields, tool.name)
 
 
 def _async_only(tool: Any) -> bool:

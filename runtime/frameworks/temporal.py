@@ -46,6 +46,8 @@ def temporal_activity(
     scope: Optional[C.Scope] = None,
     status: C.Status = None,
     new_request: Optional[Callable[..., Any]] = None,
+    principal: C.Principal = None,
+    identity: C.Fields = None,
     **defn_kw: Any,
 ) -> Callable[..., Any]:
     """`fn` as a Temporal activity (``activity.defn``) running through the intent log.
@@ -63,16 +65,25 @@ def temporal_activity(
         The provider's status read, where the log's design reads one.
     new_request : callable(info) -> bool, optional
         The user asked again: an intent given up gets a new attempt.
+    principal : str or callable(info, args) -> str
+        Who asked (the user, tenant or authenticated client): part of the intent, required
+        under a design with ``reask=hold`` (every shipped one).
+    identity : sequence of str, optional
+        The arguments that make two requests one intent (default: all of `fn`'s); the
+        arguments are normalized by `fn`'s annotations and defaults
+        (`toolcommit.runtime.identity`).
     """
     from temporalio import activity
 
     tool = name or fn.__name__
-    C.checked(log, fn, status, tool)
+    C.checked(log, fn, status, tool, principal)
     sig = inspect.signature(fn)
+    ident = C.Identity.from_signature(fn, identity, tool)
 
-    def prepare(*a: Any, **kw: Any) -> tuple[Any, ...]:
+    def prepare(*a: Any, **kw: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
         info = activity.info()
         bound, args = C.bound_args(sig, a, kw)
+        args = C.normalized(ident, bound, args)
         return (
             C.the_log(log),
             info.activity_id,
@@ -82,7 +93,7 @@ def temporal_activity(
             lambda _t: fn(*bound.args, **bound.kwargs),
             status,
             C.again(new_request, info),
-        )
+        ), {"principal": C.who(principal, info, args), "identity": ident}
 
     def failed(e: EffectError) -> NoReturn:
         raise _raised(e) from e

@@ -67,12 +67,24 @@ class Provider:
 def _guarded(log, provider: Provider, after=None, is_async: bool = False):
     if is_async:
 
-        @effectful(log, tool="refund", scope=lambda order, amount: SCOPE, status=provider.status)
+        @effectful(
+            log,
+            tool="refund",
+            scope=lambda order, amount: SCOPE,
+            status=provider.status,
+            principal="user:1",
+        )
         async def refund(order: str, amount: float) -> dict:
             return provider.apply(after)
     else:
 
-        @effectful(log, tool="refund", scope=lambda order, amount: SCOPE, status=provider.status)
+        @effectful(
+            log,
+            tool="refund",
+            scope=lambda order, amount: SCOPE,
+            status=provider.status,
+            principal="user:1",
+        )
         def refund(order: str, amount: float) -> dict:
             return provider.apply(after)
 
@@ -167,7 +179,10 @@ def pydantic_ai(out: str, guard_spans: bool = False) -> dict:
 
     agent = Agent(
         FunctionModel(pr._script(pr.REISSUED)),
-        tools=[pydantic_ai_tool(log, refund, scope=SCOPE, status=provider.status), order_status],
+        tools=[
+            pydantic_ai_tool(log, refund, scope=SCOPE, status=provider.status, principal="user:1"),
+            order_status,
+        ],
     )
     agent.instrument = InstrumentationSettings(tracer_provider=tp, include_content=True)
     try:

@@ -148,7 +148,9 @@ def library_scenario(out):
         log = IntentLog.sqlite(
             os.path.join(tmp, "intents.db"), writer="worker-1", provider="stripe"
         )
-        d = log.propose("call_1", "refund", {"order": "o-7", "amount": 20}, "user:42")
+        d = log.propose(
+            "call_1", "refund", {"order": "o-7", "amount": 20}, "user:42", principal="user:1"
+        )
         t = log.dispatch(d.key)
         log.ack(t, {"id": "re_1"})
         with open(os.path.join(out, "library-refund.jsonl"), "w") as f:

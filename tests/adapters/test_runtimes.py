@@ -319,7 +319,9 @@ def library_log(tmp_path):
 
     db = tmp_path / "intents.db"
     log = IntentLog.sqlite(str(db), writer="worker-1", provider="stripe")
-    d = log.propose("call_1", "refund", {"order": "o-7", "amount": 20}, "user:42")
+    d = log.propose(
+        "call_1", "refund", {"order": "o-7", "amount": 20}, "user:42", principal="user:1"
+    )
     t = log.dispatch(d.key)
     log.ack(t, {"id": "re_1"})
     log.close()

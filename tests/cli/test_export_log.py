@@ -19,9 +19,9 @@ from ..incli import cli
 def db(tmp_path):
     path = tmp_path / "intents.db"
     log = IntentLog.sqlite(str(path), writer="w1", provider="stripe")
-    d = log.propose("c1", "refund", {"order": "o-7", "amount": 20}, "user:42")
+    d = log.propose("c1", "refund", {"order": "o-7", "amount": 20}, "user:42", principal="user:1")
     log.ack(log.dispatch(d.key), {"id": "re_1"})
-    log.propose("c2", "refund", {"order": "o-7", "amount": 20.0}, "user:42")
+    log.propose("c2", "refund", {"order": "o-7", "amount": 20.0}, "user:42", principal="user:1")
     expected = io.StringIO()
     log.export(expected)
     log.close()
@@ -125,7 +125,7 @@ def read_only_volume(tmp_path):
 def test_a_log_on_a_read_only_volume_is_exported(read_only_volume):
     point, seal = read_only_volume
     log = IntentLog.sqlite(str(point / "intents.db"), writer="w1", provider="stripe")
-    log.propose("t1", "refund", {"amount": 20}, "user:42:request:7")
+    log.propose("t1", "refund", {"amount": 20}, "user:42:request:7", principal="user:1")
     log.close()
     seal()
     code, out, err = cli("export", str(point / "intents.db"))
@@ -146,7 +146,7 @@ def test_a_log_with_writes_in_its_wal_on_a_read_only_volume_is_refused_not_expor
     point, seal = read_only_volume
     path = point / "intents.db"
     log = IntentLog.sqlite(str(path), writer="w1", provider="stripe")
-    log.propose("t1", "refund", {"amount": 20}, "user:42:request:7")
+    log.propose("t1", "refund", {"amount": 20}, "user:42:request:7", principal="user:1")
     log.close()  # t1 is in the database file
     subprocess.run(
         [
@@ -154,7 +154,7 @@ def test_a_log_with_writes_in_its_wal_on_a_read_only_volume_is_refused_not_expor
             "-c",
             "import os, sys\nfrom toolcommit.runtime import IntentLog\n"
             "log = IntentLog.sqlite(sys.argv[1], writer='w2', provider='stripe')\n"
-            "log.propose('t2', 'refund', {'amount': 30}, 'user:42:request:8')\n"
+            "log.propose('t2', 'refund', {'amount': 30}, 'user:42:request:8', principal='user:42')\n"
             "os._exit(0)\n",
             str(path),
         ],

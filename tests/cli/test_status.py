@@ -19,7 +19,7 @@ SCOPE = "user:42:request:7"
 
 def timed_out(log: IntentLog, scope: str = SCOPE) -> str:
     """A call whose request was sent and whose answer never came: UNKNOWN."""
-    d = log.propose("t1", "refund", ARGS, scope)
+    d = log.propose("t1", "refund", ARGS, scope, principal="user:1")
     assert log.timeout(log.dispatch(d.key))
     return d.key
 
@@ -69,7 +69,9 @@ def test_a_given_up_record_is_listed_but_nothing_in_doubt_exits_0(tmp_path):
     log = IntentLog.sqlite(db, writer="pod-0", provider="email")
     key = timed_out(log)
     assert log.dead_letter(key, "no status read: given up")
-    d = log.propose("t2", "refund", {"charge": "ch_2", "amount": 5}, "user:43:request:1")
+    d = log.propose(
+        "t2", "refund", {"charge": "ch_2", "amount": 5}, "user:43:request:1", principal="user:1"
+    )
     assert log.ack(log.dispatch(d.key), {"id": "re_2"})
     code, out, _ = cli("status", db, "--provider", "email")
     out = " ".join(out.split())  # the lines are fitted to the terminal's width

@@ -275,7 +275,7 @@ def test_the_librarys_sqlite_log_given_to_validate_says_to_export_it_and_is_not_
 
     db = tmp_path / "intents.db"
     log = IntentLog.sqlite(str(db), writer="w1", provider="stripe")
-    log.propose("t1", "refund", {"amount": 20}, "user:42:request:7")
+    log.propose("t1", "refund", {"amount": 20}, "user:42:request:7", principal="user:1")
     log.close()
     before = hashlib.sha256(db.read_bytes()).hexdigest()
     assert main(["validate", str(db)]) == 2
@@ -293,7 +293,7 @@ def test_the_librarys_sqlite_log_on_stdin_or_gzipped_says_to_export_it(
 
     db = tmp_path / "intents.db"
     log = IntentLog.sqlite(str(db), writer="w1", provider="stripe")
-    log.propose("t1", "refund", {"amount": 20}, "user:42:request:7")
+    log.propose("t1", "refund", {"amount": 20}, "user:42:request:7", principal="user:1")
     log.close()
     zipped = tmp_path / "intents.db.gz"
     zipped.write_bytes(gzip.compress(db.read_bytes()))

@@ -149,6 +149,7 @@ def one_refund_and_the_truth(kind: str, form: str, tmp: Path) -> None:
         _tool(case, "subclass" if form == "arun" else form),
         scope="user:42:request:7",
         status=case.status,
+        principal="user:1",
     )
     if form == "arun":
         case.check([_told(asyncio.run(tool.arun(**args))) for _, args, _ in CALLS])
@@ -185,11 +186,11 @@ def recovery(form: str, tmp: Path) -> None:
     """A record a dead writer left RECORDED is settled by `recover_settle` through the
     wrapper's registration: the refund applied once, ACKED."""
     case = Case("lost_ack", tmp, writer="pod-a")
-    crewai_tool(case.log, _tool(case, form), scope="s", status=case.status)
+    crewai_tool(case.log, _tool(case, form), scope="s", status=case.status, principal="user:1")
     dying = IntentLog.sqlite(
         str(tmp / "lost_ack.db"), writer="pod-b", lease=0.05, provider="stripe"
     )
-    dying.propose("call_A", "refund", ARGS, "s")  # then pod-b died
+    dying.propose("call_A", "refund", ARGS, "s", principal="user:1")  # then pod-b died
     later = IntentLog.sqlite(str(tmp / "lost_ack.db"), writer="sweeper", provider="stripe")
     deadline = time.monotonic() + 30
     while later.lease_left(later.records()[0].key) > 0:

@@ -13,7 +13,7 @@ def export_leaves_the_log_live(log) -> None:
     """With an export open mid-read (`log.lines`, one line read), another thread of the
     process renews its lease and decides a new call; the export goes on to show the log
     as it was when it began, and a later export shows the new call too."""
-    d = log.propose("t1", "refund", {"amount": 20}, SCOPE)
+    d = log.propose("t1", "refund", {"amount": 20}, SCOPE, principal="user:1")
     log.dispatch(d.key)
     before = log.events()
     pages = log.lines(batch=1)
@@ -21,7 +21,10 @@ def export_leaves_the_log_live(log) -> None:
     done: list = []
     t = threading.Thread(
         target=lambda: done.append(
-            (log.renew_held(), log.propose("t2", "refund", {"amount": 30}, SCOPE).accepted)
+            (
+                log.renew_held(),
+                log.propose("t2", "refund", {"amount": 30}, SCOPE, principal="user:1").accepted,
+            )
         )
     )
     t.start()

@@ -134,7 +134,7 @@ def test_what_a_read_and_a_replays_answer_lead_to_are_the_designs(name):
 def test_the_ticket_sends_what_the_design_sends(tmp_path, name):
     lib = D.load(name)
     log = IntentLog.sqlite(str(tmp_path / "i.db"), "w1", provider=name)
-    t = log.dispatch(log.propose("t1", "refund", {"amount": 1}, "s").key)
+    t = log.dispatch(log.propose("t1", "refund", {"amount": 1}, "s", principal="user:1").key)
     assert (t.idempotency_key is not None) == (lib.knobs["idempotency_key"] == "semantic_key")
     assert (t.fence is not None) == (lib.knobs["fencing"] == "on")
     assert t.via == lib.knobs["status_via"]

@@ -87,7 +87,11 @@ def test_openai_agents_tool_one_refund_and_the_truth(kind, form, tmp_path):
 
     case = Case(kind, tmp_path)
     tool = openai_agents_tool(
-        case.log, _body(case, form), scope="user:42:request:7", status=case.status
+        case.log,
+        _body(case, form),
+        scope="user:42:request:7",
+        status=case.status,
+        principal="user:1",
     )
     model = _scripted_agent_model(
         [("refund", {"order": "o-7", "amount": 20}, "call_A"), ("refund", ARGS, "call_B")]
@@ -189,7 +193,11 @@ def test_langchain_tool_under_tool_retry_middleware_one_refund_and_the_truth(kin
         else StructuredTool.from_function(coroutine=fn)
     )
     tool = langchain_tool(
-        case.log, inner, scope=lambda args, config: "user:42:request:7", status=case.status
+        case.log,
+        inner,
+        scope=lambda args, config: "user:42:request:7",
+        status=case.status,
+        principal="user:1",
     )
     told = _run(_agent(tool), form)
     assert [m.tool_call_id for m in told] == ["call_A", "call_B"]
@@ -225,6 +233,7 @@ def test_tool_retry_middleware_retry_after_the_ack_meets_the_record(tmp_path):
         StructuredTool.from_function(_body(case, "sync")),
         scope="user:42:request:7",
         status=case.status,
+        principal="user:1",
     )
     told = _run(_agent(tool), "sync")
     assert failures and len(case.bank.requests) == 1 and len(case.bank.ledger) == 1
@@ -249,6 +258,7 @@ def test_langchain_async_only_tool_under_sync_invoke_is_refused_before_sending(t
         StructuredTool.from_function(coroutine=_body(case, "async")),
         scope="user:42:request:7",
         status=case.status,
+        principal="user:1",
     )
     with pytest.raises(IntentLogError, match="nothing was sent"):
         tool.invoke(ARGS)
@@ -284,7 +294,7 @@ def test_temporal_activity_rescheduled_under_a_new_id_one_refund_and_the_truth(
     from toolcommit.runtime.frameworks import temporal_activity
 
     case = Case(kind, tmp_path, writer="worker-1")
-    act = temporal_activity(case.log, _body(case, form), status=case.status)
+    act = temporal_activity(case.log, _body(case, form), status=case.status, principal="user:1")
     told = []
     for activity_id in ("1", "2"):  # the workflow schedules it again: a new activity id
         try:
@@ -327,8 +337,10 @@ def dbos_flows(tmp_path_factory):
     async def refund_async(order: str, amount: float) -> dict:
         return now["case"].refund(order, amount)
 
-    step_sync = dbos_step(log, refund_sync, name="refund", status=status)
-    step_async = dbos_step(log, refund_async, name="refund_async", status=status)
+    step_sync = dbos_step(log, refund_sync, name="refund", status=status, principal="user:1")
+    step_async = dbos_step(
+        log, refund_async, name="refund_async", status=status, principal="user:1"
+    )
 
     @DBOS.workflow()
     def flow_sync(order: str, amount: float) -> list:
@@ -376,7 +388,9 @@ def test_dbos_step_called_again_one_refund_and_the_truth(kind, form, tmp_path, d
 def _openai_tool(case, form):
     from toolcommit.runtime.frameworks import openai_agents_tool
 
-    openai_agents_tool(case.log, _body(case, form), scope="s", status=case.status)
+    openai_agents_tool(
+        case.log, _body(case, form), scope="s", status=case.status, principal="user:1"
+    )
 
 
 def _langchain_tool(case, form):
@@ -390,13 +404,13 @@ def _langchain_tool(case, form):
         if form == "sync"
         else StructuredTool.from_function(coroutine=fn)
     )
-    langchain_tool(case.log, inner, scope="s", status=case.status)
+    langchain_tool(case.log, inner, scope="s", status=case.status, principal="user:1")
 
 
 def _temporal_activity(case, form):
     from toolcommit.runtime.frameworks import temporal_activity
 
-    temporal_activity(case.log, _body(case, form), status=case.status)
+    temporal_activity(case.log, _body(case, form), status=case.status, principal="user:1")
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -419,7 +433,7 @@ def test_a_wrapped_tool_is_registered_and_recovery_runs_it_once(wrap, form, tmp_
     dying = IntentLog.sqlite(
         str(tmp_path / "lost_ack.db"), writer="pod-b", lease=0.05, provider="stripe"
     )
-    dying.propose("call_A", "refund", ARGS, "s")  # then pod-b died
+    dying.propose("call_A", "refund", ARGS, "s", principal="user:1")  # then pod-b died
     later = IntentLog.sqlite(str(tmp_path / "lost_ack.db"), writer="sweeper", provider="stripe")
     deadline = time.monotonic() + 30
     while later.lease_left(later.records()[0].key) > 0:  # pod-b's lease runs out

@@ -39,7 +39,9 @@ def test_pydantic_ai_reissued_refund_after_lost_ack_applies_once(tmp_path):
         """Refund the order."""
         return bank.refund_current({"amount": amount})
 
-    tool = pydantic_ai_tool(log, refund, scope="user:42:checkout:7", status=bank.status)
+    tool = pydantic_ai_tool(
+        log, refund, scope="user:42:checkout:7", status=bank.status, principal="user:1"
+    )
     agent = Agent(FunctionModel(model), tools=[tool])
     result = agent.run_sync("refund my order")
     assert result.output == "refunded"
@@ -70,7 +72,11 @@ def test_langgraph_tool_node_retry_under_new_id_applies_once(tmp_path):
     from langgraph.graph import END, START, MessagesState, StateGraph
 
     node = langgraph_tool_node(
-        log, [refund], scope=lambda req: "user:42:checkout:7", status=bank.status
+        log,
+        [refund],
+        scope=lambda req: "user:42:checkout:7",
+        status=bank.status,
+        principal="user:1",
     )
     g = StateGraph(MessagesState)
     g.add_node("tools", node)
@@ -119,7 +125,9 @@ def test_pydantic_ai_async_tool_runs_inside_the_guard_with_its_key(tmp_path):
         """Refund the order."""
         return bank.refund_current({"amount": amount})
 
-    tool = pydantic_ai_tool(log, refund, scope="user:42:request:7", status=bank.status)
+    tool = pydantic_ai_tool(
+        log, refund, scope="user:42:request:7", status=bank.status, principal="user:1"
+    )
     agent = Agent(FunctionModel(lambda m, i: ModelResponse(parts=next(script))), tools=[tool])
     assert agent.run_sync("refund my order").output == "refunded"
     assert [p for p, _, _ in bank.requests] == ["apply", "replay"] and len(bank.ledger) == 1
@@ -156,7 +164,11 @@ def _async_refund_graph(tmp_path):
     return (
         bank,
         log,
-        _graph(langgraph_tool_node(log, [refund], scope="user:42:request:7", status=bank.status)),
+        _graph(
+            langgraph_tool_node(
+                log, [refund], scope="user:42:request:7", status=bank.status, principal="user:1"
+            )
+        ),
     )
 
 
@@ -187,7 +199,7 @@ def _crashed_mid_refund(tmp_path, amount):
     """A writer that died after dispatching a refund (its lease expired): the record a
     recovery through the registered tool must settle."""
     dead = IntentLog.sqlite(str(tmp_path / "i.db"), writer="dead", provider="stripe")
-    d = dead.propose("t1", "refund", {"amount": amount}, "user:42:request:7")
+    d = dead.propose("t1", "refund", {"amount": amount}, "user:42:request:7", principal="user:1")
     dead.dispatch(d.key)
     dead.expire_leases("dead")
     return d.key
@@ -207,8 +219,8 @@ def test_pydantic_ai_tool_checks_status_when_wrapped_and_registers_for_recovery(
         return bank.refund_current({"amount": amount})
 
     with pytest.raises(IntentLogError, match="pass status="):
-        pydantic_ai_tool(log, refund, scope="user:42:request:7")
-    pydantic_ai_tool(log, refund, scope="user:42:request:7", status=bank.status)
+        pydantic_ai_tool(log, refund, scope="user:42:request:7", principal="user:1")
+    pydantic_ai_tool(log, refund, scope="user:42:request:7", status=bank.status, principal="user:1")
     assert recover_settle(log) == {key: "ACKED"}
     assert [p for p, _, _ in bank.requests] == ["replay"] and len(bank.ledger) == 1
 
@@ -251,7 +263,9 @@ def test_langgraph_tool_node_checks_status_when_built_and_registers_for_recovery
         return json.dumps(bank.refund_current({"amount": amount}))
 
     with pytest.raises(IntentLogError, match="pass status="):
-        langgraph_tool_node(log, [refund], scope="user:42:request:7")
-    langgraph_tool_node(log, [refund], scope="user:42:request:7", status=bank.status)
+        langgraph_tool_node(log, [refund], scope="user:42:request:7", principal="user:1")
+    langgraph_tool_node(
+        log, [refund], scope="user:42:request:7", status=bank.status, principal="user:1"
+    )
     assert recover_settle(log) == {key: "ACKED"}
     assert [p for p, _, _ in bank.requests] == ["replay"] and len(bank.ledger) == 1

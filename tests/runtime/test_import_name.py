@@ -11,7 +11,7 @@ import json, sys, tempfile, os
 from toolcommit.runtime import IntentLog
 d = tempfile.mkdtemp()
 log = IntentLog.sqlite(os.path.join(d, "intents.db"), writer="w1", provider="stripe")
-t = log.propose("t1", "refund", {"amount": 20}, "r1")
+t = log.propose("t1", "refund", {"amount": 20}, "r1", principal="user:1")
 log.close()
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("z3", "networkx", "toolcommit"))))
 """

@@ -58,7 +58,9 @@ def test_the_happy_path_is_two_round_trips_per_intent_on_postgres(pg, tmp_path):
             if i == 6:  # psycopg has prepared its statements (a round trip each, once)
                 trips = RoundTrips(log, str(tmp_path / "trace"))
             if i % 2:
-                d = log.propose(f"t{i}", "refund", {"amount": i}, f"s{i}", dispatch=True)
+                d = log.propose(
+                    f"t{i}", "refund", {"amount": i}, f"s{i}", dispatch=True, principal="user:1"
+                )
                 assert d.decision == "accepted" and log.ack(d.ticket, {"id": i})
             else:
                 assert guard(
@@ -69,6 +71,7 @@ def test_the_happy_path_is_two_round_trips_per_intent_on_postgres(pg, tmp_path):
                     f"s{i}",
                     lambda t: {"id": i},
                     lambda t: None,
+                    principal="user:1",
                 ) == {"id": i}
         assert trips.stop() == 2 * 10
         assert [r.state for r in log.records()] == ["ACKED"] * 16
@@ -86,14 +89,19 @@ def test_a_re_proposal_by_the_proposing_process_skips_the_statement(pg, tmp_path
     other = _open("postgres", pg, tmp_path, "t_dup_trips", "w2")
     try:
         for i in range(16):  # psycopg prepares its statements on their 5th run
-            log.propose(f"t{i}", "refund", {"amount": i}, f"s{i}", dispatch=True)
+            log.propose(
+                f"t{i}", "refund", {"amount": i}, f"s{i}", dispatch=True, principal="user:1"
+            )
             for who in (log, other) if i < 15 else ():
-                assert who.propose(f"r{i}", "refund", {"amount": i}, f"s{i}").decision == (
-                    "duplicate"
-                )
+                assert who.propose(
+                    f"r{i}", "refund", {"amount": i}, f"s{i}", principal="user:1"
+                ).decision == ("duplicate")
         for who, trips in ((log, 9), (other, 10)):  # intent 15: log's own, new to other
             counter = RoundTrips(who, str(tmp_path / "trace"))
-            assert who.propose("r", "refund", {"amount": 15}, "s15").decision == "duplicate"
+            assert (
+                who.propose("r", "refund", {"amount": 15}, "s15", principal="user:1").decision
+                == "duplicate"
+            )
             assert counter.stop() == trips
     finally:
         log.close()
@@ -104,22 +112,34 @@ def _script(log: IntentLog) -> list[object]:
     """Decisions covering the expected cases (written in one statement on PostgreSQL) and
     the others (the statement writes nothing; a transaction decides): what each returned."""
     out: list[object] = []
-    d = log.propose("t1", "refund", {"amount": 20}, "s1", dispatch=True)
+    d = log.propose("t1", "refund", {"amount": 20}, "s1", dispatch=True, principal="user:1")
     out.append((d.decision, d.ticket.generation))
-    out.append(log.propose("t2", "refund", {"amount": 20.0}, "s1").decision)  # duplicate
-    out.append(log.propose("t3", "refund", {"amount": 20}, "s2").decision)  # held (reask)
+    out.append(
+        log.propose("t2", "refund", {"amount": 20.0}, "s1", principal="user:1").decision
+    )  # duplicate
+    out.append(
+        log.propose("t3", "refund", {"amount": 20}, "s2", principal="user:1").decision
+    )  # held (reask)
     out.append(log.ack(dataclasses.replace(d.ticket, generation=7), {"id": "x"}))  # stale fence
     out.append(log.timeout(d.ticket))  # DISPATCHED -> UNKNOWN
     out.append(log.ack(d.ticket, {"id": "late"}))  # not DISPATCHED any more: refused
     r = log.reconcile(d.key)
     out.append((r.purpose, r.generation))
     out.append(log.settle(r, True, {"id": "re_1"}))  # RECONCILING -> ACKED
-    out.append(log.propose("t4", "refund", {"amount": 20}, "s2").decision)  # answered
-    d = log.propose("t5", "refund", {"amount": 30}, "s3", dispatch=True)
+    out.append(
+        log.propose("t4", "refund", {"amount": 20}, "s2", principal="user:1").decision
+    )  # answered
+    d = log.propose("t5", "refund", {"amount": 30}, "s3", dispatch=True, principal="user:1")
     out.append(log.ack(d.ticket, {"id": "re_2"}))  # its own ack: told
-    out.append(log.propose("t6", "refund", {"amount": 30}, "s4").decision)  # told: accepted
-    d = log.propose("t7", "transfer", {"to": "a"}, "s5")  # exclusive, not dispatched
-    out.append(log.propose("t8", "transfer", {"to": "b"}, "s5").decision)  # conflict
+    out.append(
+        log.propose("t6", "refund", {"amount": 30}, "s4", principal="user:1").decision
+    )  # told: accepted
+    d = log.propose(
+        "t7", "transfer", {"to": "a"}, "s5", principal="user:1"
+    )  # exclusive, not dispatched
+    out.append(
+        log.propose("t8", "transfer", {"to": "b"}, "s5", principal="user:1").decision
+    )  # conflict
     t = log.dispatch(d.key)
     out.append((t.generation, log.ack(t, {"id": "re_3"})))
     return out
@@ -169,13 +189,15 @@ def test_a_superseded_writer_is_refused_and_writes_nothing(pg, tmp_path, store):
     proposal raises `Superseded` and writes nothing; its ack loses the compare-and-set to
     the new incarnation, which took the record over (UNKNOWN)."""
     old = _open(store, pg, tmp_path, "t_super")
-    d = old.propose("t1", "refund", {"amount": 20}, "s1", dispatch=True)
+    d = old.propose("t1", "refund", {"amount": 20}, "s1", dispatch=True, principal="user:1")
     new = _open(store, pg, tmp_path, "t_super")
     try:
         before = _seen(new)
         for dispatch in (True, False):
             with pytest.raises(Superseded):
-                old.propose("t2", "refund", {"amount": 21}, "s2", dispatch=dispatch)
+                old.propose(
+                    "t2", "refund", {"amount": 21}, "s2", dispatch=dispatch, principal="user:1"
+                )
         assert not old.ack(d.ticket, {"id": "re_1"})
         assert _seen(new) == before
         (r,) = new.records()
@@ -192,7 +214,7 @@ def test_a_lost_compare_and_set_race_writes_nothing(pg, tmp_path, store):
     w1 = _open(store, pg, tmp_path, "t_race", "w1")
     w2 = _open(store, pg, tmp_path, "t_race", "w2")
     try:
-        d = w1.propose("t1", "refund", {"amount": 20}, "s1", dispatch=True)
+        d = w1.propose("t1", "refund", {"amount": 20}, "s1", dispatch=True, principal="user:1")
         w1.expire_leases("w1")
         assert [r.state for r in w2.recover()] == ["UNKNOWN"]
         before = _seen(w2)

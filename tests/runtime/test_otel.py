@@ -82,7 +82,7 @@ def _log(tmp_path, provider, writer="w1", **kw):
 
 
 def _refund(log, bank):
-    @effectful(log, tool="refund", scope=SCOPE, status=bank.status)
+    @effectful(log, tool="refund", scope=SCOPE, status=bank.status, principal="user:1")
     def refund(amount):
         return bank.refund(current_ticket(), {"amount": amount})
 
@@ -176,7 +176,7 @@ def test_a_call_cancelled_after_the_effect_leaves_doubt_and_the_retry_span_says_
     log = _log(tmp_path, "stripe", "otel-cancel", settler=False)  # its own gauge series
     applied = asyncio.Event()
 
-    @effectful(log, tool="refund", scope=SCOPE, status=bank.status)
+    @effectful(log, tool="refund", scope=SCOPE, status=bank.status, principal="user:1")
     async def refund(amount):
         got = bank.refund(current_ticket(), {"amount": amount})
         if len(bank.requests) == 1:
@@ -227,15 +227,23 @@ def test_a_give_up_and_a_refusal_end_their_spans_in_error_and_count(tmp_path, te
     log = _log(tmp_path, "email", settler=False, exclusive_tools={"send"})
     lost = Bank(lose_first_ack=True)
 
-    @effectful(log, tool="send", scope=lambda to: f"user:42:mail:{to}")
+    @effectful(log, tool="send", scope=lambda to: f"user:42:mail:{to}", principal="user:1")
     def send(to):
         return lost.refund(current_ticket(), {"to": to})
 
     with pytest.raises(GaveUp):
         send("a@example.com", call_id="t1")
-    d = log.propose("t2", "send", {"to": "b@example.com"}, "user:42:mail:b")
+    d = log.propose("t2", "send", {"to": "b@example.com"}, "user:42:mail:b", principal="user:1")
     with pytest.raises(Conflict):  # the scope holds another live send
-        guard(log, "t3", "send", {"to": "c@example.com"}, "user:42:mail:b", lambda t: None)
+        guard(
+            log,
+            "t3",
+            "send",
+            {"to": "c@example.com"},
+            "user:42:mail:b",
+            lambda t: None,
+            principal="user:1",
+        )
     gave_up, refused = tel.spans("guard")
     assert (
         gave_up.attributes["toolcommit.outcome"],
@@ -267,7 +275,7 @@ def test_a_call_left_in_doubt_says_settler_and_the_recovery_pass_settles_it(tmp_
     def down(t):
         raise ConnectionError("status endpoint down")
 
-    @effectful(log, tool="refund", scope=SCOPE, status=down)
+    @effectful(log, tool="refund", scope=SCOPE, status=down, principal="user:1")
     def refund(amount):
         return bank.refund(current_ticket(), {"amount": amount})
 
@@ -280,7 +288,9 @@ def test_a_call_left_in_doubt_says_settler_and_the_recovery_pass_settles_it(tmp_
         call.attributes["toolcommit.state"],
     ) == ("InDoubt", "settler", "RECONCILING")
     assert call.status.status_code is StatusCode.UNSET
-    effectful(log, tool="refund", scope=SCOPE, status=bank.status)(lambda amount: None)
+    effectful(log, tool="refund", scope=SCOPE, status=bank.status, principal="user:1")(
+        lambda amount: None
+    )
     got = recover_settle(log)
     assert list(got.values()) == ["ACKED"]
     (pass_span,) = [s for s in tel.spans("recover") if s.attributes["toolcommit.trigger"] == "pass"]
@@ -304,7 +314,7 @@ def test_a_call_left_in_doubt_says_settler_and_the_recovery_pass_settles_it(tmp_
 
 def test_a_restart_is_one_recover_span_that_carries_the_takeover(tmp_path, tel):
     first = _log(tmp_path, "stripe", settler=False)
-    d = first.propose("t1", "refund", {"amount": 20}, SCOPE)
+    d = first.propose("t1", "refund", {"amount": 20}, SCOPE, principal="user:1")
     first.dispatch(d.key)
     first.store.close()  # the process dies holding a dispatched record
     again = _log(tmp_path, "stripe", settler=False)
@@ -333,7 +343,7 @@ from toolcommit.runtime import otel
 log = rt.IntentLog.sqlite(os.path.join(tempfile.mkdtemp(), "i.db"), writer="w1",
                           provider="stripe")
 got = rt.guard(log, "t1", "refund", {"amount": 20}, "user:1:request:1",
-               lambda t: {"id": "re_1"}, lambda t: None)
+               lambda t: {"id": "re_1"}, lambda t: None, principal="user:1")
 print(got["id"], otel.available(), rt.recover_settle(log),
       sorted(m for m in sys.modules if m.startswith("opentelemetry")))
 log.close()
@@ -420,14 +430,16 @@ def test_an_idle_settler_pass_writes_no_span_and_a_due_one_does(tmp_path, tel):
     def down(t):
         raise ConnectionError("status endpoint down")
 
-    refund = effectful(log, tool="refund", scope=SCOPE, status=down)(
+    refund = effectful(log, tool="refund", scope=SCOPE, status=down, principal="user:1")(
         lambda amount: bank.refund(current_ticket(), {"amount": amount})
     )
     settle_pass(log)
     assert tel.spans("recover")[1:] == []  # the log's opening only
     with pytest.raises(InDoubt):
         refund(20, call_id="t1")
-    effectful(log, tool="refund", scope=SCOPE, status=bank.status)(lambda amount: None)
+    effectful(log, tool="refund", scope=SCOPE, status=bank.status, principal="user:1")(
+        lambda amount: None
+    )
     settle_pass(log)
     passes = [s for s in tel.spans("recover") if s.attributes["toolcommit.trigger"] == "settler"]
     assert len(passes) == 1 and passes[0].attributes["toolcommit.settled"] == 1

@@ -25,8 +25,11 @@ SCOPE = "user:42:checkout:7"
 def test_postgres_log_decides_duplicates_and_fences_like_sqlite(pg):
     w1 = IntentLog.postgres(pg.dsn, "w1", schema="t_basic", provider="ideal")
     w2 = IntentLog.postgres(pg.dsn, "w2", schema="t_basic", provider="ideal")
-    d = w1.propose("t1", "refund", {"amount": 20}, SCOPE)
-    assert w2.propose("t2", "refund", {"amount": 20.0}, SCOPE).decision == "duplicate"
+    d = w1.propose("t1", "refund", {"amount": 20}, SCOPE, principal="user:1")
+    assert (
+        w2.propose("t2", "refund", {"amount": 20.0}, SCOPE, principal="user:1").decision
+        == "duplicate"
+    )
     t = w1.dispatch(d.key)
     w1.expire_leases("w1")
     assert [r.state for r in w2.recover()] == ["UNKNOWN"]
@@ -48,7 +51,10 @@ def test_concurrent_orchestrators_on_postgres_accept_one_record(pg):
             try:
                 log = IntentLog.postgres(pg.dsn, f"o{i}", schema="t_race", provider="ideal")
                 os.write(
-                    w, log.propose(f"t{i}", "refund", {"amount": 20}, SCOPE).decision[:1].encode()
+                    w,
+                    log.propose(f"t{i}", "refund", {"amount": 20}, SCOPE, principal="user:1")
+                    .decision[:1]
+                    .encode(),
                 )
             finally:
                 os._exit(0)
@@ -104,7 +110,7 @@ def test_toolcommit_recover_settles_a_dead_writers_record_on_postgres(pg, capsys
     from toolcommit.checker.cli import main
 
     dead = IntentLog.postgres(pg.dsn, "pod-a", schema="t_recover", provider="email")
-    d = dead.propose("t1", "mail", {"to": "a@example.com"}, SCOPE)
+    d = dead.propose("t1", "mail", {"to": "a@example.com"}, SCOPE, principal="user:1")
     dead.dispatch(d.key)
     dead.expire_leases("pod-a")
     dead.close()
@@ -140,7 +146,7 @@ def test_a_write_the_server_refuses_is_a_store_error_in_one_line(pg):
     with psycopg.connect(pg.dsn, autocommit=True) as c:
         c.execute("SELECT pg_terminate_backend(%s)", (pid,))
     with pytest.raises(StoreError) as e:
-        log.propose("t1", "refund", {"amount": 20}, SCOPE)
+        log.propose("t1", "refund", {"amount": 20}, SCOPE, principal="user:1")
     assert "\n" not in str(e.value) and "could not write" in str(e.value)
     log.close()
 
@@ -153,7 +159,9 @@ def test_recover_finds_a_schema_named_in_capitals(pg, capsys, made):
 
     schema = f"{made}_{'up' if made.isupper() else 'low'}"
     dead = IntentLog.postgres(pg.dsn, "pod-a", schema=schema, provider="email")
-    dead.dispatch(dead.propose("t1", "mail", {"to": "a@example.com"}, SCOPE).key)
+    dead.dispatch(
+        dead.propose("t1", "mail", {"to": "a@example.com"}, SCOPE, principal="user:1").key
+    )
     dead.expire_leases("pod-a")
     dead.close()
     assert main(["status", "--dsn", pg.dsn, "--schema", schema.upper()]) == 3  # in doubt
@@ -171,7 +179,9 @@ def test_recover_on_postgres_never_calls_its_own_earlier_runs_records_settled(pg
     from toolcommit.checker.cli import main
 
     dead = IntentLog.postgres(pg.dsn, "pod-a", schema="t_again", provider="stripe")
-    dead.dispatch(dead.propose("t1", "unregistered_refund", {"amount": 20}, SCOPE).key)
+    dead.dispatch(
+        dead.propose("t1", "unregistered_refund", {"amount": 20}, SCOPE, principal="user:1").key
+    )
     dead.expire_leases("pod-a")  # a tool no test registers in this process
     dead.close()
     run = ["recover", "--dsn", pg.dsn, "--schema", "t_again", "--writer", "sweeper"]
@@ -240,9 +250,9 @@ def test_export_dsn_writes_what_the_library_exports_and_it_validates(pg, tmp_pat
     import psycopg
 
     log = IntentLog.postgres(pg.dsn, "w1", schema="t_export", provider="stripe")
-    d = log.propose("c1", "refund", {"order": "o-7", "amount": 20}, SCOPE)
+    d = log.propose("c1", "refund", {"order": "o-7", "amount": 20}, SCOPE, principal="user:1")
     log.ack(log.dispatch(d.key), {"id": "re_1"})
-    log.propose("c2", "refund", {"order": "o-7", "amount": 20.0}, SCOPE)
+    log.propose("c2", "refund", {"order": "o-7", "amount": 20.0}, SCOPE, principal="user:1")
     expected = io.StringIO()
     log.export(expected)
     log.close()

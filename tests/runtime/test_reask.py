@@ -52,7 +52,9 @@ class LateNetwork:
 
 
 def call(log, net, bank, call_id, scope, args=ARGS):
-    return guard(log, call_id, "refund", dict(args), scope, net.execute, bank.status)
+    return guard(
+        log, call_id, "refund", dict(args), scope, net.execute, bank.status, principal="user:1"
+    )
 
 
 def first_in_doubt(tmp_path, reask, **kw):
@@ -128,7 +130,14 @@ def test_a_sameness_rule_naming_a_missing_argument_is_refused_before_anything_is
     )
     with pytest.raises(IntentLogError, match="names order"):
         guard(
-            log, "t1", "refund", dict(ARGS), "user:42:request:7", bank.refund_current, bank.status
+            log,
+            "t1",
+            "refund",
+            dict(ARGS),
+            "user:42:request:7",
+            bank.refund_current,
+            bank.status,
+            principal="user:1",
         )
     assert bank.requests == []
     log.close()

@@ -68,7 +68,7 @@ def status(t):
 
 
 @effectful(log, tool="refund", scope=lambda charge, amount: "charge:%s:request:1" % charge,
-           status=status)
+           status=status, principal="user:1")
 def refund(charge, amount):
     return apply(current_ticket(), {"charge": charge, "amount": amount})
 """
@@ -179,7 +179,11 @@ def test_three_recovers_at_once_settle_every_record_and_each_exit_code_is_true(t
     db = str(tmp_path / "i.db")
     dead = IntentLog.sqlite(db, "pod-a", provider="email", synchronous="NORMAL")
     for i in range(n):
-        dead.dispatch(dead.propose(f"t{i}", "mail", {"to": f"u{i}@example.com"}, SCOPE).key)
+        dead.dispatch(
+            dead.propose(
+                f"t{i}", "mail", {"to": f"u{i}@example.com"}, SCOPE, principal="user:1"
+            ).key
+        )
     dead.expire_leases("pod-a")  # pod-a died; its lease ran out
     nowait = [_recover(tmp_path, provider="email") for _ in range(3)]
     for code, out in map(_done, nowait):
@@ -202,7 +206,11 @@ def test_three_recovers_under_one_writer_name_stop_safely(tmp_path):
     db = str(tmp_path / "i.db")
     dead = IntentLog.sqlite(db, "pod-a", provider="email", synchronous="NORMAL")
     for i in range(300):
-        dead.dispatch(dead.propose(f"t{i}", "mail", {"to": f"u{i}@example.com"}, SCOPE).key)
+        dead.dispatch(
+            dead.propose(
+                f"t{i}", "mail", {"to": f"u{i}@example.com"}, SCOPE, principal="user:1"
+            ).key
+        )
     dead.expire_leases("pod-a")
     runs = [_recover(tmp_path, "--writer", "sweeper", provider="email") for _ in range(3)]
     for code, out in map(_done, runs):
@@ -216,7 +224,7 @@ def test_recover_settles_its_own_earlier_incarnations_records(tmp_path):
     the log; `recover()` still returns them to settle."""
     db = str(tmp_path / "i.db")
     dead = IntentLog.sqlite(db, "pod-a", provider="email")
-    d = dead.propose("t1", "mail", {"to": "a@example.com"}, SCOPE)
+    d = dead.propose("t1", "mail", {"to": "a@example.com"}, SCOPE, principal="user:1")
     dead.dispatch(d.key)
     dead.expire_leases("pod-a")
     first = IntentLog.sqlite(db, "sweeper", provider="email", settler=False)
@@ -229,7 +237,7 @@ def test_recover_settles_its_own_earlier_incarnations_records(tmp_path):
 def test_recover_refuses_a_log_of_another_design_in_one_line(tmp_path, capsys):
     db = str(tmp_path / "i.db")
     log = IntentLog.sqlite(db, "pod-a", provider="email")
-    log.dispatch(log.propose("t1", "mail", {"to": "a@example.com"}, SCOPE).key)
+    log.dispatch(log.propose("t1", "mail", {"to": "a@example.com"}, SCOPE, principal="user:1").key)
     log.expire_leases("pod-a")
     assert main(["recover", db, "--provider", "stripe"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -299,7 +307,7 @@ def test_a_call_longer_than_the_lease_is_never_taken_over(tmp_path):
             taken.extend(w2.recover())
             time.sleep(0.05)
 
-    @effectful(w1, tool="slow_refund", scope=SCOPE, status=lambda t: None)
+    @effectful(w1, tool="slow_refund", scope=SCOPE, status=lambda t: None, principal="user:1")
     def slow_refund(amount):
         running.set()
         time.sleep(2.5)  # two and a half leases long
@@ -332,7 +340,7 @@ def test_the_settler_settles_a_timed_out_call_once_the_delay_bound_passed(tmp_pa
     def status(t):
         return {"id": "re_1"} if applied else None
 
-    @effectful(log, tool="late_refund", scope=SCOPE, status=status)
+    @effectful(log, tool="late_refund", scope=SCOPE, status=status, principal="user:1")
     def late_refund(amount):
         applied.append(current_ticket().idempotency_key)  # the provider applies it ...
         raise TimeoutError("... after the client gave up")
@@ -358,7 +366,9 @@ def test_a_live_settler_keeps_the_leases_of_its_records_in_doubt(tmp_path):
     pod = IntentLog.sqlite(db, "pod-a", provider=design, lease=1.0, wait=0, settle_every=0.1)
     other = IntentLog.sqlite(db, "pod-b", provider=design, settler=False)
 
-    @effectful(pod, tool="kept_refund", scope=SCOPE, status=lambda t: {"id": "re_1"})
+    @effectful(
+        pod, tool="kept_refund", scope=SCOPE, status=lambda t: {"id": "re_1"}, principal="user:1"
+    )
     def kept_refund(amount):
         raise TimeoutError("no answer")
 
@@ -378,10 +388,12 @@ def test_a_live_settler_keeps_the_leases_of_its_records_in_doubt(tmp_path):
 def test_a_restarted_pods_settler_settles_what_its_dead_incarnation_left(tmp_path):
     db = str(tmp_path / "i.db")
     dead = IntentLog.sqlite(db, "pod-a", provider="email")
-    dead.dispatch(dead.propose("t1", "notify", {"to": "a@example.com"}, SCOPE).key)
+    dead.dispatch(
+        dead.propose("t1", "notify", {"to": "a@example.com"}, SCOPE, principal="user:1").key
+    )
     pod = IntentLog.sqlite(db, "pod-a", provider="email", settle_every=0.1)  # the restart
 
-    @effectful(pod, tool="notify", scope=SCOPE)
+    @effectful(pod, tool="notify", scope=SCOPE, principal="user:1")
     def notify(to):
         return {"sent": to}
 
@@ -393,7 +405,9 @@ def test_a_restarted_pods_settler_settles_what_its_dead_incarnation_left(tmp_pat
 def test_recover_watch_settles_as_leases_run_out_and_stops_on_sigterm(tmp_path):
     db = str(tmp_path / "i.db")
     dead = IntentLog.sqlite(db, "pod-a", provider="email", lease=1.0)
-    dead.dispatch(dead.propose("t1", "mail", {"to": "a@example.com"}, SCOPE).key)
+    dead.dispatch(
+        dead.propose("t1", "mail", {"to": "a@example.com"}, SCOPE, principal="user:1").key
+    )
     p = _recover(tmp_path, "--watch", provider="email")  # the lease runs 1 s more
     ready, _, _ = select.select([p.stdout], [], [], 30)
     if not ready:

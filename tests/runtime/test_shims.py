@@ -36,7 +36,7 @@ def test_ideal_reconciles_a_lost_ack_by_a_sealed_read_never_resends(tmp_path):
     bank = Bank(lose_first_ack=True)
     log = _log(tmp_path, "ideal")
 
-    @effectful(log, tool="refund", scope=SCOPE, status=bank.status)
+    @effectful(log, tool="refund", scope=SCOPE, status=bank.status, principal="user:1")
     def refund(amount):
         return bank.refund(current_ticket(), {"amount": amount})
 
@@ -51,7 +51,7 @@ def test_async_tool_retried_under_a_new_call_id_sends_one_keyed_request(tmp_path
     bank = Bank()
     log = _log(tmp_path, "stripe")
 
-    @effectful(log, tool="refund", scope=SCOPE, status=bank.status)
+    @effectful(log, tool="refund", scope=SCOPE, status=bank.status, principal="user:1")
     async def refund(amount):
         await asyncio.sleep(0)
         return bank.refund(current_ticket(), {"amount": amount})
@@ -72,7 +72,7 @@ def test_stripe_replays_a_lost_ack_under_the_same_key_and_the_saved_answer_settl
     bank = Bank(lose_first_ack=True)
     log = _log(tmp_path, "stripe")
 
-    @effectful(log, tool="refund", scope=SCOPE, status=bank.status)
+    @effectful(log, tool="refund", scope=SCOPE, status=bank.status, principal="user:1")
     def refund(amount):
         return bank.refund(current_ticket(), {"amount": amount})
 
@@ -92,7 +92,7 @@ def test_stripe_never_parks_on_absent_while_a_request_may_still_land(tmp_path):
         reads.append(t.via)
         return None
 
-    @effectful(log, tool="refund", scope=SCOPE, status=status)
+    @effectful(log, tool="refund", scope=SCOPE, status=status, principal="user:1")
     def refund(amount):
         raise TimeoutError("no answer; a 409 idempotency_key_in_use on the replay")
 
@@ -105,7 +105,16 @@ def test_stripe_never_parks_on_absent_while_a_request_may_still_land(tmp_path):
     assert log.read_wait(rec.key) > 0
     waiting = IntentLog.sqlite(str(tmp_path / "i.db"), "w1", provider=design, wait=5)
     with pytest.raises(GaveUp) as e:  # a restart; waits out D
-        guard(waiting, "t2", "refund", {"amount": 20}, SCOPE, lambda t: 1 / 0, status)
+        guard(
+            waiting,
+            "t2",
+            "refund",
+            {"amount": 20},
+            SCOPE,
+            lambda t: 1 / 0,
+            status,
+            principal="user:1",
+        )
     assert reads == ["list"] and e.value.happened == "no"
     assert "did not happen" in str(e.value)
 
@@ -114,7 +123,7 @@ def test_email_is_at_most_once_and_tells_the_user_it_may_have_been_sent(tmp_path
     log = _log(tmp_path, "email")
     sent = []
 
-    @effectful(log, tool="email", scope=lambda to: f"mailbox:{to}:request:1")
+    @effectful(log, tool="email", scope=lambda to: f"mailbox:{to}:request:1", principal="user:1")
     def email(to):
         t = current_ticket()
         sent.append((to, t.idempotency_key, t.sdk_retries))
@@ -132,7 +141,7 @@ def test_a_cancelled_task_is_an_unknown_outcome_not_a_success(tmp_path):
     log = _log(tmp_path, "stripe", settler=False)  # the guard alone, no settler
     started = []
 
-    @effectful(log, tool="refund", scope=SCOPE, status=lambda t: None)
+    @effectful(log, tool="refund", scope=SCOPE, status=lambda t: None, principal="user:1")
     async def refund(amount):
         started.append(current_ticket().purpose)
         await asyncio.sleep(30)
@@ -157,25 +166,29 @@ def test_a_sync_guard_refuses_async_effects_at_once(tmp_path):
         return 1
 
     with pytest.raises(IntentLogError, match="async"):
-        guard(log, "t1", "refund", {"amount": 1}, SCOPE, refund, lambda t: None)
+        guard(log, "t1", "refund", {"amount": 1}, SCOPE, refund, lambda t: None, principal="user:1")
     with pytest.raises(IntentLogError, match="async"):
-        effectful(log, tool="refund", scope=SCOPE, status=refund)(lambda amount: 1)
+        effectful(log, tool="refund", scope=SCOPE, status=refund, principal="user:1")(
+            lambda amount: 1
+        )
     assert log.records() == []
 
 
 def test_a_design_that_reads_status_needs_a_status_function(tmp_path):
     log = _log(tmp_path, "stripe")
     with pytest.raises(IntentLogError, match="pass status="):
-        guard(log, "t1", "refund", {"amount": 1}, SCOPE, lambda t: 1)
+        guard(log, "t1", "refund", {"amount": 1}, SCOPE, lambda t: 1, principal="user:1")
 
 
 def test_a_missing_or_unusable_status_is_refused_when_the_tool_is_decorated(tmp_path):
     log = _log(tmp_path, "stripe")
     with pytest.raises(IntentLogError, match="pass status="):
-        effectful(log, tool="refund", scope=SCOPE)(lambda amount: 1)
+        effectful(log, tool="refund", scope=SCOPE, principal="user:1")(lambda amount: 1)
     with pytest.raises(IntentLogError, match="is not a function"):
-        effectful(log, tool="refund", scope=SCOPE, status="list")(lambda amount: 1)
-    lazy = effectful(lambda: log, tool="refund", scope=SCOPE)(lambda amount: 1)
+        effectful(log, tool="refund", scope=SCOPE, status="list", principal="user:1")(
+            lambda amount: 1
+        )
+    lazy = effectful(lambda: log, tool="refund", scope=SCOPE, principal="user:1")(lambda amount: 1)
     with pytest.raises(IntentLogError, match="pass status="):  # known once it is open
         lazy(1, call_id="t1")
     assert log.records() == []
@@ -188,7 +201,7 @@ def test_a_status_read_that_breaks_the_contract_leaves_the_record_in_doubt(tmp_p
     bank = Bank(lose_first_ack=True)
     log = _log(tmp_path, "ideal")
 
-    @effectful(log, tool="refund", scope=SCOPE, status=lambda t: answer)
+    @effectful(log, tool="refund", scope=SCOPE, status=lambda t: answer, principal="user:1")
     def refund(amount):
         return bank.refund(current_ticket(), {"amount": amount})
 
@@ -208,6 +221,7 @@ def test_new_request_after_a_give_up_is_a_new_attempt_and_scopes_separate_reques
         tool="refund",
         scope=lambda amount, request: f"user:42:request:{request}",
         status=lambda t: None,
+        principal="user:1",
     )
     def refund(amount, request):
         if fail[0]:
@@ -237,36 +251,63 @@ def test_under_email_a_re_ask_after_the_visible_give_up_sends_nothing(tmp_path):
         return {"ok": True}
 
     with pytest.raises(GaveUp) as first:
-        guard(log, "t1", "mail", {"to": "a"}, SCOPE, mail)
+        guard(log, "t1", "mail", {"to": "a"}, SCOPE, mail, principal="user:1")
     with pytest.raises(GaveUp) as again:
-        guard(log, "t2", "mail", {"to": "a"}, SCOPE, mail, new_request=True)
+        guard(log, "t2", "mail", {"to": "a"}, SCOPE, mail, new_request=True, principal="user:1")
     assert first.value.happened == again.value.happened == "unknown" and len(sent) == 1
     with pytest.raises(Answered) as met:
-        guard(log, "t3", "mail", {"to": "a"}, SCOPE + ":request:2", mail)
+        guard(log, "t3", "mail", {"to": "a"}, SCOPE + ":request:2", mail, principal="user:1")
     assert met.value.happened == "unknown" and met.value.result is None and len(sent) == 1
-    assert guard(log, "t4", "mail", {"to": "a"}, SCOPE + ":request:3", mail) == {"ok": True}
+    assert guard(
+        log, "t4", "mail", {"to": "a"}, SCOPE + ":request:3", mail, principal="user:1"
+    ) == {"ok": True}
     assert [r.epoch for r in log.records()] == [0, 0] and len(sent) == 2
 
 
 def test_an_exclusive_scope_holding_a_live_intent_is_a_conflict_nothing_sent(tmp_path):
     log = _log(tmp_path, "ideal", exclusive_tools=["refund"])
-    log.propose("t1", "refund", {"amount": 20}, SCOPE)
+    log.propose("t1", "refund", {"amount": 20}, SCOPE, principal="user:1")
     with pytest.raises(Conflict) as e:
-        guard(log, "t2", "refund", {"amount": 30}, SCOPE, lambda t: 1 / 0, lambda t: None)
+        guard(
+            log,
+            "t2",
+            "refund",
+            {"amount": 30},
+            SCOPE,
+            lambda t: 1 / 0,
+            lambda t: None,
+            principal="user:1",
+        )
     assert e.value.happened == "no" and "was not done" in str(e.value)
 
 
 def test_a_call_waits_for_a_live_holder_and_gets_its_answer(tmp_path):
     bank = Bank()
     holder = _log(tmp_path, "stripe")
-    d = holder.propose("t1", "refund", {"amount": 20}, SCOPE)
+    d = holder.propose("t1", "refund", {"amount": 20}, SCOPE, principal="user:1")
     t = holder.dispatch(d.key)
     other = IntentLog.sqlite(str(tmp_path / "i.db"), "w2", provider="stripe", wait=0)
     with pytest.raises(InDoubt, match="w1 holds it"):
-        guard(other, "t2", "refund", {"amount": 20}, SCOPE, bank.refund_current, bank.status)
+        guard(
+            other,
+            "t2",
+            "refund",
+            {"amount": 20},
+            SCOPE,
+            bank.refund_current,
+            bank.status,
+            principal="user:1",
+        )
     holder.ack(t, bank.refund(t, {"amount": 20}))
     assert guard(
-        other, "t3", "refund", {"amount": 20}, SCOPE, bank.refund_current, bank.status
+        other,
+        "t3",
+        "refund",
+        {"amount": 20},
+        SCOPE,
+        bank.refund_current,
+        bank.status,
+        principal="user:1",
     ) == {"id": "e1"}
     assert len(bank.requests) == 1
 
@@ -283,7 +324,7 @@ def test_a_recording_span_gets_the_lines_as_toolcommit_attributes(tmp_path):
     tracer = provider.get_tracer("test")
     log = _log(tmp_path, "ideal")
     with tracer.start_as_current_span("execute_tool refund"):
-        d = log.propose("t1", "refund", {"amount": 20}, SCOPE)
+        d = log.propose("t1", "refund", {"amount": 20}, SCOPE, principal="user:1")
         log.ack(log.dispatch(d.key), {"id": "e1"})
     (span,) = exporter.get_finished_spans()
     assert span.attributes["toolcommit.key"] == d.key

@@ -50,7 +50,7 @@ def test_adopt_puts_the_log_into_another_applications_database(tmp_path):
     path = tmp_path / "shop.db"
     other_app(path)
     log = IntentLog.sqlite(str(path), "w1", adopt=True, provider="ideal")
-    assert log.propose("c1", "refund", {"amount": 20}, "u1").accepted
+    assert log.propose("c1", "refund", {"amount": 20}, "u1", principal="user:1").accepted
     log.close()
     mode, tables = shape(path)
     assert mode == "wal" and {"orders", "tc_records", "tc_events", "tc_writers"} <= set(tables)
@@ -65,7 +65,9 @@ def test_a_full_disk_is_a_store_error_and_the_decision_is_not_written(tmp_path):
     log.store._db.execute(f"PRAGMA max_page_count = {pages}")  # the disk is now full
     with pytest.raises(StoreError, match="could not write.*free some space") as e:
         for i in range(1000):
-            log.propose(f"c{i}", "refund", {"amount": i, "note": "x" * 2000}, "u1")
+            log.propose(
+                f"c{i}", "refund", {"amount": i, "note": "x" * 2000}, "u1", principal="user:1"
+            )
     assert isinstance(e.value, ToolcommitError) and "\n" not in str(e.value)
     written = {r[0] for r in log.store._db.execute("SELECT key FROM tc_records")}
     events = log.store._db.execute("SELECT count(*) FROM tc_events").fetchone()[0]
@@ -78,6 +80,6 @@ def test_a_400_digit_integer_in_a_proposal_is_a_one_line_error_not_an_overflow(t
 
     log = IntentLog.sqlite(str(tmp_path / "intents.db"), "w1", provider="ideal")
     with pytest.raises(IntentLogError, match="args.amount: an integer beyond the float range"):
-        log.propose("c1", "refund", {"amount": 10**400}, "u1")
+        log.propose("c1", "refund", {"amount": 10**400}, "u1", principal="user:1")
     assert log.events() == []  # nothing decided, nothing written
     log.close()

@@ -98,14 +98,21 @@ def _pg(pg, schema, writer="w1"):
 
 
 def _direct(log, i):
-    d = log.propose(f"t{i}", "refund", {"amount": i}, SCOPE, dispatch=True)
+    d = log.propose(f"t{i}", "refund", {"amount": i}, SCOPE, dispatch=True, principal="user:1")
     assert d.decision == "accepted" and d.ticket.fence is None and d.ticket.generation == 1
     assert log.ack(d.ticket, {"id": f"re_{i}"})
 
 
 def _guarded(log, i):
     assert guard(
-        log, f"t{i}", "refund", {"amount": i}, SCOPE, lambda t: {"id": f"re_{i}"}, lambda t: None
+        log,
+        f"t{i}",
+        "refund",
+        {"amount": i},
+        SCOPE,
+        lambda t: {"id": f"re_{i}"},
+        lambda t: None,
+        principal="user:1",
     ) == {"id": f"re_{i}"}
 
 
@@ -123,7 +130,7 @@ def _happy_path_commits(log, counter, call) -> int:
 
 def _apart(log, i):
     """The path before: propose, dispatch and ack, a transaction each."""
-    d = log.propose(f"t{i}", "refund", {"amount": i}, SCOPE)
+    d = log.propose(f"t{i}", "refund", {"amount": i}, SCOPE, principal="user:1")
     assert log.ack(log.dispatch(d.key), {"id": f"re_{i}"})
 
 
@@ -159,8 +166,10 @@ def test_the_happy_path_is_two_postgres_commits_per_intent(pg, tmp_path, call, c
 def test_dispatch_in_the_proposals_commit_writes_the_three_lines_of_the_two_steps(tmp_path):
     log = _sqlite(tmp_path)
     try:
-        d = log.propose("t1", "refund", {"amount": 20}, SCOPE, dispatch=True)
-        again = log.propose("t2", "refund", {"amount": 20.0}, SCOPE, dispatch=True)
+        d = log.propose("t1", "refund", {"amount": 20}, SCOPE, dispatch=True, principal="user:1")
+        again = log.propose(
+            "t2", "refund", {"amount": 20.0}, SCOPE, dispatch=True, principal="user:1"
+        )
         assert (again.decision, again.ticket) == ("duplicate", None)
         r = log.record(d.key)
         assert (r.state, r.fence, r.first_sent is not None, r.sent_at == r.first_sent) == (
@@ -237,7 +246,7 @@ def blocked(t):
 
 if __name__ == "__main__":
     guard(open_log("pod-a"), "t1", "refund", {"amount": 20}, "user:42:request:7", blocked,
-          status)
+          status, principal="user:1")
 '''
 
 
@@ -307,7 +316,16 @@ def _restart_and_recover(child, tmp_path, design, when):
     try:
         assert log.crashed and [t.state for t in log.taken_over] == ["UNKNOWN"]
         try:
-            got = guard(log, "t2", "refund", {"amount": 20.0}, SCOPE, child.apply, child.status)
+            got = guard(
+                log,
+                "t2",
+                "refund",
+                {"amount": 20.0},
+                SCOPE,
+                child.apply,
+                child.status,
+                principal="user:1",
+            )
         except GaveUp:
             got = None
         (r,) = log.records()

@@ -53,6 +53,7 @@ def run(tmp_path, provider, bank, name="run", asks=1, ledger=False) -> str:
                 lambda t: bank.refund(t, t.args),
                 bank.status,
                 new_request=i > 0,
+                principal="user:1",
             )
         except GaveUp:
             pass
@@ -211,7 +212,7 @@ def test_a_takeover_after_a_crash_is_covered(tmp_path, capsys):
     db = str(tmp_path / "crash.db")
     bank = Bank()
     first = IntentLog.sqlite(db, writer="w1", provider="stripe")
-    d = first.propose("t1", "refund", {"amount": 20}, SCOPE)
+    d = first.propose("t1", "refund", {"amount": 20}, SCOPE, principal="user:1")
     first.dispatch(d.key)
     first.store.close()  # the process dies holding the record, DISPATCHED
     again = IntentLog.sqlite(db, writer="w1", provider="stripe")

@@ -7,16 +7,20 @@ it is sent; `uninstrument` gives the libraries back."""
 import asyncio
 import dataclasses
 import functools
+import json
 import os
 import re
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from toolcommit.runtime import (
+    Answered,
     DesignError,
     GaveUp,
+    Held,
     InDoubt,
     IntentLog,
     UnkeyedWrite,
@@ -90,6 +94,7 @@ def _refund_tool(log, sdk, is_async: bool):
         tool="refund",
         status=_status(sdk),
         scope=lambda charge, amount: f"user:42:request:{charge}",
+        principal="user:1",
     )
     if is_async:
 
@@ -175,6 +180,7 @@ def test_each_library_sends_the_intents_key_in_place_of_its_own(tmp_path, fake, 
         "user:42:request:1",
         lambda t: _raw_post(library, f"{fake.url}/v1/refunds", headers),
         status=lambda t: None,
+        principal="user:1",
     )
     assert got == 200 and _posts(fake) == [log.records()[0].key]
 
@@ -190,7 +196,10 @@ def test_an_effect_is_one_write_a_second_write_in_it_is_refused_by_the_provider(
             sdk.v1.refunds.create({"charge": "ch_2", "amount": 5})
         return "done"
 
-    assert guard(log, "c1", "refund", {}, "s", two_writes, status=lambda t: None) == "done"
+    assert (
+        guard(log, "c1", "refund", {}, "s", two_writes, status=lambda t: None, principal="user:1")
+        == "done"
+    )
     assert len(fake.refunds) == 1 and set(_posts(fake)) == {log.records()[0].key}
 
 
@@ -213,7 +222,18 @@ def test_a_thread_in_the_effects_context_is_stamped_one_without_it_is_outside(tm
         th.start()
         th.join(10)
 
-    asyncio.run(aguard(log, "c1", "refund", {"charge": "ch_9"}, "s", effect, status=lambda t: None))
+    asyncio.run(
+        aguard(
+            log,
+            "c1",
+            "refund",
+            {"charge": "ch_9"},
+            "s",
+            effect,
+            status=lambda t: None,
+            principal="user:1",
+        )
+    )
     assert len(refused) == 1 and _posts(fake) == [log.records()[0].key]
 
 
@@ -229,6 +249,7 @@ def test_a_design_without_a_key_sends_none(tmp_path, fake):
         lambda t: _raw_post(
             "httpx", f"{fake.url}/v1/refunds", {"Authorization": f"Bearer {TOKEN}"}
         ),
+        principal="user:1",
     )
     assert _posts(fake) == [None]
 
@@ -273,6 +294,7 @@ def test_a_status_read_that_writes_is_refused_unsent(tmp_path, fake):
             "s",
             lambda t: sdk.v1.refunds.create({"charge": "ch_1", "amount": 5}),
             status=writes,
+            principal="user:1",
         )
     assert len(_posts(fake)) == 1 and len(fake.refunds) == 1
 
@@ -288,10 +310,11 @@ def test_an_effect_whose_design_sends_no_key_is_refused_at_a_keyed_host(tmp_path
             {"charge": "ch_1"},
             "s",
             lambda t: _raw_post("httpx", f"{fake.url}/v1/refunds", {}),
+            principal="user:1",
         )
     assert fake.seen == [] and email.records()[0].state in ("UNKNOWN", "DEAD_LETTER")
     with pytest.raises(GaveUp):
-        guard(email, "c1", "refund", {"charge": "ch_1"}, "s", lambda t: None)
+        guard(email, "c1", "refund", {"charge": "ch_1"}, "s", lambda t: None, principal="user:1")
 
 
 def test_a_host_is_matched_by_name_and_port_or_by_name_alone(tmp_path):
@@ -394,7 +417,9 @@ def test_the_docs_stripe_example_refunds_once_under_a_lost_ack_and_reads_every_p
     ns: dict = {}
     exec(compile(_docs_example(), "docs/runtime.md", "exec"), ns)
     fake.lose(3)  # the first send and both of stripe-python's own retries
-    got = asyncio.run(ns["refund"]("ch_1", 2000, "7"))
+    ns["user"].set("user:42")
+    ns["request"].set("7")
+    got = asyncio.run(ns["refund"]("ch_1", 2000))
     log = ns["log"]
     key = log.records()[0].key
     assert len(fake.refunds) == 1 and got["id"] == fake.refunds[0]["id"]
@@ -404,3 +429,48 @@ def test_the_docs_stripe_example_refunds_once_under_a_lost_ack_and_reads_every_p
     assert stripe.Refund.list(charge="ch_1").has_more
     assert ns["refund_status"](log.ticket(key))["id"] == got["id"]
     assert ns["refund_status"](dataclasses.replace(log.ticket(key), key="tc1-absent")) is None
+
+
+def test_the_docs_stripe_example_reasked_in_a_new_request_while_in_doubt_refunds_once(
+    tmp_path, fake, monkeypatch
+):
+    """The fault the example claims to survive: the refund's answers are lost (the first
+    send, stripe-python's retries, the log's replay), the caller is told it may or may not
+    have happened, and the user re-asks in a new message, the amount spelled "2000" and a
+    note added. Held while in doubt, answered once the log settled the first: one refund.
+    The example runs as printed but for Stripe's delay bound, 1 s instead of 15 min."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(stripe, "api_key", TOKEN)
+    monkeypatch.setattr(stripe, "api_base", fake.url)
+    monkeypatch.setattr(stripe, "default_http_client", None)
+    shipped = Path(__file__).resolve().parents[2] / "spec" / "designs" / "stripe.json"
+    doc = json.loads(shipped.read_text("utf-8"))
+    doc["assumes"]["environment"]["delay_bound"] = "1s"  # so the test waits it out
+    (tmp_path / "stripe-1s.json").write_text(json.dumps(doc), "utf-8")
+    text = _docs_example()
+    assert text.count('provider="stripe"') == 1
+    ns: dict = {}
+    exec(
+        compile(text.replace('provider="stripe"', 'provider="stripe-1s.json"'), "docs", "exec"), ns
+    )
+    log = ns["log"]
+    log.wait = 0.2  # the test's patience; the design's logic is the one printed
+    ns["user"].set("user:42")
+    fake.lose(1000)
+    ns["request"].set("7")
+    with pytest.raises(InDoubt):
+        asyncio.run(ns["refund"]("ch_1", 2000))
+    assert len(fake.refunds) == 1  # it happened; nobody heard
+    ns["request"].set("8")  # the user's re-ask, a new message
+    with pytest.raises(Held):
+        asyncio.run(ns["refund"]("ch_1", "2000", note="did it go through?"))
+    fake.lose(0)  # the network heals: the settler reads the refund after the delay bound
+    deadline = time.monotonic() + 30
+    while log.unsettled():
+        assert time.monotonic() < deadline, log.records()
+        time.sleep(0.05)
+    with pytest.raises(Answered) as e:
+        asyncio.run(ns["refund"]("ch_1", "2000", note="did it go through?"))
+    assert e.value.happened == "yes" and e.value.result["id"] == fake.refunds[0]["id"]
+    assert len(fake.refunds) == 1 and len(log.records()) == 1
+    log.close()

@@ -8,7 +8,14 @@ from dataclasses import replace
 import pytest
 
 from toolcommit.checker.torture.plan import Session, Timing, random_plan
-from toolcommit.checker.torture.worker import DesignRuntime, Hook, LibraryRuntime, Net, env_design
+from toolcommit.checker.torture.worker import (
+    PRINCIPAL,
+    DesignRuntime,
+    Hook,
+    LibraryRuntime,
+    Net,
+    env_design,
+)
 from toolcommit.runtime import IntentLog
 from toolcommit.runtime import reask as R
 
@@ -55,7 +62,7 @@ def runtime(kind, log, points):
 
 def in_doubt(log, scope):
     """A record of `ARGS` in `scope` whose request got no answer: UNKNOWN."""
-    d = log.propose("t1", "refund", dict(ARGS), scope)
+    d = log.propose("t1", "refund", dict(ARGS), scope, principal=PRINCIPAL)
     log.timeout(log.dispatch(d.key), "no answer")
     return d.key
 
@@ -82,6 +89,6 @@ def test_a_re_ask_answered_by_the_earlier_outcome_is_heard_as_answered_nothing_s
     )
     assert out == "answered" and "dispatched" not in points.seen()
     other = dict(ARGS, charge="ch_8")  # another checkout: not answered
-    d = log.propose("c3", "refund", other, "user:1:request:3")
+    d = log.propose("c3", "refund", other, "user:1:request:3", principal="user:1")
     assert d.decision == "accepted"
     log.close()
