@@ -59,6 +59,17 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "intent in the request's _meta['toolcommit/intent']); never joins two principals",
     )
     p.add_argument(
+        "--identity",
+        action="append",
+        default=None,
+        metavar="TOOL=FIELD,...",
+        help="the arguments that make two calls of TOOL one intent (such as "
+        "refund=order,amount: not the free-text note), checked against the tool's "
+        "inputSchema at its first call (repeatable; default: every declared argument). "
+        "Arguments are always normalized by the schema: '20' is 20 for a number, an "
+        "omitted optional argument its default",
+    )
+    p.add_argument(
         "--principal",
         metavar="NAME",
         default=None,
@@ -188,6 +199,27 @@ def _tools(text: str) -> frozenset:
     if not tools:
         raise UsageError("--effectful: name at least one tool, such as --effectful refund")
     return tools
+
+
+def _identity(given, tools: frozenset) -> dict:
+    """tool -> identity fields from the --identity flags (a tool named twice is refused)."""
+    fields: dict = {}
+    for text in given or ():
+        tool, eq, names = text.partition("=")
+        tool = tool.strip()
+        got = tuple(n.strip() for n in names.split(",") if n.strip())
+        if not eq or not tool or not got:
+            raise UsageError(
+                f"--identity {text}: write TOOL=FIELD,..., such as --identity refund=order,amount"
+            )
+        if tool not in tools:
+            raise UsageError(
+                f"--identity {text}: {tool} is not an --effectful tool ({', '.join(sorted(tools))})"
+            )
+        if tool in fields:
+            raise UsageError(f"--identity {text}: {tool} has fields already; give them once")
+        fields[tool] = got
+    return fields
 
 
 def _positive(name: str, value: float) -> float:
@@ -363,6 +395,7 @@ def run(args) -> int:
 
         from toolcommit.checker.gateway.calls import Effectful
         from toolcommit.checker.gateway.http import serve_http
+        from toolcommit.checker.gateway.schemas import Identities
         from toolcommit.checker.gateway.stdio import serve_stdio
     except ModuleNotFoundError as e:
         raise UsageError(
@@ -373,11 +406,19 @@ def run(args) -> int:
 
         Rules(scope=args.scope).scope_of()  # a bad rule is refused now, not per call
     principals = _principals(args)
+    identities = Identities(_identity(args.identity, tools))
     limits = _limits(args)
     lock, log = _open_log(args, lease)
     try:
         sock = _listen(args, limits) if limits is not None else None
-        effectful = Effectful(log, tools, args.scope, call_timeout=timeout, principals=principals)
+        effectful = Effectful(
+            log,
+            tools,
+            args.scope,
+            call_timeout=timeout,
+            principals=principals,
+            identities=identities,
+        )
         if sock is None:
             main = lambda: serve_stdio(effectful, cmd)  # noqa: E731
         else:

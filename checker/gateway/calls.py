@@ -11,7 +11,9 @@ process, gets the recorded answer back without reaching the server, marked
 
 What one intent is does not depend on the transport: the call's principal (who asked:
 `principal`, from a client's token, the operator's ``--principal`` or else the session), the
-tool and its canonical arguments (scope ``mcp``); the client may name its intent in the
+tool and its identity fields, read from the arguments normalized by the tool's declared
+``inputSchema`` (`schemas`: ``"20"`` is ``20`` for a number, an omitted optional argument
+its default; every declared argument unless the operator names fields) (scope ``mcp``); the client may name its intent in the
 request's ``_meta`` (``toolcommit/intent``: a second, distinct refund of the same amount is a
 new name), which is echoed back in the result's ``_meta``; the operator may state a
 `--scope` rule, within which a client's name still counts. A scope divides one principal's
@@ -33,7 +35,6 @@ record the log would read as in doubt.
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Optional
@@ -44,10 +45,12 @@ import anyio.to_thread
 from mcp_types import JSONRPCError, JSONRPCResponse
 
 from toolcommit.checker.gateway.principal import Principals
+from toolcommit.checker.gateway.schemas import Identities, SchemaError
 from toolcommit.checker.logs.adapters.rules import Rules
-from toolcommit.model.canon import CanonError, canonical_intent
+from toolcommit.model.canon import CanonError, canonical_intent, intent_scope
 from toolcommit.model.errors import UsageError
 from toolcommit.runtime import GaveUp, InDoubt, IntentLog, Superseded, guard
+from toolcommit.runtime.identity import IdentityError
 
 META_KEY, META_FENCE = "toolcommit/idempotency_key", "toolcommit/fence"
 META_INTENT, META_REPLAYED = "toolcommit/intent", "toolcommit/replayed"
@@ -97,6 +100,9 @@ class Effectful:
         Seconds a downstream call may take; then it is in doubt (see the module docstring).
     principals : Principals
         The operator's principal rule (`principal`): whose each call is.
+    identities : Identities
+        Each tool's identity from the server's ``inputSchema`` and the operator's fields
+        (`schemas`): how a call's arguments are normalized and which make it one intent.
     """
 
     log: IntentLog
@@ -104,6 +110,7 @@ class Effectful:
     scope: Optional[str] = None
     call_timeout: float = 60.0
     principals: Principals = Principals()
+    identities: Identities = field(default_factory=Identities)
     superseded: Optional[str] = None
     _locks: dict = field(default_factory=dict)  # intent digest -> [lock, calls using it]
 
@@ -157,10 +164,14 @@ class Effectful:
         if self.superseded:
             return tool_error(self.superseded + "; this call was not sent")
         try:
-            view["principal"] = self.principals.of(view, holder)
-            scope = intent_scope(view["principal"], self.intent_scope(view))
-            digest = canonical_intent(tool, args, scope).digest
-        except (UsageError, CanonError) as e:
+            view["principal"] = principal = self.principals.of(view, holder)
+            schema = await self.identities.of(tool, send)
+            view["args"] = args = schema.normalize(args)
+            scope = self.intent_scope(view)
+            identity = self.identities.keyed(schema)
+            same = args if identity is None else identity.identity_args(args)
+            digest = canonical_intent(tool, same, intent_scope(principal, scope)).digest
+        except (UsageError, CanonError, SchemaError, IdentityError) as e:
             return tool_error(f"toolcommit gateway: {e}; nothing was sent")
         entry = self._locks.setdefault(digest, [anyio.Lock(), 0])  # [lock, calls using it]
         entry[1] += 1
@@ -168,11 +179,9 @@ class Effectful:
             async with entry[0]:
                 return await anyio.to_thread.run_sync(
                     self._guarded,
-                    params,
+                    {**params, "arguments": args},
                     view["call_id"],
-                    tool,
-                    args,
-                    scope,
+                    (principal, tool, args, scope, identity),
                     send,
                     limiter=self._threads,
                 )
@@ -181,8 +190,11 @@ class Effectful:
             if entry[1] == 0:
                 del self._locks[digest]
 
-    def _guarded(self, params, call_id, tool, args, scope, send) -> dict:
-        """In a worker thread: the library's guard, the downstream call run on the loop."""
+    def _guarded(self, params, call_id, call: tuple, send) -> dict:
+        """In a worker thread: the library's guard, the downstream call run on the loop.
+        `params` carry the normalized arguments; `call` is (principal, tool, normalized
+        arguments, scope, the `Identity` the guard keys by or None: every argument)."""
+        principal, tool, args, scope, identity = call
         meta = dict(params.get("_meta") or {})
         sent, failed, proposed = [], [], []
 
@@ -213,6 +225,8 @@ class Effectful:
                     execute,
                     saved=answer_of,
                     on_proposed=proposed.append,
+                    principal=principal,
+                    identity=identity,
                 )
             )
             key = proposed[0].key if proposed else None
@@ -244,14 +258,6 @@ class Effectful:
             if sent:
                 return tool_error(in_doubt(tool, sent[0].key, f"the log failed: {e}"))
             return tool_error(f"toolcommit gateway: {e}; nothing was sent")
-
-
-def intent_scope(principal: Optional[str], scope: str) -> str:
-    """The scope a key is derived from: `scope` itself, or `[principal, scope]` as compact
-    JSON when the call names its principal (two principals are never one intent)."""
-    if principal is None:
-        return scope
-    return json.dumps([principal, scope], separators=(",", ":"), ensure_ascii=False)
 
 
 def answer_of(msg) -> dict:

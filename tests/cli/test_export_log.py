@@ -154,7 +154,7 @@ def test_a_log_with_writes_in_its_wal_on_a_read_only_volume_is_refused_not_expor
             "-c",
             "import os, sys\nfrom toolcommit.runtime import IntentLog\n"
             "log = IntentLog.sqlite(sys.argv[1], writer='w2', provider='stripe')\n"
-            "log.propose('t2', 'refund', {'amount': 30}, 'user:42:request:8')\n"
+            "log.propose('t2', 'refund', {'amount': 30}, 'user:42:request:8', principal='user:42')\n"
             "os._exit(0)\n",
             str(path),
         ],

@@ -119,6 +119,14 @@ class Env:
         finally:
             log.close()
 
+    def proposals(self):
+        """The ``proposal`` lines of the log."""
+        log = IntentLog.sqlite(str(self.db), writer="test-reader", provider="email")
+        try:
+            return [x for x in log.events() if x["type"] == "proposal"]
+        finally:
+            log.close()
+
     def cleanup(self):
         for p in self.procs:
             if p.poll() is None:

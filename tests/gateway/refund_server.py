@@ -29,14 +29,15 @@ def _meta(ctx: Context) -> dict:
 
 
 @server.tool()
-def refund(order: str, amount: float, ctx: Context) -> dict:
-    """Refund `amount` on `order` (applies every time it is called)."""
+def refund(order: str, amount: float, ctx: Context, note: str = "") -> dict:
+    """Refund `amount` on `order`, with an optional free-text `note` (applies every time it
+    is called)."""
     with open(LEDGER, "a") as f:
         f.write(
             json.dumps(
                 {
                     "tool": "refund",
-                    "args": {"order": order, "amount": amount},
+                    "args": {"order": order, "amount": amount, "note": note},
                     "idempotency_key": _meta(ctx).get("toolcommit/idempotency_key"),
                     "effect_id": f"re_{os.getpid()}_{time.monotonic_ns()}",
                 }

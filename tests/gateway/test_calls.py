@@ -1,7 +1,8 @@
 """The gateway's per-intent locks: calls of one intent run one at a time, and an intent's
 lock goes with its last call (a long-running gateway holds locks only for live intents).
-The downstream here is an async function that applies the call to a list: the lock table is
-what is under test; the real server and client are in test_gateway.py."""
+The downstream here is an async function that applies the call to a list (and lists the
+refund tool, `listing`): the lock table is what is under test; the real server and client
+are in test_gateway.py."""
 
 from __future__ import annotations
 
@@ -18,6 +19,24 @@ from toolcommit.runtime import IntentLog  # noqa: E402
 # test_http.py keep the gateway's default coverage)
 pytestmark = pytest.mark.slow
 
+SCHEMA = {
+    "type": "object",
+    "properties": {"order": {"type": "string"}, "amount": {"type": "number"}},
+    "required": ["order", "amount"],
+}
+
+
+def listing(send):
+    """`send`, answering ``tools/list`` itself with the refund tool's schema."""
+
+    async def both(method, params):
+        if method == "tools/list":
+            tools = [{"name": "refund", "inputSchema": SCHEMA}]
+            return JSONRPCResponse(jsonrpc="2.0", id=1, result={"tools": tools})
+        return await send(method, params)
+
+    return both
+
 
 def test_two_calls_of_one_intent_apply_once_and_leave_no_lock_behind(tmp_path):
     log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="gw", provider="email")
@@ -33,7 +52,7 @@ def test_two_calls_of_one_intent_apply_once_and_leave_no_lock_behind(tmp_path):
         call = {"name": "refund", "arguments": {"order": "o-7", "amount": 20}}
         async with anyio.create_task_group() as tg:
             for rid in (1, 2):
-                tg.start_soon(gw.call, call, rid, "s1", None, send)
+                tg.start_soon(gw.call, call, rid, "s1", None, listing(send))
 
     try:
         anyio.run(scenario)
@@ -68,9 +87,9 @@ def test_a_superseded_gateway_reports_its_sent_call_in_doubt_and_writes_nothing(
         return answer()
 
     async def scenario():
-        first = await gw.call(CALL, 1, "s1", None, send)
+        first = await gw.call(CALL, 1, "s1", None, listing(send))
         second = await gw.call(
-            {**CALL, "arguments": {"order": "o-8", "amount": 1}}, 2, "s1", None, send
+            {**CALL, "arguments": {"order": "o-8", "amount": 1}}, 2, "s1", None, listing(send)
         )
         return first, second
 
@@ -107,7 +126,7 @@ def recover_during_a_long_call(tmp_path, renew: bool, monkeypatch=None):
         return answer()
 
     try:
-        got = anyio.run(gw.call, CALL, 1, "s1", None, send)
+        got = anyio.run(gw.call, CALL, 1, "s1", None, listing(send))
         return got, [r.state for r in log.records()]
     finally:
         log.close()

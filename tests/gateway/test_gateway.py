@@ -162,6 +162,14 @@ def test_over_http_a_clients_retry_in_a_new_session_applies_once(gateway_env):
             "--scope client.name: clientInfo is what a client claims about itself",
         ),
         (
+            ["--effectful", "refund", "--db", "x.db", "--identity", "refund", "--", "true"],
+            "--identity refund: write TOOL=FIELD,...",
+        ),
+        (
+            ["--effectful", "refund", "--db", "x.db", "--identity", "email=to", "--", "true"],
+            "--identity email=to: email is not an --effectful tool (refund)",
+        ),
+        (
             ["--effectful", "refund", "--db", "x.db", "--principal", "a b", "--", "true"],
             "--principal: a principal's name is 1 to 100 of",
         ),

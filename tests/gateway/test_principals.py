@@ -49,7 +49,11 @@ def test_two_clients_asking_equal_refunds_are_each_refunded_once_and_told_their_
     assert bob2.meta["toolcommit/key"] == bob.meta["toolcommit/key"]
     ledger = {r["idempotency_key"] for r in e.applied("o-7")}
     assert ledger == {alice.meta["toolcommit/key"], bob.meta["toolcommit/key"]}
-    assert sorted(r.scope for r in e.records()) == ['["alice","mcp"]', '["bob","mcp"]']
+    accepted = [(x["principal"], x["key"]) for x in e.proposals() if x["decision"] == "accepted"]
+    assert sorted(accepted) == [
+        ("alice", alice.meta["toolcommit/key"]),
+        ("bob", bob.meta["toolcommit/key"]),
+    ]
 
 
 def test_without_client_tokens_two_sessions_are_two_principals(gateway_env):
@@ -85,13 +89,13 @@ def test_a_session_belongs_to_the_token_that_opened_it(gateway_env):
         return httpx.post(url, json=body, headers=headers, timeout=LIMIT)
 
     with e.http("--client-tokens", tokens) as (url, _):
-        opened = httpx.post(url, json=init, headers={**accept, "Authorization": f"Bearer {ALICE}"})
+        opened = post(init, **accept, Authorization=f"Bearer {ALICE}")
         sid = {"Mcp-Session-Id": opened.headers["mcp-session-id"], **accept}
-        as_bob = httpx.post(url, json=listing, headers={**sid, "Authorization": f"Bearer {BOB}"})
-        as_nobody = httpx.post(url, json=listing, headers=sid)
-        as_alice = httpx.post(
-            url, json=listing, headers={**sid, "Authorization": f"Bearer {ALICE}"}
-        )
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        post(initialized, **sid, Authorization=f"Bearer {ALICE}")
+        as_bob = post(listing, **sid, Authorization=f"Bearer {BOB}")
+        as_nobody = post(listing, **sid)
+        as_alice = post(listing, **sid, Authorization=f"Bearer {ALICE}")
     assert opened.status_code == 200
     assert (as_bob.status_code, as_nobody.status_code, as_alice.status_code) == (404, 401, 200)
 

@@ -9,9 +9,11 @@ import concurrent.futures
 import dataclasses
 import functools
 import http.client
+import json
 import os
 import re
 import threading
+import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -19,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from toolcommit.runtime import (
+    Answered,
     DesignError,
     GaveUp,
     Held,
@@ -608,3 +611,48 @@ def test_the_docs_stripe_example_refunds_once_under_a_lost_ack_and_reads_every_p
     assert stripe.Refund.list(charge="ch_1").has_more
     assert ns["refund_status"](log.ticket(key))["id"] == got["id"]
     assert ns["refund_status"](dataclasses.replace(log.ticket(key), key="tc1-absent")) is None
+
+
+def test_the_docs_stripe_example_reasked_in_a_new_request_while_in_doubt_refunds_once(
+    tmp_path, fake, monkeypatch
+):
+    """The fault the example claims to survive: the refund's answers are lost (the first
+    send, stripe-python's retries, the log's replay), the caller is told it may or may not
+    have happened, and the user re-asks in a new message, the amount spelled "2000" and a
+    note added. Held while in doubt, answered once the log settled the first: one refund.
+    The example runs as printed but for Stripe's delay bound, 1 s instead of 15 min."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(stripe, "api_key", TOKEN)
+    monkeypatch.setattr(stripe, "api_base", fake.url)
+    monkeypatch.setattr(stripe, "default_http_client", None)
+    shipped = Path(__file__).resolve().parents[2] / "spec" / "designs" / "stripe.json"
+    doc = json.loads(shipped.read_text("utf-8"))
+    doc["assumes"]["environment"]["delay_bound"] = "1s"  # so the test waits it out
+    (tmp_path / "stripe-1s.json").write_text(json.dumps(doc), "utf-8")
+    text = _docs_example()
+    assert text.count('provider="stripe"') == 1
+    ns: dict = {}
+    exec(
+        compile(text.replace('provider="stripe"', 'provider="stripe-1s.json"'), "docs", "exec"), ns
+    )
+    log = ns["log"]
+    log.wait = 0.2  # the test's patience; the design's logic is the one printed
+    ns["user"].set("user:42")
+    fake.lose(1000)
+    ns["request"].set("7")
+    with pytest.raises(InDoubt):
+        asyncio.run(ns["refund"]("ch_1", 2000))
+    assert len(fake.refunds) == 1  # it happened; nobody heard
+    ns["request"].set("8")  # the user's re-ask, a new message
+    with pytest.raises(Held):
+        asyncio.run(ns["refund"]("ch_1", "2000", note="did it go through?"))
+    fake.lose(0)  # the network heals: the settler reads the refund after the delay bound
+    deadline = time.monotonic() + 30
+    while log.unsettled():
+        assert time.monotonic() < deadline, log.records()
+        time.sleep(0.05)
+    with pytest.raises(Answered) as e:
+        asyncio.run(ns["refund"]("ch_1", "2000", note="did it go through?"))
+    assert e.value.happened == "yes" and e.value.result["id"] == fake.refunds[0]["id"]
+    assert len(fake.refunds) == 1 and len(log.records()) == 1
+    log.close()

@@ -8,7 +8,14 @@ from dataclasses import replace
 import pytest
 
 from toolcommit.checker.torture.plan import Session, Timing, random_plan
-from toolcommit.checker.torture.worker import DesignRuntime, Hook, LibraryRuntime, Net, env_design
+from toolcommit.checker.torture.worker import (
+    PRINCIPAL,
+    DesignRuntime,
+    Hook,
+    LibraryRuntime,
+    Net,
+    env_design,
+)
 from toolcommit.runtime import IntentLog
 from toolcommit.runtime import reask as R
 
@@ -55,7 +62,7 @@ def runtime(kind, log, points):
 
 def in_doubt(log, scope):
     """A record of `ARGS` in `scope` whose request got no answer: UNKNOWN."""
-    d = log.propose("t1", "refund", dict(ARGS), scope, principal="user:1")
+    d = log.propose("t1", "refund", dict(ARGS), scope, principal=PRINCIPAL)
     log.timeout(log.dispatch(d.key), "no answer")
     return d.key
 
