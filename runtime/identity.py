@@ -4,8 +4,9 @@ fields.
 An `Identity` is built from what the tool declares (a function's signature, a Pydantic
 model, a JSON Schema such as an MCP tool's ``inputSchema``) and, optionally, the `fields`
 that make two requests the same (``("charge", "amount")``: the charge and amount, not the
-free-text reason; default: every declared argument). Names in `fields` that the schema does
-not declare are refused when the tool is wrapped.
+free-text reason; default: every argument, normalized, an undeclared one too where the
+schema allows one: never merged away). Names in `fields` that the schema does not declare
+are refused when the tool is wrapped.
 
 - `Identity.normalize` coerces each declared argument to its declared type where the
   coercion is exact (``"2000"`` -> ``2000`` for an integer, ``"20.5"`` -> ``20.5`` for a
@@ -49,7 +50,7 @@ from toolcommit.runtime.log import IntentLogError
 
 __all__ = ["Identity", "IdentityError", "Fields"]
 
-#: the identity fields a wrapper takes: argument names, or None (every declared argument)
+#: the identity fields a wrapper takes: argument names, or None (every argument)
 Fields = Optional[Sequence[str]]
 _NO = object()  # no default: the argument is required
 _JSON = ("integer", "number", "string", "boolean", "array", "object")
@@ -92,10 +93,11 @@ class Identity:
     tool: str
     args: Mapping[str, Arg]
     fields: tuple[str, ...]
+    every: bool = False  # no fields named: every argument of a call, declared or not
 
     @classmethod
     def make(cls, tool: str, args: Mapping[str, Arg], fields: Fields = None) -> "Identity":
-        """Check `fields` against `args` (every declared argument when None)."""
+        """Check `fields` against `args` (None: every argument of a call)."""
         if isinstance(fields, str):
             fields = (fields,)
         names = tuple(sorted(args)) if fields is None else tuple(fields)
@@ -107,7 +109,7 @@ class Identity:
             )
         if len(set(names)) != len(names):
             raise IdentityError(f"{tool}: identity= names an argument twice: {names}")
-        return cls(tool, dict(args), names)
+        return cls(tool, dict(args), names, fields is None)
 
     @classmethod
     def of(cls, source: Any, fields: Fields = None, tool: Optional[str] = None) -> "Identity":
@@ -192,14 +194,22 @@ class Identity:
         return out
 
     def identity_args(self, normalized: Mapping[str, Any]) -> dict[str, Any]:
-        """The identity fields of `normalized` (those it has)."""
+        """The identity fields of `normalized` (those it has); every argument where no
+        fields were named (an undeclared one too: never merged away)."""
+        if self.every:
+            return dict(normalized)
         return {k: normalized[k] for k in self.fields if k in normalized}
+
+    @property
+    def names(self) -> Optional[list[str]]:
+        """The identity fields as a proposal line carries them; None: every argument."""
+        return None if self.every else list(self.fields)
 
     def rule(self) -> dict[str, Any]:
         """The JSON rule the log stores for the tool: the identity fields and each declared
         argument's type, nullability and default (what decides which calls are one)."""
         return {
-            "identity": list(self.fields),
+            "identity": self.names,
             "args": {
                 n: {
                     "type": a.type,

@@ -453,7 +453,7 @@ def _identified(
     log.check_principal(principal, f"call {call_id} of {tool}")
     if isinstance(identity, Identity):
         log.declare(tool, identity.rule())
-        return identity.normalize(args), list(identity.fields)
+        return identity.normalize(args), identity.names
     return args, None if identity is None else list(identity)
 
 

@@ -44,3 +44,51 @@ def test_crewai_tool_cases_one_refund_and_the_truth(tmp_path):
     assert sorted(got) == sorted(NAMES), f"outcomes missing: {run.stderr[-3000:]}"
     failed = {name: got[name]["error"] for name in NAMES if not got[name]["ok"]}
     assert not failed, "\n".join(f"{name}:\n{error}" for name, error in failed.items())
+
+
+WRAP = """
+import sys
+from crewai.tools import tool
+from toolcommit.runtime import IdentityError, IntentLog, IntentLogError
+from toolcommit.runtime.frameworks import crewai_tool
+
+@tool("refund")
+def refund(order: str, amount: int, note: str = "") -> str:
+    '''Refund an order.'''
+    return "re_1"
+
+log = IntentLog.sqlite(sys.argv[1], writer="w1", provider="stripe")
+try:
+    crewai_tool(log, refund, scope="s", status=lambda t: None)
+except IntentLogError as e:
+    print("no principal:", "pass principal=" in str(e))
+try:
+    crewai_tool(log, refund, scope="s", status=lambda t: None, principal="u", identity=("amt",))
+except IdentityError as e:
+    print("undeclared:", "names amt" in str(e))
+g = crewai_tool(log, refund, scope="s", status=lambda t: None, principal="u",
+                identity=("order", "amount"))
+print(g.run(order="o1", amount=20), g.run(order="o1", amount="20", note="again"))
+print("proposals:", [e["decision"] for e in log.events() if e["type"] == "proposal"])
+log.close()
+"""
+
+
+@pytest.mark.slow
+def test_crewai_tool_takes_principal_and_identity_from_its_args_schema(tmp_path):
+    """No principal is refused when wrapped; identity fields are checked against the tool's
+    ``args_schema``, by which ``"20"`` is 20: a re-ask with an added note is the same."""
+    run = subprocess.run(
+        [crewai_python(), "-c", WRAP, str(tmp_path / "i.db")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.splitlines()[-4:] == [
+        "no principal: True",
+        "undeclared: True",
+        "re_1 re_1",
+        "proposals: ['accepted', 'duplicate']",
+    ], run.stdout + run.stderr[-2000:]
