@@ -774,7 +774,9 @@ class IntentLog:
         """Store `tool`'s identity rule (`toolcommit.runtime.identity.Identity.rule`), or
         check it against the stored one. A changed rule would merge or split intents: it is
         refused while a record of the tool is open or settled untold (a re-ask would meet
-        it), else stored in place of the old one, with a warning."""
+        it), else stored in place of the old one, with a warning. So is a first rule while
+        the tool has such records written without one (by an earlier release, whose keys
+        and hold named no principal)."""
         text = L.dumps(rule)
         if self._rules.get(tool) == text:
             return
@@ -782,6 +784,7 @@ class IntentLog:
         def fn(tx: Tx) -> tuple[None, list[L.Line], None]:
             row = tx.one("SELECT rule FROM tc_tools WHERE tool = ?", (tool,))
             if row is None:
+                self._refuse_live(tx, tool, "was written before the log stored its rule")
                 tx.run(
                     "INSERT INTO tc_tools (tool, rule) VALUES (?, ?) ON CONFLICT DO NOTHING",
                     (tool, text),
@@ -794,7 +797,9 @@ class IntentLog:
         with self._lock:
             self._rules[tool] = text
 
-    def _retool(self, tx: Tx, tool: str, old: str, new: str) -> None:
+    def _refuse_live(self, tx: Tx, tool: str, what: str) -> None:
+        """`IntentLogError` if a record of `tool` may still be met by a re-ask (open, or
+        settled without its caller hearing it): a new rule would merge or split it."""
         live = tx.first(
             f"SELECT count(*) FROM tc_records r WHERE r.tool = ? AND (r.state IN {_OPEN} OR "
             "EXISTS (SELECT 1 FROM tc_asks a WHERE a.key = r.key AND a.scope = r.scope "
@@ -803,11 +808,14 @@ class IntentLog:
         )[0]
         if live:
             raise IntentLogError(
-                f"{tool}: its identity rule changed ({old} -> {new}) while {live} of its "
-                "records may still be met by a re-ask (in doubt, or settled without its "
-                "caller hearing it): the new rule would merge or split those intents. Run "
-                "the old rule until they settle (toolcommit status), or use a new log"
+                f"{tool}: {live} of its records may still be met by a re-ask (in doubt, or "
+                f"settled without its caller hearing it), and its identity {what}: the "
+                "rule would merge or split those intents. Let them settle under the rule "
+                "they were written with (toolcommit status; recover), or use a new log"
             )
+
+    def _retool(self, tx: Tx, tool: str, old: str, new: str) -> None:
+        self._refuse_live(tx, tool, f"rule changed ({old} -> {new})")
         tx.run("UPDATE tc_tools SET rule = ? WHERE tool = ?", (new, tool))
         _LOGGER.warning("%s: identity rule changed from %s to %s", tool, old, new)
 

@@ -463,6 +463,27 @@ def test_a_changed_identity_rule_is_refused_while_a_reask_could_meet_its_records
     log.close()
 
 
+def test_a_first_rule_is_refused_while_records_written_without_one_are_in_doubt(tmp_path):
+    """A record written with no rule stored (by an earlier release, whose keys and hold
+    named no principal, or by a bare `propose`): a call under a rule keyed otherwise would
+    not meet it while it is in doubt. Refused until it settles."""
+    log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="w1", provider="email")
+    d = log.propose("t1", "mail", {"to": "ana"}, "request:1", principal="u", dispatch=True)
+    sent = []
+
+    @effectful(log, tool="mail", scope="request:2", principal="u")
+    def mail(to: str):
+        sent.append(to)
+        return {"id": "m2"}
+
+    with pytest.raises(IntentLogError, match="was written before the log stored its rule"):
+        mail("ana")
+    assert sent == [] and len(log.records()) == 1
+    assert log.ack(d.ticket, {"id": "m1"})  # its caller heard it: nothing left to meet
+    assert mail("bob") == {"id": "m2"} and sent == ["bob"]
+    log.close()
+
+
 def test_same_takes_argument_names_only(tmp_path):
     with pytest.raises(IntentLogError, match="identity="):
         IntentLog.sqlite(str(tmp_path / "i.db"), writer="w1", provider="stripe", same=lambda a: a)
