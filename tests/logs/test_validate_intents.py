@@ -118,25 +118,31 @@ def test_the_identity_rule_keeps_only_its_fields_and_the_principal_splits_asks()
     assert got["k1"] == got["k2"] != got["k3"]
 
 
-# ----- the library of this release, identity turned back to arguments only -----------------
-def test_two_users_equal_refunds_merged_by_the_library_never_conform(tmp_path):
-    """User 1's refund times out and a replay settles it; user 2's equal refund in its own
-    request is then answered with user 1's (reask=hold, every argument, no principal):
-    user 2 is never refunded. The log cannot say whether the two scopes are two users:
-    INCONCLUSIVE, naming the answer across scopes."""
+# ----- the library, identity turned back to arguments only --------------------------------
+def test_two_users_equal_refunds_merged_by_one_principal_never_conform(tmp_path):
+    """Identity turned back to arguments only: one principal (``app``) named for every user,
+    as the previous release had none. User 1's refund times out and a replay settles it
+    unheard; user 2's equal refund in its own request is then answered with user 1's
+    (reask=hold): user 2 is never refunded. Exported as the previous release wrote its lines
+    (no principal, no identity), the log cannot say whether the two scopes are two users:
+    INCONCLUSIVE, naming the answer across scopes, never CONFORMS."""
     log = IntentLog.sqlite(str(tmp_path / "log.db"), writer="w1", provider="stripe", settler=False)
     try:
-        d1 = log.propose("t1", "refund", {"amount": 10}, "user:1:request:1")
+        d1 = log.propose("t1", "refund", {"amount": 10}, "user:1:request:1", principal="app")
         log.timeout(log.dispatch(d1.key))
         replay = log.reconcile(d1.key)
         assert replay is not None
-        log.ack(replay, {"id": "re_1"})
-        d2 = log.propose("t2", "refund", {"amount": 10}, "user:2:request:9")
+        log.ack(replay, {"id": "re_1"}, heard=False)
+        d2 = log.propose("t2", "refund", {"amount": 10}, "user:2:request:9", principal="app")
         assert (d2.decision, d2.key) == ("answered", d1.key)
-        path = tmp_path / "log.jsonl"
-        with open(path, "w") as f:
-            log.export(f)
+        lines = [json.loads(x) for x in log.lines()]
     finally:
         log.close()
+    path = tmp_path / "log.jsonl"
+    with open(path, "w") as f:
+        for line in lines:
+            line.pop("principal", None)
+            line.pop("identity", None)
+            f.write(json.dumps(line) + "\n")
     code, out, _ = cli("validate", str(path))
     assert code == 3 and "ANSWER_ACROSS [possible]" in out

@@ -12,18 +12,24 @@ import signal
 import sqlite3
 import subprocess
 import sys
-from inspect import signature
 
 import pytest
 
-from toolcommit.runtime import DesignError, IntentLog, IntentLogError, current_ticket, effectful
+from toolcommit.runtime import (
+    DesignError,
+    Identity,
+    IntentLog,
+    IntentLogError,
+    current_ticket,
+    effectful,
+)
 from toolcommit.runtime.shims import recover_settle, register
 
 from .test_recovery_ends import TOOLS  # the refund tool over a file ledger (stripe)
 
 # who asks, where this tree's library takes it (issue 38: every shipped design refuses a
 # call naming no principal once it does)
-WHO = {"principal": "user:42"} if "principal" in signature(IntentLog.propose).parameters else {}
+WHO = {"principal": "user:42"}
 SCOPE = "user:42:request:7"
 REFUND = "door_refund"  # a name no other test registers for every log (`register`, no log=)
 
@@ -32,7 +38,7 @@ import json, os, signal
 from inspect import signature
 from toolcommit.runtime import IntentLog, current_ticket, effectful
 
-WHO = {"principal": "user:42"} if "principal" in signature(IntentLog.propose).parameters else {}
+WHO = {"principal": "user:42"}
 
 _LOG = []
 
@@ -214,10 +220,18 @@ def test_a_log_that_stores_no_design_and_holds_no_open_record_adopts_as_before(t
 def _in_doubt(db, amount=20, tool=REFUND):
     """A log whose writer died with a refund sent (DISPATCHED), its lease run out."""
     dead = IntentLog.sqlite(str(db), "dead", provider="stripe", settler=False)
+    dead.declare(tool, _RULE.rule())  # as `effectful` on `_refund_tool`'s function does
     d = dead.propose("t1", tool, {"amount": amount}, SCOPE, **WHO)
     dead.dispatch(d.key)
     dead.expire_leases("dead")
     return d.key
+
+
+def _refund_signature(amount):
+    """The parameters of `_refund_tool`'s refund: its identity rule."""
+
+
+_RULE = Identity.from_signature(_refund_signature, tool=REFUND)
 
 
 def _refund_tool(log, bank):
@@ -332,7 +346,7 @@ import json, os
 from inspect import signature
 from toolcommit.runtime import IntentLog, current_ticket, effectful
 
-WHO = {"principal": "user:42"} if "principal" in signature(IntentLog.propose).parameters else {}
+WHO = {"principal": "user:42"}
 
 
 def opener(name):
