@@ -24,7 +24,7 @@ import time
 
 W4 = "workers=4,crashes=3,max_fence=5,delays=3,ack_losses=3,lease_expiries=3"
 W5 = "workers=5,crashes=4,max_fence=6,delays=4,ack_losses=4,lease_expiries=4,cancels=2"
-W3 = "workers=3,max_fence=4,crashes=2"  # naive: 130-bit states (the C engine's wide state)
+W3 = "workers=3,max_fence=4,crashes=2"  # naive: 131-bit states (the C engine's wide state)
 RUNS = [
     ("naive", "default", ""),
     ("seed", "default", ""),

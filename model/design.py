@@ -6,7 +6,7 @@ share one home for it.
 
 >>> "insert" in knob_names() and departures(preset_design("naive")) == []
 True
->>> guarantee_of(["I1", "I1net", "P1", "P3", "VISIBLE"]), guarantee_of(["I1"])
+>>> guarantee_of(["I1", "I1net", "P1", "P3", "OWN", "VISIBLE"]), guarantee_of(["I1"])
 ('at-most-once', None)
 """
 

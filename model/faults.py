@@ -52,6 +52,7 @@ class LogFaults:
                 fault=True,
             )
         self.new_intent()
+        self.stop_waiting()
 
     def expire(self) -> None:
         """Clock skew expires a live worker's lease (only where a claim is a lease)."""

@@ -68,6 +68,7 @@ def check_bound(name: str, value) -> None:
 
 
 FIRST_INTENT = "i1"
+FIRST_PRINCIPAL = "u1"
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,8 @@ class Proposal:
     user intent it serves (`i1`, the user's first request, unless the instance has the user
     ask again, `new_intent`) and the user request (message) it is emitted in: the intent's
     own unless `request` names another (the user re-asking the same intent in a new
-    message, whose minted id makes a new scope)."""
+    message, whose minted id makes a new scope), and whose it is: the principal that asked
+    (`u1` unless it names another, whose intent is asked from the start)."""
 
     name: str
     call_id: str
@@ -85,6 +87,7 @@ class Proposal:
     trigger: str
     intent: str = FIRST_INTENT
     request: str = ""
+    principal: str = FIRST_PRINCIPAL
 
     @property
     def req(self) -> str:
@@ -111,6 +114,10 @@ class Instance:
     def intents(self) -> tuple[str, ...]:
         """The user intents the proposals serve, the first request's first."""
         return tuple(dict.fromkeys([FIRST_INTENT] + [p.intent for p in self.proposals]))
+
+    def principals(self) -> tuple[str, ...]:
+        """Whose the proposals are (the principal that asked), the first request's first."""
+        return tuple(dict.fromkeys([FIRST_PRINCIPAL] + [p.principal for p in self.proposals]))
 
     def requests(self) -> tuple[str, ...]:
         """The user requests (messages) the proposals are emitted in, the first's first."""
@@ -167,6 +174,7 @@ def proposal(name: str) -> Proposal:
         p["trigger"],
         p.get("intent", FIRST_INTENT),
         p.get("request", ""),
+        p.get("principal", FIRST_PRINCIPAL),
     )
 
 

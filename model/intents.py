@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .expr import FALSE, Expr, all_of, any_of, in_, not_, sum_
-from .instance import FIRST_INTENT
+from .instance import FIRST_INTENT, FIRST_PRINCIPAL
 from .values import GAVE_UP, P_DUP, P_RECORDED, UNSETTLED, r
 
 
@@ -54,6 +54,13 @@ class Intents:
             {i: self.var(f"asked.{i}", 2, family="asked", index=(i,)) for i in later}
             if self.has("new_intents")
             else {}
+        )
+
+    def asked_from_start(self, i: str) -> bool:
+        """The first request's intent, and an intent of another principal (who asks at any
+        time, in a request of their own), are asked from the start."""
+        return i == FIRST_INTENT or any(
+            p.intent == i and p.principal != FIRST_PRINCIPAL for p in self.props
         )
 
     def several_intents(self) -> bool:
@@ -125,12 +132,12 @@ class Intents:
         )
 
     def asked_count(self, g: Group):
-        """How many of the group's intents the user has asked so far: the int 1 for the
-        first intent alone, else an expression over the flags."""
+        """How many of the group's intents have been asked so far: the int 1 for the first
+        intent alone, else those asked from the start plus an expression over the flags."""
         if g.intents == (FIRST_INTENT,):
             return 1
         flags = [self.asked[i] for i in g.intents if i in self.asked]
-        first = 1 if FIRST_INTENT in g.intents else 0
+        first = sum(1 for i in g.intents if self.asked_from_start(i))
         if not flags:
             return first
         return sum_(flags) + first if first else sum_(flags)

@@ -91,12 +91,30 @@ class Config:
 # System under each of their options, so its records leave them out.
 SEVERAL_INTENTS_ONLY = ("intent_id", "reask")
 # Knobs that bear only where an instance has a fault budget: the SDK's retries exist only
-# with transport duplicates, where the read looks matters only if a read can be stale.
-BUDGET_ONLY = {"sdk_retries": "duplicates", "status_via": "stale_reads"}
+# with transport duplicates, where the read looks matters only if a read can be stale, when
+# an outcome counts as heard only where a caller can give up.
+BUDGET_ONLY = {
+    "sdk_retries": "duplicates",
+    "status_via": "stale_reads",
+    "told": "caller_deadlines",
+}
+# Knobs that bear only where an instance has a call the knob reads: the schema merges only
+# a coerced value or an added argument; the principal matters only with several principals.
+FORMS_ONLY = {"identity": ("coerced", "annotated")}
+PRINCIPALS_ONLY = ("principal",)
+
+
+def _bears_on(k: str, inst) -> bool:
+    if k in FORMS_ONLY:
+        return any(p.form in FORMS_ONLY[k] for p in inst.proposals)
+    if k in PRINCIPALS_ONLY:
+        return len(inst.principals()) > 1
+    return True
 
 
 def bearing(knobs: Mapping[str, str], instances) -> dict[str, str]:
-    """`knobs` without those that bear on none of `instances` (see SEVERAL_INTENTS_ONLY).
+    """`knobs` without those that bear on none of `instances` (see SEVERAL_INTENTS_ONLY,
+    BUDGET_ONLY, FORMS_ONLY and PRINCIPALS_ONLY).
 
     >>> from toolcommit.model.instance import instance
     >>> "intent_id" in bearing(preset("recommended").knobs, [instance("ack_loss")])
@@ -111,6 +129,8 @@ def bearing(knobs: Mapping[str, str], instances) -> dict[str, str]:
         if k in SEVERAL_INTENTS_ONLY and not several:
             continue
         if k in BUDGET_ONLY and BUDGET_ONLY[k] not in budget:
+            continue
+        if not any(_bears_on(k, i) for i in instances):
             continue
         out[k] = v
     return out

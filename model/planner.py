@@ -68,7 +68,12 @@ class Planner:
             duplicate = all_of(
                 base, exists, not_(gave_up), any_of(not_(in_doubt), nk != RV["PROPOSED"])
             )
-        self.act("propose", {**params, "decision": "duplicate"}, duplicate, {prop.name: P_DUP})
+        self.act(
+            "propose",
+            {**params, "decision": "duplicate"},
+            duplicate,
+            {prop.name: P_DUP, **self.own_flag(p, k)},
+        )
         conflict = self._conflict(p)
         if conflict is not FALSE:
             self.act(
@@ -95,6 +100,7 @@ class Planner:
             self.rec[k].name: RV["RECORDED"],
             self.owner[k].name: w,
             self.prop[p.name].name: P_RECORDED,
+            **self.by_update(p, k),
         }
         if self.via[k] is not None:
             up[self.via[k].name] = self.call_ids.index(p.call_id)
@@ -125,6 +131,7 @@ class Planner:
                     self.rec[k].name: RV["DISPATCHED"],
                     self.owner[k].name: w,
                     self.prop[p.name].name: P_RECORDED,
+                    **self.own_flag(p, k),
                 }
             )
             if self.via[k] is not None:

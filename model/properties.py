@@ -19,15 +19,15 @@ hyper     : compares several models (P5: every model personality reaches the sam
 Examples
 --------
 >>> [p.name for p in table() if p.state_predicate]
-['I1', 'I1net', 'P1', 'P2', 'P3', 'FENCE', 'LEGAL']
+['I1', 'I1net', 'P1', 'P2', 'P3', 'OWN', 'FENCE', 'LEGAL']
 >>> prop("P2").flag, prop("DEADLOCK").kind
 ('bad.P2', 'graph')
 >>> outcomes(), headline().name
-(('I1', 'FULFIL', 'I1net', 'P1', 'P3'), 'I1')
+(('I1', 'FULFIL', 'I1net', 'P1', 'P3', 'OWN'), 'I1')
 >>> names(["P9"])
 Traceback (most recent call last):
 ...
-toolcommit.model.errors.UsageError: unknown property 'P9'; valid properties: I1, FULFIL, VISIBLE, ALO, I1net, P1, P2, P3, P4, P5, FENCE, LEGAL, DEADLOCK, PROGRESS
+toolcommit.model.errors.UsageError: unknown property 'P9'; valid properties: I1, FULFIL, VISIBLE, ALO, I1net, P1, P2, P3, OWN, P4, P5, FENCE, LEGAL, DEADLOCK, PROGRESS
 """
 
 from __future__ import annotations

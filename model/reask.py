@@ -3,8 +3,10 @@
 The user, told the first request may or may not have happened, asks again in a new
 message. With `intent_id=minted` the new request's id is in the scope, so its call derives
 a key of its own: nothing in the log ties it to the first. Two keys are *siblings* when
-calls of different requests derive them from the same tool and canonical arguments (and
-epoch): found statically from the proposals. What a new request's call meets when its key
+calls of different requests derive them from the same tool and canonical arguments (under
+`principal=part`, of the same principal), whatever their epoch: a re-ask after a doubt and
+the user's retry after a give-up are one intent with its attempts. Found statically from
+the proposals. What a new request's call meets when its key
 has no record and a sibling's record exists:
 
 - `proceed`: nothing; it is accepted at once;
@@ -17,8 +19,13 @@ has no record and a sibling's record exists:
   told it was done; DEAD_LETTER where the design's give-up does not mean "a final read
   found nothing" (`_absent_final`): refused, told it may have happened. Either way the
   call is REJECTED_DUPLICATE with no record of its own, and the sibling's outcome is now
-  told (a later request proceeds). Otherwise (told, given up after a final read found
-  nothing, compensated, cancelled) it is accepted under its own key.
+  told (a later request proceeds). A new attempt after a give-up (`after_give_up`) is
+  answered by an ACKED sibling told or not. Otherwise (told, given up after a final read
+  found nothing, compensated, cancelled) it is accepted under its own key.
+
+Told is heard from the caller's side under `told=caller`: where a caller may stop waiting
+(`caller_deadlines`, `gone.<key>`), an ack that reaches the worker after its caller gave up
+is heard by nobody; `told=on_ack` marks it told all the same.
 
 The re-ask itself is a proposal of the first intent in another request, with trigger
 `after_doubt`: a record of its intent went UNKNOWN (`doubt.<intent>`), so the user was told
@@ -28,7 +35,7 @@ nothing here adds a variable or an action: every other instance builds the same 
 
 from __future__ import annotations
 
-from .expr import FALSE, Expr, all_of, any_of, in_, ite
+from .expr import FALSE, Expr, all_of, any_of, in_, ite, not_
 from .values import P_DUP, RV, UNSETTLED, r
 
 
@@ -40,12 +47,10 @@ class Reask:
         return len(self.inst.requests()) > 1
 
     def _content(self, p) -> tuple:
-        """What a call meets its siblings by: its canonical arguments, not its attempt
-        (epoch): a re-ask and the user's retry after a give-up are one intent."""
-        form = p.form
-        if self.k["canonicalizer"] == "normalizing" and form == "paraphrase":
-            form = "orig"
-        return (form,)
+        """What a call meets its siblings by: its canonical arguments (and its principal,
+        under `principal=part`), not its attempt (epoch): a re-ask and the user's retry
+        after a give-up are one intent."""
+        return (self.form_of(p),) + self.whose(p)
 
     def _siblings(self) -> dict[int, tuple[int, ...]]:
         """key -> the keys calls of another request derive from the same content."""
@@ -71,6 +76,42 @@ class Reask:
             k: self.var(f"told.{self.keys[k].name}", 2, family="told", index=(self.keys[k].name,))
             for k in sorted(keys)
         }
+        self.gone = (
+            {
+                k: self.var(
+                    f"gone.{self.keys[k].name}", 2, family="gone", index=(self.keys[k].name,)
+                )
+                for k in sorted(keys)
+            }
+            if self.has("caller_deadlines")
+            else {}
+        )
+
+    def stop_waiting(self) -> None:
+        """`caller_deadlines`: the call that sent key k's request stops waiting while it is
+        in flight (`gone.<key>`); the user is told it may or may not have happened."""
+        for k, gone in self.gone.items():
+            intents = {p.intent for p in self.props if self.key_of[p.name] == k}
+            self.act(
+                "stop_waiting",
+                {"key": self.keys[k].name},
+                all_of(
+                    self.rec[k] == RV["DISPATCHED"], gone == 0, self.budget["caller_deadlines"] > 0
+                ),
+                {
+                    gone.name: 1,
+                    **{self.doubt[i].name: 1 for i in sorted(intents) if i in self.doubt},
+                    **self.spend("caller_deadlines"),
+                },
+                fault=True,
+            )
+
+    def heard(self, k: int) -> Expr:
+        """The user heard key k's outcome: it is told, and (where a caller may give up)
+        the call that sent it was still waiting."""
+        if k in self.gone:
+            return all_of(self.told[k] == 1, self.gone[k] == 0)
+        return self.told[k] == 1
 
     def _reasked_keys(self) -> list[int]:
         """Keys of the first request's calls of an intent with a re-ask (`after_doubt`)."""
@@ -113,7 +154,7 @@ class Reask:
             for q in self.props
             if q.intent == p.intent and q.trigger != "after_doubt"
         }
-        return all_of(flag == 1, *[self.told[k] == 0 for k in sorted(mine) if k in self.told])
+        return all_of(flag == 1, *[not_(self.heard(k)) for k in sorted(mine) if k in self.told])
 
     def reask_wait(self, k: int) -> Expr:
         """`refuse`/`hold`: a sibling of key k is unsettled, so a call of k waits."""
@@ -177,14 +218,17 @@ class Reask:
                 "propose",
                 {**params, "decision": decision},
                 all_of(fresh, guard),
-                {self.prop[p.name].name: P_DUP, self.told[s].name: 1},
+                {self.prop[p.name].name: P_DUP, self.told[s].name: 1, **self.own_flag(p, s)},
             )
 
     def told_on_ack(self, k: int, settles_from_dispatch: Expr) -> dict:
         """`told.<key>` := 1 when an ack settles k's record from DISPATCHED: the call that
-        sent it hears its outcome."""
+        sent it hears its outcome; under `told=caller` only if that call was still waiting
+        (`told=on_ack` marks it told all the same, though nobody heard)."""
         if k not in self.told:
             return {}
+        if self.k["told"] == "caller" and k in self.gone:  # a caller that gave up: not heard
+            settles_from_dispatch = all_of(settles_from_dispatch, self.gone[k] == 0)
         return {self.told[k].name: ite(settles_from_dispatch, 1, self.told[k])}
 
     def answered_in(self, props) -> Expr:

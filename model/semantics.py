@@ -42,6 +42,7 @@ from .instance import Instance, Proposal
 from .intents import Intents
 from .knobs import Config
 from .planner import Planner
+from .principals import Principals
 from .properties import monitors, table
 from .provider import Provider
 from .reask import Reask
@@ -60,6 +61,7 @@ from .values import (
     MONITOR_ORDER,
     MSG_VALUES,
     P2_ALLOWED,
+    P_DUP,
     P_PROPOSED,
     PLAIN_MSG,
     PROP_VALUES,
@@ -90,7 +92,9 @@ def _legal_edges() -> tuple:
     return tuple((e.source, e.target) for e in protocol().record.edges)
 
 
-class _Builder(Planner, Provider, LogFaults, Intents, Reask, Resolution, Recovery, Clock):
+class _Builder(
+    Planner, Provider, LogFaults, Intents, Reask, Principals, Resolution, Recovery, Clock
+):
     """Collects variables and actions; one method per actor."""
 
     def __init__(self, config: Config, inst: Instance):
@@ -105,12 +109,27 @@ class _Builder(Planner, Provider, LogFaults, Intents, Reask, Resolution, Recover
         self._derive_keys()
 
     # ----- static derivation of keys and tokens -----------------------------------
-    def _ident(self, p: Proposal, epoch: int) -> tuple:
-        if self.k["dedupe_by"] == "call_id":
-            return ("call", p.call_id)
+    def form_of(self, p: Proposal) -> str:
+        """The argument form p's key is derived from: the canonicalizer merges a paraphrase
+        (20.0) with the original, the schema (`identity=schema`) a coerced value ("20")
+        and an argument outside the identity fields (a reason)."""
         form = p.form
         if self.k["canonicalizer"] == "normalizing" and form == "paraphrase":
             form = "orig"
+        if self.k["identity"] == "schema" and form in ("coerced", "annotated"):
+            form = "orig"
+        return form
+
+    def whose(self, p: Proposal) -> tuple:
+        """The principal in p's identity: `(principal,)` under `principal=part` where the
+        instance has several, else nothing (one principal, or the principal left out)."""
+        several = len(self.inst.principals()) > 1
+        return (p.principal,) if several and self.k["principal"] == "part" else ()
+
+    def _ident(self, p: Proposal, epoch: int) -> tuple:
+        if self.k["dedupe_by"] == "call_id":
+            return ("call", p.call_id)
+        form = self.form_of(p)
         if self.k["epoch"] == "none":
             epoch = 1
         if self.k["epoch"] == "per_retry" and p.trigger == "after_failure":
@@ -118,7 +137,7 @@ class _Builder(Planner, Provider, LogFaults, Intents, Reask, Resolution, Recover
         ident = ("refund", form, "e%s" % (epoch if isinstance(epoch, int) else "%d+%s" % epoch))
         ident += ("v%d" % p.version,) if self.k["revision"] == "conflict" else ()
         minted = self.k["intent_id"] == "minted" and self.several_requests()
-        return ident + ((p.req,) if minted else ())
+        return ident + ((p.req,) if minted else ()) + self.whose(p)
 
     def _derive_keys(self) -> None:
         self.keys: list[Key] = []
@@ -242,6 +261,7 @@ class _Builder(Planner, Provider, LogFaults, Intents, Reask, Resolution, Recover
         self.declare_windows()
         self.declare_told()
         self.declare_doubt()
+        self.declare_by()
         sv = SEEN_VALUES if self.saved_errors() else ()
         self.seen = {
             t: self.var(f"seen.{t}", len(sv) or 2, 0, sv, family="seen", index=(t,))
@@ -538,6 +558,7 @@ class _Builder(Planner, Provider, LogFaults, Intents, Reask, Resolution, Recover
             "P1": effect,
             "P2": any_of(*[rec == RV["UNKNOWN"] for rec in self.rec]),
             "P3": any_of(*[c == 1 for c in self.cancelled if c is not None]),
+            "OWN": any_of(*[p == P_DUP for p in self.prop.values()]),
             "FENCE": any_of(
                 *[
                     all_of(in_(m, (M_INFLIGHT, M_DELAYED)), self.fence[k] > f + 1)

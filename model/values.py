@@ -46,12 +46,13 @@ ENV_FAULTS = (
 )
 
 # Budgets an instance's bounds list only when set: the real systems' faults, and the user's
-# second request (`new_intents`, set only by the instance that has a second intent), so the
-# records of every instance without one do not change.
-LISTED_WHEN_SET = ENV_FAULTS + ("new_intents",)
+# second request (`new_intents`, set only by the instance that has a second intent) and the
+# caller's deadline (`caller_deadlines`, likewise), so the records of every instance without
+# one do not change.
+LISTED_WHEN_SET = ENV_FAULTS + ("new_intents", "caller_deadlines")
 
 CAP = 2  # effect counters saturate here: two effects already break I1
-MONITOR_ORDER = ("LEGAL", "P2", "FENCE", "P3")  # the flags' order in the packed state
+MONITOR_ORDER = ("LEGAL", "P2", "FENCE", "P3", "OWN")  # the flags' order in the packed state
 
 
 def record_values() -> tuple[str, ...]:

@@ -80,6 +80,7 @@ UNREPLAYABLE = {
     "new_intent": "the user's second request (a new intent id) has no place in a scripted "
     "session yet",
     "failover": "the harness's store has no replica to fail over to",
+    "stop_waiting": "a caller's deadline has no place in a scripted session yet",
 }
 
 

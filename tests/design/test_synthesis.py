@@ -186,8 +186,8 @@ def test_design_cli_rejects_an_unknown_environment(capsys):
 def test_departures_count_the_knobs_that_differ_from_naive():
     assert departures(preset_design("naive")) == []
     # every knob, intent_id and the re-ask's hold included, the SDK retries, the list read,
-    # and the replay window
-    assert len(departures(preset_design("recommended"))) == 18
+    # the identity (schema, principal, told from the caller's side) and the replay window
+    assert len(departures(preset_design("recommended"))) == 21
 
 
 def test_the_search_judges_the_sealed_saga_and_the_human_gate_as_neighbours_of_recommended():

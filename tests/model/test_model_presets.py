@@ -26,6 +26,10 @@ CLASS_BREAKS = {  # failure class -> the property the naive preset breaks first
     "give_up_retry": "I1",
     "two_intents": "I1",
     "reask_in_doubt": "I1",
+    "reask_after_give_up": "I1",
+    "two_principals": "I1",
+    "reask_reworded": "I1",
+    "caller_gives_up": "I1",
 }
 
 

@@ -23,7 +23,7 @@ def test_happy_path_is_reachable_on_the_default_instance(recommended_default):
     assert "happy" in ex.first_witness
 
 
-@pytest.mark.parametrize("prop", ["I1", "I1net", "P1", "P2", "P3", "FENCE", "LEGAL"])
+@pytest.mark.parametrize("prop", ["I1", "I1net", "P1", "P2", "P3", "OWN", "FENCE", "LEGAL"])
 def test_every_invariant_has_a_reachable_witness(recommended_default, prop):
     _, ex = recommended_default
     assert prop in ex.first_witness, f"{prop} could hold only because nothing happens"
