@@ -63,6 +63,11 @@ IMPLEMENTS = {
     "reaccept": ("reject",),
     "reask": ("proceed", "hold"),
 }
+#: knobs a design file of this release names, which the library implements one way only (an
+#: older file, without them, is read as naming these): the tool's schema and identity
+#: fields decide which calls are one intent, the principal is part of it, and an outcome is
+#: heard on the caller's side (`toolcommit.runtime.identity`, `toolcommit.runtime.caller`)
+IDENTITY = {"identity": ("schema",), "principal": ("part",), "told": ("caller",)}
 
 
 class DesignError(ToolcommitError):
@@ -244,7 +249,8 @@ def load(provider: Union[str, os.PathLike[str], Design, None]) -> Design:
             "(`toolcommit design --env NAME -o FILE`)"
         )
     d = read(provider)
-    for knob, options in IMPLEMENTS.items():
+    named = {k: v for k, v in IDENTITY.items() if k in d.knobs}
+    for knob, options in {**IMPLEMENTS, **named}.items():
         if d.knobs[knob] not in options:
             raise DesignError(
                 f"{d.source}: {knob}={d.knobs[knob]} is a design the library does "

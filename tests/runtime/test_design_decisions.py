@@ -157,3 +157,24 @@ def test_a_design_the_library_does_not_implement_is_refused_naming_the_knob(tmp_
     path.write_text(json.dumps(doc))
     with pytest.raises(D.DesignError, match="on_unknown=blind_retry"):
         D.load(str(path))
+
+
+@pytest.mark.parametrize(
+    "knob, value", [("identity", "args"), ("principal", "left_out"), ("told", "on_ack")]
+)
+def test_a_design_naming_an_identity_the_library_does_not_keep_is_refused(tmp_path, knob, value):
+    """Every shipped design names the identity it needs (schema, part, caller: the model's
+    instances reask_reworded, two_principals and caller_gives_up break without each); a
+    file naming another is refused, naming the knob. A file without these knobs (written
+    before they existed) is read as the library keeps them."""
+    doc = _doc("stripe")
+    assert {k: doc["knobs"][k] for k in D.IDENTITY} == {k: v[0] for k, v in D.IDENTITY.items()}
+    doc["knobs"][knob] = value
+    path = tmp_path / "weak.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(D.DesignError, match=f"{knob}={value}"):
+        D.load(str(path))
+    for k in D.IDENTITY:
+        del doc["knobs"][k]
+    path.write_text(json.dumps(doc))
+    assert not set(D.IDENTITY) & set(D.load(str(path)).knobs)
