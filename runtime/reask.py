@@ -116,7 +116,10 @@ def meet(
     """What a new call of content `digest` in `scope` meets: ``("held", record)``,
     ``("answered", record)`` (the answer kept for `scope`, so a retry in that scope gets it
     again; told once it reached the caller: `heard`), or None (insert as usual). `get(tx,
-    key)` reads a record. `retry`: the user asks again (``new_request``); where the latest
+    key)` reads a record. A call held once stays tied to the record it met (a row of its
+    scope): when that record settles, its outcome answers the call's scope whether or not
+    its own caller heard it, since this request was asked while it was in doubt. `retry`:
+    the user asks again (``new_request``); where the latest
     record of `scope` was given up, an ACKED sibling answers whether or not its own caller
     heard it (instance ``reask_after_give_up``: the re-ask r2 took effect after the first
     was given up, so the retry of the first is that same intent, done)."""
@@ -130,20 +133,21 @@ def meet(
         if rec is None:
             continue
         if where == scope:
-            if rec.scope != scope:  # this scope was answered by an earlier record
+            if rec.scope == scope:
+                own.append(rec)
+            elif rec.state in OPEN_STATES:  # this scope was held by it: still open
+                return "held", rec
+            elif _answers(rec, settles_by_read):  # this scope met it: its outcome answers
                 return "answered", rec
-            own.append(rec)
             continue
         if rec.scope != where:  # another scope's answer: not a record of it
             continue
-        if rec.state in OPEN_STATES:
+        if rec.state in OPEN_STATES:  # tie this scope to it: asked while it was in doubt
+            remember(tx, digest, rec.key, scope)
             return "held", rec
         if rec.state == "ACKED" and acked is None:
             acked = rec
-        untold = not told and (
-            rec.state == "ACKED" or (rec.state == "DEAD_LETTER" and not settles_by_read)
-        )
-        if untold and answer is None:
+        if not told and _answers(rec, settles_by_read) and answer is None:
             answer = rec
     if answer is None and retry and acked is not None and _gave_up(own):
         answer = acked
@@ -151,6 +155,12 @@ def meet(
         return None
     remember(tx, digest, answer.key, scope, told=1)
     return "answered", answer
+
+
+def _answers(rec: Record, settles_by_read: bool) -> bool:
+    """Whether settled `rec`'s outcome answers a re-ask: done (ACKED), or given up where it
+    may have happened (DEAD_LETTER where the design's give-up is not a final "absent")."""
+    return rec.state == "ACKED" or (rec.state == "DEAD_LETTER" and not settles_by_read)
 
 
 def _gave_up(own: list[Record]) -> bool:
