@@ -184,13 +184,17 @@ def complete_assumptions(stored: Mapping[str, str]) -> dict[str, str]:
 
 
 def complete_knobs(
-    stored: Mapping[str, str], bounds: Mapping[str, int] | None = None, requests: int | None = None
+    stored: Mapping[str, str],
+    bounds: Mapping[str, int] | None = None,
+    requests: int | None = None,
+    inst=None,
 ) -> dict[str, str]:
     """Every knob of a stored record: the stored ones, and each `implied` knob it leaves out
     at its implied option (in spec order, then any the spec does not know); given the
     record's `bounds`, a knob that bears on none of them (`BUDGET_ONLY`) is not put back,
     nor, given its instance's number of user `requests`, one that bears only on several
-    (`SEVERAL_INTENTS_ONLY`) where it has one.
+    (`SEVERAL_INTENTS_ONLY`) where it has one, nor, given the instance `inst`, one that
+    reads a call it does not have (`FORMS_ONLY`, `PRINCIPALS_ONLY`).
 
     >>> complete_knobs(stored_knobs(preset("seed").knobs)) == dict(preset("seed").knobs)
     True
@@ -199,6 +203,8 @@ def complete_knobs(
 
     def bears(k):
         if k in SEVERAL_INTENTS_ONLY and requests is not None and requests <= 1:
+            return False
+        if inst is not None and not _bears_on(k, inst):
             return False
         return bounds is None or k not in BUDGET_ONLY or bounds.get(BUDGET_ONLY[k], 0) > 0
 

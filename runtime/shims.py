@@ -438,6 +438,34 @@ def _call(
     return got
 
 
+def _proposer(
+    log: IntentLog,
+    call_id: str,
+    tool: str,
+    args: dict[str, Any],
+    scope: str,
+    new_request: bool,
+    on_proposed: Optional[Callable[[Decision], None]],
+    principal: Optional[str],
+    identity: IdentityRule,
+) -> Callable[..., Decision]:
+    """The call's proposal (`_propose`), its arguments identified first (`_identified`:
+    normalized, the principal checked) before anything is written."""
+    args, fields = _identified(log, call_id, tool, args, principal, identity)
+    return functools.partial(
+        _propose,
+        log,
+        call_id,
+        tool,
+        args,
+        scope,
+        new_request,
+        on_proposed,
+        principal=principal,
+        fields=fields,
+    )
+
+
 def _identified(
     log: IntentLog,
     call_id: str,
@@ -661,18 +689,8 @@ def guard(
     _refuse_coroutine(execute, "execute")
     _refuse_coroutine(status, "status")
     _needs_status(log, status)
-    args, fields = _identified(log, call_id, tool, args, principal, identity)
-    propose = functools.partial(
-        _propose,
-        log,
-        call_id,
-        tool,
-        args,
-        scope,
-        new_request,
-        on_proposed,
-        principal=principal,
-        fields=fields,
+    propose = _proposer(
+        log, call_id, tool, args, scope, new_request, on_proposed, principal, identity
     )
     with otel.guard_span(log, call_id, tool), contextlib.closing(_call(log, propose, saved)) as gen:
         return _drive_sync(log, gen, execute, status)
@@ -698,18 +716,8 @@ async def aguard(
     cancellation while the effect runs makes the record UNKNOWN, then is re-raised. The
     log's own decisions are synchronous (milliseconds on SQLite)."""
     _needs_status(log, status)
-    args, fields = _identified(log, call_id, tool, args, principal, identity)
-    propose = functools.partial(
-        _propose,
-        log,
-        call_id,
-        tool,
-        args,
-        scope,
-        new_request,
-        on_proposed,
-        principal=principal,
-        fields=fields,
+    propose = _proposer(
+        log, call_id, tool, args, scope, new_request, on_proposed, principal, identity
     )
     with otel.guard_span(log, call_id, tool), contextlib.closing(_call(log, propose, saved)) as gen:
         return await _drive_async(log, gen, execute, status)

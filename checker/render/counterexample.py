@@ -240,7 +240,9 @@ def parse_itf(doc: dict, system: System, path: str = "") -> Counterexample:
             meta["config"],
             meta["instance"],
             meta["bounds"],
-            complete_knobs(meta["knobs"], meta["bounds"], _requests(system)),
+            complete_knobs(
+                meta["knobs"], meta["bounds"], _requests(system), system.meta.get("instance")
+            ),
             complete_assumptions(meta["assumptions"]),
             tuple(steps),
             engine=meta["engine"],

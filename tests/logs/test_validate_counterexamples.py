@@ -69,11 +69,18 @@ SHOWN_AS = {
 # reaches nothing, so no log line records it; the log shows a refund that was never
 # cancelled, still DISPATCHED (the fixture never writes its ack): INCONCLUSIVE for the
 # same UNSETTLED reason. P3 is the model's to show here, the log cannot.
+#
+# And identity by the arguments as written (`identity=args`, seed's): the user's re-ask with
+# `"20"` for 20, or with an added reason, is two intents to a log whose proposals carry no
+# schema (no `identity` rule, the library of the previous release), so it shows two refunds
+# of two requests and is INCONCLUSIVE for the same UNSETTLED reason; the schema that makes them one is the
+# model's (instance reask_reworded) and the library's (`toolcommit.runtime.identity`).
 NOT_SHOWN = {
     ("naive", "prompt_revision", "I1"),
     ("seed", "prompt_revision", "I1"),
     ("seed", "cancel", "P3"),
     ("seed", "default", "P3"),
+    ("seed", "reask_reworded", "I1"),
 }
 
 
@@ -205,7 +212,7 @@ def test_a_recommended_happy_path_of_every_failure_class_conforms(inst):
 
 @pytest.mark.parametrize("inst", FAILURE_CLASSES)
 def test_every_happy_walk_of_the_recommended_model_conforms(inst):
-    walks = [a for a in (happy_walk(inst, seed) for seed in range(40)) if a is not None]
+    walks = [a for a in (happy_walk(inst, seed) for seed in range(80)) if a is not None]
     assert len(walks) >= 10, inst
     system = system_of("recommended", inst)
     for acts in walks:
