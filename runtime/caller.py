@@ -6,7 +6,7 @@ effect sends (`sent_write`) and mark it answered when a response comes back; the
 drivers read the notes after the effect returns: an effect whose last keyed write got no
 answer is in doubt (`NoAnswer`) whatever it returned.
 
-"Heard" (`reask=hold`'s told, `toolcommit.runtime.reask.heard`) is written only when the
+"Heard" (`reask=hold`'s told, `IntentLog.heard`) is written only when the
 outcome reached the caller that asked: a guard returning to its caller (with its ack, in
 one commit), or, inside `hearing`, the awaiting caller of a sync guard run in a worker
 thread once the result is back with it; never for a caller that gave up or was cancelled.
@@ -20,7 +20,6 @@ import contextlib
 import contextvars
 from typing import Iterator, Optional
 
-from toolcommit.runtime import reask as R
 from toolcommit.runtime.log import IntentLog
 
 
@@ -71,7 +70,7 @@ class Hearing:
     def heard(self, log: IntentLog) -> None:
         """The outcomes reached the caller that asked (the model got them)."""
         for key in dict.fromkeys(self.keys):
-            R.heard(log, key)
+            log.heard(key)
 
 
 _LATER: contextvars.ContextVar[Optional[Hearing]] = contextvars.ContextVar(
@@ -107,5 +106,5 @@ class Asked:
         if self.later is not None:
             self.later.keys.append(key)
         elif not self.told:
-            R.heard(log, key)
+            log.heard(key)
             self.told = True

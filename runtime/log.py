@@ -929,7 +929,7 @@ class IntentLog:
         RECONCILING (a ``replay``) at the ticket's generation -> ACKED, saving `result`.
         `heard`: the caller that asked gets `result` now (noted in the same commit, for
         ``reask=hold``); False where it may not (recovery; a caller that may have given
-        up: then `toolcommit.runtime.reask.heard` once it got it)."""
+        up: then `IntentLog.heard` once it got it)."""
         frm = "RECONCILING" if ticket.purpose == "replay" else "DISPATCHED"
         told = heard and self.design.knobs.get("reask") == "hold"
         return (
@@ -1319,6 +1319,16 @@ class IntentLog:
                 t.join(max(5.0, self.settle_every))
 
     # ----- reading --------------------------------------------------------------------------
+    def heard(self, key: str) -> None:
+        """Note that `key`'s outcome reached a caller that asked (the guard returned it, the
+        framework gave it to the model), so a later request of the same content is a new
+        intent of the user's. A no-op unless the design holds re-asks (``reask=hold``).
+        Never called for a caller that gave up or was cancelled (`toolcommit.runtime.caller`)."""
+        if not self.holds:
+            return
+        sql, params = R.told_sql(key)
+        self._decide(lambda tx: (tx.run(gated(sql), params), [], None))
+
     def record(self, key: str) -> Optional[Record]:
         with self._lock, self.store.read() as tx:
             return self._get(tx, key)

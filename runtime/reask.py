@@ -40,7 +40,6 @@ from toolcommit.model.canon import CanonError, canonical_intent, intent_scope
 from toolcommit.runtime.store import GATE, GAVE_UP, OPEN_STATES, Tx, Write, gated
 
 if TYPE_CHECKING:
-    from toolcommit.runtime.log import IntentLog
     from toolcommit.runtime.records import Record
 
 Rule = Optional[tuple[str, ...]]
@@ -188,15 +187,3 @@ def told_sql(key: str) -> Write:
     """The statement (its `GATE` open) noting that a caller that asked heard `key`'s
     outcome (its result, or the answer a re-ask met): every row of `key`."""
     return (f"UPDATE tc_asks SET told = 1 WHERE key = ? AND told = 0 AND {GATE}", (key,))
-
-
-def heard(log: IntentLog, key: str) -> None:
-    """Note that `key`'s outcome reached a caller that asked (the guard returned it, the
-    framework gave it to the model), so a later request of the same content is a new
-    intent of the user's. A no-op unless the log's design holds re-asks (``reask=hold``).
-    Never called for a caller that gave up or was cancelled."""
-    if log.design.knobs.get("reask") != "hold":
-        return
-    sql, params = told_sql(key)
-    with log.store.tx() as tx:
-        tx.run(gated(sql), params)

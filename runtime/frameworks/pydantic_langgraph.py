@@ -15,7 +15,7 @@ Limitations
 -----------
 The log's decisions are synchronous (a few milliseconds on SQLite), also inside an async
 tool. Pydantic AI: a sync tool runs in a worker thread (Pydantic AI's own executor), and
-its outcome counts as heard (`toolcommit.runtime.reask.heard`) only once it is back with
+its outcome counts as heard (`IntentLog.heard`) only once it is back with
 the agent: a tool ``timeout=`` that passes while the thread runs on leaves it unheard, so
 the user's re-ask in a new request gets it (`Answered`), never a second effect. LangGraph: a sync tool runs through ``wrap_tool_call`` (``graph.invoke``), an async
 one through ``awrap_tool_call`` (``graph.ainvoke``).
