@@ -9,7 +9,9 @@ the scope left out, ``canonical_intent(tool, identity args, intent_scope(princip
 (the content a ``reask=hold`` design compares), under the rule each proposal line carries
 (``principal``; ``identity``, the argument names that make two requests one intent). A line
 without them is read as the library of the previous release wrote it: no principal, every
-argument. Pure: events (dicts) in, `Finding`s out; nothing here reads a clock.
+argument, compared `loose`ly (``"2000"`` is 2000, an empty argument an omitted one), so a
+re-ask the library of that release split in two by spelling is found too, as possible
+only. Pure: events (dicts) in, `Finding`s out; nothing here reads a clock.
 
 - **I1** across requests: two keys of one ask, in two requests (or in one request under
   two spellings of its other arguments), both took effect, and the later was accepted while
@@ -194,7 +196,7 @@ class Asks:
         args = self.args_of(r)
         if args is None:
             return None
-        kept = args if r.identity is None else {n: args[n] for n in r.identity if n in args}
+        kept = loose(args) if r.identity is None else {n: args[n] for n in r.identity if n in args}
         try:
             return intent_digest(r.tool, kept, intent_scope(r.principal, ""))
         except CanonError:
@@ -278,6 +280,14 @@ class Asks:
                         "other was accepted cannot be told (two writers' lines: clocks "
                         "are not read)"
                     )
+                if (a.identity is None or b.identity is None) and self._spelled(a, b):
+                    certain = False
+                    why.append(
+                        "the lines carry no identity rule and the two requests' arguments "
+                        'differ only in spelling ("2000" for 2000, an empty argument added): '
+                        "one intent if the tool's schema says so (a writer that records "
+                        "identity= says)"
+                    )
                 if a.principal is None or b.principal is None:
                     certain = False
                     why.append(
@@ -327,6 +337,16 @@ class Asks:
             tuple(steps),
             text,
         )
+
+    def _spelled(self, a: Req, b: Req) -> bool:
+        """Whether `a` and `b` are one ask only by `loose` spelling, not by their kept
+        arguments' canonical forms."""
+        try:
+            return intent_digest(a.tool, self._kept(a), "") != intent_digest(
+                b.tool, self._kept(b), ""
+            )
+        except CanonError:
+            return True
 
     def _kept(self, r: Req) -> dict:
         args = self.args_of(r) or {}
@@ -422,6 +442,31 @@ def differs(r: Req, tool: Optional[str], args) -> str:
     return ", ".join(
         f"{n}={short(args[n], 30)} where {short(r.args[n], 30)} was asked" for n in bad
     )
+
+
+def loose(args: dict) -> dict:
+    """A request's arguments as a log without an identity rule might mean them: a string
+    that spells a number exactly is that number, and an empty value ("", None, [], {}) is
+    an omitted argument. Only for grouping possible re-asks (a finding it alone makes is
+    "possible"): the tool's schema, which such a log does not carry, is what decides."""
+    out = {}
+    for name, value in args.items():
+        if value is None or (isinstance(value, (str, list, dict)) and len(value) == 0):
+            continue
+        out[name] = _number(value) if isinstance(value, str) else value
+    return out
+
+
+def _number(text: str):
+    """`text` as the int or float it spells exactly (the same text back), else `text`."""
+    for kind in (int, float):
+        try:
+            n = kind(text)
+        except ValueError:
+            continue
+        if str(n) == text:
+            return n
+    return text
 
 
 def keys_of(f: Finding) -> list[str]:

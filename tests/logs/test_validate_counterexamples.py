@@ -69,19 +69,20 @@ SHOWN_AS = {
 # reaches nothing, so no log line records it; the log shows a refund that was never
 # cancelled, still DISPATCHED (the fixture never writes its ack): INCONCLUSIVE for the
 # same UNSETTLED reason. P3 is the model's to show here, the log cannot.
-#
-# And identity by the arguments as written (`identity=args`, seed's): the user's re-ask with
-# `"20"` for 20, or with an added reason, is two intents to a log whose proposals carry no
-# schema (no `identity` rule, the library of the previous release), so it shows two refunds
-# of two requests and is INCONCLUSIVE for the same UNSETTLED reason; the schema that makes them one is the
-# model's (instance reask_reworded) and the library's (`toolcommit.runtime.identity`).
 NOT_SHOWN = {
     ("naive", "prompt_revision", "I1"),
     ("seed", "prompt_revision", "I1"),
     ("seed", "cancel", "P3"),
     ("seed", "default", "P3"),
-    ("seed", "reask_reworded", "I1"),
 }
+
+# Identity by the arguments as written (`identity=args`, seed's): the user's re-ask with
+# `"20"` for 20 is two intents to a log whose proposals carry no schema (no `identity`
+# rule, the library of the previous release). validate compares such lines loosely (a
+# string that spells a number is that number), so it shows the two refunds as one intent,
+# possibly only: the schema that makes them one is the model's (instance reask_reworded)
+# and the library's (`toolcommit.runtime.identity`), not the log's.
+POSSIBLE = {("seed", "reask_reworded", "I1")}
 
 
 def stored_counterexamples() -> list[tuple[str, str, str]]:
@@ -174,6 +175,10 @@ def test_a_stored_counterexample_is_a_log_the_checker_rejects(preset, inst, prop
         assert report.verdict.value == "INCONCLUSIVE"
         assert prop not in found(report) | found(report, "possible")
         assert found(report, "possible") == {"UNSETTLED"}
+        return
+    if (preset, inst, prop) in POSSIBLE:
+        assert report.verdict.value == "INCONCLUSIVE"
+        assert prop in found(report, "possible") and not found(report)
         return
     assert report.verdict.value == "VIOLATES", [
         (f.property, f.explanation) for f in report.findings

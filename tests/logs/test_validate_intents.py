@@ -146,3 +146,32 @@ def test_two_users_equal_refunds_merged_by_one_principal_never_conform(tmp_path)
             f.write(json.dumps(line) + "\n")
     code, out, _ = cli("validate", str(path))
     assert code == 3 and "ANSWER_ACROSS [possible]" in out
+
+
+@pytest.mark.parametrize(
+    "respelled",
+    [{"amount": "10"}, {"note": ""}, {"amount": "10", "note": None}],
+    ids=["string-amount", "empty-note", "both"],
+)
+def test_a_log_without_identity_rule_shows_a_respelled_reask_as_possible_i1(tmp_path, respelled):
+    """A previous release's log (no principal, no identity rule) of a re-ask in doubt that
+    the library split in two by spelling ("10" for 10, an empty argument added): two intents
+    to the per-key pass, one possible intent here, so INCONCLUSIVE, never CONFORMS."""
+    evs = events("reask_old-bad.jsonl")
+    second = evs[5]["key"]
+    for ev in evs:
+        if ev.get("key") == second and "args" in ev:
+            ev["args"] = {**ev["args"], **respelled}
+    path = tmp_path / "respelled.jsonl"
+    path.write_text("".join(json.dumps(ev) + "\n" for ev in evs))
+    report = validate([str(path)])
+    assert summary(report) == ("INCONCLUSIVE", [("I1", "possible")])
+    (f,) = report.findings
+    assert "differ only in spelling" in f.explanation
+    # "10" for 10 with an identity rule the lines carry is not "spelling": another ask
+    for ev in evs:
+        if ev["type"] == "proposal":
+            ev["identity"] = ["charge", "amount"]
+    path.write_text("".join(json.dumps(ev) + "\n" for ev in evs))
+    expected = ("CONFORMS", []) if "amount" in respelled else ("INCONCLUSIVE", [("I1", "possible")])
+    assert summary(validate([str(path)])) == expected
