@@ -49,11 +49,13 @@ from toolcommit.checker.gateway.schemas import Identities, SchemaError
 from toolcommit.checker.logs.adapters.rules import Rules
 from toolcommit.model.canon import CanonError, canonical_intent, intent_scope
 from toolcommit.model.errors import UsageError
-from toolcommit.runtime import GaveUp, InDoubt, IntentLog, Superseded, guard
+from toolcommit.runtime import Answered, GaveUp, InDoubt, IntentLog, Superseded, guard
+from toolcommit.runtime.caller import Hearing
 from toolcommit.runtime.identity import IdentityError
 
 META_KEY, META_FENCE = "toolcommit/idempotency_key", "toolcommit/fence"
 META_INTENT, META_REPLAYED = "toolcommit/intent", "toolcommit/replayed"
+META_ANSWERED = "toolcommit/answered"  # why a re-ask got an earlier request's answer
 DEFAULT_SCOPE = "mcp"  # an intent is the tool and its canonical arguments
 MAX_INTENT_NAME = 200
 
@@ -190,6 +192,15 @@ class Effectful:
             if entry[1] == 0:
                 del self._locks[digest]
 
+    async def heard(self, hearing: Hearing) -> None:
+        """The outcomes `hearing` collected reached the client (its answer was written):
+        noted as heard (`IntentLog.heard`), in a worker thread. A client that cancelled or
+        left never gets here, so a re-ask of its intent meets an outcome it did not hear."""
+        try:
+            await anyio.to_thread.run_sync(hearing.heard, self.log, limiter=self._threads)
+        except Exception as e:  # noqa: BLE001 - the answer is out; a re-ask is held instead
+            print(f"toolcommit gateway: could not note the answer as heard: {e}", file=sys.stderr)
+
     def _guarded(self, params, call_id, call: tuple, send) -> dict:
         """In a worker thread: the library's guard, the downstream call run on the loop.
         `params` carry the normalized arguments; `call` is (principal, tool, normalized
@@ -246,6 +257,13 @@ class Effectful:
                     )
                 )
             return tool_error(self.superseded + "; this call was not sent")
+        except Answered as e:  # a re-ask met an outcome its client never heard
+            if e.happened == "yes" and isinstance(e.result, dict):
+                key = e.record.key if e.record else None
+                answered = with_meta(e.result, meta.get(META_INTENT), key, replayed=True)
+                answered["_meta"][META_ANSWERED] = str(e)
+                return answered
+            return tool_error(f"toolcommit gateway: {e}")
         except (InDoubt, GaveUp) as e:
             if sent:  # email's design gives up at once on the call it sent
                 return tool_error(in_doubt(tool, sent[0].key, why_unanswered(failed)))

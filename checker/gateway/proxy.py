@@ -32,6 +32,7 @@ from mcp_types import ErrorData, JSONRPCError, JSONRPCNotification, JSONRPCReque
 
 from toolcommit.checker.gateway.calls import Effectful, malformed
 from toolcommit.checker.gateway.downstream import Downstream, DownstreamGone
+from toolcommit.runtime.caller import hearing
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 METHOD_NOT_FOUND, INTERNAL_ERROR = -32601, -32603
@@ -99,12 +100,15 @@ class _Session:
         self.holder: Optional[str] = None
         self._lock = anyio.Lock()
 
-    async def to_client(self, msg) -> None:
+    async def to_client(self, msg) -> bool:
+        """Send `msg` to the client: whether it was written (False: the client left; the
+        log has what happened)."""
         async with self._lock:
             try:
                 await self.write.send(SessionMessage(msg))
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                pass  # the client left; the log has what happened
+                return False
+            return True
 
     async def lost(self, rid) -> None:
         await self.to_client(
@@ -181,7 +185,7 @@ class _Session:
         self.calls[msg.id] = scope
         result = None
         try:
-            with scope:
+            with scope, hearing() as heard:  # told only once the answer is written
                 result = await self.effectful.call(
                     msg.params, msg.id, self.session, self.client, self._down_request, self.holder
                 )
@@ -193,8 +197,10 @@ class _Session:
             return
         finally:
             self.calls.pop(msg.id, None)
-        if result is not None and not scope.cancel_called:
-            await self.to_client(JSONRPCResponse(jsonrpc="2.0", id=msg.id, result=result))
+        if result is None or scope.cancel_called:
+            return  # a client that cancelled did not hear the outcome
+        if await self.to_client(JSONRPCResponse(jsonrpc="2.0", id=msg.id, result=result)):
+            await self.effectful.heard(heard)
 
     async def _down_request(self, method: str, params: dict):
         # shielded: a dispatched call runs to its answer, the server's death or the time

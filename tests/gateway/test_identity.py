@@ -6,6 +6,7 @@ refund names a new intent in the request's ``_meta``, and gets the name echoed b
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -172,3 +173,35 @@ def test_a_second_gateway_on_one_db_and_writer_is_refused_in_one_line(gateway_en
     assert "another gateway" in second.stderr and "--writer" in second.stderr
     assert other.returncode == 0, other.stderr  # stdin at EOF: it ends at once
     assert not answer.is_error and len(e.applied("o-7")) == 1
+
+
+def test_a_client_that_cancelled_did_not_hear_so_its_re_ask_is_not_a_new_refund(gateway_env):
+    """Told from the client's side: the refund is sent, the client cancels before the
+    answer (the call runs on and is recorded), so the client never heard it. Its re-ask,
+    even under a new intent name, meets that outcome instead of refunding again; a client
+    that was answered and then names a new intent gets a new refund (the test above)."""
+    e = gateway_env
+    hold = Path(f"{e.ledger}.hold")
+
+    async def scenario():
+        async with e.client(*DESK) as c:
+            hold.touch()
+            with anyio.CancelScope() as scope:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(c.call_tool, "refund", REFUND)
+                    await until(Path(f"{e.ledger}.entered").exists)
+                    scope.cancel()  # the SDK sends notifications/cancelled
+            hold.unlink()
+            await until(lambda: [r.state for r in e.records()] == ["ACKED"])
+            reask = await c.call_tool("refund", REFUND, meta={"toolcommit/intent": "ask-2"})
+            applied = len(e.applied("o-7"))
+            # the re-ask's answer reached the client: its next request is a new refund
+            third = await c.call_tool("refund", REFUND, meta={"toolcommit/intent": "ask-3"})
+            return reask, applied, third
+
+    reask, applied, third = run(scenario)
+    assert applied == 1 and len(e.applied("o-7")) == 2
+    assert not third.is_error and not third.meta["toolcommit/replayed"]
+    assert not reask.is_error and json.loads(text(reask)) == {"refunded": 20.0, "order": "o-7"}
+    assert reask.meta["toolcommit/replayed"] and reask.meta["toolcommit/intent"] == "ask-2"
+    assert "never reached the user" in reask.meta["toolcommit/answered"]
