@@ -402,6 +402,11 @@ class PostgresStore(Store):
     adopt : bool
         Put the log into a schema that already holds other tables; without it such a
         schema is refused (`StoreError`) and left as it was.
+    reconnects : int
+        Attempts to open the connection again, when a statement finds it lost (the
+        server restarted, the session killed), before the statement is refused with a
+        `StoreError`; the next statement tries again. A statement that failed as the
+        connection was lost is never re-run: whether it was written is not known.
     """
 
     dialect = "postgres"
@@ -409,8 +414,15 @@ class PostgresStore(Store):
     lock_sql = " FOR UPDATE"
     one_statement = True
 
-    def __init__(self, conninfo: str, schema: Optional[str] = None, adopt: bool = False):
+    def __init__(
+        self,
+        conninfo: str,
+        schema: Optional[str] = None,
+        adopt: bool = False,
+        reconnects: int = 3,
+    ):
         super().__init__()
+        self._reconnects, self._shut = max(1, int(reconnects)), False
         try:
             import psycopg
         except ImportError:
@@ -472,11 +484,42 @@ class PostgresStore(Store):
     def tx(self) -> Iterator[Tx]:
         """One transaction; a failed statement or commit (the server gone, a full disk) is a
         `StoreError` in one line: rolled back, so the decision was not written."""
-        try:
-            with self._lock, self._db.transaction(), self._db.cursor() as cur:
-                yield Tx(cur, True)
-        except self._errors as e:
-            raise StoreError(_pg_failed(e)) from None
+        with self._lock:
+            self._connected()
+            try:
+                with self._db.transaction(), self._db.cursor() as cur:
+                    yield Tx(cur, True)
+            except self._errors as e:
+                raise StoreError(_pg_failed(e, self._db.closed)) from None
+
+    def _connected(self) -> None:
+        """Open the connection again if it was lost: up to `reconnects` attempts, a short
+        pause between them; `StoreError` (one line) if none succeeds."""
+        if not self._db.closed:
+            return
+        if self._shut:
+            raise StoreError("the PostgreSQL intent log was closed: open it again")
+        import psycopg
+
+        pause, last = 0.05, ""
+        for attempt in range(self._reconnects):
+            if attempt:
+                time.sleep(pause)
+                pause *= 4
+            try:
+                db = psycopg.connect(self._conninfo, autocommit=True, **_timeout(self._conninfo))
+                if self._schema:
+                    db.execute(f"SET search_path TO {self._schema}")
+            except self._errors as e:
+                last = " ".join(str(e).split())
+                continue
+            self._db = db
+            return
+        raise StoreError(
+            "the PostgreSQL intent log lost its connection and could not open it again "
+            f"({self._reconnects} attempts; the last: {last}): check the server; the log "
+            "tries again at its next use"
+        )
 
     @contextmanager
     def snapshot(self) -> Iterator[Tx]:
@@ -533,26 +576,41 @@ class PostgresStore(Store):
                 )
             )
         sql = "WITH " + ", ".join(w[0] for w in parts) + " SELECT * FROM m"
-        try:
-            with self._lock, self._db.cursor() as cur:
-                rows = Tx(cur, True).all(sql, [x for w in parts for x in w[1]])
-        except self._errors as e:
-            raise StoreError(_pg_failed(e)) from None
+        with self._lock:
+            self._connected()
+            try:
+                with self._db.cursor() as cur:
+                    rows = Tx(cur, True).all(sql, [x for w in parts for x in w[1]])
+            except self._errors as e:
+                raise StoreError(_pg_failed(e, self._db.closed)) from None
         return rows[0] if rows else None
 
     def close(self) -> None:
         with self._lock:
+            self._shut = True
             self._db.close()
 
 
-def _pg_failed(e: Exception) -> str:
-    """The one-line message of a failed PostgreSQL statement or commit."""
+def _pg_failed(e: Exception, lost: bool = False) -> str:
+    """The one-line message of a failed PostgreSQL statement or commit; `lost`: the
+    connection went with it (a commit then may or may not have been written)."""
+    what = " ".join(str(e).split())
+    if lost:
+        return (
+            f"the PostgreSQL intent log could not write ({what}): the connection was lost, "
+            "so this decision may or may not have been written; the log opens the "
+            "connection again at its next use"
+        )
     return (
-        "the PostgreSQL intent log could not write ("
-        + " ".join(str(e).split())
-        + "); the transaction was rolled back, so this decision was not written: check "
-        "the server, then retry"
+        f"the PostgreSQL intent log could not write ({what}); the transaction was rolled "
+        "back, so this decision was not written: check the server, then retry"
     )
+
+
+def _timeout(conninfo: str) -> dict[str, Any]:
+    """``connect_timeout`` for a reconnection, unless `conninfo` names its own: a server
+    that does not answer must not hold a call (and the log's lock) for ever."""
+    return {} if "connect_timeout" in conninfo else {"connect_timeout": 5}
 
 
 def pg_schema(schema: Optional[str]) -> str:
