@@ -87,6 +87,7 @@ import json
 import logging
 import os
 import threading
+import time
 import weakref
 from contextlib import contextmanager
 from typing import IO, Any, Callable, Iterable, Iterator, Optional, Sequence, TypeVar, Union
@@ -296,11 +297,14 @@ class IntentLog:
         writer: Optional[str] = None,
         synchronous: str = "FULL",
         adopt: bool = False,
+        clock: Optional[Callable[[], float]] = None,
         **kw: Any,
     ) -> "IntentLog":
         """An intent log in the SQLite file `path` (WAL): a new file, or one holding an
-        intent log; a database holding other tables only with `adopt` (see `SqliteStore`)."""
-        return cls(SqliteStore(path, synchronous, adopt=adopt), writer, **kw)
+        intent log; a database holding other tables only with `adopt`; `clock`: this
+        process's clock, which leases run on (default `time.time`; see `SqliteStore`)."""
+        store = SqliteStore(path, synchronous, adopt=adopt, clock=clock or time.time)
+        return cls(store, writer, **kw)
 
     @classmethod
     def postgres(

@@ -1,7 +1,7 @@
 """Store faults said as they are (issue 39, item 5), each a real fault: a full SQLite file
-(``PRAGMA max_page_count`` at its size: SQLite's own SQLITE_FULL), and a real PostgreSQL
+(``PRAGMA max_page_count`` at its size: SQLite's own SQLITE_FULL), a real PostgreSQL
 server whose session is killed (``pg_terminate_backend``) between the dispatch's commit
-and the ack's.
+and the ack's, and a process clock off by 120 s (given as the SQLite store's clock).
 
 When the write that fails is the ack, the refund was sent: the caller is told it may have
 happened, never "not written, retry"; the log holds the ack and writes it once the store
@@ -10,10 +10,13 @@ takes writes, so the next call is answered from the log; the provider sees one r
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from toolcommit.checker.cli import main
 from toolcommit.runtime import InDoubt, IntentLog, StoreError, guard
+from toolcommit.runtime.store import SqliteStore, file_skew
 
 from .ledger import Bank, conforms
 
@@ -114,6 +117,40 @@ def test_a_held_ack_is_dropped_once_another_process_settled_the_record(tmp_path)
     assert len(bank.ledger) == 1
     other.close()
     log.close()
+
+
+# ----- a process clock that disagrees with the file's ---------------------------------------
+@pytest.mark.parametrize("offset, word", [(120.0, "ahead of"), (-120.0, "behind")])
+def test_a_process_whose_clock_is_120_s_off_is_refused_at_open(tmp_path, offset, word):
+    path = str(tmp_path / "i.db")
+    live = IntentLog.sqlite(path, "w1", provider="stripe")
+    with pytest.raises(StoreError) as e:
+        IntentLog.sqlite(path, "w2", provider="stripe", clock=lambda: time.time() + offset)
+    assert "\n" not in str(e.value) and f"runs 120.0 s {word} the file system's clock" in str(
+        e.value
+    )
+    live.close()
+
+
+def test_the_clock_check_is_what_keeps_a_fast_clock_from_taking_a_live_call(tmp_path):
+    """Without the check (any skew allowed), the process whose clock runs 120 s ahead
+    reads the live call's 30 s lease as lapsed and takes the call over: the fault fires."""
+    path = str(tmp_path / "i.db")
+    live = IntentLog.sqlite(path, "w1", provider="stripe")
+    d = live.propose("c1", "refund", ARGS, SCOPE, principal="user:42", dispatch=True)
+    assert live.lease_left(d.key) > 20
+    ahead = lambda: time.time() + 120  # noqa: E731
+    fast = IntentLog(SqliteStore(path, clock=ahead, max_skew=float("inf")), "w2", provider="stripe")
+    assert fast.take(d.key) is not None and fast.record(d.key).state == "UNKNOWN"
+    fast.close()
+    live.close()
+
+
+def test_the_file_system_clock_agrees_with_this_process(tmp_path):
+    path = tmp_path / "f"
+    path.write_text("")
+    assert abs(file_skew(str(path))) < 1.0
+    assert 119.0 < file_skew(str(path), lambda: time.time() + 120) < 121.0
 
 
 # ----- PostgreSQL: the session killed between the two commits -------------------------------
