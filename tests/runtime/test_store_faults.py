@@ -212,3 +212,29 @@ def test_a_killed_session_the_server_will_not_reopen_tells_the_caller_it_may_hav
     (rec,) = log.records()
     assert rec.state == "ACKED" and (len(bank.ledger), len(bank.requests)) == (1, 1)
     log.close()
+
+
+def test_a_lost_answer_whose_timeout_cannot_be_written_is_held_and_replayed_once(pgdb):
+    """The refund applied, its answer lost, and the session killed with the server
+    refusing new ones: the UNKNOWN the log could not write is held, written at the next
+    call, and settled by a replay under the same key: one refund."""
+    dsn, admin = pgdb
+    bank = Bank(lose_first_ack=True)
+    log = IntentLog.postgres(dsn, "w1", schema="t_timeout", provider="stripe")
+
+    def refund_then_kill(t):
+        admin.execute("ALTER DATABASE faults ALLOW_CONNECTIONS false")
+        _kill(admin, log)
+        return bank.refund(t, t.args)  # applied, then the answer is lost
+
+    try:
+        with pytest.raises(InDoubt, match="was sent") as told:
+            _call(log, bank, "c1", refund_then_kill)
+        assert told.value.happened == "unknown"
+    finally:
+        admin.execute("ALTER DATABASE faults ALLOW_CONNECTIONS true")
+    assert _call(log, bank, "c2")["id"] == "e1"
+    (rec,) = log.records()
+    assert rec.state == "ACKED" and len(bank.ledger) == 1
+    assert [(p, k) for p, k, _f in bank.requests] == [("apply", rec.key), ("replay", rec.key)]
+    log.close()
