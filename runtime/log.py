@@ -87,6 +87,7 @@ import json
 import logging
 import os
 import threading
+import time
 import weakref
 from contextlib import contextmanager
 from typing import IO, Any, Callable, Iterable, Iterator, Optional, Sequence, TypeVar, Union
@@ -111,6 +112,7 @@ from toolcommit.runtime.store import (
     gated,
     read_lines,
 )
+from toolcommit.runtime.unwritten import Held, Unwritten
 
 __all__ = [
     "IntentLog",
@@ -277,6 +279,8 @@ class IntentLog:
         self._bg_lock, self._busy = threading.Lock(), dict[str, int]()
         self._threads: dict[str, threading.Thread] = {}
         self._stop, self._wake = threading.Event(), threading.Event()
+        #: outcomes of sent requests the store would not take, made at the next use
+        self.unwritten = Held()
         try:
             with otel.recover_span(self, "open") as counts:
                 self._open_writer()
@@ -293,11 +297,14 @@ class IntentLog:
         writer: Optional[str] = None,
         synchronous: str = "FULL",
         adopt: bool = False,
+        clock: Optional[Callable[[], float]] = None,
         **kw: Any,
     ) -> "IntentLog":
         """An intent log in the SQLite file `path` (WAL): a new file, or one holding an
-        intent log; a database holding other tables only with `adopt` (see `SqliteStore`)."""
-        return cls(SqliteStore(path, synchronous, adopt=adopt), writer, **kw)
+        intent log; a database holding other tables only with `adopt`; `clock`: this
+        process's clock, which leases run on (default `time.time`; see `SqliteStore`)."""
+        store = SqliteStore(path, synchronous, adopt=adopt, clock=clock or time.time)
+        return cls(store, writer, **kw)
 
     @classmethod
     def postgres(
@@ -583,6 +590,7 @@ class IntentLog:
             raise IntentLogError(f"args must be a JSON object, got {type(args).__name__}")
         if not isinstance(call_id, str):
             raise IntentLogError("call_id must be a string")
+        self.unwritten.flush()  # outcomes a store fault held: a retry is answered by them
         self.check_principal(principal, f"call {call_id} of {tool}")
         fields = self.fields(tool, identity)
         if identity is None and fields is not None:
@@ -931,20 +939,23 @@ class IntentLog:
         ``reask=hold``); False where it may not (recovery; a caller that may have given
         up: then `IntentLog.heard` once it got it)."""
         frm = "RECONCILING" if ticket.purpose == "replay" else "DISPATCHED"
-        told = heard and self.design.knobs.get("reask") == "hold"
-        return (
-            self._cas(
-                ticket.key,
-                (frm,),
-                "ACKED",
-                fence=ticket.generation,
-                result=result,
-                release=True,
-                reason=L.REASON["replay_answered"] if frm == "RECONCILING" else None,
-                then=[R.told_sql(ticket.key)] if told else [],
+
+        def write(told: bool) -> bool:
+            return (
+                self._cas(
+                    ticket.key,
+                    (frm,),
+                    "ACKED",
+                    fence=ticket.generation,
+                    result=result,
+                    release=True,
+                    reason=L.REASON["replay_answered"] if frm == "RECONCILING" else None,
+                    then=[R.told_sql(ticket.key)] if told else [],
+                )
+                is not None
             )
-            is not None
-        )
+
+        return self._outcome(ticket, "ack", write, heard and self.holds)
 
     def timeout(self, ticket: Ticket, reason: str = "timeout") -> bool:
         """No answer to `ticket`'s request (a timeout, an error, a cancelled task): an
@@ -953,10 +964,48 @@ class IntentLog:
         one, from which the delay bound runs."""
         frm = "RECONCILING" if ticket.purpose == "replay" else "DISPATCHED"
         to = "RECONCILING" if frm == "RECONCILING" else "UNKNOWN"
-        return (
-            self._cas(ticket.key, (frm,), to, fence=ticket.generation, reason=reason, sent=True)
-            is not None
-        )
+
+        def write(_told: bool) -> bool:
+            return (
+                self._cas(ticket.key, (frm,), to, fence=ticket.generation, reason=reason, sent=True)
+                is not None
+            )
+
+        return self._outcome(ticket, "timeout", write, False)
+
+    def _outcome(
+        self, ticket: Ticket, what: str, write: Callable[[bool], bool], told: bool
+    ) -> bool:
+        """``write(told)`` the outcome (`what`) of `ticket`'s request, which was sent. A
+        store fault is tried once more at once (a PostgreSQL store opens its connection
+        again); failing that, the write is held (`unwritten`, untold: the caller hears
+        the fault) for the log's next use, the record's lease released, and `Unwritten`
+        raised: the effect may have happened (`toolcommit.runtime.unwritten`)."""
+        try:
+            return write(told)
+        except StoreError:
+            pass
+        try:
+            return write(told)
+        except StoreError as e:
+            self.unwritten.keep(ticket.key, lambda: write(False))
+            _LOGGER.warning("the %s of %s is held, not written: %s", what, ticket.key, e)
+            self._release(ticket.key)
+            raise Unwritten(str(e), ticket.key, what) from None
+
+    def _release(self, key: str) -> None:
+        """Release this incarnation's lease on `key` if the store lets it (no line is
+        written: a write in place, which a full disk often still takes), so the record
+        counts in doubt and the design may settle it elsewhere."""
+        try:
+            with self._lock, self.store.tx() as tx:
+                tx.run(
+                    f"UPDATE tc_records SET lease_until = 0 WHERE key = ? AND owner = ? "
+                    f"AND owner_inc = ? AND state IN {_OPEN}",
+                    (key, *self._mine()),
+                )
+        except StoreError as e:
+            _LOGGER.warning("the lease of %s could not be released: %s", key, e)
 
     def window_open(self, r: Record, now: float) -> bool:
         """Whether a re-send of `r` falls inside the design's replay window (store clock;
@@ -1247,7 +1296,10 @@ class IntentLog:
         """Renew the leases this process keeps: those of the records its calls drive and,
         while the settler runs, of every open record of its tools it holds (so a live
         process's records are never taken over). A record taken over already is not this
-        incarnation's any more: its lease is not touched."""
+        incarnation's any more: its lease is not touched. Outcomes the store refused
+        (`unwritten`) are written first; a record whose outcome is still held is not
+        renewed (`_renew`)."""
+        self.unwritten.flush()
         with self._bg_lock:
             keys = sorted(self._busy)
         tools = None if self.tools is None else sorted(self.tools)
@@ -1272,11 +1324,16 @@ class IntentLog:
         return self._renew("1 = 1", [])
 
     def _renew(self, which: str, params: Sequence[str]) -> int:
+        """Renew this incarnation's leases on the open records `which` selects, but never
+        one whose outcome the store refused (`unwritten`): a lease does not outlive a
+        store this process cannot write."""
+        held = self.unwritten.keys()
+        skip = f" AND key NOT IN ({', '.join('?' * len(held))})" if held else ""
         with self._lock, self.store.tx() as tx:
             return tx.run(
                 f"UPDATE tc_records SET lease_until = {self._lease_sql()} WHERE "
-                f"owner = ? AND owner_inc = ? AND state IN {_OPEN} AND ({which})",
-                (*self._mine(), *params),
+                f"owner = ? AND owner_inc = ? AND state IN {_OPEN} AND ({which}){skip}",
+                (*self._mine(), *params, *held),
             )
 
     def settle_with(self, step: Callable[["IntentLog"], float]) -> bool:
@@ -1379,6 +1436,7 @@ class IntentLog:
         next opening recovers. The heartbeat and the settler stop first (waiting at most
         5 s, or `settle_every`, for a settle pass under way)."""
         self._stop_threads()
+        self.unwritten.flush()
         with self._lock:
             try:
                 with self.store.tx() as tx:

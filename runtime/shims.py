@@ -52,7 +52,8 @@ from toolcommit.runtime.caller import hearing as hearing  # re-exported
 from toolcommit.runtime.identity import Fields, Identity
 from toolcommit.runtime.log import Decision, IntentLog, IntentLogError, Record, Ticket
 from toolcommit.runtime.registry import Lazy, Tool, add, lazy_one, next_registration, tool_for
-from toolcommit.runtime.store import GAVE_UP, OPEN_STATES
+from toolcommit.runtime.store import GAVE_UP, OPEN_STATES, StoreError
+from toolcommit.runtime.unwritten import Unwritten
 
 _TICKET: contextvars.ContextVar[Optional[Ticket]] = contextvars.ContextVar(
     "toolcommit_ticket", default=None
@@ -224,6 +225,23 @@ def _met(d: Decision, tool: str) -> EffectError:
     )
 
 
+def _unwritten(log: IntentLog, t: Ticket, e: Unwritten) -> InDoubt:
+    """What the caller is told when its request was sent and the log could not record
+    what came back (`toolcommit.runtime.unwritten`)."""
+    try:
+        rec = log.record(t.key)
+    except StoreError:
+        rec = None
+    return InDoubt(
+        f"The {t.tool} was sent, but the intent log could not record its outcome (its "
+        f"store refused the write): it may have happened (intent {t.key}). Do not tell "
+        "the user it was done, and do not send it again: the log records the outcome "
+        "once its store takes writes, and asking again then gets that outcome.",
+        rec,
+        "unknown",
+    )
+
+
 def _in_doubt(rec: Record, why: str) -> InDoubt:
     return InDoubt(
         f"The {rec.tool} may or may not have happened: {why} (intent {rec.key}). "
@@ -278,6 +296,12 @@ def _drive_key(
             return rec.result
         if rec.state in GAVE_UP:
             raise _gave_up(log, rec)
+        if _mine(log, rec) and rec.state == "DISPATCHED" and log.unwritten.flush(key):
+            raise _in_doubt(
+                rec,
+                "it was sent, and the intent log could not record its outcome: its "
+                "store refuses writes; the log records it once the store takes them",
+            )
         if not _mine(log, rec) or rec.state == "DISPATCHED":
             left = log.lease_left(key) if not _mine(log, rec) else _POLL
             if left <= 0 and log.take(key) is not None:
@@ -318,6 +342,22 @@ def _send(
     """Send `t`'s request; ack its answer (noting it heard in the same commit where the
     guard returns it to its caller), or time it out: None."""
     ok, value = yield "send", t
+    try:
+        return _answered(log, t, ok, value, saved, asked)
+    except Unwritten as e:
+        raise _unwritten(log, t, e) from None
+
+
+def _answered(
+    log: IntentLog,
+    t: Ticket,
+    ok: bool,
+    value: Any,
+    saved: Callable[[Any], Any],
+    asked: Optional[Asked],
+) -> Optional[tuple[Any]]:
+    """Write what `_send`'s request got: its answer (`ok`: the answer, as a 1-tuple) or
+    its silence (None)."""
     if ok:
         direct = asked is not None and asked.later is None
         if log.ack(t, _json_result(saved(value)), heard=direct):

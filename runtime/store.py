@@ -48,8 +48,11 @@ the decision itself lives once, in the log. SQLite, in process, has no round tri
 Limitations
 -----------
 SQLite is for processes on one machine (one file, WAL, ``BEGIN IMMEDIATE`` serializes
-writers). PostgreSQL is for orchestrators on several machines; leases then run on the
-database server's clock, never on a worker's.
+writers); leases run on each writer's clock (``tc_now()``), and a writer whose clock is off
+the file system's (the time stamped on the file) is refused when it opens the file.
+PostgreSQL is for orchestrators on several machines; leases then run on the database
+server's clock, never on a worker's, and a lost connection is opened again at the next use
+(`PostgresStore`).
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ import threading
 import time
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional, Protocol, Sequence
+from typing import Any, Callable, Iterator, Optional, Protocol, Sequence
 
 from toolcommit.model.errors import ToolcommitError
 
@@ -235,6 +238,15 @@ class SqliteStore(Store):
         Put the log into a database that already holds other tables (switching it to WAL
         for good and adding the ``tc_`` tables). Without it, such a database is refused
         (`StoreError`) and left as it was: the log changes only a database it created.
+    clock : callable() -> float, optional
+        This process's clock (seconds since the epoch; default `time.time`): the store's
+        clock, ``tc_now()`` in SQL, on which leases and send times run.
+    max_skew : float
+        Seconds `clock` may differ from the file system's clock (the time the kernel
+        stamps on the file) when the store opens; more is refused (`StoreError`). SQLite
+        has no server clock: every writer of the file reads its own, and a writer whose
+        clock runs ahead takes over the live calls of the others. Each writer checked
+        against the one clock the file's writers share keeps them within twice this.
 
     A failed statement or commit (a full disk, an I/O error) is a `StoreError` naming the
     file; its transaction was rolled back, so the decision was not written.
@@ -245,20 +257,30 @@ class SqliteStore(Store):
     returning = sqlite3.sqlite_version_info >= (3, 35, 0)
 
     def __init__(
-        self, path: str, synchronous: str = "FULL", busy_timeout: float = 30.0, adopt: bool = False
+        self,
+        path: str,
+        synchronous: str = "FULL",
+        busy_timeout: float = 30.0,
+        adopt: bool = False,
+        *,
+        clock: Callable[[], float] = time.time,
+        max_skew: float = 2.0,
     ):
         super().__init__()
         if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise StoreError(f"synchronous={synchronous!r}: use FULL, NORMAL or EXTRA")
         self.path = os.fspath(path)
         self._busy, self._file = busy_timeout, os.path.abspath(self.path)  # for `snapshot`
+        self.clock, self.now_sql, self._now = clock, "tc_now()", _TxClock(clock)
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
+            self._db.create_function("tc_now", 0, self._now)
             if not adopt:
                 self._refuse_foreign()
             self._init(synchronous.upper(), busy_timeout)
+            self._check_clock(max_skew)
         except (sqlite3.Error, StoreError) as e:
             if hasattr(self, "_db"):
                 self._db.close()
@@ -282,6 +304,25 @@ class SqliteStore(Store):
                 f"{', '.join(names[:5])}{', ...' if len(names) > 5 else ''}) and "
                 "holds no intent log; the log would switch it to WAL and add its "
                 "tables: give a new file, or pass adopt=True to put the log there"
+            )
+
+    def _check_clock(self, max_skew: float) -> None:
+        """`StoreError` if `clock` is more than `max_skew` seconds off the file system's
+        clock: the time the kernel stamps on the log's file when touched (`file_skew`)."""
+        try:
+            skew = file_skew(self._file, self.clock)
+        except OSError as e:
+            raise StoreError(
+                f"{self.path}: cannot touch the file to read the file system's clock "
+                f"({e.strerror}): open the log as a user who may write it"
+            ) from None
+        if abs(skew) > max_skew:
+            raise StoreError(
+                f"{self.path}: this process's clock runs {abs(skew):.1f} s "
+                f"{'ahead of' if skew > 0 else 'behind'} the file system's clock, and "
+                "leases in an SQLite log run on each writer's clock: this process would "
+                f"take over the live calls of the file's other writers (allowed: "
+                f"{max_skew:g} s); set the clock right (NTP), then open the log again"
             )
 
     def _init(self, synchronous: str, busy_timeout: float) -> None:
@@ -317,6 +358,7 @@ class SqliteStore(Store):
     @contextmanager
     def _tx(self) -> Iterator[Tx]:
         with self._lock:
+            self._now.at = None
             cur = self._db.cursor()
             cur.execute("BEGIN IMMEDIATE")
             try:
@@ -350,6 +392,7 @@ class SqliteStore(Store):
                 timeout=self._busy,
                 isolation_level=None,
             )
+            db.create_function("tc_now", 0, _TxClock(self.clock))
             cur = db.cursor()
             cur.execute("BEGIN")
             yield Tx(cur, False)
@@ -362,6 +405,7 @@ class SqliteStore(Store):
     @contextmanager
     def read(self) -> Iterator[Tx]:
         with self._lock:
+            self._now.at = None
             try:
                 cur = self._db.cursor()
                 cur.execute("BEGIN")
@@ -377,6 +421,31 @@ class SqliteStore(Store):
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+class _TxClock:
+    """``tc_now()``: `clock` read once per transaction (`at` cleared as one begins), so
+    each statement of it sees one moment, as with SQLite's own ``'now'``."""
+
+    def __init__(self, clock: Callable[[], float]):
+        self.clock = clock
+        self.at: Optional[float] = None
+
+    def __call__(self) -> float:
+        if self.at is None:
+            self.at = self.clock()
+        return self.at
+
+
+def file_skew(path: str, clock: Callable[[], float] = time.time) -> float:
+    """Seconds `clock` runs ahead of the file system's clock (negative: behind): the
+    modification time the kernel stamps on `path` when touched (``utime`` with no time:
+    set by the kernel, never by the process), against `clock` read around it. On one
+    machine every process's file stamps come from that one clock."""
+    before = clock()
+    os.utime(path)
+    stamped = os.stat(path).st_mtime
+    return (before + clock()) / 2 - stamped
 
 
 def _failed(path: str, e: Exception) -> str:
@@ -402,6 +471,11 @@ class PostgresStore(Store):
     adopt : bool
         Put the log into a schema that already holds other tables; without it such a
         schema is refused (`StoreError`) and left as it was.
+    reconnects : int
+        Attempts to open the connection again, when a statement finds it lost (the
+        server restarted, the session killed), before the statement is refused with a
+        `StoreError`; the next statement tries again. A statement that failed as the
+        connection was lost is never re-run: whether it was written is not known.
     """
 
     dialect = "postgres"
@@ -409,8 +483,15 @@ class PostgresStore(Store):
     lock_sql = " FOR UPDATE"
     one_statement = True
 
-    def __init__(self, conninfo: str, schema: Optional[str] = None, adopt: bool = False):
+    def __init__(
+        self,
+        conninfo: str,
+        schema: Optional[str] = None,
+        adopt: bool = False,
+        reconnects: int = 3,
+    ):
         super().__init__()
+        self._reconnects, self._shut = max(1, int(reconnects)), False
         try:
             import psycopg
         except ImportError:
@@ -472,11 +553,42 @@ class PostgresStore(Store):
     def tx(self) -> Iterator[Tx]:
         """One transaction; a failed statement or commit (the server gone, a full disk) is a
         `StoreError` in one line: rolled back, so the decision was not written."""
-        try:
-            with self._lock, self._db.transaction(), self._db.cursor() as cur:
-                yield Tx(cur, True)
-        except self._errors as e:
-            raise StoreError(_pg_failed(e)) from None
+        with self._lock:
+            self._connected()
+            try:
+                with self._db.transaction(), self._db.cursor() as cur:
+                    yield Tx(cur, True)
+            except self._errors as e:
+                raise StoreError(_pg_failed(e, self._db.closed)) from None
+
+    def _connected(self) -> None:
+        """Open the connection again if it was lost: up to `reconnects` attempts, a short
+        pause between them; `StoreError` (one line) if none succeeds."""
+        if not self._db.closed:
+            return
+        if self._shut:
+            raise StoreError("the PostgreSQL intent log was closed: open it again")
+        import psycopg
+
+        pause, last = 0.05, ""
+        for attempt in range(self._reconnects):
+            if attempt:
+                time.sleep(pause)
+                pause *= 4
+            try:
+                db = psycopg.connect(self._conninfo, autocommit=True, **_timeout(self._conninfo))
+                if self._schema:
+                    db.execute(f"SET search_path TO {self._schema}")
+            except self._errors as e:
+                last = " ".join(str(e).split())
+                continue
+            self._db = db
+            return
+        raise StoreError(
+            "the PostgreSQL intent log lost its connection and could not open it again "
+            f"({self._reconnects} attempts; the last: {last}): check the server; the log "
+            "tries again at its next use"
+        )
 
     @contextmanager
     def snapshot(self) -> Iterator[Tx]:
@@ -533,26 +645,41 @@ class PostgresStore(Store):
                 )
             )
         sql = "WITH " + ", ".join(w[0] for w in parts) + " SELECT * FROM m"
-        try:
-            with self._lock, self._db.cursor() as cur:
-                rows = Tx(cur, True).all(sql, [x for w in parts for x in w[1]])
-        except self._errors as e:
-            raise StoreError(_pg_failed(e)) from None
+        with self._lock:
+            self._connected()
+            try:
+                with self._db.cursor() as cur:
+                    rows = Tx(cur, True).all(sql, [x for w in parts for x in w[1]])
+            except self._errors as e:
+                raise StoreError(_pg_failed(e, self._db.closed)) from None
         return rows[0] if rows else None
 
     def close(self) -> None:
         with self._lock:
+            self._shut = True
             self._db.close()
 
 
-def _pg_failed(e: Exception) -> str:
-    """The one-line message of a failed PostgreSQL statement or commit."""
+def _pg_failed(e: Exception, lost: bool = False) -> str:
+    """The one-line message of a failed PostgreSQL statement or commit; `lost`: the
+    connection went with it (a commit then may or may not have been written)."""
+    what = " ".join(str(e).split())
+    if lost:
+        return (
+            f"the PostgreSQL intent log could not write ({what}): the connection was lost, "
+            "so this decision may or may not have been written; the log opens the "
+            "connection again at its next use"
+        )
     return (
-        "the PostgreSQL intent log could not write ("
-        + " ".join(str(e).split())
-        + "); the transaction was rolled back, so this decision was not written: check "
-        "the server, then retry"
+        f"the PostgreSQL intent log could not write ({what}); the transaction was rolled "
+        "back, so this decision was not written: check the server, then retry"
     )
+
+
+def _timeout(conninfo: str) -> dict[str, Any]:
+    """``connect_timeout`` for a reconnection, unless `conninfo` names its own: a server
+    that does not answer must not hold a call (and the log's lock) for ever."""
+    return {} if "connect_timeout" in conninfo else {"connect_timeout": 5}
 
 
 def pg_schema(schema: Optional[str]) -> str:
