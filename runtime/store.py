@@ -21,7 +21,9 @@ Tables
 ``tc_events``   the log contract (spec/log.schema.json), one JSON line per row, in insert
                 order (``id``); ``(writer, seq)`` is unique.
 ``tc_writers``  one row per writer name: its incarnation, whether a process claims it
-                (``running``), and its last seq.
+                (``running``), its last seq, and where that process runs (``host``,
+                ``pid``, and on PostgreSQL its server process, ``backend``): what tells
+                `status` a killed process from a live one before its leases run out.
 ``tc_account``  at most one row (``id = 1``): the provider account the log's tools act on,
                 recorded by the first tool naming one (`IntentLog.bind_account`).
 ``tc_design``   one row (``id = 1``): the name, digest and document of the design the log was
@@ -83,6 +85,9 @@ _LATER = (
         f"UPDATE tc_records SET in_flight = 1 WHERE state IN {_OPEN_SQL}",
     ),
     ("tc_design", "doc", "TEXT", None),
+    ("tc_writers", "host", "TEXT", None),
+    ("tc_writers", "pid", "INTEGER", None),
+    ("tc_writers", "backend", "INTEGER", None),
 )
 
 _TABLES = """
@@ -107,7 +112,7 @@ CREATE TABLE IF NOT EXISTS tc_events (
   UNIQUE (writer, seq));
 CREATE TABLE IF NOT EXISTS tc_writers (
   writer TEXT PRIMARY KEY, incarnation INTEGER NOT NULL, running INTEGER NOT NULL,
-  seq {bigint} NOT NULL);
+  seq {bigint} NOT NULL, host TEXT, pid INTEGER, backend INTEGER);
 CREATE TABLE IF NOT EXISTS tc_design (
   id INTEGER PRIMARY KEY, name TEXT NOT NULL, digest TEXT NOT NULL, doc TEXT);
 CREATE TABLE IF NOT EXISTS tc_tools (tool TEXT PRIMARY KEY, rule TEXT NOT NULL)
@@ -186,6 +191,7 @@ class Store:
     dialect = ""
     now_sql = ""
     lock_sql = ""  # appended to a SELECT that must lock its row until the commit
+    backend_sql = "NULL"  # the server process of this connection, where there is one
     returning = True  # INSERT / UPDATE ... RETURNING (SQLite since 3.35)
     one_statement = False  # `once` writes a decision in one statement
 
@@ -434,6 +440,7 @@ class PostgresStore(Store):
     dialect = "postgres"
     now_sql = "extract(epoch from clock_timestamp())"
     lock_sql = " FOR UPDATE"
+    backend_sql = "pg_backend_pid()"
     one_statement = True
 
     def __init__(self, conninfo: str, schema: Optional[str] = None, adopt: bool = False):
