@@ -210,8 +210,8 @@ class IntentLog:
         registered tools as soon as the design allows it (`due`); while it runs, the
         heartbeat keeps the leases of those records (idle in doubt is not dead). A record
         is then in doubt at most its design's wait (the delay bound after its last send, a
-        takeover counting as one; a dead holder's lease first) plus `settle_every`, while
-        the provider answers.
+        takeover of a request that may have been on its way counting as one; a dead
+        holder's lease first) plus `settle_every`, while the provider answers.
     settle_every : float
         The settler's longest pause between passes (seconds): the margin above.
     adopt_design : bool
@@ -519,7 +519,12 @@ class IntentLog:
         only while its lease is still expired if `expired`; the transition line, or None if
         there is nothing to write or the write lost."""
         to = "UNKNOWN" if r.state == "DISPATCHED" else r.state
-        sent = "" if r.state == "RECORDED" else f", sent_at = {self.store.now_sql}"
+        sent = (  # the last send is now only where the holder may have been sending
+            ""
+            if r.state == "RECORDED"
+            else f", sent_at = CASE WHEN state = 'DISPATCHED' OR in_flight = 1 THEN "
+            f"{self.store.now_sql} ELSE sent_at END, in_flight = 0"
+        )
         n = tx.run(
             f"UPDATE tc_records SET owner = ?, owner_inc = ?, state = ?, "
             f"lease_until = {self._lease_sql()}{sent} WHERE key = ? AND state = ? "
@@ -834,12 +839,14 @@ class IntentLog:
         mine: bool = True,
         sent: bool = False,
         first: bool = False,
+        flight: Optional[bool] = None,
         when: Optional[Callable[[Record, float], bool]] = None,
         then: Sequence[Write] = (),
     ) -> Optional[Record]:
         """One compare-and-set from a state in `frm` to `to` (see the module contracts);
         returns the record after it, or None if the log refused (state, lease or fence).
-        `sent` stamps ``sent_at`` (and `first` ``first_sent``) with the store's clock;
+        `sent` stamps ``sent_at`` (and `first` ``first_sent``) with the store's clock,
+        `flight` sets ``in_flight`` (a send starts: True; its end is written: False);
         `when(record, now)`, if given, must hold of the locked record for the write;
         `then` (statements, their `GATE` left open) run after a write that won, in the
         same transaction."""
@@ -860,6 +867,8 @@ class IntentLog:
             sets.append(f"sent_at = {self.store.now_sql}")
         if first:
             sets.append(f"first_sent = {self.store.now_sql}")
+        if flight is not None:
+            sets.append(f"in_flight = {int(flight)}")
         where = ["key = ?", f"state IN ({', '.join('?' * len(frm))})"]
         params += [key, *frm]
         if mine:
@@ -921,7 +930,9 @@ class IntentLog:
     def dispatch(self, key: str) -> Optional[Ticket]:
         """Compare-and-set RECORDED -> DISPATCHED with a new fence, if this writer holds the
         lease; the `Ticket` says what to send. None: not ours, or not RECORDED."""
-        r = self._cas(key, ("RECORDED",), "DISPATCHED", bump=True, sent=True, first=True)
+        r = self._cas(
+            key, ("RECORDED",), "DISPATCHED", bump=True, sent=True, first=True, flight=True
+        )
         return None if r is None else self._ticket(r, "apply")
 
     def ack(self, ticket: Ticket, result: Any = None, heard: bool = True) -> bool:
@@ -940,6 +951,7 @@ class IntentLog:
                 fence=ticket.generation,
                 result=result,
                 release=True,
+                flight=False,
                 reason=L.REASON["replay_answered"] if frm == "RECONCILING" else None,
                 then=[R.told_sql(ticket.key)] if told else [],
             )
@@ -954,7 +966,15 @@ class IntentLog:
         frm = "RECONCILING" if ticket.purpose == "replay" else "DISPATCHED"
         to = "RECONCILING" if frm == "RECONCILING" else "UNKNOWN"
         return (
-            self._cas(ticket.key, (frm,), to, fence=ticket.generation, reason=reason, sent=True)
+            self._cas(
+                ticket.key,
+                (frm,),
+                to,
+                fence=ticket.generation,
+                reason=reason,
+                sent=True,
+                flight=False,
+            )
             is not None
         )
 
@@ -990,6 +1010,7 @@ class IntentLog:
             "RECONCILING",
             bump=True,
             sent=True,
+            flight=True,
             when=lambda r, now: self._replays(r, now),
             reason=L.REASON["replay"],
         )
@@ -1159,9 +1180,11 @@ class IntentLog:
 
     def take(self, key: str) -> Optional[Record]:
         """Take over `key` if its holder is gone (an expired lease, a dead incarnation: see
-        `recover`); a DISPATCHED record becomes UNKNOWN, and its last send counts as now
-        (the dead holder may have been sending). The record now held, or None (not
-        takeable, or lost the race)."""
+        `recover`); a DISPATCHED record becomes UNKNOWN. Where the holder may have been
+        sending (a DISPATCHED record, or a replay whose end is not written: ``in_flight``)
+        its last send counts as now; else the delay bound runs on from the last send
+        recorded, so taking a record again (a rerun of `recover`) never postpones settling
+        it. The record now held, or None (not takeable, or lost the race)."""
 
         def fn(tx: Tx) -> tuple[Optional[Record], list[L.Line], Optional[str]]:
             cur = self._get(tx, key, lock=True)
