@@ -86,6 +86,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import threading
 import weakref
 from contextlib import contextmanager
@@ -410,11 +411,12 @@ class IntentLog:
         d = self.design
         row = tx.one("SELECT account FROM tc_account WHERE id = 1")
         self.account = None if row is None else str(row[0])
+        doc = json.dumps(d.doc, sort_keys=True)
         if (
             tx.run(
-                "INSERT INTO tc_design (id, name, digest) VALUES (1, ?, ?) "
+                "INSERT INTO tc_design (id, name, digest, doc) VALUES (1, ?, ?, ?) "
                 "ON CONFLICT (id) DO NOTHING",
-                (d.name, d.digest),
+                (d.name, d.digest, doc),
             )
             == 1
         ):
@@ -422,6 +424,8 @@ class IntentLog:
                 self._adopt(tx)
             return
         name, digest = tx.first("SELECT name, digest FROM tc_design WHERE id = 1")
+        if digest == d.digest:  # a log written before logs kept the design itself
+            tx.run("UPDATE tc_design SET doc = ? WHERE id = 1 AND doc IS NULL", (doc,))
         if digest != d.digest:
             raise D.DesignError(
                 f"this intent log was created under design {name} (digest {digest}) and is "
@@ -479,6 +483,15 @@ class IntentLog:
     def _open_writer(self) -> None:
         def fn(tx: Tx) -> tuple[None, list[L.Line], None]:
             self._check_design(tx)
+            done = opened(tx)
+            tx.run(  # where this incarnation runs (`toolcommit status`: alive or not)
+                f"UPDATE tc_writers SET host = ?, pid = ?, backend = {self.store.backend_sql} "
+                "WHERE writer = ?",
+                (socket.gethostname(), os.getpid(), self.writer),
+            )
+            return done
+
+        def opened(tx: Tx) -> tuple[None, list[L.Line], None]:
             row = tx.one(
                 "SELECT incarnation, running, seq FROM tc_writers WHERE writer = ?", (self.writer,)
             )

@@ -49,11 +49,11 @@ def add_parser(sub):
     add_dsn_options(p)
     p.add_argument(
         "--provider",
-        required=True,
         metavar="NAME|FILE",
-        help="the design the log follows: ideal, stripe, email, fenced-store, or a "
-        "design file (`toolcommit design -o FILE`); the one the log was "
-        "created under (another is refused)",
+        help="the design the log follows (default: the one the log stores, any design: "
+        "a shipped one, a design file, custom timing): ideal, stripe, email, "
+        "fenced-store, or a design file (`toolcommit design -o FILE`); the one the log "
+        "was created under (another is refused)",
     )
     p.add_argument(
         "--adopt-design",
@@ -98,14 +98,21 @@ def _open(args):
     one_source("recover", args.db, args.dsn, args.schema)
     if args.wait < 0:
         raise UsageError(f"--wait {args.wait}: give seconds, 0 or more")
-    design = load(args.provider)  # before the store: a bad provider changes nothing
-    if args.adopt_design is not None and load(args.adopt_design).digest != design.digest:
+    # before the store: a bad provider changes nothing; none given: the log's own
+    design = None if args.provider is None else load(args.provider)
+    adopt = None if args.adopt_design is None else load(args.adopt_design)
+    if design is not None and adopt is not None and adopt.digest != design.digest:
         raise UsageError(
             f"--adopt-design {args.adopt_design} names another design than --provider "
             f"{args.provider}: give the design the log was written under to both"
         )
-    writer = args.writer or f"toolcommit-recover@{socket.gethostname()}:{os.getpid()}"
+    design = design or adopt
+    writer = _writer(args)
     return _postgres(args, design, writer) if args.dsn else _sqlite(args, design, writer)
+
+
+def _writer(args) -> str:
+    return args.writer or f"toolcommit-recover@{socket.gethostname()}:{os.getpid()}"
 
 
 def _postgres(args, design, writer):
@@ -114,8 +121,8 @@ def _postgres(args, design, writer):
     from toolcommit.runtime import IntentLog, PostgresStore, StoreError
     from toolcommit.runtime.store import pg_schema
 
-    with reading(args.dsn, args.schema, "tc_writers"):
-        pass
+    with reading(args.dsn, args.schema, "tc_writers") as tx:
+        design = design or _stored(tx, f"schema {args.schema or 'public'}")
     where = pg_schema(args.schema)  # a name `reading` accepted
     try:
         return IntentLog(PostgresStore(args.dsn, where), writer, provider=design, **_options(args))
@@ -134,7 +141,32 @@ def _sqlite(args, design, writer):
         if tx.one("SELECT name FROM sqlite_master WHERE name = 'tc_writers'") is None:
             store.close()
             raise UsageError(f"{args.db}: holds no intent log (no tc_writers table)")
+        try:
+            design = design or _stored(tx, args.db)
+        except UsageError:
+            store.close()
+            raise
     return IntentLog(store, writer, provider=design, **_options(args))
+
+
+def _stored(tx, where: str):
+    """The design the log stores (`toolcommit.runtime.status.stored_design`); refused in
+    one line where it keeps none this release can read."""
+    from toolcommit.runtime.design import DesignError
+    from toolcommit.runtime.status import stored_design
+
+    try:
+        design, named = stored_design(tx)
+    except DesignError as e:
+        raise UsageError(f"{where}: {e}") from None
+    if design is None:
+        raise UsageError(
+            f"{where}: the log does not keep its design"
+            + (f" (it names {named[0]}, digest {named[1]})" if named else "")
+            + ": give it with --provider NAME|FILE"
+            + ("" if named else " --adopt-design NAME|FILE")
+        )
+    return design
 
 
 def _options(args) -> dict:

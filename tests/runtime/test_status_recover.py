@@ -1,14 +1,35 @@
-"""`recover` converges (issue 39, item 3): a takeover stamps a record's last send only where
-a request may have been on its way from its holder, so the delay bound runs from a send
-recorded once. SQLite and PostgreSQL."""
+"""`status` tells the truth and the next step; `recover` converges (issue 39, items 2 and 3).
+
+After a real SIGKILL `status` lists the dead pod's record at once as in doubt, with its
+owner gone, when the design lets it be settled and the one command that settles it; a live
+call is in progress. `status` and `recover` read the design the log stores (custom timing,
+a design file that is gone). `recover` run again and again, faster than the delay bound,
+never moves a record's last send, and settles it by its delay bound. SQLite and
+PostgreSQL."""
+
+import json
+import os
+import re
+import time
 
 import pytest
 
 from toolcommit.runtime import IntentLog
 from toolcommit.runtime.design import load
 
+from ..incli import cli
+from .test_recovery_ends import _kill_mid_call
+
 WHO = {"principal": "user:1"}
 SCOPE = "user:42:request:7"
+
+
+def _where(tmp_path, pg, schema):
+    """The arguments naming the log (a SQLite file, or --dsn and --schema) and the TOOLS
+    module's environment for it."""
+    if pg is None:
+        return [str(tmp_path / "i.db")], {}
+    return ["--dsn", pg.dsn, "--schema", schema], {"DSN": pg.dsn, "SCHEMA": schema}
 
 
 def _open(tmp_path, pg, schema, writer, **kw):
@@ -23,6 +44,131 @@ def store(request):
         return None
     pytest.importorskip("psycopg", reason="the 'postgres' extra is not installed")
     return request.getfixturevalue("pg")
+
+
+def _status(*where):
+    code, out, err = cli("status", *where, "--format", "json")
+    assert code in (0, 3), err
+    report = json.loads(out)
+    assert report["exit"] == code
+    return code, report
+
+
+def test_status_lists_a_sigkilled_pods_record_at_once_with_its_next_step(tmp_path, store):
+    where, env = _where(tmp_path, store, "t_killed")
+    _kill_mid_call(tmp_path, LEASE="600", **env)  # its lease runs on for 10 minutes
+    deadline = time.monotonic() + 20  # PostgreSQL: the killed client's server process ends
+    while True:
+        code, report = _status(*where)
+        if not report["records"][0]["owner_alive"] or time.monotonic() > deadline:
+            break
+    [rec] = report["records"]
+    assert code == 3 and report["in_doubt"] == 1, report
+    assert (rec["state"], rec["kind"], rec["owner"], rec["owner_alive"]) == (
+        "DISPATCHED",
+        "in doubt",
+        "pod-a#1",
+        False,
+    )
+    assert 500 < rec["settles_in_s"] <= 600 and rec["lease_left_s"] == rec["settles_in_s"]
+    recover = f"toolcommit recover {where[0]}" if store is None else "toolcommit recover --dsn"
+    assert rec["next_step"].startswith(recover)
+    wait = re.fullmatch(r".* --tools MODULE --wait (\d+)", rec["next_step"])
+    assert wait and rec["settles_in_s"] < int(wait[1]) <= rec["settles_in_s"] + 2
+    assert "then a replay under the same key" in rec["waits_for"]
+    if store is not None:  # the database is named, its password never shown
+        assert report["log"] == "database postgres, schema t_killed"
+        assert "password" not in rec["next_step"]
+
+    live = _open(tmp_path, store, "t_killed", "pod-b", provider="stripe", settler=False)
+    d = live.propose("t2", "refund", {"charge": "ch_2", "amount": 5}, SCOPE, **WHO)
+    assert live.dispatch(d.key) is not None  # a call of a live process, under way
+    code, report = _status(*where)
+    mine = [r for r in report["records"] if r["key"] == d.key]
+    assert [(r["kind"], r["owner_alive"]) for r in mine] == [("in progress", True)]
+    assert report["in_doubt"] == 1 and report["in_progress"] == 1 and code == 3
+    live.close()
+
+
+def test_status_and_recover_read_a_log_written_under_custom_timing(tmp_path, store):
+    where, _ = _where(tmp_path, store, "t_timing")
+    design = load("stripe").with_timing(delay_bound=7.0)
+    log = _open(tmp_path, store, "t_timing", "pod-0", provider=design, settler=False)
+    d = log.propose("t1", "refund", {"charge": "ch_1", "amount": 20}, SCOPE, **WHO)
+    assert log.timeout(log.dispatch(d.key))
+    log.close()  # its lease released: the record waits for a takeover
+    code, report = _status(*where)
+    assert code == 3 and report["digest"] == design.digest and report["delay_bound_s"] == 7.0
+    code, out, err = cli("status", *where, "--provider", "stripe")
+    assert code == 2 and "leave --provider out" in err and len(err.splitlines()) == 1
+    code, out, err = cli("recover", *where)  # no tool: taken over, held, exit 3
+    assert code == 3 and "tool refund is not registered" in out, err
+
+
+def test_status_and_recover_read_a_log_written_under_a_design_file_now_gone(tmp_path):
+    src = tmp_path / "ours.json"
+    src.write_text(_shipped("email"))
+    db = str(tmp_path / "i.db")
+    log = IntentLog.sqlite(db, "pod-0", provider=str(src), settler=False)
+    d = log.propose("t1", "mail", {"to": "a@example.com"}, SCOPE, **WHO)
+    assert log.timeout(log.dispatch(d.key))
+    log.close()
+    os.remove(src)
+    code, report = _status(db)
+    assert code == 3 and report["design"] == "ours.json"
+    assert report["records"][0]["next_step"] == f"toolcommit recover {db}"
+    code, out, err = cli("recover", db)  # email: no status read, given up visibly
+    assert code == 0 and "1 DEAD_LETTER" in out, err
+    assert _status(db)[0] == 0
+
+
+def _shipped(name: str) -> str:
+    from importlib import resources
+
+    return resources.files("toolcommit.spec").joinpath(f"designs/{name}.json").read_text("utf-8")
+
+
+STATUS_ONLY = """
+from toolcommit.runtime import effectful
+
+
+def log():
+    raise RuntimeError("recover settles through its own log")
+
+
+@effectful(log, tool="refund", scope="s", status=lambda t: None, principal="user:1")
+def refund(charge, amount):
+    raise RuntimeError("the window is closed: never sent again")
+"""
+
+
+def test_recover_run_again_and_again_settles_a_record_by_its_delay_bound(
+    tmp_path, store, monkeypatch
+):
+    """A sweeper run back to back, far more often than the delay bound: each takes the
+    record over and leaves it; its last send is recorded once and never moved, so the
+    status read settles it once the delay bound ran out (before: each run restarted it)."""
+    where, _ = _where(tmp_path, store, "t_sweep")
+    design = load("stripe").with_timing(delay_bound=1.5, replay_window=0.0)
+    log = _open(tmp_path, store, "t_sweep", "pod-0", provider=design, settler=False)
+    key = log.propose("t1", "refund", {"charge": "ch_1", "amount": 20}, SCOPE, **WHO).key
+    assert log.timeout(log.dispatch(key))
+    sent = log.record(key).sent_at
+    log.close()
+    (tmp_path / "status_only.py").write_text(STATUS_ONLY)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reader = _open(tmp_path, store, "t_sweep", "reader", provider=design, settler=False)
+    runs, deadline = 0, time.monotonic() + 60
+    while reader.record(key).state != "DEAD_LETTER":
+        assert time.monotonic() < deadline, f"not settled after {runs} runs"
+        code, out, err = cli("recover", *where, "--tools", "status_only")
+        runs += 1
+        assert code in (0, 3), err
+        rec = reader.record(key)
+        assert rec.sent_at == sent, f"run {runs} moved the last send"
+    assert runs > 1 and code == 0 and "1 DEAD_LETTER" in out
+    reader.close()
 
 
 def test_a_takeover_counts_as_a_send_only_where_one_may_have_been_on_its_way(tmp_path, store):

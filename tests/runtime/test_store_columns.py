@@ -18,8 +18,11 @@ def test_a_log_written_before_the_columns_gets_them_and_its_open_records_are_in_
     with sqlite3.connect(db) as c:  # as an earlier release wrote it
         c.execute("ALTER TABLE tc_records DROP COLUMN in_flight")
         c.execute("ALTER TABLE tc_design DROP COLUMN doc")
+        for col in ("host", "pid", "backend"):
+            c.execute(f"ALTER TABLE tc_writers DROP COLUMN {col}")
     IntentLog.sqlite(db, writer="reader", provider="stripe", settler=False).close()
     with sqlite3.connect(db) as c:
         flights = dict(c.execute("SELECT key, in_flight FROM tc_records"))
         assert [r[1] for r in c.execute("PRAGMA table_info(tc_design)")][-1] == "doc"
+        assert c.execute("SELECT pid FROM tc_writers WHERE writer = 'reader'").fetchone()[0]
     assert flights == {open_: 1, done: 0}
