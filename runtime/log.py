@@ -95,6 +95,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, Optional, Sequence, Ty
 from toolcommit.model.canon import CanonError, canonical_intent, intent_scope
 from toolcommit.model.errors import ToolcommitError
 from toolcommit.runtime import design as D
+from toolcommit.runtime import guest as G
 from toolcommit.runtime import lines as L
 from toolcommit.runtime import otel, telemetry
 from toolcommit.runtime import reask as R
@@ -252,6 +253,9 @@ class IntentLog:
                 "writer must be a non-empty string (or set TOOLCOMMIT_WRITER "
                 "to a name that survives a restart, such as the pod's name)"
             )
+        guest = G.current()  # opened by a module `recover --tools` imports
+        if guest is not None:
+            writer, settler = f"{writer}+{guest.suffix}", False
         self.store, self.writer, self.lease = store, writer, float(lease)
         self.wait = self.lease if wait is None else float(wait)
         self.sinks = list(sinks)
@@ -286,6 +290,8 @@ class IntentLog:
             store.close()
             raise
         otel.watch(self)
+        if guest is not None:
+            guest.opened.append(self)
 
     @classmethod
     def sqlite(

@@ -173,17 +173,24 @@ def _options(args) -> dict:
     return {"settler": args.watch, "adopt_design": args.adopt_design is not None}
 
 
-def _import_tools(names) -> None:
+def _import_tools(names, writer: str):
+    """Import the modules `names`; a log one opens is a guest under a name of its own
+    (`toolcommit.runtime.guest`: never the live pod's); the guests, to close at the end."""
+    from toolcommit.runtime.guest import guests
+
     if names and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    for name in names:
-        try:
-            importlib.import_module(name)
-        except ImportError as e:
-            raise UsageError(
-                f"--tools {name}: cannot import it ({e}); run from the directory "
-                "that holds it, or install it"
-            ) from None
+    with guests(writer) as opened:
+        for name in names:
+            try:
+                importlib.import_module(name)
+            except ImportError as e:
+                opened.close()
+                raise UsageError(
+                    f"--tools {name}: cannot import it ({e}); run from the directory "
+                    "that holds it, or install it"
+                ) from None
+    return opened
 
 
 def _sweep(log, until: float) -> dict[str, str]:
@@ -287,12 +294,21 @@ def _holders(log) -> list[str]:
 
 
 def run(args) -> int:
-    from toolcommit.runtime import IntentLogError
-    from toolcommit.runtime.registry import next_registration, serve_modules
-    from toolcommit.runtime.store import OPEN_STATES
+    from toolcommit.runtime.registry import next_registration
 
     since = next_registration()
-    _import_tools(args.tools)
+    guests = _import_tools(args.tools, _writer(args))
+    try:
+        return _run(args, since)
+    finally:
+        guests.close()
+
+
+def _run(args, since) -> int:
+    from toolcommit.runtime import IntentLogError
+    from toolcommit.runtime.registry import serve_modules
+    from toolcommit.runtime.store import OPEN_STATES
+
     log = _open(args)
     name = args.db or f"schema {args.schema or 'public'}"
     try:

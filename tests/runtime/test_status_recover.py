@@ -4,12 +4,15 @@ After a real SIGKILL `status` lists the dead pod's record at once as in doubt, w
 owner gone, when the design lets it be settled and the one command that settles it; a live
 call is in progress. `status` and `recover` read the design the log stores (custom timing,
 a design file that is gone). `recover` run again and again, faster than the delay bound,
-never moves a record's last send, and settles it by its delay bound. SQLite and
-PostgreSQL."""
+never moves a record's last send, and settles it by its delay bound. `recover --tools` with
+a module that opens its log at import under the live pod's name never takes the pod over.
+SQLite and PostgreSQL."""
 
 import json
 import os
 import re
+import subprocess
+import sys
 import time
 
 import pytest
@@ -18,7 +21,7 @@ from toolcommit.runtime import IntentLog
 from toolcommit.runtime.design import load
 
 from ..incli import cli
-from .test_recovery_ends import _kill_mid_call
+from .test_recovery_ends import _env, _kill_mid_call
 
 WHO = {"principal": "user:1"}
 SCOPE = "user:42:request:7"
@@ -187,3 +190,61 @@ def test_a_takeover_counts_as_a_send_only_where_one_may_have_been_on_its_way(tmp
     assert other.record(flying).sent_at > before[flying]
     other.close()
     pod.close()
+
+
+DOCS_LIKE = """
+import os, sys
+from toolcommit.runtime import IntentLog, effectful
+
+log = IntentLog.sqlite(os.environ["DB"], writer="pod-refunds-0", provider="stripe")
+
+
+@effectful(log, tool="refund", scope=lambda charge, amount: "charge:" + charge,
+           status=lambda t: None, principal="user:1")
+def refund(charge, amount):
+    if os.environ.get("HOLD"):
+        print("sending", flush=True)
+        sys.stdin.readline()                      # the provider answers when the test says
+    return {"id": "re_1"}
+"""
+
+
+def test_recover_tools_with_a_module_like_the_docs_never_takes_a_live_pod_over(tmp_path):
+    (tmp_path / "refunds.py").write_text(DOCS_LIKE)
+    env = _env(tmp_path, "unused")
+    pod = subprocess.Popen(
+        [sys.executable, "-c", "import refunds; print(refunds.refund('ch_1', 20, call_id='t1'))"],
+        env={**env, "HOLD": "1"},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert pod.stdout.readline() == "sending\n"  # the call is out: DISPATCHED
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "toolcommit.checker.cli",
+                "recover",
+                "i.db",
+                "--tools",
+                "refunds",
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert p.returncode == 3, p.stdout + p.stderr
+        assert "pod-refunds-0#1 holds 1 record(s) (1 DISPATCHED) under a live lease" in p.stdout
+        out, err = pod.communicate("\n", timeout=60)  # the provider answers
+    finally:
+        pod.kill() if pod.poll() is None else None
+    assert pod.returncode == 0 and out.strip() == "{'id': 're_1'}", err
+    reader = IntentLog.sqlite(str(tmp_path / "i.db"), "reader", provider="stripe", settler=False)
+    [rec] = reader.records()
+    assert (rec.state, rec.owner, rec.owner_inc) == ("ACKED", "pod-refunds-0", 1)
+    reader.close()
