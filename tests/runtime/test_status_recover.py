@@ -93,6 +93,30 @@ def test_status_lists_a_sigkilled_pods_record_at_once_with_its_next_step(tmp_pat
     live.close()
 
 
+def test_a_record_under_a_lease_its_process_renews_but_never_answered_is_in_doubt(tmp_path, store):
+    """A live process whose ack was never written (a store fault) keeps renewing its
+    lease: once its request has been out longer than the delay bound, status counts it in
+    doubt, its owner alive, and names the step (a restart of that process)."""
+    where, _ = _where(tmp_path, store, "t_renewed")
+    design = load("stripe").with_timing(delay_bound=0.5)
+    pod = _open(tmp_path, store, "t_renewed", "pod-0", provider=design, settler=False)
+    key = pod.propose("t1", "refund", {"charge": "ch_1", "amount": 20}, SCOPE, **WHO).key
+    assert pod.dispatch(key) is not None  # sent; its answer is never recorded
+    deadline = time.monotonic() + 30
+    while True:
+        assert pod.renew(key)  # the process lives on and renews its lease
+        code, report = _status(*where)
+        [rec] = report["records"]
+        if rec["kind"] == "in doubt":
+            break
+        assert time.monotonic() < deadline, "never counted in doubt"
+        assert rec["kind"] == "in progress" and code == 0
+    assert code == 3 and rec["owner_alive"] and rec["state"] == "DISPATCHED"
+    assert "longer than the delay bound" in rec["waits_for"]
+    assert rec["next_step"] == "restart pod-0 (its restart takes the record over and settles it)"
+    pod.close()
+
+
 def test_status_and_recover_read_a_log_written_under_custom_timing(tmp_path, store):
     where, _ = _where(tmp_path, store, "t_timing")
     design = load("stripe").with_timing(delay_bound=7.0)
