@@ -6,9 +6,13 @@ Every open record whose holder is gone (its lease expired, or its writer name wa
 again since: a dead incarnation, the sweeper's own earlier runs included) is taken over and
 settled as the design says: given up visibly where the provider has no status read
 (email), else replayed or read through the tools ``--tools`` registers (a module whose
-``@effectful`` tools are imported; each must act on the provider account the log names).
-A log that stores no design and holds open records is refused unless ``--adopt-design``
-names it. A live lease (a writer that may still be sending) is waited out for at most
+``@effectful`` tools are imported; each must act on the provider account the log names; a
+log it opens at import is the sweeper's guest, never the live pod's writer name:
+`toolcommit.runtime.guest`). The design is the one the log stores (``--provider`` only for
+a log written before logs kept it); a log that stores no design and holds open records is
+refused unless ``--adopt-design`` names it. A takeover counts as a send only where a
+request may have been on its way, so running again never postpones a record's delay
+bound. A live lease (a writer that may still be sending) is waited out for at most
 ``--wait`` seconds, as is a status read the design defers (a request may still land). Exit 0: no record of the log is open. Exit 3: some are, and each is named
 (who holds it, in what state, for how long, what would settle it): run again, or give
 ``--wait``. ``--watch`` keeps settling, each record as soon as the design allows it, until
