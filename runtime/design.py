@@ -124,6 +124,19 @@ class Design:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
     @property
+    def doc(self) -> dict[str, Any]:
+        """What the log stores of this design (``tc_design.doc``): what `digest` covers,
+        and its source; `from_doc` reads it back (any design: a file, custom timing)."""
+        return {
+            "source": self.source,
+            "environment": self.environment,
+            "guarantee": self.guarantee,
+            "knobs": dict(self.knobs),
+            "provider": dict(self.provider),
+            "timing": [self.replay_window, self.delay_bound, self.key_lifetime],
+        }
+
+    @property
     def sends_key(self) -> bool:
         return self.knobs["idempotency_key"] == "semantic_key"
 
@@ -262,6 +275,35 @@ def load(provider: Union[str, os.PathLike[str], Design, None]) -> Design:
             "the log contract does not have; the library implements dead_letter"
         )
     return d
+
+
+def from_doc(doc: Mapping[str, Any], digest: str) -> Design:
+    """The design a log stores (`Design.doc`), checked against the `digest` stored beside
+    it (DesignError if the two disagree: the row was altered)."""
+    from toolcommit.model.environment import profile
+
+    try:
+        w, d, lifetime = doc["timing"]
+        env = str(doc["environment"])
+        design = Design(
+            str(doc["source"]),
+            env,
+            str(doc["guarantee"]),
+            {str(k): str(v) for k, v in doc["knobs"].items()},
+            _f(w),
+            _f(d),
+            _f(lifetime),
+            {str(k): str(v) for k, v in doc["provider"].items()},
+            profile(env).wire,
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise DesignError(f"the design the log stores cannot be read ({e})") from None
+    if design.digest != digest:
+        raise DesignError(
+            f"the design the log stores (digest {design.digest}) is not the one it names "
+            f"(digest {digest}): its design row was altered"
+        )
+    return design
 
 
 def read(provider: Union[str, os.PathLike[str]]) -> Design:

@@ -86,6 +86,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import threading
 import time
 import weakref
@@ -95,6 +96,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, Optional, Sequence, Ty
 from toolcommit.model.canon import CanonError, canonical_intent, intent_scope
 from toolcommit.model.errors import ToolcommitError
 from toolcommit.runtime import design as D
+from toolcommit.runtime import guest as G
 from toolcommit.runtime import lines as L
 from toolcommit.runtime import otel, telemetry
 from toolcommit.runtime import reask as R
@@ -212,8 +214,8 @@ class IntentLog:
         registered tools as soon as the design allows it (`due`); while it runs, the
         heartbeat keeps the leases of those records (idle in doubt is not dead). A record
         is then in doubt at most its design's wait (the delay bound after its last send, a
-        takeover counting as one; a dead holder's lease first) plus `settle_every`, while
-        the provider answers.
+        takeover of a request that may have been on its way counting as one; a dead
+        holder's lease first) plus `settle_every`, while the provider answers.
     settle_every : float
         The settler's longest pause between passes (seconds): the margin above.
     adopt_design : bool
@@ -253,6 +255,9 @@ class IntentLog:
                 "writer must be a non-empty string (or set TOOLCOMMIT_WRITER "
                 "to a name that survives a restart, such as the pod's name)"
             )
+        guest = G.current()  # opened by a module `recover --tools` imports
+        if guest is not None:
+            writer, settler = f"{writer}+{guest.suffix}", False
         self.store, self.writer, self.lease = store, writer, float(lease)
         self.wait = self.lease if wait is None else float(wait)
         self.sinks = list(sinks)
@@ -289,6 +294,8 @@ class IntentLog:
             store.close()
             raise
         otel.watch(self)
+        if guest is not None:
+            guest.opened.append(self)
 
     @classmethod
     def sqlite(
@@ -417,11 +424,12 @@ class IntentLog:
         d = self.design
         row = tx.one("SELECT account FROM tc_account WHERE id = 1")
         self.account = None if row is None else str(row[0])
+        doc = json.dumps(d.doc, sort_keys=True)
         if (
             tx.run(
-                "INSERT INTO tc_design (id, name, digest) VALUES (1, ?, ?) "
+                "INSERT INTO tc_design (id, name, digest, doc) VALUES (1, ?, ?, ?) "
                 "ON CONFLICT (id) DO NOTHING",
-                (d.name, d.digest),
+                (d.name, d.digest, doc),
             )
             == 1
         ):
@@ -429,6 +437,8 @@ class IntentLog:
                 self._adopt(tx)
             return
         name, digest = tx.first("SELECT name, digest FROM tc_design WHERE id = 1")
+        if digest == d.digest:  # a log written before logs kept the design itself
+            tx.run("UPDATE tc_design SET doc = ? WHERE id = 1 AND doc IS NULL", (doc,))
         if digest != d.digest:
             raise D.DesignError(
                 f"this intent log was created under design {name} (digest {digest}) and is "
@@ -486,6 +496,15 @@ class IntentLog:
     def _open_writer(self) -> None:
         def fn(tx: Tx) -> tuple[None, list[L.Line], None]:
             self._check_design(tx)
+            done = opened(tx)
+            tx.run(  # where this incarnation runs (`toolcommit status`: alive or not)
+                f"UPDATE tc_writers SET host = ?, pid = ?, backend = {self.store.backend_sql} "
+                "WHERE writer = ?",
+                (socket.gethostname(), os.getpid(), self.writer),
+            )
+            return done
+
+        def opened(tx: Tx) -> tuple[None, list[L.Line], None]:
             row = tx.one(
                 "SELECT incarnation, running, seq FROM tc_writers WHERE writer = ?", (self.writer,)
             )
@@ -526,7 +545,12 @@ class IntentLog:
         only while its lease is still expired if `expired`; the transition line, or None if
         there is nothing to write or the write lost."""
         to = "UNKNOWN" if r.state == "DISPATCHED" else r.state
-        sent = "" if r.state == "RECORDED" else f", sent_at = {self.store.now_sql}"
+        sent = (  # the last send is now only where the holder may have been sending
+            ""
+            if r.state == "RECORDED"
+            else f", sent_at = CASE WHEN state = 'DISPATCHED' OR in_flight = 1 THEN "
+            f"{self.store.now_sql} ELSE sent_at END, in_flight = 0"
+        )
         n = tx.run(
             f"UPDATE tc_records SET owner = ?, owner_inc = ?, state = ?, "
             f"lease_until = {self._lease_sql()}{sent} WHERE key = ? AND state = ? "
@@ -842,12 +866,14 @@ class IntentLog:
         mine: bool = True,
         sent: bool = False,
         first: bool = False,
+        flight: Optional[bool] = None,
         when: Optional[Callable[[Record, float], bool]] = None,
         then: Sequence[Write] = (),
     ) -> Optional[Record]:
         """One compare-and-set from a state in `frm` to `to` (see the module contracts);
         returns the record after it, or None if the log refused (state, lease or fence).
-        `sent` stamps ``sent_at`` (and `first` ``first_sent``) with the store's clock;
+        `sent` stamps ``sent_at`` (and `first` ``first_sent``) with the store's clock,
+        `flight` sets ``in_flight`` (a send starts: True; its end is written: False);
         `when(record, now)`, if given, must hold of the locked record for the write;
         `then` (statements, their `GATE` left open) run after a write that won, in the
         same transaction."""
@@ -868,6 +894,8 @@ class IntentLog:
             sets.append(f"sent_at = {self.store.now_sql}")
         if first:
             sets.append(f"first_sent = {self.store.now_sql}")
+        if flight is not None:
+            sets.append(f"in_flight = {int(flight)}")
         where = ["key = ?", f"state IN ({', '.join('?' * len(frm))})"]
         params += [key, *frm]
         if mine:
@@ -929,7 +957,9 @@ class IntentLog:
     def dispatch(self, key: str) -> Optional[Ticket]:
         """Compare-and-set RECORDED -> DISPATCHED with a new fence, if this writer holds the
         lease; the `Ticket` says what to send. None: not ours, or not RECORDED."""
-        r = self._cas(key, ("RECORDED",), "DISPATCHED", bump=True, sent=True, first=True)
+        r = self._cas(
+            key, ("RECORDED",), "DISPATCHED", bump=True, sent=True, first=True, flight=True
+        )
         return None if r is None else self._ticket(r, "apply")
 
     def ack(self, ticket: Ticket, result: Any = None, heard: bool = True) -> bool:
@@ -949,6 +979,7 @@ class IntentLog:
                     fence=ticket.generation,
                     result=result,
                     release=True,
+                    flight=False,
                     reason=L.REASON["replay_answered"] if frm == "RECONCILING" else None,
                     then=[R.told_sql(ticket.key)] if told else [],
                 )
@@ -967,7 +998,15 @@ class IntentLog:
 
         def write(_told: bool) -> bool:
             return (
-                self._cas(ticket.key, (frm,), to, fence=ticket.generation, reason=reason, sent=True)
+                self._cas(
+                    ticket.key,
+                    (frm,),
+                    to,
+                    fence=ticket.generation,
+                    reason=reason,
+                    sent=True,
+                    flight=False,
+                )
                 is not None
             )
 
@@ -1039,6 +1078,7 @@ class IntentLog:
             "RECONCILING",
             bump=True,
             sent=True,
+            flight=True,
             when=lambda r, now: self._replays(r, now),
             reason=L.REASON["replay"],
         )
@@ -1208,9 +1248,11 @@ class IntentLog:
 
     def take(self, key: str) -> Optional[Record]:
         """Take over `key` if its holder is gone (an expired lease, a dead incarnation: see
-        `recover`); a DISPATCHED record becomes UNKNOWN, and its last send counts as now
-        (the dead holder may have been sending). The record now held, or None (not
-        takeable, or lost the race)."""
+        `recover`); a DISPATCHED record becomes UNKNOWN. Where the holder may have been
+        sending (a DISPATCHED record, or a replay whose end is not written: ``in_flight``)
+        its last send counts as now; else the delay bound runs on from the last send
+        recorded, so taking a record again (a rerun of `recover`) never postpones settling
+        it. The record now held, or None (not takeable, or lost the race)."""
 
         def fn(tx: Tx) -> tuple[Optional[Record], list[L.Line], Optional[str]]:
             cur = self._get(tx, key, lock=True)

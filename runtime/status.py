@@ -1,13 +1,18 @@
-"""What an on-call engineer asks of an intent log: which records are in doubt, which were
-given up, how old each is, who holds it, and what the design waits for before it settles.
-Pure: records, the design and the store's clock in, `Entry` values out (`toolcommit status`
-reads the log and prints them).
+"""What an on-call engineer asks of an intent log: every record not settled, whoever holds
+it; whether its holder is alive; when the design lets it be settled; and the one command
+that settles it. `snapshot` reads a log (its records, writers, clock and the design it
+stores: any design, a design file or custom timing included); `entries` is pure: a
+`Snapshot` in, `Entry` values out (`toolcommit status` prints them).
 
-A record is *in doubt* when the outcome of a request already sent is not known: UNKNOWN,
-RECONCILING, and DISPATCHED once its holder's lease ran out (the holder died or stalled
-with the request on its way). DISPATCHED under a live lease is a call in progress, not in
-doubt. *Given up* is DEAD_LETTER and COMPENSATED: settled without an effect the log can
-show (listed, never a reason to page: the user was told).
+A record is *in progress* while a live writer drives it: RECORDED, or DISPATCHED under its
+lease, its request out for less than the design's delay bound. It is *in doubt* when the
+outcome of a request already sent is not known and no call is driving it to one: UNKNOWN,
+RECONCILING, and DISPATCHED once its holder is gone (its lease ran out, its writer name was
+opened again, or it stopped) or once its request has been out longer than the delay bound
+under a lease its process keeps renewing (its answer never recorded: a store fault). A
+RECORDED record whose holder is gone is *not sent* (a takeover sends it). *Given up* is
+DEAD_LETTER and COMPENSATED: settled without an effect the log can show (listed, never a
+reason to page: the user was told).
 
 Examples
 --------
@@ -15,29 +20,175 @@ Examples
 >>> from toolcommit.runtime.records import Record
 >>> r = Record("k", "i", 0, "refund", "s", {}, "t1", "RECONCILING", 2, "pod-0", 1,
 ...            lease_until=0.0, first_sent=100.0, sent_at=100.0)
->>> e = entry(load("stripe"), r, now=400.0)
->>> e.kind, e.age, e.waits_for
-('in doubt', 300.0, 'the delay bound: a request of it may still arrive for 600 s, then a status read by list')
+>>> s = Snapshot(load("stripe"), 400.0, [(r, False)], {"pod-0": (1, False, False)})
+>>> [e] = entries(s, s.design, "toolcommit recover intents.db")
+>>> e.kind, e.owner_alive, e.settles_in
+('in doubt', False, 600.0)
+>>> e.next_step
+'toolcommit recover intents.db --tools MODULE --wait 601'
 """
 
 from __future__ import annotations
 
+import json
+import math
+import os
+import socket
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional
+from typing import Any, Optional
 
-from toolcommit.runtime.design import Design, read_wait, window_open
-from toolcommit.runtime.records import Record
+from toolcommit.runtime.design import (
+    SHIPPED,
+    Design,
+    DesignError,
+    from_doc,
+    load,
+    read_wait,
+    window_open,
+)
+from toolcommit.runtime.records import Record, record_of
+from toolcommit.runtime.store import Tx
 
 IN_DOUBT = "in doubt"
+IN_PROGRESS = "in progress"
+NOT_SENT = "not sent"
 GIVEN_UP = "given up"
-LISTED = ("DISPATCHED", "UNKNOWN", "RECONCILING", "DEAD_LETTER", "COMPENSATED")
+KINDS = (IN_DOUBT, NOT_SENT, IN_PROGRESS, GIVEN_UP)  # in the order `entries` lists them
+UNSETTLED = ("RECORDED", "DISPATCHED", "UNKNOWN", "RECONCILING")
+LISTED = (*UNSETTLED, "DEAD_LETTER", "COMPENSATED")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One moment of a log: its design (None: it stores none this release can read), the
+    store's clock, its listed records each with whether a request of it may be on its way
+    from its holder (``in_flight``), and its writers (name -> (incarnation, running,
+    gone): `gone` where its process is known to have ended, on this host or, on
+    PostgreSQL, by its server process; unknown is not gone)."""
+
+    design: Optional[Design]
+    now: float
+    records: list[tuple[Record, bool]]
+    writers: dict[str, tuple[int, bool, bool]]
+    stored: Optional[tuple[str, str]] = None  # (name, digest) the log names, if any
+
+
+def snapshot(tx: Tx, now_sql: str) -> Snapshot:
+    """Read the log in `tx` (a read transaction; `now_sql` the store's clock expression,
+    ``Store.now_sql``). The design is the one the log stores (`Design.doc`); a log that
+    stores only its name (written before logs kept the design) gets the shipped design of
+    that name where the digest agrees, else None."""
+    from toolcommit.runtime.log import _COLS
+
+    marks = ", ".join("?" * len(LISTED))
+    flight = "in_flight" if _has(tx, "tc_records", "in_flight") else "1"  # older: as added
+    rows = tx.all(
+        f"SELECT {_COLS}, {flight} FROM tc_records WHERE state IN ({marks}) ORDER BY key",
+        LISTED,
+    )
+    where = "host, pid, backend" if _has(tx, "tc_writers", "backend") else "NULL, NULL, NULL"
+    rows_w = tx.all(f"SELECT writer, incarnation, running, {where} FROM tc_writers")
+    backends = None
+    if any(x[5] is not None for x in rows_w):
+        backends = {int(x[0]) for x in tx.all("SELECT pid FROM pg_stat_activity")}
+    writers = {
+        str(w): (int(i), bool(r), bool(r) and _gone(host, pid, backend, backends))
+        for w, i, r, host, pid, backend in rows_w
+    }
+    now = float(tx.first(f"SELECT {now_sql}")[0])
+    design, stored = stored_design(tx)
+    return Snapshot(
+        design,
+        now,
+        [(record_of(x[:-1]), bool(x[-1])) for x in rows],
+        writers,
+        stored,
+    )
+
+
+def _gone(
+    host: Optional[str], pid: Optional[int], backend: Optional[int], backends: Optional[set[int]]
+) -> bool:
+    """Whether a writer's process is known to have ended: its server process is gone
+    (PostgreSQL: a killed process's connection closes with it), or it ran on this host and
+    no process has its pid."""
+    if backend is not None and backends is not None and int(backend) not in backends:
+        return True
+    if host != socket.gethostname() or pid is None:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it exists, another user's
+        return False
+    return False
+
+
+def _has(tx: Tx, table: str, column: str) -> bool:
+    """Whether `table` has `column` (a log of an earlier release may lack either), asked
+    inside a savepoint so a refusal leaves the read transaction usable."""
+    tx.run("SAVEPOINT tc_probe")
+    try:
+        tx.one(f"SELECT {column} FROM {table} WHERE 1 = 0")
+        found = True
+    except Exception:  # the engine's own error: no such table or column
+        tx.run("ROLLBACK TO SAVEPOINT tc_probe")
+        found = False
+    tx.run("RELEASE SAVEPOINT tc_probe")
+    return found
+
+
+def stored_design(tx: Tx) -> tuple[Optional[Design], Optional[tuple[str, str]]]:
+    """The design the log in `tx` stores (`Design.doc`; for a log written before logs kept
+    it, the shipped design it names where the digest agrees; else None), and the (name,
+    digest) it names (None: none)."""
+    doc = "doc" if _has(tx, "tc_design", "doc") else "NULL"
+    row = (
+        tx.one(f"SELECT name, digest, {doc} FROM tc_design WHERE id = 1")
+        if _has(tx, "tc_design", "digest")
+        else None
+    )
+    if row is None:
+        return None, None
+    name, digest, text = str(row[0]), str(row[1]), row[2]
+    if text is not None:
+        return from_doc(json.loads(text), digest), (name, digest)
+    if name in SHIPPED and load(name).digest == digest:
+        return load(name), (name, digest)
+    return None, (name, digest)
+
+
+def design_of(s: Snapshot, given: Optional[str]) -> Design:
+    """The design to read `s` under: the one the log stores; `given` (a name or design
+    file) only where the log stores none it can read, and never another than the one
+    it names (DesignError, saying which)."""
+    if given is None:
+        if s.design is not None:
+            return s.design
+        raise DesignError(
+            "the log does not keep its design "
+            + (f"({s.stored[0]}, digest {s.stored[1]})" if s.stored else "(none stored)")
+            + ": give it with --provider NAME|FILE"
+        )
+    d = load(given)
+    if s.stored is not None and d.digest != s.stored[1]:
+        raise DesignError(
+            f"--provider {given}: the log was created under design {s.stored[0]} (digest "
+            f"{s.stored[1]}), not this one (digest {d.digest}); leave --provider out, and "
+            "the log's own design is read"
+        )
+    return d
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One record worth an engineer's look: `kind` (`IN_DOUBT` or `GIVEN_UP`), its age
-    (seconds since its first send on the store's clock; None if never stamped), its holder
-    (``writer#incarnation``, None when released), and what the design waits for."""
+    """One record not settled, or given up: `kind` (`IN_DOUBT`, `IN_PROGRESS`, `NOT_SENT`,
+    `GIVEN_UP`), its age (seconds since its first send on the store's clock; None if never
+    sent), its owner (``writer#incarnation``) and whether that process is alive (its
+    incarnation current, running, its lease on the record not run out), the seconds its
+    lease has left, the seconds until the design lets it be settled (0: now; None: not
+    by a command, or never), what it waits for, and the one step that settles it."""
 
     key: str
     tool: str
@@ -45,72 +196,129 @@ class Entry:
     state: str
     kind: str
     age: Optional[float]
-    holder: Optional[str]
+    owner: Optional[str]
+    owner_alive: bool
     lease_left: float
+    settles_in: Optional[float]
     waits_for: str
+    next_step: str
 
     def as_json(self) -> dict[str, Any]:
+        def r3(x: Optional[float]) -> Optional[float]:
+            return None if x is None else round(x, 3)
+
         return {
             "key": self.key,
             "tool": self.tool,
             "scope": self.scope,
             "state": self.state,
             "kind": self.kind,
-            "age_s": None if self.age is None else round(self.age, 3),
-            "holder": self.holder,
-            "lease_left_s": round(self.lease_left, 3),
+            "age_s": r3(self.age),
+            "owner": self.owner,
+            "owner_alive": self.owner_alive,
+            "lease_left_s": r3(self.lease_left),
+            "settles_in_s": r3(self.settles_in),
             "waits_for": self.waits_for,
+            "next_step": self.next_step,
         }
 
 
-def kind_of(r: Record, now: float) -> Optional[str]:
-    """`IN_DOUBT`, `GIVEN_UP`, or None (settled, cancelled, not yet sent, in progress)."""
-    if r.state in ("UNKNOWN", "RECONCILING"):
-        return IN_DOUBT
-    if r.state == "DISPATCHED" and r.lease_until <= now:
-        return IN_DOUBT
+def alive(s: Snapshot, r: Record) -> bool:
+    """Whether `r`'s holder is a live process: its incarnation the writer's current one,
+    running, and its lease on `r` not run out (store clock)."""
+    inc, running, gone = s.writers.get(r.owner or "", (None, False, True))
+    return (
+        r.owner is not None
+        and inc == r.owner_inc
+        and running
+        and not gone
+        and r.lease_until > s.now
+    )
+
+
+def take_at(s: Snapshot, r: Record) -> float:
+    """When (store clock) `recover` may take `r` over from a holder that is not alive: now
+    where its writer name was opened again since or its lease ran out, else when its lease
+    does (a killed process's lease runs on: `recover` honours every lease)."""
+    inc = s.writers.get(r.owner or "", (None, False, True))[0]
+    if inc is not None and r.owner_inc < inc:
+        return s.now
+    return max(s.now, r.lease_until)
+
+
+def _overdue(d: Design, r: Record, now: float) -> bool:
+    """A DISPATCHED record whose request has been out longer than the delay bound."""
+    return d.delay_bound is not None and r.sent_at is not None and now - r.sent_at > d.delay_bound
+
+
+def kind_of(d: Design, r: Record, live: bool, now: float) -> Optional[str]:
+    """The kind of `r` (see the module docstring), None for a settled one."""
     if r.state in ("DEAD_LETTER", "COMPENSATED"):
         return GIVEN_UP
-    return None
+    if r.state == "RECORDED":
+        return IN_PROGRESS if live else NOT_SENT
+    if r.state == "DISPATCHED" and live and not _overdue(d, r, now):
+        return IN_PROGRESS
+    return IN_DOUBT if r.state in UNSETTLED else None
 
 
-def waits_for(d: Design, r: Record, now: float) -> str:
-    """What settles `r` next under design `d` (a sentence)."""
-    if r.state == "DEAD_LETTER":
-        return "nothing: given up visibly" + (
-            "" if d.settles_by_read else " (the effect may have happened)"
-        )
-    if r.state == "COMPENSATED":
-        return "nothing: reversed or never applied"
-    left = r.lease_until - now
-    if r.owner is not None and left > 0:
-        return f"writer {r.owner}'s lease ({left:.0f} s left): that process is settling it"
-    if r.state == "DISPATCHED":
-        return (
-            "a takeover: its holder's lease ran out with the request sent (the settler, "
-            "or toolcommit recover)"
-        )
-    if not d.status_read or d.knobs["on_unknown"] == "dead_letter":
-        return "a give-up: there is no status read (the settler, or toolcommit recover)"
-    if r.state == "UNKNOWN" and d.replays and window_open(d, r.first_sent, now):
-        return "a replay under the same key (the settler, or the intent's next call)"
-    wait = read_wait(d, r.sent_at, now)
-    via = d.knobs["status_via"]
-    if wait > 0:
-        return (
-            f"the delay bound: a request of it may still arrive for {wait:.0f} s, then a "
-            f"status read by {via}"
-        )
-    return f"a status read by {via} (the settler, or toolcommit recover --tools)"
+def settle_at(d: Design, r: Record, in_flight: bool, take_at: float) -> float:
+    """When (store clock) the design lets `r` be settled by whoever holds it from `take_at`
+    on: a give-up or a replay then, else a status read once the delay bound ran from its
+    last send; a takeover of a request that may have been on its way (DISPATCHED, or
+    `in_flight`) counts as that send, and only such a takeover (`IntentLog.take`)."""
+    if not d.settles_by_read:
+        return take_at
+    if r.state == "DISPATCHED" or in_flight:
+        last: Optional[float] = take_at
+    else:
+        last = r.sent_at
+    if d.replays and r.state in ("DISPATCHED", "UNKNOWN") and window_open(d, r.first_sent, take_at):
+        return take_at
+    return take_at + read_wait(d, last, take_at)
 
 
-def entry(d: Design, r: Record, now: float) -> Optional[Entry]:
-    """`r` as an `Entry`, or None when it is nothing to look at."""
-    kind = kind_of(r, now)
+def _step(where: str, d: Design, wait: float) -> str:
+    """The one command that settles a record `wait` seconds from now."""
+    tools = " --tools MODULE" if d.settles_by_read else ""
+    return f"{where}{tools}" + (f" --wait {math.ceil(wait) + 1}" if wait > 0 else "")
+
+
+def entry(s: Snapshot, d: Design, r: Record, in_flight: bool, where: str) -> Optional[Entry]:
+    """`r` as an `Entry` under design `d` (None: settled); `where` is the command that
+    settles the log's records (``toolcommit recover DB``)."""
+    now, live = s.now, alive(s, r)
+    kind = kind_of(d, r, live, now)
     if kind is None:
         return None
     since = r.first_sent if r.first_sent is not None else r.sent_at
-    holder = None if r.owner is None or r.lease_until <= 0 else f"{r.owner}#{r.owner_inc}"
+    lease = max(0.0, r.lease_until - now)
+    owner = None if r.owner is None else f"{r.owner}#{r.owner_inc}"
+    at: Optional[float]
+    if kind == GIVEN_UP:
+        at, waits, step = None, _given_up(d, r), "none: settled (the user was told)"
+    elif kind == IN_PROGRESS:
+        at, waits = None, f"the call of {owner} under way (lease {lease:.0f} s left)"
+        step = f"none while {owner} is alive; if it dies: {where}"
+    elif live and r.state == "DISPATCHED":
+        at = None
+        waits = (
+            f"an answer {owner} never recorded: its request went out {now - (r.sent_at or now):.0f}"
+            f" s ago, longer than the delay bound ({d.delay_bound:.0f} s), under a lease it "
+            "keeps renewing (a store fault: its ack not written)"
+        )
+        step = f"restart {r.owner} (its restart takes the record over and settles it)"
+    else:
+        taken = now if live else take_at(s, r)
+        at = settle_at(d, r, in_flight and not live, taken)
+        wait = at - now
+        waits = _waits(d, r, owner, live, taken - now, wait)
+        step = (
+            f"none: {owner} is alive and settles it (its settler); if it dies: "
+            f"{_step(where, d, wait)}"
+            if live
+            else _step(where, d, wait)
+        )
     return Entry(
         r.key,
         r.tool,
@@ -118,13 +326,51 @@ def entry(d: Design, r: Record, now: float) -> Optional[Entry]:
         r.state,
         kind,
         None if since is None else now - since,
-        holder,
-        max(0.0, r.lease_until - now),
-        waits_for(d, r, now),
+        owner,
+        live,
+        lease,
+        None if at is None else max(0.0, at - now),
+        waits,
+        step,
     )
 
 
-def entries(d: Design, records: Iterable[Record], now: float) -> list[Entry]:
-    """The records worth a look, in doubt first, then the oldest first."""
-    found = [e for e in (entry(d, r, now) for r in records) if e is not None]
-    return sorted(found, key=lambda e: (e.kind != IN_DOUBT, -(e.age or 0.0), e.key))
+def _given_up(d: Design, r: Record) -> str:
+    if r.state == "DEAD_LETTER":
+        return "nothing: given up visibly" + (
+            "" if d.settles_by_read else " (the effect may have happened)"
+        )
+    return "nothing: reversed or never applied"
+
+
+def _waits(
+    d: Design, r: Record, owner: Optional[str], live: bool, take_in: float, wait: float
+) -> str:
+    """What settles `r` next (a sentence): who, in `take_in` seconds, then what the design
+    does, `wait` seconds from now."""
+    if live:
+        who = f"{owner} (alive, its lease renewed)"
+    elif take_in > 0:
+        who = f"a takeover once {owner}'s lease runs out, in {take_in:.0f} s (its process is gone)"
+    else:
+        who = "a takeover (its holder is gone)"
+    if r.state == "RECORDED":
+        return f"{who}: it sends the request, never sent yet"
+    if not d.settles_by_read:
+        return f"{who}, then a give-up: the design reads no status"
+    if wait <= take_in and d.replays and r.state in ("DISPATCHED", "UNKNOWN"):
+        return f"{who}, then a replay under the same key"
+    via = d.knobs["status_via"]
+    if wait > take_in:
+        return (
+            f"{who}, then the delay bound: a request of it may still arrive for "
+            f"{wait - take_in:.0f} s more, then a status read by {via}"
+        )
+    return f"{who}, then a status read by {via}"
+
+
+def entries(s: Snapshot, d: Design, where: str) -> list[Entry]:
+    """Every record of `s` not settled, or given up: in doubt first, then not sent, in
+    progress, given up; the oldest first."""
+    found = [e for e in (entry(s, d, r, f, where) for r, f in s.records) if e is not None]
+    return sorted(found, key=lambda e: (KINDS.index(e.kind), -(e.age or 0.0), e.key))

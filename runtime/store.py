@@ -14,15 +14,21 @@ Tables
 ``tc_records``  one row per semantic key: the record state, fence, lease (owner,
                 owner_inc, lease_until on the store's clock), the accepting call, the
                 provider's saved result, and when its request was first and last sent
-                (``first_sent``, ``sent_at``: the replay window and the delay bound).
+                (``first_sent``, ``sent_at``: the replay window and the delay bound), and
+                whether a request of it may be on its way from its holder now
+                (``in_flight``: a dispatch or a replay whose end is not written; a takeover
+                of such a record counts as its last send, and of no other).
 ``tc_events``   the log contract (spec/log.schema.json), one JSON line per row, in insert
                 order (``id``); ``(writer, seq)`` is unique.
 ``tc_writers``  one row per writer name: its incarnation, whether a process claims it
-                (``running``), and its last seq.
+                (``running``), its last seq, and where that process runs (``host``,
+                ``pid``, and on PostgreSQL its server process, ``backend``): what tells
+                `status` a killed process from a live one before its leases run out.
 ``tc_account``  at most one row (``id = 1``): the provider account the log's tools act on,
                 recorded by the first tool naming one (`IntentLog.bind_account`).
-``tc_design``   one row (``id = 1``): the name and digest of the design the log was created
-                under (`Design.digest`); `IntentLog` refuses to open the log under another.
+``tc_design``   one row (``id = 1``): the name, digest and document of the design the log was
+                created under (`Design.digest`, `Design.doc`: what `status` and `recover`
+                read it from); `IntentLog` refuses to open the log under another.
                 With none stored and no open record (else when told: ``adopt_design``), the first
                 design that opens the log is stored (`IntentLog.design_adopted` says so).
 ``tc_tools``    one row per tool called with a declared identity: its rule
@@ -71,6 +77,21 @@ OPEN_STATES = ("RECORDED", "DISPATCHED", "UNKNOWN", "RECONCILING")
 _OPEN_SQL = "('RECORDED', 'DISPATCHED', 'UNKNOWN', 'RECONCILING')"
 GAVE_UP = ("DEAD_LETTER", "COMPENSATED", "REJECTED_CONFLICT")
 _ADDED = ("first_sent", "sent_at")  # store-clock times of a key's first and last send
+#: columns a log written before them lacks: (table, column, its type; a statement run once
+#: it is added, or None). An open record of such a log counts as having a request in flight
+#: (its first takeover then stamps its last send, as every takeover did before)
+_LATER = (
+    (
+        "tc_records",
+        "in_flight",
+        "INTEGER NOT NULL DEFAULT 0",
+        f"UPDATE tc_records SET in_flight = 1 WHERE state IN {_OPEN_SQL}",
+    ),
+    ("tc_design", "doc", "TEXT", None),
+    ("tc_writers", "host", "TEXT", None),
+    ("tc_writers", "pid", "INTEGER", None),
+    ("tc_writers", "backend", "INTEGER", None),
+)
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS tc_records (
@@ -78,7 +99,8 @@ CREATE TABLE IF NOT EXISTS tc_records (
   tool TEXT NOT NULL, scope TEXT NOT NULL, args TEXT NOT NULL, call_id TEXT NOT NULL,
   state TEXT NOT NULL, fence INTEGER NOT NULL DEFAULT 0,
   owner TEXT, owner_inc INTEGER NOT NULL DEFAULT 0, lease_until {real} NOT NULL DEFAULT 0,
-  slot TEXT, result TEXT, first_sent {real}, sent_at {real});
+  slot TEXT, result TEXT, first_sent {real}, sent_at {real},
+  in_flight INTEGER NOT NULL DEFAULT 0);
 CREATE UNIQUE INDEX IF NOT EXISTS tc_records_slot ON tc_records (slot);
 CREATE INDEX IF NOT EXISTS tc_records_intent ON tc_records (intent, epoch);
 CREATE INDEX IF NOT EXISTS tc_records_open ON tc_records (state)
@@ -93,15 +115,22 @@ CREATE TABLE IF NOT EXISTS tc_events (
   UNIQUE (writer, seq));
 CREATE TABLE IF NOT EXISTS tc_writers (
   writer TEXT PRIMARY KEY, incarnation INTEGER NOT NULL, running INTEGER NOT NULL,
-  seq {bigint} NOT NULL);
+  seq {bigint} NOT NULL, host TEXT, pid INTEGER, backend INTEGER);
 CREATE TABLE IF NOT EXISTS tc_design (
-  id INTEGER PRIMARY KEY, name TEXT NOT NULL, digest TEXT NOT NULL);
+  id INTEGER PRIMARY KEY, name TEXT NOT NULL, digest TEXT NOT NULL, doc TEXT);
 CREATE TABLE IF NOT EXISTS tc_tools (tool TEXT PRIMARY KEY, rule TEXT NOT NULL)
 """
 
 
 Write = tuple[str, tuple[Any, ...]]  # one statement (``?`` placeholders) and its parameters
 GATE = "{gate}"  # where a `Write` takes the condition it runs under (see `gated`)
+
+
+def _add_column(tx: "Tx", table: str, col: str, kind: str, then: Optional[str]) -> None:
+    """Add `col` to `table` of a log written before it existed (`_LATER`)."""
+    tx.run(f"ALTER TABLE {table} ADD COLUMN {col} {kind}")
+    if then is not None:
+        tx.run(then)
 
 
 def gated(sql: str, condition: str = "1 = 1") -> str:
@@ -165,6 +194,7 @@ class Store:
     dialect = ""
     now_sql = ""
     lock_sql = ""  # appended to a SELECT that must lock its row until the commit
+    backend_sql = "NULL"  # the server process of this connection, where there is one
     returning = True  # INSERT / UPDATE ... RETURNING (SQLite since 3.35)
     one_statement = False  # `once` writes a decision in one statement
 
@@ -344,6 +374,9 @@ class SqliteStore(Store):
                     for col in _ADDED:
                         if col not in have:  # a log written before these columns existed
                             tx.run(f"ALTER TABLE tc_records ADD COLUMN {col} REAL")
+                    for table, col, kind, then in _LATER:
+                        if col not in {r[1] for r in tx.all(f"PRAGMA table_info({table})")}:
+                            _add_column(tx, table, col, kind, then)
                 return
             except sqlite3.OperationalError as e:
                 if (
@@ -481,6 +514,7 @@ class PostgresStore(Store):
     dialect = "postgres"
     now_sql = "extract(epoch from clock_timestamp())"
     lock_sql = " FOR UPDATE"
+    backend_sql = "pg_backend_pid()"
     one_statement = True
 
     def __init__(
@@ -536,6 +570,13 @@ class PostgresStore(Store):
                 for col in _ADDED:
                     if col not in have:  # a log written before these columns existed
                         tx.run(f"ALTER TABLE tc_records ADD COLUMN {col} DOUBLE PRECISION")
+                for table, col, kind, then in _LATER:
+                    if not tx.all(
+                        "SELECT 1 FROM information_schema.columns WHERE table_schema = "
+                        "current_schema() AND table_name = ? AND column_name = ?",
+                        (table, col),
+                    ):
+                        _add_column(tx, table, col, kind, then)
             if schema:
                 self._db.execute(f"SET search_path TO {schema}")
         except (psycopg.Error, StoreError) as e:

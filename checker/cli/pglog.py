@@ -73,3 +73,13 @@ def reading(dsn: str, schema: Optional[str], table: str) -> Iterator[Tx]:
             f"--dsn: cannot read the database: {str(e).strip().splitlines()[0]}; check "
             f"the conninfo, that the server is up and that this role may read schema {where}"
         ) from None
+
+
+def database(tx: Tx, dsn: str) -> tuple[str, str]:
+    """The name of the database `tx` reads, and the conninfo `dsn` without its password
+    (what a printed command may show)."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    name = str(tx.first("SELECT current_database()")[0])
+    shown = {k: v for k, v in conninfo_to_dict(dsn).items() if k != "password"}
+    return name, make_conninfo(**{k: str(v) for k, v in shown.items()})

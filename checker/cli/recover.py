@@ -6,9 +6,13 @@ Every open record whose holder is gone (its lease expired, or its writer name wa
 again since: a dead incarnation, the sweeper's own earlier runs included) is taken over and
 settled as the design says: given up visibly where the provider has no status read
 (email), else replayed or read through the tools ``--tools`` registers (a module whose
-``@effectful`` tools are imported; each must act on the provider account the log names).
-A log that stores no design and holds open records is refused unless ``--adopt-design``
-names it. A live lease (a writer that may still be sending) is waited out for at most
+``@effectful`` tools are imported; each must act on the provider account the log names; a
+log it opens at import is the sweeper's guest, never the live pod's writer name:
+`toolcommit.runtime.guest`). The design is the one the log stores (``--provider`` only for
+a log written before logs kept it); a log that stores no design and holds open records is
+refused unless ``--adopt-design`` names it. A takeover counts as a send only where a
+request may have been on its way, so running again never postpones a record's delay
+bound. A live lease (a writer that may still be sending) is waited out for at most
 ``--wait`` seconds, as is a status read the design defers (a request may still land). Exit 0: no record of the log is open. Exit 3: some are, and each is named
 (who holds it, in what state, for how long, what would settle it): run again, or give
 ``--wait``. ``--watch`` keeps settling, each record as soon as the design allows it, until
@@ -49,11 +53,11 @@ def add_parser(sub):
     add_dsn_options(p)
     p.add_argument(
         "--provider",
-        required=True,
         metavar="NAME|FILE",
-        help="the design the log follows: ideal, stripe, email, fenced-store, or a "
-        "design file (`toolcommit design -o FILE`); the one the log was "
-        "created under (another is refused)",
+        help="the design the log follows (default: the one the log stores, any design: "
+        "a shipped one, a design file, custom timing): ideal, stripe, email, "
+        "fenced-store, or a design file (`toolcommit design -o FILE`); the one the log "
+        "was created under (another is refused)",
     )
     p.add_argument(
         "--adopt-design",
@@ -98,14 +102,21 @@ def _open(args):
     one_source("recover", args.db, args.dsn, args.schema)
     if args.wait < 0:
         raise UsageError(f"--wait {args.wait}: give seconds, 0 or more")
-    design = load(args.provider)  # before the store: a bad provider changes nothing
-    if args.adopt_design is not None and load(args.adopt_design).digest != design.digest:
+    # before the store: a bad provider changes nothing; none given: the log's own
+    design = None if args.provider is None else load(args.provider)
+    adopt = None if args.adopt_design is None else load(args.adopt_design)
+    if design is not None and adopt is not None and adopt.digest != design.digest:
         raise UsageError(
             f"--adopt-design {args.adopt_design} names another design than --provider "
             f"{args.provider}: give the design the log was written under to both"
         )
-    writer = args.writer or f"toolcommit-recover@{socket.gethostname()}:{os.getpid()}"
+    design = design or adopt
+    writer = _writer(args)
     return _postgres(args, design, writer) if args.dsn else _sqlite(args, design, writer)
+
+
+def _writer(args) -> str:
+    return args.writer or f"toolcommit-recover@{socket.gethostname()}:{os.getpid()}"
 
 
 def _postgres(args, design, writer):
@@ -114,8 +125,8 @@ def _postgres(args, design, writer):
     from toolcommit.runtime import IntentLog, PostgresStore, StoreError
     from toolcommit.runtime.store import pg_schema
 
-    with reading(args.dsn, args.schema, "tc_writers"):
-        pass
+    with reading(args.dsn, args.schema, "tc_writers") as tx:
+        design = design or _stored(tx, f"schema {args.schema or 'public'}")
     where = pg_schema(args.schema)  # a name `reading` accepted
     try:
         return IntentLog(PostgresStore(args.dsn, where), writer, provider=design, **_options(args))
@@ -134,24 +145,56 @@ def _sqlite(args, design, writer):
         if tx.one("SELECT name FROM sqlite_master WHERE name = 'tc_writers'") is None:
             store.close()
             raise UsageError(f"{args.db}: holds no intent log (no tc_writers table)")
+        try:
+            design = design or _stored(tx, args.db)
+        except UsageError:
+            store.close()
+            raise
     return IntentLog(store, writer, provider=design, **_options(args))
+
+
+def _stored(tx, where: str):
+    """The design the log stores (`toolcommit.runtime.status.stored_design`); refused in
+    one line where it keeps none this release can read."""
+    from toolcommit.runtime.design import DesignError
+    from toolcommit.runtime.status import stored_design
+
+    try:
+        design, named = stored_design(tx)
+    except DesignError as e:
+        raise UsageError(f"{where}: {e}") from None
+    if design is None:
+        raise UsageError(
+            f"{where}: the log does not keep its design"
+            + (f" (it names {named[0]}, digest {named[1]})" if named else "")
+            + ": give it with --provider NAME|FILE"
+            + ("" if named else " --adopt-design NAME|FILE")
+        )
+    return design
 
 
 def _options(args) -> dict:
     return {"settler": args.watch, "adopt_design": args.adopt_design is not None}
 
 
-def _import_tools(names) -> None:
+def _import_tools(names, writer: str):
+    """Import the modules `names`; a log one opens is a guest under a name of its own
+    (`toolcommit.runtime.guest`: never the live pod's); the guests, to close at the end."""
+    from toolcommit.runtime.guest import guests
+
     if names and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    for name in names:
-        try:
-            importlib.import_module(name)
-        except ImportError as e:
-            raise UsageError(
-                f"--tools {name}: cannot import it ({e}); run from the directory "
-                "that holds it, or install it"
-            ) from None
+    with guests(writer) as opened:
+        for name in names:
+            try:
+                importlib.import_module(name)
+            except ImportError as e:
+                opened.close()
+                raise UsageError(
+                    f"--tools {name}: cannot import it ({e}); run from the directory "
+                    "that holds it, or install it"
+                ) from None
+    return opened
 
 
 def _sweep(log, until: float) -> dict[str, str]:
@@ -255,12 +298,21 @@ def _holders(log) -> list[str]:
 
 
 def run(args) -> int:
-    from toolcommit.runtime import IntentLogError
-    from toolcommit.runtime.registry import next_registration, serve_modules
-    from toolcommit.runtime.store import OPEN_STATES
+    from toolcommit.runtime.registry import next_registration
 
     since = next_registration()
-    _import_tools(args.tools)
+    guests = _import_tools(args.tools, _writer(args))
+    try:
+        return _run(args, since)
+    finally:
+        guests.close()
+
+
+def _run(args, since) -> int:
+    from toolcommit.runtime import IntentLogError
+    from toolcommit.runtime.registry import serve_modules
+    from toolcommit.runtime.store import OPEN_STATES
+
     log = _open(args)
     name = args.db or f"schema {args.schema or 'public'}"
     try:

@@ -1,20 +1,22 @@
-"""`toolcommit status DB` (or `--dsn CONNINFO [--schema S]`): the records of an intent log
-an on-call engineer must know about: each one in doubt (a request sent, its outcome not
-known yet) or given up, with its age, its holder, and what the design waits for before it
-settles (`toolcommit.runtime.status`). The log is only read.
+"""`toolcommit status DB` (or `--dsn CONNINFO [--schema S]`): every record of an intent
+log not settled, whoever holds it (its owner, whether that process is alive, its lease),
+when the design lets it be settled and the one command that settles it; and every record
+given up (`toolcommit.runtime.status`). The design is read from the log itself (any design:
+a shipped one, a design file, custom timing). The log is only read.
 
-Exit 0 when nothing is in doubt (given-up records are listed: the user was told), 3 when
-something is, 2 for bad input.
+Exit 0 when nothing is in doubt (calls in progress and given-up records are listed: the
+user was told), 3 when something is (a request sent, its outcome not known, no call driving
+it: a dead pod's included, from the moment it died), 2 for bad input.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import shlex
 import sys
 
 from toolcommit.checker.cli.export_log import WHAT, read_log
-from toolcommit.checker.cli.pglog import add_dsn_options, one_source, reading
+from toolcommit.checker.cli.pglog import add_dsn_options, database, one_source, reading
 from toolcommit.checker.cli.terminal import width
 from toolcommit.checker.render.fit import wrap_line
 from toolcommit.model.errors import UsageError
@@ -33,76 +35,31 @@ def add_parser(sub):
     p.add_argument(
         "--provider",
         metavar="NAME|FILE",
-        help="the design the log follows (default: the one the log was created "
-        "under, where it names a shipped design)",
+        help="the design the log follows (default: the one the log stores; give it only "
+        "for a log written before logs kept their design)",
     )
     p.add_argument("--format", choices=("text", "json"), default="text")
     return p
 
 
 # ----- reading ------------------------------------------------------------------------------
-def _rows(tx, now_sql: str):
-    from toolcommit.runtime.log import _COLS
-    from toolcommit.runtime.records import record_of
-    from toolcommit.runtime.status import LISTED
-
-    marks = ", ".join("?" * len(LISTED))
-    records = [
-        record_of(r)
-        for r in tx.all(
-            f"SELECT {_COLS} FROM tc_records WHERE state IN ({marks}) ORDER BY key", LISTED
-        )
-    ]
-    now = float(tx.one(f"SELECT {now_sql}")[0])
-    return records, now, _stored_design(tx)
-
-
-def _stored_design(tx):
-    """(name, digest) of the design the log was created under, where the log stores one."""
-    try:
-        return tx.one("SELECT name, digest FROM tc_design WHERE id = 1")
-    except Exception:  # a log written before logs stored their design: no table
-        return None
-
-
 def _sqlite(db: str):
+    from toolcommit.runtime.status import snapshot
     from toolcommit.runtime.store import SqliteStore
 
     def read(store):
         with store.read() as tx:
-            return _rows(tx, SqliteStore.now_sql)
+            return snapshot(tx, SqliteStore.now_sql)
 
     return read_log(db, "tc_records", read)
 
 
 def _postgres(dsn: str, schema):
+    from toolcommit.runtime.status import snapshot
     from toolcommit.runtime.store import PostgresStore
 
     with reading(dsn, schema, "tc_records") as tx:
-        return _rows(tx, PostgresStore.now_sql)
-
-
-def _design(args, stored):
-    """The design to read the log under: --provider, else the one the log stores; a
-    --provider other than the stored one is refused (the sentences would be another's)."""
-    from toolcommit.runtime.design import SHIPPED, load
-
-    name, digest = stored or (None, None)
-    name = args.provider or name
-    if name is None or (args.provider is None and name not in SHIPPED and not os.path.exists(name)):
-        raise UsageError(
-            "status: give --provider NAME|FILE, the design the log follows "
-            f"({', '.join(SHIPPED)}, or a design file)"
-            + (f"; the log names {name!r}, which is not here" if name else "")
-        )
-    design = load(name)
-    if digest is not None and design.digest != digest:
-        raise UsageError(
-            f"--provider {name}: the log was created under design {stored[0]} "
-            f"(digest {digest}), not this one (digest {design.digest}); give "
-            "that design, or leave --provider out"
-        )
-    return design
+        return snapshot(tx, PostgresStore.now_sql), database(tx, dsn)
 
 
 # ----- the report ---------------------------------------------------------------------------
@@ -119,42 +76,87 @@ def _age(seconds) -> str:
     )
 
 
-def _text(where: str, design, found, in_doubt: int) -> str:
+def _timing(design) -> str:
+    def t(x):
+        return "unbounded" if x is None else f"{x:g} s"
+
+    return f"delay bound {t(design.delay_bound)}, replay window {t(design.replay_window)}"
+
+
+def _text(where: str, design, found, counts) -> str:
     w = width()
     head = (
-        f"{where}: {in_doubt} record(s) in doubt, {len(found) - in_doubt} given up "
-        f"(design {design.source}, {design.guarantee or 'its guarantee'})"
+        f"{where}: {counts['in doubt']} record(s) in doubt, {counts['not sent']} not sent, "
+        f"{counts['in progress']} in progress, {counts['given up']} given up (design "
+        f"{design.name}, {design.guarantee or 'its guarantee'}; {_timing(design)})"
     )
     lines = wrap_line(head, w, 2)
     for e in found:
+        owner = (
+            ""
+            if e.owner is None or e.kind == "given up"
+            else f", owner {e.owner} "
+            + (f"alive (lease {e.lease_left:.0f} s left)" if e.owner_alive else "gone")
+        )
+        when = (
+            ""
+            if e.settles_in is None
+            else ", settles now"
+            if e.settles_in <= 0
+            else f", settles in {_age(e.settles_in)}"
+        )
         lines.append("")
         lines += wrap_line(
-            f"{e.kind}: {e.key} ({e.tool}, scope {e.scope}) {e.state}, "
-            f"age {_age(e.age)}, holder {e.holder or 'none'}",
+            f"{e.kind}: {e.key} ({e.tool}, scope {e.scope}) {e.state}, age {_age(e.age)}"
+            f"{owner}{when}",
             w,
             2,
         )
         lines += wrap_line(f"  waits for: {e.waits_for}", w, 4)
+        lines += wrap_line(f"  next step: {e.next_step}", w, 4)
     return "\n".join(lines) + "\n"
 
 
+def _recover_command(args, shown_dsn) -> str:
+    if args.db:
+        return f"toolcommit recover {shlex.quote(args.db)}"
+    return f"toolcommit recover --dsn {shlex.quote(shown_dsn)}" + (
+        f" --schema {args.schema}" if args.schema else ""
+    )
+
+
 def run(args) -> int:
-    from toolcommit.runtime.status import IN_DOUBT, entries
+    from toolcommit.runtime.design import DesignError
+    from toolcommit.runtime.status import KINDS, design_of, entries
+    from toolcommit.runtime.store import pg_schema
 
     one_source("status", args.db, args.dsn, args.schema)
-    records, now, stored = _postgres(args.dsn, args.schema) if args.dsn else _sqlite(args.db)
-    design = _design(args, stored)
-    found = entries(design, records, now)
-    in_doubt = sum(1 for e in found if e.kind == IN_DOUBT)
-    where = args.db or f"schema {args.schema or 'public'}"
+    if args.dsn:
+        snap, (db_name, shown_dsn) = _postgres(args.dsn, args.schema)
+        where = f"database {db_name}, schema {pg_schema(args.schema)}"
+    else:
+        snap, shown_dsn = _sqlite(args.db), None
+        where = args.db
+    try:
+        design = design_of(snap, args.provider)
+    except DesignError as e:
+        raise UsageError(str(e)) from None
+    found = entries(snap, design, _recover_command(args, shown_dsn))
+    counts = {k: sum(e.kind == k for e in found) for k in KINDS}
     if args.format == "json":
         sys.stdout.write(
             json.dumps(
                 {
                     "log": where,
-                    "design": design.source,
-                    "in_doubt": in_doubt,
-                    "given_up": len(found) - in_doubt,
+                    "design": design.name,
+                    "digest": design.digest,
+                    "delay_bound_s": design.delay_bound,
+                    "replay_window_s": design.replay_window,
+                    "in_doubt": counts["in doubt"],
+                    "not_sent": counts["not sent"],
+                    "in_progress": counts["in progress"],
+                    "given_up": counts["given up"],
+                    "exit": _exit(counts),
                     "records": [e.as_json() for e in found],
                 },
                 indent=2,
@@ -162,5 +164,9 @@ def run(args) -> int:
             + "\n"
         )
     else:
-        sys.stdout.write(_text(where, design, found, in_doubt))
-    return IN_DOUBT_EXIT if in_doubt else 0
+        sys.stdout.write(_text(where, design, found, counts))
+    return _exit(counts)
+
+
+def _exit(counts) -> int:
+    return IN_DOUBT_EXIT if counts["in doubt"] or counts["not sent"] else 0

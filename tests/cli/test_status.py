@@ -1,6 +1,6 @@
 """`toolcommit status DB`: an on-call engineer sees every record in doubt with its age, its
-holder and what the design waits for; exit 3 while something is in doubt, 0 otherwise; the
-log is only read; SQLite and PostgreSQL."""
+owner and whether it is alive, what the design waits for and the next step; exit 3 while
+something is in doubt, 0 otherwise; the log is only read; SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -33,14 +33,16 @@ def test_an_unknown_record_is_listed_with_its_age_holder_and_what_it_waits_for(t
     out = " ".join(out.split())
     assert code == 3, err
     assert "1 record(s) in doubt" in out and key in out and "UNKNOWN" in out
-    assert "holder pod-0#1" in out and "writer pod-0's lease" in out
+    assert "owner pod-0#1 alive" in out and "pod-0#1 (alive, its lease renewed)" in out
+    assert "next step: none: pod-0#1 is alive and settles it (its settler); if it dies: " in out
     assert hashlib.sha256(open(db, "rb").read()).hexdigest() == before
     code, out, _ = cli("status", db, "--provider", "stripe", "--format", "json")
     report = json.loads(out)
     assert code == 3 and report["in_doubt"] == 1 and report["given_up"] == 0
     [rec] = report["records"]
     assert rec["key"] == key and rec["state"] == "UNKNOWN" and rec["kind"] == "in doubt"
-    assert rec["age_s"] >= 0 and rec["holder"] == "pod-0#1" and rec["lease_left_s"] > 0
+    assert rec["age_s"] >= 0 and rec["owner"] == "pod-0#1" and rec["lease_left_s"] > 0
+    assert rec["owner_alive"] and rec["settles_in_s"] == 0
     log.close()
 
 
@@ -52,14 +54,20 @@ def test_what_the_stripe_design_waits_for_a_record_whose_holder_is_gone(tmp_path
     key = timed_out(log)
     log.expire_leases()
     _, out, _ = cli("status", db, "--provider", "stripe", "--format", "json")
-    assert json.loads(out)["records"][0]["waits_for"].startswith("a replay under the same key")
+    [rec] = json.loads(out)["records"]
+    assert rec["waits_for"] == "a takeover (its holder is gone), then a replay under the same key"
+    assert rec["next_step"] == f"toolcommit recover {db} --tools MODULE"
     t = log.reconcile(key)
     assert t.purpose == "replay" and log.timeout(t)
     log.expire_leases()
     _, out, _ = cli("status", db, "--provider", "stripe", "--format", "json")
     [rec] = json.loads(out)["records"]
-    assert rec["state"] == "RECONCILING" and rec["holder"] is None
-    assert rec["waits_for"].startswith("the delay bound: a request of it may still arrive for")
+    assert rec["state"] == "RECONCILING" and not rec["owner_alive"]
+    assert rec["waits_for"].startswith(
+        "a takeover (its holder is gone), then the delay bound: a request of it may still "
+        "arrive for"
+    )
+    assert rec["next_step"].startswith(f"toolcommit recover {db} --tools MODULE --wait ")
     assert "status read by list" in rec["waits_for"]
     log.close()
 
@@ -76,7 +84,8 @@ def test_a_given_up_record_is_listed_but_nothing_in_doubt_exits_0(tmp_path):
     code, out, _ = cli("status", db, "--provider", "email")
     out = " ".join(out.split())  # the lines are fitted to the terminal's width
     assert code == 0
-    assert "0 record(s) in doubt, 1 given up" in out and "given up: " + key in out
+    assert "0 record(s) in doubt, 0 not sent, 0 in progress, 1 given up" in out
+    assert "given up: " + key in out
     assert "the effect may have happened" in out and d.key not in out
     log.close()
 

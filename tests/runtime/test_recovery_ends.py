@@ -360,7 +360,7 @@ def test_the_settler_settles_a_timed_out_call_once_the_delay_bound_passed(tmp_pa
 
 def test_a_live_settler_keeps_the_leases_of_its_records_in_doubt(tmp_path):
     """Idle in doubt is not dead: while its settler runs, a process's records are never
-    taken over (a takeover counts as a send, so it would restart the delay bound)."""
+    taken over (a takeover of its replay in flight would restart the delay bound)."""
     db = str(tmp_path / "i.db")
     design = load("stripe").with_timing(delay_bound=2)
     pod = IntentLog.sqlite(db, "pod-a", provider=design, lease=1.0, wait=0, settle_every=0.1)
