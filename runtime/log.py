@@ -502,6 +502,11 @@ class IntentLog:
                 "WHERE writer = ?",
                 (socket.gethostname(), os.getpid(), self.writer),
             )
+            self.store.on_reconnect = (
+                f"UPDATE tc_writers SET backend = {self.store.backend_sql} WHERE writer = ? "
+                "AND incarnation = ?",
+                (self.writer, self.incarnation),
+            )
             return done
 
         def opened(tx: Tx) -> tuple[None, list[L.Line], None]:

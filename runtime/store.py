@@ -63,6 +63,7 @@ server's clock, never on a worker's, and a lost connection is opened again at th
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
@@ -72,6 +73,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Protocol, Sequence
 
 from toolcommit.model.errors import ToolcommitError
+
+_LOGGER = logging.getLogger("toolcommit.runtime")
 
 OPEN_STATES = ("RECORDED", "DISPATCHED", "UNKNOWN", "RECONCILING")
 _OPEN_SQL = "('RECORDED', 'DISPATCHED', 'UNKNOWN', 'RECONCILING')"
@@ -200,6 +203,9 @@ class Store:
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
+        #: a statement (and its parameters) run on each new connection after a lost one:
+        #: the log keeps its writer's ``backend`` true there (`toolcommit status`)
+        self.on_reconnect: Optional[Write] = None
 
     def once(
         self,
@@ -624,12 +630,25 @@ class PostgresStore(Store):
                 last = " ".join(str(e).split())
                 continue
             self._db = db
+            self._reconnected()
             return
         raise StoreError(
             "the PostgreSQL intent log lost its connection and could not open it again "
             f"({self._reconnects} attempts; the last: {last}): check the server; the log "
             "tries again at its next use"
         )
+
+    def _reconnected(self) -> None:
+        """Run `on_reconnect` on the new connection; a failure there is logged, never
+        raised (the connection serves the log either way)."""
+        if self.on_reconnect is None:
+            return
+        sql, params = self.on_reconnect
+        try:
+            with self._db.cursor() as cur:
+                cur.execute(sql.replace("?", "%s"), tuple(params))
+        except self._errors as e:
+            _LOGGER.warning("after reconnecting: %s", " ".join(str(e).split()))
 
     @contextmanager
     def snapshot(self) -> Iterator[Tx]:

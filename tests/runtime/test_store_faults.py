@@ -238,3 +238,25 @@ def test_a_lost_answer_whose_timeout_cannot_be_written_is_held_and_replayed_once
     assert rec.state == "ACKED" and len(bank.ledger) == 1
     assert [(p, k) for p, k, _f in bank.requests] == [("apply", rec.key), ("replay", rec.key)]
     log.close()
+
+
+def test_a_writer_that_reconnected_is_still_alive_to_status(pgdb):
+    """`toolcommit status` tells a PostgreSQL writer gone by its server process: a writer
+    whose session was killed and opened again names its new process, so it is not taken
+    for a dead pod (its records would be listed in doubt while it serves them)."""
+    from toolcommit.runtime.status import snapshot
+
+    dsn, admin = pgdb
+    bank, log = Bank(), IntentLog.postgres(dsn, "w1", schema="t_alive", provider="stripe")
+    try:
+        first = log.store._db.info.backend_pid
+        _kill(admin, log)
+        with pytest.raises(StoreError):  # the decision the kill interrupted
+            _call(log, bank, "c1")
+        assert _call(log, bank, "c2")["id"] == "e1"
+        assert log.store._db.info.backend_pid != first  # a new server process
+        with log.store.read() as tx:
+            seen = snapshot(tx, log.store.now_sql)
+        assert seen.writers["w1"] == (log.incarnation, True, False)  # running, not gone
+    finally:
+        log.close()
