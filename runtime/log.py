@@ -97,6 +97,7 @@ from toolcommit.runtime import design as D
 from toolcommit.runtime import lines as L
 from toolcommit.runtime import otel, telemetry
 from toolcommit.runtime import reask as R
+from toolcommit.runtime import refuse as F
 from toolcommit.runtime.records import Decision, Record, Ticket, record_of, semantic_key
 from toolcommit.runtime.store import (
     GATE,
@@ -187,7 +188,8 @@ class IntentLog:
         profile (``ideal``, ``stripe``, ``email``, ``fenced-store``: ``spec/designs/NAME.json``)
         or a design file from ``toolcommit design -o FILE``. Required (see `design.load`).
     lease : float
-        Seconds a record's lease lasts after each write.
+        Seconds a record's lease lasts after each write; above 0 (refused otherwise, as
+        are a negative `wait` and a `settle_every` not above 0: `toolcommit.runtime.refuse`).
     sinks : sequence of callables
         Each gets every committed line (a dict), e.g. a `JsonlSink`.
     exclusive_tools : iterable of str
@@ -251,8 +253,13 @@ class IntentLog:
                 "writer must be a non-empty string (or set TOOLCOMMIT_WRITER "
                 "to a name that survives a restart, such as the pod's name)"
             )
-        self.store, self.writer, self.lease = store, writer, float(lease)
-        self.wait = self.lease if wait is None else float(wait)
+        try:
+            lease, settle_every = F.seconds("lease", lease), F.seconds("settle_every", settle_every)
+            wait = lease if wait is None else F.seconds("wait", wait, zero=True)
+        except F.Refused as e:
+            store.close()
+            raise IntentLogError(str(e)) from None
+        self.store, self.writer, self.lease, self.wait = store, writer, lease, wait
         self.sinks = list(sinks)
         self.exclusive_tools = frozenset(exclusive_tools)
         try:
@@ -271,7 +278,7 @@ class IntentLog:
         self._adopt_design = bool(adopt_design)
         #: the provider account this log's effects act on (`bind_account`); None: unnamed
         self.account: Optional[str] = None
-        self.settler, self.settle_every = bool(settler), float(settle_every)
+        self.settler, self.settle_every = bool(settler), settle_every
         # the tools whose records the settler settles and keeps (`effectful` adds; None: all)
         self.tools: Optional[set[str]] = set()
         self._bg_lock, self._busy = threading.Lock(), dict[str, int]()
@@ -293,11 +300,13 @@ class IntentLog:
         writer: Optional[str] = None,
         synchronous: str = "FULL",
         adopt: bool = False,
+        create: bool = True,
         **kw: Any,
     ) -> "IntentLog":
-        """An intent log in the SQLite file `path` (WAL): a new file, or one holding an
-        intent log; a database holding other tables only with `adopt` (see `SqliteStore`)."""
-        return cls(SqliteStore(path, synchronous, adopt=adopt), writer, **kw)
+        """An intent log in the SQLite file `path` (WAL): a new file (not with `create`
+        False), or one holding an intent log; a database holding other tables only with
+        `adopt` (see `SqliteStore`)."""
+        return cls(SqliteStore(path, synchronous, adopt=adopt, create=create), writer, **kw)
 
     @classmethod
     def postgres(

@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional, Protocol, Sequence
 
 from toolcommit.model.errors import ToolcommitError
+from toolcommit.runtime import refuse as F
 
 OPEN_STATES = ("RECORDED", "DISPATCHED", "UNKNOWN", "RECONCILING")
 _OPEN_SQL = "('RECORDED', 'DISPATCHED', 'UNKNOWN', 'RECONCILING')"
@@ -235,6 +236,13 @@ class SqliteStore(Store):
         Put the log into a database that already holds other tables (switching it to WAL
         for good and adding the ``tc_`` tables). Without it, such a database is refused
         (`StoreError`) and left as it was: the log changes only a database it created.
+    create : bool
+        Make a new log in a file that holds none (default). False: the file must hold
+        one already (`toolcommit recover` never turns an empty file into a log).
+
+    Refused before anything is written (`StoreError`, the file left as it was): a path that
+    is no file (``""``, ``":memory:"``: the log must outlive the process), and a database
+    with a table named like the log's that is not the log's (`refuse.log_schema`).
 
     A failed statement or commit (a full disk, an I/O error) is a `StoreError` naming the
     file; its transaction was rolled back, so the decision was not written.
@@ -245,19 +253,26 @@ class SqliteStore(Store):
     returning = sqlite3.sqlite_version_info >= (3, 35, 0)
 
     def __init__(
-        self, path: str, synchronous: str = "FULL", busy_timeout: float = 30.0, adopt: bool = False
+        self,
+        path: str,
+        synchronous: str = "FULL",
+        busy_timeout: float = 30.0,
+        adopt: bool = False,
+        create: bool = True,
     ):
         super().__init__()
         if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise StoreError(f"synchronous={synchronous!r}: use FULL, NORMAL or EXTRA")
+        why = F.sqlite_path(path)
+        if why is not None:
+            raise StoreError(f"IntentLog.sqlite: {why}")
         self.path = os.fspath(path)
         self._busy, self._file = busy_timeout, os.path.abspath(self.path)  # for `snapshot`
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
-            if not adopt:
-                self._refuse_foreign()
+            self._refuse_foreign(adopt, create)
             self._init(synchronous.upper(), busy_timeout)
         except (sqlite3.Error, StoreError) as e:
             if hasattr(self, "_db"):
@@ -268,21 +283,13 @@ class SqliteStore(Store):
                 f"{self.path}: cannot open the SQLite intent log: {e}{_read_only_hint(self.path)}"
             ) from None
 
-    def _refuse_foreign(self) -> None:
-        """`StoreError` if the database holds tables and none is the log's."""
-        names = [
-            r[0]
-            for r in self._db.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
-            )
-        ]
-        if names and "tc_writers" not in names:
-            raise StoreError(
-                f"{self.path} is another application's database (tables "
-                f"{', '.join(names[:5])}{', ...' if len(names) > 5 else ''}) and "
-                "holds no intent log; the log would switch it to WAL and add its "
-                "tables: give a new file, or pass adopt=True to put the log there"
-            )
+    def _refuse_foreign(self, adopt: bool, create: bool) -> None:
+        """`StoreError` if the database may not hold the log (`refuse.log_schema`): read
+        only, before the file is switched to WAL or written."""
+        have = _columns(self._db)
+        why = F.log_schema(self.path, have, _log_columns(), adopt, create)
+        if why is not None:
+            raise StoreError(why)
 
     def _init(self, synchronous: str, busy_timeout: float) -> None:
         """WAL mode and the schema. Switching to WAL, and the recovery after a process died
@@ -377,6 +384,26 @@ class SqliteStore(Store):
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _columns(db: sqlite3.Connection) -> dict[str, set[str]]:
+    """{table: its columns} of an SQLite database, read only."""
+    names = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    return {
+        n: {r[1] for r in db.execute("SELECT * FROM pragma_table_info(?)", (n,))} for n in names
+    }
+
+
+def _log_columns() -> dict[str, set[str]]:
+    """{table: columns} of the log's own schema (`_TABLES`, built in memory)."""
+    db = sqlite3.connect(":memory:")
+    try:
+        db.executescript(
+            _TABLES.format(real="REAL", bigint="INTEGER", serial="INTEGER PRIMARY KEY")
+        )
+        return {k: v for k, v in _columns(db).items() if k.startswith("tc_")}
+    finally:
+        db.close()
 
 
 def _failed(path: str, e: Exception) -> str:

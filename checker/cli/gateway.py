@@ -361,7 +361,11 @@ def _only_gateway(db: str, writer: str):
 
 def _open_log(args, lease: float):
     from toolcommit.runtime import IntentLog, StoreError
+    from toolcommit.runtime.refuse import sqlite_path
 
+    why = sqlite_path(args.db)  # before the lock file is made beside it
+    if why is not None:
+        raise UsageError(f"--db {why}")
     db_dir = os.path.dirname(os.path.abspath(args.db))
     if not os.path.isdir(db_dir):
         raise UsageError(f"--db {args.db}: no directory {db_dir}; create it or give another path")
