@@ -94,8 +94,8 @@ from typing import IO, Any, Callable, Iterable, Iterator, Optional, Sequence, Ty
 from toolcommit.model.canon import CanonError, canonical_intent, intent_scope
 from toolcommit.model.errors import ToolcommitError
 from toolcommit.runtime import design as D
+from toolcommit.runtime import forked, otel, telemetry
 from toolcommit.runtime import lines as L
-from toolcommit.runtime import otel, telemetry
 from toolcommit.runtime import reask as R
 from toolcommit.runtime import refuse as F
 from toolcommit.runtime.records import Decision, Record, Ticket, record_of, semantic_key
@@ -117,6 +117,7 @@ __all__ = [
     "IntentLog",
     "IntentLogError",
     "Superseded",
+    "Forked",
     "Decision",
     "Record",
     "Ticket",
@@ -169,6 +170,11 @@ class IntentLogError(ToolcommitError):
 
 class Superseded(IntentLogError):
     """Another process opened this writer name: this one must stop writing."""
+
+
+class Forked(IntentLogError, StoreError):
+    """The log is used in a child forked after it was opened (`toolcommit.runtime.forked`):
+    refused at every use; its `close` there writes nothing (the leases are the parent's)."""
 
 
 class IntentLog:
@@ -292,6 +298,7 @@ class IntentLog:
             store.close()
             raise
         otel.watch(self)
+        forked.watch(self, Forked)
 
     @classmethod
     def sqlite(

@@ -151,3 +151,47 @@ def test_a_tool_declaring_the_wrappers_own_parameter_is_refused(tmp_path, name):
         effectful(log, "refund", SCOPE, principal="user:1", status=lambda t: None)(ns["refund"])
     assert log.records() == []
     log.close()
+
+
+# ----- a forked child ------------------------------------------------------------------------
+def _in_child(body) -> str:
+    """Run ``body()`` in a child forked from this process; what it returned (or raised,
+    as ``TypeName: message``), read from a pipe once the child exited."""
+    import os
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.close(r)
+        try:
+            out = f"ok: {body()}"
+        except BaseException as e:  # noqa: BLE001 - reported to the parent
+            out = f"{type(e).__name__}: {e}"
+        os.write(w, out.encode()[:4000])
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        got = f.read().decode()
+    assert os.waitpid(pid, 0)[1] == 0
+    return got
+
+
+def test_a_forked_child_is_refused_and_its_close_keeps_the_parents_leases(tmp_path):
+    """Before: the child wrote through the parent's SQLite connection (a connection carried
+    across a fork can corrupt the file), and its close() released the parent's leases and
+    marked the parent's writer stopped, so a live call could be taken over."""
+    log = _log(tmp_path / "i.db")
+    d = log.propose("c1", "refund", {"amount": 20}, SCOPE, principal="user:1", dispatch=True)
+    said = _in_child(
+        lambda: log.propose("c2", "refund", {"amount": 30}, SCOPE, principal="user:1").decision
+    )
+    assert said.startswith("Forked: this intent log (writer 'w1') was opened in process")
+    assert "open a log in the child after the fork" in said and "\n" not in said
+    assert _in_child(log.close) == "ok: None"
+    assert log.lease_left(d.key) > 0 and [r.key for r in log.records()] == [d.key]
+    sweeper = IntentLog.sqlite(str(tmp_path / "i.db"), "sweeper", provider="ideal")
+    assert sweeper.recover() == []  # the parent's live call is not takeable
+    sweeper.close()
+    t = log.ticket(d.key, "apply")
+    assert log.ack(t, {"id": "re_1"}) and log.record(d.key).state == "ACKED"
+    log.close()
