@@ -93,8 +93,8 @@ from typing import IO, Any, Callable, Iterable, Iterator, Optional, Sequence, Ty
 
 from toolcommit.model.canon import CanonError, canonical_intent, intent_scope
 from toolcommit.model.errors import ToolcommitError
+from toolcommit.runtime import claim, forked, otel, telemetry
 from toolcommit.runtime import design as D
-from toolcommit.runtime import forked, otel, telemetry
 from toolcommit.runtime import lines as L
 from toolcommit.runtime import reask as R
 from toolcommit.runtime import refuse as F
@@ -273,6 +273,12 @@ class IntentLog:
         except ValueError as e:
             store.close()
             raise IntentLogError(str(e)) from None
+        # one live process per writer name, refused before anything is written
+        why = claim.claim(store.path, writer) if isinstance(store, SqliteStore) else None
+        if why is not None:
+            store.close()
+            raise IntentLogError(why)
+        self._opened_in = os.getpid()
         self._rules: dict[str, str] = {}  # tool -> the identity rule declared (`declare`)
         self._lock = threading.RLock()
         self.incarnation, self._seq, self.crashed = 0, 0, False
@@ -295,6 +301,7 @@ class IntentLog:
                 self._open_writer()
                 counts.update(taken=len(self.taken_over), crashed=self.crashed)
         except D.DesignError:
+            self._release()
             store.close()
             raise
         otel.watch(self)
@@ -1411,6 +1418,13 @@ class IntentLog:
                 pass
             finally:
                 self.store.close()
+                self._release()
+
+    def _release(self) -> None:
+        """Drop this process's claim of its writer name (`toolcommit.runtime.claim`); in a
+        forked child, nothing (the claim is the parent's)."""
+        if isinstance(self.store, SqliteStore) and os.getpid() == self._opened_in:
+            claim.release(self.store.path, self.writer)
 
     def __enter__(self) -> "IntentLog":
         return self

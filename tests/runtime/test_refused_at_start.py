@@ -195,3 +195,53 @@ def test_a_forked_child_is_refused_and_its_close_keeps_the_parents_leases(tmp_pa
     t = log.ticket(d.key, "apply")
     assert log.ack(t, {"id": "re_1"}) and log.record(d.key).state == "ACKED"
     log.close()
+
+
+# ----- one live process per writer name ---------------------------------------------------
+_HOLD = """
+import sys
+from toolcommit.runtime import IntentLog
+log = IntentLog.sqlite(sys.argv[1], "w1", provider="ideal")
+d = log.propose("c1", "refund", {"amount": 20}, "s", principal="user:1", dispatch=True)
+print(d.key, flush=True)
+sys.stdin.read()  # alive until told
+"""
+
+_OPEN = """
+import sys
+from toolcommit.runtime import IntentLog, IntentLogError
+try:
+    log = IntentLog.sqlite(sys.argv[1], "w1", provider="ideal")
+except IntentLogError as e:
+    print("refused:", e)
+else:
+    print("opened", log.incarnation, [r.state for r in log.taken_over])
+"""
+
+
+def test_a_second_live_process_under_one_writer_name_is_refused_at_open(tmp_path):
+    """Before: the second process opened the name, took the first one's live call over
+    (DISPATCHED -> UNKNOWN) and the first failed each later call with Superseded. A
+    restart after the holder is killed still opens the name and takes over."""
+    import subprocess
+    import sys
+
+    db = str(tmp_path / "i.db")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, db], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        key = holder.stdout.readline().strip()
+        second = subprocess.run([sys.executable, "-c", _OPEN, db], capture_output=True, text=True)
+        assert second.stdout.startswith("refused: writer 'w1' of ") and "\n" not in (
+            second.stdout.strip()
+        )
+        assert "held by another live process" in second.stdout
+        log = IntentLog.sqlite(db, "reader", provider="ideal")
+        assert log.record(key).state == "DISPATCHED" and log.record(key).owner_inc == 1
+        log.close()
+    finally:
+        holder.kill()
+        holder.wait()
+    restart = subprocess.run([sys.executable, "-c", _OPEN, db], capture_output=True, text=True)
+    assert restart.stdout.strip() == "opened 2 ['UNKNOWN']"
