@@ -501,9 +501,13 @@ def refuse_tool(fn: Callable[..., Any], tool: str, reserved: tuple[str, ...] = (
 
 
 def _refuse_coroutine(fn: Optional[Callable[..., Any]], what: str) -> None:
-    if fn is not None and (
-        inspect.iscoroutinefunction(fn)
-        or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+    """`IntentLogError` for a `fn` known to be async before it is called: an ``async def``,
+    a partial or bound method of one, a callable object whose ``__call__`` is one, or a sync
+    wrapper of one (``functools.wraps``: its ``__wrapped__``). Before anything is written;
+    a plain function returning a coroutine is only known once called (`_drive_sync`)."""
+    if fn is not None and any(
+        inspect.iscoroutinefunction(f) or inspect.iscoroutinefunction(getattr(f, "__call__", None))
+        for f in (fn, inspect.unwrap(fn) if callable(fn) else fn)
     ):
         raise IntentLogError(
             f"{what} {getattr(fn, '__name__', fn)!r} is async: use the async "
@@ -591,8 +595,14 @@ def _drive_sync(
             if inspect.isawaitable(value):
                 getattr(value, "close", lambda: None)()
                 raise IntentLogError(
-                    f"{getattr(fn, '__name__', 'the effect')} returned an "
-                    "awaitable to a sync guard: use aguard"
+                    f"{getattr(fn, '__name__', 'the effect')} returned an awaitable to a sync "
+                    "guard, closed unstarted: use aguard (or @effectful on the async def). "
+                    + (
+                        "Its record is in doubt (sent as far as the log knows) until the "
+                        "log settles it: a call through aguard with the same arguments does"
+                        if op == "send"
+                        else "The record stays in doubt"
+                    )
                 )
             reply = _reply(value, writes)
         except IntentLogError as e:

@@ -245,3 +245,48 @@ def test_a_second_live_process_under_one_writer_name_is_refused_at_open(tmp_path
         holder.wait()
     restart = subprocess.run([sys.executable, "-c", _OPEN, db], capture_output=True, text=True)
     assert restart.stdout.strip() == "opened 2 ['UNKNOWN']"
+
+
+# ----- a sync guard given an async effect -------------------------------------------------
+def test_a_sync_guard_refuses_a_wrapped_async_effect_before_anything_is_written(tmp_path):
+    """Before: a sync wrapper of an async def (functools.wraps) passed the check, its
+    coroutine was refused only once dispatched, and the record was left UNKNOWN."""
+    import functools
+
+    log = _log(tmp_path / "i.db")
+
+    async def refund(t):
+        return {"id": "re_1"}
+
+    wrapped = functools.wraps(refund)(lambda t: refund(t))
+    with pytest.raises(IntentLogError, match="is async: use the async form"):
+        guard(log, "c1", "refund", {"amount": 1}, SCOPE, wrapped, lambda t: None, principal="u")
+    assert log.records() == []
+    log.close()
+
+
+def test_a_coroutine_returned_to_a_sync_guard_is_settled_by_the_next_call(tmp_path):
+    """A plain function returning a coroutine is known only once called: the coroutine is
+    closed unstarted and the call refused, saying the record is in doubt and how it
+    settles; the same call through aguard then settles it (one refund, under the key)."""
+    import asyncio
+
+    from toolcommit.runtime import aguard
+
+    from .ledger import Bank
+
+    bank = Bank()
+    log = IntentLog.sqlite(str(tmp_path / "i.db"), "w1", provider="stripe")
+
+    async def refund(t):
+        return bank.refund(t, t.args)
+
+    call = ("c1", "refund", {"amount": 1}, SCOPE)
+    with pytest.raises(IntentLogError, match="closed unstarted: use aguard.*in doubt") as e:
+        guard(log, *call, lambda t: refund(t), lambda t: None, principal="u")
+    assert "\n" not in str(e.value) and len(bank.ledger) == 0
+    assert [r.state for r in log.records()] == ["UNKNOWN"]
+    got = asyncio.run(aguard(log, *call, refund, lambda t: None, principal="u"))
+    assert got == {"id": "e1"} and len(bank.ledger) == 1
+    assert [r.state for r in log.records()] == ["ACKED"]
+    log.close()
