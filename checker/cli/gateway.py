@@ -360,7 +360,7 @@ def _only_gateway(db: str, writer: str):
 
 
 def _open_log(args, lease: float):
-    from toolcommit.runtime import IntentLog, StoreError
+    from toolcommit.runtime import IntentLog, IntentLogError, StoreError
     from toolcommit.runtime.refuse import sqlite_path
 
     why = sqlite_path(args.db)  # before the lock file is made beside it
@@ -372,7 +372,7 @@ def _open_log(args, lease: float):
     lock = _only_gateway(args.db, args.writer)
     try:
         return lock, IntentLog.sqlite(args.db, writer=args.writer, provider=PROVIDER, lease=lease)
-    except StoreError as e:
+    except (StoreError, IntentLogError) as e:  # a writer name another live process holds
         os.close(lock)
         raise UsageError(f"--db {args.db}: {str(e).splitlines()[0]}") from None
 

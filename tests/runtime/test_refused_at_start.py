@@ -290,3 +290,27 @@ def test_a_coroutine_returned_to_a_sync_guard_is_settled_by_the_next_call(tmp_pa
     assert got == {"id": "e1"} and len(bank.ledger) == 1
     assert [r.state for r in log.records()] == ["ACKED"]
     log.close()
+
+
+def test_the_gateway_refuses_a_writer_name_a_live_library_process_holds(tmp_path, capsys):
+    """A gateway's own lock keeps out a second gateway; a library process under the same
+    writer name is now refused at open too: exit 2, one line."""
+    import contextlib
+    import io
+
+    db = tmp_path / "intents.db"
+    argv = ["gateway", "--db", str(db), "--writer", "gw-1", "--effectful", "refund", "--", "true"]
+
+    def gateway() -> str:
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            code = main(argv)
+        return f"{code} {err.getvalue()}"
+
+    log = IntentLog.sqlite(str(db), "gw-1", provider="stripe")
+    try:
+        said = _in_child(gateway)
+    finally:
+        log.close()
+    assert said.startswith("ok: 2 toolcommit: --db ") and said.strip().count("\n") == 0
+    assert "writer 'gw-1'" in said and "held by another live process" in said
