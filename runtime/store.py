@@ -406,6 +406,17 @@ def _log_columns() -> dict[str, set[str]]:
         db.close()
 
 
+def _pg_columns(tx: Tx) -> dict[str, set[str]]:
+    """{table: its columns} of the current PostgreSQL schema."""
+    have: dict[str, set[str]] = {}
+    for table, column in tx.all(
+        "SELECT table_name, column_name FROM information_schema.columns "
+        "WHERE table_schema = current_schema()"
+    ):
+        have.setdefault(str(table), set()).add(str(column))
+    return have
+
+
 def _failed(path: str, e: Exception) -> str:
     """The one-line message of a failed SQLite statement or commit."""
     full = "full" in str(e).lower()
@@ -461,6 +472,11 @@ class PostgresStore(Store):
                         "current_schema() ORDER BY table_name"
                     )
                 ]
+                why = F.log_schema(  # a tc_ table of another program's: even with adopt
+                    f"schema {schema or 'public'}", _pg_columns(tx), _log_columns(), True, True
+                )
+                if why is not None:
+                    raise StoreError(why)
                 if names and "tc_writers" not in names and not adopt:
                     raise StoreError(
                         f"schema {schema or 'public'} holds another "
