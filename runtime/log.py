@@ -274,7 +274,9 @@ class IntentLog:
             store.close()
             raise IntentLogError(str(e)) from None
         # one live process per writer name, refused before anything is written
-        why = claim.claim(store.path, writer) if isinstance(store, SqliteStore) else None
+        # the file as named now: a later chdir does not move it (`_release`)
+        self._claim = os.path.abspath(store.path) if isinstance(store, SqliteStore) else None
+        why = None if self._claim is None else claim.claim(self._claim, writer)
         if why is not None:
             store.close()
             raise IntentLogError(why)
@@ -1423,8 +1425,9 @@ class IntentLog:
     def _release(self) -> None:
         """Drop this process's claim of its writer name (`toolcommit.runtime.claim`); in a
         forked child, nothing (the claim is the parent's)."""
-        if isinstance(self.store, SqliteStore) and os.getpid() == self._opened_in:
-            claim.release(self.store.path, self.writer)
+        if self._claim is not None and os.getpid() == self._opened_in:
+            claim.release(self._claim, self.writer)
+        self._claim = None  # once: a second close releases nothing
 
     def __enter__(self) -> "IntentLog":
         return self
