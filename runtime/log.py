@@ -95,11 +95,12 @@ from typing import IO, Any, Callable, Iterable, Iterator, Optional, Sequence, Ty
 
 from toolcommit.model.canon import CanonError, canonical_intent, intent_scope
 from toolcommit.model.errors import ToolcommitError
+from toolcommit.runtime import claim, forked, otel, telemetry
 from toolcommit.runtime import design as D
 from toolcommit.runtime import guest as G
 from toolcommit.runtime import lines as L
-from toolcommit.runtime import otel, telemetry
 from toolcommit.runtime import reask as R
+from toolcommit.runtime import refuse as F
 from toolcommit.runtime.records import Decision, Record, Ticket, record_of, semantic_key
 from toolcommit.runtime.store import (
     GATE,
@@ -120,6 +121,7 @@ __all__ = [
     "IntentLog",
     "IntentLogError",
     "Superseded",
+    "Forked",
     "Decision",
     "Record",
     "Ticket",
@@ -174,6 +176,11 @@ class Superseded(IntentLogError):
     """Another process opened this writer name: this one must stop writing."""
 
 
+class Forked(IntentLogError, StoreError):
+    """The log is used in a child forked after it was opened (`toolcommit.runtime.forked`):
+    refused at every use; its `close` there writes nothing (the leases are the parent's)."""
+
+
 class IntentLog:
     """The intent log of one writer (one process). See the module docstring.
 
@@ -191,7 +198,8 @@ class IntentLog:
         profile (``ideal``, ``stripe``, ``email``, ``fenced-store``: ``spec/designs/NAME.json``)
         or a design file from ``toolcommit design -o FILE``. Required (see `design.load`).
     lease : float
-        Seconds a record's lease lasts after each write.
+        Seconds a record's lease lasts after each write; above 0 (refused otherwise, as
+        are a negative `wait` and a `settle_every` not above 0: `toolcommit.runtime.refuse`).
     sinks : sequence of callables
         Each gets every committed line (a dict), e.g. a `JsonlSink`.
     exclusive_tools : iterable of str
@@ -258,8 +266,13 @@ class IntentLog:
         guest = G.current()  # opened by a module `recover --tools` imports
         if guest is not None:
             writer, settler = f"{writer}+{guest.suffix}", False
-        self.store, self.writer, self.lease = store, writer, float(lease)
-        self.wait = self.lease if wait is None else float(wait)
+        try:
+            lease, settle_every = F.seconds("lease", lease), F.seconds("settle_every", settle_every)
+            wait = lease if wait is None else F.seconds("wait", wait, zero=True)
+        except F.Refused as e:
+            store.close()
+            raise IntentLogError(str(e)) from None
+        self.store, self.writer, self.lease, self.wait = store, writer, lease, wait
         self.sinks = list(sinks)
         self.exclusive_tools = frozenset(exclusive_tools)
         try:
@@ -267,6 +280,14 @@ class IntentLog:
         except ValueError as e:
             store.close()
             raise IntentLogError(str(e)) from None
+        # one live process per writer name, refused before anything is written
+        # the file as named now: a later chdir does not move it (`_release_claim`)
+        self._claim = os.path.abspath(store.path) if isinstance(store, SqliteStore) else None
+        why = None if self._claim is None else claim.claim(self._claim, writer)
+        if why is not None:
+            store.close()
+            raise IntentLogError(why)
+        self._opened_in = os.getpid()
         self._rules: dict[str, str] = {}  # tool -> the identity rule declared (`declare`)
         self._lock = threading.RLock()
         self.incarnation, self._seq, self.crashed = 0, 0, False
@@ -278,7 +299,7 @@ class IntentLog:
         self._adopt_design = bool(adopt_design)
         #: the provider account this log's effects act on (`bind_account`); None: unnamed
         self.account: Optional[str] = None
-        self.settler, self.settle_every = bool(settler), float(settle_every)
+        self.settler, self.settle_every = bool(settler), settle_every
         # the tools whose records the settler settles and keeps (`effectful` adds; None: all)
         self.tools: Optional[set[str]] = set()
         self._bg_lock, self._busy = threading.Lock(), dict[str, int]()
@@ -291,11 +312,13 @@ class IntentLog:
                 self._open_writer()
                 counts.update(taken=len(self.taken_over), crashed=self.crashed)
         except D.DesignError:
+            self._release_claim()
             store.close()
             raise
         otel.watch(self)
         if guest is not None:
             guest.opened.append(self)
+        forked.watch(self, Forked)
 
     @classmethod
     def sqlite(
@@ -304,13 +327,15 @@ class IntentLog:
         writer: Optional[str] = None,
         synchronous: str = "FULL",
         adopt: bool = False,
+        create: bool = True,
         clock: Optional[Callable[[], float]] = None,
         **kw: Any,
     ) -> "IntentLog":
-        """An intent log in the SQLite file `path` (WAL): a new file, or one holding an
-        intent log; a database holding other tables only with `adopt`; `clock`: this
-        process's clock, which leases run on (default `time.time`; see `SqliteStore`)."""
-        store = SqliteStore(path, synchronous, adopt=adopt, clock=clock or time.time)
+        """An intent log in the SQLite file `path` (WAL): a new file (not with `create`
+        False), or one holding an intent log; a database holding other tables only with
+        `adopt`; `clock`: this process's clock, which leases run on (default `time.time`;
+        see `SqliteStore`)."""
+        store = SqliteStore(path, synchronous, adopt=adopt, create=create, clock=clock or time.time)
         return cls(store, writer, **kw)
 
     @classmethod
@@ -1034,10 +1059,10 @@ class IntentLog:
         except StoreError as e:
             self.unwritten.keep(ticket.key, lambda: write(False))
             _LOGGER.warning("the %s of %s is held, not written: %s", what, ticket.key, e)
-            self._release(ticket.key)
+            self._release_lease(ticket.key)
             raise Unwritten(str(e), ticket.key, what) from None
 
-    def _release(self, key: str) -> None:
+    def _release_lease(self, key: str) -> None:
         """Release this incarnation's lease on `key` if the store lets it (no line is
         written: a write in place, which a full disk often still takes), so the record
         counts in doubt and the design may settle it elsewhere."""
@@ -1500,6 +1525,14 @@ class IntentLog:
                 pass
             finally:
                 self.store.close()
+                self._release_claim()
+
+    def _release_claim(self) -> None:
+        """Drop this process's claim of its writer name (`toolcommit.runtime.claim`); in a
+        forked child, nothing (the claim is the parent's)."""
+        if self._claim is not None and os.getpid() == self._opened_in:
+            claim.release(self._claim, self.writer)
+        self._claim = None  # once: a second close releases nothing
 
     def __enter__(self) -> "IntentLog":
         return self

@@ -47,6 +47,7 @@ from typing import Any, Callable, Generator, Optional, TypeVar, Union
 from toolcommit.runtime import design as D
 from toolcommit.runtime import lines as L
 from toolcommit.runtime import otel
+from toolcommit.runtime import refuse as F
 from toolcommit.runtime.caller import WRITES, Asked, NoAnswer, Write, unanswered
 from toolcommit.runtime.caller import hearing as hearing  # re-exported
 from toolcommit.runtime.identity import Fields, Identity
@@ -405,15 +406,19 @@ def _read(
 
 
 def _status_contract(rec: Record, value: Any) -> None:
-    """Refuse a status read that broke the contract (the result, or None): a tuple or a
-    bool says neither, so the record stays in doubt rather than read as present."""
-    if isinstance(value, (tuple, bool)):
+    """Refuse a status read that broke the contract (the result, or None): a tuple, a bool
+    or an empty container or string says neither, so the record stays in doubt rather than
+    read as present (ACKED: the user told it was done) or absent (given up: a re-ask sends
+    it again). An empty list is how a search says "none found", and an empty dict how an
+    effect with no body says "done": the log cannot tell which was meant."""
+    if isinstance(value, (tuple, bool)) or F.empty_result(value):
         raise IntentLogError(
             f"The {rec.tool} may or may not have happened (intent {rec.key}): its status "
             f"read returned {value!r}, but status must return the effect's result when the "
-            "provider shows it and None when it does not (a (found, result) tuple or a bool "
-            "is not the contract). The record stays in doubt until a status read that keeps "
-            "the contract settles it: fix the status function."
+            "provider shows it and None when it does not (a (found, result) tuple, a bool "
+            "or an empty container is not the contract: return None for none found). The "
+            "record stays in doubt until a status read that keeps the contract settles it: "
+            "fix the status function."
         )
 
 
@@ -525,10 +530,24 @@ def _identified(
     return args, None if identity is None else list(identity)
 
 
+def refuse_tool(fn: Callable[..., Any], tool: str, reserved: tuple[str, ...] = ()) -> None:
+    """`IntentLogError` when a tool is wrapped for a function no guard can run as one
+    effect (`toolcommit.runtime.refuse.tool_function`: a generator, or a parameter in
+    `reserved` the wrapper keeps for itself)."""
+    try:
+        F.tool_function(fn, tool, reserved)
+    except F.Refused as e:
+        raise IntentLogError(str(e)) from None
+
+
 def _refuse_coroutine(fn: Optional[Callable[..., Any]], what: str) -> None:
-    if fn is not None and (
-        inspect.iscoroutinefunction(fn)
-        or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+    """`IntentLogError` for a `fn` known to be async before it is called: an ``async def``,
+    a partial or bound method of one, a callable object whose ``__call__`` is one, or a sync
+    wrapper of one (``functools.wraps``: its ``__wrapped__``). Before anything is written;
+    a plain function returning a coroutine is only known once called (`_drive_sync`)."""
+    if fn is not None and any(
+        inspect.iscoroutinefunction(f) or inspect.iscoroutinefunction(getattr(f, "__call__", None))
+        for f in (fn, inspect.unwrap(fn) if callable(fn) else fn)
     ):
         raise IntentLogError(
             f"{what} {getattr(fn, '__name__', fn)!r} is async: use the async "
@@ -616,8 +635,14 @@ def _drive_sync(
             if inspect.isawaitable(value):
                 getattr(value, "close", lambda: None)()
                 raise IntentLogError(
-                    f"{getattr(fn, '__name__', 'the effect')} returned an "
-                    "awaitable to a sync guard: use aguard"
+                    f"{getattr(fn, '__name__', 'the effect')} returned an awaitable to a sync "
+                    "guard, closed unstarted: use aguard (or @effectful on the async def). "
+                    + (
+                        "Its record is in doubt (sent as far as the log knows) until the "
+                        "log settles it: a call through aguard with the same arguments does"
+                        if op == "send"
+                        else "The record stays in doubt"
+                    )
                 )
             reply = _reply(value, writes)
         except IntentLogError as e:
@@ -695,8 +720,10 @@ def guard(
     status : callable(Ticket) -> result or None, optional
         The provider's status read where ``ticket.via`` says (``list`` or ``search``),
         sending the ticket's fence: the effect's result if present, None if absent; an
-        exception if it cannot tell. A tuple or a bool is neither: refused
-        (IntentLogError), the record left in doubt. Required where the design reads status.
+        exception if it cannot tell. A tuple, a bool or an empty container or string ([],
+        {}, "") is neither: refused (IntentLogError), the record left in doubt, since
+        "none found" and "done, with an empty answer" would otherwise read alike. Required
+        where the design reads status.
     new_request : bool
         The user asked again: an intent given up gets a new attempt (the next epoch).
     saved : callable(result) -> JSON value
@@ -728,6 +755,7 @@ def guard(
     """
     _refuse_coroutine(execute, "execute")
     _refuse_coroutine(status, "status")
+    refuse_tool(execute, tool)
     _needs_status(log, status)
     propose = _proposer(
         log, call_id, tool, args, scope, new_request, on_proposed, principal, identity
@@ -755,6 +783,7 @@ async def aguard(
     awaitable), and are awaited inside the guard; ACKED only with the awaited result. A
     cancellation while the effect runs makes the record UNKNOWN, then is re-raised. The
     log's own decisions are synchronous (milliseconds on SQLite)."""
+    refuse_tool(execute, tool)
     _needs_status(log, status)
     propose = _proposer(
         log, call_id, tool, args, scope, new_request, on_proposed, principal, identity
@@ -897,12 +926,16 @@ def effectful(
     arguments are coerced to the function's annotations where exact (``"2000"`` for an
     ``int`` is 2000) and an omitted optional one is its default (`toolcommit.runtime.identity`).
 
+    Refused here (`IntentLogError`): a generator or async generator function (the guard
+    would record done an effect that runs later, or never), and one declaring ``call_id``
+    or ``new_request`` (the wrapper keeps them: the function would never get them).
     `status` is checked here, when the function is decorated (`check_status`); whether
     the design needs one, here for a log given as an `IntentLog`, and at the first call
     for a lazy one (its design is known once it is open).
     """
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        refuse_tool(fn, tool, _RESERVED)
         sig = inspect.signature(fn)
         params = [p for n, p in sig.parameters.items() if n not in _RESERVED]
         public = sig.replace(parameters=params)

@@ -73,6 +73,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Protocol, Sequence
 
 from toolcommit.model.errors import ToolcommitError
+from toolcommit.runtime import refuse as F
 
 _LOGGER = logging.getLogger("toolcommit.runtime")
 
@@ -95,6 +96,9 @@ _LATER = (
     ("tc_writers", "pid", "INTEGER", None),
     ("tc_writers", "backend", "INTEGER", None),
 )
+
+#: every (table, column) a log written before it lacks, added at open (`refuse.log_schema`)
+LATER_COLUMNS = frozenset([("tc_records", c) for c in _ADDED] + [(t, c) for t, c, _, _ in _LATER])
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS tc_records (
@@ -283,6 +287,13 @@ class SqliteStore(Store):
         has no server clock: every writer of the file reads its own, and a writer whose
         clock runs ahead takes over the live calls of the others. Each writer checked
         against the one clock the file's writers share keeps them within twice this.
+    create : bool
+        Make a new log in a file that holds none (default). False: the file must hold
+        one already (`toolcommit recover` never turns an empty file into a log).
+
+    Refused before anything is written (`StoreError`, the file left as it was): a path that
+    is no file (``""``, ``":memory:"``: the log must outlive the process), and a database
+    with a table named like the log's that is not the log's (`refuse.log_schema`).
 
     A failed statement or commit (a full disk, an I/O error) is a `StoreError` naming the
     file; its transaction was rolled back, so the decision was not written.
@@ -298,6 +309,7 @@ class SqliteStore(Store):
         synchronous: str = "FULL",
         busy_timeout: float = 30.0,
         adopt: bool = False,
+        create: bool = True,
         *,
         clock: Callable[[], float] = time.time,
         max_skew: float = 2.0,
@@ -305,6 +317,9 @@ class SqliteStore(Store):
         super().__init__()
         if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise StoreError(f"synchronous={synchronous!r}: use FULL, NORMAL or EXTRA")
+        why = F.sqlite_path(path)
+        if why is not None:
+            raise StoreError(f"IntentLog.sqlite: {why}")
         self.path = os.fspath(path)
         self._busy, self._file = busy_timeout, os.path.abspath(self.path)  # for `snapshot`
         self.clock, self.now_sql, self._now = clock, "tc_now()", _TxClock(clock)
@@ -313,8 +328,7 @@ class SqliteStore(Store):
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
             self._db.create_function("tc_now", 0, self._now)
-            if not adopt:
-                self._refuse_foreign()
+            self._refuse_foreign(adopt, create)
             self._init(synchronous.upper(), busy_timeout)
             self._check_clock(max_skew)
         except (sqlite3.Error, StoreError) as e:
@@ -326,21 +340,13 @@ class SqliteStore(Store):
                 f"{self.path}: cannot open the SQLite intent log: {e}{_read_only_hint(self.path)}"
             ) from None
 
-    def _refuse_foreign(self) -> None:
-        """`StoreError` if the database holds tables and none is the log's."""
-        names = [
-            r[0]
-            for r in self._db.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
-            )
-        ]
-        if names and "tc_writers" not in names:
-            raise StoreError(
-                f"{self.path} is another application's database (tables "
-                f"{', '.join(names[:5])}{', ...' if len(names) > 5 else ''}) and "
-                "holds no intent log; the log would switch it to WAL and add its "
-                "tables: give a new file, or pass adopt=True to put the log there"
-            )
+    def _refuse_foreign(self, adopt: bool, create: bool) -> None:
+        """`StoreError` if the database may not hold the log (`refuse.log_schema`): read
+        only, before the file is switched to WAL or written."""
+        have = _columns(self._db)
+        why = F.log_schema(self.path, have, _log_columns(), adopt, create, LATER_COLUMNS)
+        if why is not None:
+            raise StoreError(why)
 
     def _check_clock(self, max_skew: float) -> None:
         """`StoreError` if `clock` is more than `max_skew` seconds off the file system's
@@ -487,6 +493,37 @@ def file_skew(path: str, clock: Callable[[], float] = time.time) -> float:
     return (before + clock()) / 2 - stamped
 
 
+def _columns(db: sqlite3.Connection) -> dict[str, set[str]]:
+    """{table: its columns} of an SQLite database, read only."""
+    names = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    return {
+        n: {r[1] for r in db.execute("SELECT * FROM pragma_table_info(?)", (n,))} for n in names
+    }
+
+
+def _log_columns() -> dict[str, set[str]]:
+    """{table: columns} of the log's own schema (`_TABLES`, built in memory)."""
+    db = sqlite3.connect(":memory:")
+    try:
+        db.executescript(
+            _TABLES.format(real="REAL", bigint="INTEGER", serial="INTEGER PRIMARY KEY")
+        )
+        return {k: v for k, v in _columns(db).items() if k.startswith("tc_")}
+    finally:
+        db.close()
+
+
+def _pg_columns(tx: Tx) -> dict[str, set[str]]:
+    """{table: its columns} of the current PostgreSQL schema."""
+    have: dict[str, set[str]] = {}
+    for table, column in tx.all(
+        "SELECT table_name, column_name FROM information_schema.columns "
+        "WHERE table_schema = current_schema()"
+    ):
+        have.setdefault(str(table), set()).add(str(column))
+    return have
+
+
 def _failed(path: str, e: Exception) -> str:
     """The one-line message of a failed SQLite statement or commit."""
     full = "full" in str(e).lower()
@@ -555,6 +592,16 @@ class PostgresStore(Store):
                         "current_schema() ORDER BY table_name"
                     )
                 ]
+                why = F.log_schema(  # a tc_ table of another program's: even with adopt
+                    f"schema {schema or 'public'}",
+                    _pg_columns(tx),
+                    _log_columns(),
+                    True,
+                    True,
+                    LATER_COLUMNS,
+                )
+                if why is not None:
+                    raise StoreError(why)
                 if names and "tc_writers" not in names and not adopt:
                     raise StoreError(
                         f"schema {schema or 'public'} holds another "

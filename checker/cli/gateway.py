@@ -360,15 +360,19 @@ def _only_gateway(db: str, writer: str):
 
 
 def _open_log(args, lease: float):
-    from toolcommit.runtime import IntentLog, StoreError
+    from toolcommit.runtime import IntentLog, IntentLogError, StoreError
+    from toolcommit.runtime.refuse import sqlite_path
 
+    why = sqlite_path(args.db)  # before the lock file is made beside it
+    if why is not None:
+        raise UsageError(f"--db {why}")
     db_dir = os.path.dirname(os.path.abspath(args.db))
     if not os.path.isdir(db_dir):
         raise UsageError(f"--db {args.db}: no directory {db_dir}; create it or give another path")
     lock = _only_gateway(args.db, args.writer)
     try:
         return lock, IntentLog.sqlite(args.db, writer=args.writer, provider=PROVIDER, lease=lease)
-    except StoreError as e:
+    except (StoreError, IntentLogError) as e:  # a writer name another live process holds
         os.close(lock)
         raise UsageError(f"--db {args.db}: {str(e).splitlines()[0]}") from None
 

@@ -135,16 +135,16 @@ def _postgres(args, design, writer):
 
 
 def _sqlite(args, design, writer):
-    from toolcommit.runtime import IntentLog
+    from toolcommit.runtime import IntentLog, StoreError
     from toolcommit.runtime.store import SqliteStore
 
     if not os.path.isfile(args.db):
         raise UsageError(f"{args.db}: no such file; give the intent log's SQLite file")
-    store = SqliteStore(args.db)
+    try:
+        store = SqliteStore(args.db, create=False)  # a sweeper never creates a log
+    except StoreError as e:
+        raise UsageError(str(e)) from None
     with store.read() as tx:
-        if tx.one("SELECT name FROM sqlite_master WHERE name = 'tc_writers'") is None:
-            store.close()
-            raise UsageError(f"{args.db}: holds no intent log (no tc_writers table)")
         try:
             design = design or _stored(tx, args.db)
         except UsageError:

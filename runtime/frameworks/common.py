@@ -19,6 +19,7 @@ from toolcommit.runtime.shims import (
     check_principal,
     check_status,
     guard,
+    refuse_tool,
     register,
 )
 from toolcommit.runtime.shims import Principal as Principal  # re-exported for the wrappers
@@ -41,10 +42,12 @@ def checked(
     tool: str,
     principal: Principal = None,
 ) -> None:
-    """Refuse misuse when the tool is wrapped, not at its first call (`shims.check_status`:
-    a `status` that is not a function, async for a sync tool, or missing where the log's
-    design needs one; `shims.check_principal`: no `principal` where the design holds a
-    re-ask; both when the log is already open)."""
+    """Refuse misuse when the tool is wrapped, not at its first call (`shims.refuse_tool`:
+    a generator tool; `shims.check_status`: a `status` that is not a function, async for a
+    sync tool, or missing where the log's design needs one; `shims.check_principal`: no
+    `principal` where the design holds a re-ask; both when the log is already open)."""
+    if fn is not None:
+        refuse_tool(fn, tool)  # a generator: its effect would run after the ack
     check_status(log, status, sync=not inspect.iscoroutinefunction(fn))
     check_principal(log, principal, tool)
 

@@ -6,7 +6,10 @@ same step id) and a workflow may call it again (a new step id); both meet the fi
 the provider sees one effect. A run that did not take effect through this run raises the
 library's `Conflict`, `GaveUp` or `InDoubt` (an `EffectError`: its message is the truth, the
 effect may or may not have happened; `tell(e)` gives a model the same words), which DBOS
-records as the step's outcome; with ``retries_allowed`` DBOS retries it through the log.
+records as the step's outcome. With ``retries_allowed`` DBOS retries an outcome in doubt
+through the log (a later attempt may meet it settled), never a final answer, and a step that
+exhausts its attempts raises the last attempt's `EffectError` (its words), not DBOS's
+"exceeded its maximum of N retries".
 
 Limitations
 -----------
@@ -22,6 +25,7 @@ import inspect
 from typing import Any, Callable, Optional
 
 from toolcommit.runtime.frameworks import common as C
+from toolcommit.runtime.shims import EffectError, InDoubt
 
 
 def dbos_step(
@@ -69,4 +73,42 @@ def dbos_step(
 
     run = functools.update_wrapper(C.guarded(fn, prepare), fn)
     C.registered(tool, fn, status)
-    return DBOS.step(name=tool, **step_kw)(run)
+    if step_kw.get("retries_allowed") and "should_retry" not in step_kw:
+        step_kw["should_retry"] = _worth_retrying
+    return _with_words(DBOS.step(name=tool, **step_kw)(run))
+
+
+def _worth_retrying(e: BaseException) -> bool:
+    """Whether DBOS retries a step that raised `e`: an outcome still in doubt (`InDoubt`,
+    `Held`: a later attempt may meet it settled) or a failure not the guard's; never a final
+    answer (`Conflict`, `GaveUp`, `Answered`), which DBOS then records in the guard's words."""
+    return not isinstance(e, EffectError) or isinstance(e, InDoubt)
+
+
+def _with_words(step: Callable[..., Any]) -> Callable[..., Any]:
+    """`step` raising the guard's own `EffectError` where DBOS gave up retrying it (its
+    ``DBOSMaxStepRetriesExceeded`` says only "exceeded its maximum of N retries"): the
+    last attempt's words, which the model must get (its `__cause__`: DBOS's error)."""
+    from dbos._error import DBOSMaxStepRetriesExceeded  # not exported by dbos itself
+
+    def words(e: DBOSMaxStepRetriesExceeded) -> BaseException:
+        last = e.errors[-1] if e.errors else None
+        return last if isinstance(last, EffectError) else e
+
+    if inspect.iscoroutinefunction(step):
+
+        async def acall(*a: Any, **kw: Any) -> Any:
+            try:
+                return await step(*a, **kw)
+            except DBOSMaxStepRetriesExceeded as e:
+                raise words(e) from e
+
+        return functools.update_wrapper(acall, step)
+
+    def call(*a: Any, **kw: Any) -> Any:
+        try:
+            return step(*a, **kw)
+        except DBOSMaxStepRetriesExceeded as e:
+            raise words(e) from e
+
+    return functools.update_wrapper(call, step)

@@ -295,3 +295,23 @@ def test_an_export_of_a_postgres_log_holds_up_none_of_the_process_s_decisions(pg
     log = IntentLog.postgres(pg.dsn, "w1", schema="t_live", provider="ideal")
     export_leaves_the_log_live(log)
     log.close()
+
+
+def test_another_programs_tc_writers_table_in_a_schema_is_refused_even_with_adopt(pg):
+    """Before: a schema with another program's tc_writers passed for an intent log, and
+    the log's other tables were created beside it (its first write then failed)."""
+    import psycopg
+
+    from toolcommit.runtime import StoreError
+
+    with psycopg.connect(pg.dsn, autocommit=True) as c:
+        c.execute("CREATE SCHEMA crm")
+        c.execute("CREATE TABLE crm.tc_writers (id int, email text)")
+    for adopt in (False, True):
+        with pytest.raises(StoreError, match="schema crm holds a table tc_writers that is not"):
+            IntentLog.postgres(pg.dsn, "w1", schema="crm", adopt=adopt, provider="ideal")
+    with psycopg.connect(pg.dsn, autocommit=True) as c:
+        tables = c.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'crm'"
+        ).fetchall()
+    assert tables == [("tc_writers",)]

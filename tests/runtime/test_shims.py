@@ -194,10 +194,13 @@ def test_a_missing_or_unusable_status_is_refused_when_the_tool_is_decorated(tmp_
     assert log.records() == []
 
 
-@pytest.mark.parametrize("answer", [(False, None), (True, {"id": "e1"}), False, True])
+@pytest.mark.parametrize(
+    "answer", [(False, None), (True, {"id": "e1"}), False, True, [], {}, ""], ids=repr
+)
 def test_a_status_read_that_breaks_the_contract_leaves_the_record_in_doubt(tmp_path, answer):
-    """status returns the result or None: the old (found, result) tuple, or a bool, is
-    refused by name, never read as present (ACKED with the tuple) or absent."""
+    """status returns the result or None: the old (found, result) tuple, a bool, or an
+    empty container (read as present before: ACKED with [] for a search that found nothing)
+    is refused by name, never read as present or absent."""
     bank = Bank(lose_first_ack=True)
     log = _log(tmp_path, "ideal")
 
