@@ -26,16 +26,18 @@ SENT = {"lost_ack": ["apply", "replay"], "in_doubt": ["apply", "replay"], "gave_
 class Case:
     """One run's log, provider and tool body; `check` asserts what the run shows."""
 
-    def __init__(self, kind: str, tmp_path, writer: str = "agent"):
+    def __init__(
+        self, kind: str, tmp_path, writer: str = "agent", delay_bound: float = 30, **log_kw
+    ):
         self.kind, self.tmp = kind, tmp_path
         self.bank = Bank(lose_first_ack=kind == "lost_ack")
         provider = {
             "lost_ack": "stripe",
             "gave_up": "email",
-            "in_doubt": load("stripe").with_timing(delay_bound=30),
+            "in_doubt": load("stripe").with_timing(delay_bound=delay_bound),
         }[kind]
         self.log = IntentLog.sqlite(
-            str(tmp_path / f"{kind}.db"), writer=writer, provider=provider, wait=0
+            str(tmp_path / f"{kind}.db"), writer=writer, provider=provider, wait=0, **log_kw
         )
         self.status = None if kind == "gave_up" else self.bank.status
 
