@@ -10,6 +10,7 @@ lost_ack: the first answer is lost after the refund applied (design stripe): one
 
 import ast
 import json
+import time
 
 from toolcommit.runtime import IntentLog
 from toolcommit.runtime.design import load
@@ -75,3 +76,19 @@ def decoded(text):
         return json.loads(text)
     except ValueError:
         return ast.literal_eval(text)
+
+
+def settled_by_the_settler(case: Case, deadline: float = 30.0) -> None:
+    """Wait (polling, at most `deadline` s, failing loudly) until the record leaves doubt;
+    assert the pod's own settler recorded the refund ACKED, the log conforming."""
+    end = time.monotonic() + deadline
+    while not case.log.records()[0].settled:
+        assert time.monotonic() < end, "the settler never settled the record in doubt"
+        time.sleep(0.01)
+    (rec,) = case.log.records()
+    assert (rec.state, rec.owner, rec.result) == ("ACKED", "pod-a", {"id": "e1"})
+    assert len(case.bank.ledger) == 1  # one refund: the call's apply (its replay found it)
+    assert [p for p, _, _ in case.bank.requests] == ["apply", "replay"]  # the settler read
+    assert conforms(case.log, case.bank, case.tmp)
+    acked = [e for e in case.log.events() if e.get("to") == "ACKED"]
+    assert [e["writer"] for e in acked] == ["pod-a"]  # the live pod, not a recover

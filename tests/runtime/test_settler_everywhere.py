@@ -6,12 +6,10 @@ process, with nobody calling recover. CrewAI's case runs in its own interpreter
 (`test_framework_crewai`). Needs the 'frameworks' extra."""
 
 import asyncio
-import time
 
 import pytest
 
-from .fw_cases import ARGS, Case, decoded
-from .ledger import conforms
+from .fw_cases import ARGS, Case, decoded, settled_by_the_settler
 from .test_framework_wrappers import (
     _activity_run,
     _body,
@@ -207,22 +205,6 @@ WRAPPERS = {
     "temporal": _temporal,
     "dbos": _dbos,
 }
-
-
-def settled_by_the_settler(case: Case, deadline: float = 30.0) -> None:
-    """Wait (polling, at most `deadline` s, failing loudly) until the record leaves doubt;
-    assert the pod's own settler recorded the refund ACKED, the log conforming."""
-    end = time.monotonic() + deadline
-    while not case.log.records()[0].settled:
-        assert time.monotonic() < end, "the settler never settled the record in doubt"
-        time.sleep(0.01)
-    (rec,) = case.log.records()
-    assert (rec.state, rec.owner, rec.result) == ("ACKED", "pod-a", {"id": "e1"})
-    assert len(case.bank.ledger) == 1  # one refund: the call's apply (its replay found it)
-    assert [p for p, _, _ in case.bank.requests] == ["apply", "replay"]  # the settler read
-    assert conforms(case.log, case.bank, case.tmp)
-    acked = [e for e in case.log.events() if e.get("to") == "ACKED"]
-    assert [e["writer"] for e in acked] == ["pod-a"]  # the live pod, not a recover
 
 
 @pytest.mark.parametrize("form", ("sync", "async"))
