@@ -6,6 +6,8 @@ process, with nobody calling recover. CrewAI's case runs in its own interpreter
 (`test_framework_crewai`). Needs the 'frameworks' extra."""
 
 import asyncio
+import threading
+import time
 
 import pytest
 
@@ -221,3 +223,135 @@ def test_a_lost_ack_under_each_wrapper_is_settled_by_the_live_pods_settler(
     settled_by_the_settler(case)  # ... then settled by the pod's settler, no recover
     case.log.close()
     assert not any(t.is_alive() for t in case.log._threads.values())
+
+
+# ----- close() never releases a lease under a replay in flight -------------------------------
+def _replay_in_flight(tmp_path):
+    """A pod restarted after a crash (the record taken over, UNKNOWN) whose settler is
+    replaying the refund, held in flight until `release` is set."""
+    from toolcommit.runtime import IntentLog, current_ticket, effectful
+
+    from .ledger import Bank
+
+    db, bank = str(tmp_path / "i.db"), Bank()
+    dead = IntentLog.sqlite(db, "pod-a", provider="stripe", settler=False)
+    d = dead.propose("t1", "refund", ARGS, "user:42:request:7", principal="u1", dispatch=True)
+    bank.refund(d.ticket, ARGS)  # applied; then the pod died before its ack
+    dead.store.close()
+    log = IntentLog.sqlite(db, "pod-a", provider="stripe", lease=30, settle_every=EVERY)
+    in_flight, release = threading.Event(), threading.Event()
+
+    @effectful(log, tool="refund", scope="user:42:request:7", status=bank.status, principal="u1")
+    def refund(order: str, amount: float) -> dict:
+        in_flight.set()
+        assert release.wait(60), "the test never released the replay"
+        return bank.refund(current_ticket(), {"order": order, "amount": amount})
+
+    assert in_flight.wait(30), "the settler never replayed the record it took over"
+    return db, log, release, bank
+
+
+def test_close_waits_for_a_replay_under_way_then_releases_the_settled_record(tmp_path):
+    from toolcommit.runtime import IntentLog
+
+    db, log, release, bank = _replay_in_flight(tmp_path)
+    closing = threading.Thread(target=log.close)
+    closing.start()
+    end = time.monotonic() + 30
+    while not log.closing:  # close began: it waits for the settle pass under way
+        assert time.monotonic() < end, "close never began"
+        time.sleep(0.001)
+    release.set()
+    closing.join(30)
+    assert not closing.is_alive()
+    after = IntentLog.sqlite(db, "reader", provider="stripe", settler=False)
+    assert [(r.state, r.result) for r in after.records()] == [("ACKED", {"id": "e1"})]
+    assert len(bank.ledger) == 1
+    after.close()
+
+
+def test_close_hands_a_replay_still_in_flight_back_with_its_lease(tmp_path):
+    """close() waits at most 5 s for the settler; a replay still in flight then keeps its
+    lease (before: released under it, so another pod took the record and replayed it while
+    the first replay was still on its way)."""
+    from toolcommit.runtime import IntentLog
+
+    db, log, release, bank = _replay_in_flight(tmp_path)
+    try:
+        log.close()  # the replay is still in flight after close's bounded wait
+        other = IntentLog.sqlite(db, "pod-b", provider="stripe", settler=False)
+        (rec,) = other.records()
+        assert (rec.state, rec.owner) == ("RECONCILING", "pod-a")
+        assert other.lease_left(rec.key) > 0 and other.recover() == []  # not taken under it
+        other.close()
+    finally:
+        release.set()
+
+
+# ----- recover --tools MODULE finds framework-wrapped tools by their module ------------------
+TOOLS = """
+import json, os
+from toolcommit.runtime import IntentLog, current_ticket
+from toolcommit.runtime.frameworks import temporal_activity
+
+LEDGER = os.environ["BANK"]
+
+
+def open_log():
+    return IntentLog.sqlite(os.environ["DB"], "pod-a", provider="stripe")
+
+
+def status(t):
+    found = [e for e in effects() if e["key"] == t.key]
+    return found[0]["answer"] if found else None
+
+
+def effects():
+    try:
+        return [json.loads(x) for x in open(LEDGER)]
+    except FileNotFoundError:
+        return []
+
+
+def refund(order: str, amount: float) -> dict:
+    t = current_ticket()
+    if status(t) is None:
+        with open(LEDGER, "a") as f:
+            f.write(json.dumps({"key": t.key, "answer": {"id": "re_1"}}) + "\\n")
+    return status(t)
+
+
+refund_activity = temporal_activity(open_log, refund, status=status, principal="u1")
+"""
+
+
+def test_recover_tools_finds_a_framework_wrapped_tool_by_its_module(tmp_path, monkeypatch, capsys):
+    """The module (wrapping its refund with `temporal_activity`, its log given as a function
+    as the docs show) was imported before recover ran in this process: recover --tools
+    finds its tool by the module it was written in, no shims.register, and replays the
+    dead pod's refund once."""
+    pytest.importorskip("temporalio", reason="the 'frameworks' extra is not installed")
+    import importlib
+
+    from toolcommit.checker.cli import main
+    from toolcommit.runtime import IntentLog
+
+    (tmp_path / "settler_refunds.py").write_text(TOOLS)
+    monkeypatch.setenv("BANK", str(tmp_path / "bank.jsonl"))
+    monkeypatch.setenv("DB", str(tmp_path / "i.db"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    mod = importlib.import_module("settler_refunds")  # imported before recover runs
+    dead = IntentLog.sqlite(str(tmp_path / "i.db"), "pod-a", provider="stripe", settler=False)
+    d = dead.propose("t1", "refund", ARGS, "wf-1", principal="u1", dispatch=True)
+    dead.expire_leases("pod-a")
+    dead.store.close()  # the pod died holding it, its lease run out
+    argv = ["recover", str(tmp_path / "i.db"), "--provider", "stripe", "--tools", mod.__name__]
+    assert main([*argv, "--writer", "sweeper"]) == 0, capsys.readouterr()
+    assert "1 record(s) of dead writers taken over: 1 ACKED" in capsys.readouterr().out
+    after = IntentLog.sqlite(str(tmp_path / "i.db"), "reader", provider="stripe", settler=False)
+    assert [(r.key, r.state, r.result) for r in after.records()] == [
+        (d.key, "ACKED", {"id": "re_1"})
+    ]
+    assert len(mod.effects()) == 1
+    after.close()
