@@ -1440,6 +1440,11 @@ class IntentLog:
         self._threads[name] = t
         t.start()
 
+    @property
+    def closing(self) -> bool:
+        """Whether `close` began: the settler starts no more settling."""
+        return self._stop.is_set()
+
     def _stop_threads(self) -> None:
         self._stop.set()
         self._wake.set()
@@ -1506,16 +1511,21 @@ class IntentLog:
         opening is then a restart, not a crash recovery). Where the store cannot be written
         any more (the server gone) the shutdown is a crash's: its leases run out and the
         next opening recovers. The heartbeat and the settler stop first (waiting at most
-        5 s, or `settle_every`, for a settle pass under way)."""
+        5 s, or `settle_every`, for a settle pass under way); a record a call or the settler
+        still drives then (a replay under way) is handed back with its lease, never released
+        under it: another process takes it over once the lease runs out."""
         self._stop_threads()
         self.unwritten.flush()
+        with self._bg_lock:
+            busy = sorted(self._busy)
         with self._lock:
             try:
                 with self.store.tx() as tx:
                     tx.run(
                         f"UPDATE tc_records SET lease_until = 0 WHERE owner = ? "
-                        f"AND owner_inc = ? AND state IN {_OPEN}",
-                        self._mine(),
+                        f"AND owner_inc = ? AND state IN {_OPEN}"
+                        + (f" AND key NOT IN ({', '.join('?' * len(busy))})" if busy else ""),
+                        (*self._mine(), *busy),
                     )
                     tx.run(
                         "UPDATE tc_writers SET running = 0 WHERE writer = ? AND incarnation = ?",

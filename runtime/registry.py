@@ -77,14 +77,16 @@ def bind(log: IntentLog, t: Tool) -> None:
         _OWN.setdefault(log, {})[t.name] = t
 
 
-def lazy_one(log: IntentLog, name: str) -> None:
+def lazy_one(log: IntentLog, name: str, opener: Optional[Lazy] = None) -> None:
     """Bind to `log` the tool `name` registered with a function returning a log, if `log`
-    has no `name` of its own and exactly one such function registered it (the call that
-    just opened `log` is then its)."""
+    has no `name` of its own: the one `opener` (the function that just returned `log`)
+    registered, else the only one so registered (the call that just opened `log` is then
+    its)."""
     with _LOCK:
         if name in _OWN.get(log, {}):
             return
-        found = [t for (_, n), t in _LAZY.items() if n == name]
+        mine = None if opener is None else _LAZY.get((opener, name))
+        found = [mine] if mine else [t for (_, n), t in _LAZY.items() if n == name]
     if len(found) == 1:
         bind(log, found[0])
 

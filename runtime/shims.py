@@ -48,6 +48,7 @@ from toolcommit.runtime import design as D
 from toolcommit.runtime import lines as L
 from toolcommit.runtime import otel
 from toolcommit.runtime import refuse as F
+from toolcommit.runtime.acting import act, done
 from toolcommit.runtime.caller import WRITES, Asked, NoAnswer, Write, unanswered
 from toolcommit.runtime.caller import hearing as hearing  # re-exported
 from toolcommit.runtime.identity import Fields, Identity
@@ -273,13 +274,20 @@ def _steps(
     the record was dispatched by its proposal's commit, send it first. `asked`: the call's
     caller, who hears the returned outcome (None: no caller hears it, as in recovery).
     While it runs the log renews the record's lease (`IntentLog.driving`): close the
-    generator."""
+    generator. Of the drivers of one record in this process one acts at a time
+    (`toolcommit.runtime.acting`): the others wait for its outcome (at most `wait`)."""
+    me = object()
     with log.driving(key):
-        if ticket is not None:
-            got = yield from _send(log, ticket, saved, asked)
-            if got is not None:
-                return got[0]
-        return (yield from _drive_key(log, key, saved, log.wait if wait is None else wait, asked))
+        try:
+            if ticket is not None:
+                act(log, key, me)  # a record just dispatched by this call's proposal
+                got = yield from _send(log, ticket, saved, asked)
+                if got is not None:
+                    return got[0]
+            wait = log.wait if wait is None else wait
+            return (yield from _drive_key(log, key, saved, wait, asked, me))
+        finally:
+            done(log, key, me)
 
 
 def _drive_key(
@@ -287,7 +295,8 @@ def _drive_key(
     key: str,
     saved: Callable[[Any], Any],
     wait: float,
-    asked: Optional[Asked] = None,
+    asked: Optional[Asked],
+    me: object,
 ) -> _Steps[Any]:
     deadline = time.monotonic() + wait
     while True:
@@ -303,6 +312,11 @@ def _drive_key(
                 "it was sent, and the intent log could not record its outcome: its "
                 "store refuses writes; the log records it once the store takes them",
             )
+        if _mine(log, rec) and not act(log, key, me):  # the settler (or a call) acts on it
+            if time.monotonic() + _POLL > deadline:
+                raise _in_doubt(rec, f"this process is settling it now ({rec.state})")
+            yield "sleep", _POLL
+            continue
         if not _mine(log, rec) or rec.state == "DISPATCHED":
             left = log.lease_left(key) if not _mine(log, rec) else _POLL
             if left <= 0 and log.take(key) is not None:
@@ -817,7 +831,7 @@ def register(
     module = module or getattr(run, "__module__", None)
     add(Tool(tool, run, status, account, module, next_registration()), log)
     if isinstance(log, IntentLog):
-        _serve(log, tool)
+        serve(log, tool)
 
 
 def needs_tool(log: IntentLog, rec: Record) -> bool:
@@ -848,6 +862,8 @@ def _recover_settle(
     log.recover(limit, tools)
     out = {}
     for rec in log.in_doubt():
+        if log.closing:
+            break  # `close` began: settle nothing more (what is under way ends first)
         if tools is not None and rec.tool not in tools:
             continue
         if needs_tool(log, rec) or rec.state == "RECONCILING" and log.read_wait(rec.key) > 0:
@@ -885,11 +901,14 @@ def settle_pass(log: IntentLog) -> float:
     return log.settle_every if due is None or due <= 0 else min(due, log.settle_every)
 
 
-def _serve(log: IntentLog, tool: str) -> None:
-    """Register `tool` with `log`'s settler (started with the first); a tool registered
-    with the function that opened `log` becomes `log`'s here, where it is the only one of
-    its name so registered (`register`)."""
-    lazy_one(log, tool)
+def serve(log: IntentLog, tool: str, opener: Optional[Lazy] = None) -> None:
+    """Register `tool` with `log`'s settler (started with the first, once per log, stopped
+    by `IntentLog.close`); a tool registered with the function that opened `log` becomes
+    `log`'s here: `opener`'s, else the only one of its name so registered (`register`). Every
+    guarded call's log is served (`effectful`, the framework wrappers), so a record in
+    doubt is settled in a live process as soon as the design allows, with nobody calling
+    recover."""
+    lazy_one(log, tool, opener)
     if log.tools is not None and tool not in log.tools:
         log.tools.add(tool)
         log.settle_with(settle_pass)
@@ -957,8 +976,11 @@ def effectful(
             bound.arguments.update((k, v) for k, v in args.items() if k in bound.arguments)
             where = scope(**args) if callable(scope) else scope
             who = principal_of(principal, **args)
-            the_log = log() if callable(log) and not isinstance(log, IntentLog) else log
-            _serve(the_log, tool)
+            if isinstance(log, IntentLog):
+                the_log, opener = log, None
+            else:
+                the_log, opener = log(), log
+            serve(the_log, tool, opener)
             return the_log, args, where, who, lambda _t: fn(*bound.args, **bound.kwargs)
 
         @functools.wraps(fn)

@@ -1,7 +1,9 @@
 """What the framework wrappers (the modules of ``frameworks/``) share: the intent's arguments bound by
 name, the scope, principal and new-request hooks, the tool's identity from its declared
 schema (`toolcommit.runtime.identity`), the checks made when a tool is wrapped, and the
-tool's registration for recovery (`toolcommit.runtime.shims.register`)."""
+tool's registration with its log (`toolcommit.runtime.shims.register`): the log's settler
+settles the tool's records in doubt in this process, and ``recover --tools MODULE`` finds
+the tool by the module it was written in."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from toolcommit.runtime.shims import (
     guard,
     refuse_tool,
     register,
+    serve,
 )
 from toolcommit.runtime.shims import Principal as Principal  # re-exported for the wrappers
 from toolcommit.runtime.shims import Status as Status  # re-exported for the wrappers
@@ -33,6 +36,14 @@ Scope = Union[str, Callable[..., str]]
 def the_log(log: LogOrOpener) -> IntentLog:
     """`log` itself, or the log its opener returns (opened lazily, at the first call)."""
     return log if isinstance(log, IntentLog) else log()
+
+
+def serving(log: LogOrOpener, tool: str) -> IntentLog:
+    """The call's log (`the_log`), its settler settling `tool`'s records (`shims.serve`:
+    started with its first tool; a lazy log's tool becomes its own here)."""
+    out = the_log(log)
+    serve(out, tool, None if isinstance(log, IntentLog) else log)
+    return out
 
 
 def checked(
@@ -90,9 +101,22 @@ def again(new_request: Optional[Callable[..., Any]], *about: Any) -> bool:
     return bool(new_request(*about)) if new_request is not None else False
 
 
-def registered(tool: str, fn: Callable[..., Any], status: Status) -> None:
-    """Register `tool` for `recover_settle`: the effect is ``fn(**args)``."""
-    register(tool, lambda args: fn(**args), status)
+def registered(
+    log: LogOrOpener, tool: str, fn: Callable[..., Any], status: Status, module: Optional[str]
+) -> None:
+    """Register `tool` with `log` (an `IntentLog`, or its opener: the tool is the log's at
+    its first call) for its settler and `recover_settle`: the effect is ``fn(**args)``;
+    `module` is where the tool was written (``recover --tools MODULE`` finds it there)."""
+    register(tool, lambda args: fn(**args), status, log, module=module)
+
+
+def module_of(obj: Any) -> Optional[str]:
+    """The module a tool was written in: a function's, else its ``func`` or ``coroutine``'s
+    (a LangChain or CrewAI tool made from one), else its class's."""
+    for f in (obj, getattr(obj, "func", None), getattr(obj, "coroutine", None)):
+        if inspect.isfunction(f) or inspect.ismethod(f):
+            return str(f.__module__)
+    return getattr(type(obj), "__module__", None)
 
 
 def guarded(

@@ -108,7 +108,7 @@ def crewai_tool(
         args = ident.normalize({**dict(zip(fields, a)), **kw})
         cid = f"call-{uuid.uuid4().hex[:12]}"  # CrewAI gives no call id to a tool
         return (
-            C.the_log(log),
+            C.serving(log, inner.name),
             cid,
             inner.name,
             args,
@@ -155,6 +155,12 @@ def crewai_tool(
             except EffectError as e:
                 return _told(e)
 
-    C.registered(inner.name, inner._arun if has_async else inner._run, status)
+    C.registered(
+        log,
+        inner.name,
+        inner._arun if has_async else inner._run,
+        status,
+        C.module_of(inner.func if isinstance(inner, Tool) else inner),
+    )
     kept = {f: getattr(inner, f) for f in _KEPT if f in BaseTool.model_fields}
     return Guarded(**kept, cache_function=_never_cached)

@@ -61,7 +61,7 @@ def dbos_step(
         bound, args = C.bound_args(sig, a, kw)
         args = C.normalized(ident, bound, args)
         return (
-            C.the_log(log),
+            C.serving(log, tool),
             f"{wf}:{DBOS.step_id}",
             tool,
             args,
@@ -72,7 +72,7 @@ def dbos_step(
         ), {"principal": C.who(principal, wf, args), "identity": ident}
 
     run = functools.update_wrapper(C.guarded(fn, prepare), fn)
-    C.registered(tool, fn, status)
+    C.registered(log, tool, fn, status, fn.__module__)
     if step_kw.get("retries_allowed") and "should_retry" not in step_kw:
         step_kw["should_retry"] = _worth_retrying
     return _with_words(DBOS.step(name=tool, **step_kw)(run))

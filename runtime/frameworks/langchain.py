@@ -98,7 +98,7 @@ def langchain_tool(
         cid = kw.pop(_CALL_ID, None) or f"call-{uuid.uuid4().hex[:12]}"
         args = ident.normalize({k: v for k, v in kw.items() if k not in injected})
         return (
-            C.the_log(log),
+            C.serving(log, inner.name),
             cid,
             inner.name,
             args,
@@ -166,5 +166,11 @@ def langchain_tool(
                 failed(e)
 
     method = inner._arun if async_only else inner._run
-    C.registered(inner.name, lambda **args: method(**args, **_passing(method, {}, None)), status)
+    C.registered(
+        log,
+        inner.name,
+        lambda **args: method(**args, **_passing(method, {}, None)),
+        status,
+        C.module_of(inner),
+    )
     return Guarded()

@@ -94,7 +94,7 @@ def openai_agents_tool(
         bound, args = C.bound_args(sig, ((ctx,) + a) if takes_ctx else a, kw, skip)
         args = C.normalized(ident, bound, args)
         return (
-            C.the_log(log),
+            C.serving(log, tool),
             ctx.tool_call_id,
             tool,
             args,
@@ -118,7 +118,8 @@ def openai_agents_tool(
         **{k: v for k, v in getattr(fn, "__annotations__", {}).items() if k not in skip},
         "ctx": ToolContext,
     }
-    C.registered(tool, (lambda **args: fn(None, **args)) if takes_ctx else fn, status)
+    run = (lambda **args: fn(None, **args)) if takes_ctx else fn
+    C.registered(log, tool, run, status, fn.__module__)
     made = function_tool(wrapper, name_override=tool, **tool_kw)
     ident = C.Identity.from_schema(made.params_json_schema, identity, tool)
     return made

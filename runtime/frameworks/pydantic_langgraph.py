@@ -27,7 +27,14 @@ import inspect
 import json
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Optional
 
-from toolcommit.runtime.frameworks.common import Fields, Principal, Scope, Status, who
+from toolcommit.runtime.frameworks.common import (
+    Fields,
+    Principal,
+    Scope,
+    Status,
+    module_of,
+    who,
+)
 from toolcommit.runtime.identity import Identity, IdentityError
 from toolcommit.runtime.log import IntentLog, IntentLogError, Ticket
 from toolcommit.runtime.shims import (
@@ -72,8 +79,9 @@ def pydantic_ai_tool(
     or in-doubt intent) returns `tell`'s dict for the model to read, instead of raising.
 
     `status` is checked here (`toolcommit.runtime.shims.check_status`), and the tool is
-    registered for ``recover --tools`` (`toolcommit.runtime.shims.register`): recovery
-    has no run context, so a tool that takes one is called there with ``ctx=None``.
+    registered with `log` (`toolcommit.runtime.shims.register`): the log's settler settles
+    its records in doubt, and ``recover --tools`` finds it by `fn`'s module; recovery has
+    no run context, so a tool that takes one is called there with ``ctx=None``.
     """
     from pydantic_ai import RunContext, Tool
 
@@ -85,7 +93,11 @@ def pydantic_ai_tool(
     check_principal(log, principal, tool)
     ident = Identity.from_signature(fn, identity, tool, skip=[params[0].name] if takes_ctx else [])
     register(
-        tool, (lambda args: fn(None, **args)) if takes_ctx else (lambda args: fn(**args)), status
+        tool,
+        (lambda args: fn(None, **args)) if takes_ctx else (lambda args: fn(**args)),
+        status,
+        log,
+        module=fn.__module__,
     )
 
     def prepare(
@@ -191,7 +203,8 @@ def langgraph_tool_node(
     words, that the effect may not have happened.
 
     `status` is checked here (`toolcommit.runtime.shims.check_status`), and each effectful
-    tool is registered for ``recover --tools``. An async-only tool run by the sync
+    tool is registered with `log` (its settler settles the tool's records in doubt) and for
+    ``recover --tools``. An async-only tool run by the sync
     ``graph.invoke`` is refused before anything is proposed or sent (`IntentLogError`,
     saying nothing was sent): run the graph with ``graph.ainvoke``.
     """
@@ -212,7 +225,7 @@ def langgraph_tool_node(
         raise IdentityError(f"identity= names {', '.join(unknown)}, no effectful tool of the node")
     for t in tools:
         if only is None or t.name in only:
-            register(t.name, _recovery_run(t), status)
+            register(t.name, _recovery_run(t), status, log, module=module_of(t))
 
     class _Failed(Exception):
         pass

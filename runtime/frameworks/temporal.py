@@ -85,7 +85,7 @@ def temporal_activity(
         bound, args = C.bound_args(sig, a, kw)
         args = C.normalized(ident, bound, args)
         return (
-            C.the_log(log),
+            C.serving(log, tool),
             info.activity_id,
             tool,
             args,
@@ -99,5 +99,5 @@ def temporal_activity(
         raise _raised(e) from e
 
     run = functools.update_wrapper(C.guarded(fn, prepare, failed), fn)
-    C.registered(tool, fn, status)
+    C.registered(log, tool, fn, status, fn.__module__)
     return activity.defn(name=tool, **defn_kw)(run)

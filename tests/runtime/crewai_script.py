@@ -7,7 +7,9 @@ Usage: python crewai_script.py TMPDIR CASE... ; prints one JSON line per case:
 {"case": name, "ok": bool, "error": traceback or null}. A case is ``KIND-FORM`` (`fw_cases`'
 kinds; FORM: function, async (under ``akickoff``), subclass: a BaseTool with ``_run`` and
 ``_arun``, under a Crew; arun: that tool's ``arun`` called twice), ``unguarded`` (the hazard: CrewAI alone refunds
-twice) or ``recovery-FORM`` (recover_settle runs the registered tool once)."""
+twice), ``recovery-FORM`` (the live pod's settler runs the registered tool once for a dead
+pod's record) or ``settler-FORM`` (a lost ack settled by the live pod's settler, nobody
+calling recover)."""
 
 import asyncio
 import json
@@ -48,8 +50,8 @@ from crewai.llms.base_llm import BaseLLM  # noqa: E402
 from crewai.tools import BaseTool  # noqa: E402
 from crewai.tools import tool as crewai_tool_decorator  # noqa: E402
 
-from tests.runtime.fw_cases import ARGS, CASES, Case  # noqa: E402
-from toolcommit.runtime import IntentLog, registry, shims  # noqa: E402
+from tests.runtime.fw_cases import ARGS, CASES, Case, decoded, settled_by_the_settler  # noqa: E402
+from toolcommit.runtime import IntentLog, registry  # noqa: E402
 from toolcommit.runtime.frameworks import crewai_tool  # noqa: E402
 
 CALLS = [("refund", {"order": "o-7", "amount": 20}, "call_A"), ("refund", ARGS, "call_B")]
@@ -183,22 +185,42 @@ def unguarded(tmp: Path) -> None:
 
 
 def recovery(form: str, tmp: Path) -> None:
-    """A record a dead writer left RECORDED is settled by `recover_settle` through the
-    wrapper's registration: the refund applied once, ACKED."""
-    case = Case("lost_ack", tmp, writer="pod-a")
-    crewai_tool(case.log, _tool(case, form), scope="s", status=case.status, principal="user:1")
+    """A record a dead writer left RECORDED is settled by the settler of the wrapped tool's
+    log, through the wrapper's registration with it, nobody calling recover: the refund
+    applied once, ACKED."""
+    case = Case("lost_ack", tmp, writer="pod-a", settle_every=0.05)
     dying = IntentLog.sqlite(
         str(tmp / "lost_ack.db"), writer="pod-b", lease=0.05, provider="stripe"
     )
     dying.propose("call_A", "refund", ARGS, "s", principal="user:1")  # then pod-b died
-    later = IntentLog.sqlite(str(tmp / "lost_ack.db"), writer="sweeper", provider="stripe")
+    crewai_tool(case.log, _tool(case, form), scope="s", status=case.status, principal="user:1")
     deadline = time.monotonic() + 30
-    while later.lease_left(later.records()[0].key) > 0:
-        assert time.monotonic() < deadline, "pod-b's lease of 0.05 s never ran out"
+    while not case.log.records()[0].settled:  # pod-b's lease runs out, then the settler
+        assert time.monotonic() < deadline, "the settler never settled pod-b's record"
         time.sleep(0.01)
-    assert list(shims.recover_settle(later).values()) == ["ACKED"]
-    (rec,) = later.records()
-    assert rec.result == {"id": "e1"} and len(case.bank.ledger) == 1
+    (rec,) = case.log.records()
+    assert (rec.state, rec.owner, rec.result) == ("ACKED", "pod-a", {"id": "e1"}), rec
+    assert len(case.bank.ledger) == 1
+    case.log.close()
+
+
+def settler(form: str, tmp: Path) -> None:
+    """A call whose every answer is lost (the refund applied) tells the model InDoubt; the
+    log's settler, started when the tool was wrapped, reads the refund once the delay
+    bound (0.5 s) has passed and records it ACKED, nobody calling recover."""
+    case = Case("in_doubt", tmp, writer="pod-a", delay_bound=0.5, settle_every=0.05)
+    tool = crewai_tool(
+        lambda: case.log,  # opened lazily: the settler starts at the first call
+        _tool(case, form),
+        scope="user:42:request:7",
+        status=case.status,
+        principal="user:1",
+    )
+    out = asyncio.run(tool.arun(**ARGS)) if form == "async" else tool.run(**ARGS)
+    told = decoded(_told(out))
+    assert told["toolcommit"] == "InDoubt" and told["state"] == "RECONCILING", told
+    settled_by_the_settler(case)
+    case.log.close()
 
 
 def run(name: str, tmp: Path) -> None:
@@ -206,6 +228,8 @@ def run(name: str, tmp: Path) -> None:
         return unguarded(tmp)
     if name.startswith("recovery-"):
         return recovery(name.split("-", 1)[1], tmp)
+    if name.startswith("settler-"):
+        return settler(name.split("-", 1)[1], tmp)
     kind, form = name.split("-")
     assert kind in CASES and form in FORMS, name
     return one_refund_and_the_truth(kind, form, tmp)

@@ -10,6 +10,7 @@ lost_ack: the first answer is lost after the refund applied (design stripe): one
 
 import ast
 import json
+import time
 
 from toolcommit.runtime import IntentLog
 from toolcommit.runtime.design import load
@@ -26,16 +27,18 @@ SENT = {"lost_ack": ["apply", "replay"], "in_doubt": ["apply", "replay"], "gave_
 class Case:
     """One run's log, provider and tool body; `check` asserts what the run shows."""
 
-    def __init__(self, kind: str, tmp_path, writer: str = "agent"):
+    def __init__(
+        self, kind: str, tmp_path, writer: str = "agent", delay_bound: float = 30, **log_kw
+    ):
         self.kind, self.tmp = kind, tmp_path
         self.bank = Bank(lose_first_ack=kind == "lost_ack")
         provider = {
             "lost_ack": "stripe",
             "gave_up": "email",
-            "in_doubt": load("stripe").with_timing(delay_bound=30),
+            "in_doubt": load("stripe").with_timing(delay_bound=delay_bound),
         }[kind]
         self.log = IntentLog.sqlite(
-            str(tmp_path / f"{kind}.db"), writer=writer, provider=provider, wait=0
+            str(tmp_path / f"{kind}.db"), writer=writer, provider=provider, wait=0, **log_kw
         )
         self.status = None if kind == "gave_up" else self.bank.status
 
@@ -73,3 +76,19 @@ def decoded(text):
         return json.loads(text)
     except ValueError:
         return ast.literal_eval(text)
+
+
+def settled_by_the_settler(case: Case, deadline: float = 30.0) -> None:
+    """Wait (polling, at most `deadline` s, failing loudly) until the record leaves doubt;
+    assert the pod's own settler recorded the refund ACKED, the log conforming."""
+    end = time.monotonic() + deadline
+    while not case.log.records()[0].settled:
+        assert time.monotonic() < end, "the settler never settled the record in doubt"
+        time.sleep(0.01)
+    (rec,) = case.log.records()
+    assert (rec.state, rec.owner, rec.result) == ("ACKED", "pod-a", {"id": "e1"})
+    assert len(case.bank.ledger) == 1  # one refund: the call's apply (its replay found it)
+    assert [p for p, _, _ in case.bank.requests] == ["apply", "replay"]  # the settler read
+    assert conforms(case.log, case.bank, case.tmp)
+    acked = [e for e in case.log.events() if e.get("to") == "ACKED"]
+    assert [e["writer"] for e in acked] == ["pod-a"]  # the live pod, not a recover

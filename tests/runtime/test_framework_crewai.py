@@ -3,8 +3,9 @@
 import) and prints each one's outcome, a traceback for a failed one. The cases: `fw_cases`'
 three (a lost ack plus a model retry under a new call id is one refund; InDoubt and GaveUp
 reach the model as the truth) for a function tool, an ``async def`` under ``akickoff``, a
-BaseTool subclass, and its ``arun``; CrewAI alone refunding twice; recovery through the
-wrapper's registration."""
+BaseTool subclass, and its ``arun``; CrewAI alone refunding twice; the live pod's settler
+settling, through the wrapper's registration with its log, a dead pod's record and a lost
+ack, nobody calling recover."""
 
 import json
 import subprocess
@@ -19,6 +20,7 @@ NAMES = (
     [f"{k}-{f}" for f in FORMS for k in CASES]
     + ["unguarded"]
     + [f"recovery-{f}" for f in ("function", "async", "subclass")]
+    + [f"settler-{f}" for f in ("function", "async", "subclass")]
 )
 SCRIPT = ROOT / "tests" / "runtime" / "crewai_script.py"
 

@@ -419,26 +419,27 @@ def _temporal_activity(case, form):
     [_openai_tool, _langchain_tool, _temporal_activity],
     ids=["openai-agents", "langchain", "temporal"],
 )
-def test_a_wrapped_tool_is_registered_and_recovery_runs_it_once(wrap, form, tmp_path):
+def test_a_wrapped_tool_is_registered_and_its_logs_settler_runs_it_once(wrap, form, tmp_path):
     """A record a dead writer left RECORDED (its process died before sending) is settled by
-    `recover_settle` through the wrapper's registration: the refund applied once, ACKED."""
+    the settler of the wrapped tool's log, through the wrapper's registration with that log,
+    with nobody calling recover: the refund applied once, ACKED."""
     pytest.importorskip("agents", reason="the 'frameworks' extra is not installed")
     pytest.importorskip("langchain_core", reason="the 'frameworks' extra is not installed")
     pytest.importorskip("temporalio", reason="the 'frameworks' extra is not installed")
     from toolcommit.runtime import IntentLog
-    from toolcommit.runtime.shims import recover_settle
 
-    case = Case("lost_ack", tmp_path, writer="pod-a")
-    wrap(case, form)
+    case = Case("lost_ack", tmp_path, writer="pod-a", settle_every=0.05)
     dying = IntentLog.sqlite(
         str(tmp_path / "lost_ack.db"), writer="pod-b", lease=0.05, provider="stripe"
     )
     dying.propose("call_A", "refund", ARGS, "s", principal="user:1")  # then pod-b died
-    later = IntentLog.sqlite(str(tmp_path / "lost_ack.db"), writer="sweeper", provider="stripe")
+    wrap(case, form)  # the live pod wraps its tool: its log's settler starts
     deadline = time.monotonic() + 30
-    while later.lease_left(later.records()[0].key) > 0:  # pod-b's lease runs out
-        assert time.monotonic() < deadline, "pod-b's lease of 0.05 s never ran out"
+    while not case.log.records()[0].settled:  # pod-b's lease runs out, then the settler
+        assert time.monotonic() < deadline, "the settler never settled pod-b's record"
         time.sleep(0.01)
-    assert list(recover_settle(later).values()) == ["ACKED"]
-    (rec,) = later.records()
-    assert rec.result == {"id": "e1"} and len(case.bank.ledger) == 1
+    (rec,) = case.log.records()
+    assert (rec.state, rec.owner, rec.result) == ("ACKED", "pod-a", {"id": "e1"})
+    assert len(case.bank.ledger) == 1
+    assert [e["to"] for e in case.log.events() if e.get("type") == "transition"][-1] == "ACKED"
+    case.log.close()

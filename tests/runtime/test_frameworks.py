@@ -212,7 +212,9 @@ def test_pydantic_ai_tool_checks_status_when_wrapped_and_registers_for_recovery(
 
     bank = Bank()
     key = _crashed_mid_refund(tmp_path, 20)
-    log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="agent", provider="stripe")
+    # the settler off: recovery by hand through the registration (the settler's own test:
+    # test_settler_everywhere)
+    log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="agent", provider="stripe", settler=False)
 
     def refund(amount: float) -> dict:
         """Refund the order."""
@@ -255,7 +257,7 @@ def test_langgraph_tool_node_checks_status_when_built_and_registers_for_recovery
 
     bank = Bank()
     key = _crashed_mid_refund(tmp_path, 20)
-    log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="graph", provider="stripe")
+    log = IntentLog.sqlite(str(tmp_path / "i.db"), writer="graph", provider="stripe", settler=False)
 
     @lc_tool
     def refund(amount: float) -> str:

@@ -294,8 +294,8 @@ def test_a_call_left_in_doubt_says_settler_and_the_recovery_pass_settles_it(tmp_
     got = recover_settle(log)
     assert list(got.values()) == ["ACKED"]
     (pass_span,) = [s for s in tel.spans("recover") if s.attributes["toolcommit.trigger"] == "pass"]
-    (settle,) = tel.spans("settle")
-    assert settle.parent.span_id == pass_span.context.span_id
+    # the pass's own settle span (a settler another test left running traces its own)
+    (settle,) = [s for s in tel.spans("settle") if s.parent.span_id == pass_span.context.span_id]
     assert (
         pass_span.attributes["toolcommit.settled"],
         pass_span.attributes["toolcommit.left"],

@@ -3,14 +3,18 @@ as a new pod under a new writer name, settles the record with no recovery code o
 by the agent's retry of the call (which waits out the dead writer's lease), or by
 `toolcommit recover`. The provider is a file ledger shared by the processes."""
 
+import importlib.util
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
+
+import pytest
 
 from toolcommit.checker.cli import main
-from toolcommit.runtime import IntentLog
+from toolcommit.runtime import EffectError, IntentLog, current_ticket, effectful, tell
 
 from .test_recovery_ends import TOOLS  # the refund tool over a file ledger
 
@@ -110,3 +114,95 @@ def test_recover_refuses_bad_input_in_one_line(tmp_path, capsys):
     assert other.read_bytes() == before
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and "no such file" in err[0] and "neither a shipped design" in err[2]
+
+
+# ----- a restart never races its own settler (issue 39) ---------------------------------------
+def _tools(tmp_path, monkeypatch, writer, name="refund_tools_here", eager=False):
+    """The refund tools module loaded in this process (its own copy: its own log), as a
+    restarted pod under `writer` imports it; the model's retry waits at most 10 s. `eager`:
+    the module opens its log as it is imported (``@effectful(log(), ...)``), so its
+    settler starts then, before any call."""
+    for k, v in _env(tmp_path, writer).items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("DIE_AFTER_APPLY", raising=False)
+    path = tmp_path / f"{name}.py"
+    code = (tmp_path / "refund_tools.py").read_text()
+    path.write_text(code.replace("@effectful(log,", "@effectful(log(),") if eager else code)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_retry_while_the_restarted_pods_settler_replays_waits_for_its_outcome(
+    tmp_path, monkeypatch
+):
+    """The pod is SIGKILLed after the provider applied the refund; it restarts under its
+    name (the record taken over, UNKNOWN) and its settler replays the refund. The model's
+    retry arrives while that replay is in flight (events hold it there): it waits for the
+    settler's outcome and gets the refund, never InDoubt ("... 900 s")."""
+    _killed_pod(tmp_path)
+    tools = _tools(tmp_path, monkeypatch, "pod-a")
+    log = IntentLog.sqlite(
+        str(tmp_path / "i.db"), "pod-a", provider="stripe", wait=10, settle_every=0.05
+    )
+    assert log.crashed and [r.state for r in log.taken_over] == ["UNKNOWN"]
+    in_flight, release, proposed = threading.Event(), threading.Event(), threading.Event()
+    log.sinks.append(lambda line: line.get("decision") == "duplicate" and proposed.set())
+
+    @effectful(
+        log,
+        tool="refund",
+        scope=lambda charge, amount: "charge:%s:request:1" % charge,
+        status=tools.status,
+        principal="user:1",
+    )
+    def refund(charge, amount):  # the settler's replay, held in flight until released
+        t = current_ticket()
+        in_flight.set()
+        assert release.wait(30), "the test never released the replay"
+        return tools.apply(t, {"charge": charge, "amount": amount})
+
+    assert in_flight.wait(30), "the settler never replayed the record it took over"
+    got: dict = {}
+
+    def retry():
+        try:
+            got["told"] = refund("ch_1", 20.0, call_id="t2")
+        except EffectError as e:
+            got["told"] = tell(e)
+
+    t = threading.Thread(target=retry)
+    t.start()
+    assert proposed.wait(30), "the retry never reached the log"
+    release.set()  # the replay lands while the retry is in the log
+    t.join(30)
+    assert not t.is_alive()
+    assert got["told"] == {"id": "re_1"}, got  # the settler's outcome, not InDoubt
+    assert len(_effects(tmp_path)) == 1
+    assert [(r.state, r.result) for r in log.records()] == [("ACKED", {"id": "re_1"})]
+    log.close()
+
+
+@pytest.mark.slow
+def test_twenty_restarts_after_a_sigkill_no_retry_is_told_in_doubt(tmp_path, monkeypatch):
+    """20 times: a pod SIGKILLed after the provider applied its refund restarts under its
+    name and imports its tools (the log opened at import: the record taken over, and the
+    settler started, replaying it at once), and the model's retry arrives as the settler
+    settles: every retry gets the refund, none InDoubt; one refund each time."""
+    told = []
+    for i in range(20):
+        where = tmp_path / f"run{i}"
+        where.mkdir()
+        _killed_pod(where)
+        tools = _tools(where, monkeypatch, "pod-a", name=f"refund_tools_{i}", eager=True)
+        try:
+            told.append(tools.refund("ch_1", 20.0, call_id="t2"))
+        except EffectError as e:
+            told.append(tell(e))
+        finally:
+            tools.log().close()
+        assert len(_effects(where)) == 1
+    in_doubt = [t for t in told if isinstance(t, dict) and t.get("toolcommit")]
+    assert (len(told), len(in_doubt)) == (20, 0), f"{len(in_doubt)} of 20 told {in_doubt[0]}"
+    assert told == [{"id": "re_1"}] * 20
