@@ -440,3 +440,33 @@ def test_on_postgresql_a_log_without_its_design_is_refused_and_its_account_kept(
     with pytest.raises(IntentLogError, match="acts on provider account mail_a"):
         register("mail", lambda args: None, None, log=log, account="mail_b")
     log.close()
+
+
+def test_two_logs_framework_wrapped_tools_of_one_name_each_replay_their_own(tmp_path):
+    """The framework wrappers register with their log too (before: with none, so every log's
+    fallback): a Temporal activity named alike on two logs replays each log's record
+    through its own function."""
+    pytest.importorskip("temporalio")
+    from toolcommit.runtime.frameworks.temporal import temporal_activity
+
+    keys = {n: _in_doubt(tmp_path / f"{n}.db", amount) for n, amount in (("a", 20), ("b", 30))}
+    banks: dict[str, list[str]] = {"a": [], "b": []}
+    logs = {
+        n: IntentLog.sqlite(str(tmp_path / f"{n}.db"), "pod", provider="stripe", settler=False)
+        for n in "ab"
+    }
+
+    def refund_into(bank: list[str]):
+        def refund(amount):
+            bank.append(current_ticket().key)
+            return {"id": f"re_{len(bank)}"}
+
+        return refund
+
+    for n in "ab":
+        temporal_activity(logs[n], refund_into(banks[n]), name=REFUND, status=lambda t: None, **WHO)
+    assert recover_settle(logs["a"]) == {keys["a"]: "ACKED"}
+    assert recover_settle(logs["b"]) == {keys["b"]: "ACKED"}
+    assert banks == {"a": [keys["a"]], "b": [keys["b"]]}
+    for log in logs.values():
+        log.close()
