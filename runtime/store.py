@@ -486,11 +486,18 @@ def file_skew(path: str, clock: Callable[[], float] = time.time) -> float:
     """Seconds `clock` runs ahead of the file system's clock (negative: behind): the
     modification time the kernel stamps on `path` when touched (``utime`` with no time:
     set by the kernel, never by the process), against `clock` read around it. On one
-    machine every process's file stamps come from that one clock."""
+    machine every process's file stamps come from that one clock. The stamp is compared
+    with the interval `clock` read around the touch, never its midpoint: a process
+    descheduled there (a loaded machine) is not taken for one whose clock is off."""
     before = clock()
     os.utime(path)
     stamped = os.stat(path).st_mtime
-    return (before + clock()) / 2 - stamped
+    after = clock()
+    if stamped < before:
+        return before - stamped
+    if stamped > after:
+        return after - stamped
+    return 0.0
 
 
 def _columns(db: sqlite3.Connection) -> dict[str, set[str]]:
