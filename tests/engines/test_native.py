@@ -26,6 +26,9 @@ from toolcommit.model.semantics import build
 from toolcommit.model.system import VarDecl
 
 BIG = {("naive", "default"), ("seed", "default")}  # 1.4M and 0.5M states: slow in Python
+#: the states of a BIG instance the Python oracle explores with -m slow (a prefix of the
+#: search: the same states, parents and level ends); the whole search with -m deep
+BIG_PREFIX = 200_000
 W4 = {"workers": 4, "crashes": 3, "max_fence": 5, "delays": 3, "ack_losses": 3, "lease_expiries": 3}
 
 W3 = {"workers": 3, "max_fence": 4, "crashes": 2}  # naive default: 131-bit states
@@ -52,8 +55,14 @@ def assert_native_agrees(c, runs=RUNS, **kw):
 
 
 def _param(p, name, *rest):
-    marks = [pytest.mark.slow] if (p, name) in BIG else []
+    marks = [pytest.mark.deep] if (p, name) in BIG else []
     return pytest.param(p, name, *rest, marks=marks, id="-".join(map(str, (p, name, *rest))))
+
+
+def _big():
+    for p, name in sorted(BIG):
+        for wipe in (False, True):
+            yield pytest.param(p, name, wipe, id=f"{p}-{name}-{wipe}")
 
 
 def _shipped():
@@ -89,6 +98,17 @@ def test_native_and_python_engines_explore_every_shipped_instance_identically(p,
     """On one thread and on several: the parallel search numbers states as the sequential."""
     c = compile_system(build(preset(p), instance(name), wipe=wipe))
     assert_native_agrees(c, RUNS if (p, name) not in BIG else RUNS[:2])
+
+
+@pytest.mark.slow
+@needs_cc
+@pytest.mark.parametrize("p,name,wipe", list(_big()))
+def test_native_and_python_engines_explore_a_big_instances_first_states_identically(p, name, wipe):
+    """The two biggest shipped instances, up to `BIG_PREFIX` states (their whole search,
+    minutes in Python, with -m deep): the same prefix on one thread and on two."""
+    c = compile_system(build(preset(p), instance(name), wipe=wipe))
+    py = assert_native_agrees(c, RUNS[:2], max_states=BIG_PREFIX)
+    assert py.state_count >= BIG_PREFIX and not py.complete  # the limit ends a parent
 
 
 @needs_cc

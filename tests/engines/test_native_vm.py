@@ -123,7 +123,7 @@ def test_shared_path_finds_the_designs_the_plain_path_finds(monkeypatch):
     assert out["1"] == out["0"] and out["0"][0][0][2]
 
 
-@pytest.mark.slow
+@pytest.mark.deep  # 76 s; the shared path's designs are compared with -m slow
 def test_shared_path_finds_the_strengthenings_the_plain_path_finds(monkeypatch):
     """`design`, where no design holds and the environment is strengthened (its sets of
     promises searched on every core): the same answer, on two instances."""

@@ -123,7 +123,7 @@ def test_bmc_and_bfs_agree_on_generated_knob_combinations(config, name):
     assert_agree(config, instance(name))
 
 
-@pytest.mark.slow
+@pytest.mark.deep  # the 12-example run above is in CI (-m slow)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(config=knob_configs(), name=st.sampled_from(failure_classes()))
 def test_bmc_and_bfs_agree_on_many_generated_knob_combinations(config, name):
