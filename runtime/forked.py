@@ -7,7 +7,8 @@ or break the parent's session, and closing it would release the parent's leases.
 child each open log's store is replaced by `ForkedStore`, whose every transaction raises
 the log's refusal and whose `close` leaves the parent's connection alone; the log's locks,
 which a parent thread may have held at the fork, are made anew. Open a log in the child
-instead (a writer name of its own).
+instead (a writer name of its own). Before a fork every open log's store lock is taken
+(bounded), so no thread is inside the database driver when the process is copied.
 """
 
 from __future__ import annotations
@@ -80,5 +81,30 @@ def _in_child() -> None:
         log.store = ForkedStore(log.store, log._opened_in, log.writer, log._refused_forked)
 
 
+_HELD: list[Any] = []  # the store locks `_before` took, for the fork's two sides to release
+_QUIET = 5.0  # seconds the fork waits for each store's transaction under way
+
+
+def _before() -> None:
+    """Take every open log's store lock (at most `_QUIET` s each), so no thread of this
+    process is inside the store's driver when the fork copies it: a child forked while a
+    settler or heartbeat held SQLite's mutex deadlocked at its first SQLite call, even on a
+    connection of its own."""
+    for log in sorted(list(_LOGS), key=id):
+        lock = getattr(log.store, "_lock", None)
+        if lock is not None and lock.acquire(timeout=_QUIET):
+            _HELD.append(lock)
+
+
+def _release() -> None:
+    while _HELD:
+        _HELD.pop().release()
+
+
+def _child() -> None:
+    _release()
+    _in_child()
+
+
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_in_child)
+    os.register_at_fork(before=_before, after_in_parent=_release, after_in_child=_child)

@@ -508,7 +508,7 @@ def _columns(db: sqlite3.Connection) -> dict[str, set[str]]:
     }
 
 
-def _log_columns() -> dict[str, set[str]]:
+def _schema_columns() -> dict[str, set[str]]:
     """{table: columns} of the log's own schema (`_TABLES`, built in memory)."""
     db = sqlite3.connect(":memory:")
     try:
@@ -518,6 +518,15 @@ def _log_columns() -> dict[str, set[str]]:
         return {k: v for k, v in _columns(db).items() if k.startswith("tc_")}
     finally:
         db.close()
+
+
+#: computed once, at import: a store opened in a forked child never builds it there
+_LOG_COLUMNS = _schema_columns()
+
+
+def _log_columns() -> dict[str, set[str]]:
+    """{table: columns} of the log's own schema (a copy: callers may change it)."""
+    return {k: set(v) for k, v in _LOG_COLUMNS.items()}
 
 
 def _pg_columns(tx: Tx) -> dict[str, set[str]]:

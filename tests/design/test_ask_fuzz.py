@@ -208,7 +208,7 @@ def test_valid_mutants_are_answered_and_rendered(doc):
     counterexample_files(a)
 
 
-@pytest.mark.slow
+@pytest.mark.deep  # the same with FUZZ's examples runs in every run
 @DEEP
 @given(mutated())
 def test_mutated_builtin_question_deeply(doc):

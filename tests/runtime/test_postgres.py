@@ -73,7 +73,7 @@ def test_harness_with_two_orchestrators_on_postgres_is_clean(pg):
     assert c.total("crashes") > 0
 
 
-@pytest.mark.slow
+@pytest.mark.deep  # 5 seeds above in every run
 def test_harness_with_two_orchestrators_on_postgres_is_clean_on_40_seeds(pg):
     c = torture(40, seed=100, store="postgres", dsn=pg.dsn, workers=2, jobs=2, keep_going=True)
     assert c.verdicts()["CONFORMS"] == 40, render(c)

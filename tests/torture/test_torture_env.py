@@ -170,10 +170,12 @@ def test_park_on_absent_is_caught_on_stripe_and_on_email():
         assert main(["torture", "--env", env, "--runtime", "park", "--runs", "80", "-q"]) == 1
 
 
-@pytest.mark.slow
-def test_library_conforms_on_40_stripe_seeds(capsys):
-    assert main(["torture", "--env", "stripe", "--runs", "40", "-q"]) == 0
-    assert "40 of 40: 40 CONFORMS" in capsys.readouterr().out
+@pytest.mark.parametrize(
+    "runs", [pytest.param(12, marks=pytest.mark.slow), pytest.param(40, marks=pytest.mark.deep)]
+)
+def test_library_conforms_on_stripe_seeds(capsys, runs):
+    assert main(["torture", "--env", "stripe", "--runs", str(runs), "-q"]) == 0
+    assert f"{runs} of {runs}: {runs} CONFORMS" in capsys.readouterr().out
 
 
 def test_env_and_its_old_spelling_profile_disagreeing_are_one_line_error(capsys):
