@@ -36,11 +36,12 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 
 from toolcommit.model.errors import ToolcommitError
+from toolcommit.spec import SHIPPED_DESIGNS
 
 if TYPE_CHECKING:
     from toolcommit.model.environment import Wire
 
-SHIPPED = ("ideal", "stripe", "email", "fenced-store")
+SHIPPED = SHIPPED_DESIGNS  # the profile names `load` reads from spec/designs/
 
 # the options the library implements, per knob (a knob absent here: any option)
 IMPLEMENTS = {

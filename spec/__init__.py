@@ -106,6 +106,10 @@ class Protocol:
         return self.actions.get(action, {}).get("sentence", "")
 
 
+#: the shipped designs, ``spec/designs/NAME.json``, in the order messages list them
+SHIPPED_DESIGNS = ("ideal", "stripe", "email", "fenced-store")
+
+
 def _read(name: str) -> dict:
     return json.loads(resources.files(__package__).joinpath(name).read_text("utf-8"))
 

@@ -8,10 +8,14 @@ table (which of its actions and fault paths the logs took). FILE is a design fil
 
 from __future__ import annotations
 
-from toolcommit.checker.logs import refinement
-from toolcommit.checker.logs.claim import Claim
+from typing import TYPE_CHECKING
+
 from toolcommit.model.errors import UsageError
-from toolcommit.runtime import design as D
+from toolcommit.spec import SHIPPED_DESIGNS
+
+if TYPE_CHECKING:  # imported where a design is checked: a plain log's check needs neither
+    from toolcommit.checker.logs.claim import Claim
+    from toolcommit.runtime import design as D
 
 
 def add_arguments(p) -> None:
@@ -20,7 +24,7 @@ def add_arguments(p) -> None:
         metavar="FILE",
         help="also check that every logged step is one this design allows, knob by "
         f"knob, and show which of its paths the logs took (a design file, or one of "
-        f"{', '.join(D.SHIPPED)}); a departure is a DESIGN finding",
+        f"{', '.join(SHIPPED_DESIGNS)}); a departure is a DESIGN finding",
     )
 
 
@@ -36,6 +40,8 @@ def claim(args) -> Claim:
             "--design reads the log twice (the generic check, then the design's): "
             "give the log as a file, not stdin ('-')"
         )
+    from toolcommit.runtime import design as D
+
     try:
         return claim_of(D.read(args.design))
     except D.DesignError as e:
@@ -44,6 +50,8 @@ def claim(args) -> Claim:
 
 def claim_of(d: D.Design) -> Claim:
     """What `refine` judges a log against, of a read design."""
+    from toolcommit.checker.logs.claim import Claim
+
     return Claim(
         d.source,
         d.environment,
@@ -57,5 +65,7 @@ def claim_of(d: D.Design) -> Claim:
 
 def apply(report, args, the_claim: Claim, max_line_bytes: int):
     """`report` with the design's findings (only those on `args.key`, if given)."""
+    from toolcommit.checker.logs import refinement
+
     dc = refinement.check(args.logs, the_claim, max_line_bytes, keep=frozenset(args.key))
     return refinement.with_design(report, dc.focus(args.key) if args.key else dc)

@@ -11,8 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from toolcommit.checker.logs.adapters import READERS, check_trace
-from toolcommit.checker.logs.adapters.rules import Rules
+from toolcommit.checker.logs.adapters.capability import sources
 from toolcommit.checker.logs.read import check_paths
 from toolcommit.checker.output import refuse_inputs, write_atomic
 from toolcommit.checker.render.findings import RENDERERS
@@ -26,7 +25,7 @@ def add_arguments(p) -> None:
     g.add_argument(
         "--from",
         dest="source",
-        choices=sorted(READERS),
+        choices=sources(),
         metavar="SOURCE",
         help="read LOG... as traces: otel (OTLP JSON or the SDK's console JSON: "
         "GenAI execute_tool spans), langgraph (astream_events v2, one file per "
@@ -200,7 +199,7 @@ def refuse_without_source(args) -> None:
             flag = "log" if opt == "intent_logs" else opt.replace("_", "-")
             raise UsageError(
                 f"--{flag} needs --from SOURCE (the LOG files "
-                f"are then traces; sources: {', '.join(sorted(READERS))})"
+                f"are then traces; sources: {', '.join(sources())})"
             )
 
 
@@ -224,6 +223,9 @@ def run(args) -> int:
         refuse_inputs(Path(args.emit), inputs, args.emit)
     if args.max_line_bytes is not None:
         check_paths(inputs, args.max_line_bytes)
+    from toolcommit.checker.logs.adapters.rules import Rules
+    from toolcommit.checker.logs.adapters.trace import check_trace
+
     rules = Rules(args.scope, _effectful(args.effectful), args.idempotency_key)
     tr = check_trace(
         args.source,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from toolcommit.checker.logs.adapters import check_trace
 from toolcommit.checker.logs.adapters.rules import Rules
+from toolcommit.checker.logs.adapters.trace import check_trace
 
 from .traces import T, verdict_of
 

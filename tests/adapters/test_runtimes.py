@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from toolcommit.checker.logs.adapters import check_trace
 from toolcommit.checker.logs.adapters.rules import Rules
+from toolcommit.checker.logs.adapters.trace import check_trace
 
 from .traces import T, run, verdict_of
 
@@ -556,7 +556,8 @@ def test_a_trace_read_as_an_intent_log_names_the_source_to_read_it_with(name, so
 
 
 def test_every_source_documents_its_default_scope_and_view():
-    from toolcommit.checker.logs.adapters import READERS, capability
+    from toolcommit.checker.logs.adapters import capability
+    from toolcommit.checker.logs.adapters.trace import READERS
 
     t = capability.table()
     assert sorted(t["sources"]) == sorted(READERS)

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from toolcommit.checker.logs.adapters import capability, check_trace
+from toolcommit.checker.logs.adapters import capability
 from toolcommit.checker.logs.adapters.rules import Rules
+from toolcommit.checker.logs.adapters.trace import check_trace
 
 from .traces import CASES, T, run, verdict_of
 

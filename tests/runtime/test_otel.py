@@ -390,8 +390,8 @@ def test_a_guarded_runs_spans_validate_and_a_doubled_effect_is_caught(
     """The guard's spans alone, or inside a framework's own execute_tool span (folded: one
     call each), judged by the guard's lines; a ledger with the effect applied twice
     violates I1."""
-    from toolcommit.checker.logs.adapters import check_trace
     from toolcommit.checker.logs.adapters.rules import Rules
+    from toolcommit.checker.logs.adapters.trace import check_trace
 
     bank = Bank(lose_first_ack=True)
     log = _log(tmp_path, "stripe", settler=False)
