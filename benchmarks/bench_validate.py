@@ -16,6 +16,9 @@ then measures, each mode in a fresh subprocess so peak memory is its own:
   the line index (the writer stage once, shards decoding only their own lines);
 - validate-N-old: the same without the line index (each shard decodes every line and
   holds every writer: the sharding before it);
+- parse-command, validate-command: the whole command in a process of its own, interpreter
+  start and imports included: ``python -c`` of the bare parse against ``python -m
+  toolcommit.checker.cli validate --jobs 1`` (what a user waits for; the import cost shows here);
 - dask-N: `validate --engine dask --jobs N` on a loopback LocalCluster started before the
   clock starts (its start time is printed apart), if the extra is installed.
 
@@ -56,6 +59,16 @@ MODES = (
     "validate-N",
     "validate-N-old",
     "dask-N",
+    "parse-command",
+    "validate-command",
+)
+# the bare parse as a command of its own (the baseline of validate-command)
+PARSE_COMMAND = (
+    "import sys, msgspec\n"
+    "decode = msgspec.json.Decoder().decode\n"
+    "with open(sys.argv[1], 'rb') as f:\n"
+    "    for line in f:\n"
+    "        decode(line)\n"
 )
 
 
@@ -221,6 +234,17 @@ def run_mode(mode: str, path: str, jobs: int) -> dict:
 
         t = time.perf_counter()
         n = _lines(path, decode)
+    elif mode in ("parse-command", "validate-command"):
+        if mode == "parse-command":
+            argv = [sys.executable, "-c", PARSE_COMMAND, path]
+        else:
+            argv = [sys.executable, "-m", "toolcommit.checker.cli", "validate", "--jobs", "1", path]
+        with open(path, "rb") as f:
+            n = sum(1 for _ in f)  # counted before the clock starts
+        t = time.perf_counter()
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        if mode == "validate-command":
+            verdict = done.stdout.decode().split(maxsplit=1)[0] if done.stdout else "?"
     elif mode == "read":
         from toolcommit.checker.logs.read import read_lines
 
@@ -356,6 +380,13 @@ def main() -> None:
             f"{format(r['shards_mib'], '10.0f') if r['shards_mib'] else '':>10} "
             f"{format(r['shard_cpu'], '11.2f') if r['shard_cpu'] else '':>11} {r['verdict']}"
             + (f"  (cluster start {r['start']:.1f} s, not counted)" if r["start"] else "")
+        )
+    if "parse-command" in results and "validate-command" in results:
+        ratio = results["parse-command"]["seconds"] / results["validate-command"]["seconds"]
+        print(
+            f"validate-command takes {results['validate-command']['seconds']:.2f} s against "
+            f"{results['parse-command']['seconds']:.2f} s for the bare parse as a command: "
+            f"{ratio:.2f} of its speed (goal: at least 0.6)"
         )
     if "parse" in results:
         base = results["parse"]["lines"] / results["parse"]["seconds"]
