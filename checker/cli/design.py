@@ -14,6 +14,7 @@ from toolcommit.checker.cli import flags
 from toolcommit.checker.cli.check import add_env_option
 from toolcommit.checker.cli.terminal import Progress, width
 from toolcommit.checker.design.file import document_text
+from toolcommit.checker.design.summary import summarize
 from toolcommit.checker.design.synthesis import DEFAULT_PROPS, synthesize
 from toolcommit.checker.engines.base import Limits
 from toolcommit.checker.engines.verdict import Status
@@ -126,13 +127,14 @@ def run(args) -> int:
             f"toolcommit design: nothing written to {args.output}: no design was confirmed",
             file=sys.stderr,
         )
+    sm = summarize(s)  # decided here; the renderers format it
     if args.format == "text":
-        out = render_text(s, args.explain, width())
+        out = render_text(sm, args.explain, width())
     else:
-        out = render_json(s)
+        out = render_json(sm)
         if args.format == "html":
             from toolcommit.checker.render.html.design import render_design_html
 
-            out = render_design_html(s, out)
+            out = render_design_html(sm, out)
     sys.stdout.write(out)
     return {Status.HOLDS: 0, Status.VIOLATED: 1, Status.UNKNOWN: 3}[s.status]

@@ -1,4 +1,4 @@
-"""Renderers of a `Synthesis` (`toolcommit design`): text and JSON.
+"""Renderers of a design search's `Summary` (`toolcommit design`): text and JSON.
 
 The text opens with the recommendation in one sentence: the guarantee a design keeps in the
 environment (or why none is known), then what it assumes. Then, per guarantee searched,
@@ -6,26 +6,24 @@ strongest first: the minimal designs found, each with every knob's option (depar
 naive marked) and, per departure, the counterexample that appears when it is turned back;
 or, when none holds, the weakest environment promises that make one hold, each promise no
 provider of the kind can make marked as such and never offered as the way out.
+
+They format what `toolcommit.checker.design.summary.summarize` decided: nothing here
+searches, chooses a design or builds a model.
 """
 
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
-from toolcommit.checker.design.advice import advice
-from toolcommit.checker.design.file import assumes, failure_json
-from toolcommit.checker.design.synthesis import (
-    Failure,
-    Level,
-    Minimal,
-    Synthesis,
-    preferred,
-    unsearched,
-)
+from toolcommit.checker.design.file import failure_json
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.render.fit import DEFAULT, fit, sequence, table
 from toolcommit.model.design import departures, knob_names, meaning_of, preset_design
-from toolcommit.model.environment import held_fixed, profile
+
+if TYPE_CHECKING:
+    from toolcommit.checker.design.summary import Summary
+    from toolcommit.checker.design.synthesis import Failure, Level, Minimal
 
 
 def _steps(f: Failure, indent: str, width: int) -> list[str]:
@@ -54,24 +52,21 @@ def _guarantee(lv: Level) -> str:
     return lv.guarantee or "the properties asked for"
 
 
-def recommendation(s: Synthesis) -> str:
+def recommendation(sm: Summary) -> str:
     """The one sentence the report opens with."""
+    s = sm.synthesis
     lv = s.chosen
     if lv is None:
         return f"Recommendation for {s.env}: none (nothing was searched)."
     if lv.status is Status.HOLDS:
-        d = preferred(lv)
-        n = lv.minimal.index(d) + 1
+        n = lv.minimal.index(sm.first(lv)) + 1
         stronger = [x for x in s.levels if x is not lv]
         why = (
             f"; {', '.join(_guarantee(x) for x in stronger)} is out of reach here (below)"
             if stronger
             else ""
         )
-        return (
-            f"Recommendation for {s.env}: {_guarantee(lv)} (design {n} below): "
-            f"{advice(d.design, s.env, s.given)}{why}."
-        )
+        return f"Recommendation for {s.env}: {_guarantee(lv)} (design {n} below): {sm.advice}{why}."
     if lv.status is Status.UNKNOWN:
         return (
             f"Recommendation for {s.env}: UNKNOWN: the search stopped before it could "
@@ -102,7 +97,7 @@ def _promise(n: str, v, inherent: dict) -> str:
     return f"{n}={v}" + (f" [no provider of this kind can promise it: {why}]" if why else "")
 
 
-def _level_lines(s: Synthesis, lv: Level, explain, width: int) -> list[str]:
+def _level_lines(env: str, lv: Level, explain, width: int) -> list[str]:
     head = f"{_guarantee(lv)} ({', '.join(lv.props)})"
     lines = ["", f"{head}: {lv.status.value}", f"  recommended: {failure_text(lv.recommended)}"]
     if lv.minimal:
@@ -127,7 +122,7 @@ def _level_lines(s: Synthesis, lv: Level, explain, width: int) -> list[str]:
         return lines
     offered = [st for st in lv.strengthening if st.offered]
     lines.append(
-        f"  No design holds in {s.env} (recommended and every design one knob away "
+        f"  No design holds in {env} (recommended and every design one knob away "
         "were judged)."
         + (
             f" {lv.open} candidate(s) were left open by the fence bound "
@@ -173,36 +168,35 @@ def _explainer(explain):
     return next_one
 
 
-def render_text(s: Synthesis, explain="all", width: int = DEFAULT) -> str:
+def render_text(sm: Summary, explain="all", width: int = DEFAULT) -> str:
     """The recommendation, then the evidence per guarantee; no line wider than `width`.
     `explain`: which counterexamples are printed step by step ("first", "all" or "none")."""
-    fixed = ", ".join(f"{k}={v}" for k, v in {**held_fixed(s.env), **s.given}.items())
+    s = sm.synthesis
+    fixed = ", ".join(f"{k}={v}" for k, v in sm.holds_fixed.items())
     lines = [
-        recommendation(s),
+        recommendation(sm),
         "",
-        f"toolcommit design: environment {s.env}: {profile(s.env).meaning}",
+        f"toolcommit design: environment {s.env}: {sm.meaning}",
         f"holds fixed: {fixed}",
     ]
-    lv = s.chosen
-    if lv is not None and lv.minimal:
-        a = assumes(s.env, preferred(lv).design, s.instances, s.given)
-        for t in a["timing"]:
+    if sm.assumes is not None:
+        for t in sm.assumes["timing"]:
             lines.append(f"assumes: {t}")
-        for n in a["assumed"]:
+        for n in sm.assumes["assumed"]:
             lines.append(
-                f"assumes {n}={held_fixed(s.env)[n]} without a document saying so "
+                f"assumes {n}={sm.holds_fixed[n]} without a document saying so "
                 "(see: toolcommit spec --envs)"
             )
     lines.append(f"instances: {', '.join(s.instances)}")
     lines += [f"  not judged: {name} ({why})" for name, why in s.skipped]
-    lines += [f"not proposed: {opt} ({why})" for opt, why in unsearched()]
+    lines += [f"not proposed: {opt} ({why})" for opt, why in sm.not_proposed]
     lines.append(
         f"searched: {s.checked} designs judged, {s.pruned} pruned by monotonicity, "
         f"{s.seconds:.1f}s" + ("" if s.complete else f" (stopped: {s.stop_reason})")
     )
     explain = _explainer(explain)
     for level in s.levels:
-        lines += _level_lines(s, level, explain, width)
+        lines += _level_lines(s.env, level, explain, width)
     return fit("\n".join(lines) + "\n", width)
 
 
@@ -243,23 +237,24 @@ def _level_json(lv: Level) -> dict:
     }
 
 
-def render_json(s: Synthesis) -> str:
+def render_json(sm: Summary) -> str:
+    s = sm.synthesis
     lv = s.chosen
     doc = {
         "environment": s.env,
-        "holds_fixed": {**held_fixed(s.env), **s.given},
-        "recommendation": recommendation(s),
+        "holds_fixed": dict(sm.holds_fixed),
+        "recommendation": recommendation(sm),
         "status": s.status.value,
         "guarantee": lv.guarantee if lv is not None and lv.minimal else None,
         "instances": s.instances,
         "not_judged": [dict(zip(("instance", "why"), x)) for x in s.skipped],
-        "not_proposed": [dict(zip(("option", "why"), x)) for x in unsearched()],
+        "not_proposed": [dict(zip(("option", "why"), x)) for x in sm.not_proposed],
         "checked": s.checked,
         "pruned": s.pruned,
         "complete": s.complete,
         "levels": [_level_json(x) for x in s.levels],
     }
-    if lv is not None and lv.minimal:
-        doc["assumes"] = assumes(s.env, preferred(lv).design, s.instances, s.given)
-        doc["preferred"] = lv.minimal.index(preferred(lv)) + 1
+    if sm.assumes is not None:
+        doc["assumes"] = sm.assumes
+        doc["preferred"] = lv.minimal.index(sm.first(lv)) + 1
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"

@@ -5,13 +5,16 @@ promises a stronger guarantee would need, and the JSON report embedded."""
 
 from __future__ import annotations
 
-from toolcommit.checker.design.synthesis import Synthesis, preferred
+from typing import TYPE_CHECKING
+
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.render.design import failure_text, recommendation
 from toolcommit.checker.render.html.page import esc, page, table, verdict
 from toolcommit.checker.render.html.sequence import counterexample_section
 from toolcommit.model.design import knob_names, meaning_of, preset_design
-from toolcommit.model.environment import profile
+
+if TYPE_CHECKING:
+    from toolcommit.checker.design.summary import Summary
 
 
 def _design(m, prefix: str, title: str, open_: bool) -> list[str]:
@@ -60,22 +63,22 @@ def _design(m, prefix: str, title: str, open_: bool) -> list[str]:
     return out
 
 
-def render_design_html(s: Synthesis, data: str) -> str:
+def render_design_html(sm: Summary, data: str) -> str:
     """The page; `data` is the synthesis's JSON report, embedded as it is."""
+    s = sm.synthesis
     body = [
         f"<h1>toolcommit design: {esc(s.env)}</h1>",
-        f'<p class="lead">{esc(recommendation(s))}</p>',
-        f'<p class="meta">{esc(profile(s.env).meaning)}</p>',
+        f'<p class="lead">{esc(recommendation(sm))}</p>',
+        f'<p class="meta">{esc(sm.meaning)}</p>',
         f'<p class="meta">searched: {s.checked} designs judged, {s.pruned} pruned by '
         f"monotonicity, on {esc(', '.join(s.instances))}</p>",
     ]
-    for li, lv in enumerate(s.levels, 1):
+    for li, (lv, first) in enumerate(zip(s.levels, sm.preferred), 1):
         body.append(
             f"<h2>{esc(lv.guarantee or 'the properties asked for')} "
             f"({esc(', '.join(lv.props))}): {verdict(lv.status.value)}</h2>"
         )
         body.append(f"<p>recommended: {esc(failure_text(lv.recommended))}</p>")
-        first = preferred(lv) if lv.minimal else None
         for mi, m in enumerate(lv.minimal, 1):
             body += _design(
                 m,
