@@ -155,6 +155,7 @@ class Cell:
     note: str = ""
     changed: Mapping[str, str] = field(default_factory=dict)  # the row-cell's own settings
     reached: bool = True
+    timing: tuple = ()  # the timing orders its model assumes (each one's relation)
 
     @property
     def stem(self) -> str:

@@ -147,13 +147,15 @@ def run_cell(q: Question, r: Variant, c: Variant, progress: Optional[Callable] =
         note=s["note"],
         changed=s["changed"],
     )
+    built = build(cfg, inst)
+    cell.timing = tuple(t["relation"] for t in built.meta.get("timing", ()))
     if cell.not_modelled:
         return cell
     props = cell.properties
     graph = [p for p in props if p in GRAPH]
     adversaries = [p for p in props if p in ADVERSARIES]
     base = list(INVARIANTS) + graph if adversaries else list(props)
-    system = restrict(build(cfg, inst), q.scenario)
+    system = restrict(built, q.scenario)
     tick = (lambda info: progress(f"{r.name} / {c.name}", info)) if progress else None
     run = _judge(system, base, q.limits, bool(q.scenario), bool(graph), tick)
     verdicts = list(run.verdicts)

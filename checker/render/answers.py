@@ -25,7 +25,6 @@ from toolcommit.checker.render.changes import change_lines
 from toolcommit.checker.render.counterexample import itf_json, render_mermaid, render_text
 from toolcommit.checker.render.fit import DEFAULT, fit, paragraph, sequence, table
 from toolcommit.model import timing
-from toolcommit.model.semantics import build
 from toolcommit.model.values import ENV_FAULTS
 
 
@@ -161,11 +160,7 @@ def _environment_lines(a: Answer) -> list[str]:
     out = [
         f"environment {env}: swept {', '.join(swept) or 'nothing'}; held fixed {', '.join(fixed)}"
     ]
-    orders = list(
-        dict.fromkeys(
-            t["relation"] for c in cells for t in build(c.config, c.instance).meta.get("timing", ())
-        )
-    )
+    orders = list(dict.fromkeys(o for c in cells for o in c.timing))
     return out + [f"assumes {o}" for o in orders]
 
 
