@@ -30,6 +30,7 @@ from typing import Mapping, Optional
 from toolcommit.spec import environments, protocol
 
 from . import timing
+from .design import departures
 from .errors import UsageError
 from .instance import Instance
 from .knobs import Config, parse_settings, preset
@@ -158,6 +159,11 @@ def configure(config: Config, name: str) -> Config:
     return replace(
         config, assumptions={**config.assumptions, **p.assumptions}, env=name, timing=times
     )
+
+
+def config_for(design: Mapping[str, str], env: str) -> Config:
+    """naive plus the design's departures, in `env` (so its label replays)."""
+    return configure(preset("naive"), env).with_knobs({k: design[k] for k in departures(design)})
 
 
 def from_label(label: str) -> Config:

@@ -261,3 +261,23 @@ def to_python(e: Expr, name: Callable[[str], str]) -> str:
     if op == "ite":
         return f"({args[1]} if {args[0]} else {args[2]})"
     return f"({args[0]} {_INFIX[op]} {args[1]})"
+
+
+def is_boolean(e: Expr, flags: set) -> bool:
+    """Whether `e` only ever takes the values 0 and 1 (`flags`: variables of size <= 2).
+
+    >>> x, b = Var("x"), Var("b")
+    >>> is_boolean((x == 1) & b, {"b"}), is_boolean(x + 1, {"b"})
+    (True, False)
+    """
+    if isinstance(e, Const):
+        return e.value in (0, 1)
+    if isinstance(e, Var):
+        return e.name in flags
+    if e.op in ("eq", "ne", "lt", "le", "not"):
+        return True
+    if e.op in ("and", "or"):
+        return all(is_boolean(a, flags) for a in e.args)
+    if e.op == "ite":
+        return is_boolean(e.args[1], flags) and is_boolean(e.args[2], flags)
+    return False

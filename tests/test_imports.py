@@ -1,8 +1,14 @@
 """The import graph of the house: no module imports itself through others (no circle), and
-the layers run one way (cli -> render -> torture/gateway -> design -> verify/logs ->
-engines -> support (C builds, files, cores, signals) -> runtime -> model -> spec): a module imports its own part or a lower layer, never a higher
-one nor a neighbour on its own layer. Imports inside functions count: a lazy import is an
-import; an `if TYPE_CHECKING:` import is not (it never runs)."""
+the layers run one way, as the architecture reads (docs/architecture.md):
+
+    cli -> render -> torture -> design -> verify/logs -> engines -> support (C builds,
+    files, cores, signals) -> gateway -> runtime -> model -> spec
+
+A module imports its own part or a lower layer, never a higher one nor a neighbour on its own
+layer; no module is placed on another part's layer than its folder's (no whitelist). The
+renderers format results: they import no engine run, design search or model builder.
+Imports inside functions count: a lazy import is an import; an `if TYPE_CHECKING:` import is
+not (it never runs)."""
 
 import ast
 from functools import lru_cache
@@ -17,32 +23,41 @@ FOLDERS = {
     "checker": "toolcommit.checker",
     "spec": "toolcommit.spec",
     "runtime": "toolcommit.runtime",
+    "gateway": "toolcommit.gateway",
 }
 
-# part -> layer; a part is a package of checker/ (or a module of its own), model, spec
+# part -> layer; a part is a package of checker/ (or a module of its own), or a folder
 LAYERS = {
-    "spec": 0,
-    "model": 1,
+    "spec": 0,  # the protocol as data
+    "model": 1,  # the formal model: pure values
     "runtime": 2,  # the library teams import: spec and model only
-    "checker.interrupts": 3,
-    "checker.cbuild": 4,
-    "checker.output": 4,
-    "checker.loopback": 4,  # what a loopback server admits (Host, Origin)
-    "checker.machine": 4,  # support: C, files, cores
-    "checker.engines": 5,
-    "checker.verify": 6,
-    "checker.logs": 6,
-    "checker.design": 7,
-    "checker.torture": 8,  # the harness drives the library
-    "checker.gateway": 8,  # an MCP front on the library
-    "checker.render": 9,
-    "checker.cli": 10,  # the command line
-    "checker.entry": 11,  # the installed command: imports the command line, nothing first
-    "checker": 11,  # the package itself
+    "gateway": 3,  # the MCP front on the library: runtime, model and spec only
+    "checker.interrupts": 4,
+    "checker.cbuild": 5,
+    "checker.output": 5,
+    "checker.loopback": 5,  # what a loopback server admits (Host, Origin)
+    "checker.machine": 5,  # support: C, files, cores
+    "checker.engines": 6,  # the model checkers
+    "checker.verify": 7,  # the suites and the manifest of expected results
+    "checker.logs": 7,  # the log checker
+    "checker.design": 8,  # design search and questions
+    "checker.torture": 9,  # the harness drives the library
+    "checker.gateway": 9,  # moving to gateway/ (above)
+    "checker.render": 10,  # formats results
+    "checker.cli": 11,  # the command line
+    "checker.entry": 12,  # the installed command: imports the command line, nothing first
+    "checker": 12,  # the package itself
 }
-# modules that stand on another part's layer than their folder's: the manifest writer runs
-# the suites and reads the shipped designs (design/file.py) to write spec/expected.json
-PLACED = {"toolcommit.checker.verify.manifest": "checker.design"}
+# what a renderer never imports: the engines' runs, the design search, the model builder
+NOT_RENDERING = (
+    "toolcommit.model.semantics",
+    "toolcommit.checker.design.synthesis",
+    "toolcommit.checker.design.run",
+    "toolcommit.checker.engines.portfolio",
+    "toolcommit.checker.engines.explicit",
+    "toolcommit.checker.engines.smt",
+    "toolcommit.checker.engines.simulate",
+)
 
 
 @lru_cache(maxsize=None)
@@ -103,9 +118,7 @@ def graph() -> nx.DiGraph:
 
 def part(module: str) -> str:
     """The part of a module: its package under checker/ (or the module itself), or its
-    folder (or where `PLACED` puts it)."""
-    if module in PLACED:
-        return PLACED[module]
+    folder."""
     bits = module.split(".")[1:]
     if bits[0] == "checker" and len(bits) > 1:
         return ".".join(bits[:2])
@@ -136,3 +149,11 @@ def test_every_module_imports_its_own_part_or_a_lower_layer(module):
     assert upward == [], f"{module} ({mine}, layer {LAYERS[mine]}) imports " + ", ".join(
         f"{m} ({part(m)}, layer {LAYERS[part(m)]})" for m in upward
     )
+
+
+@pytest.mark.parametrize(
+    "module", sorted(m for m in modules() if m.startswith("toolcommit.checker.render"))
+)
+def test_a_renderer_imports_no_engine_run_design_search_or_model_builder(module):
+    found = [m for m in graph().successors(module) if m.startswith(NOT_RENDERING)]
+    assert found == [], f"{module} computes what it should be given: imports {found}"

@@ -16,11 +16,10 @@ from __future__ import annotations
 import json
 from typing import Mapping
 
-from toolcommit.model.design import DESIGN_TIMING, departures, meaning_of, preset_design
+from toolcommit.model.design import DESIGN_TIMING, meaning_of, preset_design
 from toolcommit.model.design_file import KIND, VERSION
-from toolcommit.model.environment import configure, held_fixed, instance_in, profile
+from toolcommit.model.environment import config_for, held_fixed, instance_in, profile
 from toolcommit.model.instance import instance
-from toolcommit.model.knobs import Config, preset
 from toolcommit.model.semantics import build
 from toolcommit.spec import protocol
 
@@ -55,11 +54,6 @@ def assumes(env: str, design: Mapping[str, str], instances, given: Mapping = Non
         "assumed": [a for a in profile(env).assumed() if a not in (given or {})],
         "timing": orders,
     }
-
-
-def config_for(design: Mapping[str, str], env: str) -> Config:
-    """naive plus the design's departures, in `env` (so its label replays)."""
-    return configure(preset("naive"), env).with_knobs({k: design[k] for k in departures(design)})
 
 
 def document(s: Synthesis, level: Level, m: Minimal) -> dict:

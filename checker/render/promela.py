@@ -32,8 +32,7 @@ from __future__ import annotations
 
 import re
 
-from toolcommit.checker.engines.explicit.native_c import is_boolean
-from toolcommit.model.expr import Const, Expr, Var, variables
+from toolcommit.model.expr import Const, Expr, Var, is_boolean, variables
 from toolcommit.model.system import System
 
 _OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "add": "+", "sub": "-"}

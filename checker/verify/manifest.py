@@ -3,11 +3,10 @@
 For every preset and every instance of the default suite: the distinct-state count, the
 depth, and each property's verdict (with the shortest counterexample's length). Tests
 recompute it and compare; a model change that moves a count must move this file in the
-same commit. Regenerate with `python -m toolcommit.checker.verify.manifest --write`;
-with `--designs` too, every shipped design (spec/designs/ENV.json, which the profiles'
-entries judge) is first searched for again and rewritten, as `toolcommit design --env ENV
--o spec/designs/ENV.json` would (the email search takes minutes): one command after a
-change to the model, the knobs or the synthesis.
+same commit. Regenerate with `python -m toolcommit.checker.verify.manifest --write`; to
+search every shipped design (spec/designs/ENV.json, which the profiles' entries judge) again
+first, `python -m toolcommit.checker.design.regenerate` (it runs the design search, a layer
+above this one, then writes this manifest).
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from importlib import resources
 from toolcommit.checker.engines.verdict import Status
 from toolcommit.checker.output import write_atomic
 from toolcommit.checker.verify.suite import SuiteResult, resolve_instances, run_suite
-from toolcommit.model.environment import configure, names
+from toolcommit.model.environment import config_for, configure, names
 from toolcommit.model.knobs import PRESETS, preset
 
 MANIFEST = "expected.json"
@@ -67,7 +66,6 @@ ABOUT = (
 
 def profile_configs(env: str) -> list[tuple]:
     """(label, config, instances) recorded for environment `env`."""
-    from toolcommit.checker.design.file import config_for
     from toolcommit.checker.verify.suite import design_names, suite_names
     from toolcommit.model.design_file import design_of
 
@@ -95,26 +93,6 @@ def profile_entries() -> dict:
     return out
 
 
-def regenerate_designs(say=print) -> None:
-    """Search every shipped design's environment again and rewrite its file (spec/designs/);
-    a search that confirms no design leaves its file as it was and says so."""
-    from toolcommit.checker.design.file import document_text
-    from toolcommit.checker.design.synthesis import synthesize
-    from toolcommit.checker.verify.suite import design_names
-
-    folder = resources.files("toolcommit.spec").joinpath("designs")
-    for f in sorted(
-        (f for f in folder.iterdir() if f.name.endswith(".json")), key=lambda f: f.name
-    ):
-        env = f.name[: -len(".json")]
-        s = synthesize(env, design_names())
-        if s.status is not Status.HOLDS:
-            say(f"{f}: no design confirmed in {env} ({s.status.value}); left as it was")
-            continue
-        write_atomic(str(f), document_text(s))
-        say(f"wrote {f} ({s.seconds:.0f}s)")
-
-
 def stored() -> dict:
     return json.loads(resources.files("toolcommit.spec").joinpath(MANIFEST).read_text("utf-8"))
 
@@ -125,11 +103,13 @@ def dumps(doc: dict) -> str:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if "--designs" in argv:
-        if "--write" not in argv:
-            print("--designs rewrites spec/designs/ and needs --write", file=sys.stderr)
-            return 2
-        regenerate_designs()
+    if "--designs" in argv:  # the design search sits above this module
+        print(
+            "--designs: search the shipped designs again, then write this manifest, with "
+            "python -m toolcommit.checker.design.regenerate",
+            file=sys.stderr,
+        )
+        return 2
     doc = compute()
     if "--write" in argv:
         path = resources.files("toolcommit.spec").joinpath(MANIFEST)

@@ -23,7 +23,14 @@ from importlib import resources
 from typing import Callable, Optional
 
 from toolcommit.checker.engines.explicit.codegen import Compiled, _Gen, commuting
-from toolcommit.model.expr import Const, Expr, Op, Var, variables  # noqa: F401 (Op: doctests)
+from toolcommit.model.expr import (  # noqa: F401 (Op: doctests)
+    Const,
+    Expr,
+    Op,
+    Var,
+    is_boolean,
+    variables,
+)
 
 MAX_FIELD_BITS = 62  # a variable's values are computed in int64 arithmetic
 MAX_PROPS = 64  # invariants and witnesses each: one 64-bit mask
@@ -75,26 +82,6 @@ def orbit_size(symmetries) -> int:
     for sym in symmetries:
         size *= math.factorial(len(sym.slots))
     return size
-
-
-def is_boolean(e: Expr, flags: set) -> bool:
-    """Whether `e` only ever takes the values 0 and 1 (`flags`: variables of size <= 2).
-
-    >>> x, b = Var("x"), Var("b")
-    >>> is_boolean((x == 1) & b, {"b"}), is_boolean(x + 1, {"b"})
-    (True, False)
-    """
-    if isinstance(e, Const):
-        return e.value in (0, 1)
-    if isinstance(e, Var):
-        return e.name in flags
-    if e.op in ("eq", "ne", "lt", "le", "not"):
-        return True
-    if e.op in ("and", "or"):
-        return all(is_boolean(a, flags) for a in e.args)
-    if e.op == "ite":
-        return is_boolean(e.args[1], flags) and is_boolean(e.args[2], flags)
-    return False
 
 
 def to_c(e: Expr, name: Callable[[str], str], flags: set, truth: bool = False) -> str:
