@@ -52,6 +52,7 @@ from toolcommit.checker.logs.store import (
     F_TRANSITIONS,
     IN_DOUBT,
     INITIAL,
+    NEXT,
     RECONCILING,
     RECORDED,
     STATES,
@@ -80,10 +81,40 @@ def chain_steps(k: Key) -> list:
 
 
 def transition(st: Store, ev, w: Writer, loc: int) -> None:
-    """Every transition the driver's fast path did not take (see the module docstring)."""
+    """A transition line (see the module docstring). The common case first, where nothing
+    is left to judge: an open key (not packed), the chain's tip left along a spec edge with
+    nothing buffered, the fence not going backwards; the chain is extended at once and the
+    key closed if it reached a terminal state (no edge leaves one, so a closed key never
+    takes this path). The native lane (lane.c, `transition`) runs this same case in C and
+    hands every other one to this function: change both."""
     name = ev.key
-    k = st.key(name)
     frm, to = CODE[ev.from_], CODE[ev.to]
+    k = st.keys.get(name)
+    if type(k) is Key and frm == k.tip and not k.pending and (NEXT[frm] >> to) & 1:
+        fence = ev.fence
+        if fence is None or k.max_fence is None or fence >= k.max_fence:
+            if fence is not None:
+                k.max_fence = fence
+            k.flags |= F_RECORD | F_TRANSITIONS
+            chain = k.chain
+            if len(chain) < MAX_CHAIN:
+                chain.append((w.name, ev.seq, frm, to, fence, loc))
+            k.tip = to
+            k.visited |= 1 << to
+            k.last_loc = loc
+            k.last_writer = w.name
+            if to == DISPATCHED:
+                k.dispatches += 1
+                if not k.dispatch_loc:
+                    k.dispatch_loc = loc
+            elif frm == RECORDED and to == CANCELLED:
+                k.flags |= F_CANCELLED
+            elif frm == RECONCILING and to == DEAD_LETTER:
+                k.flags |= F_SEALED
+            if to in TERMINAL:
+                close(st, name, k)
+            return
+    k = st.key(name)
     t = (w.name, ev.seq, frm, to, ev.fence, loc)
     note_edge(k, frm, to, t[4], loc)
     k.flags |= F_RECORD | F_TRANSITIONS | F_JUDGE

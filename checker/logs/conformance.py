@@ -63,19 +63,6 @@ from toolcommit.checker.logs.intents import EventError
 from toolcommit.checker.logs.report import LogVerdict, Report, verdict_of, with_findings
 from toolcommit.checker.logs.stages import STAGE
 from toolcommit.checker.logs.store import (
-    CANCELLED,
-    CODE,
-    DEAD_LETTER,
-    DISPATCHED,
-    F_CANCELLED,
-    F_RECORD,
-    F_SEALED,
-    F_TRANSITIONS,
-    NEXT,
-    RECONCILING,
-    RECORDED,
-    TERMINAL,
-    Key,
     Store,
 )
 from toolcommit.checker.logs.writers import note_crash, note_seq, report_gaps
@@ -123,10 +110,10 @@ class Conformance(Store):
         """Consume one well-formed event, a `toolcommit.checker.logs.typed` object (see the
         module docstring for its fields).
 
-        The per-line path: the writer's next seq and the extension of an open key's chain
-        are inlined here (a call per line costs more than the rest of the work); every
-        other case goes to its stage (`writers.note_seq`, `chains.transition`, ...). The
-        native lane (logs/lane.c) mirrors this path: change both.
+        The per-line path: the writer's next seq is inlined here (a call per line costs
+        more than the rest of the work); the line then goes to its stage
+        (`writers.note_seq`, `chains.transition`, ...). The native lane (logs/lane.c)
+        mirrors this path and each stage's common case: change both.
 
         Raises
         ------
@@ -148,39 +135,6 @@ class Conformance(Store):
         self.counts[t] += 1
         if self.focus:
             self._remember(ev, loc)
-        if t == "transition":
-            # chains.note_edge + chains.extend, inlined for the common case: a key (not
-            # packed) whose chain this transition extends along a spec edge with a fence
-            # that does not go backwards, so there is nothing to judge (a closed key's tip
-            # is terminal: no edge leaves it)
-            name = ev.key
-            k = self.keys.get(name)
-            frm = CODE[ev.from_]
-            to = CODE[ev.to]
-            if type(k) is Key and frm == k.tip and not k.pending and (NEXT[frm] >> to) & 1:
-                fence = ev.fence
-                if fence is None or k.max_fence is None or fence >= k.max_fence:
-                    if fence is not None:
-                        k.max_fence = fence
-                    k.flags |= F_RECORD | F_TRANSITIONS
-                    chain = k.chain
-                    if len(chain) < chains.MAX_CHAIN:
-                        chain.append((wname, seq, frm, to, fence, loc))
-                    k.tip = to
-                    k.visited |= 1 << to
-                    k.last_loc = loc
-                    k.last_writer = wname
-                    if to == DISPATCHED:
-                        k.dispatches += 1
-                        if not k.dispatch_loc:
-                            k.dispatch_loc = loc
-                    elif frm == RECORDED and to == CANCELLED:
-                        k.flags |= F_CANCELLED
-                    elif frm == RECONCILING and to == DEAD_LETTER:
-                        k.flags |= F_SEALED
-                    if to in TERMINAL:
-                        chains.close(self, name, k)
-                    return
         STAGE[t](self, ev, w, loc)
 
     def feed_batch(self, numbers: Sequence[int], events: list, file_index: int = 0) -> None:

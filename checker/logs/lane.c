@@ -3,11 +3,13 @@
  * A CPython extension built on first use (checker/logs/lane.py). It works on the very
  * objects the Python core uses (the checker's dicts, its Writer, Key and Intent objects,
  * read and written by slot offset) and mirrors, statement for statement, the fast paths of
- * `Conformance.feed`, `intents.proposal`, `intents.effect`, `chains.close`, `Store.pack`
- * and `intents.digest` (for the flat calls `canon.flat_digest_v1` serves). Anything else
- * -- a new writer, a seq out of order, an unusual key, intent or value -- is handed to the
- * Python function that would have run, at the point it would have run, so the two paths
- * leave the same state behind (tests compare them on every fixture). A change to one of
+ * `Conformance.feed`, `chains.transition`, `intents.proposal`, `intents.effect`,
+ * `chains.close`, `Store.pack` and `intents.digest` (for the flat calls
+ * `canon.flat_digest_v1` serves). Anything else -- a new writer, a seq out of order, an
+ * unusual key, intent or value -- is handed to the Python function that would have run, at
+ * the point it would have run, so the two paths leave the same state behind (tests compare
+ * them on every fixture). Its tables (state codes, legal successors, flags, limits, the
+ * slots' offsets) are the Python's, given to setup() by lane.py's config(). A change to one of
  * those Python fast paths must be made here too: tests/logs/test_validate_lane.py fails
  * until it is. One thread at a time: the buffers and the failed line are static.
  *
@@ -612,6 +614,7 @@ static int close_key(Store *s, PyObject *name, PyObject *k, long flags)
 }
 
 /* ----- the stages' common cases: 1 done, 0 hand to Python, -1 error --------------------- */
+/* chains.transition's common case (its first branch) */
 static int transition(Store *s, PyObject *ev, PyObject *wname, PyObject *seq, PyObject *loc)
 {
     const Py_ssize_t *o = ev_off[EV_T];
