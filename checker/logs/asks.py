@@ -75,6 +75,9 @@ class Outcome:
     applies: list = field(default_factory=list)
 
 
+_NOTHING = Outcome()  # what a key nothing was logged for says (read only, never fed)
+
+
 class Asks:
     """Feed events (`toolcommit.checker.logs.typed` objects, well-formed: the per-key pass
     checked them) with their file and line, then ask for the `findings`."""
@@ -157,7 +160,7 @@ class Asks:
         trace's stand-in), those its key's effect shows; None when neither says."""
         if UNRECORDED not in r.args:
             return r.args
-        for a in self.outs.get(r.key, Outcome()).applies:
+        for a in self.outs.get(r.key, _NOTHING).applies:
             if isinstance(a[3], dict) and UNRECORDED not in a[3]:
                 return a[3]
         return None
@@ -166,7 +169,7 @@ class Asks:
         r = self.reqs[key]
         if UNRECORDED in r.args:
             return []
-        for writer, where, tool, args, _ in self.outs.get(key, Outcome()).applies:
+        for writer, where, tool, args, _ in self.outs.get(key, _NOTHING).applies:
             if args == r.args and (tool is None or tool == r.tool):
                 continue  # the common case: the effect line repeats its call
             what = differs(r, tool, args)
@@ -226,7 +229,7 @@ class Asks:
         """Which keys of one ask took effect: "certain" or "possible" (absent: no). The
         provider's records decide when any key of the ask has one; else ACKED is an effect
         and a dispatch a possible one (none when the effect lines are the whole ledger)."""
-        outs = [self.outs.get(k, Outcome()) for k in keys]
+        outs = [self.outs.get(k, _NOTHING) for k in keys]
         if any(o.applies for o in outs):
             return {k: "certain" for k, o in zip(keys, outs) if o.applies}
         took = {k: "certain" for k, o in zip(keys, outs) if o.ack is not None}
@@ -239,7 +242,7 @@ class Asks:
     def _settled_before(self, a: Req, b: Req) -> Optional[bool]:
         """Had a settled as done (ACKED) when b was accepted? True, False, or None when the
         log cannot order the two (a's ACKED and b's acceptance are two writers' lines)."""
-        ack = self.outs.get(a.key, Outcome()).ack
+        ack = self.outs.get(a.key, _NOTHING).ack
         if ack is None:
             return False
         if ack[0] != b.writer:
@@ -306,7 +309,7 @@ class Asks:
         certain = any(c for _, _, c in pairs)
         steps, writers, where = [], set(), set()
         for r in reqs:
-            o = self.outs.get(r.key, Outcome())
+            o = self.outs.get(r.key, _NOTHING)
             steps.append(_accepted_step(r))
             if o.doubt is not None:
                 w, _, at, state = o.doubt
@@ -444,6 +447,9 @@ def differs(r: Req, tool: Optional[str], args) -> str:
     )
 
 
+_SPELLS = frozenset("0123456789-in")  # how str() of an int or float starts ("inf", "nan")
+
+
 def loose(args: dict) -> dict:
     """A request's arguments as a log without an identity rule might mean them: a string
     that spells a number exactly is that number, and an empty value ("", None, [], {}) is
@@ -459,6 +465,8 @@ def loose(args: dict) -> dict:
 
 def _number(text: str):
     """`text` as the int or float it spells exactly (the same text back), else `text`."""
+    if not text or text[0] not in _SPELLS:  # no int's or float's str() starts so
+        return text
     for kind in (int, float):
         try:
             n = kind(text)
