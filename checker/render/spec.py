@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 
-import networkx as nx
-
 from toolcommit.checker.render.fit import DEFAULT, fit
 from toolcommit.spec import protocol
 
@@ -70,6 +68,8 @@ def render_dot(lifecycles) -> str:
 
 def render_json(lifecycles) -> str:
     """Each lifecycle as networkx node-link data, plus the properties."""
+    import networkx as nx  # here: the command line's start (every --help) does not pay for it
+
     doc = {life.name: nx.node_link_data(life.graph(), edges="edges") for life in lifecycles}
     doc["properties"] = dict(protocol().properties)
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
