@@ -14,7 +14,7 @@ from toolcommit.checker.cli.exits import EXIT
 from toolcommit.checker.cli.terminal import Progress, width
 from toolcommit.checker.engines.base import Limits, Tick
 from toolcommit.checker.engines.portfolio import for_prove
-from toolcommit.checker.engines.smt.induction import METHODS
+from toolcommit.checker.engines.smt import METHODS
 from toolcommit.checker.engines.verdict import overall
 from toolcommit.checker.render.proof import render_proof_json, render_proof_text
 from toolcommit.model.environment import instance_in

@@ -43,7 +43,7 @@ from toolcommit.checker.engines.base import (
     without_state_limit,
 )
 from toolcommit.checker.engines.base import Progress as Tick_
-from toolcommit.checker.engines.smt import bmc
+from toolcommit.checker.engines.smt import METHODS, bmc
 from toolcommit.checker.engines.smt.encode import Encoding
 from toolcommit.checker.engines.verdict import Status, Verdict
 from toolcommit.model.errors import InternalError, UsageError
@@ -52,7 +52,6 @@ from toolcommit.model.lemmas import candidates, family_of
 from toolcommit.model.properties import prop
 from toolcommit.model.system import System
 
-METHODS = ("kind", "pdr")
 Progress = Callable[[str, int, float], None]
 
 
