@@ -1,0 +1,75 @@
+// The framework wrappers, each with the real framework and a scripted model, refunding through
+// the real Stripe Node SDK to a Stripe-wire fake on 127.0.0.1 that loses its first two answers
+// (after the refund applied): the SDK's first send and its own retry; the model then calls
+// refund again under a new call id. Without the wrapper: two refunds (the SDK mints a key per
+// call). Through it: one (every send carries the intent's key, the guard replays it once the
+// SDK gave up), and the model gets that refund both times.
+import assert from "node:assert/strict";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { IntentLog, IntentLogError, instrument, uninstrument } from "toolcommit";
+import { FRAMEWORKS } from "../test-support/frameworks.mjs";
+import { client, refunder, status } from "../test-support/refund.mjs";
+import { StripeWire } from "../test-support/stripe-wire.mjs";
+
+const fresh = () => join(mkdtempSync(join(tmpdir(), "tc-wrap-")), "intents.db");
+
+/** Run `fw`'s agent against a fresh fake losing its first answer; `wrapped(raw, stripe)` makes the tool. */
+async function lostAck(fw, wrapped) {
+  const fake = await new StripeWire().start();
+  try {
+    fake.lose(2);
+    const stripe = client(fake.port);
+    const told = await FRAMEWORKS[fw].run(await wrapped(FRAMEWORKS[fw].raw(refunder(stripe)), stripe, fake));
+    return { fake, told };
+  } finally {
+    await fake.stop();
+  }
+}
+
+for (const fw of Object.keys(FRAMEWORKS)) {
+  test(`${fw}: a lost ack and a model retry refund twice without the wrapper, once through it`, async () => {
+    const bare = await lostAck(fw, (raw) => raw);
+    assert.equal(bare.fake.refunds.length, 2, "without the wrapper the model's retry is a second refund");
+
+    const log = await IntentLog.sqlite(fresh(), { writer: "agent", provider: "stripe" });
+    try {
+      const { fake, told } = await lostAck(fw, (raw, stripe, f) => {
+        instrument(log, [f.host]);
+        return FRAMEWORKS[fw].wrap(raw, log, { scope: "request:7", principal: "user:42", status: status(stripe) });
+      });
+      assert.equal(fake.refunds.length, 1, "through the wrapper: one refund");
+      const [rec] = await log.records();
+      assert.equal(rec.state, "ACKED");
+      assert.deepEqual(fake.posts(), [rec.key, rec.key, rec.key], "the SDK's send and retry, the guard's replay: one key");
+      assert.equal(told.length, 2);
+      for (const t of told) assert.match(t, new RegExp(fake.refunds[0].id), "the model is told the refund both times");
+      const decisions = (await log.events()).filter((e) => e.type === "proposal").map((e) => e.decision);
+      assert.deepEqual(decisions, ["accepted", "duplicate"]);
+    } finally {
+      uninstrument();
+      await log.close();
+    }
+  });
+}
+
+test("a wrapper refuses a tool without principal or status when it is wrapped, before anything is sent", async () => {
+  const log = await IntentLog.sqlite(fresh(), { writer: "agent", provider: "stripe" });
+  try {
+    for (const fw of Object.keys(FRAMEWORKS)) {
+      const raw = FRAMEWORKS[fw].raw(async () => assert.fail("nothing runs"));
+      assert.throws(() => FRAMEWORKS[fw].wrap(raw, log, { scope: "request:7", status: async () => null }), (e) => e instanceof IntentLogError && /principal=/.test(e.message), fw);
+      assert.throws(() => FRAMEWORKS[fw].wrap(raw, log, { scope: "request:7", principal: "user:42" }), (e) => e instanceof IntentLogError && /pass status=/.test(e.message), fw);
+      assert.throws(
+        () => FRAMEWORKS[fw].wrap(raw, log, { scope: "request:7", principal: "user:42", status: async () => null, identity: ["charge", "reason"] }),
+        /reason/,
+        fw,
+      );
+    }
+    assert.deepEqual(await log.records(), []);
+  } finally {
+    await log.close();
+  }
+});
