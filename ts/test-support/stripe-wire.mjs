@@ -55,8 +55,9 @@ export class StripeWire {
     return reached;
   }
 
+  /** Let the held POST (or the next one, if none is held yet) go on. */
   release() {
-    this.holding?.go();
+    (this.inHold ?? this.holding)?.go();
   }
 
   posts() {
@@ -77,6 +78,7 @@ export class StripeWire {
     const h = this.holding;
     if (h) {
       this.holding = null;
+      this.inHold = h;
       h.held();
       await Promise.race([h.released, new Promise((ok) => setTimeout(ok, WAIT).unref())]);
     }

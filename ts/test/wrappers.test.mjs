@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { IntentLog, IntentLogError, instrument, uninstrument } from "toolcommit";
-import { FRAMEWORKS } from "../test-support/frameworks.mjs";
+import { NAMES, framework } from "../test-support/frameworks.mjs";
 import { client, refunder, status } from "../test-support/refund.mjs";
 import { StripeWire } from "../test-support/stripe-wire.mjs";
 
@@ -18,19 +18,21 @@ const fresh = () => join(mkdtempSync(join(tmpdir(), "tc-wrap-")), "intents.db");
 
 /** Run `fw`'s agent against a fresh fake losing its first answer; `wrapped(raw, stripe)` makes the tool. */
 async function lostAck(fw, wrapped) {
+  const { raw, run } = await framework(fw);
   const fake = await new StripeWire().start();
   try {
     fake.lose(2);
     const stripe = client(fake.port);
-    const told = await FRAMEWORKS[fw].run(await wrapped(FRAMEWORKS[fw].raw(refunder(stripe)), stripe, fake));
+    const told = await run(await wrapped(raw(refunder(stripe)), stripe, fake));
     return { fake, told };
   } finally {
     await fake.stop();
   }
 }
 
-for (const fw of Object.keys(FRAMEWORKS)) {
+for (const fw of NAMES) {
   test(`${fw}: a lost ack and a model retry refund twice without the wrapper, once through it`, async () => {
+    const { wrap } = await framework(fw);
     const bare = await lostAck(fw, (raw) => raw);
     assert.equal(bare.fake.refunds.length, 2, "without the wrapper the model's retry is a second refund");
 
@@ -38,7 +40,7 @@ for (const fw of Object.keys(FRAMEWORKS)) {
     try {
       const { fake, told } = await lostAck(fw, (raw, stripe, f) => {
         instrument(log, [f.host]);
-        return FRAMEWORKS[fw].wrap(raw, log, { scope: "request:7", principal: "user:42", status: status(stripe) });
+        return wrap(raw, log, { scope: "request:7", principal: "user:42", status: status(stripe) });
       });
       assert.equal(fake.refunds.length, 1, "through the wrapper: one refund");
       const [rec] = await log.records();
@@ -58,12 +60,13 @@ for (const fw of Object.keys(FRAMEWORKS)) {
 test("a wrapper refuses a tool without principal or status when it is wrapped, before anything is sent", async () => {
   const log = await IntentLog.sqlite(fresh(), { writer: "agent", provider: "stripe" });
   try {
-    for (const fw of Object.keys(FRAMEWORKS)) {
-      const raw = FRAMEWORKS[fw].raw(async () => assert.fail("nothing runs"));
-      assert.throws(() => FRAMEWORKS[fw].wrap(raw, log, { scope: "request:7", status: async () => null }), (e) => e instanceof IntentLogError && /principal=/.test(e.message), fw);
-      assert.throws(() => FRAMEWORKS[fw].wrap(raw, log, { scope: "request:7", principal: "user:42" }), (e) => e instanceof IntentLogError && /pass status=/.test(e.message), fw);
+    for (const fw of NAMES) {
+      const { raw: make, wrap } = await framework(fw);
+      const raw = make(async () => assert.fail("nothing runs"));
+      assert.throws(() => wrap(raw, log, { scope: "request:7", status: async () => null }), (e) => e instanceof IntentLogError && /principal=/.test(e.message), fw);
+      assert.throws(() => wrap(raw, log, { scope: "request:7", principal: "user:42" }), (e) => e instanceof IntentLogError && /pass status=/.test(e.message), fw);
       assert.throws(
-        () => FRAMEWORKS[fw].wrap(raw, log, { scope: "request:7", principal: "user:42", status: async () => null, identity: ["charge", "reason"] }),
+        () => wrap(raw, log, { scope: "request:7", principal: "user:42", status: async () => null, identity: ["charge", "reason"] }),
         /reason/,
         fw,
       );
