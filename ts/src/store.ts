@@ -241,11 +241,11 @@ function failed(path: string, e: unknown): string {
 }
 
 /** Seconds `clock` runs ahead of the file system's clock: the modification time the kernel
- * stamps on a file written beside the log (`DB.clock`, removed at once), against the
+ * stamps on a file written beside the log (`DB.clock-PID`, removed at once), against the
  * interval `clock` read around the write (runtime/store.py `file_skew` touches the log
  * itself with no time given, which Node cannot: its utimes always passes a time). */
 export function fileSkew(path: string, clock: () => number): number {
-  const probe = `${path}.clock`;
+  const probe = `${path}.clock-${process.pid}`;
   const before = clock();
   const fd = openSync(probe, "w");
   try {
