@@ -4,6 +4,7 @@ built, and running a Node script against it. Where ts/node_modules is missing (r
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -36,8 +37,10 @@ def built() -> Path:
     if not (TS / "node_modules" / "better-sqlite3").is_dir():
         _missing("the TypeScript package is not installed: cd ts && npm ci")
     newest = max(p.stat().st_mtime for p in (TS / "src").glob("*.ts"))
-    if not DIST.exists() or DIST.stat().st_mtime < newest:
-        subprocess.run([node(), "scripts/build.mjs"], cwd=TS, check=True, capture_output=True)
+    with open(TS / "node_modules" / ".tc-build.lock", "w") as lock:  # one build at a time
+        fcntl.flock(lock, fcntl.LOCK_EX)  # (pytest-xdist's workers)
+        if not DIST.exists() or DIST.stat().st_mtime < newest:
+            subprocess.run([node(), "scripts/build.mjs"], cwd=TS, check=True, capture_output=True)
     return DIST
 
 
