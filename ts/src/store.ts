@@ -241,11 +241,11 @@ function failed(path: string, e: unknown): string {
 }
 
 /** Seconds `clock` runs ahead of the file system's clock: the modification time the kernel
- * stamps on a file written beside the log (`DB.clock`, removed at once), against the
+ * stamps on a file written beside the log (`DB.clock-PID`, removed at once), against the
  * interval `clock` read around the write (runtime/store.py `file_skew` touches the log
  * itself with no time given, which Node cannot: its utimes always passes a time). */
 export function fileSkew(path: string, clock: () => number): number {
-  const probe = `${path}.clock`;
+  const probe = `${path}.clock-${process.pid}`;
   const before = clock();
   const fd = openSync(probe, "w");
   try {
@@ -263,7 +263,7 @@ export function fileSkew(path: string, clock: () => number): number {
 
 // ----- PostgreSQL --------------------------------------------------------------------------
 interface PgClient {
-  query(sql: string, params?: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }>;
+  query(q: string | { text: string; values?: unknown[]; rowMode?: "array" }): Promise<{ rows: Row[]; rowCount: number | null }>;
   connect(): Promise<void>;
   end(): Promise<void>;
   on(ev: string, fn: (e: Error) => void): void;
@@ -338,7 +338,8 @@ export class PostgresStore implements Store {
   }
 
   private txOf(): Tx {
-    const q = (sql: string, params: unknown[] = []) => this.client.query(pgSql(sql), params);
+    const q = (sql: string, params: unknown[] = []) =>
+      this.client.query({ text: pgSql(sql), values: params.map((v) => (typeof v === "boolean" ? Number(v) : v)), rowMode: "array" });
     return {
       one: async (sql, params) => (await q(sql, params)).rows[0],
       all: async (sql, params) => (await q(sql, params)).rows,

@@ -1,0 +1,90 @@
+"""One protocol, two languages, one PostgreSQL log: a Python process and a Node process asked
+the same intent at once (the same principal, request and arguments) serve it once. The
+provider applies every request it gets (no deduplication of its own) and holds its answer
+to the first until both processes have proposed, so the two calls overlap for certain."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import psycopg
+
+from tests.ts.fake import Fake
+from tests.ts.node import TS, built, node
+
+PY = """
+import json, sys, urllib.request
+from toolcommit.runtime import IntentLog, guard
+dsn, url = sys.argv[1:3]
+log = IntentLog.postgres(dsn, "py-1", provider="stripe", lease=5)
+def refund(t):
+    req = urllib.request.Request(url + "/refund", data=json.dumps(t.args).encode(),
+        headers={"Content-Type": "application/json", "Idempotency-Key": t.idempotency_key})
+    return json.loads(urllib.request.urlopen(req, timeout=30).read())
+got = guard(log, "py-call", "refund", {"charge": "ch_1", "amount": 20}, "request:1", refund,
+            status=lambda t: None, principal="user:1")
+print(json.dumps(got)); log.close()
+"""
+
+JS = """
+import { IntentLog, guard } from "./dist/esm/index.js";
+const [dsn, url] = process.argv.slice(1);
+const log = await IntentLog.postgres(dsn, { writer: "node-1", provider: "stripe", lease: 5 });
+const refund = async (t) => (await fetch(url + "/refund", { method: "POST",
+  headers: { "Content-Type": "application/json", "Idempotency-Key": t.idempotencyKey },
+  body: JSON.stringify(t.args) })).json();
+const got = await guard(log, "node-call", "refund", { charge: "ch_1", amount: 20 }, "request:1",
+  refund, { principal: "user:1", status: async () => null });
+console.log(JSON.stringify(got)); await log.close();
+"""
+
+
+def _proposals(dsn: str) -> int:
+    try:
+        with psycopg.connect(dsn) as db:
+            return db.execute(
+                'SELECT count(*) FROM tc_events WHERE line LIKE \'{"type":"proposal"%\''
+            ).fetchone()[0]
+    except psycopg.Error:
+        return 0  # the log's tables are not there yet
+
+
+def test_a_python_and_a_node_process_serve_one_intent_once(pg, tmp_path):
+    built()
+    with Fake(hold=lambda: _proposals(pg.dsn) < 2) as fake:
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", PY, pg.dsn, fake.url],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            ),
+            subprocess.Popen(
+                [node(), "--input-type=module", "-e", JS, "--", pg.dsn, fake.url],
+                cwd=TS,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            ),
+        ]
+        outs = [p.communicate(timeout=120) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+    results = [json.loads(out) for out, _ in outs]
+    assert len(fake.applied) == 1, fake.applied  # one effect
+    assert results == [{"id": "re_1"}, {"id": "re_1"}]  # both callers got its answer
+    with psycopg.connect(pg.dsn) as db:
+        decisions = sorted(
+            json.loads(line)["decision"]
+            for (line,) in db.execute("SELECT line FROM tc_events ORDER BY id")
+            if json.loads(line)["type"] == "proposal"
+        )
+    assert decisions == ["accepted", "duplicate"]
+    export = tmp_path / "log.jsonl"
+    from tests.incli import cli
+
+    assert cli("export", "--dsn", pg.dsn, "-o", str(export))[0] == 0
+    code, out, _ = cli("validate", "--design", "stripe", str(export))
+    assert code == 0 and out.startswith("CONFORMS"), out
