@@ -6,6 +6,7 @@
 // SDK gave up), and the model gets that refund both times.
 import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -74,5 +75,15 @@ test("a wrapper refuses a tool without principal or status when it is wrapped, b
     assert.deepEqual(await log.records(), []);
   } finally {
     await log.close();
+  }
+});
+
+test("each wrapper loads under require() with the exports it has under import", async () => {
+  const require = createRequire(import.meta.url);
+  for (const [sub, names] of Object.entries({ ai: ["aiTool"], mastra: ["mastraTool"], langgraph: ["langchainTool", "toolNode"], "openai-agents": ["openaiAgentsTool"] })) {
+    const esm = await import(`toolcommit/${sub}`);
+    const cjs = require(`toolcommit/${sub}`);
+    assert.deepEqual(Object.keys(esm).sort(), names, sub);
+    assert.deepEqual(Object.keys(cjs).filter((k) => k !== "__esModule").sort(), names, sub);
   }
 });
