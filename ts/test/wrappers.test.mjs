@@ -3,7 +3,8 @@
 // (after the refund applied): the SDK's first send and its own retry; the model then calls
 // refund again under a new call id. Without the wrapper: two refunds (the SDK mints a key per
 // call). Through it: one (every send carries the intent's key, the guard replays it once the
-// SDK gave up), and the model gets that refund both times.
+// SDK gave up), and the model gets that refund both times. With every answer lost, the model
+// is told the refund may or may not have happened (InDoubt), both times, and one refund applies.
 import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -87,3 +88,31 @@ test("each wrapper loads under require() with the exports it has under import", 
     assert.deepEqual(Object.keys(cjs).filter((k) => k !== "__esModule").sort(), names, sub);
   }
 });
+
+for (const fw of NAMES) {
+  test(`${fw}: every answer lost: the model is told the refund may or may not have happened, and nothing is sent twice unkeyed`, async () => {
+    const { raw, wrap, run } = await framework(fw);
+    const log = await IntentLog.sqlite(fresh(), { writer: "agent", provider: "stripe", wait: 0 });
+    const fake = await new StripeWire().start();
+    try {
+      fake.lose(1000);
+      instrument(log, [fake.host]);
+      const stripe = client(fake.port);
+      const told = await run(wrap(raw(refunder(stripe)), log, { scope: "request:7", principal: "user:42", status: status(stripe) }));
+      assert.equal(fake.refunds.length, 1, "one refund, whatever was re-sent under its key");
+      const [rec] = await log.records();
+      assert.ok(new Set(fake.posts()).size === 1 && fake.posts()[0] === rec.key, "every send under the intent's key");
+      assert.equal(told.length, 2);
+      for (const t of told) {
+        const said = JSON.parse(t);
+        assert.equal(said.toolcommit, "InDoubt", t);
+        assert.equal(said.happened, "unknown");
+        assert.match(said.message, /may or may not have happened/);
+      }
+    } finally {
+      uninstrument();
+      await fake.stop();
+      await log.close();
+    }
+  });
+}
