@@ -135,7 +135,7 @@ def _check(args) -> None:
     if args.runtime == "ts":
         from toolcommit.checker.torture import tsworker
 
-        if not (args.env and PROFILES[args.env].env and has_design(args.env)):
+        if not args.itf and not (args.env and PROFILES[args.env].env and has_design(args.env)):
             raise UsageError(
                 "--runtime ts follows the design the library ships for a provider: give "
                 "--env with one ("
