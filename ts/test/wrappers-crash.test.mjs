@@ -3,6 +3,7 @@
 // the answer never reaches anyone), and the same agent is run again in a new process under the
 // same writer name (the restart). The restart's guard finds the dead incarnation's record, replays
 // the refund under the intent's key and gets the saved answer: one refund, and the model is told it.
+// The log, exported, is judged by the Python checker (`validate --design stripe`): CONFORMS.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
@@ -12,6 +13,7 @@ import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { IntentLog } from "toolcommit";
 import { NAMES } from "../test-support/frameworks.mjs";
+import { judged } from "../test-support/judge.mjs";
 import { StripeWire } from "../test-support/stripe-wire.mjs";
 
 const CHILD = fileURLToPath(new URL("../test-support/child.mjs", import.meta.url));
@@ -69,6 +71,8 @@ for (const fw of NAMES) {
       } finally {
         await log.close();
       }
+      const verdict = await judged(db);
+      if (verdict !== null) assert.match(verdict, /^CONFORMS/, verdict);
     } finally {
       await fake.stop();
     }

@@ -5,6 +5,7 @@
 // call). Through it: one (every send carries the intent's key, the guard replays it once the
 // SDK gave up), and the model gets that refund both times. With every answer lost, the model
 // is told the refund may or may not have happened (InDoubt), both times, and one refund applies.
+// The wrapped runs' logs are judged by the Python checker (`validate --design stripe`): CONFORMS.
 import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -13,6 +14,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { IntentLog, IntentLogError, instrument, uninstrument } from "toolcommit";
 import { NAMES, framework } from "../test-support/frameworks.mjs";
+import { judged } from "../test-support/judge.mjs";
 import { client, refunder, status } from "../test-support/refund.mjs";
 import { StripeWire } from "../test-support/stripe-wire.mjs";
 
@@ -38,7 +40,8 @@ for (const fw of NAMES) {
     const bare = await lostAck(fw, (raw) => raw);
     assert.equal(bare.fake.refunds.length, 2, "without the wrapper the model's retry is a second refund");
 
-    const log = await IntentLog.sqlite(fresh(), { writer: "agent", provider: "stripe" });
+    const db = fresh();
+    const log = await IntentLog.sqlite(db, { writer: "agent", provider: "stripe" });
     try {
       const { fake, told } = await lostAck(fw, (raw, stripe, f) => {
         instrument(log, [f.host]);
@@ -56,6 +59,8 @@ for (const fw of NAMES) {
       uninstrument();
       await log.close();
     }
+    const verdict = await judged(db); // the Python checker, where its CLI is on PATH
+    if (verdict !== null) assert.match(verdict, /^CONFORMS/, verdict);
   });
 }
 
