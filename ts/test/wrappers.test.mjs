@@ -121,3 +121,30 @@ for (const fw of NAMES) {
     }
   });
 }
+
+for (const fw of NAMES) {
+  test(`${fw}: the principal taken from the framework's context: two users' equal refunds are two intents`, async () => {
+    const { raw, wrap, run, user } = await framework(fw);
+    const log = await IntentLog.sqlite(fresh(), { writer: "agent", provider: "stripe" });
+    const fake = await new StripeWire().start();
+    try {
+      instrument(log, [fake.host]);
+      const stripe = client(fake.port);
+      const tool = wrap(raw(refunder(stripe)), log, { scope: "request:7", principal: user, status: status(stripe) });
+      const told = [...(await run(tool, "user:ana")), ...(await run(tool, "user:bo"))];
+      assert.equal(fake.refunds.length, 2, "one refund per user: each user's retry met their own record");
+      assert.deepEqual(told.map((t) => JSON.parse(t).id), [fake.refunds[0].id, fake.refunds[0].id, fake.refunds[1].id, fake.refunds[1].id]);
+      const proposals = (await log.events()).filter((e) => e.type === "proposal");
+      assert.deepEqual(proposals.map((e) => [e.principal, e.decision]), [
+        ["user:ana", "accepted"],
+        ["user:ana", "duplicate"],
+        ["user:bo", "accepted"],
+        ["user:bo", "duplicate"],
+      ]);
+    } finally {
+      uninstrument();
+      await fake.stop();
+      await log.close();
+    }
+  });
+}

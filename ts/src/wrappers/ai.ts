@@ -19,7 +19,6 @@ import { call, checked, identityOf, registered, type WrapOptions, type Wrapped }
 /** A copy of `tool` (made by the AI SDK's `tool()`) whose `execute` runs through `log` as `name`.
  * `scope` and `principal` may be functions of `(args, options)`, `options` the SDK's
  * `ToolExecutionOptions` (`toolCallId`, `messages`, `experimental_context`). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function aiTool<T extends Tool<any, any>>(log: Wrapped<ToolExecutionOptions>["log"], name: string, tool: T, opts: WrapOptions<ToolExecutionOptions>): T {
   if (typeof name !== "string" || name === "") throw new IntentLogError("aiTool: pass the tool's name (its key in tools: {...})");
   const execute = tool.execute;

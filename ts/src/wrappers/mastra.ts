@@ -18,9 +18,7 @@ import { tell } from "../guard.js";
 import { IntentLogError } from "../log.js";
 import { call, checked, identityOf, registered, type WrapOptions, type Wrapped } from "./common.js";
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Ctx = ToolExecutionContext<any>;
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyTool = { id: string; inputSchema?: any; execute?: (context: any, options?: any) => Promise<any> };
 
 /** A copy of `tool` (made by `createTool`) whose `execute` runs through `log` under the tool's
@@ -41,9 +39,7 @@ export function mastraTool<T extends AnyTool>(log: Wrapped<Ctx>["log"], tool: T,
     run: (args) => execute.call(tool, { context: args }, undefined),
   };
   registered(w);
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const guarded = (ctx: Ctx, options?: any) =>
     call(w, (ctx.context ?? {}) as Record<string, unknown>, ctx, options?.toolCallId, (args) => execute.call(tool, { ...ctx, context: args }, options), tell);
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   return createTool({ ...(tool as any), execute: guarded }) as unknown as T;
 }

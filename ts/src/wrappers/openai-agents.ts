@@ -14,26 +14,21 @@ import { tell } from "../guard.js";
 import { IntentLogError } from "../log.js";
 import { call, checked, identityOf, registered, type WrapOptions, type Wrapped } from "./common.js";
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Ctx = RunContext<any> | undefined;
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Options = ToolOptions<any, any, any>;
 
 /** A `FunctionTool` made by the SDK's `tool(options)` whose `execute` runs through `log` under
  * `options.name`. `scope` and `principal` may be functions of `(args, runContext)` (your own
  * context is `runContext.context`). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function openaiAgentsTool(log: Wrapped<Ctx>["log"], options: Options, opts: WrapOptions<Ctx>): FunctionTool<any, any, any> {
   const name = options?.name;
   if (typeof name !== "string" || name === "") throw new IntentLogError("openaiAgentsTool: pass tool()'s options with a name");
   const execute = options.execute as (input: unknown, ctx?: Ctx, details?: unknown) => unknown;
   if (typeof execute !== "function") throw new IntentLogError(`tool ${name}: it has no execute, so there is no effect to guard`);
   checked(log, name, opts);
-  // eslint-disable-next-line prefer-const
   let w: Wrapped<Ctx>;
   const made = tool({
     ...options,
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
     execute: (input: any, ctx?: Ctx, about?: any) =>
       call(w, input as Record<string, unknown>, ctx, about?.toolCall?.callId, (args) => execute(args, ctx, about), tell),
   } as Options);

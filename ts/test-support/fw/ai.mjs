@@ -12,7 +12,9 @@ const V3_USAGE = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite
 const ai = {
   raw: (refund) => aiSdkTool({ description: "Refund a charge", inputSchema: schema(), execute: (input) => refund(input) }),
   wrap: (raw, log, opts) => aiTool(log, "refund", raw, opts),
-  async run(refund) {
+  // who asked, as the app passes it: the call options' experimental_context
+  user: (args, options) => options.experimental_context.user,
+  async run(refund, user = "user:42") {
     const model = new MockLanguageModelV3({
       doGenerate: async ({ prompt }) => {
         const calls = prompt.filter((m) => m.role === "tool").length;
@@ -20,7 +22,7 @@ const ai = {
         return { content, finishReason: { unified: calls < 2 ? "tool-calls" : "stop", raw: undefined }, usage: V3_USAGE, warnings: [] };
       },
     });
-    const out = await generateText({ model, tools: { refund }, stopWhen: stepCountIs(5), prompt: "refund ch_1" });
+    const out = await generateText({ model, tools: { refund }, stopWhen: stepCountIs(5), prompt: "refund ch_1", experimental_context: { user } });
     return out.steps.flatMap((s) => s.content.filter((c) => c.type === "tool-result" || c.type === "tool-error").map((c) => text(c.output ?? String(c.error))));
   },
 };

@@ -27,7 +27,9 @@ class Scripted extends BaseChatModel {
 const langgraph = {
   raw: (refund) => lcTool(async (input) => JSON.stringify(await refund(input)), { name: "refund", description: "Refund a charge", schema: schema() }),
   wrap: (raw, log, opts) => toolNode(log, [raw], opts),
-  async run(refund) {
+  // who asked, as the app passes it: the run config's configurable
+  user: (args, config) => config.configurable.user,
+  async run(refund, user = "user:42") {
     const node = refund instanceof ToolNode ? refund : new ToolNode([refund]);
     const model = new Scripted({});
     const graph = new StateGraph(MessagesAnnotation)
@@ -37,7 +39,7 @@ const langgraph = {
       .addConditionalEdges("agent", toolsCondition, ["tools", END])
       .addEdge("tools", "agent")
       .compile();
-    const out = await graph.invoke({ messages: [{ role: "user", content: "refund ch_1" }] });
+    const out = await graph.invoke({ messages: [{ role: "user", content: "refund ch_1" }] }, { configurable: { user } });
     return out.messages.filter((m) => m.getType() === "tool").map((m) => text(m.content));
   },
 };

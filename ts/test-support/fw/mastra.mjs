@@ -1,5 +1,6 @@
 // Mastra: an Agent whose model is a scripted LanguageModelV2.
 import { Agent as MastraAgent } from "@mastra/core/agent";
+import { RuntimeContext } from "@mastra/core/runtime-context";
 import { createTool } from "@mastra/core/tools";
 import { z } from "zod";
 import { mastraTool } from "toolcommit/mastra";
@@ -11,7 +12,9 @@ const text = (v) => (typeof v === "string" ? v : JSON.stringify(v));
 const mastra = {
   raw: (refund) => createTool({ id: "refund", description: "Refund a charge", inputSchema: schema(), execute: ({ context }) => refund(context) }),
   wrap: (raw, log, opts) => mastraTool(log, raw, opts),
-  async run(refund) {
+  // who asked, as the app passes it: the run's RuntimeContext
+  user: (args, ctx) => ctx.runtimeContext.get("user"),
+  async run(refund, user = "user:42") {
     let told = [];
     const model = {
       specificationVersion: "v2",
@@ -29,7 +32,9 @@ const mastra = {
       },
     };
     const agent = new MastraAgent({ name: "refunder", instructions: "Refund what the user asks.", model, tools: { refund } });
-    await agent.generate("refund ch_1", { maxSteps: 5 });
+    const runtimeContext = new RuntimeContext();
+    runtimeContext.set("user", user);
+    await agent.generate("refund ch_1", { maxSteps: 5, runtimeContext });
     return told;
   },
 };

@@ -11,7 +11,9 @@ const OA_OPTIONS = (refund) => ({ name: "refund", description: "Refund a charge"
 const openaiAgents = {
   raw: (refund) => OA_OPTIONS(refund),
   wrap: (raw, log, opts) => openaiAgentsTool(log, raw, opts),
-  async run(refund) {
+  // who asked, as the app passes it: the run context
+  user: (args, runContext) => runContext.context.user,
+  async run(refund, user = "user:42") {
     const made = typeof refund.invoke === "function" ? refund : oaTool(refund);
     let told = [];
     const model = {
@@ -30,7 +32,7 @@ const openaiAgents = {
       },
     };
     const agent = new OpenAIAgent({ name: "refunder", model, tools: [made] });
-    await new Runner({ tracingDisabled: true }).run(agent, "refund ch_1");
+    await new Runner({ tracingDisabled: true }).run(agent, "refund ch_1", { context: { user } });
     return told;
   },
 };
