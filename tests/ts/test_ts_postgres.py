@@ -88,3 +88,14 @@ def test_a_python_and_a_node_process_serve_one_intent_once(pg, tmp_path):
     assert cli("export", "--dsn", pg.dsn, "-o", str(export))[0] == 0
     code, out, _ = cli("validate", "--design", "stripe", str(export))
     assert code == 0 and out.startswith("CONFORMS"), out
+
+
+def test_the_fault_harness_on_node_workers_sharing_a_postgresql_log(pg):
+    """`torture --runtime ts --store postgres`: two Node workers on one PostgreSQL log,
+    SIGKILLed and restarted; every run CONFORMS."""
+    from toolcommit.checker.torture.campaign import render, torture
+
+    built()
+    c = torture(3, seed=4, runtime="ts", profile="stripe", store="postgres", dsn=pg.dsn)
+    assert c.verdicts()["CONFORMS"] == 3, render(c)
+    assert c.total("crashes") > 0
