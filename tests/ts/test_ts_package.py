@@ -118,3 +118,51 @@ def test_the_canonicalizer_gives_pythons_digests():
         except CanonError as e:
             want = f"error {e}"
         assert digest == want, (tool, args, scope, who)
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "charge": {"type": "string"},
+        "amount": {"type": "integer"},
+        "ratio": {"type": "number", "default": 0.5},
+        "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+        "urgent": {"type": "boolean", "default": False},
+        "meta": {},
+    },
+    "required": ["charge", "amount"],
+}
+
+
+def test_an_identity_from_a_json_schema_is_pythons_rule_and_normalization():
+    """One tool's rule is one text in the log (`tc_tools`), whichever library declares it."""
+    from toolcommit.runtime.identity import Identity, IdentityError
+    from toolcommit.runtime.lines import dumps
+
+    calls = [
+        {"charge": "ch_1", "amount": "2000"},
+        {"charge": "ch_1", "amount": 2000.0, "ratio": "0.25", "urgent": "true"},
+        {"charge": 7, "amount": 1, "note": None, "meta": [1]},
+        {"charge": "ch_1", "amount": "20.5"},
+        {"charge": "ch_1"},
+    ]
+    out = run_node(
+        'import { Identity } from "./dist/esm/index.js";'
+        'import { readFileSync } from "node:fs";'
+        "const [schema, calls] = JSON.parse(readFileSync(0, 'utf8'));"
+        "const id = Identity.fromJsonSchema('refund', schema, ['charge', 'amount']);"
+        "console.log(JSON.stringify(id.rule()));"
+        "for (const c of calls) { try { console.log(JSON.stringify(id.normalize(c))); }"
+        "  catch (e) { console.log('error'); } }",
+        input=json.dumps([SCHEMA, calls]),
+    )
+    got = out.stdout.splitlines()
+    ident = Identity.from_schema(SCHEMA, ("charge", "amount"), "refund")
+    assert got[0] == dumps(ident.rule()), out.stderr
+    for call, line in zip(calls, got[1:]):
+        try:
+            want = ident.normalize(call)
+        except IdentityError:
+            assert line == "error"
+            continue
+        assert json.loads(line) == want

@@ -45,7 +45,8 @@ def _proposals(dsn: str) -> int:
     try:
         with psycopg.connect(dsn) as db:
             return db.execute(
-                'SELECT count(*) FROM tc_events WHERE line LIKE \'{"type":"proposal"%\''
+                'SELECT count(*) FROM tc_events WHERE line LIKE \'{"type":"proposal"%\' '
+                'AND line LIKE \'%"scope":"request:1"%\''
             ).fetchone()[0]
     except psycopg.Error:
         return 0  # the log's tables are not there yet
@@ -79,7 +80,7 @@ def test_a_python_and_a_node_process_serve_one_intent_once(pg, tmp_path):
         decisions = sorted(
             json.loads(line)["decision"]
             for (line,) in db.execute("SELECT line FROM tc_events ORDER BY id")
-            if json.loads(line)["type"] == "proposal"
+            if json.loads(line)["type"] == "proposal" and json.loads(line)["scope"] == "request:1"
         )
     assert decisions == ["accepted", "duplicate"]
     export = tmp_path / "log.jsonl"
@@ -88,3 +89,50 @@ def test_a_python_and_a_node_process_serve_one_intent_once(pg, tmp_path):
     assert cli("export", "--dsn", pg.dsn, "-o", str(export))[0] == 0
     code, out, _ = cli("validate", "--design", "stripe", str(export))
     assert code == 0 and out.startswith("CONFORMS"), out
+
+
+def test_the_fault_harness_on_node_workers_sharing_a_postgresql_log(pg):
+    """`torture --runtime ts --store postgres`: two Node workers on one PostgreSQL log,
+    SIGKILLed and restarted; every run CONFORMS."""
+    from toolcommit.checker.torture.campaign import render, torture
+
+    built()
+    c = torture(3, seed=4, runtime="ts", profile="stripe", store="postgres", dsn=pg.dsn)
+    assert c.verdicts()["CONFORMS"] == 3, render(c)
+    assert c.total("crashes") > 0
+
+
+JS_KILLED = """
+import { IntentLog, guard } from "./dist/esm/index.js";
+const [dsn, url] = process.argv.slice(1);
+const log = await IntentLog.postgres(dsn, { writer: "node-2", provider: "stripe", lease: 0.5 });
+await guard(log, "node-call", "refund", { charge: "ch_9", amount: 20 }, "request:9", async (t) => {
+  await fetch(url + "/refund", { method: "POST", body: JSON.stringify(t.args),
+    headers: { "Content-Type": "application/json", "Idempotency-Key": t.idempotencyKey } });
+  process.kill(process.pid, "SIGKILL"); // the refund applied, its answer never recorded
+}, { principal: "user:1", status: async () => null });
+"""
+
+
+def test_a_node_process_killed_after_its_refund_and_a_python_process_retrying_it_refund_once(pg):
+    """The Node process applies the refund and dies before recording its answer; the same
+    intent asked of a Python process takes the record over once its lease runs out and
+    replays it under the same key, which Stripe answers from the saved response."""
+    built()
+    py = PY.replace('"request:1"', '"request:9"').replace('"ch_1"', '"ch_9"')
+    with Fake(by_key=True) as fake:
+        node_run = subprocess.run(
+            [node(), "--input-type=module", "-e", JS_KILLED, "--", pg.dsn, fake.url],
+            cwd=TS,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert node_run.returncode == -9, node_run.stderr
+        done = subprocess.run(
+            [sys.executable, "-c", py, pg.dsn, fake.url], capture_output=True, text=True, timeout=60
+        )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"id": "re_1"}
+    assert len(fake.applied) == 1  # one refund
+    assert len(fake.keys) == 2 and fake.keys[0] == fake.keys[1]  # the send and its replay

@@ -11,21 +11,34 @@ export class IdentityError extends Error {
 }
 
 interface Arg {
-  type: string;
+  /** the JSON type, or null where the schema names none (or several): not coerced */
+  type: string | null;
   nullable: boolean;
   required: boolean;
   default?: unknown;
 }
 
-const TYPES: Record<string, string> = {
-  integer: "integer",
-  number: "number",
-  string: "string",
-  boolean: "boolean",
-  array: "array",
-  object: "object",
-  null: "null",
-};
+const JSON_TYPES = ["integer", "number", "string", "boolean", "array", "object"];
+
+/** [JSON type, nullable] of a property's schema (runtime/identity.py `_json_type`). */
+function jsonType(sub: Record<string, unknown>): [string | null, boolean] {
+  const t = sub.type;
+  if (typeof t === "string") return [JSON_TYPES.includes(t) ? t : null, t === "null"];
+  if (Array.isArray(t)) {
+    const kinds = t.filter((k) => k !== "null");
+    return [kinds.length === 1 && JSON_TYPES.includes(kinds[0]) ? kinds[0] : null, t.includes("null")];
+  }
+  for (const key of ["anyOf", "oneOf"]) {
+    const alts = sub[key];
+    if (Array.isArray(alts)) {
+      const got = alts.filter((a) => a && typeof a === "object").map((a) => jsonType(a as Record<string, unknown>));
+      const one = new Set(got.map(([k]) => k).filter((k) => k !== null));
+      const nullable = alts.some((a) => a && typeof a === "object" && (a as Record<string, unknown>).type === "null");
+      return [one.size === 1 ? [...one][0] : null, nullable];
+    }
+  }
+  return [null, false];
+}
 
 export class Identity {
   readonly args: Record<string, Arg>;
@@ -41,9 +54,11 @@ export class Identity {
       const unknown = fields.filter((f) => !(f in args));
       if (unknown.length) {
         throw new IdentityError(
-          `${tool}: identity fields ${unknown.join(", ")} are not arguments of the tool (it declares ${Object.keys(args).sort().join(", ")})`,
+          `${tool}: identity= names ${unknown.join(", ")}, which the tool does not declare ` +
+            `(its arguments: ${Object.keys(args).sort().join(", ") || "none"})`,
         );
       }
+      if (new Set(fields).size !== fields.length) throw new IdentityError(`${tool}: identity= names an argument twice: ${fields.join(", ")}`);
     }
     this.fields = fields === null ? null : [...fields];
   }
@@ -51,15 +66,13 @@ export class Identity {
   /** An Identity from a JSON Schema object (`properties`, `required`, `default`s). */
   static fromJsonSchema(tool: string, schema: Record<string, unknown>, fields?: readonly string[] | null): Identity {
     const props = (schema.properties ?? {}) as Record<string, Record<string, unknown>>;
+    if (typeof props !== "object" || Array.isArray(props)) throw new IdentityError(`${tool}: the schema's properties is not an object`);
     const required = new Set((schema.required ?? []) as string[]);
     const args: Record<string, Arg> = {};
-    for (const [name, p] of Object.entries(props)) {
-      let types = Array.isArray(p.type) ? (p.type as string[]) : p.type ? [p.type as string] : [];
-      for (const alt of (p.anyOf ?? p.oneOf ?? []) as Record<string, unknown>[]) if (typeof alt.type === "string") types.push(alt.type);
-      const nullable = types.includes("null");
-      types = types.filter((t) => t !== "null");
-      const type = types.length === 1 && types[0] in TYPES ? TYPES[types[0]] : "any";
-      args[name] = { type, nullable, required: required.has(name), ...("default" in p ? { default: p.default } : {}) };
+    for (const [name, sub] of Object.entries(props)) {
+      const [type, nullable] = jsonType(sub && typeof sub === "object" ? sub : {});
+      const has = sub && typeof sub === "object" && "default" in sub;
+      args[name] = { type, nullable: nullable || (has && sub.default === null), required: !has && required.has(name), ...(has ? { default: sub.default } : {}) };
     }
     return new Identity(tool, args, fields ?? null);
   }
@@ -74,7 +87,8 @@ export class Identity {
     for (const [name, arg] of Object.entries(this.args)) {
       if (name in out && out[name] !== undefined) out[name] = coerce(this.tool, name, arg, out[name]);
       else if ("default" in arg) out[name] = structuredClone(arg.default);
-      else if (arg.required) throw new IdentityError(`${this.tool}: argument ${name} is required and missing`);
+      else if (!arg.required) continue; // optional with no default: omitted stays omitted
+      else throw new IdentityError(`${this.tool}: argument ${name} is required and missing`);
     }
     return out;
   }
@@ -95,34 +109,50 @@ export class Identity {
   }
 }
 
+const HINT: Record<string, string> = {
+  integer: "pass a whole number",
+  number: "pass a number",
+  string: "pass a string",
+  boolean: "pass true or false",
+  array: "pass a list",
+  object: "pass an object",
+};
+const NO = Symbol("no exact coercion");
+
+/** A finite decimal's text from a string of one number (no spaces inside), else null. */
+function decimal(v: unknown): string | null {
+  if (typeof v !== "string" || !v.trim() || /[ _]/.test(v.trim())) return null;
+  const t = v.trim();
+  return /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(t) ? t : null;
+}
+
+const EXACT: Record<string, (v: unknown) => unknown> = {
+  integer: (v) => {
+    if (typeof v === "number") return Number.isInteger(v) ? v : NO;
+    const d = decimal(v);
+    if (d === null) return NO;
+    const n = Number(d);
+    return Number.isInteger(n) && Number.isSafeInteger(n) ? n : NO;
+  },
+  number: (v) => {
+    if (typeof v === "number") return v;
+    const d = decimal(v);
+    if (d === null) return NO;
+    const n = Number(d);
+    return Number.isFinite(n) ? n : NO;
+  },
+  string: (v) => (typeof v === "string" ? v : typeof v === "number" && Number.isInteger(v) ? String(v) : NO),
+  boolean: (v) => (typeof v === "boolean" ? v : v === "true" ? true : v === "false" ? false : NO),
+  array: (v) => (Array.isArray(v) ? v : NO),
+  object: (v) => (v !== null && typeof v === "object" && !Array.isArray(v) ? v : NO),
+};
+
+/** `v` as `arg`'s type where exact (runtime/identity.py `_coerce`); IdentityError where not. */
 function coerce(tool: string, name: string, arg: Arg, v: unknown): unknown {
-  const bad = () => new IdentityError(`${tool}: argument ${name}=${JSON.stringify(v)} is not ${arg.type === "integer" ? "an" : "a"} ${arg.type}, and no exact conversion makes it one`);
-  if (v === null) {
-    if (arg.nullable || arg.type === "any" || arg.type === "null") return null;
-    throw bad();
+  if (v === null || arg.type === null) return v;
+  const got = EXACT[arg.type](v);
+  if (got === NO) {
+    throw new IdentityError(`${tool}: argument ${name} is declared ${arg.type}, and ${JSON.stringify(v)} is not one exactly: ${HINT[arg.type]}`);
   }
-  switch (arg.type) {
-    case "integer":
-      if (typeof v === "number" && Number.isInteger(v)) return v;
-      if (typeof v === "string" && /^\s*[+-]?\d+\s*$/.test(v) && Number.isSafeInteger(Number(v))) return Number(v);
-      throw bad();
-    case "number":
-      if (typeof v === "number") return v;
-      if (typeof v === "string" && v.trim() !== "" && Number.isFinite(Number(v))) return Number(v);
-      throw bad();
-    case "string":
-      if (typeof v === "string") return v;
-      throw bad();
-    case "boolean":
-      if (typeof v === "boolean") return v;
-      throw bad();
-    case "array":
-      if (Array.isArray(v)) return v;
-      throw bad();
-    case "object":
-      if (typeof v === "object" && !Array.isArray(v)) return v;
-      throw bad();
-    default:
-      return v;
-  }
+  return got;
 }
