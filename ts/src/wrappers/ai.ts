@@ -9,7 +9,9 @@
  * have happened.
  *
  * Limitations: a tool without `execute` (one the client runs) and a streaming tool (an
- * `execute` returning an async iterable: its effect would run after the ack) are refused.
+ * `execute` returning an async iterable: its effect would run after the ack) are refused. A run
+ * aborted while the guard runs stops the SDK's wait, not the guard, whose outcome then counts as
+ * heard though the model never got it (no `hearing()` yet).
  */
 import { asSchema, type Tool, type ToolExecutionOptions } from "ai";
 import { IntentLogError } from "../log.js";

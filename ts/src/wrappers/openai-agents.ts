@@ -8,6 +8,9 @@
  * one effect. A call that did not take effect through this call returns `tell`'s object to the
  * model (the SDK shows it as the tool's output): plain words saying whether the effect may have
  * happened; the SDK's `errorFunction` never sees an unknown outcome as an error.
+ *
+ * Limitations: a `timeoutMs` that passes while the guard runs stops the SDK's wait, not the
+ * guard, whose outcome then counts as heard though the model never got it (no `hearing()` yet).
  */
 import { tool, type FunctionTool, type RunContext, type ToolOptions } from "@openai/agents";
 import { tell } from "../guard.js";
