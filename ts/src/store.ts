@@ -360,13 +360,12 @@ export class PostgresStore implements Store {
         return out;
       } catch (e) {
         await this.client.query("ROLLBACK").catch(() => undefined);
-        if (e instanceof StoreError || !(e as { severity?: string }).severity) {
-          if (e instanceof Error && !(e as { severity?: string }).severity && !(e instanceof StoreError) && isPgLost(e)) {
-            throw new StoreError(pgFailed(e));
-          }
-          throw e;
+        // the server's refusal or a lost connection is the store's fault, in one line; the
+        // log's own refusals (a design, a superseded writer) pass as they are
+        if ((e as { severity?: string }).severity !== undefined || (e instanceof Error && isPgLost(e))) {
+          throw new StoreError(pgFailed(e));
         }
-        throw new StoreError(pgFailed(e));
+        throw e;
       }
     });
   }
