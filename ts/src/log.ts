@@ -211,6 +211,12 @@ export class IntentLog {
           if (body) bodies.push(body);
         }
       }
+      if (this.store instanceof PostgresStore) {
+        this.store.onReconnect = [
+          `UPDATE tc_writers SET backend = ${this.store.backendSql} WHERE writer = ? AND incarnation = ?`,
+          [this.writer, this.incarnation],
+        ];
+      }
       await tx.run(`UPDATE tc_writers SET host = ?, pid = ?, backend = ${this.store.backendSql} WHERE writer = ?`, [
         hostname(),
         process.pid,
