@@ -136,3 +136,46 @@ def test_a_node_process_killed_after_its_refund_and_a_python_process_retrying_it
     assert json.loads(done.stdout) == {"id": "re_1"}
     assert len(fake.applied) == 1  # one refund
     assert len(fake.keys) == 2 and fake.keys[0] == fake.keys[1]  # the send and its replay
+
+
+JS_RECONNECT = """
+import { IntentLog, guard } from "./dist/esm/index.js";
+const [dsn] = process.argv.slice(1);
+const log = await IntentLog.postgres(dsn, { writer: "node-3", provider: "stripe", schema: "reconnect" });
+const call = (n) => guard(log, `c${n}`, "refund", { charge: `ch_${n}`, amount: 1 }, "request:r",
+  async () => ({ id: `re_${n}` }), { principal: "user:1", status: async () => null });
+console.log(JSON.stringify(await call(1)));
+process.stdout.write("ready\\n");
+await new Promise((r) => process.stdin.once("data", r)); // the test kills the session here
+console.log(JSON.stringify(await call(2)));
+await log.close();
+"""
+
+
+def test_a_node_process_whose_postgresql_session_was_killed_opens_it_again(pg):
+    """The server ends the log's session between two calls (pg_terminate_backend): the next
+    call opens a new connection and is decided there, its backend noted for `status`."""
+    built()
+    p = subprocess.Popen(
+        [node(), "--input-type=module", "-e", JS_RECONNECT, "--", pg.dsn],
+        cwd=TS,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert json.loads(p.stdout.readline()) == {"id": "re_1"}
+    assert p.stdout.readline() == "ready\n"
+    with psycopg.connect(pg.dsn, autocommit=True) as db:
+        (old,) = db.execute(
+            "SELECT backend FROM reconnect.tc_writers WHERE writer = 'node-3'"
+        ).fetchone()
+        assert db.execute("SELECT pg_terminate_backend(%s)", (old,)).fetchone() == (True,)
+    out, err = p.communicate("go\n", timeout=60)
+    assert p.returncode == 0, err
+    assert json.loads(out) == {"id": "re_2"}
+    with psycopg.connect(pg.dsn) as db:
+        (new,) = db.execute(
+            "SELECT backend FROM reconnect.tc_writers WHERE writer = 'node-3'"
+        ).fetchone()
+    assert new != old

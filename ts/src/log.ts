@@ -122,16 +122,17 @@ export class IntentLog {
 
   // ----- one decision, one transaction -----------------------------------------------------
   private async decide<T>(fn: (tx: Tx) => Promise<Decided<T>>): Promise<T> {
-    const [result, out] = await this.store.tx(async (tx) => {
+    const [result, out, seq] = await this.store.tx(async (tx) => {
       const [res, bodies] = await fn(tx);
-      return [res, await this.stampLines(tx, bodies)] as const;
+      return [res, ...(await this.stampLines(tx, bodies))] as const;
     });
+    this.seq = seq; // once committed: a rolled-back decision's lines never were
     for (const line of out) for (const sink of this.sinks) sink(line);
     return result;
   }
 
-  private async stampLines(tx: Tx, bodies: L.Line[]): Promise<L.Line[]> {
-    if (!bodies.length) return [];
+  private async stampLines(tx: Tx, bodies: L.Line[]): Promise<[L.Line[], number]> {
+    if (!bodies.length) return [[], this.seq];
     const ts = L.nowRfc3339();
     let seq = this.seq;
     const out = bodies.map((b) => L.stamp(b, this.writer, ++seq, ts));
@@ -148,8 +149,7 @@ export class IntentLog {
         part.flatMap((ln) => [this.writer, ln.seq, L.dumps(ln)]),
       );
     }
-    this.seq = seq;
-    return out;
+    return [out, seq];
   }
 
   private async get(tx: Tx, key: string, lock = false): Promise<IntentRecord | undefined> {
@@ -210,6 +210,12 @@ export class IntentLog {
           const body = await this.takeRow(tx, r, `restart of ${this.writer}`);
           if (body) bodies.push(body);
         }
+      }
+      if (this.store instanceof PostgresStore) {
+        this.store.onReconnect = [
+          `UPDATE tc_writers SET backend = ${this.store.backendSql} WHERE writer = ? AND incarnation = ?`,
+          [this.writer, this.incarnation],
+        ];
       }
       await tx.run(`UPDATE tc_writers SET host = ?, pid = ?, backend = ${this.store.backendSql} WHERE writer = ?`, [
         hostname(),

@@ -288,10 +288,56 @@ export class PostgresStore implements Store {
   readonly lockSql = " FOR UPDATE";
   readonly backendSql = "pg_backend_pid()";
   private lock = new Mutex();
+  private lost = false;
+  private shut = false;
+  /** run on each new connection after a lost one (the log keeps its writer's backend true) */
+  onReconnect: [string, unknown[]] | null = null;
+
   private constructor(
     private client: PgClient,
     readonly schema: string | undefined,
-  ) {}
+    private readonly connect: () => PgClient,
+  ) {
+    this.watch(client);
+  }
+
+  private watch(client: PgClient): void {
+    const gone = () => {
+      if (client === this.client) this.lost = true;
+    };
+    client.on("error", gone);
+    client.on("end", gone);
+  }
+
+  /** A new connection where the last was lost (the server restarted, the session killed):
+   * up to three attempts at the next use; a statement that failed with it is never re-run. */
+  private async connected(): Promise<void> {
+    if (!this.lost) return;
+    if (this.shut) throw new StoreError("the PostgreSQL intent log was closed: open it again");
+    let last = "";
+    for (let attempt = 0; attempt < 3; attempt++) {
+      if (attempt) await new Promise((r) => setTimeout(r, 50 * 4 ** attempt));
+      const client = this.connect();
+      client.on("error", () => undefined);
+      try {
+        await client.connect();
+        if (this.schema) await client.query(`SET search_path TO ${this.schema}`);
+        if (this.onReconnect) await client.query({ text: pgSql(this.onReconnect[0]), values: this.onReconnect[1] });
+      } catch (e) {
+        last = String((e as Error).message).split(/\s+/).join(" ");
+        await client.end().catch(() => undefined);
+        continue;
+      }
+      this.client = client;
+      this.lost = false;
+      this.watch(client);
+      return;
+    }
+    throw new StoreError(
+      `the PostgreSQL intent log lost its connection and could not open it again (3 attempts; the last: ${last}): ` +
+        "check the server; the log tries again at its next use",
+    );
+  }
 
   static async open(conninfo: string, opts: { schema?: string; adopt?: boolean } = {}): Promise<PostgresStore> {
     let pg: { Client: new (o: object) => PgClient };
@@ -301,12 +347,13 @@ export class PostgresStore implements Store {
     } catch {
       throw new StoreError("PostgreSQL needs pg: npm install pg");
     }
-    const client = new pg.Client(pgConfig(conninfo));
-    client.on("error", () => undefined); // a lost connection fails the next query
+    const connect = () => new pg.Client(pgConfig(conninfo));
+    const client = connect();
+    client.on("error", () => undefined); // a lost connection: `watch` marks it, the next use reopens
     const schema = opts.schema ? pgSchema(opts.schema) : undefined;
     try {
       await client.connect();
-      const store = new PostgresStore(client, schema);
+      const store = new PostgresStore(client, schema, connect);
       await store.tx(async (tx) => {
         await tx.one("SELECT pg_advisory_xact_lock(7277261)");
         if (schema) {
@@ -350,8 +397,10 @@ export class PostgresStore implements Store {
   async tx<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     return this.lock.run(async () => {
       try {
+        await this.connected();
         await this.client.query("BEGIN");
       } catch (e) {
+        if (e instanceof StoreError) throw e;
         throw new StoreError(pgFailed(e));
       }
       try {
@@ -360,13 +409,12 @@ export class PostgresStore implements Store {
         return out;
       } catch (e) {
         await this.client.query("ROLLBACK").catch(() => undefined);
-        if (e instanceof StoreError || !(e as { severity?: string }).severity) {
-          if (e instanceof Error && !(e as { severity?: string }).severity && !(e instanceof StoreError) && isPgLost(e)) {
-            throw new StoreError(pgFailed(e));
-          }
-          throw e;
+        // the server's refusal or a lost connection is the store's fault, in one line; the
+        // log's own refusals (a design, a superseded writer) pass as they are
+        if ((e as { severity?: string }).severity !== undefined || (e instanceof Error && isPgLost(e))) {
+          throw new StoreError(pgFailed(e));
         }
-        throw new StoreError(pgFailed(e));
+        throw e;
       }
     });
   }
@@ -376,6 +424,7 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
+    this.shut = true;
     await this.lock.run(() => this.client.end().catch(() => undefined));
   }
 }
