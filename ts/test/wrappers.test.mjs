@@ -72,6 +72,8 @@ test("a wrapper refuses a tool without principal or status when it is wrapped, b
       const raw = make(async () => assert.fail("nothing runs"));
       assert.throws(() => wrap(raw, log, { scope: "request:7", status: async () => null }), (e) => e instanceof IntentLogError && /principal=/.test(e.message), fw);
       assert.throws(() => wrap(raw, log, { scope: "request:7", principal: "user:42" }), (e) => e instanceof IntentLogError && /pass status=/.test(e.message), fw);
+      assert.throws(() => wrap(raw, log, undefined), (e) => e instanceof IntentLogError && /pass the options/.test(e.message), fw);
+      assert.throws(() => wrap(raw, log, { principal: "user:42", status: async () => null }), (e) => e instanceof IntentLogError && /pass scope=/.test(e.message), fw);
       assert.throws(
         () => wrap(raw, log, { scope: "request:7", principal: "user:42", status: async () => null, identity: ["charge", "reason"] }),
         /reason/,

@@ -38,6 +38,7 @@ function hook<T, C>(h: Hook<T, C> | null | undefined, args: Record<string, unkno
  * reask=hold, a missing `status` where the design reads one, a bad `scope` or `identity`. */
 export function checked<C>(log: IntentLog, tool: string, opts: WrapOptions<C>): void {
   if (!(log instanceof IntentLog)) throw new IntentLogError(`tool ${tool}: the first argument must be an open IntentLog`);
+  if (opts === null || typeof opts !== "object") throw new IntentLogError(`tool ${tool}: pass the options { scope, principal, status }`);
   if (opts.scope === undefined || opts.scope === "" || (typeof opts.scope !== "string" && typeof opts.scope !== "function")) {
     throw new IntentLogError(`tool ${tool}: pass scope= (a string naming the user's request, or a function of the call returning one)`);
   }
