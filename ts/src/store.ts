@@ -398,7 +398,17 @@ export class PostgresStore implements Store {
     return this.lock.run(async () => {
       try {
         await this.connected();
-        await this.client.query("BEGIN");
+        try {
+          await this.client.query("BEGIN");
+        } catch (e) {
+          // the session ended before this transaction began (its notice not yet seen):
+          // nothing of it was sent, so it begins again on a new connection
+          if ((e as { severity?: string }).severity !== "FATAL" && !(e instanceof Error && isPgLost(e))) throw e;
+          this.lost = true;
+          await this.client.end().catch(() => undefined);
+          await this.connected();
+          await this.client.query("BEGIN");
+        }
       } catch (e) {
         if (e instanceof StoreError) throw e;
         throw new StoreError(pgFailed(e));
