@@ -35,12 +35,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--runtime",
-        choices=("library", "park", "chat"),
+        choices=("library", "park", "chat", "ts"),
         default="library",
         help="library: toolcommit.runtime's intent log, following the design "
         "proved for the provider (spec/designs/<env>.json) with --env; park: the "
         "intent log as it shipped before (one status read, park the record on "
-        "absent); chat: trust the call id and retry blindly (default library)",
+        "absent); chat: trust the call id and retry blindly; ts: the TypeScript "
+        "library (ts/) in Node workers, as library on an --env profile with a design "
+        "(default library)",
     )
     p.add_argument("--runs", type=int, default=30, metavar="N", help="runs (default 30)")
     p.add_argument(
@@ -130,6 +132,20 @@ def _check(args) -> None:
             f"toolcommit design --env {args.env}), so the library has none to "
             "follow; give --runtime park or chat, or another --env"
         )
+    if args.runtime == "ts":
+        from toolcommit.checker.torture import tsworker
+
+        if not args.itf and not (args.env and PROFILES[args.env].env and has_design(args.env)):
+            raise UsageError(
+                "--runtime ts follows the design the library ships for a provider: give "
+                "--env with one ("
+                + ", ".join(p for p in PROFILES if PROFILES[p].env and has_design(p))
+                + ")"
+            )
+        try:
+            tsworker.check()
+        except tsworker.NoNode as e:
+            raise UsageError(str(e)) from None
     if args.seed < 0:
         raise UsageError(f"--seed {args.seed}: use 0 or more")
     if args.store == "postgres" and not args.dsn:

@@ -75,6 +75,8 @@ RUNTIMES = {
     "an unknown outcome sealed and read once, an absent read parks the "
     "record (DEAD_LETTER) and the model hears it given up",
     "chat": "trust the model's call id, retry blindly, no idempotency key",
+    "ts": "the TypeScript library (ts/) in Node workers, following the design proved "
+    "for the provider (spec/designs/<env>.json); --env profiles with a design only",
 }
 _PRESET_OF = {"park": "recommended", "chat": "naive"}
 
@@ -83,7 +85,7 @@ def sdk_retries(runtime: str, profile: str) -> bool:
     """Whether the runtime's client re-sends a request whose answer it missed (the knob
     ``sdk_retries`` of its design): only then may the network deliver a request twice."""
     env = PROFILES[profile].env
-    if runtime == "library" and env:
+    if runtime in ("library", "ts") and env:
         return design(env)["sdk_retries"] == "on"
     return preset(_PRESET_OF.get(runtime, "recommended")).knobs["sdk_retries"] == "on"
 

@@ -35,6 +35,7 @@ from typing import Optional
 from toolcommit.checker.logs.children import fork, held_signals
 from toolcommit.checker.logs.validate import validate
 from toolcommit.checker.torture import provider as P
+from toolcommit.checker.torture import tsworker
 from toolcommit.checker.torture.plan import Plan
 from toolcommit.checker.torture.worker import LIBRARY_DESIGN, env_design, worker_main
 from toolcommit.runtime import IntentLog
@@ -214,6 +215,8 @@ class Run:
 
         def body():
             os.dup2(err, 2)
+            if conf["runtime"] == "ts":  # a Node process: the TypeScript library
+                tsworker.exec_worker(conf, plan, name, inc, to_w, from_r)
             return worker_main(conf, plan, name, inc, to_w, from_r)
 
         w.pid = _fork(self.pgid, {to_w, from_r, err}, body)
@@ -402,7 +405,7 @@ class _store:
 
 def _open_log(conf: dict, writer: str) -> IntentLog:
     """The log as the run's workers open it (the same design: `worker.open_runtime`)."""
-    env = conf["runtime"] == "library" and P.PROFILES[conf["profile"]].env
+    env = conf["runtime"] in ("library", "ts") and P.PROFILES[conf["profile"]].env
     design = env_design(env) if env else LIBRARY_DESIGN
     if conf["store"] == "postgres":
         return IntentLog.postgres(

@@ -124,6 +124,7 @@ def test_readme_install_and_test_commands_are_what_ci_runs():
         and "pip install --quiet -e '.[test,distributed,dev]'" in ci
     )
     assert "python3 -m venv .venv" in install and "python3 -m venv .venv" in ci
+    assert "(cd ts && npm ci)" in install and "cd ts && npm ci" in ci  # the TypeScript library
     assert test == "python -m pytest -q -n 2" and ci.rstrip().endswith(test)
 
 

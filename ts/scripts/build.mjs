@@ -1,0 +1,14 @@
+// Build both layouts: ESM (dist/esm) and CommonJS (dist/cjs, marked by its own package.json).
+import { execFileSync } from "node:child_process";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const tsc = join(root, "node_modules", "typescript", "bin", "tsc");
+rmSync(join(root, "dist"), { recursive: true, force: true });
+for (const project of ["tsconfig.json", "tsconfig.cjs.json"]) {
+  execFileSync(process.execPath, [tsc, "-p", join(root, project)], { stdio: "inherit" });
+}
+mkdirSync(join(root, "dist", "cjs"), { recursive: true });
+writeFileSync(join(root, "dist", "cjs", "package.json"), '{"type": "commonjs"}\n');
