@@ -17,6 +17,7 @@ FOLDERS = {
     "checker": "toolcommit.checker",
     "spec": "toolcommit.spec",
     "runtime": "toolcommit.runtime",
+    "gateway": "toolcommit.gateway",
 }
 
 # part -> layer; a part is a package of checker/ (or a module of its own), model, spec
@@ -24,17 +25,16 @@ LAYERS = {
     "spec": 0,
     "model": 1,
     "runtime": 2,  # the library teams import: spec and model only
+    "gateway": 2.5,  # the MCP gateway: on the runtime, the model and the spec only
     "checker.interrupts": 3,
     "checker.cbuild": 4,
     "checker.output": 4,
-    "checker.loopback": 4,  # what a loopback server admits (Host, Origin)
     "checker.machine": 4,  # support: C, files, cores
     "checker.engines": 5,
     "checker.verify": 6,
     "checker.logs": 6,
     "checker.design": 7,
     "checker.torture": 8,  # the harness drives the library
-    "checker.gateway": 8,  # an MCP front on the library
     "checker.render": 9,
     "checker.cli": 10,  # the command line
     "checker.entry": 11,  # the installed command: imports the command line, nothing first

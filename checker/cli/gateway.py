@@ -17,10 +17,6 @@ import sys
 
 from toolcommit.model.errors import UsageError
 
-# MCP has no status read and no idempotency key a server must honour: the design proven for
-# such a provider is email's (spec/designs/email.json), at-most-once with a visible give-up
-PROVIDER = "email"
-
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
@@ -239,7 +235,7 @@ def _read(flag: str, path: str) -> str:
 
 def _token(args) -> "str | None":
     """The one bearer token (--token-file, else TOOLCOMMIT_GATEWAY_TOKEN), or None."""
-    from toolcommit.checker.gateway.principal import check_token
+    from toolcommit.gateway.principal import check_token
 
     env = os.environ.get("TOOLCOMMIT_GATEWAY_TOKEN")
     if args.token_file is None and env is None:
@@ -258,7 +254,7 @@ def _token(args) -> "str | None":
 
 def _clients(args) -> "dict | None":
     """token -> principal name from --client-tokens, or None."""
-    from toolcommit.checker.gateway.principal import parse_client_tokens
+    from toolcommit.gateway.principal import parse_client_tokens
 
     if args.client_tokens is None:
         return None
@@ -273,7 +269,7 @@ def _clients(args) -> "dict | None":
 def _principals(args):
     """The operator's principal rule; `UsageError` for a bad name, or a --scope that
     would read what a client claims about itself without --trust-client-claim."""
-    from toolcommit.checker.gateway.principal import Principals, check_name
+    from toolcommit.gateway.principal import Principals, check_name
 
     if args.principal is not None:
         check_name(args.principal, "--principal")
@@ -302,8 +298,8 @@ HTTP_ONLY = (
 
 def _limits(args):
     """The HTTP transport's `Limits` from the flags (None for stdio, which takes none)."""
-    from toolcommit.checker.gateway.http import Limits
-    from toolcommit.checker.loopback import LOOPBACK
+    from toolcommit.gateway.http import Limits
+    from toolcommit.gateway.loopback import LOOPBACK
 
     given = [name for name in HTTP_ONLY if getattr(args, name) is not None]
     if args.http is None:
@@ -360,6 +356,7 @@ def _only_gateway(db: str, writer: str):
 
 
 def _open_log(args, lease: float):
+    from toolcommit.gateway.calls import PROVIDER
     from toolcommit.runtime import IntentLog, IntentLogError, StoreError
     from toolcommit.runtime.refuse import sqlite_path
 
@@ -378,7 +375,7 @@ def _open_log(args, lease: float):
 
 
 def _listen(args, limits):
-    from toolcommit.checker.gateway.http import listen
+    from toolcommit.gateway.http import listen
 
     try:
         return listen(limits.host, args.http)
@@ -397,18 +394,18 @@ def run(args) -> int:
     try:
         import anyio
 
-        from toolcommit.checker.gateway.calls import Effectful
-        from toolcommit.checker.gateway.http import serve_http
-        from toolcommit.checker.gateway.schemas import Identities
-        from toolcommit.checker.gateway.stdio import serve_stdio
+        from toolcommit.gateway.calls import Effectful
+        from toolcommit.gateway.http import serve_http
+        from toolcommit.gateway.schemas import Identities
+        from toolcommit.gateway.stdio import serve_stdio
     except ModuleNotFoundError as e:
         raise UsageError(
             f"gateway needs the mcp SDK ({e.name} is missing): pip install 'toolcommit[gateway]'"
         ) from None
     if args.scope is not None:
-        from toolcommit.checker.logs.adapters.rules import Rules
+        from toolcommit.model.views import scope_rule
 
-        Rules(scope=args.scope).scope_of()  # a bad rule is refused now, not per call
+        scope_rule(args.scope)  # a bad rule is refused now, not per call
     principals = _principals(args)
     identities = Identities(_identity(args.identity, tools))
     limits = _limits(args)

@@ -31,9 +31,9 @@ from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.responses import JSONResponse
 
-from toolcommit.checker.gateway.calls import Effectful
-from toolcommit.checker.gateway.proxy import serve_session
-from toolcommit.checker.loopback import LOOPBACK, refused
+from toolcommit.gateway.calls import Effectful
+from toolcommit.gateway.loopback import LOOPBACK, refused
+from toolcommit.gateway.proxy import serve_session
 
 SESSION_HEADER, VERSION_HEADER = b"mcp-session-id", b"mcp-protocol-version"
 MAX_BODY = 4 * 1024 * 1024

@@ -26,8 +26,8 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from toolcommit.checker.logs.adapters.rules import MISSING, resolve
 from toolcommit.model.errors import UsageError
+from toolcommit.model.views import MISSING, resolve
 
 MIN_TOKEN = 16
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")

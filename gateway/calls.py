@@ -20,7 +20,7 @@ new name), which is echoed back in the result's ``_meta``; the operator may stat
 intents; two principals' calls are never one intent, whatever the scope.
 
 The log follows the design proven for a provider with no status read and no idempotency key
-it must honour (email's, `toolcommit.checker.cli.gateway.PROVIDER`): at-most-once with a
+it must honour (email's, `PROVIDER`): at-most-once with a
 visible give-up. A call the server did not answer (it died, or did not answer within the
 call limit) is given up at once (``DEAD_LETTER``): the call, and every later one of the
 intent, gets a tool error saying the effect may have happened; it is never sent again.
@@ -44,15 +44,18 @@ import anyio.from_thread
 import anyio.to_thread
 from mcp_types import JSONRPCError, JSONRPCResponse
 
-from toolcommit.checker.gateway.principal import Principals
-from toolcommit.checker.gateway.schemas import Identities, SchemaError
-from toolcommit.checker.logs.adapters.rules import Rules
+from toolcommit.gateway.principal import Principals
+from toolcommit.gateway.schemas import Identities, SchemaError
 from toolcommit.model.canon import CanonError, canonical_intent, intent_scope
 from toolcommit.model.errors import UsageError
+from toolcommit.model.views import scope_rule
 from toolcommit.runtime import Answered, GaveUp, InDoubt, IntentLog, Superseded, guard
 from toolcommit.runtime.caller import Hearing
 from toolcommit.runtime.identity import IdentityError
 
+# MCP has no status read and no idempotency key a server must honour: the design proven for
+# such a provider is email's (spec/designs/email.json), at-most-once with a visible give-up
+PROVIDER = "email"
 META_KEY, META_FENCE = "toolcommit/idempotency_key", "toolcommit/fence"
 META_INTENT, META_REPLAYED = "toolcommit/intent", "toolcommit/replayed"
 META_ANSWERED = "toolcommit/answered"  # why a re-ask got an earlier request's answer
@@ -95,7 +98,7 @@ class Effectful:
     tools : frozenset of str
         The tools whose calls change the world.
     scope : str or None
-        A `--scope` rule (`Rules.scope`): a path into the call's view (``args.order``,
+        A `--scope` rule (`toolcommit.model.views.scope_rule`): a path into the call's view (``args.order``,
         ``meta.user``, ``session``) or ``MODULE:FUNCTION``; None: ``mcp`` (one intent per
         principal, tool and canonical arguments).
     call_timeout : float
@@ -117,7 +120,7 @@ class Effectful:
     _locks: dict = field(default_factory=dict)  # intent digest -> [lock, calls using it]
 
     def __post_init__(self):
-        self._scope_of = Rules(scope=self.scope).scope_of()
+        self._scope_of = scope_rule(self.scope)
         self._threads = anyio.CapacityLimiter(256)  # guards in flight, apart from I/O's
 
     def wants(self, method: str, params) -> bool:

@@ -30,7 +30,7 @@ from mcp_types import (
     JSONRPCResponse,
 )
 
-from toolcommit.checker.gateway import tether
+from toolcommit.gateway import tether
 
 GATEWAY_ID = "toolcommit-gateway-"  # the prefix of the gateway's own request ids
 

@@ -30,8 +30,8 @@ import anyio
 from mcp.shared.message import SessionMessage
 from mcp_types import ErrorData, JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
-from toolcommit.checker.gateway.calls import Effectful, malformed
-from toolcommit.checker.gateway.downstream import Downstream, DownstreamGone
+from toolcommit.gateway.calls import Effectful, malformed
+from toolcommit.gateway.downstream import Downstream, DownstreamGone
 from toolcommit.runtime.caller import hearing
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
