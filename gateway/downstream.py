@@ -64,6 +64,9 @@ class Downstream:
     handshake_timeout : float
         Seconds a restarted server may take to answer the replayed ``initialize``; then it
         is stopped and the message that needed it fails as on a dead server.
+    handshake : dict or None
+        The gateway's own ``initialize`` params, sent at every start (the sessionless
+        protocol: no client handshake to replay); None: the client's, replayed on restart.
     """
 
     def __init__(
@@ -73,6 +76,7 @@ class Downstream:
         lost: Callable[[object], Awaitable],
         errlog=sys.stderr,
         handshake_timeout: float = 60.0,
+        handshake: Optional[dict] = None,
     ):
         tethered = tether.command(os.getpid(), command)  # it dies with the gateway
         self.params = StdioServerParameters(
@@ -82,6 +86,13 @@ class Downstream:
         self.handshake_timeout = handshake_timeout
         self.initialize: Optional[JSONRPCRequest] = None  # the client's, replayed on restart
         self.initialized = False
+        self.own = handshake is not None  # the gateway's handshake, at every start
+        if handshake is not None:
+            self.initialize = JSONRPCRequest(
+                jsonrpc="2.0", id=f"{GATEWAY_ID}0", method="initialize", params=handshake
+            )
+            self.initialized = True
+        self.server: Optional[dict] = None  # the server's answer to the gateway's handshake
         self.starts = 0
         self._ids = itertools.count(1)
         self._proc: Optional[_Process] = None  # the live process, if any
@@ -101,14 +112,17 @@ class Downstream:
             await self._tg.start(self._serve, proc)
             self._proc = proc
             self.starts += 1
-            if self.starts > 1 and self.initialize is not None:
-                with anyio.move_on_after(self.handshake_timeout) as timer:
-                    await self._replay_handshake(proc)
+            if (self.starts > 1 or self.own) and self.initialize is not None:
+                try:
+                    with anyio.move_on_after(self.handshake_timeout) as timer:
+                        await self._replay_handshake(proc)
+                except DownstreamGone:
+                    await self.restart()
+                    raise
                 if timer.cancelled_caught:
                     await self.restart()
                     raise DownstreamGone(
-                        f"the restarted server did not answer initialize "
-                        f"within {self.handshake_timeout:g} s"
+                        f"the server did not answer initialize within {self.handshake_timeout:g} s"
                     )
             return proc
 
@@ -157,7 +171,11 @@ class Downstream:
 
     async def _replay_handshake(self, proc: _Process) -> None:
         params = dict(self.initialize.params or {})
-        await self._request(proc, "initialize", params)
+        answer = await self._request(proc, "initialize", params)
+        if isinstance(answer, JSONRPCError):
+            raise DownstreamGone(f"the server refused initialize: {answer.error.message}")
+        if isinstance(answer.result, dict):
+            self.server = answer.result
         if self.initialized:
             await self._send(
                 proc, JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized")
@@ -224,3 +242,19 @@ class Downstream:
         if slot[1] is None:
             raise DownstreamGone(f"the downstream server exited before it answered {method}")
         return slot[1]
+
+
+async def bounded_request(down: Downstream, limit: float, method: str, params: dict):
+    """`down.request`, shielded and bounded: a dispatched call runs to its answer, the
+    server's death or `limit` seconds, whatever the client cancels (the log records the
+    answer for the intent's next call); a server that does not answer in time is
+    restarted and the call raises `DownstreamGone`."""
+    with anyio.CancelScope(shield=True):
+        with anyio.move_on_after(limit) as timer:
+            return await down.request(method, params)
+        if timer.cancelled_caught:
+            await down.restart()
+            raise DownstreamGone(
+                f"the server did not answer within {limit:g} s (the "
+                "gateway's --call-timeout; it restarted the server)"
+            )

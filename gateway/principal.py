@@ -31,7 +31,7 @@ from toolcommit.model.views import MISSING, resolve
 
 MIN_TOKEN = 16
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
-RESERVED = frozenset({"session", "claimed"})  # the prefixes of the other principals
+RESERVED = frozenset({"session", "claimed", "anonymous"})  # the prefixes of the other principals
 _TOKEN = re.compile(r"[\x21-\x7e]+")  # what an Authorization header carries as is
 
 

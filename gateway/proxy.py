@@ -31,7 +31,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types import ErrorData, JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
 from toolcommit.gateway.calls import Effectful, malformed
-from toolcommit.gateway.downstream import Downstream, DownstreamGone
+from toolcommit.gateway.downstream import Downstream, DownstreamGone, bounded_request
 from toolcommit.runtime.caller import hearing
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
@@ -203,19 +203,7 @@ class _Session:
             await self.effectful.heard(heard)
 
     async def _down_request(self, method: str, params: dict):
-        # shielded: a dispatched call runs to its answer, the server's death or the time
-        # limit, whatever the client cancels; the log records the answer for the intent's
-        # next call. A server that does not answer in time is restarted.
-        limit = self.effectful.call_timeout
-        with anyio.CancelScope(shield=True):
-            with anyio.move_on_after(limit) as timer:
-                return await self.down.request(method, params)
-            if timer.cancelled_caught:
-                await self.down.restart()
-                raise DownstreamGone(
-                    f"the server did not answer within {limit:g} s (the "
-                    "gateway's --call-timeout; it restarted the server)"
-                )
+        return await bounded_request(self.down, self.effectful.call_timeout, method, params)
 
 
 __all__ = ["serve_session", "DownstreamGone", "Unreadable"]

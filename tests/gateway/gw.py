@@ -143,12 +143,13 @@ class Env:
                 os.killpg(pid, signal.SIGKILL)
 
 
-def http_client(url: str, token=None, info=None) -> Client:
+def http_client(url: str, token=None, info=None, mode="auto") -> Client:
     """The SDK's client over streamable HTTP, presenting `token` (None: no token) and
-    claiming to be `info` (an `Implementation`; None: the SDK's own)."""
+    claiming to be `info` (an `Implementation`; None: the SDK's own), in `mode` (``auto``:
+    the sessionless revision, which the gateway speaks; ``legacy``: a session)."""
     headers = {} if token is None else {"Authorization": f"Bearer {token}"}
     http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(LIMIT))
-    return Client(streamable_http_client(url, http_client=http), client_info=info)
+    return Client(streamable_http_client(url, http_client=http), client_info=info, mode=mode)
 
 
 def run(scenario):
