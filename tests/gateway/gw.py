@@ -74,10 +74,10 @@ class Env:
         return p
 
     @contextlib.contextmanager
-    def http(self, *extra, server=SERVER, env=None):
+    def http(self, *extra, server=SERVER, env=None, **kw):
         """An HTTP gateway on a free port of 127.0.0.1: yields (url, process)."""
         p = self.popen(
-            "--http", "0", *extra, server=server, env=env, stderr=subprocess.PIPE, text=True
+            "--http", "0", *extra, server=server, env=env, stderr=subprocess.PIPE, text=True, **kw
         )
         try:
             line = p.stderr.readline()
