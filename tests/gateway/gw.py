@@ -35,7 +35,9 @@ class Env:
         self.env = {**os.environ, "REFUND_LEDGER": str(self.ledger)}
         self.procs: list[subprocess.Popen] = []
 
-    def argv(self, *extra, server=SERVER):
+    def argv(self, *extra, server=SERVER, command=None):
+        """The gateway's argv; `command`: the server's command line (default: `server`
+        run by this interpreter)."""
         return [
             "-m",
             "toolcommit.checker.cli",
@@ -46,15 +48,14 @@ class Env:
             str(self.db),
             *extra,
             "--",
-            sys.executable,
-            str(server),
+            *(command or [sys.executable, str(server)]),
         ]
 
-    def client(self, *extra, server=SERVER, env=None):
+    def client(self, *extra, server=SERVER, env=None, command=None):
         return Client(
             StdioServerParameters(
                 command=sys.executable,
-                args=self.argv(*extra, server=server),
+                args=self.argv(*extra, server=server, command=command),
                 env={**self.env, **(env or {})},
                 cwd=str(self.tmp),
             ),
