@@ -42,8 +42,9 @@ from typing import Awaitable, Callable, Optional
 import anyio
 import anyio.from_thread
 import anyio.to_thread
-from mcp_types import JSONRPCError, JSONRPCResponse
+from mcp_types import CallToolResult, JSONRPCError, JSONRPCResponse
 
+from toolcommit.gateway.downstream import DownstreamGone
 from toolcommit.gateway.principal import Principals
 from toolcommit.gateway.schemas import Identities, SchemaError
 from toolcommit.model.canon import CanonError, canonical_intent, intent_scope
@@ -159,11 +160,14 @@ class Effectful:
         client: Optional[dict],
         send: Callable[[str, dict], Awaitable],
         holder: Optional[str] = None,
+        ready: Optional[Callable[[], Awaitable]] = None,
     ) -> dict:
         """The `CallToolResult` (a dict) for one well-formed effectful call (`malformed`
         is None) in a session opened with the client token named `holder` (None: none);
         `send(method, params)` asks the downstream server and returns its JSON-RPC answer
-        (or raises)."""
+        (or raises); `ready()` starts the server if it is not running and raises if it
+        cannot: then the call is not sent, and nothing is proposed (no record holds its
+        intent)."""
         view = self.view(params, request_id, session, client)
         tool, args = view["tool"], view["args"]
         if self.superseded:
@@ -176,8 +180,15 @@ class Effectful:
             identity = self.identities.keyed(schema)
             same = args if identity is None else identity.identity_args(args)
             digest = canonical_intent(tool, same, intent_scope(principal, scope)).digest
+            if ready is not None:
+                await ready()  # a server that dies or hangs at its start: nothing proposed
         except (UsageError, CanonError, SchemaError, IdentityError) as e:
             return tool_error(f"toolcommit gateway: {e}; nothing was sent")
+        except DownstreamGone as e:  # the server could not start, or hung in its handshake
+            return tool_error(
+                f"toolcommit gateway: the {tool} call was not sent: the server is not "
+                f"running ({e}); nothing of it reached the server, and asking again may send it"
+            )
         entry = self._locks.setdefault(digest, [anyio.Lock(), 0])  # [lock, calls using it]
         entry[1] += 1
         try:
@@ -285,6 +296,15 @@ def answer_of(msg) -> dict:
     """What the log records of the server's answer: the `CallToolResult`, or a tool error
     carrying the server's JSON-RPC error (either is an answer: the same for a retry)."""
     if isinstance(msg, JSONRPCResponse):
+        try:
+            CallToolResult.model_validate(msg.result)
+        except ValueError as e:  # recorded as said: a retry is told the same, never re-sent
+            lines = str(e).splitlines()
+            why = "; ".join(x.strip() for x in lines[1:3]) or lines[0]
+            return tool_error(
+                f"toolcommit gateway: the server answered with an invalid tools/call result "
+                f"({why}); the call may have taken effect"
+            )
         return msg.result
     if isinstance(msg, JSONRPCError):
         return tool_error(f"the server answered error {msg.error.code}: {msg.error.message}")

@@ -63,6 +63,7 @@ async def serve_session(
         except (anyio.ClosedResourceError, anyio.EndOfStream):
             pass  # the client ended the session
         finally:
+            await s.drained(effectful.call_timeout + 1)
             await s.down.stop()
             tg.cancel_scope.cancel()
 
@@ -96,6 +97,7 @@ class _Session:
         self.errlog = errlog
         self.down: Downstream
         self.calls: dict = {}  # request id -> CancelScope
+        self._emptied: Optional[anyio.Event] = None
         self.client: Optional[dict] = None
         self.holder: Optional[str] = None
         self._lock = anyio.Lock()
@@ -110,14 +112,9 @@ class _Session:
                 return False
             return True
 
-    async def lost(self, rid) -> None:
-        await self.to_client(
-            _error(
-                rid,
-                INTERNAL_ERROR,
-                "the downstream MCP server exited before it answered (toolcommit gateway)",
-            )
-        )
+    async def lost(self, rid, why: Optional[str] = None) -> None:
+        why = why or "the downstream MCP server exited before it answered"
+        await self.to_client(_error(rid, INTERNAL_ERROR, f"{why} (toolcommit gateway)"))
 
     async def receive(self, item, tg) -> None:
         """One item from the client: a message, or the exception of a line that did not
@@ -180,6 +177,15 @@ class _Session:
                 return
         await self.down.forward(msg)
 
+    async def drained(self, limit: float) -> None:
+        """Wait (at most `limit` seconds, whatever cancels the session) until no effectful
+        call of the session is in flight: a session the client ended or deleted lets its
+        dispatched calls run to their answers, which the log records for a retry."""
+        with anyio.CancelScope(shield=True), anyio.move_on_after(limit):
+            while self.calls:
+                self._emptied = anyio.Event()
+                await self._emptied.wait()
+
     async def _effectful(self, msg: JSONRPCRequest) -> None:
         scope = anyio.CancelScope()
         self.calls[msg.id] = scope
@@ -187,7 +193,13 @@ class _Session:
         try:
             with scope, hearing() as heard:  # told only once the answer is written
                 result = await self.effectful.call(
-                    msg.params, msg.id, self.session, self.client, self._down_request, self.holder
+                    msg.params,
+                    msg.id,
+                    self.session,
+                    self.client,
+                    self._down_request,
+                    self.holder,
+                    ready=self.down.ready,
                 )
         except Exception as e:  # noqa: BLE001 - answered, never fatal
             print(f"toolcommit gateway: {type(e).__name__}: {e}", file=self.errlog, flush=True)
@@ -197,6 +209,8 @@ class _Session:
             return
         finally:
             self.calls.pop(msg.id, None)
+            if not self.calls and self._emptied is not None:
+                self._emptied.set()
         if result is None or scope.cancel_called:
             return  # a client that cancelled did not hear the outcome
         if await self.to_client(JSONRPCResponse(jsonrpc="2.0", id=msg.id, result=result)):

@@ -99,7 +99,7 @@ class Sessionless:
         """A message of the server that answers no request of ours (a notification): a
         sessionless client has no stream to hear it on."""
 
-    async def _lost(self, rid) -> None:
+    async def _lost(self, rid, why=None) -> None:
         """Only the gateway's own requests reach this server: never called for a client's."""
 
     async def handle(self, msg: Any, headers: dict, holder: Optional[str]) -> Optional[dict]:
@@ -161,6 +161,7 @@ class Sessionless:
             info if isinstance(info, dict) else None,
             self._down_request,
             fixed,
+            ready=self.down.ready,
         )
 
     async def _forward(self, rid, method: str, version: str, params) -> dict:
