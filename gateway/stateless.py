@@ -21,6 +21,7 @@ import sys
 import uuid
 from typing import Any, Optional
 
+import anyio
 from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
 from mcp_types import CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
 from mcp_types.methods import serialize_server_result
@@ -136,8 +137,8 @@ class Sessionless:
             return error(rid, INTERNAL_ERROR, f"toolcommit gateway: {e}")
 
     async def _discover(self) -> dict:
-        try:
-            await self.down.request("ping", {})  # started and initialized: its capabilities
+        try:  # started and initialized: its capabilities
+            await self._timed("ping", {})
         except DownstreamGone:
             pass
         server = self.down.server or {}
@@ -169,12 +170,20 @@ class Sessionless:
             params = {**params, "_meta": _bare(params.get("_meta") or {})}
             if not params["_meta"]:
                 del params["_meta"]
-        got = await self.down.request(method, params if isinstance(params, dict) else {})
+        got = await self._timed(method, params if isinstance(params, dict) else {})
         data = got.model_dump(by_alias=True, exclude_unset=True)
         data["id"] = rid
         if "result" in data:
             return answer(rid, method, version, data["result"])
         return data
+
+    async def _timed(self, method: str, params: dict):
+        """A request passed on, waited for at most the call timeout (`DownstreamGone`
+        then; the server runs on: its other requests are not disturbed)."""
+        limit = self.effectful.call_timeout
+        with anyio.move_on_after(limit):
+            return await self.down.request(method, params)
+        raise DownstreamGone(f"the server did not answer {method} within {limit:g} s")
 
     async def _down_request(self, method: str, params: dict):
         return await bounded_request(self.down, self.effectful.call_timeout, method, params)
