@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import toolcommit.checker
+import toolcommit.gateway
 import toolcommit.model
 import toolcommit.runtime
 import toolcommit.spec
@@ -22,7 +23,13 @@ import toolcommit.spec
 
 def modules() -> list[str]:
     out = []
-    for pkg in (toolcommit.model, toolcommit.checker, toolcommit.runtime, toolcommit.spec):
+    for pkg in (
+        toolcommit.model,
+        toolcommit.checker,
+        toolcommit.runtime,
+        toolcommit.gateway,
+        toolcommit.spec,
+    ):
         out.append(pkg.__name__)
         out += [
             m.name

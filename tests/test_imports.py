@@ -35,14 +35,12 @@ LAYERS = {
     "checker.interrupts": 4,
     "checker.cbuild": 5,
     "checker.output": 5,
-    "checker.loopback": 5,  # what a loopback server admits (Host, Origin)
     "checker.machine": 5,  # support: C, files, cores
     "checker.engines": 6,  # the model checkers
     "checker.verify": 7,  # the suites and the manifest of expected results
     "checker.logs": 7,  # the log checker
     "checker.design": 8,  # design search and questions
     "checker.torture": 9,  # the harness drives the library
-    "checker.gateway": 9,  # moving to gateway/ (above)
     "checker.render": 10,  # formats results
     "checker.cli": 11,  # the command line
     "checker.entry": 12,  # the installed command: imports the command line, nothing first

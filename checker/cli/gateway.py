@@ -9,17 +9,11 @@ or another process keeps locked (one line on stderr). Needs the ``gateway`` extr
 from __future__ import annotations
 
 import argparse
-import fcntl
-import hashlib
 import os
 import shutil
 import sys
 
 from toolcommit.model.errors import UsageError
-
-# MCP has no status read and no idempotency key a server must honour: the design proven for
-# such a provider is email's (spec/designs/email.json), at-most-once with a visible give-up
-PROVIDER = "email"
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -239,7 +233,7 @@ def _read(flag: str, path: str) -> str:
 
 def _token(args) -> "str | None":
     """The one bearer token (--token-file, else TOOLCOMMIT_GATEWAY_TOKEN), or None."""
-    from toolcommit.checker.gateway.principal import check_token
+    from toolcommit.gateway.principal import check_token
 
     env = os.environ.get("TOOLCOMMIT_GATEWAY_TOKEN")
     if args.token_file is None and env is None:
@@ -258,7 +252,7 @@ def _token(args) -> "str | None":
 
 def _clients(args) -> "dict | None":
     """token -> principal name from --client-tokens, or None."""
-    from toolcommit.checker.gateway.principal import parse_client_tokens
+    from toolcommit.gateway.principal import parse_client_tokens
 
     if args.client_tokens is None:
         return None
@@ -273,7 +267,7 @@ def _clients(args) -> "dict | None":
 def _principals(args):
     """The operator's principal rule; `UsageError` for a bad name, or a --scope that
     would read what a client claims about itself without --trust-client-claim."""
-    from toolcommit.checker.gateway.principal import Principals, check_name
+    from toolcommit.gateway.principal import Principals, check_name
 
     if args.principal is not None:
         check_name(args.principal, "--principal")
@@ -302,8 +296,8 @@ HTTP_ONLY = (
 
 def _limits(args):
     """The HTTP transport's `Limits` from the flags (None for stdio, which takes none)."""
-    from toolcommit.checker.gateway.http import Limits
-    from toolcommit.checker.loopback import LOOPBACK
+    from toolcommit.gateway.http import Limits
+    from toolcommit.gateway.loopback import LOOPBACK
 
     given = [name for name in HTTP_ONLY if getattr(args, name) is not None]
     if args.http is None:
@@ -315,13 +309,6 @@ def _limits(args):
         return None
     host = args.host or LOOPBACK
     token, clients = _token(args), _clients(args)
-    if token is None and clients is None and host not in ("127.0.0.1", "::1", "localhost"):
-        print(
-            f"toolcommit gateway: warning: {host} is not loopback and no --client-tokens "
-            "or --token-file is set: whoever reaches it can call the tools",
-            file=sys.stderr,
-            flush=True,
-        )
     sessions = 16 if args.max_sessions is None else args.max_sessions
     if sessions < 1:
         raise UsageError(f"--max-sessions {sessions}: give 1 or more")
@@ -337,48 +324,22 @@ def _limits(args):
     )
 
 
-def _only_gateway(db: str, writer: str):
-    """Hold a lock that says one gateway serves `db` under `writer` (released by the OS
-    when this process ends, however); UsageError if another process holds it."""
-    tag = hashlib.sha256(writer.encode("utf-8")).hexdigest()[:12]
-    path = f"{os.path.abspath(db)}.gateway-{tag}.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        try:
-            other = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-        finally:
-            os.close(fd)
-        raise UsageError(
-            f"--db {db}: another gateway (pid {other or '?'}) serves it under "
-            f"writer {writer!r}; stop it, or give another --writer"
-        ) from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
-    return fd
-
-
-def _open_log(args, lease: float):
-    from toolcommit.runtime import IntentLog, IntentLogError, StoreError
-    from toolcommit.runtime.refuse import sqlite_path
-
-    why = sqlite_path(args.db)  # before the lock file is made beside it
-    if why is not None:
-        raise UsageError(f"--db {why}")
-    db_dir = os.path.dirname(os.path.abspath(args.db))
-    if not os.path.isdir(db_dir):
-        raise UsageError(f"--db {args.db}: no directory {db_dir}; create it or give another path")
-    lock = _only_gateway(args.db, args.writer)
-    try:
-        return lock, IntentLog.sqlite(args.db, writer=args.writer, provider=PROVIDER, lease=lease)
-    except (StoreError, IntentLogError) as e:  # a writer name another live process holds
-        os.close(lock)
-        raise UsageError(f"--db {args.db}: {str(e).splitlines()[0]}") from None
+def _open_warning(host: str) -> str:
+    """What the gateway says at start when it asks no token."""
+    who = (
+        "every user of this machine"
+        if host in ("127.0.0.1", "::1", "localhost")
+        else f"whoever reaches {host}"
+    )
+    return (
+        f"toolcommit gateway: warning: no --client-tokens or --token-file: {who} can call "
+        "the tools, and open sessions up to --max-sessions; give each client a token "
+        "(--client-tokens FILE)"
+    )
 
 
 def _listen(args, limits):
-    from toolcommit.checker.gateway.http import listen
+    from toolcommit.gateway.listener import listen
 
     try:
         return listen(limits.host, args.http)
@@ -397,63 +358,45 @@ def run(args) -> int:
     try:
         import anyio
 
-        from toolcommit.checker.gateway.calls import Effectful
-        from toolcommit.checker.gateway.http import serve_http
-        from toolcommit.checker.gateway.schemas import Identities
-        from toolcommit.checker.gateway.stdio import serve_stdio
+        from toolcommit.gateway import Gateway
+        from toolcommit.gateway.process import open_sqlite, until_signalled
     except ModuleNotFoundError as e:
         raise UsageError(
             f"gateway needs the mcp SDK ({e.name} is missing): pip install 'toolcommit[gateway]'"
         ) from None
-    if args.scope is not None:
-        from toolcommit.checker.logs.adapters.rules import Rules
+    from toolcommit.model.views import scope_rule
 
-        Rules(scope=args.scope).scope_of()  # a bad rule is refused now, not per call
+    scope_rule(args.scope)  # a bad rule is refused now, not per call
     principals = _principals(args)
-    identities = Identities(_identity(args.identity, tools))
+    identity = _identity(args.identity, tools)
     limits = _limits(args)
-    lock, log = _open_log(args, lease)
+    lock, log = open_sqlite(args.db, args.writer, lease)
     try:
         sock = _listen(args, limits) if limits is not None else None
-        effectful = Effectful(
+        gateway = Gateway(
             log,
+            cmd,
             tools,
-            args.scope,
+            scope=args.scope,
+            identity=identity,
+            principal=principals.fixed,
+            trust_client_claim=principals.claim,
             call_timeout=timeout,
-            principals=principals,
-            identities=identities,
+            **({} if limits is None else {"limits": limits}),
         )
         if sock is None:
-            main = lambda: serve_stdio(effectful, cmd)  # noqa: E731
+            main = gateway.serve_stdio
         else:
 
             def ready(port):
                 host = f"[{limits.host}]" if ":" in limits.host else limits.host
                 print(f"toolcommit gateway: http://{host}:{port}/mcp", file=sys.stderr, flush=True)
+                if limits.token is None and limits.clients is None:
+                    print(_open_warning(limits.host), file=sys.stderr, flush=True)
 
-            main = lambda: serve_http(effectful, cmd, sock, limits, ready)  # noqa: E731
-        anyio.run(_until_signalled, main)
+            main = lambda: gateway.serve_http(sock, ready)  # noqa: E731
+        anyio.run(until_signalled, main)
     finally:
         log.close()
         os.close(lock)
     return 0
-
-
-async def _until_signalled(main) -> None:
-    """Run `main()` until it returns or SIGINT / SIGTERM arrives (then stop cleanly: the
-    downstream server's process group is stopped and the log closed)."""
-    import signal
-
-    import anyio
-
-    async with anyio.create_task_group() as tg:
-
-        async def watch():
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                async for _ in signals:
-                    tg.cancel_scope.cancel()
-                    return
-
-        tg.start_soon(watch)
-        await main()
-        tg.cancel_scope.cancel()

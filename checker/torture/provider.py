@@ -43,9 +43,9 @@ import time
 from typing import Optional
 from urllib.parse import parse_qs, urlsplit
 
-from toolcommit.checker.loopback import refused
 from toolcommit.checker.torture.plan import PROVIDER_FAULTS
 from toolcommit.checker.torture.profiles import PROFILES, Profile, profile_for  # noqa: F401
+from toolcommit.gateway.loopback import refused
 from toolcommit.model.canon import CanonError, canonical_intent
 
 
@@ -344,7 +344,7 @@ class Proxy:
 
 async def _refuse(writer, headers: dict) -> bool:
     """Answer and close a request from outside the run (a foreign Host or Origin: a web
-    page's, `toolcommit.checker.loopback`); True if it was one. Nothing of it is applied,
+    page's, `toolcommit.gateway.loopback`); True if it was one. Nothing of it is applied,
     counted or forwarded."""
     foreign = refused(headers.get("host", ""), headers.get("origin", ""))
     if foreign is None:

@@ -35,7 +35,9 @@ class Env:
         self.env = {**os.environ, "REFUND_LEDGER": str(self.ledger)}
         self.procs: list[subprocess.Popen] = []
 
-    def argv(self, *extra, server=SERVER):
+    def argv(self, *extra, server=SERVER, command=None):
+        """The gateway's argv; `command`: the server's command line (default: `server`
+        run by this interpreter)."""
         return [
             "-m",
             "toolcommit.checker.cli",
@@ -46,15 +48,14 @@ class Env:
             str(self.db),
             *extra,
             "--",
-            sys.executable,
-            str(server),
+            *(command or [sys.executable, str(server)]),
         ]
 
-    def client(self, *extra, server=SERVER, env=None):
+    def client(self, *extra, server=SERVER, env=None, command=None):
         return Client(
             StdioServerParameters(
                 command=sys.executable,
-                args=self.argv(*extra, server=server),
+                args=self.argv(*extra, server=server, command=command),
                 env={**self.env, **(env or {})},
                 cwd=str(self.tmp),
             ),
@@ -74,10 +75,10 @@ class Env:
         return p
 
     @contextlib.contextmanager
-    def http(self, *extra, server=SERVER, env=None):
+    def http(self, *extra, server=SERVER, env=None, **kw):
         """An HTTP gateway on a free port of 127.0.0.1: yields (url, process)."""
         p = self.popen(
-            "--http", "0", *extra, server=server, env=env, stderr=subprocess.PIPE, text=True
+            "--http", "0", *extra, server=server, env=env, stderr=subprocess.PIPE, text=True, **kw
         )
         try:
             line = p.stderr.readline()
@@ -143,12 +144,13 @@ class Env:
                 os.killpg(pid, signal.SIGKILL)
 
 
-def http_client(url: str, token=None, info=None) -> Client:
+def http_client(url: str, token=None, info=None, mode="auto") -> Client:
     """The SDK's client over streamable HTTP, presenting `token` (None: no token) and
-    claiming to be `info` (an `Implementation`; None: the SDK's own)."""
+    claiming to be `info` (an `Implementation`; None: the SDK's own), in `mode` (``auto``:
+    the sessionless revision, which the gateway speaks; ``legacy``: a session)."""
     headers = {} if token is None else {"Authorization": f"Bearer {token}"}
     http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(LIMIT))
-    return Client(streamable_http_client(url, http_client=http), client_info=info)
+    return Client(streamable_http_client(url, http_client=http), client_info=info, mode=mode)
 
 
 def run(scenario):

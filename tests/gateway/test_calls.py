@@ -12,7 +12,7 @@ anyio = pytest.importorskip("anyio")
 pytest.importorskip("mcp")
 from mcp_types import JSONRPCResponse  # noqa: E402
 
-from toolcommit.checker.gateway.calls import Effectful  # noqa: E402
+from toolcommit.gateway.calls import Effectful  # noqa: E402
 from toolcommit.runtime import IntentLog  # noqa: E402
 
 # real gateway, server and client processes under faults: with -m slow (test_gateway.py and

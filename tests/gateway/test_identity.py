@@ -25,12 +25,13 @@ REFUND = {"order": "o-7", "amount": 20}
 DESK = ("--principal", "desk")  # the one stdio client, the same across its reconnects
 
 
-async def sigkilled_mid_call(e, then=None):
-    """A refund applied and held by the server (deaf to its stdin meanwhile); the gateway
-    SIGKILLed there, for real; then `await then()` if given, while the server still holds.
-    The caller unlinks the hold file."""
+async def sigkilled_mid_call(e, then=None, command=None):
+    """A refund applied and held by the server (deaf to its stdin meanwhile; started by
+    `command`, default: the interpreter); the gateway SIGKILLed there, for real; then
+    `await then()` if given, while the server still holds. The caller unlinks the hold
+    file."""
     Path(f"{e.ledger}.hold").touch()
-    async with e.client(*DESK) as c:
+    async with e.client(*DESK, command=command) as c:
         async with anyio.create_task_group() as tg:
 
             async def call():
@@ -76,10 +77,15 @@ def running(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+WRAPPED = f"{sys.executable} {Path(__file__).parent / 'refund_server.py'}; true"
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the tether is Linux's")
-def test_a_sigkilled_gateway_leaves_no_server_running(gateway_env):
+@pytest.mark.parametrize("command", [None, ["sh", "-c", WRAPPED]], ids=["direct", "sh -c"])
+def test_a_sigkilled_gateway_leaves_no_server_running(gateway_env, command):
     """The server is mid-call, deaf to its stdin (it holds after applying), when the
-    gateway is SIGKILLed: the server goes with it, instead of running on unowned."""
+    gateway is SIGKILLed: the server goes with it, instead of running on unowned, also
+    when a wrapper that forks (``sh -c '...; true'`` stays its parent) started it."""
     e = gateway_env
     server = []
 
@@ -88,7 +94,7 @@ def test_a_sigkilled_gateway_leaves_no_server_running(gateway_env):
         await until(lambda: not running(server[0]))  # bounded by run's LIMIT
 
     try:
-        run(lambda: sigkilled_mid_call(e, gone))
+        run(lambda: sigkilled_mid_call(e, gone, command))
     finally:
         Path(f"{e.ledger}.hold").unlink()
     assert not running(server[0])

@@ -1,6 +1,7 @@
 """Whose call it is, over HTTP with the SDK's client: each client token names a principal,
 two principals' equal refunds are two refunds (each told its own outcome), one client's
-sessions share its intents, and without client tokens two sessions are never merged. A
+sessions share its intents, in either revision of MCP, and without client tokens two
+sessions are never merged. A
 client's claim about itself names nobody unless the operator trusts it, in so many words."""
 
 from __future__ import annotations
@@ -15,28 +16,30 @@ REFUND = {"order": "o-7", "amount": 20}
 ALICE, BOB = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef01"
 
 
-def ask(url, *tokens, args=REFUND, info=None):
-    """One refund call per token in `tokens`, each in a session of its own, in order."""
+def ask(url, *tokens, args=REFUND, info=None, mode="legacy"):
+    """One refund call per token in `tokens`, each in a session of its own (`mode`
+    ``legacy``; ``auto``: each on a sessionless connection of its own), in order."""
 
     async def scenario():
         answers = []
         for token in tokens:
-            async with http_client(url, token, info) as c:
+            async with http_client(url, token, info, mode) as c:
                 answers.append(await c.call_tool("refund", args))
         return answers
 
     return run(scenario)
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_two_clients_asking_equal_refunds_are_each_refunded_once_and_told_their_own(
-    gateway_env,
+    gateway_env, mode
 ):
     """Alice, Bob, then each again in a new session: two refunds, one per principal; each
     retry is its own principal's recorded answer (its key), never the other's."""
     e = gateway_env
     tokens = e.client_tokens(alice=ALICE, bob=BOB)
     with e.http("--client-tokens", tokens) as (url, _):
-        alice, bob, alice2, bob2 = ask(url, ALICE, BOB, ALICE, BOB)
+        alice, bob, alice2, bob2 = ask(url, ALICE, BOB, ALICE, BOB, mode=mode)
     assert len(e.applied("o-7")) == 2
     assert [r.meta["toolcommit/replayed"] for r in (alice, bob, alice2, bob2)] == [
         False,

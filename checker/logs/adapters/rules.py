@@ -20,92 +20,10 @@ True
 
 from __future__ import annotations
 
-import importlib
-import json
-import os
-import sys
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from toolcommit.model.errors import UsageError
-
-MISSING = object()
-
-
-def resolve(view, path: str):
-    """The value at `path` in `view` (dicts and lists), or `MISSING`."""
-    if path == "":
-        return view
-    if isinstance(view, dict):
-        if path in view:
-            return view[path]
-        parts = path.split(".")
-        for n in range(len(parts) - 1, 0, -1):  # longest dotted name first
-            head = ".".join(parts[:n])
-            if head in view:
-                got = resolve(view[head], ".".join(parts[n:]))
-                if got is not MISSING:
-                    return got
-        return MISSING
-    if isinstance(view, list):
-        head, _, rest = path.partition(".")
-        if head.isdigit() and int(head) < len(view):
-            return resolve(view[int(head)], rest)
-    return MISSING
-
-
-def as_text(value) -> str:
-    """A scope or key value as text: strings as they are, anything else as compact JSON."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def _function(spec: str) -> Callable[[dict], object]:
-    """The function `spec` (``MODULE:FUNCTION``) names: imported as Python would, and
-    else from the working directory (``mymod.py`` there), as ``python -m`` would find it."""
-    module, _, name = spec.partition(":")
-    if not all(part.isidentifier() for part in module.split(".")) or not name.isidentifier():
-        raise UsageError(
-            f"--scope {spec}: give MODULE:FUNCTION (both Python names, such as "
-            "mymod:scope_of), or an attribute path such as "
-            "attributes.gen_ai.conversation.id"
-        )
-    try:
-        mod = _import(module)
-        fn = getattr(mod, name)
-    except Exception as e:  # noqa: BLE001 - the user's module may raise anything on import
-        raise UsageError(
-            f"--scope {spec}: cannot load {name} from module {module} "
-            f"({type(e).__name__}: {e}); give MODULE:FUNCTION importable from "
-            "here or from the working directory, or an attribute path such as "
-            "attributes.gen_ai.conversation.id"
-        ) from None
-    if not callable(fn):
-        raise UsageError(f"--scope {spec}: {name} is not a function")
-    return fn
-
-
-def _import(module: str):
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as e:
-        top = module.split(".")[0]
-        here = os.getcwd()
-        if (
-            e.name != top
-            or here in sys.path
-            or not (
-                os.path.exists(os.path.join(here, top + ".py"))
-                or os.path.isdir(os.path.join(here, top))
-            )
-        ):
-            raise
-    sys.path.insert(0, here)
-    try:
-        return importlib.import_module(module)
-    finally:
-        sys.path.remove(here)
+from toolcommit.model.views import MISSING, as_text, resolve, scope_rule
 
 
 @dataclass(frozen=True)
@@ -133,40 +51,7 @@ class Rules:
         path names nothing in a view (the message names the call). A function rule that
         returns None keeps the source's default scope, and the call's id goes to
         `fell_back` (to say so)."""
-        if self.scope is None:
-            return lambda view, default: default
-        if ":" in self.scope:
-            fn = _function(self.scope)
-
-            def by_function(view, default):
-                try:
-                    got = fn(view)
-                except Exception as e:
-                    raise UsageError(
-                        f"--scope {self.scope}: the function raised {e!r} on the "
-                        f"call {view.get('call_id')} of tool {view.get('tool')}; "
-                        "it is called with the call's view (a dict)"
-                    ) from None
-                if got is None:
-                    if fell_back is not None:
-                        fell_back.append(view.get("call_id"))
-                    return default
-                return as_text(got)
-
-            return by_function
-        path = self.scope
-
-        def by_path(view, default):
-            got = resolve(view, path)
-            if got is MISSING or got is None:
-                raise UsageError(
-                    f"--scope {path}: the call {view.get('call_id')} of tool "
-                    f"{view.get('tool')} has no such value; paths start at "
-                    f"one of: {', '.join(sorted(view))}"
-                )
-            return as_text(got)
-
-        return by_path
+        return scope_rule(self.scope, fell_back)
 
     def is_effectful(self, tool: str) -> bool:
         return self.effectful is None or tool in self.effectful

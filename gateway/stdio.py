@@ -19,8 +19,8 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
-from toolcommit.checker.gateway.calls import Effectful
-from toolcommit.checker.gateway.proxy import Unreadable, serve_session
+from toolcommit.gateway.calls import Effectful
+from toolcommit.gateway.proxy import Unreadable, serve_session
 
 
 def _lines(fd: int):

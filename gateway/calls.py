@@ -20,7 +20,7 @@ new name), which is echoed back in the result's ``_meta``; the operator may stat
 intents; two principals' calls are never one intent, whatever the scope.
 
 The log follows the design proven for a provider with no status read and no idempotency key
-it must honour (email's, `toolcommit.checker.cli.gateway.PROVIDER`): at-most-once with a
+it must honour (email's, `PROVIDER`): at-most-once with a
 visible give-up. A call the server did not answer (it died, or did not answer within the
 call limit) is given up at once (``DEAD_LETTER``): the call, and every later one of the
 intent, gets a tool error saying the effect may have happened; it is never sent again.
@@ -42,17 +42,21 @@ from typing import Awaitable, Callable, Optional
 import anyio
 import anyio.from_thread
 import anyio.to_thread
-from mcp_types import JSONRPCError, JSONRPCResponse
+from mcp_types import CallToolResult, JSONRPCError, JSONRPCResponse
 
-from toolcommit.checker.gateway.principal import Principals
-from toolcommit.checker.gateway.schemas import Identities, SchemaError
-from toolcommit.checker.logs.adapters.rules import Rules
+from toolcommit.gateway.downstream import DownstreamGone
+from toolcommit.gateway.principal import Principals
+from toolcommit.gateway.schemas import Identities, SchemaError
 from toolcommit.model.canon import CanonError, canonical_intent, intent_scope
 from toolcommit.model.errors import UsageError
+from toolcommit.model.views import scope_rule
 from toolcommit.runtime import Answered, GaveUp, InDoubt, IntentLog, Superseded, guard
 from toolcommit.runtime.caller import Hearing
 from toolcommit.runtime.identity import IdentityError
 
+# MCP has no status read and no idempotency key a server must honour: the design proven for
+# such a provider is email's (spec/designs/email.json), at-most-once with a visible give-up
+PROVIDER = "email"
 META_KEY, META_FENCE = "toolcommit/idempotency_key", "toolcommit/fence"
 META_INTENT, META_REPLAYED = "toolcommit/intent", "toolcommit/replayed"
 META_ANSWERED = "toolcommit/answered"  # why a re-ask got an earlier request's answer
@@ -95,7 +99,7 @@ class Effectful:
     tools : frozenset of str
         The tools whose calls change the world.
     scope : str or None
-        A `--scope` rule (`Rules.scope`): a path into the call's view (``args.order``,
+        A `--scope` rule (`toolcommit.model.views.scope_rule`): a path into the call's view (``args.order``,
         ``meta.user``, ``session``) or ``MODULE:FUNCTION``; None: ``mcp`` (one intent per
         principal, tool and canonical arguments).
     call_timeout : float
@@ -117,7 +121,7 @@ class Effectful:
     _locks: dict = field(default_factory=dict)  # intent digest -> [lock, calls using it]
 
     def __post_init__(self):
-        self._scope_of = Rules(scope=self.scope).scope_of()
+        self._scope_of = scope_rule(self.scope)
         self._threads = anyio.CapacityLimiter(256)  # guards in flight, apart from I/O's
 
     def wants(self, method: str, params) -> bool:
@@ -156,11 +160,14 @@ class Effectful:
         client: Optional[dict],
         send: Callable[[str, dict], Awaitable],
         holder: Optional[str] = None,
+        ready: Optional[Callable[[], Awaitable]] = None,
     ) -> dict:
         """The `CallToolResult` (a dict) for one well-formed effectful call (`malformed`
         is None) in a session opened with the client token named `holder` (None: none);
         `send(method, params)` asks the downstream server and returns its JSON-RPC answer
-        (or raises)."""
+        (or raises); `ready()` starts the server if it is not running and raises if it
+        cannot: then the call is not sent, and nothing is proposed (no record holds its
+        intent)."""
         view = self.view(params, request_id, session, client)
         tool, args = view["tool"], view["args"]
         if self.superseded:
@@ -173,8 +180,15 @@ class Effectful:
             identity = self.identities.keyed(schema)
             same = args if identity is None else identity.identity_args(args)
             digest = canonical_intent(tool, same, intent_scope(principal, scope)).digest
+            if ready is not None:
+                await ready()  # a server that dies or hangs at its start: nothing proposed
         except (UsageError, CanonError, SchemaError, IdentityError) as e:
             return tool_error(f"toolcommit gateway: {e}; nothing was sent")
+        except DownstreamGone as e:  # the server could not start, or hung in its handshake
+            return tool_error(
+                f"toolcommit gateway: the {tool} call was not sent: the server is not "
+                f"running ({e}); nothing of it reached the server, and asking again may send it"
+            )
         entry = self._locks.setdefault(digest, [anyio.Lock(), 0])  # [lock, calls using it]
         entry[1] += 1
         try:
@@ -282,6 +296,15 @@ def answer_of(msg) -> dict:
     """What the log records of the server's answer: the `CallToolResult`, or a tool error
     carrying the server's JSON-RPC error (either is an answer: the same for a retry)."""
     if isinstance(msg, JSONRPCResponse):
+        try:
+            CallToolResult.model_validate(msg.result)
+        except ValueError as e:  # recorded as said: a retry is told the same, never re-sent
+            lines = str(e).splitlines()
+            why = "; ".join(x.strip() for x in lines[1:3]) or lines[0]
+            return tool_error(
+                f"toolcommit gateway: the server answered with an invalid tools/call result "
+                f"({why}); the call may have taken effect"
+            )
         return msg.result
     if isinstance(msg, JSONRPCError):
         return tool_error(f"the server answered error {msg.error.code}: {msg.error.message}")

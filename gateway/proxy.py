@@ -30,8 +30,8 @@ import anyio
 from mcp.shared.message import SessionMessage
 from mcp_types import ErrorData, JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
-from toolcommit.checker.gateway.calls import Effectful, malformed
-from toolcommit.checker.gateway.downstream import Downstream, DownstreamGone
+from toolcommit.gateway.calls import Effectful, malformed
+from toolcommit.gateway.downstream import Downstream, DownstreamGone, bounded_request
 from toolcommit.runtime.caller import hearing
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
@@ -63,6 +63,7 @@ async def serve_session(
         except (anyio.ClosedResourceError, anyio.EndOfStream):
             pass  # the client ended the session
         finally:
+            await s.drained(effectful.call_timeout + 1)
             await s.down.stop()
             tg.cancel_scope.cancel()
 
@@ -96,6 +97,7 @@ class _Session:
         self.errlog = errlog
         self.down: Downstream
         self.calls: dict = {}  # request id -> CancelScope
+        self._emptied: Optional[anyio.Event] = None
         self.client: Optional[dict] = None
         self.holder: Optional[str] = None
         self._lock = anyio.Lock()
@@ -110,14 +112,9 @@ class _Session:
                 return False
             return True
 
-    async def lost(self, rid) -> None:
-        await self.to_client(
-            _error(
-                rid,
-                INTERNAL_ERROR,
-                "the downstream MCP server exited before it answered (toolcommit gateway)",
-            )
-        )
+    async def lost(self, rid, why: Optional[str] = None) -> None:
+        why = why or "the downstream MCP server exited before it answered"
+        await self.to_client(_error(rid, INTERNAL_ERROR, f"{why} (toolcommit gateway)"))
 
     async def receive(self, item, tg) -> None:
         """One item from the client: a message, or the exception of a line that did not
@@ -180,6 +177,15 @@ class _Session:
                 return
         await self.down.forward(msg)
 
+    async def drained(self, limit: float) -> None:
+        """Wait (at most `limit` seconds, whatever cancels the session) until no effectful
+        call of the session is in flight: a session the client ended or deleted lets its
+        dispatched calls run to their answers, which the log records for a retry."""
+        with anyio.CancelScope(shield=True), anyio.move_on_after(limit):
+            while self.calls:
+                self._emptied = anyio.Event()
+                await self._emptied.wait()
+
     async def _effectful(self, msg: JSONRPCRequest) -> None:
         scope = anyio.CancelScope()
         self.calls[msg.id] = scope
@@ -187,7 +193,13 @@ class _Session:
         try:
             with scope, hearing() as heard:  # told only once the answer is written
                 result = await self.effectful.call(
-                    msg.params, msg.id, self.session, self.client, self._down_request, self.holder
+                    msg.params,
+                    msg.id,
+                    self.session,
+                    self.client,
+                    self._down_request,
+                    self.holder,
+                    ready=self.down.ready,
                 )
         except Exception as e:  # noqa: BLE001 - answered, never fatal
             print(f"toolcommit gateway: {type(e).__name__}: {e}", file=self.errlog, flush=True)
@@ -197,25 +209,15 @@ class _Session:
             return
         finally:
             self.calls.pop(msg.id, None)
+            if not self.calls and self._emptied is not None:
+                self._emptied.set()
         if result is None or scope.cancel_called:
             return  # a client that cancelled did not hear the outcome
         if await self.to_client(JSONRPCResponse(jsonrpc="2.0", id=msg.id, result=result)):
             await self.effectful.heard(heard)
 
     async def _down_request(self, method: str, params: dict):
-        # shielded: a dispatched call runs to its answer, the server's death or the time
-        # limit, whatever the client cancels; the log records the answer for the intent's
-        # next call. A server that does not answer in time is restarted.
-        limit = self.effectful.call_timeout
-        with anyio.CancelScope(shield=True):
-            with anyio.move_on_after(limit) as timer:
-                return await self.down.request(method, params)
-            if timer.cancelled_caught:
-                await self.down.restart()
-                raise DownstreamGone(
-                    f"the server did not answer within {limit:g} s (the "
-                    "gateway's --call-timeout; it restarted the server)"
-                )
+        return await bounded_request(self.down, self.effectful.call_timeout, method, params)
 
 
 __all__ = ["serve_session", "DownstreamGone", "Unreadable"]

@@ -19,21 +19,24 @@ from __future__ import annotations
 
 import hmac
 import json
-import socket
 import sys
 import time
 import uuid
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
 import anyio
 from mcp.server.streamable_http import StreamableHTTPServerTransport
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from starlette.responses import JSONResponse
+from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from starlette.responses import JSONResponse, Response
 
-from toolcommit.checker.gateway.calls import Effectful
-from toolcommit.checker.gateway.proxy import serve_session
-from toolcommit.checker.loopback import LOOPBACK, refused
+from toolcommit.gateway.calls import Effectful
+from toolcommit.gateway.loopback import LOOPBACK, refused
+from toolcommit.gateway.proxy import serve_session
+from toolcommit.gateway.stateless import Sessionless, is_sessionless
+from toolcommit.gateway.stateless import error as error_reply
 
 SESSION_HEADER, VERSION_HEADER = b"mcp-session-id", b"mcp-protocol-version"
 MAX_BODY = 4 * 1024 * 1024
@@ -60,6 +63,15 @@ class Limits:
         Sessions (downstream processes) alive at once.
     idle : float
         Seconds a session may stay without a request before it is closed.
+    body : int
+        Bytes a request's body may have, whatever the request (413 beyond; counted as it
+        arrives, never buffered past the limit).
+    header_timeout, body_timeout : float
+        Seconds a connection may take to send a request's headers (then it is closed),
+        and its body (then 408).
+    connections : int or None
+        Connections open at once; one more is closed as soon as it is accepted (None: as
+        many as the process's descriptor limit leaves room for, `listener.connection_cap`).
     """
 
     host: str = LOOPBACK
@@ -69,6 +81,10 @@ class Limits:
     clients: Optional[Mapping[str, str]] = None
     sessions: int = 16
     idle: float = 600.0
+    body: int = MAX_BODY
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    connections: Optional[int] = None
 
 
 def refusal(limits: Limits, headers: dict) -> Optional[tuple[int, str]]:
@@ -103,37 +119,83 @@ def _presents(headers: dict, token: str) -> bool:
 
 
 class HttpGateway:
-    """An ASGI app serving MCP sessions (streamable HTTP) at ``/mcp``; see the module
-    docstring."""
+    """An ASGI app serving MCP over streamable HTTP, both revisions (see the module
+    docstring); `path`: the one path it serves (None: whatever path it is mounted at).
+    It serves inside `running` (its sessions' tasks live there): 503 outside it."""
 
-    def __init__(self, effectful: Effectful, command: list[str], tg, limits: Limits = Limits()):
-        self.effectful, self.command, self.tg, self.limits = effectful, command, tg, limits
+    def __init__(
+        self,
+        effectful: Effectful,
+        command: list[str],
+        limits: Limits = Limits(),
+        path: Optional[str] = "/mcp",
+    ):
+        self.effectful, self.command, self.limits = effectful, command, limits
+        self.tg = None  # set by `running`
+        self.path = path
         self.sessions: dict[str, StreamableHTTPServerTransport] = {}
         self.seen: dict[str, list] = {}  # session id -> [last request, in flight]
         self.holders: dict[str, Optional[str]] = {}  # session id -> its client token's name
+        self.sessionless = Sessionless(effectful, command)
+        self._started = False
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return
-        if scope["path"].rstrip("/") != "/mcp":
-            return await _error("no MCP endpoint here: use /mcp", 404)(scope, receive, send)
+        if self.tg is None:
+            return await _error("the gateway is not running (Gateway.running)", 503)(
+                scope, receive, send
+            )
+        if self.path is not None and scope["path"].rstrip("/") != self.path:
+            return await _error(f"no MCP endpoint here: use {self.path}", 404)(scope, receive, send)
         headers = dict(scope["headers"])
         refused = refusal(self.limits, headers)
         if refused is not None:
             extra = {"WWW-Authenticate": "Bearer"} if refused[0] == 401 else None
             return await _error(refused[1], refused[0], extra)(scope, receive, send)
+        body, why = await _body(receive, headers, self.limits)
+        if body is None:
+            return await _error(why[1], why[0], {"Connection": "close"})(scope, receive, send)
         version = headers.get(VERSION_HEADER, b"").decode("latin-1")
+        sid = headers.get(SESSION_HEADER, b"").decode("latin-1")
+        who = holder(self.limits, headers)
+        if not sid and is_sessionless(version):
+            return await self._sessionless(who, scope, body, headers, send)
         if version and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             return await _error(
                 f"protocol version {version}: the toolcommit gateway speaks "
-                "MCP with initialize (a session)",
+                f"{', '.join(HANDSHAKE_PROTOCOL_VERSIONS + MODERN_PROTOCOL_VERSIONS)}",
                 400,
             )(scope, receive, send)
-        sid = headers.get(SESSION_HEADER, b"").decode("latin-1")
-        who = holder(self.limits, headers)
         if sid:
-            return await self._in_session(sid, who, scope, receive, send)
-        return await self._open(who, scope, receive, send)
+            return await self._in_session(sid, who, scope, _replay(body, receive), send)
+        return await self._open(who, scope, body, receive, send)
+
+    async def _sessionless(self, who, scope, body: bytes, headers: dict, send):
+        """One request of the sessionless revision (`stateless.Sessionless`)."""
+        if scope["method"] != "POST":
+            return await _error(
+                f"{scope['method']}: a sessionless request is a POST of one JSON-RPC request",
+                405,
+            )(scope, _replay(b""), send)
+        if not self._started:  # its downstream's tasks live in the gateway's task group
+            self._started = True
+            await self.sessionless.run(self.tg)
+        try:
+            msg = json.loads(body)
+        except ValueError:
+            msg = None
+        text = {k.decode("latin-1"): v.decode("latin-1") for k, v in headers.items()}
+        if msg is None:
+            reply = error_reply(None, -32700, "not JSON")
+        else:
+            reply = await self.sessionless.handle(msg, text, who)
+        if reply is None:
+            return await Response(status_code=202)(scope, _replay(b""), send)
+        status = 200
+        if "error" in reply:
+            status = ERROR_CODE_HTTP_STATUS.get(reply["error"]["code"], 200)
+        return await JSONResponse(reply, status_code=status)(scope, _replay(b""), send)
 
     async def _in_session(self, sid, who, scope, receive, send):
         transport = self.sessions.get(sid)
@@ -148,18 +210,13 @@ class HttpGateway:
         if transport.is_terminated:
             self.sessions.pop(sid, None)
 
-    async def _open(self, who, scope, receive, send):
+    async def _open(self, who, scope, body: bytes, receive, send):
         """A new session of the client token named `who` (None: none), for a POST of an
         ``initialize`` request only."""
         if scope["method"] != "POST":
             return await _error(
                 f"{scope['method']} without a session: open one with a POST of initialize", 400
             )(scope, receive, send)
-        body = await _body(receive)
-        if body is None:
-            return await _error(f"the request body is over {MAX_BODY} bytes", 413)(
-                scope, receive, send
-            )
         try:
             msg = json.loads(body)
         except ValueError:
@@ -187,7 +244,7 @@ class HttpGateway:
             await send(message)
 
         try:
-            await transport.handle_request(scope, _replay(body), answer)
+            await transport.handle_request(scope, _replay(body, receive), answer)
         finally:
             self.seen[sid][0], self.seen[sid][1] = time.monotonic(), self.seen[sid][1] - 1
         if not status or status[0] >= 400:  # the transport refused it: no session
@@ -216,6 +273,23 @@ class HttpGateway:
             self.seen.pop(sid, None)
             self.holders.pop(sid, None)
 
+    @asynccontextmanager
+    async def running(self):
+        """Serve within this block: sessions, the sessionless server and the idle reaper
+        run in its task group; on exit every session ends and its server is stopped."""
+        async with anyio.create_task_group() as tg:
+            self.tg = tg
+            tg.start_soon(self.reap)
+            try:
+                yield self
+            finally:
+                self.tg = None
+                with anyio.CancelScope(shield=True):
+                    for transport in list(self.sessions.values()):
+                        await transport.terminate()
+                    await self.sessionless.stop()
+                tg.cancel_scope.cancel()
+
     async def reap(self) -> None:
         """Close sessions idle (no request in flight) past `Limits.idle`, forever."""
         while True:
@@ -227,32 +301,44 @@ class HttpGateway:
                     await transport.terminate()
 
 
-async def _body(receive) -> Optional[bytes]:
+async def _body(receive, headers: dict, limits: Limits):
+    """(body, None), or (None, (status, why)): a body over `limits.body` bytes (413; told
+    by its Content-Length at once, else counted as it arrives: nothing past the limit is
+    kept), or one not sent within `limits.body_timeout` (408)."""
+    over = (413, f"the request body is over {limits.body} bytes, the gateway's limit")
+    length = headers.get(b"content-length", b"").strip()
+    if length.isdigit() and int(length) > limits.body:
+        return None, over
     chunks, size = [], 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        size += len(chunks[-1])
-        if size > MAX_BODY:
-            return None
-        if not message.get("more_body"):
-            break
-    return b"".join(chunks)
+    with anyio.move_on_after(limits.body_timeout):
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return b"".join(chunks), None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limits.body:
+                return None, over
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                return b"".join(chunks), None
+    return None, (408, f"the request body did not arrive within {limits.body_timeout:g} s")
 
 
-def _replay(body: bytes):
-    """An ASGI `receive` giving `body` once, then waiting (as for a client still there)."""
+def _replay(body: bytes, receive=None):
+    """An ASGI `receive` giving `body` once, then `receive`'s messages (a disconnect), or
+    waiting forever if none is given."""
     sent = [False]
 
-    async def receive():
+    async def again():
         if not sent[0]:
             sent[0] = True
             return {"type": "http.request", "body": body, "more_body": False}
-        await anyio.sleep_forever()
+        if receive is None:
+            await anyio.sleep_forever()
+        return await receive()
 
-    return receive
+    return again
 
 
 def _error(message: str, status: int, headers: Optional[dict] = None):
@@ -261,51 +347,3 @@ def _error(message: str, status: int, headers: Optional[dict] = None):
         status_code=status,
         headers=headers,
     )
-
-
-def listen(host: str, port: int) -> socket.socket:
-    """A listening socket on host:port; OSError (such as the port in use) as is."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(128)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
-async def serve_http(
-    effectful: Effectful,
-    command: list[str],
-    sock: socket.socket,
-    limits: Limits = Limits(),
-    ready=None,
-) -> None:
-    """Serve streamable HTTP on the listening `sock` until cancelled; `ready(port)` is
-    called once it serves."""
-    import uvicorn
-
-    async with anyio.create_task_group() as tg:
-        app = HttpGateway(effectful, command, tg, limits)
-        config = uvicorn.Config(app, log_level="warning", lifespan="off")
-        server = uvicorn.Server(config)
-        server.install_signal_handlers = lambda: None  # the CLI handles signals
-
-        async def announce():
-            while not server.started:
-                await anyio.sleep(0.02)
-            if ready is not None:
-                ready(sock.getsockname()[1])
-
-        tg.start_soon(announce)
-        tg.start_soon(app.reap)
-        try:
-            await server.serve(sockets=[sock])
-        finally:
-            with anyio.CancelScope(shield=True):
-                for transport in list(app.sessions.values()):
-                    await transport.terminate()
-            tg.cancel_scope.cancel()

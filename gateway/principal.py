@@ -26,12 +26,12 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from toolcommit.checker.logs.adapters.rules import MISSING, resolve
 from toolcommit.model.errors import UsageError
+from toolcommit.model.views import MISSING, resolve
 
 MIN_TOKEN = 16
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
-RESERVED = frozenset({"session", "claimed"})  # the prefixes of the other principals
+RESERVED = frozenset({"session", "claimed", "anonymous"})  # the prefixes of the other principals
 _TOKEN = re.compile(r"[\x21-\x7e]+")  # what an Authorization header carries as is
 
 

@@ -1,0 +1,100 @@
+"""Both MCP revisions over HTTP: the sessionless one (2026-07-28: no initialize, each
+request on its own) served natively beside sessions, with one guarantee: the SDK's client
+in each mode, retrying a refund on a new connection, gets one refund; a raw sessionless
+request (httpx, no SDK) is served."""
+
+from __future__ import annotations
+
+import pytest
+
+from .gw import LIMIT, http_client, run
+
+pytest.importorskip("mcp")
+httpx = pytest.importorskip("httpx")
+from mcp import Client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+from .gw import httpx2  # noqa: E402
+
+TOKEN = "app-token-0123456789abcdef"
+MODERN = "2026-07-28"
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def client(url: str, mode: str) -> Client:
+    http = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {TOKEN}"}, timeout=httpx2.Timeout(LIMIT)
+    )
+    return Client(streamable_http_client(url, http_client=http), mode=mode)
+
+
+@pytest.mark.parametrize("mode", [MODERN, "legacy"])
+def test_the_sdk_client_retrying_a_refund_in_either_revision_gets_one_refund(gateway_env, mode):
+    e = gateway_env
+    with e.http("--client-tokens", e.client_tokens(app=TOKEN)) as (url, _):
+
+        async def scenario():
+            answers = []
+            for _ in range(2):  # the retry comes on a new connection (a new session)
+                async with client(url, mode) as c:
+                    answers.append(await c.call_tool("refund", {"order": "o-1", "amount": 5}))
+            return answers
+
+        first, retry = run(scenario)
+    assert [first.is_error, retry.is_error] == [False, False]
+    assert first.meta["toolcommit/replayed"] is False and retry.meta["toolcommit/replayed"]
+    assert first.meta["toolcommit/key"] == retry.meta["toolcommit/key"]
+    assert len(e.applied("o-1")) == 1
+    assert {p["principal"] for p in e.proposals()} == {"app"}
+
+
+def post(url, method, params, **headers):
+    body = {"jsonrpc": "2.0", "id": 9, "method": method, "params": {**params, "_meta": ENVELOPE}}
+    head = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": method,
+        **headers,
+    }
+    return httpx.post(url, json=body, headers=head, timeout=LIMIT)
+
+
+def test_a_raw_sessionless_request_is_served_without_initialize(gateway_env):
+    e = gateway_env
+    with e.http("--client-tokens", e.client_tokens(app=TOKEN)) as (url, _):
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        listed = post(url, "tools/list", {}, **auth)
+        discovered = post(url, "server/discover", {}, **auth)
+        call = {"name": "refund", "arguments": {"order": "o-2", "amount": "7"}}
+        refunds = [post(url, "tools/call", call, **auth, **{"Mcp-Name": "refund"}) for _ in "ab"]
+        anonymous = post(url, "tools/list", {})
+        mismatched = post(url, "tools/list", {}, **{**auth, "Mcp-Method": "tools/call"})
+    assert listed.status_code == 200 and "mcp-session-id" not in listed.headers
+    assert {t["name"] for t in listed.json()["result"]["tools"]} == {"refund", "balance"}
+    assert discovered.json()["result"]["supportedVersions"] == [MODERN]
+    results = [r.json()["result"] for r in refunds]
+    assert [r["_meta"]["toolcommit/replayed"] for r in results] == [False, True]
+    assert len(e.applied("o-2")) == 1 and e.applied("o-2")[0]["args"]["amount"] == 7
+    assert anonymous.status_code == 401
+    assert mismatched.json()["error"]["code"] == -32020  # HEADER_MISMATCH: the method header
+
+
+def test_without_a_token_sessionless_calls_are_one_anonymous_principal(gateway_env):
+    e = gateway_env
+    with e.http() as (url, proc):
+
+        async def scenario():
+            out = []
+            for _ in range(2):
+                async with http_client(url) as c:  # auto: discovers the sessionless revision
+                    out.append(await c.call_tool("refund", {"order": "o-3", "amount": 1}))
+            return out
+
+        first, retry = run(scenario)
+        warning = proc.stderr.readline()
+    assert retry.meta["toolcommit/replayed"] and len(e.applied("o-3")) == 1
+    assert {p["principal"] for p in e.proposals()} == {"anonymous"}
+    assert "warning: no --client-tokens or --token-file" in warning
