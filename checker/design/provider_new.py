@@ -8,7 +8,10 @@ it kept, is the first response saved, what happens to a request under a key in f
 there a status read and is it consistent, can a write be conditional (a fence), can an
 effect be undone, and how late can a request arrive. Every answer becomes a behaviour with
 no source (`why_no_source` asks for the provider's document): the file is the user's word
-until they cite it.
+until they cite it. Where the model has no word for an answer, the weaker promise it has is
+written: a key that lets a request in flight through twice is no key, a read that only lags
+is no read, a first response not saved makes an applied request read as an error (an
+`errors_after` budget of 2).
 
 Examples
 --------

@@ -77,6 +77,18 @@ def test_a_key_that_lets_a_request_in_flight_through_is_no_key(tmp_path):
     assert profile(resolve(str(path))).assumptions["provider_idempotent"] == "no"
 
 
+def test_a_first_response_not_saved_makes_an_applied_request_read_as_an_error(tmp_path):
+    path = tmp_path / "forgetful.json"
+    answers = ["forgetful", "Idempotency-Key", "api.forgetful.io", "1h", "no", "waits"]
+    done = new(path, answers=answers + ["lags", "yes", "yes", "30s"])
+    assert done.returncode == 0, done.stderr
+    p = profile(resolve(str(path)))
+    assert p.budgets["errors_after"] == 2 and p.budgets["key_expiries"] == 1
+    assert p.assumptions["in_flight_key"] == "serialized"
+    assert p.assumptions["status_read"] == "no"  # a read that only lags proves nothing
+    assert (p.assumptions["provider_fences"], p.assumptions["compensable"]) == ("yes", "yes")
+
+
 @pytest.mark.parametrize(
     "answers, says",
     [
