@@ -157,14 +157,20 @@ def resolve(name: str) -> str:
     unusable; UsageError if another file already gave that name)."""
     if name in _profiles() or not provider_file.looks_like_file(name):
         return profile(name).name
-    doc = provider_file.read(name)
+    return register(provider_file.read(name))
+
+
+def register(doc: ProviderDoc) -> str:
+    """Keep the read provider file `doc` for this process under its name (UsageError if
+    another file already gave that name other promises); its name."""
     known = _FILES.get(doc.name)
     if known is not None and known.file is not None and known.file.digest != doc.digest:
         raise UsageError(
-            f"{name}: provider {doc.name!r} was already read from {known.file.path}, "
+            f"{doc.path}: provider {doc.name!r} was already read from {known.file.path}, "
             "which says otherwise; give the two providers different names"
         )
-    _FILES[doc.name] = _build(doc.name, doc.profile, doc)
+    if known is None:
+        _FILES[doc.name] = _build(doc.name, doc.profile, doc)
     return doc.name
 
 

@@ -71,8 +71,8 @@ WHY_ABSENT = "the file makes no such promise: a promise a provider file does not
 class ProviderDoc:
     """A read provider file: its name, where it was read, its profile (the shape of a
     `spec/environments.json` profile, absent promises and default budgets added), the
-    design file it names (resolved against its folder, or None) and the digest of its
-    text (what a design proven for it records)."""
+    design file it names (resolved against its folder, or None) and the digest of what it
+    says (every field but `design` and `$schema`: a design proven for it embeds the same)."""
 
     name: str
     path: str
@@ -95,6 +95,12 @@ def read(path: str) -> ProviderDoc:
 def looks_like_file(name: str) -> bool:
     """Whether an `--env` value names a file rather than a profile."""
     return name.endswith(".json") or "/" in name or "\\" in name or Path(name).is_file()
+
+
+def from_mapping(raw: Mapping[str, Any], where: str) -> ProviderDoc:
+    """A provider file's document already parsed (a design file embeds one), `where` naming
+    it in messages."""
+    return from_text(json.dumps(raw, indent=2), where)
 
 
 def from_text(text: str, path: str) -> ProviderDoc:
@@ -125,7 +131,8 @@ def from_text(text: str, path: str) -> ProviderDoc:
     design = raw.get("design")
     if design is not None:
         design = str(Path(path).parent / design)
-    digest = hashlib.sha256(json.dumps(raw, sort_keys=True).encode()).hexdigest()[:16]
+    promises = {k: v for k, v in raw.items() if k not in ("$schema", "design")}
+    digest = hashlib.sha256(json.dumps(promises, sort_keys=True).encode()).hexdigest()[:16]
     return ProviderDoc(raw["name"], path, profile, design, digest, raw)
 
 

@@ -1,0 +1,103 @@
+"""`ask` and `design` exit codes users can script: 0 an answer that holds was found, 1 none
+holds, 2 bad usage, 3 undecided; one table in both commands' --help. And `ask --set`
+changes every cell as `check --set` does, refusing a setting the grid varies."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.incli import cli
+from toolcommit.checker.cli import main
+from toolcommit.checker.cli.exits import ASK_DESIGN_CODES
+
+REPO = Path(__file__).resolve().parents[2]
+ONE_COLUMN = {"provider_fences": ["yes"], "status_read": ["yes"], "key_expiries": [0]}
+
+
+def question(tmp_path, option: str, stale=(0,)) -> str:
+    """late-replay (which reads the lagging search) narrowed to one option in one world:
+    fences, a status read, no expiry; stale reads as `stale` says (() : not varied)."""
+    doc = json.loads((REPO / "spec" / "questions" / "late-replay.json").read_text("utf-8"))
+    doc["rows"] = {"knob": "late_replay", "options": [option]}
+    varied = {"stale_reads": list(stale)} if stale else {}
+    doc["columns"] = {"assumptions": {**ONE_COLUMN, **varied}}
+    path = tmp_path / f"{option}.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("command", ["ask", "design"])
+def test_the_exit_code_table_is_in_the_help_of_ask_and_design(command, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    assert " ".join(ASK_DESIGN_CODES.split()) in " ".join(out.split())
+
+
+def test_ask_exits_0_when_a_cell_holds(tmp_path):
+    code, out, _ = cli("ask", question(tmp_path, "reject"))
+    assert code == 0 and "HOLDS" in out
+
+
+def test_ask_exits_1_when_every_cell_is_violated(tmp_path):
+    code, out, _ = cli("ask", question(tmp_path, "replay_same_key"))
+    assert code == 1 and "VIOLATED" in out and "HOLDS  " not in out
+
+
+def test_ask_exits_3_when_none_holds_and_a_limit_left_it_open(tmp_path):
+    code, out, _ = cli("ask", question(tmp_path, "reject"), "--max-states", "3")
+    assert code == 3 and "UNKNOWN" in out
+
+
+def test_ask_exits_2_on_bad_usage():
+    assert cli("ask", "no-such-question")[0] == 2
+
+
+def test_ask_set_changes_every_cell_as_check_set_does(tmp_path):
+    path = question(tmp_path, "reject", stale=())
+    assert cli("ask", path)[0] == 0
+    code, out, _ = cli("ask", path, "--set", "stale_reads=1")
+    assert code == 1 and "VIOLATED I1" in out  # the lagging search reads absent: I1 breaks
+
+
+def test_ask_set_refuses_a_setting_the_grid_varies(tmp_path):
+    for setting in ("late_replay=compensate", "stale_reads=1"):
+        code, _, err = cli("ask", question(tmp_path, "reject"), "--set", setting)
+        assert code == 2 and "varies it across its grid" in err and err.count("\n") == 1
+
+
+def test_ask_set_refuses_an_unknown_name_and_a_budget_that_is_no_number(tmp_path):
+    path = question(tmp_path, "reject")
+    assert "unknown knob 'colour'" in cli("ask", path, "--set", "colour=red")[2]
+    assert "whole number" in cli("ask", path, "--set", "errors_after=some")[2]
+
+
+@pytest.mark.slow  # two design searches: about a minute on two loaded cores
+def test_design_exits_1_when_no_design_holds_and_3_when_a_limit_left_it_open():
+    # email: no key, no status read, no undo; FULFIL on give_up_retry (the user's intent
+    # done, not given up) is out of reach of every design
+    code, out, _ = cli(
+        "design",
+        "--env",
+        "email",
+        "--instance",
+        "give_up_retry",
+        "--property",
+        "FULFIL",
+        "--explain",
+        "none",
+    )
+    assert code == 1, out
+    code, out, _ = cli(
+        "design",
+        "--env",
+        "email",
+        "--instance",
+        "ack_loss",
+        "--max-states",
+        "5",
+        "--explain",
+        "none",
+    )
+    assert code == 3, out
