@@ -23,14 +23,14 @@ STRIPE_LIKE = ["acme-pay", "Idempotency-Key", "api.acme.com", "24h", "yes", "409
 STRIPE_LIKE += ["consistent", "no", "no", "15m"]
 
 
-def new(path, *flags, answers=()):
+def new(path, *flags, answers=(), timeout=120):
     """`toolcommit provider new PATH FLAGS` in its own process, the answers on stdin."""
     return subprocess.run(
         [sys.executable, "-m", "toolcommit.checker.cli", "provider", "new", str(path), *flags],
         input="".join(f"{a}\n" for a in answers),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
     )
 
 
@@ -165,3 +165,17 @@ def test_at_a_terminal_three_bad_answers_are_refused():
             io.StringIO(),
             None,
         )
+
+
+@pytest.mark.slow  # a whole design search: minutes on two cores
+def test_design_runs_on_the_file_in_the_same_sitting(tmp_path):
+    """--design: the questions answered, the file written, then `design` on it, one command."""
+    path = tmp_path / "ledger.json"
+    flags = ["--name", "ledger", "--key-header", "Idempotency-Key", "--host", "ledger.internal"]
+    flags += ["--key-lifetime", "forever", "--first-response", "yes", "--in-flight", "waits"]
+    flags += ["--status-read", "consistent", "--fence", "yes", "--undo", "yes"]
+    done = new(path, *flags, "--delay-bound", "unbounded", "--design", timeout=1200)
+    assert done.returncode == 0, done.stderr
+    assert f"running: toolcommit design --env {path}" in done.stderr
+    assert "toolcommit design: environment ledger" in done.stdout
+    assert "exactly-once (I1, I1net, P1, P3, OWN, FULFIL): HOLDS" in done.stdout
