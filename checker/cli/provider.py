@@ -6,7 +6,7 @@ stdin is a terminal, read silently in order when it is not (a bad or missing ans
 refused). The file is checked by the one reader (`toolcommit.model.provider_file`) before it
 is written, written atomically (a temporary file beside it, then a rename), and never over
 an existing file without --force. Then the design command for it is printed, or run
-(--design). Exit codes: 0 written (with --design: design's own code), 2 bad usage or input.
+(--run-design). Exit codes: 0 written (with --run-design: design's own code), 2 bad usage or input.
 """
 
 from __future__ import annotations
@@ -37,14 +37,14 @@ def add_parser(sub):
         help="ask the questions that decide a design, write the provider file, then design",
         description="Ask the few questions that decide a design (flags answer them; else one "
         "line each on stdin), write FILE (checked, atomically, never over a file without "
-        "--force) and print the `toolcommit design` command for it (or run it: --design).",
+        "--force) and print the `toolcommit design` command for it (or run it: --run-design).",
     )
     n.add_argument("file", metavar="FILE", help="the provider file to write (.json)")
     for q in QUESTIONS:
         n.add_argument(q.flag, dest=q.id, metavar="ANSWER", help=q.prompt)
     n.add_argument("--force", action="store_true", help="replace FILE if it exists")
     n.add_argument(
-        "--design",
+        "--run-design",
         action="store_true",
         help="run `toolcommit design --env FILE` on the file once written (minutes)",
     )
@@ -63,7 +63,7 @@ def run(args) -> int:
     write_new(path, text, args.force)
     print(f"wrote {path}", file=sys.stderr)
     command = f"toolcommit design --env {path}"
-    if not args.design:
+    if not args.run_design:
         print(f"next: {command}")
         return 0
     print(f"running: {command}", file=sys.stderr)

@@ -169,12 +169,12 @@ def test_at_a_terminal_three_bad_answers_are_refused():
 
 @pytest.mark.slow  # a whole design search: minutes on two cores
 def test_design_runs_on_the_file_in_the_same_sitting(tmp_path):
-    """--design: the questions answered, the file written, then `design` on it, one command."""
+    """--run-design: the questions answered, the file written, then `design` on it, one command."""
     path = tmp_path / "ledger.json"
     flags = ["--name", "ledger", "--key-header", "Idempotency-Key", "--host", "ledger.internal"]
     flags += ["--key-lifetime", "forever", "--first-response", "yes", "--in-flight", "waits"]
     flags += ["--status-read", "consistent", "--fence", "yes", "--undo", "yes"]
-    done = new(path, *flags, "--delay-bound", "unbounded", "--design", timeout=1200)
+    done = new(path, *flags, "--delay-bound", "unbounded", "--run-design", timeout=1200)
     assert done.returncode == 0, done.stderr
     assert f"running: toolcommit design --env {path}" in done.stderr
     assert "toolcommit design: environment ledger" in done.stdout
