@@ -45,7 +45,7 @@ def test_ask_exits_1_when_every_cell_is_violated(tmp_path):
     assert code == 1 and "VIOLATED" in out and "HOLDS  " not in out
 
 
-def test_ask_exits_3_when_none_holds_and_a_limit_left_it_open(tmp_path):
+def test_ask_exits_3_when_a_limit_left_a_cell_open(tmp_path):
     code, out, _ = cli("ask", question(tmp_path, "reject"), "--max-states", "3")
     assert code == 3 and "UNKNOWN" in out
 
