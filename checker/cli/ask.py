@@ -7,7 +7,7 @@ grid keeps only the cells that are worlds of the profile, the question is answer
 ideal too, and the output says which cells differ and which documented behaviour makes each
 difference (`toolcommit.checker.design.changes`). `--set` changes every cell as `check --set`
 does. Exit codes (`exits.ASK_DESIGN_CODES`): 0 a cell holds (an answer that holds was found),
-1 none holds (every judged cell VIOLATED), 3 none holds and some cell is UNKNOWN, 2 bad input.
+1 none holds (every judged cell VIOLATED), 3 a cell is UNKNOWN (undecided), 2 bad input.
 
 Limits: `--max-states` and `--run-timeout` (per engine run) are honoured. Without them, a
 search that stops at the question's limits hands the open invariants to bounded SMT; with

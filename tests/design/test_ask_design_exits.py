@@ -45,7 +45,7 @@ def test_ask_exits_1_when_every_cell_is_violated(tmp_path):
     assert code == 1 and "VIOLATED" in out and "HOLDS  " not in out
 
 
-def test_ask_exits_3_when_none_holds_and_a_limit_left_it_open(tmp_path):
+def test_ask_exits_3_when_a_limit_left_a_cell_open(tmp_path):
     code, out, _ = cli("ask", question(tmp_path, "reject"), "--max-states", "3")
     assert code == 3 and "UNKNOWN" in out
 
@@ -101,3 +101,18 @@ def test_design_exits_1_when_no_design_holds_and_3_when_a_limit_left_it_open():
         "none",
     )
     assert code == 3, out
+
+
+def test_readme_and_docs_give_ask_and_design_the_codes_the_help_gives():
+    readme = (REPO / "README.md").read_text("utf-8")
+    rows = {line.split(" | ")[0].strip("| `"): line for line in readme.splitlines()}
+    for command in ("ask", "design"):
+        row = rows[command]
+        assert "an answer that holds was found" in row and "none holds" in row, row
+        assert "undecided" in row, row
+    docs = (REPO / "docs" / "design-and-ask.md").read_text("utf-8")
+    table = docs.split("### Exit codes of `ask` and `design`", 1)[1].split("\n\n", 3)[2]
+    codes = [line.split(" | ")[0].strip("| ") for line in table.splitlines()[2:]]
+    assert codes == ["0", "1", "2", "3"] and "an answer that holds was found" in table
+    for word in ("an answer that holds was found", "none holds", "bad usage", "undecided"):
+        assert word in ASK_DESIGN_CODES
