@@ -188,10 +188,11 @@ def render_text(s: Synthesis, explain="all", width: int = DEFAULT) -> str:
         a = assumes(s.env, preferred(lv).design, s.instances, s.given)
         for t in a["timing"]:
             lines.append(f"assumes: {t}")
+        source = profile(s.env).file  # a provider file: the reader looks there
+        see = source.path if source is not None else "toolcommit spec --envs"
         for n in a["assumed"]:
             lines.append(
-                f"assumes {n}={held_fixed(s.env)[n]} without a document saying so "
-                "(see: toolcommit spec --envs)"
+                f"assumes {n}={held_fixed(s.env)[n]} without a document saying so (see: {see})"
             )
     lines.append(f"instances: {', '.join(s.instances)}")
     lines += [f"  not judged: {name} ({why})" for name, why in s.skipped]

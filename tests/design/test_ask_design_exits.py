@@ -116,3 +116,13 @@ def test_readme_and_docs_give_ask_and_design_the_codes_the_help_gives():
     assert codes == ["0", "1", "2", "3"] and "an answer that holds was found" in table
     for word in ("an answer that holds was found", "none holds", "bad usage", "undecided"):
         assert word in ASK_DESIGN_CODES
+
+
+def test_ask_takes_a_provider_file_and_names_the_provider_as_the_file_does(tmp_path):
+    provider = REPO / "spec" / "providers" / "example-payments.json"
+    path = question(tmp_path, "reject", stale=())
+    doc = json.loads(Path(path).read_text("utf-8"))
+    doc["columns"] = {"assumptions": {"provider_fences": ["no"], "key_expiries": [1]}}
+    Path(path).write_text(json.dumps(doc), encoding="utf-8")  # the provider's world
+    code, out, _ = cli("ask", path, "--env", str(provider))
+    assert code in (0, 1) and "@example-payments" in out and "stripe" not in out

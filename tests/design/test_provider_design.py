@@ -20,6 +20,8 @@ def test_a_hand_written_payments_file_gets_the_stripe_design_and_its_counterexam
     provider.write_text(json.dumps(PAYMENTS))
     code, out, _ = cli("design", "--env", str(provider), "-o", str(design), "--explain", "none")
     assert code == 0 and "Recommendation for handpay" in out and "stripe" not in out
+    said = " ".join(out.split())  # the file's uncited timing: listed, pointing at the file
+    assert f"assumes delay_bound=15m without a document saying so (see: {provider})" in said
     found = json.loads(design.read_text())
     assert found["knobs"] == STRIPE["knobs"] and found["timing"] == STRIPE["timing"]
     assert found["environment"] == "handpay" and found["provider_file"] == PAYMENTS

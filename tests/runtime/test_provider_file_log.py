@@ -65,3 +65,16 @@ def test_a_log_under_a_provider_file_reopens_in_a_fresh_process_from_the_log_alo
     )
     assert done.returncode == 0, done.stderr
     assert "design example-payments.design.json, exactly-once" in " ".join(done.stdout.split())
+
+
+def test_validate_design_takes_the_provider_file_and_finds_what_the_stripe_design_finds():
+    from tests.incli import cli
+
+    log = str(REPO / "tests" / "fixtures" / "logs" / "design_early_read-bad.jsonl")
+    code, out, _ = cli("validate", "--design", str(EXAMPLE), log)
+    words = " ".join(out.split())
+    stripe_code, stripe_out, _ = cli("validate", "--design", "stripe", log)
+    assert code == stripe_code == 1
+    assert "environment example-payments" in words and "stripe" not in words
+    assert f"delay_bound=15m of {REPO}/spec/providers/example-payments.design.json" in words
+    assert out.count("DESIGN") == stripe_out.count("DESIGN")
