@@ -22,11 +22,12 @@ from typing import Mapping
 
 from toolcommit.model import timing
 from toolcommit.model.design import DESIGN_TIMING, knob_names, preset_design
-from toolcommit.model.environment import held_fixed
+from toolcommit.model.environment import held_fixed, register
 from toolcommit.model.environment import names as env_names
 from toolcommit.model.errors import UsageError
 from toolcommit.model.instance import instance_names
 from toolcommit.model.properties import all_names
+from toolcommit.model.provider_file import from_mapping
 from toolcommit.spec import protocol
 
 KIND = "toolcommit design"
@@ -55,8 +56,16 @@ def design_of(doc: Mapping) -> tuple[dict, str]:
     if doc.get("version") != VERSION:
         _fail("version", f"{doc.get('version')!r} is not {VERSION}")
     env = doc.get("environment")
-    if env not in env_names():
-        _fail("environment", f"{env!r} is not one of {', '.join(env_names())}")
+    if isinstance(doc.get("provider_file"), Mapping):  # proven for a provider file: kept
+        p = register(from_mapping(doc["provider_file"], "design file: provider_file"))
+        if p != env:
+            _fail("provider_file", f"names provider {p!r}, but environment is {env!r}")
+    elif env not in env_names():
+        _fail(
+            "environment",
+            f"{env!r} is not one of {', '.join(env_names())} and the file embeds no "
+            "provider_file (write it with `toolcommit design --env FILE -o DESIGN`)",
+        )
     knobs, times = doc.get("knobs"), doc.get("timing", {})
     if not isinstance(knobs, Mapping) or not isinstance(times, Mapping):
         _fail(

@@ -18,7 +18,7 @@ Examples
 >>> profile("paypal")
 Traceback (most recent call last):
 ...
-toolcommit.model.errors.UsageError: unknown environment 'paypal'; valid environments: ideal, stripe, email, fenced-store, async-log
+toolcommit.model.errors.UsageError: unknown environment 'paypal'; valid environments: ideal, stripe, email, fenced-store, async-log, or a provider file's path (docs/provider-file.md)
 """
 
 from __future__ import annotations
@@ -29,11 +29,12 @@ from typing import Mapping, Optional
 
 from toolcommit.spec import environments, protocol
 
-from . import timing
+from . import provider_file, timing
 from .design import departures
 from .errors import UsageError
 from .instance import Instance
 from .knobs import Config, parse_settings, preset
+from .provider_file import ProviderDoc
 from .values import ENV_FAULTS
 
 IDEAL = "ideal"
@@ -76,6 +77,7 @@ class Profile:
     behaviours: tuple[Behaviour, ...]
     timing: Mapping[str, Optional[int]] = None  # environment timing params it sets (seconds)
     wire: Optional[Wire] = None  # where its key travels (None: no key header)
+    file: Optional[ProviderDoc] = None  # the provider file it was read from (None: built in)
 
     def inherent(self, name: str) -> str:
         """Why no provider of this kind can promise `name` away ('' if one could)."""
@@ -111,44 +113,81 @@ def _wire(name: str, raw: Optional[Mapping]) -> Optional[Wire]:
     )
 
 
+def _build(name: str, raw: Mapping, file: Optional[ProviderDoc] = None) -> Profile:
+    """A profile from its `spec/environments.json` shape."""
+    assumptions, faults = protocol().assumptions, protocol().faults
+    behaviours = tuple(_behaviour(b) for b in raw["behaviours"])
+    a, budgets, times = {}, {}, {}
+    for b in behaviours:
+        for key, value in b.sets.items():
+            if key in assumptions and value in assumptions[key]["options"]:
+                a[key] = value
+            elif key in faults and isinstance(value, int) and value >= 0:
+                if value:  # a budget of 0 (a provider file's) is no budget
+                    budgets[key] = max(value, budgets.get(key, 0))
+            elif key in timing.params() and timing.params()[key]["of"] == "environment":
+                times[key] = timing.seconds(value)
+            else:
+                raise ValueError(
+                    f"spec/environments.json: profile {name} sets {key}={value!r}, "
+                    "which is neither an assumption option, a fault budget nor "
+                    "an environment timing parameter"
+                )
+    wire = _wire(name, raw.get("wire"))
+    return Profile(name, raw["meaning"], a, budgets, behaviours, times, wire, file)
+
+
 @lru_cache(maxsize=None)
 def _profiles() -> dict[str, Profile]:
-    out = {}
-    assumptions, faults = protocol().assumptions, protocol().faults
-    for name, raw in environments()["profiles"].items():
-        behaviours = tuple(_behaviour(b) for b in raw["behaviours"])
-        a, budgets, times = {}, {}, {}
-        for b in behaviours:
-            for key, value in b.sets.items():
-                if key in assumptions and value in assumptions[key]["options"]:
-                    a[key] = value
-                elif key in faults and isinstance(value, int) and value >= 0:
-                    budgets[key] = value
-                elif key in timing.params() and timing.params()[key]["of"] == "environment":
-                    times[key] = timing.seconds(value)
-                else:
-                    raise ValueError(
-                        f"spec/environments.json: profile {name} sets {key}={value!r}, "
-                        "which is neither an assumption option, a fault budget nor "
-                        "an environment timing parameter"
-                    )
-        out[name] = Profile(
-            name, raw["meaning"], a, budgets, behaviours, times, _wire(name, raw.get("wire"))
-        )
-    return out
+    return {name: _build(name, raw) for name, raw in environments()["profiles"].items()}
+
+
+# the providers read from files in this process, by the name each file gives (forked
+# workers inherit them)
+_FILES: dict[str, Profile] = {}
 
 
 def names() -> list[str]:
+    """The built-in profiles' names."""
     return list(_profiles())
 
 
-def profile(name: str) -> Profile:
-    """The named profile; UsageError listing the valid ones otherwise."""
-    if name not in _profiles():
+def resolve(name: str) -> str:
+    """The profile name `--env` means: a built-in profile's, or the name of the provider
+    file at the path `name` (read, checked and kept for this process; InputError if
+    unusable; UsageError if another file already gave that name)."""
+    if name in _profiles() or not provider_file.looks_like_file(name):
+        return profile(name).name
+    return register(provider_file.read(name))
+
+
+def register(doc: ProviderDoc) -> str:
+    """Keep the read provider file `doc` for this process under its name (UsageError if
+    another file already gave that name other promises); its name."""
+    known = _FILES.get(doc.name)
+    if known is not None and known.file is not None and known.file.digest != doc.digest:
         raise UsageError(
-            f"unknown environment {name!r}; valid environments: {', '.join(_profiles())}"
+            f"{doc.path}: provider {doc.name!r} was already read from {known.file.path}, "
+            "which says otherwise; give the two providers different names"
         )
-    return _profiles()[name]
+    if known is None:
+        _FILES[doc.name] = _build(doc.name, doc.profile, doc)
+    return doc.name
+
+
+def profile(name: str) -> Profile:
+    """The named profile (a built-in one, a provider file already read, or the provider
+    file at the path `name`); UsageError listing the valid ones otherwise."""
+    if name in _profiles():
+        return _profiles()[name]
+    if name in _FILES:
+        return _FILES[name]
+    if provider_file.looks_like_file(name):
+        return _FILES[resolve(name)]
+    raise UsageError(
+        f"unknown environment {name!r}; valid environments: {', '.join(_profiles())}, "
+        "or a provider file's path (docs/provider-file.md)"
+    )
 
 
 def configure(config: Config, name: str) -> Config:
@@ -157,7 +196,7 @@ def configure(config: Config, name: str) -> Config:
     p = profile(name)
     times = {**config.timing, **{k: v for k, v in p.timing.items() if k not in config.changed}}
     return replace(
-        config, assumptions={**config.assumptions, **p.assumptions}, env=name, timing=times
+        config, assumptions={**config.assumptions, **p.assumptions}, env=p.name, timing=times
     )
 
 

@@ -127,7 +127,13 @@ class Design:
     @property
     def doc(self) -> dict[str, Any]:
         """What the log stores of this design (``tc_design.doc``): what `digest` covers,
-        and its source; `from_doc` reads it back (any design: a file, custom timing)."""
+        and its source; `from_doc` reads it back (any design: a file, custom timing). A
+        provider file's design stores its wire too (no built-in profile holds it)."""
+        from toolcommit.model.environment import names
+
+        w, keep = self.wire, {}
+        if self.environment not in names():
+            keep["wire"] = w and {"key_header": w.key_header, "hosts": list(w.hosts)}
         return {
             "source": self.source,
             "environment": self.environment,
@@ -135,6 +141,7 @@ class Design:
             "knobs": dict(self.knobs),
             "provider": dict(self.provider),
             "timing": [self.replay_window, self.delay_bound, self.key_lifetime],
+            **keep,
         }
 
     @property
@@ -295,7 +302,7 @@ def from_doc(doc: Mapping[str, Any], digest: str) -> Design:
             _f(d),
             _f(lifetime),
             {str(k): str(v) for k, v in doc["provider"].items()},
-            profile(env).wire,
+            _wire(doc["wire"]) if "wire" in doc else profile(env).wire,
         )
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise DesignError(f"the design the log stores cannot be read ({e})") from None
@@ -314,12 +321,17 @@ def read(provider: Union[str, os.PathLike[str]]) -> Design:
     from toolcommit.model import timing
     from toolcommit.model.design_file import design_of
     from toolcommit.model.environment import profile
-    from toolcommit.model.errors import UsageError
+    from toolcommit.runtime.provider import follow
 
-    doc, source = _read_doc(os.fspath(provider))
+    try:
+        doc, source = _read_doc(follow(os.fspath(provider)))
+    except DesignError:
+        raise
+    except ToolcommitError as e:  # a provider file that names no design proven for it
+        raise DesignError(str(e)) from None
     try:
         design, env = design_of(doc)
-    except UsageError as e:
+    except ToolcommitError as e:
         raise DesignError(f"{source}: {e}") from None
     assumptions = {
         **profile(env).assumptions,
@@ -345,6 +357,15 @@ def read(provider: Union[str, os.PathLike[str]]) -> Design:
         assumptions,
         profile(env).wire,
     )
+
+
+def _wire(raw: Optional[Mapping[str, Any]]) -> Optional["Wire"]:
+    """The wire a log stores for a provider file's design (None: it names none)."""
+    from toolcommit.model.environment import Wire
+
+    if raw is None:
+        return None
+    return Wire(str(raw["key_header"]), tuple(str(h) for h in raw["hosts"]), None, "")
 
 
 def _f(v: Optional[float]) -> Optional[float]:

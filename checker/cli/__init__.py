@@ -29,6 +29,7 @@ COMMANDS = (
     "recover",
     "status",
     "gateway",
+    "provider",
 )
 
 

@@ -5,8 +5,9 @@ Prints the grid (rows the options, columns the assumptions or situations) and th
 in words, citing shortest counterexamples. With `--env NAME` (a profile other than ideal) the
 grid keeps only the cells that are worlds of the profile, the question is answered under
 ideal too, and the output says which cells differ and which documented behaviour makes each
-difference (`toolcommit.checker.design.changes`). Exit codes: 0 the question was answered (VIOLATED
-cells are part of the answer), 3 some cell is UNKNOWN, 2 bad input.
+difference (`toolcommit.checker.design.changes`). `--set` changes every cell as `check --set`
+does. Exit codes (`exits.ASK_DESIGN_CODES`): 0 a cell holds (an answer that holds was found),
+1 none holds (every judged cell VIOLATED), 3 a cell is UNKNOWN (undecided), 2 bad input.
 
 Limits: `--max-states` and `--run-timeout` (per engine run) are honoured. Without them, a
 search that stops at the question's limits hands the open invariants to bounded SMT; with
@@ -26,9 +27,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from toolcommit.checker.cli.check import add_env_option, add_out_dir
-from toolcommit.checker.cli.exits import EXIT
+from toolcommit.checker.cli.exits import ASK_DESIGN_CODES, answer_exit
 from toolcommit.checker.cli.terminal import Progress, width
-from toolcommit.checker.design.question import Limits
+from toolcommit.checker.design.question import Limits, with_settings
 from toolcommit.checker.design.run import answer
 from toolcommit.checker.design.schema import builtin_names, load_question
 from toolcommit.checker.output import write_atomic
@@ -42,6 +43,7 @@ from toolcommit.checker.render.catalogue import write_question
 from toolcommit.checker.render.fit import fit, wrap_line
 from toolcommit.model.environment import profile as env_profile
 from toolcommit.model.errors import UsageError
+from toolcommit.model.knobs import parse_settings
 
 
 def add_parser(sub):
@@ -51,6 +53,7 @@ def add_parser(sub):
         description="Run every combination of a design question (a knob's options "
         "by environment assumptions, on a scenario) through the engines and print "
         "the grid plus the answer in words, citing shortest counterexamples.",
+        epilog=ASK_DESIGN_CODES,
     )
     p.add_argument(
         "question",
@@ -117,6 +120,14 @@ def add_parser(sub):
         f"search left open (default: the question's, else {d.bmc_depth})",
     )
     add_env_option(p)
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="NAME=VALUE",
+        help="change a knob, environment assumption, timing number or environment fault "
+        "budget in every cell (repeatable), as `check --set` does; e.g. key_lifetime=1h. "
+        "A setting the question's grid varies is refused",
+    )
     return p
 
 
@@ -152,6 +163,8 @@ def run(args) -> int:
     if args.env != "ideal":
         env_profile(args.env)
         q = replace(q, env=args.env, name=f"{q.name}@{args.env}")
+    if args.set:
+        q = with_settings(q, parse_settings(args.set))
     progress = Progress()
     a = answer(q, progress, time.monotonic() + args.timeout if args.timeout else 0.0)
     progress.close()
@@ -195,7 +208,7 @@ def run(args) -> int:
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(out)
-    return EXIT[a.status]  # HOLDS once answered (VIOLATED cells are part of the answer)
+    return answer_exit(c.status for c in a.cells.values())
 
 
 def answer_links(folder: Path, answer_file: Path, stems) -> dict:

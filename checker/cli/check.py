@@ -25,6 +25,7 @@ from toolcommit.checker.verify.suite import (
 )
 from toolcommit.model.environment import configure
 from toolcommit.model.environment import names as env_names
+from toolcommit.model.environment import resolve as resolve_env
 from toolcommit.model.errors import UsageError
 from toolcommit.model.instance import instance_names, parse_bounds
 from toolcommit.model.knobs import PRESETS, parse_settings, preset
@@ -189,9 +190,11 @@ def add_env_option(p) -> None:
     p.add_argument(
         "--env",
         default="ideal",
-        metavar="NAME",
+        metavar="NAME|FILE",
+        type=resolve_env,  # a provider file is read (and checked) here: exit 2 if unusable
         help="environment profile (default: %(default)s); one of: "
-        f"{', '.join(env_names())} (see: toolcommit spec --envs)",
+        f"{', '.join(env_names())} (see: toolcommit spec --envs), or a provider file "
+        "(docs/provider-file.md)",
     )
 
 

@@ -1,6 +1,6 @@
-"""`toolcommit design --env NAME`: what a team must build to be safe in an environment.
+"""`toolcommit design --env NAME|FILE`: what a team must build to be safe in an environment.
 
-Exit codes: 0 a design keeps a guarantee (printed with why each of its departures from
+Exit codes (`exits.ASK_DESIGN_CODES`): 0 a design keeps a guarantee (printed with why each of its departures from
 naive is needed; with --write, stored as a design file), 1 the search was whole and none
 holds (the weakest environment promises that make one hold are printed, if found), 3 a
 limit (--timeout, --max-states) left it open: nothing unconfirmed is reported, 2 bad usage.
@@ -12,6 +12,7 @@ import sys
 
 from toolcommit.checker.cli import flags
 from toolcommit.checker.cli.check import add_env_option
+from toolcommit.checker.cli.exits import ASK_DESIGN_CODES
 from toolcommit.checker.cli.terminal import Progress, width
 from toolcommit.checker.design.file import document_text
 from toolcommit.checker.design.summary import summarize
@@ -35,6 +36,7 @@ def add_parser(sub):
         "each that holds toward naive, and print the minimal designs with the "
         "counterexample for every departure turned back; or, when none holds, the "
         "weakest environment promises under which one does.",
+        epilog=ASK_DESIGN_CODES,
     )
     add_env_option(p)
     p.add_argument(

@@ -16,8 +16,15 @@ from toolcommit.checker.cli import flags
 from toolcommit.checker.cli.terminal import Progress, width
 from toolcommit.checker.interrupts import Interrupts
 from toolcommit.checker.render.fit import fit
-from toolcommit.checker.torture.profiles import PROFILES, has_design
+from toolcommit.checker.torture.profiles import (
+    DESIGN_FILES,
+    PROFILES,
+    add_provider,
+    design,
+    has_design,
+)
 from toolcommit.model.errors import UsageError
+from toolcommit.model.provider_file import looks_like_file
 
 MAX_RUNS = 100_000
 
@@ -57,9 +64,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--env",
-        choices=list(PROFILES),
+        type=_env,
         default=None,
-        metavar="NAME",
+        metavar="NAME|FILE",
         help="the provider's profile: one of spec/environments.json's, a provider "
         "that behaves as it documents (ideal; stripe: saved responses per key, "
         "500s included, 409 while a key is in flight, keys pruned after their "
@@ -69,7 +76,16 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "over), time compressed (1 h = 1 s); or one of the harness's own, each one "
         "promise on or off (fenced: idempotency keys with a TTL, saved responses, "
         "fences; keyed; fences-only; bare). Default: fenced, or with --itf the one "
-        f"matching the trace's assumptions. One of: {', '.join(PROFILES)}",
+        f"matching the trace's assumptions. One of: {', '.join(PROFILES)}; or a provider "
+        "file (docs/provider-file.md): a fake that behaves as the file says, the library "
+        "following the design the file names (or --design)",
+    )
+    p.add_argument(
+        "--design",
+        metavar="FILE",
+        help="the design file the library follows (`toolcommit design --env FILE -o "
+        "DESIGN`; its environment must be --env's): instead of the shipped one, or the one "
+        "a provider file names",
     )
     flags.alias(p, "--profile", "--env")
     p.add_argument(
@@ -114,7 +130,37 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+def _env(name: str) -> str:
+    """A harness profile's name, or the provider file at path `name` read into one."""
+    if name in PROFILES:
+        return name
+    if looks_like_file(name):
+        return add_provider(name)
+    raise UsageError(
+        f"--env {name!r}: one of {', '.join(PROFILES)}, or a provider file's path "
+        "(docs/provider-file.md)"
+    )
+
+
+def _use_design(args) -> None:
+    """`--design FILE`: the design file the library follows in --env (UsageError if it was
+    proven for another environment)."""
+    from toolcommit.runtime.design import read
+
+    if not args.env or not PROFILES[args.env].env:
+        raise UsageError("--design needs --env (a profile of spec/environments.json or a file)")
+    d = read(args.design)
+    if d.environment != args.env:
+        raise UsageError(
+            f"--design {args.design}: proven for {d.environment}, not --env {args.env}"
+        )
+    DESIGN_FILES[args.env] = args.design
+    design.cache_clear()
+
+
 def _check(args) -> None:
+    if args.design:
+        _use_design(args)
     if not 1 <= args.runs <= MAX_RUNS:
         raise UsageError(f"--runs {args.runs}: use 1 to {MAX_RUNS}")
     if not 1 <= args.workers <= 8:

@@ -57,8 +57,11 @@ def assumes(env: str, design: Mapping[str, str], instances, given: Mapping = Non
 
 
 def document(s: Synthesis, level: Level, m: Minimal) -> dict:
-    """The design file's content for minimal design `m` of `level`."""
+    """The design file's content for minimal design `m` of `level` (proven for a provider
+    file: the file's document too, as `provider_file`, so the design reads alone)."""
     naive = preset_design("naive")
+    source = profile(s.env).file
+    embedded = {"provider_file": dict(source.raw)} if source is not None else {}
     return {
         "kind": KIND,
         "version": VERSION,
@@ -83,6 +86,7 @@ def document(s: Synthesis, level: Level, m: Minimal) -> dict:
             }
             for k in m.departures
         ],
+        **embedded,
     }
 
 

@@ -16,7 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Mapping, Optional
 
+from toolcommit.model.errors import UsageError
+from toolcommit.model.knobs import preset
 from toolcommit.model.properties import of_kind
+from toolcommit.model.values import ENV_FAULTS
 from toolcommit.spec import protocol
 
 INVARIANTS = of_kind("invariant", "monitor")  # state predicates, in spec order
@@ -138,3 +141,26 @@ def column_meaning(name: str) -> str:
     if name in FAULT_ALIAS:
         return f"the {protocol().faults[name]} fault may happen once"
     return alias_meaning(name)
+
+
+def with_settings(q: Question, settings: Mapping[str, str]) -> Question:
+    """`q` with `settings` (`ask --set`) over its own in every cell, asked in its
+    environment: knobs, assumptions and timing checked by name, environment fault budgets
+    as whole numbers. UsageError for a name the question's grid varies (a row, a column or
+    a cell sets it: the --set would be overridden there)."""
+    budgets = {k: v for k, v in settings.items() if k in ENV_FAULTS}
+    for k, v in budgets.items():
+        if not v.isdigit():
+            raise UsageError(f"--set {k}={v}: a fault budget is a whole number, e.g. {k}=2")
+    preset(q.preset).with_knobs({k: v for k, v in settings.items() if k not in budgets})
+    for v in (*q.rows, *q.columns, *(c for r in q.rows for c in r.cells.values())):
+        both = sorted(set(v.set) & set(settings))
+        if both:
+            raise UsageError(
+                f"--set {', '.join(both)}: question {q.name} varies it across its grid "
+                f"(in {v.name!r}); drop the --set, or copy the question file and change "
+                "it there"
+            )
+    own = {k: int(v) if k in budgets else v for k, v in settings.items()}
+    env_set = {**q.env_set, q.env: {**q.env_set.get(q.env, {}), **own}}
+    return replace(q, env_set=env_set)

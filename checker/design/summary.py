@@ -26,7 +26,8 @@ class Summary:
     first, or None where no minimal design was found. ``advice`` and ``assumes`` are the
     chosen level's preferred design's instructions and what it rests on (``""`` and None
     when it has none). ``holds_fixed`` is the environment's fixed settings with the ones
-    ``--set`` changed; ``meaning`` the environment's one line.
+    ``--set`` changed; ``meaning`` the environment's one line; ``see`` where the settings
+    it assumes without a document are listed (a provider file's path, or the spec command).
     """
 
     synthesis: Synthesis
@@ -36,6 +37,7 @@ class Summary:
     not_proposed: tuple[tuple[str, str], ...]
     holds_fixed: dict
     meaning: str
+    see: str
 
     def first(self, level) -> Optional[Minimal]:
         """The design to build first of `level` (one of ``synthesis.levels``)."""
@@ -57,4 +59,11 @@ def summarize(s: Synthesis) -> Summary:
         tuple(unsearched()),
         {**held_fixed(s.env), **s.given},
         profile(s.env).meaning,
+        _see(s.env),
     )
+
+
+def _see(env: str) -> str:
+    """Where `env`'s settings assumed without a document are listed."""
+    source = profile(env).file  # a provider file: the reader looks there
+    return source.path if source is not None else "toolcommit spec --envs"

@@ -184,8 +184,7 @@ def render_text(sm: Summary, explain="all", width: int = DEFAULT) -> str:
             lines.append(f"assumes: {t}")
         for n in sm.assumes["assumed"]:
             lines.append(
-                f"assumes {n}={sm.holds_fixed[n]} without a document saying so "
-                "(see: toolcommit spec --envs)"
+                f"assumes {n}={sm.holds_fixed[n]} without a document saying so (see: {sm.see})"
             )
     lines.append(f"instances: {', '.join(s.instances)}")
     lines += [f"  not judged: {name} ({why})" for name, why in s.skipped]

@@ -25,7 +25,7 @@ from typing import Callable, Optional
 from toolcommit.checker.logs.children import fork, held_signals
 from toolcommit.checker.torture.harness import RunResult, run_once, sweep
 from toolcommit.checker.torture.plan import Plan, Timing, random_plan
-from toolcommit.checker.torture.profiles import PROFILES, design
+from toolcommit.checker.torture.profiles import DESIGN_FILES, PROFILES, PROVIDER_PATHS, design
 from toolcommit.model.knobs import preset
 
 VERDICTS = ("CONFORMS", "VIOLATES", "INCONCLUSIVE", "STUCK", "ERROR")
@@ -248,7 +248,9 @@ def _rerun(o: dict, seed: int) -> str:
         if o["workers"] != 2:
             args += ["--workers", str(o["workers"])]
     if o["profile"] != "fenced" or o.get("itf"):
-        args += ["--env", o["profile"]]
+        args += ["--env", PROVIDER_PATHS.get(o["profile"], o["profile"])]
+    if o["profile"] in DESIGN_FILES:
+        args += ["--design", DESIGN_FILES[o["profile"]]]
     if o["store"] != "sqlite":
         args += ["--store", o["store"]]
     return shlex.join(args) + (" --dsn ..." if o["store"] != "sqlite" else "")

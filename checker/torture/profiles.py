@@ -47,7 +47,7 @@ from importlib import resources
 from typing import Optional
 
 from toolcommit.model import timing as model_timing
-from toolcommit.model.environment import configure
+from toolcommit.model.environment import configure, resolve
 from toolcommit.model.environment import names as environment_names
 from toolcommit.model.environment import profile as environment
 from toolcommit.model.knobs import preset
@@ -183,16 +183,50 @@ class Design:
         return self.knobs[knob]
 
 
+# the design file the library follows in an environment other than its shipped one: a
+# provider file's (its `design`, or torture's --design); forked workers inherit it
+DESIGN_FILES: dict[str, str] = {}
+# the path each provider file was given as (for the rerun command)
+PROVIDER_PATHS: dict[str, str] = {}
+
+
+def add_provider(path: str) -> str:
+    """The harness profile of the provider file at `path` (read and checked: InputError),
+    its fake derived from its facts as a built-in profile's is; its name. The library
+    follows the design the file names, if it names one."""
+    name = resolve(path)
+    PROFILES[name] = from_environment(name)
+    PROVIDER_PATHS[name] = path
+    source = environment(name).file
+    if source is not None and source.design is not None:
+        DESIGN_FILES.setdefault(name, source.design)
+    return name
+
+
+def design_source(env: str) -> str:
+    """What the library loads as its design in `env`: a design file's path, or the shipped
+    design's name."""
+    return DESIGN_FILES.get(env, env)
+
+
 def has_design(env: str) -> bool:
-    """Whether the library ships a design for `env` (`spec/designs/<env>.json`)."""
+    """Whether the library has a design for `env` (`spec/designs/<env>.json`, or a design
+    file given for it)."""
+    if env in DESIGN_FILES:
+        return True
     return resources.files("toolcommit.spec").joinpath("designs", f"{env}.json").is_file()
 
 
 @lru_cache(maxsize=None)
 def design(env: str) -> Design:
-    """The design `toolcommit design --env env` ships (`spec/designs/<env>.json`)."""
-    doc = json.loads(
-        resources.files("toolcommit.spec").joinpath("designs", f"{env}.json").read_text("utf-8")
-    )
+    """The design the library follows in `env`: the one `toolcommit design --env env` ships
+    (`spec/designs/<env>.json`), or the design file given for it (`DESIGN_FILES`)."""
+    if env in DESIGN_FILES:
+        with open(DESIGN_FILES[env], encoding="utf-8") as f:
+            doc = json.load(f)
+    else:
+        doc = json.loads(
+            resources.files("toolcommit.spec").joinpath("designs", f"{env}.json").read_text("utf-8")
+        )
     w = model_timing.seconds(doc.get("timing", {}).get("replay_window", "0s"))
     return Design(env, doc["guarantee"], dict(doc["knobs"]), compress(w))

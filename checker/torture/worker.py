@@ -32,7 +32,7 @@ from dataclasses import replace
 from typing import Optional
 
 from toolcommit.checker.torture.plan import Plan, Session, Timing
-from toolcommit.checker.torture.profiles import PROFILES, compress
+from toolcommit.checker.torture.profiles import PROFILES, compress, design_source
 from toolcommit.runtime import (
     Answered,
     Conflict,
@@ -63,7 +63,7 @@ LIBRARY_DESIGN = replace(
 def env_design(env: str):
     """The design the library ships for `env` (``spec/designs/<env>.json``), its timing
     compressed as the fake's is (`profiles.HOUR`)."""
-    d = load_design(env)
+    d = load_design(design_source(env))
     squeeze = {
         k: None if v is None else compress(v)
         for k, v in (

@@ -41,6 +41,7 @@ def console_examples(text: str):
 SLOW = {
     "toolcommit design --env email --instance ack_loss --instance transport_retry "
     "--instance give_up_retry --explain none",
+    "toolcommit design --env spec/providers/example-payments.json --explain none",
 }
 
 
