@@ -39,7 +39,6 @@ How a fact becomes a rule of the fake
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -191,8 +190,10 @@ def has_design(env: str) -> bool:
 @lru_cache(maxsize=None)
 def design(env: str) -> Design:
     """The design `toolcommit design --env env` ships (`spec/designs/<env>.json`)."""
-    doc = json.loads(
-        resources.files("toolcommit.spec").joinpath("designs", f"{env}.json").read_text("utf-8")
-    )
+    from toolcommit.model.design_file import checked, strict_json
+
+    where = f"spec/designs/{env}.json"
+    data = resources.files("toolcommit.spec").joinpath("designs", f"{env}.json").read_bytes()
+    doc = checked(strict_json(data, where), where).doc  # the one design-file reader
     w = model_timing.seconds(doc.get("timing", {}).get("replay_window", "0s"))
     return Design(env, doc["guarantee"], dict(doc["knobs"]), compress(w))

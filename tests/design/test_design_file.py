@@ -267,7 +267,7 @@ def test_a_claim_naming_what_does_not_exist_is_refused(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     for broken, what in (
         ({**doc, "properties": ["I9"]}, "properties: 'I9'"),
-        ({**doc, "instances": []}, "instances: must be a non-empty list"),
+        ({**doc, "instances": []}, "instances: has 0 items; at least 1 needed"),
         (
             {
                 **doc,
