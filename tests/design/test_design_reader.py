@@ -138,7 +138,6 @@ def test_a_device_or_a_file_too_large_is_refused_without_reading_it_whole(tmp_pa
 
 
 # ----- the judge is the schema's --------------------------------------------------------------
-jsonschema = pytest.importorskip("jsonschema", reason="the 'test' extra is not installed")
 _SCALARS = st.one_of(
     st.none(),
     st.booleans(),
@@ -177,6 +176,7 @@ _PATHS = [
 def test_the_readers_judge_agrees_with_jsonschema(path, value):
     """One field of a shipped design replaced by anything: `schema_check` and the reference
     implementation (jsonschema, draft 2020-12) accept and refuse the same documents."""
+    jsonschema = pytest.importorskip("jsonschema", reason="the 'test' extra is not installed")
     doc = _with(path, value)
     ours = first_violation(doc, F.schema())
     theirs = next(iter(jsonschema.Draft202012Validator(F.schema()).iter_errors(doc)), None)
