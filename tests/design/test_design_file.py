@@ -147,12 +147,19 @@ REGENERATED = [p for p in SHIPPED if p.stem != "email"]
 @pytest.mark.slow
 @pytest.mark.parametrize("path", REGENERATED, ids=[p.stem for p in REGENERATED])
 def test_a_shipped_design_is_what_the_search_finds_today(path, tmp_path, capsys):
+    """The search writes the shipped file byte for byte, and prints what a page shows of
+    it where one does (that command runs here, not in tests/cli/test_readme.py: one search)."""
+    from tests.cli.test_readme import ELSEWHERE, assert_prints, shown
+
     target = tmp_path / path.name
     assert main(["design", "--env", path.stem, "--explain", "none", "-o", str(target)]) == 0
-    capsys.readouterr()
+    out = capsys.readouterr().out
     assert target.read_text("utf-8") == path.read_text("utf-8"), (
         f"regenerate: toolcommit design --env {path.stem} -o spec/designs/{path.name}"
     )
+    cmd = f"toolcommit design --env {path.stem} --explain none"
+    if cmd in ELSEWHERE:
+        assert_prints(out, shown(cmd)[1], cmd, shown(cmd)[0])
 
 
 @pytest.mark.slow  # a deeper or repeated check of what a default test shows
