@@ -139,25 +139,29 @@ def compile_atomic(
     intermediate files (``cc*.s``, ``cc*.o``) never land in the user's ``$TMPDIR``. SIGINT
     or SIGTERM during the build stops the compiler (asked first, so it removes its own
     files; killed if it does not end), removes that folder and the half-built files, and
-    then takes its usual effect: an interrupted build leaves nothing behind."""
+    then takes its usual effect: an interrupted build leaves nothing behind (a signal
+    while a temporary is made or the manifest written waits until it is registered or in
+    place, so no moment leaves one for `prune`'s hour)."""
     with Interrupts() as sig:
         try:
-            work = tempfile.mkdtemp(dir=folder, prefix=prefix + "build-")
-            sig.temps.append(Path(work))
-            fd, src = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".c")
-            sig.temps.append(Path(src))
+            with sig.hold():  # a signal waits until each temporary made is registered
+                work = tempfile.mkdtemp(dir=folder, prefix=prefix + "build-")
+                sig.temps.append(Path(work))
+                fd, src = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".c")
+                sig.temps.append(Path(src))
+                fd_so, tmp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".so")
+                sig.temps.append(Path(tmp))
+                os.close(fd_so)
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(source)
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".so")
-            sig.temps.append(Path(tmp))
-            os.close(fd)
         except OSError as e:
             return f"cannot write the cache directory {folder}: {e.strerror or e}"
         why = _run_compiler([*cc, *flags, "-o", tmp, src], work)
         if why:
             return why
         try:
-            _write_manifest(target, _sha256_path(tmp), prefix)
+            with sig.hold():  # its temporary is renamed before a signal takes effect
+                _write_manifest(target, _sha256_path(tmp), prefix)
             os.chmod(tmp, 0o700)
         except OSError as e:
             return f"cannot write the cache directory {folder}: {e.strerror or e}"

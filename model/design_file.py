@@ -1,8 +1,14 @@
-"""The design file's reader: a design file (`toolcommit design --write FILE`) read back into
-a design (every knob and design timing param) and its environment, and what it claims.
+"""The design file's one reader: a design file (`toolcommit design --write FILE`) read back
+into a design (every knob and design timing param), its environment, and what it claims.
 
-Pure and light (spec and model only): the runtime follows a design file with it and the
-checker re-judges one; every error is a UsageError naming the field and what is valid.
+Light (spec and model only): every command that reads a design file and the runtime's
+`IntentLog(provider=FILE)` read it with `read_file` (a path) or `checked` (a shipped
+design's text), whose rules are spec/design.schema.json's (`toolcommit.model.schema_check`)
+and then the names' (`design_of`, `claim_of`). A file is read only if it is a regular file
+of at most `MAX_BYTES` (a FIFO or a device is refused, never waited on), as strict JSON
+(a key given twice, NaN or Infinity refused). Every error is an InputError naming the file
+and the field (what is wrong, what is valid); `design_of` and `claim_of` alone raise
+UsageError.
 
 >>> design, env = design_of({"kind": KIND, "version": VERSION, "environment": "stripe",
 ...                          "knobs": {"insert": "atomic"}})
@@ -17,21 +23,28 @@ toolcommit.model.errors.UsageError: design file: knobs.insert: ["atomic"] is not
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass
-from typing import Mapping
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Mapping, Union
 
 from toolcommit.model import timing
 from toolcommit.model.design import DESIGN_TIMING, knob_names, preset_design
 from toolcommit.model.environment import held_fixed, register
 from toolcommit.model.environment import names as env_names
-from toolcommit.model.errors import UsageError
+from toolcommit.model.errors import InputError, UsageError
 from toolcommit.model.instance import instance_names
 from toolcommit.model.properties import all_names
 from toolcommit.model.provider_file import from_mapping
+from toolcommit.model.schema_check import first_violation, supported
 from toolcommit.spec import protocol
 
 KIND = "toolcommit design"
 VERSION = 1
+MAX_BYTES = 1 << 20  # a design file is about 20 KB; a larger one is not one
+WRITE_ONE = "write one with `toolcommit design --env NAME -o FILE`"
 
 
 def json_text(v, most: int = 40) -> str:
@@ -143,3 +156,119 @@ def claim_of(doc: Mapping, env: str) -> Claim:
             "fault budget is the profile's; write the design again with `toolcommit design`",
         )
     return Claim(tuple(props), tuple(insts), given)
+
+
+# ----- the one reader ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DesignFile:
+    """A design file read and checked: its document, its design (every knob and design
+    timing param), its environment and its claim."""
+
+    doc: Mapping[str, Any]
+    design: dict
+    environment: str
+    claim: Claim
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict:
+    """spec/design.schema.json, refused at once if it uses a rule `schema_check` skips."""
+    text = resources.files("toolcommit.spec").joinpath("design.schema.json").read_text("utf-8")
+    doc = json.loads(text)
+    supported(doc)
+    return doc
+
+
+def read_file(path: Union[str, os.PathLike[str]]) -> DesignFile:
+    """The design file at `path`, checked (see the module docstring); InputError otherwise."""
+    where = os.fspath(path)
+    return checked(strict_json(_read_bytes(where), where), where)
+
+
+def checked(doc: Any, source: str = "") -> DesignFile:
+    """A parsed design file judged by the schema, then by the names; InputError naming
+    `source` and the field otherwise."""
+    found = first_violation(doc, schema())
+    if found is not None:
+        field_, what = found
+        if not isinstance(doc, Mapping) or field_ == "kind":
+            field_, what = "kind", f'not a design file (expected "kind": "{KIND}"; {WRITE_ONE})'
+        if "not a design file" not in what:
+            what += f" (spec/design.schema.json); {WRITE_ONE}"
+        raise InputError(f"design file: {field_ or 'the document'}: {what}", source)
+    try:
+        design, env = design_of(doc)
+        claim = claim_of(doc, env)
+    except UsageError as e:
+        raise InputError(str(e), source) from None
+    return DesignFile(doc, design, env, claim)
+
+
+def _read_bytes(path: str) -> bytes:
+    """At most `MAX_BYTES` of the regular file `path`; a FIFO, a device or a folder is
+    refused without waiting on it."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        raise InputError(f"cannot read the design file ({e.strerror or e})", path) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(
+                "not a regular file (a FIFO, a device or a folder): give the design file "
+                f"itself; {WRITE_ONE}",
+                path,
+            )
+        data = _read_most(fd, path)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_BYTES:
+        raise InputError(
+            f"larger than {MAX_BYTES} bytes, which no design file is; {WRITE_ONE}", path
+        )
+    return data
+
+
+def _read_most(fd: int, path: str) -> bytes:
+    chunks, size = [], 0
+    while size <= MAX_BYTES:
+        try:
+            chunk = os.read(fd, min(1 << 16, MAX_BYTES + 1 - size))
+        except OSError as e:
+            raise InputError(f"cannot read the design file ({e.strerror or e})", path) from None
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _pairs(pairs: list) -> dict:
+    out: dict = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"the key {json_text(k)} is given twice in one object")
+        out[k] = v
+    return out
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def strict_json(data: bytes, source: str = "") -> Any:
+    """`data` as JSON, strictly: UTF-8, no key twice in an object, no NaN or Infinity;
+    InputError naming `source` and the line otherwise."""
+    try:
+        text = data.decode("utf-8")
+        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constant)
+    except UnicodeDecodeError as e:
+        raise InputError(f"not UTF-8 (byte {e.start}); {WRITE_ONE}", source) from None
+    except RecursionError:
+        raise InputError(
+            f"not a design file: JSON nested deeper than a reader follows; {WRITE_ONE}", source, 1
+        ) from None
+    except ValueError as e:
+        line = getattr(e, "lineno", 0)  # a key given twice: its key, not its line
+        raise InputError(f"not JSON ({getattr(e, 'msg', e)}); {WRITE_ONE}", source, line) from None

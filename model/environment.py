@@ -170,7 +170,8 @@ def register(doc: ProviderDoc) -> str:
             f"{doc.path}: provider {doc.name!r} was already read from {known.file.path}, "
             "which says otherwise; give the two providers different names"
         )
-    if known is None:
+    if known is None or known.file is not None and known.file.design is None and doc.design:
+        # the same promises read again from the file itself: keep where its design is
         _FILES[doc.name] = _build(doc.name, doc.profile, doc)
     return doc.name
 

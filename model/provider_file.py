@@ -99,8 +99,9 @@ def looks_like_file(name: str) -> bool:
 
 def from_mapping(raw: Mapping[str, Any], where: str) -> ProviderDoc:
     """A provider file's document already parsed (a design file embeds one), `where` naming
-    it in messages."""
-    return from_text(json.dumps(raw, indent=2), where)
+    it in messages. Its `design` path is dropped: it was relative to a file not read here."""
+    kept = {k: v for k, v in raw.items() if k != "design"}
+    return from_text(json.dumps(kept, indent=2), where)
 
 
 def from_text(text: str, path: str) -> ProviderDoc:

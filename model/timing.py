@@ -57,7 +57,7 @@ def seconds(text: str) -> Optional[int]:
     t = str(text).strip().lower()
     if t in ENDLESS:
         return None
-    m = re.fullmatch(r"(\d{1,9})\s*([smhd])", t)
+    m = re.fullmatch(r"([0-9]{1,9})\s*([smhd])", t)  # ASCII digits: "٣٠s" is no duration
     if not m:
         raise UsageError(
             f"duration {text!r} is not a number with a unit (30s, 15m, 1h, 24h, 2d) "

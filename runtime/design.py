@@ -229,28 +229,19 @@ def after_replay(d: Design, answered: bool) -> str:
 
 # ----- loading -------------------------------------------------------------------------------
 def _read_doc(provider: str) -> tuple[dict[str, Any], str]:
-    if provider in SHIPPED:
-        text = (
-            resources.files("toolcommit.spec")
-            .joinpath(f"designs/{provider}.json")
-            .read_text("utf-8")
-        )
-        return json.loads(text), provider
-    if os.path.exists(provider):
-        try:
-            with open(provider, encoding="utf-8") as f:
-                return json.load(f), provider
-        except (OSError, ValueError) as e:
-            raise DesignError(
-                f"{provider}: cannot read the design file: {e}; give a design "
-                "file `toolcommit design --env NAME -o FILE` wrote"
-            ) from None
-        except RecursionError:
-            raise DesignError(
-                f"{provider}: not a design file: JSON nested deeper than a "
-                "reader follows; write one with `toolcommit design --env NAME "
-                "-o FILE`"
-            ) from None
+    """The document of a shipped design or a design file, checked by the one design-file
+    reader (`toolcommit.model.design_file`: the schema's rules, then the names)."""
+    from toolcommit.model.design_file import checked, read_file, strict_json
+    from toolcommit.model.errors import InputError
+
+    try:
+        if provider in SHIPPED:
+            data = resources.files("toolcommit.spec").joinpath(f"designs/{provider}.json")
+            return dict(checked(strict_json(data.read_bytes(), provider), provider).doc), provider
+        if os.path.lexists(provider):
+            return dict(read_file(provider).doc), provider
+    except InputError as e:
+        raise DesignError(str(e)) from None
     raise DesignError(
         f"provider={provider!r} is neither a shipped design ({', '.join(SHIPPED)}) "
         "nor a design file; write one with `toolcommit design --env NAME -o FILE`"

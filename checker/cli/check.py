@@ -227,38 +227,15 @@ def design_config(args):
 
 
 def design_file(args):
-    """(design, environment, claim) of `--design FILE`; InputError naming the file and
-    field, UsageError if --preset or another --env is given beside it."""
-    import json
-
-    from toolcommit.model.design_file import claim_of, design_of
-    from toolcommit.model.errors import InputError
+    """(design, environment, claim) of `--design FILE` (the one design-file reader,
+    `toolcommit.model.design_file.read_file`); InputError naming the file and field,
+    UsageError if --preset or another --env is given beside it."""
+    from toolcommit.model.design_file import read_file
 
     if args.preset:
         raise UsageError("--design and --preset both choose the design; give one")
-    try:
-        with open(args.design, encoding="utf-8") as f:
-            doc = json.load(f)
-    except OSError as e:
-        raise InputError(f"cannot read the design file ({e.strerror})", args.design) from None
-    except ValueError as e:
-        raise InputError(
-            f"not JSON ({e}); write one with `toolcommit design -o FILE`",
-            args.design,
-            getattr(e, "lineno", 0),
-        ) from None
-    except RecursionError:
-        raise InputError(
-            "not a design file: JSON nested deeper than a reader follows; write "
-            "one with `toolcommit design -o FILE`",
-            args.design,
-            1,
-        ) from None
-    try:
-        design, env = design_of(doc)
-        claim = claim_of(doc, env)
-    except UsageError as e:
-        raise InputError(str(e), args.design) from None
+    read = read_file(args.design)
+    design, env, claim = read.design, read.environment, read.claim
     if args.env not in ("ideal", env):
         raise UsageError(
             f"--env {args.env}: the design file {args.design} was proved for {env}; "

@@ -39,7 +39,6 @@ How a fact becomes a rule of the fake
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -221,12 +220,15 @@ def has_design(env: str) -> bool:
 def design(env: str) -> Design:
     """The design the library follows in `env`: the one `toolcommit design --env env` ships
     (`spec/designs/<env>.json`), or the design file given for it (`DESIGN_FILES`)."""
+    from toolcommit.model.design_file import checked, strict_json
+
     if env in DESIGN_FILES:
-        with open(DESIGN_FILES[env], encoding="utf-8") as f:
-            doc = json.load(f)
+        where = DESIGN_FILES[env]
+        with open(where, "rb") as f:
+            data = f.read()
     else:
-        doc = json.loads(
-            resources.files("toolcommit.spec").joinpath("designs", f"{env}.json").read_text("utf-8")
-        )
+        where = f"spec/designs/{env}.json"
+        data = resources.files("toolcommit.spec").joinpath("designs", f"{env}.json").read_bytes()
+    doc = checked(strict_json(data, where), where).doc  # the one design-file reader
     w = model_timing.seconds(doc.get("timing", {}).get("replay_window", "0s"))
     return Design(env, doc["guarantee"], dict(doc["knobs"]), compress(w))

@@ -119,6 +119,9 @@ def test_progress_line_is_on_a_terminal_stderr_and_erased_at_the_end():
     p.t0 -= 10
     p("default", {"states": 5000, "depth": 7, "seconds": 2.0, "explored": 4000})
     assert "[default] 5,000 states, depth 7" in err.getvalue()
+    p.last -= 10  # the next line is due
+    p.design({"on_unknown": "reconcile"}, "ack_loss", 0.1)
+    assert "[design] 1 designs judged (1 instance checks, last: ack_loss)" in err.getvalue()
     p.close()
     assert err.getvalue().endswith("\r\x1b[K")  # the report starts on a clean line
 

@@ -74,5 +74,4 @@ def test_under_a_memory_limit_orjson_which_crashes_when_an_allocation_fails_is_n
     under = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, preexec_fn=limited(4096)
     )
-    pytest.importorskip("orjson")
     assert (free.stdout, under.stdout) == ("False\n", "True\n")

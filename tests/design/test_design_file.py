@@ -34,6 +34,14 @@ def test_a_design_is_shipped_for_every_profile_a_guarantee_holds_in():
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_a_shipped_design_names_its_knobs_and_why_each_departs(path):
+    doc = json.loads(path.read_text("utf-8"))
+    assert doc["knobs"].keys() >= {"on_unknown", "sdk_retries", "status_via"}
+    assert all(d["without"] for d in doc["departures"]), "each departure carries why"
+
+
+@pytest.mark.deep  # the same verdicts as `check --design FILE` below, which runs in every run
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
 def test_a_shipped_design_holds_its_guarantee_on_every_instance_it_names(path):
     doc = json.loads(path.read_text("utf-8"))
     design, env = design_of(doc)
@@ -41,8 +49,6 @@ def test_a_shipped_design_holds_its_guarantee_on_every_instance_it_names(path):
     for name in doc["instances"]:
         r = check_instance(cfg, instance_in(instance(name), env), doc["properties"])
         assert {v.status for v in r.verdicts} == {Status.HOLDS}, (path.stem, name)
-    assert doc["knobs"].keys() >= {"on_unknown", "sdk_retries", "status_via"}
-    assert all(d["without"] for d in doc["departures"]), "each departure carries why"
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
@@ -151,12 +157,19 @@ REGENERATED = [p for p in SHIPPED if p.stem != "email"]
 @pytest.mark.slow
 @pytest.mark.parametrize("path", REGENERATED, ids=[p.stem for p in REGENERATED])
 def test_a_shipped_design_is_what_the_search_finds_today(path, tmp_path, capsys):
+    """The search writes the shipped file byte for byte, and prints what a page shows of
+    it where one does (that command runs here, not in tests/cli/test_readme.py: one search)."""
+    from tests.cli.test_readme import ELSEWHERE, assert_prints, shown
+
     target = tmp_path / path.name
     assert main(["design", "--env", env_of(path), "--explain", "none", "-o", str(target)]) == 0
-    capsys.readouterr()
+    out = capsys.readouterr().out
     assert target.read_text("utf-8") == path.read_text("utf-8"), (
         f"regenerate: toolcommit design --env {env_of(path)} -o spec/designs/{path.name}"
     )
+    cmd = f"toolcommit design --env {path.stem} --explain none"
+    if cmd in ELSEWHERE:
+        assert_prints(out, shown(cmd)[1], cmd, shown(cmd)[0])
 
 
 @pytest.mark.slow  # a deeper or repeated check of what a default test shows
@@ -277,7 +290,7 @@ def test_a_claim_naming_what_does_not_exist_is_refused(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     for broken, what in (
         ({**doc, "properties": ["I9"]}, "properties: 'I9'"),
-        ({**doc, "instances": []}, "instances: must be a non-empty list"),
+        ({**doc, "instances": []}, "instances: has 0 items; at least 1 needed"),
         (
             {
                 **doc,

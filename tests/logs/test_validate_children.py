@@ -20,11 +20,11 @@ BOUND = 60.0
 # the shards are started, then the parent stops before it calls them (deterministic: the
 # shards are alive, waiting for their first call, when the parent is stopped)
 SCRIPT = """
-import multiprocessing, sys, time
+import multiprocessing, sys, threading
 from toolcommit.checker.logs import pool
 def stalled(call, shards, fixup, index=None):
     print(" ".join(str(p.pid) for p in multiprocessing.active_children()), flush=True)
-    time.sleep(3600)
+    threading.Event().wait()  # until the test's signal ends this process
 pool.coordinate = stalled
 pool.check([sys.argv[1]], 1 << 20, (), 2)
 """
@@ -63,7 +63,7 @@ def test_the_shards_end_with_a_validate_that_is_killed_or_terminated(sig):
 # the shards are mid-call (slowed down) when the parent is interrupted: the parent closes
 # their pipes, and each shard's answer meets a closed pipe
 INTERRUPTED = """
-import multiprocessing, sys, time
+import multiprocessing, sys, threading, time
 from toolcommit.checker.logs import pool
 run = pool.Shard.run
 def slow(self, *args):
@@ -73,7 +73,7 @@ pool.Shard.run = slow
 def stalled(call, shards, fixup, index=None):
     def meanwhile():
         print(" ".join(str(p.pid) for p in multiprocessing.active_children()), flush=True)
-        time.sleep(3600)
+        threading.Event().wait()  # until the test's SIGINT
     call("run", [()] * shards, meanwhile=meanwhile)
 pool.coordinate = stalled
 try:

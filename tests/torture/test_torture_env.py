@@ -54,6 +54,16 @@ def test_stripe_saves_the_first_response_500_included_and_replays_it_for_the_key
     assert len(p.ledger) == 1
 
 
+async def _executing(p: Provider, key: str) -> None:
+    """Return once the provider executes a request under `key` (it yields to the event
+    loop, no time passes: the request under way cannot end before the next step runs)."""
+    for _ in range(10_000):
+        if key in p.executing:
+            return
+        await asyncio.sleep(0)  # a yield to the loop, not a wait
+    raise AssertionError(f"no request under {key!r} began executing")
+
+
 def test_stripe_refuses_a_request_while_another_under_its_key_executes():
     p = Provider(PROFILES["stripe"], Clock())
 
@@ -66,7 +76,7 @@ def test_stripe_refuses_a_request_while_another_under_its_key_executes():
         }
         body = json.dumps({"tool": "refund", "args": {"amount": 20}, "scope": "u:1"}).encode()
         first = asyncio.ensure_future(p.effect(slow, body))
-        await asyncio.sleep(0.01)
+        await _executing(p, "k")
         second = await p.effect({"idempotency-key": "k"}, body)
         return await first, second
 
@@ -198,7 +208,7 @@ def test_a_conditional_write_checks_its_fence_when_it_commits_not_when_it_arrive
             "x-sent": repr(p.clock()),
         }
         write = asyncio.ensure_future(p.effect(slow, body))
-        await asyncio.sleep(0.01)
+        await _executing(p, "k")
         read = p.status("/list", {"key": ["k"], "fence": ["2"]}, {})  # the seal
         return await write, read
 

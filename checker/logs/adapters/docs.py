@@ -14,6 +14,7 @@ deep, and the readers walk values recursively.
 from __future__ import annotations
 
 import bisect
+import codecs
 import gzip
 import json
 import os
@@ -23,22 +24,47 @@ from toolcommit.model.errors import InputError
 
 _DECODER = json.JSONDecoder()
 MAX_DEPTH = 200
+MAX_FILE_BYTES = 1 << 30  # a trace or ledger read whole: larger is refused, never grown into
 
 
-def read_text(path: str) -> str:
-    """The file's text (gzip by magic number); `InputError` if unreadable."""
+def read_text(path: str, most: int = MAX_FILE_BYTES) -> str:
+    """The file's text (gzip by magic number), read in chunks: at most `most` bytes (after
+    decompression), and a NUL byte or bytes that are not UTF-8 end the read where they
+    are, so ``/dev/zero`` or a device is refused at once, not read until memory runs out;
+    `InputError` if unreadable."""
     try:
         with open(path, "rb") as f:
-            raw = f.read()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        return raw.decode("utf-8-sig")  # a byte-order mark is no part of the text
+            if f.peek(2)[:2] == b"\x1f\x8b":  # peeked, not read: a pipe works too
+                with gzip.GzipFile(fileobj=f) as z:
+                    return _decoded(z, path, most)
+            return _decoded(f, path, most)
     except FileNotFoundError:
         raise InputError("no such file; give the path of an exported trace", path) from None
-    except (OSError, UnicodeDecodeError, EOFError) as e:
+    except (OSError, UnicodeDecodeError, EOFError, gzip.BadGzipFile) as e:
         raise InputError(
             f"cannot read this file ({e}); it must be UTF-8 JSON, plain or gzip", path
         ) from None
+
+
+def _decoded(f, path: str, most: int) -> str:
+    """The UTF-8 text of stream `f`, bounded (see `read_text`)."""
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()  # a byte-order mark is no text
+    parts, size = [], 0
+    while chunk := f.read(1 << 20):
+        size += len(chunk)
+        if size > most:
+            raise InputError(
+                f"larger than {most} bytes; no trace or ledger this reader takes is: cut it "
+                "into files, or give the export itself",
+                path,
+            )
+        if b"\x00" in chunk:
+            raise InputError(
+                "a NUL byte: not JSON text (a device such as /dev/zero, or a binary file)", path
+            )
+        parts.append(decoder.decode(chunk))
+    parts.append(decoder.decode(b"", final=True))
+    return "".join(parts)
 
 
 def long_line(path: str, limit: int) -> None:

@@ -33,7 +33,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Iterator, Optional
 
 from toolcommit.checker.logs import asks
 from toolcommit.checker.logs.adapters.calls import Call, Placed, log_args
@@ -184,16 +184,30 @@ def _csv_rows(text: str):
         yield {k: v for k, v in row.items() if k and v not in (None, "")}
 
 
-def _line(lines: Lines, rec, at: int) -> int:
-    """The line of a record inside a document: where its id is written, else the
-    document's first line."""
-    rid = rec.get("id") if isinstance(rec, dict) else None
-    if isinstance(rid, dict):  # a DynamoDB descriptor
-        try:
-            rid = _dynamo(rid)
-        except ValueError:  # `read` says so, at the document's line
-            rid = None
-    return lines.of(json.dumps(rid), at) if isinstance(rid, str) else lines.at(at)
+def _placed(lines: Lines, records, at: int) -> Iterator[tuple[object, int]]:
+    """Each record of one document (starting at offset `at`) with its line: where its id
+    is written, else the document's first line. Records come in the order they are
+    written, so each search starts where the last id was found: one pass over a document,
+    however many records one long line holds (it was a search from the document's start
+    per record: quadratic)."""
+    cursor = at
+    for rec in records:
+        rid = rec.get("id") if isinstance(rec, dict) else None
+        if isinstance(rid, dict):  # a DynamoDB descriptor
+            try:
+                rid = _dynamo(rid)
+            except ValueError:  # `read` says so, at the document's line
+                rid = None
+        if not isinstance(rid, str):
+            yield rec, lines.at(at)
+            continue
+        needle = json.dumps(rid)
+        found = lines.text.find(needle, cursor)
+        if found < 0:  # written with other escapes: the document's line
+            yield rec, lines.at(at)
+            continue
+        cursor = found + len(needle)
+        yield rec, lines.at(found)
 
 
 @dataclass
@@ -219,7 +233,9 @@ def read(paths, first_index: int = 0) -> Ledger:
         else:
             lines = Lines(text)
             recs = [
-                (r, _line(lines, r, at)) for v, at in documents(text, path) for r in _items(v, here)
+                placed
+                for v, at in documents(text, path)
+                for placed in _placed(lines, _items(v, here), at)
             ]
         pages += [(name, more, path) for name, more in here]
         for rec, line in recs:
