@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Literal, Optional, Sequence
 
-from toolcommit.runtime.store import OPEN_STATES
+from toolcommit.model.states import OPEN as OPEN_STATES
+
+#: what the log decides about a proposal (`Decision`)
+DecisionKind = Literal["accepted", "duplicate", "conflict", "held", "answered"]
+#: what a request is for (`Ticket`): a dispatch, the same request again, a status read
+Purpose = Literal["apply", "replay", "status"]
 
 
 @dataclass(frozen=True)
@@ -36,12 +41,16 @@ class Record:
 
 @dataclass(frozen=True)
 class Decision:
-    """What the log decided about one proposal: ``accepted``, ``duplicate`` (the key has a
-    record: `record` is it) or ``conflict`` (an exclusive tool's scope holds another live
-    intent: `record` is that one). `ticket`: what to send, when the proposal was accepted
-    and dispatched in the same transaction (``propose(..., dispatch=True)``), else None."""
+    """What the log decided about one proposal (`DecisionKind`): ``accepted``,
+    ``duplicate`` (the key has a record: `record` is it), ``conflict`` (an exclusive tool's
+    scope holds another live intent: `record` is that one), and under a design that holds a
+    re-ask (``reask=hold``) ``held`` (an earlier call of the same content in another scope
+    is still open: `record` is it; nothing written) or ``answered`` (such a call settled
+    without its caller hearing it, and answers this one: `record` is it). `ticket`: what to
+    send, when the proposal was accepted and dispatched in the same transaction
+    (``propose(..., dispatch=True)``), else None."""
 
-    decision: str
+    decision: DecisionKind
     key: str
     record: Record
     ticket: Optional["Ticket"] = None
@@ -64,7 +73,7 @@ class Ticket:
     key: str
     idempotency_key: Optional[str]
     fence: Optional[int]
-    purpose: str
+    purpose: Purpose
     tool: str
     args: dict[str, Any]
     scope: str

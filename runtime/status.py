@@ -37,6 +37,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from toolcommit.model.states import OPEN
 from toolcommit.runtime.design import (
     SHIPPED,
     Design,
@@ -54,7 +55,7 @@ IN_PROGRESS = "in progress"
 NOT_SENT = "not sent"
 GIVEN_UP = "given up"
 KINDS = (IN_DOUBT, NOT_SENT, IN_PROGRESS, GIVEN_UP)  # in the order `entries` lists them
-UNSETTLED = ("RECORDED", "DISPATCHED", "UNKNOWN", "RECONCILING")
+UNSETTLED = OPEN
 LISTED = (*UNSETTLED, "DEAD_LETTER", "COMPENSATED")
 
 
@@ -78,7 +79,7 @@ def snapshot(tx: Tx, now_sql: str) -> Snapshot:
     ``Store.now_sql``). The design is the one the log stores (`Design.doc`); a log that
     stores only its name (written before logs kept the design) gets the shipped design of
     that name where the digest agrees, else None."""
-    from toolcommit.runtime.log import _COLS
+    from toolcommit.runtime.store import COLS as _COLS
 
     marks = ", ".join("?" * len(LISTED))
     flight = "in_flight" if _has(tx, "tc_records", "in_flight") else "1"  # older: as added
