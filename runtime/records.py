@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Optional, Sequence
 
 from toolcommit.model.states import OPEN as OPEN_STATES
+from toolcommit.runtime.store.base import StoreError
 
 #: what the log decides about a proposal (`Decision`)
 DecisionKind = Literal["accepted", "duplicate", "conflict", "held", "answered"]
@@ -114,14 +115,26 @@ def record_of(row: Sequence[Any]) -> Record:
         int(epoch),
         tool,
         scope,
-        json.loads(args),
+        _json(key, "args", args),
         call_id,
         state,
         int(fence),
         owner,
         int(owner_inc),
         float(lease_until),
-        None if result is None else json.loads(result),
+        None if result is None else _json(key, "result", result),
         None if first_sent is None else float(first_sent),
         None if sent_at is None else float(sent_at),
     )
+
+
+def _json(key: str, column: str, text: Any) -> Any:
+    """The JSON value a record's `column` holds; `StoreError` (one line) where it is not
+    JSON: the log was written by something other than the library."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError) as e:
+        raise StoreError(
+            f"record {key}: its {column} is not JSON ({e}): the log was changed outside "
+            "toolcommit; restore it from a backup, or remove the record"
+        ) from None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import Any, Optional
 
 from toolcommit.runtime import otel
@@ -95,3 +96,30 @@ def serve(log: IntentLog, tool: str, opener: Optional[Lazy] = None) -> None:
     if log.tools is not None and tool not in log.tools:
         log.tools.add(tool)
         log.settle_with(settle_pass)
+
+
+def sweep(log: IntentLog, until: float, poll: float = 0.2) -> dict[str, str]:
+    """The sweeper (``toolcommit recover``): passes of `recover_settle` until no record of
+    the log is open (or only ones this writer holds and cannot settle: a tool not
+    registered) or `until` (`time.monotonic`) passes; between passes it keeps what it took
+    (`IntentLog.renew_held`) and waits what `IntentLog.due` says (at least `poll` seconds,
+    at most the log's `settle_every`). Returns {key: state after} of the records settled."""
+    done: dict[str, str] = {}
+    while True:
+        done.update(recover_settle(log, limit=10**6))
+        if all(_stuck(log, r) for r in log.records(OPEN_STATES)):
+            return done
+        log.renew_held()  # what it took stays its own while it waits
+        due = log.due()
+        pause = (
+            log.settle_every if due is None or due <= 0 else max(min(due, log.settle_every), poll)
+        )
+        rest = until - time.monotonic()
+        if rest <= 0:
+            return done
+        time.sleep(min(pause, rest))
+
+
+def _stuck(log: IntentLog, rec: Record) -> bool:
+    """Whether `rec` is `log`'s and needs a tool it does not have."""
+    return (rec.owner, rec.owner_inc) == (log.writer, log.incarnation) and needs_tool(log, rec)

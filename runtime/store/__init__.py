@@ -72,6 +72,7 @@ from __future__ import annotations
 from toolcommit.runtime.store.base import GATE, Cursor, Store, StoreError, Tx, Write, gated
 from toolcommit.runtime.store.lines import page_lines, read_lines
 from toolcommit.runtime.store.postgres import PostgresStore, pg_schema, pg_snapshot
+from toolcommit.runtime.store.reader import LogReader, ReadError
 from toolcommit.runtime.store.records import expire_leases
 from toolcommit.runtime.store.schema import (
     COLS,
@@ -90,6 +91,8 @@ __all__ = [
     "OPEN_SQL",
     "OPEN_STATES",
     "Cursor",
+    "LogReader",
+    "ReadError",
     "PostgresStore",
     "SqliteStore",
     "Store",

@@ -21,6 +21,18 @@ from toolcommit.runtime.store.schema import (
 )
 
 _LOGGER = logging.getLogger("toolcommit.runtime")
+#: PostgreSQL's reserved key words (its documentation, appendix C): never a bare schema name
+RESERVED = frozenset(
+    """all analyse analyze and any array as asc asymmetric authorization binary both case
+    cast check collate collation column concurrently constraint create cross current_catalog
+    current_date current_role current_schema current_time current_timestamp current_user
+    default deferrable desc distinct do else end except false fetch for foreign freeze from
+    full grant group having ilike in initially inner intersect into is isnull join lateral
+    leading left like limit localtime localtimestamp natural not notnull null offset on only
+    or order outer overlaps placing primary references returning right select session_user
+    similar some symmetric system_user table tablesample then to trailing true union unique
+    user using variadic verbose when where window with""".split()
+)
 
 
 def _pg_columns(tx: Tx) -> dict[str, set[str]]:
@@ -297,6 +309,11 @@ def pg_schema(schema: Optional[str]) -> str:
         return "public"
     if not schema.replace("_", "").isalnum() or not schema.isascii():
         raise StoreError(f"schema {schema!r}: use letters, digits and _")
+    if schema.lower() in RESERVED or schema[0].isdigit():
+        raise StoreError(
+            f"schema {schema!r}: a word PostgreSQL reserves (or a leading digit) cannot be "
+            f"written unquoted: give another name (tc_{schema.lower()})"
+        )
     return schema.lower()
 
 
