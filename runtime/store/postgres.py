@@ -331,3 +331,16 @@ def pg_snapshot(conninfo: str, schema: Optional[str], **connect: Any) -> Iterato
             cur.execute(f"SET LOCAL search_path TO {schema}")
         yield cur
         db.rollback()
+
+
+def drop_schema(conninfo: str, schema: str) -> None:
+    """Drop the schema `schema` (a name `pg_schema` accepts) with every table in it: a
+    throwaway log's end (the fault harness's). A failure is a `StoreError` in one line."""
+    import psycopg
+
+    name = pg_schema(schema)
+    try:
+        with psycopg.connect(conninfo, autocommit=True, **_timeout(conninfo)) as c:
+            c.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+    except psycopg.Error as e:
+        raise StoreError(f"cannot drop schema {name}: " + " ".join(str(e).split())) from None
