@@ -134,8 +134,13 @@ def _postgres(args, design, writer):
 def _sqlite(args, design, writer):
     from toolcommit.runtime import IntentLog, StoreError
 
-    with reading(args.db, None, None, "writers") as log:
-        design = design or _stored(log, args.db)
+    if not os.path.exists(args.db):
+        raise UsageError(f"{args.db}: no such file; give the intent log's SQLite file")
+    if not os.path.isfile(args.db):  # a FIFO would block the opening for ever
+        raise UsageError(f"{args.db}: not a regular file; give the intent log's SQLite file")
+    if design is None:  # the log's own, read before it is opened for writing
+        with reading(args.db, None, None, "writers") as log:
+            design = _stored(log, args.db)
     try:  # a sweeper never creates a log
         return IntentLog.sqlite(args.db, writer, create=False, provider=design, **_options(args))
     except StoreError as e:

@@ -78,13 +78,15 @@ def test_a_stored_design_document_beyond_the_bound_is_refused_not_read(tmp_path)
     refused(*cli("status", db), "stored design", "characters long")
 
 
-@pytest.mark.parametrize("command", [("status",), ("export",), ("recover",)])
+@pytest.mark.parametrize(
+    "command", [("status",), ("export",), ("recover",), ("recover", "--provider", "stripe")]
+)
 def test_a_fifo_is_refused_before_it_is_opened(tmp_path, command):
     """Opening a FIFO would wait for a writer for ever: refused as not a regular file (the
     test would hang, not fail, without the refusal)."""
     fifo = str(tmp_path / "intents.db")
     os.mkfifo(fifo)
-    refused(*cli(*command, fifo), "not a regular file")
+    refused(*cli(*command[:1], fifo, *command[1:]), "not a regular file")
 
 
 @pytest.mark.parametrize(
