@@ -8,7 +8,7 @@ effect through this call site, and what the model is told (`guard`, `effectful`)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Literal, Optional
 
 from toolcommit.model.errors import ToolcommitError
 from toolcommit.runtime.store.base import StoreError
@@ -16,7 +16,11 @@ from toolcommit.runtime.store.base import StoreError
 if TYPE_CHECKING:
     from toolcommit.runtime.records import Record
 
+#: whether a call's effect happened, as the model is told (`EffectError.happened`)
+Happened = Literal["yes", "no", "unknown"]
+
 __all__ = [
+    "Happened",
     "Answered",
     "Conflict",
     "EffectError",
@@ -45,12 +49,12 @@ class Forked(IntentLogError, StoreError):
 
 class EffectError(IntentLogError):
     """The call did not take effect through this call site; `record` says where it stands
-    and `happened` whether the effect happened: ``"no"``, ``"unknown"``."""
+    and `happened` whether the effect happened (`Happened`)."""
 
-    happened = "unknown"
+    happened: Happened = "unknown"
 
     def __init__(
-        self, message: str, record: Optional[Record] = None, happened: Optional[str] = None
+        self, message: str, record: Optional[Record] = None, happened: Optional[Happened] = None
     ):
         super().__init__(message)
         self.record = record
@@ -65,7 +69,7 @@ class EffectError(IntentLogError):
 class Conflict(EffectError):
     """An exclusive tool's scope already holds another live intent: nothing was sent."""
 
-    happened = "no"
+    happened: Happened = "no"
 
 
 class GaveUp(EffectError):
@@ -95,7 +99,7 @@ class Answered(EffectError):
         self,
         message: str,
         record: Optional[Record] = None,
-        happened: Optional[str] = None,
+        happened: Optional[Happened] = None,
         result: Any = None,
     ):
         super().__init__(message, record, happened)
