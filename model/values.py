@@ -14,6 +14,9 @@ from __future__ import annotations
 from toolcommit.spec import protocol
 
 from .expr import Const
+from .states import GAVE_UP as GAVE_UP  # re-exported: the builders read them here
+from .states import IN_DOUBT as IN_DOUBT
+from .states import OPEN, TERMINAL
 
 PROP_VALUES = ("ABSENT", "PROPOSED", "RECORDED", "REJECTED_DUPLICATE", "REJECTED_CONFLICT")
 P_ABSENT, P_PROPOSED, P_RECORDED, P_DUP, P_CONFLICT = range(5)
@@ -61,11 +64,9 @@ def record_values() -> tuple[str, ...]:
 
 
 RV = {name: i for i, name in enumerate(record_values())}
-SETTLED = ("ACKED", "COMPENSATED", "DEAD_LETTER", "REJECTED_CONFLICT")
-GAVE_UP = ("COMPENSATED", "DEAD_LETTER", "REJECTED_CONFLICT")
-IN_DOUBT = ("UNKNOWN", "RECONCILING")
+SETTLED = TERMINAL  # the record states' classes: `toolcommit.model.states`, from the spec
 P2_ALLOWED = ("UNKNOWN", "RECONCILING", "COMPENSATED", "DEAD_LETTER")
-UNSETTLED = ("RECORDED", "DISPATCHED", "UNKNOWN", "RECONCILING")
+UNSETTLED = OPEN
 
 
 def r(*names: str) -> tuple[int, ...]:

@@ -34,6 +34,7 @@ try:  # optional: the extra ``otel``
 except ImportError:  # pragma: no cover - depends on the environment
     _metrics = _trace = None  # type: ignore[assignment]  # no opentelemetry: nothing traced
 
+from toolcommit.model.states import IN_DOUBT
 from toolcommit.runtime import lines as L
 
 if TYPE_CHECKING:
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
     from toolcommit.runtime.records import Decision, Record
 
 SCOPE = "toolcommit.runtime"
-IN_DOUBT = ("UNKNOWN", "RECONCILING")
 SETTLED = ("ACKED", "DEAD_LETTER", "COMPENSATED")
 GIVE_UP = ("DEAD_LETTER", "COMPENSATED")
 #: a transition's reason (`lines.REASON`) -> the resolution it is (a path of log-design.json)

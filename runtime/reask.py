@@ -34,10 +34,13 @@ up or was cancelled (a sync tool's thread that finished after its caller's deadl
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Optional, Union
 
 from toolcommit.model.canon import CanonError, canonical_intent, intent_scope
-from toolcommit.runtime.store import GATE, GAVE_UP, OPEN_STATES, Tx, Write, gated
+from toolcommit.model.states import GAVE_UP
+from toolcommit.model.states import OPEN as OPEN_STATES
+from toolcommit.runtime.store import asks as A
+from toolcommit.runtime.store.base import Tx
 
 if TYPE_CHECKING:
     from toolcommit.runtime.records import Record
@@ -111,7 +114,7 @@ def meet(
     scope: str,
     settles_by_read: bool,
     retry: bool = False,
-) -> Optional[tuple[str, Record]]:
+) -> Optional[tuple[Literal["held", "answered"], Record]]:
     """What a new call of content `digest` in `scope` meets: ``("held", record)``,
     ``("answered", record)`` (the answer kept for `scope`, so a retry in that scope gets it
     again; told once it reached the caller: `heard`), or None (insert as usual). `get(tx,
@@ -125,9 +128,7 @@ def meet(
     answer: Optional[Record] = None
     own: list[Record] = []
     acked: Optional[Record] = None
-    for key, where, told in tx.all(
-        "SELECT key, scope, told FROM tc_asks WHERE content = ? ORDER BY key, scope", (digest,)
-    ):
+    for key, where, told in A.asked(tx, digest):
         rec = get(tx, key)
         if rec is None:
             continue
@@ -167,23 +168,4 @@ def _gave_up(own: list[Record]) -> bool:
     return bool(own) and max(own, key=lambda r: r.epoch).state in GAVE_UP
 
 
-def remember(tx: Tx, digest: str, key: str, scope: str, told: int = 0) -> None:
-    """Note an accepted record's content (or, `told`, an answer given in `scope`), so a
-    later call meets it."""
-    sql, params = remember_sql(digest, key, scope, told)
-    tx.run(gated(sql), params)
-
-
-def remember_sql(digest: str, key: str, scope: str, told: int = 0) -> Write:
-    """`remember`'s statement, with its `GATE`."""
-    return (
-        "INSERT INTO tc_asks (key, content, scope, told) SELECT ?, ?, ?, ? "
-        f"WHERE {GATE} ON CONFLICT DO NOTHING",
-        (key, digest, scope, told),
-    )
-
-
-def told_sql(key: str) -> Write:
-    """The statement (its `GATE` open) noting that a caller that asked heard `key`'s
-    outcome (its result, or the answer a re-ask met): every row of `key`."""
-    return (f"UPDATE tc_asks SET told = 1 WHERE key = ? AND told = 0 AND {GATE}", (key,))
+remember, remember_sql, told_sql = A.remember, A.remember_sql, A.told_sql

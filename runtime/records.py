@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Literal, Optional, Sequence
 
-from toolcommit.runtime.store import OPEN_STATES
+from toolcommit.model.states import OPEN as OPEN_STATES
+from toolcommit.runtime.store.base import StoreError
+
+#: what the log decides about a proposal (`Decision`)
+DecisionKind = Literal["accepted", "duplicate", "conflict", "held", "answered"]
+#: what a request is for (`Ticket`): a dispatch, the same request again, a status read
+Purpose = Literal["apply", "replay", "status"]
 
 
 @dataclass(frozen=True)
@@ -36,12 +42,16 @@ class Record:
 
 @dataclass(frozen=True)
 class Decision:
-    """What the log decided about one proposal: ``accepted``, ``duplicate`` (the key has a
-    record: `record` is it) or ``conflict`` (an exclusive tool's scope holds another live
-    intent: `record` is that one). `ticket`: what to send, when the proposal was accepted
-    and dispatched in the same transaction (``propose(..., dispatch=True)``), else None."""
+    """What the log decided about one proposal (`DecisionKind`): ``accepted``,
+    ``duplicate`` (the key has a record: `record` is it), ``conflict`` (an exclusive tool's
+    scope holds another live intent: `record` is that one), and under a design that holds a
+    re-ask (``reask=hold``) ``held`` (an earlier call of the same content in another scope
+    is still open: `record` is it; nothing written) or ``answered`` (such a call settled
+    without its caller hearing it, and answers this one: `record` is it). `ticket`: what to
+    send, when the proposal was accepted and dispatched in the same transaction
+    (``propose(..., dispatch=True)``), else None."""
 
-    decision: str
+    decision: DecisionKind
     key: str
     record: Record
     ticket: Optional["Ticket"] = None
@@ -64,7 +74,7 @@ class Ticket:
     key: str
     idempotency_key: Optional[str]
     fence: Optional[int]
-    purpose: str
+    purpose: Purpose
     tool: str
     args: dict[str, Any]
     scope: str
@@ -105,14 +115,26 @@ def record_of(row: Sequence[Any]) -> Record:
         int(epoch),
         tool,
         scope,
-        json.loads(args),
+        _json(key, "args", args),
         call_id,
         state,
         int(fence),
         owner,
         int(owner_inc),
         float(lease_until),
-        None if result is None else json.loads(result),
+        None if result is None else _json(key, "result", result),
         None if first_sent is None else float(first_sent),
         None if sent_at is None else float(sent_at),
     )
+
+
+def _json(key: str, column: str, text: Any) -> Any:
+    """The JSON value a record's `column` holds; `StoreError` (one line) where it is not
+    JSON: the log was written by something other than the library."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError) as e:
+        raise StoreError(
+            f"record {key}: its {column} is not JSON ({e}): the log was changed outside "
+            "toolcommit; restore it from a backup, or remove the record"
+        ) from None

@@ -30,13 +30,13 @@ Examples
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import socket
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from toolcommit.model.states import OPEN
 from toolcommit.runtime.design import (
     SHIPPED,
     Design,
@@ -46,15 +46,15 @@ from toolcommit.runtime.design import (
     read_wait,
     window_open,
 )
-from toolcommit.runtime.records import Record, record_of
-from toolcommit.runtime.store import Tx
+from toolcommit.runtime.records import Record
+from toolcommit.runtime.store.reader import LogReader
 
 IN_DOUBT = "in doubt"
 IN_PROGRESS = "in progress"
 NOT_SENT = "not sent"
 GIVEN_UP = "given up"
 KINDS = (IN_DOUBT, NOT_SENT, IN_PROGRESS, GIVEN_UP)  # in the order `entries` lists them
-UNSETTLED = ("RECORDED", "DISPATCHED", "UNKNOWN", "RECONCILING")
+UNSETTLED = OPEN
 LISTED = (*UNSETTLED, "DEAD_LETTER", "COMPENSATED")
 
 
@@ -73,37 +73,19 @@ class Snapshot:
     stored: Optional[tuple[str, str]] = None  # (name, digest) the log names, if any
 
 
-def snapshot(tx: Tx, now_sql: str) -> Snapshot:
-    """Read the log in `tx` (a read transaction; `now_sql` the store's clock expression,
-    ``Store.now_sql``). The design is the one the log stores (`Design.doc`); a log that
-    stores only its name (written before logs kept the design) gets the shipped design of
-    that name where the digest agrees, else None."""
-    from toolcommit.runtime.log import _COLS
-
-    marks = ", ".join("?" * len(LISTED))
-    flight = "in_flight" if _has(tx, "tc_records", "in_flight") else "1"  # older: as added
-    rows = tx.all(
-        f"SELECT {_COLS}, {flight} FROM tc_records WHERE state IN ({marks}) ORDER BY key",
-        LISTED,
-    )
-    where = "host, pid, backend" if _has(tx, "tc_writers", "backend") else "NULL, NULL, NULL"
-    rows_w = tx.all(f"SELECT writer, incarnation, running, {where} FROM tc_writers")
-    backends = None
-    if any(x[5] is not None for x in rows_w):
-        backends = {int(x[0]) for x in tx.all("SELECT pid FROM pg_stat_activity")}
+def snapshot(log: LogReader) -> Snapshot:
+    """Read the log `log` (a `LogReader`: one moment of it). The design is the one the log
+    stores (`Design.doc`); a log that stores only its name (written before logs kept the
+    design) gets the shipped design of that name where the digest agrees, else None."""
+    rows_w = log.writers()
+    backends = log.server_processes() if any(x[5] is not None for x in rows_w) else None
     writers = {
-        str(w): (int(i), bool(r), bool(r) and _gone(host, pid, backend, backends))
+        w: (i, r, r and _gone(host, pid, backend, backends))
         for w, i, r, host, pid, backend in rows_w
     }
-    now = float(tx.first(f"SELECT {now_sql}")[0])
-    design, stored = stored_design(tx)
-    return Snapshot(
-        design,
-        now,
-        [(record_of(x[:-1]), bool(x[-1])) for x in rows],
-        writers,
-        stored,
-    )
+    now = log.now()
+    design, stored = stored_design(log)
+    return Snapshot(design, now, log.records_in_flight(LISTED), writers, stored)
 
 
 def _gone(
@@ -125,35 +107,17 @@ def _gone(
     return False
 
 
-def _has(tx: Tx, table: str, column: str) -> bool:
-    """Whether `table` has `column` (a log of an earlier release may lack either), asked
-    inside a savepoint so a refusal leaves the read transaction usable."""
-    tx.run("SAVEPOINT tc_probe")
-    try:
-        tx.one(f"SELECT {column} FROM {table} WHERE 1 = 0")
-        found = True
-    except Exception:  # the engine's own error: no such table or column
-        tx.run("ROLLBACK TO SAVEPOINT tc_probe")
-        found = False
-    tx.run("RELEASE SAVEPOINT tc_probe")
-    return found
-
-
-def stored_design(tx: Tx) -> tuple[Optional[Design], Optional[tuple[str, str]]]:
-    """The design the log in `tx` stores (`Design.doc`; for a log written before logs kept
-    it, the shipped design it names where the digest agrees; else None), and the (name,
-    digest) it names (None: none)."""
-    doc = "doc" if _has(tx, "tc_design", "doc") else "NULL"
-    row = (
-        tx.one(f"SELECT name, digest, {doc} FROM tc_design WHERE id = 1")
-        if _has(tx, "tc_design", "digest")
-        else None
-    )
+def stored_design(log: LogReader) -> tuple[Optional[Design], Optional[tuple[str, str]]]:
+    """The design the log stores (`Design.doc`; for a log written before logs kept it, the
+    shipped design it names where the digest agrees; else None), and the (name, digest) it
+    names (None: none). A stored name is only ever looked up among the shipped designs,
+    never opened as a file."""
+    row = log.stored_design()
     if row is None:
         return None, None
-    name, digest, text = str(row[0]), str(row[1]), row[2]
-    if text is not None:
-        return from_doc(json.loads(text), digest), (name, digest)
+    name, digest, doc = row
+    if doc is not None:
+        return from_doc(doc, digest), (name, digest)
     if name in SHIPPED and load(name).digest == digest:
         return load(name), (name, digest)
     return None, (name, digest)

@@ -35,8 +35,6 @@ from toolcommit.checker.cli.pglog import add_dsn_options, one_source, reading
 from toolcommit.checker.cli.terminal import width
 from toolcommit.model.errors import UsageError
 
-_POLL = 0.2  # the shortest pause between two passes (seconds)
-
 
 def add_parser(sub):
     p = sub.add_parser(
@@ -122,45 +120,41 @@ def _writer(args) -> str:
 def _postgres(args, design, writer):
     """The log in `args.schema` of the database, refused unless it holds one already (a
     sweeper never creates a log)."""
-    from toolcommit.runtime import IntentLog, PostgresStore, StoreError
-    from toolcommit.runtime.store import pg_schema
+    from toolcommit.runtime import IntentLog, StoreError
 
-    with reading(args.dsn, args.schema, "tc_writers") as tx:
-        design = design or _stored(tx, f"schema {args.schema or 'public'}")
-    where = pg_schema(args.schema)  # a name `reading` accepted
+    with reading(None, args.dsn, args.schema, "writers") as log:
+        design = design or _stored(log, log.where)
+        where = log.where.removeprefix("schema ")  # the name `reading` accepted
     try:
-        return IntentLog(PostgresStore(args.dsn, where), writer, provider=design, **_options(args))
+        return IntentLog.postgres(args.dsn, writer, schema=where, provider=design, **_options(args))
     except StoreError as e:
         raise UsageError(f"--dsn: {e}") from None
 
 
 def _sqlite(args, design, writer):
     from toolcommit.runtime import IntentLog, StoreError
-    from toolcommit.runtime.store import SqliteStore
 
-    if not os.path.isfile(args.db):
+    if not os.path.exists(args.db):
         raise UsageError(f"{args.db}: no such file; give the intent log's SQLite file")
-    try:
-        store = SqliteStore(args.db, create=False)  # a sweeper never creates a log
+    if not os.path.isfile(args.db):  # a FIFO would block the opening for ever
+        raise UsageError(f"{args.db}: not a regular file; give the intent log's SQLite file")
+    if design is None:  # the log's own, read before it is opened for writing
+        with reading(args.db, None, None, "writers") as log:
+            design = _stored(log, args.db)
+    try:  # a sweeper never creates a log
+        return IntentLog.sqlite(args.db, writer, create=False, provider=design, **_options(args))
     except StoreError as e:
         raise UsageError(str(e)) from None
-    with store.read() as tx:
-        try:
-            design = design or _stored(tx, args.db)
-        except UsageError:
-            store.close()
-            raise
-    return IntentLog(store, writer, provider=design, **_options(args))
 
 
-def _stored(tx, where: str):
+def _stored(log, where: str):
     """The design the log stores (`toolcommit.runtime.status.stored_design`); refused in
     one line where it keeps none this release can read."""
     from toolcommit.runtime.design import DesignError
     from toolcommit.runtime.status import stored_design
 
     try:
-        design, named = stored_design(tx)
+        design, named = stored_design(log)
     except DesignError as e:
         raise UsageError(f"{where}: {e}") from None
     if design is None:
@@ -195,29 +189,6 @@ def _import_tools(names, writer: str):
                     "that holds it, or install it"
                 ) from None
     return opened
-
-
-def _sweep(log, until: float) -> dict[str, str]:
-    """Passes of `recover_settle` until no record is open (or only ones waiting cannot
-    settle: a tool not registered) or `until` (monotonic) passes; waits between passes for
-    what `log.due` says."""
-    from toolcommit.runtime import recover_settle
-    from toolcommit.runtime.store import OPEN_STATES
-
-    done: dict[str, str] = {}
-    while True:
-        done.update(recover_settle(log, limit=10**6))
-        if all(_stuck(log, r) for r in log.records(OPEN_STATES)):
-            return done
-        log.renew_held()  # what it took stays its own while it waits
-        due = log.due()
-        pause = (
-            log.settle_every if due is None or due <= 0 else max(min(due, log.settle_every), _POLL)
-        )
-        rest = until - time.monotonic()
-        if rest <= 0:
-            return done
-        time.sleep(min(pause, rest))
 
 
 def _watch(log, name: str) -> dict[str, str]:
@@ -311,6 +282,7 @@ def run(args) -> int:
 def _run(args, since) -> int:
     from toolcommit.runtime import IntentLogError
     from toolcommit.runtime.registry import serve_modules
+    from toolcommit.runtime.settle import sweep
     from toolcommit.runtime.store import OPEN_STATES
 
     log = _open(args)
@@ -327,7 +299,7 @@ def _run(args, since) -> int:
         if args.watch:
             done = _watch(log, name)
         else:
-            done = _sweep(log, time.monotonic() + args.wait)
+            done = sweep(log, time.monotonic() + args.wait)
         left = log.records(OPEN_STATES)
         lines = _holders(log) if left else []
     finally:

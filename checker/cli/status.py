@@ -15,8 +15,8 @@ import json
 import shlex
 import sys
 
-from toolcommit.checker.cli.export_log import WHAT, read_log
-from toolcommit.checker.cli.pglog import add_dsn_options, database, one_source, reading
+from toolcommit.checker.cli.export_log import WHAT
+from toolcommit.checker.cli.pglog import add_dsn_options, one_source, reading
 from toolcommit.checker.cli.terminal import width
 from toolcommit.checker.render.fit import wrap_line
 from toolcommit.model.errors import UsageError
@@ -43,23 +43,17 @@ def add_parser(sub):
 
 
 # ----- reading ------------------------------------------------------------------------------
-def _sqlite(db: str):
+def _read(args):
+    """One moment of the log (`toolcommit.runtime.status.Snapshot`), where it is, and the
+    conninfo a printed command may show (None for a file)."""
     from toolcommit.runtime.status import snapshot
-    from toolcommit.runtime.store import SqliteStore
+    from toolcommit.runtime.store.reader import public_dsn
 
-    def read(store):
-        with store.read() as tx:
-            return snapshot(tx, SqliteStore.now_sql)
-
-    return read_log(db, "tc_records", read)
-
-
-def _postgres(dsn: str, schema):
-    from toolcommit.runtime.status import snapshot
-    from toolcommit.runtime.store import PostgresStore
-
-    with reading(dsn, schema, "tc_records") as tx:
-        return snapshot(tx, PostgresStore.now_sql), database(tx, dsn)
+    with reading(args.db, args.dsn, args.schema, "records") as log:
+        snap = snapshot(log)
+        if args.dsn is None:
+            return snap, args.db, None
+        return snap, f"database {log.database()}, {log.where}", public_dsn(args.dsn)
 
 
 # ----- the report ---------------------------------------------------------------------------
@@ -128,15 +122,9 @@ def _recover_command(args, shown_dsn) -> str:
 def run(args) -> int:
     from toolcommit.runtime.design import DesignError
     from toolcommit.runtime.status import KINDS, design_of, entries
-    from toolcommit.runtime.store import pg_schema
 
     one_source("status", args.db, args.dsn, args.schema)
-    if args.dsn:
-        snap, (db_name, shown_dsn) = _postgres(args.dsn, args.schema)
-        where = f"database {db_name}, schema {pg_schema(args.schema)}"
-    else:
-        snap, shown_dsn = _sqlite(args.db), None
-        where = args.db
+    snap, where, shown_dsn = _read(args)
     try:
         design = design_of(snap, args.provider)
     except DesignError as e:

@@ -490,10 +490,9 @@ def run_once(
 
 
 def _drop_schema(dsn: str, schema: str) -> None:
-    try:
-        import psycopg
+    from toolcommit.runtime.store.postgres import drop_schema
 
-        with psycopg.connect(dsn, autocommit=True) as c:
-            c.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-    except Exception:
+    try:
+        drop_schema(dsn, schema)
+    except Exception:  # a cleanup: the run's verdict stands either way
         pass

@@ -12,7 +12,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -294,30 +293,35 @@ def test_a_command_without_tools_never_imports_from_the_working_directory(tmp_pa
 
 
 # ----- the heartbeat: a call longer than the lease keeps it -----------------------------------
-def test_a_call_longer_than_the_lease_is_never_taken_over(tmp_path):
-    db = str(tmp_path / "i.db")
-    w1 = IntentLog.sqlite(db, "w1", provider="stripe", lease=1.0, settler=False)
-    w2 = IntentLog.sqlite(db, "w2", provider="stripe", lease=1.0, settler=False)
-    running, taken = threading.Event(), []
+class Clock:
+    """A store clock the test moves (`IntentLog.sqlite(clock=...)`): leases run on it."""
 
-    def watch():  # another process's recover, meanwhile
-        running.wait(10)
-        deadline = time.monotonic() + 10
-        while running.is_set() and time.monotonic() < deadline:
-            taken.extend(w2.recover())
-            time.sleep(0.05)
+    def __init__(self):
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_call_longer_than_the_lease_is_never_taken_over(tmp_path):
+    """While the effect runs, the store's clock moves on by 2.4 leases in steps of 0.3 of
+    one; after each step the heartbeat renews the lease (waited for, with a bound) and
+    another writer's recover takes nothing."""
+    db, clock = str(tmp_path / "i.db"), Clock()
+    w1 = IntentLog.sqlite(db, "w1", provider="stripe", lease=1.0, settler=False, clock=clock)
+    w2 = IntentLog.sqlite(db, "w2", provider="stripe", lease=1.0, settler=False, clock=clock)
+    taken = []
 
     @effectful(w1, tool="slow_refund", scope=SCOPE, status=lambda t: None, principal="user:1")
     def slow_refund(amount):
-        running.set()
-        time.sleep(2.5)  # two and a half leases long
-        running.clear()
+        (key,) = [r.key for r in w1.records()]
+        for _ in range(8):
+            clock.now += 0.3
+            _until(lambda: w1.lease_left(key) > 0.95)  # the heartbeat renewed it
+            taken.extend(w2.recover())
         return {"id": "re_1"}
 
-    t = threading.Thread(target=watch)
-    t.start()
     assert slow_refund(20, call_id="t1") == {"id": "re_1"}
-    t.join(15)
     assert taken == []
     (rec,) = w1.records()
     assert (rec.state, rec.owner) == ("ACKED", "w1")

@@ -77,11 +77,14 @@ INTENT_LOG_DB = "intent-log-db"  # toolcommit's own SQLite log: `toolcommit expo
 def _sqlite_source(path: str) -> Optional[str]:
     """``INTENT_LOG_DB`` for the library's own SQLite log, ``dbos`` for a DBOS system
     database, else None; the file is opened read-only and never changed."""
+    import os
     import sqlite3
     from pathlib import Path
 
     try:
-        uri = Path(path).resolve().as_uri() + "?mode=ro"
+        # immutable where no writer has it open: then nothing is left beside it
+        live = any(os.path.exists(path + x) for x in ("-wal", "-shm"))
+        uri = Path(path).resolve().as_uri() + ("?mode=ro" if live else "?mode=ro&immutable=1")
         with sqlite3.connect(uri, uri=True, timeout=1.0) as db:
             names = {
                 r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
