@@ -2,8 +2,8 @@
 
 ``python -m toolcommit.gateway.tether PID COMMAND...`` is the command the gateway gives
 the `mcp` SDK, which starts it as the leader of a process group of its own. The tether
-asks the kernel for SIGTERM when its parent, the gateway PID, ends (`die_with_parent`;
-at once if PID is already gone), starts COMMAND as its child in its group, gives the
+watches its parent, the gateway PID, through a pidfd and ends the group when it ends
+(`die_with_parent`; at once if PID is already gone), starts COMMAND as its child in its group, gives the
 child its stdin and stdout (keeping no copy: the gateway sees the server's end as its
 own), and waits for it. When the gateway ends, however (a SIGKILL included), the tether
 kills its whole group: the server, and whatever a wrapper (``sh -c``, ``npx``, ``uv
@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import signal
 import sys
+import threading
 
 PR_SET_PDEATHSIG = 1  # <sys/prctl.h>
 
@@ -30,14 +32,34 @@ def command(gateway: int, server: list[str]) -> list[str]:
 
 
 def die_with_parent(parent: int, sig: int = signal.SIGTERM) -> None:
-    """Be sent `sig` when process `parent` dies (Linux); kill the group now if it died
-    already."""
+    """Kill the group when process `parent` ends (Linux), or now if it ended already.
+
+    A pidfd (Linux 5.3) is watched by a thread: it becomes readable when the process ends,
+    whichever of its threads started this one. PR_SET_PDEATHSIG, the fallback, fires when
+    the parent's *thread* that forked ends, which a gateway starting servers from a worker
+    thread does while it lives on: there a SIGTERM with the parent alive is the SDK's stop."""
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
-    except (OSError, AttributeError):  # pragma: no cover - not Linux
-        pass
+        fd = os.pidfd_open(parent)
+    except (AttributeError, OSError):  # pragma: no cover - an older kernel
+        fd = None
+    if fd is None:
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+        except (OSError, AttributeError):  # pragma: no cover - not Linux
+            pass
+    else:
+        threading.Thread(target=_watch, args=(fd,), daemon=True).start()
     if os.getppid() != parent:  # the parent died before the request: too late
         _end_group()
+
+
+def _watch(fd: int) -> None:
+    """Wait for the pidfd `fd` to say its process ended, then end the group."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    while not poller.poll():
+        pass
+    _end_group()
 
 
 def _end_group(*_) -> None:

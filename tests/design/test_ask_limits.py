@@ -56,7 +56,9 @@ LIMIT = "2000"  # a state limit is checked after every state since 081336f: 100 
 
 def test_user_state_limit_makes_p4_unknown_instead_of_a_silent_smt_run(tmp_path, capsys):
     path = _late_replay_cell(tmp_path)
-    assert main(["ask", str(path), "--max-states", LIMIT, "--format", "json"]) == 0
+    assert (
+        main(["ask", str(path), "--max-states", LIMIT, "--format", "json"]) == 1
+    )  # the cell is VIOLATED: no answer holds
     cell, verdicts = _cell(capsys)
     assert cell["engine"] == "explicit" and cell["status"] == "VIOLATED"
     p4 = verdicts["P4"]
@@ -74,14 +76,14 @@ def test_user_state_limit_on_a_holding_cell_is_unknown_with_exit_3(tmp_path, cap
 
 def test_smt_fallback_past_a_user_limit_runs_when_asked_bounded_and_announced(tmp_path, capsys):
     path = _late_replay_cell(tmp_path)
-    assert main(["ask", str(path), "--max-states", LIMIT, "--bmc-depth", "8"]) == 0
+    assert main(["ask", str(path), "--max-states", LIMIT, "--bmc-depth", "8"]) == 1
     out = " ".join(capsys.readouterr().out.split())
     assert "(smt)" in out
     assert (
         "bounded SMT judged what the explicit search left open at its limit, up to depth 8" in out
     )
     assert (
-        main(["ask", str(path), "--max-states", LIMIT, "--bmc-depth", "8", "--format", "json"]) == 0
+        main(["ask", str(path), "--max-states", LIMIT, "--bmc-depth", "8", "--format", "json"]) == 1
     )
     cell, verdicts = _cell(capsys)
     assert cell["engine"] == "explicit+smt"

@@ -116,8 +116,10 @@ def recover_during_a_long_call(tmp_path, renew: bool, monkeypatch=None):
     db = str(tmp_path / "i.db")
     log = IntentLog.sqlite(db, writer="gw", provider="email", lease=2.0)
     gw = Effectful(log, frozenset({"refund"}))
-    if not renew:  # the library's heartbeat (the guard's) renews nothing
-        monkeypatch.setattr(IntentLog, "_beat", lambda self: max(self.lease / 3, 0.05))
+    if not renew:  # the library's heartbeat (the guard's) beats on, renewing nothing
+        from toolcommit.runtime.leases import Leases
+
+        monkeypatch.setattr(Leases, "_renew", lambda self, which, params: 0)
 
     async def send(method, params):
         for _ in range(12):

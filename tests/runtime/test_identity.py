@@ -34,11 +34,12 @@ from toolcommit.runtime import (
     tell,
 )
 from toolcommit.runtime.shims import recover_settle, register
+from toolcommit.spec import SHIPPED_DESIGNS
 
 from .ledger import Bank
 
 DESIGNS = Path(__file__).resolve().parents[2] / "spec" / "designs"
-SHIPPED = sorted(p.stem for p in DESIGNS.glob("*.json"))
+SHIPPED = sorted(p.stem for p in DESIGNS.glob("*.json"))  # provider files' designs too
 
 
 def design_file(tmp_path, name: str) -> str:
@@ -209,7 +210,9 @@ def test_one_scope_string_of_two_principals_is_two_intents_and_two_exclusive_slo
 # ----- a call with no principal ----------------------------------------------------------------
 def test_a_call_with_no_principal_is_refused_under_every_shipped_design(tmp_path):
     for name in SHIPPED:
-        log = IntentLog.sqlite(str(tmp_path / f"{name}.db"), writer="w1", provider=name)
+        # a profile's design by its name; a provider file's (spec/providers/) by its path
+        provider = name if name in SHIPPED_DESIGNS else str(DESIGNS / f"{name}.json")
+        log = IntentLog.sqlite(str(tmp_path / f"{name}.db"), writer="w1", provider=provider)
         with pytest.raises(IntentLogError, match="pass principal="):
             log.propose("t1", "refund", {"amount": 10}, "request:1")
         sent = []

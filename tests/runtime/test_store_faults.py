@@ -245,6 +245,7 @@ def test_a_writer_that_reconnected_is_still_alive_to_status(pgdb):
     whose session was killed and opened again names its new process, so it is not taken
     for a dead pod (its records would be listed in doubt while it serves them)."""
     from toolcommit.runtime.status import snapshot
+    from toolcommit.runtime.store import LogReader
 
     dsn, admin = pgdb
     bank, log = Bank(), IntentLog.postgres(dsn, "w1", schema="t_alive", provider="stripe")
@@ -256,7 +257,7 @@ def test_a_writer_that_reconnected_is_still_alive_to_status(pgdb):
         assert _call(log, bank, "c2")["id"] == "e1"
         assert log.store._db.info.backend_pid != first  # a new server process
         with log.store.read() as tx:
-            seen = snapshot(tx, log.store.now_sql)
+            seen = snapshot(LogReader(tx, log.store.now_sql, "t_alive"))
         assert seen.writers["w1"] == (log.incarnation, True, False)  # running, not gone
     finally:
         log.close()
