@@ -15,10 +15,10 @@ Examples
 ('no', 1)
 >>> profile("ideal").assumptions, profile("ideal").budgets
 ({}, {})
->>> profile("acme-pay")
+>>> profile("no-such-api")
 Traceback (most recent call last):
 ...
-toolcommit.model.errors.UsageError: unknown environment 'acme-pay'; valid environments: ideal, stripe, email, fenced-store, async-log, or a provider file's path (docs/provider-file.md)
+toolcommit.model.errors.UsageError: unknown environment 'no-such-api'; valid environments: ideal, stripe, email, fenced-store, async-log, or a provider file's path (docs/provider-file.md)
 """
 
 from __future__ import annotations

@@ -46,6 +46,6 @@ def test_a_design_proven_for_another_environment_is_refused(capsys):
 
 
 def test_an_unknown_env_name_is_one_line_naming_the_choices(capsys):
-    assert main(["torture", "--env", "acme-pay"]) == 2
+    assert main(["torture", "--env", "no-such-api"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "provider file" in err and "fenced" in err
