@@ -67,7 +67,7 @@ ABOUT = (
 def profile_configs(env: str) -> list[tuple]:
     """(label, config, instances) recorded for environment `env`."""
     from toolcommit.checker.verify.suite import design_names, suite_names
-    from toolcommit.model.design_file import design_of
+    from toolcommit.model.design_file import checked, strict_json
 
     classes = [n for n in suite_names() if n != "default"]
     out = [
@@ -76,7 +76,9 @@ def profile_configs(env: str) -> list[tuple]:
     ]
     shipped = resources.files("toolcommit.spec").joinpath("designs", f"{env}.json")
     if shipped.is_file():
-        design, denv = design_of(json.loads(shipped.read_text("utf-8")))
+        where = f"spec/designs/{env}.json"
+        read = checked(strict_json(shipped.read_bytes(), where), where)  # the one reader
+        design, denv = read.design, read.environment
         out.append((f"design:{env}", config_for(design, denv), design_names()))
     return out
 
