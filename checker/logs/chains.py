@@ -103,14 +103,7 @@ def transition(st: Store, ev, w: Writer, loc: int) -> None:
             k.visited |= 1 << to
             k.last_loc = loc
             k.last_writer = w.name
-            if to == DISPATCHED:
-                k.dispatches += 1
-                if not k.dispatch_loc:
-                    k.dispatch_loc = loc
-            elif frm == RECORDED and to == CANCELLED:
-                k.flags |= F_CANCELLED
-            elif frm == RECONCILING and to == DEAD_LETTER:
-                k.flags |= F_SEALED
+            note_edge(k, frm, to, None, loc)  # the fence is noted above
             if to in TERMINAL:
                 close(st, name, k)
             return
