@@ -432,7 +432,8 @@ def run_once(
     result = RunResult(plan.seed, "ERROR")
     run = tmp = None
     try:
-        tmp = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-{plan.seed}-")
+        with held_signals():  # the folder is on record (tmp) before a stop can land
+            tmp = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-{plan.seed}-")
         conf = {
             "runtime": runtime,
             "profile": profile,

@@ -17,6 +17,8 @@ import subprocess
 import tempfile
 from typing import Optional
 
+from toolcommit.checker.logs.children import held_signals
+
 
 class NoPostgres(RuntimeError):
     """No PostgreSQL server binaries, or no user to run them as: the reason says which."""
@@ -73,13 +75,15 @@ class TempPostgres:
             raise NoPostgres(f"{argv[0]} failed: {(r.stderr or r.stdout).strip()[-500:]}")
 
     def __enter__(self) -> "TempPostgres":
-        self.dir = tempfile.mkdtemp(prefix="toolcommit-pg-")
-        data = os.path.join(self.dir, "data")
-        if self.user:
-            u = pwd.getpwnam(self.user)
-            os.chown(self.dir, u.pw_uid, u.pw_gid)
-            os.chmod(self.dir, 0o700)
+        self.dir = ""
         try:
+            with held_signals():  # the folder is on record before a stop can land
+                self.dir = tempfile.mkdtemp(prefix="toolcommit-pg-")
+            data = os.path.join(self.dir, "data")
+            if self.user:
+                u = pwd.getpwnam(self.user)
+                os.chown(self.dir, u.pw_uid, u.pw_gid)
+                os.chmod(self.dir, 0o700)
             self._run(
                 "initdb",
                 "-D",
@@ -112,7 +116,8 @@ class TempPostgres:
                 "start",
             )
         except BaseException:
-            shutil.rmtree(self.dir, ignore_errors=True)
+            if self.dir:
+                shutil.rmtree(self.dir, ignore_errors=True)
             raise
         self.dsn = f"host={self.dir} port=5432 dbname=postgres user=toolcommit"
         return self
