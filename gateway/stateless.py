@@ -10,9 +10,10 @@ every sessionless request, which the gateway itself initialized (the server behi
 the handshake protocol on stdio; the gateway's own handshake is replayed on its restarts).
 
 Whose a sessionless call is: the client token's name, else the operator's
-``--principal``, else ``anonymous``: a gateway that asks no token cannot tell its
-sessionless clients apart, so their equal calls are one intent (a retry is the retried
-call, whoever sends it; the gateway warns at start that it asks no token).
+``--principal`` (or a claim the operator trusts). With none of these, a gateway cannot tell
+its sessionless clients apart, and an intent is its asker's: an effectful sessionless call
+is then refused, not sent (`ANONYMOUS_REFUSAL`), since merging every client into one
+principal would answer one user's refund with another's outcome. Other requests are served.
 """
 
 from __future__ import annotations
@@ -27,12 +28,17 @@ from mcp_types import CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
 from mcp_types.methods import serialize_server_result
 from mcp_types.version import LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 
-from toolcommit.gateway.calls import Effectful, malformed
+from toolcommit.gateway.calls import Effectful, malformed, tool_error
 from toolcommit.gateway.downstream import Downstream, DownstreamGone, bounded_request
 
 INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32600, -32601, -32602
 INTERNAL_ERROR = -32603
-ANONYMOUS = "anonymous"  # the principal of a sessionless call no token names
+ANONYMOUS_REFUSAL = (
+    "toolcommit gateway: this {tool} call was not sent: a sessionless call carries no token "
+    "and the gateway has no --principal, so it cannot tell whose call it is (two users' equal "
+    "calls would be one intent); start the gateway with --client-tokens FILE (a token per "
+    "client) or --principal NAME (its one client), or open a session (initialize)"
+)
 RESULT_DEFAULTS = {"resultType": "complete", "ttlMs": 0, "cacheScope": "private"}
 ENVELOPE = "io.modelcontextprotocol/"  # the prefix of the per-request protocol fields
 HANDSHAKE = {
@@ -154,14 +160,15 @@ class Sessionless:
         info = meta.get(CLIENT_INFO_META_KEY)
         request = {**params, "_meta": _bare(meta)}
         principals = self.effectful.principals
-        fixed = holder or (None if principals.fixed or principals.claim else ANONYMOUS)
+        if not (holder or principals.fixed or principals.claim):
+            return tool_error(ANONYMOUS_REFUSAL.format(tool=params.get("name")))
         return await self.effectful.call(
             request,
             rid,
             f"sessionless-{uuid.uuid4().hex}",  # no session: the call's id is its own
             info if isinstance(info, dict) else None,
             self._down_request,
-            fixed,
+            holder,
             ready=self.down.ready,
         )
 
@@ -195,4 +202,4 @@ def _bare(meta: dict) -> dict:
     return {k: v for k, v in meta.items() if not k.startswith(ENVELOPE)}
 
 
-__all__ = ["ANONYMOUS", "Sessionless", "is_sessionless", "PROTOCOL_VERSION_META_KEY"]
+__all__ = ["ANONYMOUS_REFUSAL", "Sessionless", "is_sessionless", "PROTOCOL_VERSION_META_KEY"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from .gw import LIMIT, http_client, run
+from .gw import LIMIT, http_client, run, text
 
 pytest.importorskip("mcp")
 httpx = pytest.importorskip("httpx")
@@ -82,19 +82,38 @@ def test_a_raw_sessionless_request_is_served_without_initialize(gateway_env):
     assert mismatched.json()["error"]["code"] == -32020  # HEADER_MISMATCH: the method header
 
 
-def test_without_a_token_sessionless_calls_are_one_anonymous_principal(gateway_env):
+def test_without_a_token_or_principal_an_effectful_sessionless_call_is_not_sent(gateway_env):
+    """Two users' equal sessionless calls, with no token to tell them apart, would be one
+    intent: one would be told of the other's refund. The call is refused, nothing sent."""
     e = gateway_env
     with e.http() as (url, proc):
 
         async def scenario():
+            async with http_client(url) as c:  # auto: discovers the sessionless revision
+                listed = await c.list_tools()
+                return listed, await c.call_tool("refund", {"order": "o-3", "amount": 1})
+
+        listed, refused = run(scenario)
+        warning = proc.stderr.readline()
+    assert "refund" in {t.name for t in listed.tools}  # what has no effect is served
+    assert refused.is_error and "was not sent" in text(refused)
+    assert "--client-tokens FILE" in text(refused) and "--principal NAME" in text(refused)
+    assert e.applied("o-3") == [] and e.proposals() == []
+    assert "warning: no --client-tokens or --token-file" in warning
+
+
+def test_with_a_principal_sessionless_calls_on_two_connections_are_one_intent(gateway_env):
+    e = gateway_env
+    with e.http("--principal", "alice") as (url, _):
+
+        async def scenario():
             out = []
             for _ in range(2):
-                async with http_client(url) as c:  # auto: discovers the sessionless revision
-                    out.append(await c.call_tool("refund", {"order": "o-3", "amount": 1}))
+                async with http_client(url) as c:
+                    out.append(await c.call_tool("refund", {"order": "o-4", "amount": 1}))
             return out
 
         first, retry = run(scenario)
-        warning = proc.stderr.readline()
-    assert retry.meta["toolcommit/replayed"] and len(e.applied("o-3")) == 1
-    assert {p["principal"] for p in e.proposals()} == {"anonymous"}
-    assert "warning: no --client-tokens or --token-file" in warning
+    assert not first.is_error and retry.meta["toolcommit/replayed"]
+    assert len(e.applied("o-4")) == 1
+    assert {p["principal"] for p in e.proposals()} == {"alice"}
