@@ -320,16 +320,20 @@ def _absent(settings: dict, times: dict, faults: dict, where: _Locator) -> list:
         budgets["key_expiries"] = 1
     if settings.get("status_read") == "yes":
         budgets["stale_reads"] = 1
-    defaults = {k: n for k, n in budgets.items() if k not in settings and k not in faults}
-    if defaults:
-        out.append(_implied(defaults, "a fault no behaviour promises away: its default budget"))
-    if faults:
-        out.append(_implied(dict(faults), "the file's fault budgets"))
+    expiry = f"the provider keeps a key {lifetime}: a design relies on that lifetime, not on none"
+    never = {**{k: why for (k, _), why in NEVER.items()}, "key_expiries": expiry}
+    for k, n in budgets.items():  # a default budget of a fault no provider can promise away
+        if k not in settings and k not in faults:  # is inherent: design never offers 0
+            why = "a fault no behaviour promises away: its default budget"
+            out.append(_implied({k: n}, why, inherent=never.get(k, "")))
+    for k, n in faults.items():
+        out.append(_implied({k: n}, "the file's fault budget", inherent=never.get(k, "")))
     return out
 
 
-def _implied(sets: dict, why: str, assumed: bool = False) -> dict:
+def _implied(sets: dict, why: str, assumed: bool = False, inherent: str = "") -> dict:
     b = {"sets": sets, "what": why, "source": None, "why_no_source": why}
+    b = {**b, "inherent": inherent} if inherent else b
     return {**b, "assumed": True} if assumed else b
 
 

@@ -81,6 +81,16 @@ def test_the_file_sets_fault_budgets_and_timing_a_profile_cannot_leave_out(tmp_p
     assert "delay_bound" in p.assumed()  # given outside a cited behaviour: listed as assumed
 
 
+def test_a_default_budget_no_provider_can_promise_away_is_inherent(tmp_path):
+    """design never offers as a way out a promise the file's reader would refuse."""
+    doc = {**PAYMENTS, "name": "inherent", "faults": {"errors_after": 2}}
+    p = environment.profile(environment.resolve(write(tmp_path, doc)))
+    assert "no provider can promise none" in p.inherent("errors_before")
+    assert "no provider can promise none" in p.inherent("errors_after")
+    assert "24h" in p.inherent("key_expiries")
+    assert p.inherent("stale_reads") == ""  # a consistent status read can promise it away
+
+
 @pytest.mark.parametrize(
     "change, where, says",
     [
