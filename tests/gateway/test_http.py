@@ -223,9 +223,11 @@ def test_a_port_in_use_is_one_line_and_exit_2(gateway_env):
     assert f"cannot listen on 127.0.0.1:{port}" in p.stderr
 
 
-def test_the_mcp_client_works_over_http_with_the_defaults(gateway_env):
+def test_the_mcp_client_works_over_http_with_the_defaults_and_one_principal(gateway_env):
+    """The SDK's client as it comes (the sessionless revision): a gateway that knows whose
+    calls it serves (--principal, here) refunds; without it, see test_stateless.py."""
     e = gateway_env
-    with e.http() as (url, _):
+    with e.http("--principal", "app") as (url, _):
 
         async def scenario():
             async with Client(url) as c:

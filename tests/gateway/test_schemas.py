@@ -31,7 +31,7 @@ def test_a_coerced_amount_and_a_default_note_are_one_refund(gateway_env):
     another request under the default identity (every declared argument), and "twenty" is
     no number: refused, nothing sent."""
     e = gateway_env
-    with e.http() as (url, _):
+    with e.http("--principal", "app") as (url, _):
         *same, other, bad = calls(
             url, *ASKS, {"order": "o-7", "amount": 20, "note": "again"}, {**ASKS[0], "amount": "x"}
         )
@@ -54,7 +54,7 @@ def test_a_coerced_amount_and_a_default_note_are_one_refund(gateway_env):
 def test_identity_fields_leave_the_free_text_note_out(gateway_env):
     """--identity refund=order,amount: 20, "20", then 20 with a note: one refund."""
     e = gateway_env
-    with e.http("--identity", "refund=order,amount") as (url, _):
+    with e.http("--identity", "refund=order,amount", "--principal", "app") as (url, _):
         answers = calls(url, *ASKS[:2], {"order": "o-7", "amount": 20, "note": "please"})
     assert [r.meta["toolcommit/replayed"] for r in answers] == [False, True, True]
     assert len(e.applied("o-7")) == 1
@@ -66,7 +66,7 @@ def test_identity_fields_leave_the_free_text_note_out(gateway_env):
 def test_identity_fields_the_tool_does_not_declare_send_nothing(gateway_env):
     """--identity refund=charge: every call of refund is refused, naming the flag."""
     e = gateway_env
-    with e.http("--identity", "refund=charge") as (url, _):
+    with e.http("--identity", "refund=charge", "--principal", "app") as (url, _):
         (answer,) = calls(url, ASKS[0])
     assert answer.is_error and "charge" in text(answer) and "--identity refund=" in text(answer)
     assert e.applied() == []
