@@ -1,6 +1,6 @@
 """Shared, expensive results (each preset's default suite is checked once per run), the
-terminal width every test sees, and under CI a skip for want of what CI installs fails
-(tests/ci_skips.py)."""
+terminal width every test sees, under CI a skip for want of what CI installs fails
+(tests/ci_skips.py), and each test's tier by measured time (tests/tiers.py)."""
 
 import fcntl
 import pickle
@@ -8,6 +8,7 @@ import pickle
 import pytest
 
 from tests.ci_skips import pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401
+from tests.tiers import pytest_collection_modifyitems  # noqa: F401
 from toolcommit.checker.verify.suite import resolve_instances, run_suite
 from toolcommit.model.knobs import PRESETS, preset
 
