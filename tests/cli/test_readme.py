@@ -37,15 +37,16 @@ def console_examples(text: str):
     return out
 
 
-# the commands that take more than 20 s on two cores: run with `-m slow` (CI runs both sets)
-SLOW = {
+# the commands that take more than 20 s on two cores: run with `-m deep` (before a release;
+# CI runs the design search of test_provider_design.py)
+DEEP = {
     "toolcommit design --env email --instance ack_loss --instance transport_retry "
     "--instance give_up_retry --explain none",
     "toolcommit design --env spec/providers/example-payments.json --explain none",
 }
 
 
-# commands a slow test runs anyway, checking what the page shows with `assert_prints` (the
+# commands a deep test runs anyway, checking what the page shows with `assert_prints` (the
 # same search twice, once per tier, before): the test that runs each
 ELSEWHERE = {
     "toolcommit design --env stripe --explain none": (
@@ -71,15 +72,15 @@ def examples():
         for i, (cmd, expected) in enumerate(console_examples(page.read_text("utf-8")), 1):
             if cmd in ELSEWHERE:
                 continue
-            marks = [pytest.mark.slow] if cmd in SLOW else []
+            marks = [pytest.mark.deep] if cmd in DEEP else []
             out.append(pytest.param(name, cmd, expected, id=f"{name}#{i}: {cmd}", marks=marks))
     return out
 
 
-def test_every_slow_command_is_still_shown():
-    """A command marked slow, or checked elsewhere, that a page no longer shows is stale."""
+def test_every_deep_command_is_still_shown():
+    """A command marked deep, or checked elsewhere, that a page no longer shows is stale."""
     listed = {e.values[1] for e in examples()}
-    assert SLOW <= listed, SLOW - listed
+    assert DEEP <= listed, DEEP - listed
     for cmd in ELSEWHERE:
         shown(cmd)
 
