@@ -39,6 +39,10 @@ def read(path: Path = FILE) -> dict[str, str]:
                 f"once each); got {raw.strip()!r}"
             )
         out[prefix] = tier
+    for slow in (p for p, t in out.items() if t == "slow"):
+        under = next((d for d, t in out.items() if t == "deep" and slow.startswith(d)), None)
+        if under is not None:  # the longer line would take the test out of deep
+            raise pytest.UsageError(f"{path}: 'slow {slow}' is under 'deep {under}': drop it")
     return out
 
 
@@ -47,12 +51,22 @@ def line_of(nodeid: str, tiers: dict[str, str]) -> str | None:
     return max((p for p in tiers if nodeid.startswith(p)), key=len, default=None)
 
 
+def by_file(tiers: dict[str, str]) -> dict[str, dict[str, str]]:
+    """`tiers` grouped by the file part of each prefix (a prefix without ``::`` under "":
+    it may name a folder), so a test is matched against its own file's lines only."""
+    out: dict[str, dict[str, str]] = {}
+    for p, t in tiers.items():
+        out.setdefault(p.split("::", 1)[0] if "::" in p else "", {})[p] = t
+    return out
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by mark
 def pytest_collection_modifyitems(session, config, items):
     tiers = read()
-    used = set()
+    files, used = by_file(tiers), set()
     for item in items:
-        best = line_of(item.nodeid, tiers)
+        mine = {**files.get("", {}), **files.get(item.nodeid.split("::", 1)[0], {})}
+        best = line_of(item.nodeid, mine)
         if best is not None:
             used.add(best)
             item.add_marker(tiers[best])
