@@ -5,8 +5,8 @@ It speaks MCP's stdio protocol as the SDK's server does for these two tools: the
 ``initialize`` and ``tools/list`` results, each ``tools/call`` in a thread of its own (the
 SDK runs a plain function tool in a worker thread), arguments checked and converted as the
 SDK's validation does for them (``order`` and ``note`` strings, ``amount`` a number, a
-numeric string or a boolean made a float), the same result text, the same ledger lines,
-``$REFUND_LEDGER.pid`` and ``.hold``/``.entered`` files. tests/gateway/test_fast_server.py
+numeric string or a boolean made a float), the same result text, and the same effect
+(ledger.py, which both servers call). tests/gateway/test_fast_server.py
 holds it to the SDK's server: one sequence of requests, equal answers and ledgers.
 """
 
@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 import threading
-import time
 
-LEDGER = os.path.abspath(os.environ.get("REFUND_LEDGER", "ledger.jsonl"))
+from ledger import apply, refunds, started
+
 VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 CAPABILITIES = {
     "prompts": {"listChanged": False},
@@ -97,40 +96,6 @@ def arguments(tool: str, args: dict):
     return out, None
 
 
-def refund(args: dict, key) -> dict:
-    with open(LEDGER, "a") as f:
-        f.write(
-            json.dumps(
-                {
-                    "tool": "refund",
-                    "args": {
-                        "order": args["order"],
-                        "amount": args["amount"],
-                        "note": args["note"],
-                    },
-                    "idempotency_key": key,
-                    "effect_id": f"re_{os.getpid()}_{time.monotonic_ns()}",
-                }
-            )
-            + "\n"
-        )
-        f.flush()
-        os.fsync(f.fileno())
-    if os.path.exists(LEDGER + ".hold"):
-        open(LEDGER + ".entered", "w").close()
-        while os.path.exists(LEDGER + ".hold"):
-            time.sleep(0.01)
-    return {"refunded": args["amount"], "order": args["order"]}
-
-
-def balance(args: dict) -> dict:
-    n = 0
-    if os.path.exists(LEDGER):
-        with open(LEDGER) as f:
-            n = sum(1 for line in f if json.loads(line)["args"]["order"] == args["order"])
-    return {"order": args["order"], "refunds": n}
-
-
 def call(rid, params: dict) -> None:
     tool, raw = params.get("name"), params.get("arguments") or {}
     if tool not in ("refund", "balance"):
@@ -140,7 +105,10 @@ def call(rid, params: dict) -> None:
         why = f"Error executing tool {tool}: {wrong}"
         return send({"jsonrpc": "2.0", "id": rid, "result": text(why, True)})
     key = (params.get("_meta") or {}).get("toolcommit/idempotency_key")
-    result = refund(args, key) if tool == "refund" else balance(args)
+    if tool == "refund":
+        result = apply(args["order"], args["amount"], args["note"], key)
+    else:
+        result = refunds(args["order"])
     send({"jsonrpc": "2.0", "id": rid, "result": text(result)})
 
 
@@ -168,8 +136,7 @@ def handle(msg: dict) -> None:
 
 
 def main() -> None:
-    with open(LEDGER + ".pid", "w") as f:
-        f.write(str(os.getpid()))
+    started()
     for line in sys.stdin:
         try:
             msg = json.loads(line)
