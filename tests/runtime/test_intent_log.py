@@ -2,7 +2,8 @@
 the log, and every decision writes lines `toolcommit validate` accepts."""
 
 import json
-import os
+import subprocess
+import sys
 
 import pytest
 
@@ -222,28 +223,33 @@ def test_a_run_with_a_lost_ack_a_crash_and_a_zombie_validates(db, tmp_path):
     assert conforms(w1, bank, tmp_path)
 
 
+PROPOSER = """
+import sys
+from toolcommit.runtime import IntentLog
+log = IntentLog.sqlite(sys.argv[1], "p" + sys.argv[2], provider="ideal")
+d = log.propose("t" + sys.argv[2], "refund", {"amount": 20}, sys.argv[3], principal="user:1")
+log.close()
+print(d.decision)
+"""
+
+
 def test_concurrent_processes_proposing_one_intent_accept_exactly_one(db):
+    """Six fresh processes (none forked from this one, whose other tests' threads a fork
+    would copy) propose one intent at once: one is accepted, five are told it is decided."""
     IntentLog.sqlite(db, "setup", provider="ideal").close()
-    pids = []
-    r, w = os.pipe()
-    for i in range(6):
-        pid = os.fork()
-        if pid == 0:
-            try:
-                log = IntentLog.sqlite(db, f"p{i}", provider="ideal")
-                d = log.propose(
-                    f"t{i}", "refund", {"amount": 20 + 0.0 * i}, SCOPE, principal="user:1"
-                )
-                os.write(w, d.decision[0].encode())
-            finally:
-                os._exit(0)
-        pids.append(pid)
-    os.close(w)
-    for pid in pids:
-        os.waitpid(pid, 0)
-    got = os.read(r, 64).decode()
-    os.close(r)
-    assert sorted(got) == ["a"] + ["d"] * 5
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", PROPOSER, db, str(i), SCOPE],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(6)
+    ]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err for _, err in outs]
+    got = sorted(out.strip()[0] for out, _ in outs)
+    assert got == ["a"] + ["d"] * 5, outs
 
 
 def test_an_export_holds_up_none_of_the_process_s_decisions(db):

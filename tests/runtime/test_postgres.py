@@ -1,7 +1,8 @@
 """PostgreSQL: the same log on a server the tests start themselves (initdb into a temporary
 folder, a Unix socket only), two orchestrator processes in the harness."""
 
-import os
+import subprocess
+import sys
 
 import pytest
 
@@ -41,30 +42,32 @@ def test_postgres_log_decides_duplicates_and_fences_like_sqlite(pg):
     w2.close()
 
 
+ORCHESTRATOR = """
+import sys
+from toolcommit.runtime import IntentLog
+dsn, i, scope = sys.argv[1:]
+log = IntentLog.postgres(dsn, "o" + i, schema="t_race", provider="ideal")
+print(log.propose("t" + i, "refund", {"amount": 20}, scope, principal="user:1").decision)
+log.close()
+"""
+
+
 def test_concurrent_orchestrators_on_postgres_accept_one_record(pg):
+    """Six fresh processes (not forks of this one, whose other tests' threads a fork would
+    copy) propose one intent at once on one PostgreSQL log: one is accepted."""
     IntentLog.postgres(pg.dsn, "setup", schema="t_race", provider="ideal").close()
-    r, w = os.pipe()
-    pids = []
-    for i in range(6):
-        pid = os.fork()
-        if pid == 0:
-            try:
-                log = IntentLog.postgres(pg.dsn, f"o{i}", schema="t_race", provider="ideal")
-                os.write(
-                    w,
-                    log.propose(f"t{i}", "refund", {"amount": 20}, SCOPE, principal="user:1")
-                    .decision[:1]
-                    .encode(),
-                )
-            finally:
-                os._exit(0)
-        pids.append(pid)
-    os.close(w)
-    for pid in pids:
-        os.waitpid(pid, 0)
-    got = os.read(r, 64).decode()
-    os.close(r)
-    assert sorted(got) == ["a"] + ["d"] * 5
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", ORCHESTRATOR, pg.dsn, str(i), SCOPE],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(6)
+    ]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err for _, err in outs]
+    assert sorted(out.strip()[0] for out, _ in outs) == ["a"] + ["d"] * 5, outs
 
 
 def test_harness_with_two_orchestrators_on_postgres_is_clean(pg):
