@@ -43,11 +43,14 @@ class Telemetry:
         self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         self.meter_provider = MeterProvider(metric_readers=[self.reader])
 
-    def spans(self, kind=None):
+    def spans(self, kind=None, writer=None):
+        """The finished spans of `kind` (None: every kind), of the log of `writer` only if
+        given (another test's log left open in this process reports here too)."""
         return [
             s
             for s in self.exporter.get_finished_spans()
-            if kind is None or s.attributes.get("toolcommit.span") == kind
+            if (kind is None or s.attributes.get("toolcommit.span") == kind)
+            and (writer is None or s.attributes.get("toolcommit.writer") == writer)
         ]
 
     def points(self, name):
@@ -270,7 +273,7 @@ def test_a_give_up_and_a_refusal_end_their_spans_in_error_and_count(tmp_path, te
 
 def test_a_call_left_in_doubt_says_settler_and_the_recovery_pass_settles_it(tmp_path, tel):
     bank = Bank(lose_first_ack=True)
-    log = _log(tmp_path, "ideal", settler=False)
+    log = _log(tmp_path, "ideal", writer="w-idle-pass", settler=False)
 
     def down(t):
         raise ConnectionError("status endpoint down")
@@ -425,7 +428,7 @@ def test_an_idle_settler_pass_writes_no_span_and_a_due_one_does(tmp_path, tel):
     from toolcommit.runtime.shims import settle_pass
 
     bank = Bank(lose_first_ack=True)
-    log = _log(tmp_path, "ideal", settler=False)
+    log = _log(tmp_path, "ideal", writer="w-idle-pass", settler=False)
 
     def down(t):
         raise ConnectionError("status endpoint down")
@@ -434,14 +437,18 @@ def test_an_idle_settler_pass_writes_no_span_and_a_due_one_does(tmp_path, tel):
         lambda amount: bank.refund(current_ticket(), {"amount": amount})
     )
     settle_pass(log)
-    assert tel.spans("recover")[1:] == []  # the log's opening only
+    assert tel.spans("recover", log.writer)[1:] == []  # the log's opening only
     with pytest.raises(InDoubt):
         refund(20, call_id="t1")
     effectful(log, tool="refund", scope=SCOPE, status=bank.status, principal="user:1")(
         lambda amount: None
     )
     settle_pass(log)
-    passes = [s for s in tel.spans("recover") if s.attributes["toolcommit.trigger"] == "settler"]
+    passes = [
+        s
+        for s in tel.spans("recover", log.writer)
+        if s.attributes["toolcommit.trigger"] == "settler"
+    ]
     assert len(passes) == 1 and passes[0].attributes["toolcommit.settled"] == 1
     assert log.records()[0].state == "ACKED"
     log.close()
