@@ -2,14 +2,13 @@
 the log, and every decision writes lines `toolcommit validate` accepts."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from toolcommit.checker.logs.read import problem
 from toolcommit.runtime import IntentLog, IntentLogError, JsonlSink, Superseded
 
+from .at_once import decisions
 from .ledger import Bank, conforms
 
 SCOPE = "user:42:checkout:7"
@@ -237,19 +236,8 @@ def test_concurrent_processes_proposing_one_intent_accept_exactly_one(db):
     """Six fresh processes (none forked from this one, whose other tests' threads a fork
     would copy) propose one intent at once: one is accepted, five are told it is decided."""
     IntentLog.sqlite(db, "setup", provider="ideal").close()
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", PROPOSER, db, str(i), SCOPE],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for i in range(6)
-    ]
-    outs = [p.communicate(timeout=120) for p in procs]
-    assert all(p.returncode == 0 for p in procs), [err for _, err in outs]
-    got = sorted(out.strip()[0] for out, _ in outs)
-    assert got == ["a"] + ["d"] * 5, outs
+    got = decisions(PROPOSER, [[db, str(i), SCOPE] for i in range(6)])
+    assert got == ["a"] + ["d"] * 5
 
 
 def test_an_export_holds_up_none_of_the_process_s_decisions(db):

@@ -1,9 +1,6 @@
 """PostgreSQL: the same log on a server the tests start themselves (initdb into a temporary
 folder, a Unix socket only), two orchestrator processes in the harness."""
 
-import subprocess
-import sys
-
 import pytest
 
 from toolcommit.checker.torture.campaign import render, torture
@@ -19,6 +16,7 @@ if binaries() is None:
 from toolcommit.runtime import IntentLog  # noqa: E402
 
 from ..incli import cli  # noqa: E402
+from .at_once import decisions  # noqa: E402
 
 SCOPE = "user:42:checkout:7"
 
@@ -56,18 +54,8 @@ def test_concurrent_orchestrators_on_postgres_accept_one_record(pg):
     """Six fresh processes (not forks of this one, whose other tests' threads a fork would
     copy) propose one intent at once on one PostgreSQL log: one is accepted."""
     IntentLog.postgres(pg.dsn, "setup", schema="t_race", provider="ideal").close()
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", ORCHESTRATOR, pg.dsn, str(i), SCOPE],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for i in range(6)
-    ]
-    outs = [p.communicate(timeout=120) for p in procs]
-    assert all(p.returncode == 0 for p in procs), [err for _, err in outs]
-    assert sorted(out.strip()[0] for out, _ in outs) == ["a"] + ["d"] * 5, outs
+    got = decisions(ORCHESTRATOR, [[pg.dsn, str(i), SCOPE] for i in range(6)])
+    assert got == ["a"] + ["d"] * 5
 
 
 def test_harness_with_two_orchestrators_on_postgres_is_clean(pg):
