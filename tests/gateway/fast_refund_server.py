@@ -54,6 +54,13 @@ TOOLS = [
         "name": "balance",
     },
 ]
+# the answers that never change
+FIXED = {
+    "ping": {},
+    "tools/list": {"tools": TOOLS},
+    "resources/list": {"resources": []},
+    "prompts/list": {"prompts": []},
+}
 _out = threading.Lock()
 
 
@@ -126,9 +133,8 @@ def handle(msg: dict) -> None:
     elif method == "tools/call":
         threading.Thread(target=call, args=(rid, params), daemon=True).start()
         return
-    elif method in ("ping", "tools/list", "resources/list", "prompts/list"):
-        lists = {"tools/list": "tools", "resources/list": "resources", "prompts/list": "prompts"}
-        result = {lists[method]: TOOLS if method == "tools/list" else []} if method in lists else {}
+    elif method in FIXED:
+        result = FIXED[method]
     else:
         error = {"code": -32601, "message": "Method not found"}
         return send({"jsonrpc": "2.0", "id": rid, "error": error})
